@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+// `crossfree diff`: SCAFFOLD, to be replaced by its owner.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "analyzer/commands.h"
+
+namespace crossfree::cli {
+
+void RegisterDiffCommand(CLI::App& app, int* exit_code) {
+  CLI::App* sub = app.add_subcommand("diff", "(not implemented yet)");
+  sub->allow_extras();
+  sub->callback([exit_code] {
+    fmt::print(stderr, "crossfree diff: not implemented yet\n");
+    *exit_code = kExitUsage;
+  });
+}
+
+}  // namespace crossfree::cli

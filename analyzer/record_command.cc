@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+// `crossfree record`: SCAFFOLD, to be replaced by its owner.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "analyzer/commands.h"
+
+namespace crossfree::cli {
+
+void RegisterRecordCommand(CLI::App& app, int* exit_code) {
+  CLI::App* sub = app.add_subcommand("record", "(not implemented yet)");
+  sub->allow_extras();
+  sub->callback([exit_code] {
+    fmt::print(stderr, "crossfree record: not implemented yet\n");
+    *exit_code = kExitUsage;
+  });
+}
+
+}  // namespace crossfree::cli

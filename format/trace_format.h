@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+// crossfree trace format: the constants and plain types shared by the writer
+// (tracer/, allocation-free) and the reader (analyzer/, tests). The byte
+// layout is specified in docs/trace-format.md; this header is its index.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace crossfree::format {
+
+// File layout (all integers little endian; details in docs/trace-format.md):
+//
+//   file   := file_header chunk*
+//   chunk  := chunk_header payload          (self-delimiting, checksummed)
+//   payload:= record*                       (varint/delta coded, see below)
+//
+// Every thread encodes its own chunks into a private buffer and appends a
+// complete chunk with one write(2) on an O_APPEND descriptor, so the file is
+// a sequence of whole chunks in no global order. A reader recovers the order
+// of events on one address from their timestamps (DESIGN.md ordering rule).
+// Delta state (previous timestamp, previous address) resets at the start of
+// every chunk, so each chunk decodes on its own and a truncated file loses
+// only its last, incomplete chunk.
+
+inline constexpr char kFileMagic[8] = {'C', 'R', 'S', 'F', 'T', 'R', 'C', '\n'};
+inline constexpr uint32_t kChunkMagic = 0x4b4e4843;  // "CHNK" in file order
+// The only version this code writes. Version handling lives in
+// trace_reader.cc (CheckVersion); nothing else may branch on it.
+inline constexpr uint32_t kFormatVersion = 1;
+
+// Which clock the timestamps come from (file header field).
+enum class Clock : uint8_t {
+  kMonotonic = 1,  // clock_gettime(CLOCK_MONOTONIC), nanoseconds
+};
+
+// How stacks were captured (file header field, informational).
+enum class Unwinder : uint8_t {
+  kNone = 0,
+  kFramePointer = 1,
+  kLibunwind = 2,
+  kHybrid = 3,  // frame pointers while the chain is sound, DWARF below
+};
+
+// The function that made an allocation or a free. Stored in the low nibble of
+// the record tag, so it costs no extra byte.
+enum class AllocFn : uint8_t {
+  kMalloc = 0,
+  kCalloc = 1,
+  kRealloc = 2,
+  kReallocArray = 3,
+  kPosixMemalign = 4,
+  kAlignedAlloc = 5,
+  kMemalign = 6,
+  kValloc = 7,
+  kPvalloc = 8,
+  kNew = 9,            // operator new (all plain/nothrow/aligned variants)
+  kNewArray = 10,      // operator new[] (all variants)
+  kMallocHook = 11,    // seen through gperftools MallocHook (static tcmalloc)
+};
+
+enum class FreeFn : uint8_t {
+  kFree = 0,
+  kRealloc = 2,        // the free half of a realloc that moved or shrank to 0
+  kDelete = 9,         // operator delete (plain/sized/aligned/nothrow)
+  kDeleteArray = 10,   // operator delete[] (all variants)
+  kMallocHook = 11,
+};
+
+// Record tags. Event tags carry the AllocFn/FreeFn in their low nibble.
+// Tags >= kExtensionTagBase are followed by a varint byte length, so a reader
+// skips extension records it does not know; any other unknown tag is
+// corruption.
+enum RecordTag : uint8_t {
+  kTagStackDef = 0x01,     // varint id, varint depth, depth x zigzag delta frames
+  kTagThreadName = 0x02,   // zigzag ts delta, varint len, bytes
+  kTagModule = 0x03,       // see ModuleView
+  kTagThreadExit = 0x04,   // zigzag ts delta
+  kTagAllocBase = 0x10,    // | AllocFn: ts, addr, size, stack
+  kTagFreeBase = 0x20,     // | FreeFn:  ts, addr, size (0 = unknown), stack
+  kTagReallocBase = 0x30,  // | AllocFn: ts_free, ts_alloc, old, new, size, stack
+  kExtensionTagBase = 0x80,
+};
+
+// Stack id 0 means "no stack captured". Ids are process-wide: a stack is
+// defined once (kTagStackDef) in the chunk of whichever thread interned it
+// first, and may be referenced from chunks that precede its definition.
+inline constexpr uint32_t kNoStack = 0;
+inline constexpr uint32_t kMaxStackDepth = 256;
+
+// Bytes of the fixed chunk header that precedes every payload.
+inline constexpr size_t kChunkHeaderBytes = 32;
+// A chunk never exceeds this (payload included); larger lengths are corrupt.
+inline constexpr size_t kMaxChunkBytes = 16u << 20;
+
+// One PT_LOAD segment of a module, as mapped in the traced process.
+struct ModuleSegment {
+  uint64_t start;  // absolute address of the first byte
+  uint64_t size;   // p_memsz
+};
+
+// The settings recorded in the file header.
+struct HeaderFields {
+  uint32_t pid = 0;
+  uint32_t ppid = 0;            // parent pid; the parent's trace for a fork child
+  Clock clock = Clock::kMonotonic;
+  Unwinder unwinder = Unwinder::kNone;
+  uint16_t max_depth = 0;       // configured stack depth
+  uint32_t flags = 0;           // kHeaderFlag*
+  uint64_t start_monotonic_ns = 0;
+  uint64_t start_realtime_ns = 0;
+};
+
+inline constexpr uint32_t kHeaderFlagForkChild = 1u << 0;
+inline constexpr uint32_t kHeaderFlagMallocHook = 1u << 1;  // events via MallocHook
+
+}  // namespace crossfree::format

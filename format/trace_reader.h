@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// crossfree trace format, reader side: validates a trace file and decodes its
+// chunks. Shared by the analyzer, `crossfree dump` and the tests; the only
+// place that knows about format versions. Not used inside the tracer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "format/trace_format.h"
+
+namespace crossfree::format {
+
+struct FileHeader {
+  uint32_t version = 0;
+  HeaderFields fields;
+  std::string exe_path;
+  size_t size_bytes = 0;  // bytes of the header on disk; chunks follow
+};
+
+enum class EventOp : uint8_t { kAlloc, kFree };
+
+// One allocation or free. A realloc record is delivered as two events: the
+// free of the old block (stamped before the real call) and the allocation of
+// the new one (stamped after), both with from_realloc set.
+struct Event {
+  EventOp op;
+  uint8_t fn;            // AllocFn or FreeFn value, by op
+  bool from_realloc;
+  uint32_t tid;
+  uint64_t timestamp_ns;
+  uint64_t address;
+  uint64_t size;         // requested size; for a free, 0 unless sized delete
+  uint32_t stack_id;     // kNoStack when none
+};
+
+struct Module {
+  uint64_t timestamp_ns = 0;
+  uint64_t load_bias = 0;
+  std::string path;
+  std::vector<uint8_t> build_id;
+  std::vector<ModuleSegment> segments;
+};
+
+// Receives the records of a chunk in order. Default implementations ignore
+// the record, so a visitor overrides only what it needs.
+class RecordVisitor {
+ public:
+  virtual ~RecordVisitor() = default;
+  virtual void OnEvent(const Event& event) {}
+  virtual void OnStack(uint32_t stack_id, std::span<const uint64_t> frames) {}
+  virtual void OnThreadName(uint32_t tid, uint64_t ts_ns, std::string_view name) {}
+  virtual void OnModule(uint32_t tid, const Module& module) {}
+  virtual void OnThreadExit(uint32_t tid, uint64_t ts_ns) {}
+};
+
+// A complete, checksum-verified chunk. payload points into the reader's
+// mapping and lives as long as the reader.
+struct Chunk {
+  uint64_t file_offset = 0;  // offset of the chunk header in the file
+  uint32_t tid = 0;
+  uint32_t sequence = 0;     // per-thread chunk number, from 0
+  uint64_t base_timestamp_ns = 0;
+  uint32_t event_count = 0;  // allocation/free events (a realloc counts 2)
+  std::span<const uint8_t> payload;
+};
+
+enum class ReadResult {
+  kChunk,      // *chunk filled
+  kEnd,        // clean end of file
+  kTruncated,  // the file ends inside a chunk: every earlier chunk was good
+  kCorrupt,    // bad chunk magic, length or checksum at error_offset()
+};
+
+// Reads one trace file. Open() validates the header; NextChunk() walks the
+// chunks in file order. Not thread-safe; decoding of distinct chunks may be
+// done on several threads at once (DecodeChunk is a free function).
+class TraceReader {
+ public:
+  // Returns null and sets *error to one line naming the file and the problem
+  // (not a trace, unsupported version, truncated header, I/O error).
+  static std::unique_ptr<TraceReader> Open(const std::string& path, std::string* error);
+  // Same over bytes the caller keeps alive (tests, fuzzers).
+  static std::unique_ptr<TraceReader> FromBytes(std::span<const uint8_t> bytes,
+                                                std::string name, std::string* error);
+  ~TraceReader();
+
+  const FileHeader& header() const { return header_; }
+  const std::string& name() const { return name_; }
+  uint64_t file_size() const { return bytes_.size(); }
+
+  ReadResult NextChunk(Chunk* chunk);
+  // After kTruncated or kCorrupt: where and what.
+  uint64_t error_offset() const { return error_offset_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  TraceReader() = default;
+  std::string name_;
+  std::span<const uint8_t> bytes_;
+  void* mapping_ = nullptr;
+  size_t mapping_size_ = 0;
+  FileHeader header_;
+  uint64_t offset_ = 0;
+  uint64_t error_offset_ = 0;
+  std::string error_;
+};
+
+// Decodes a verified chunk's records into the visitor. Returns false and sets
+// *error (with the byte offset inside the file) if a record is malformed;
+// records before it have been delivered.
+bool DecodeChunk(const Chunk& chunk, RecordVisitor& visitor, std::string* error);
+
+}  // namespace crossfree::format

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// crossfree trace format, writer side: encodes the file header and chunks into
+// caller-provided memory. Used inside the preload tracer, so nothing here may
+// allocate, lock, touch stdio or call a hooked function.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "format/trace_format.h"
+
+namespace crossfree::format {
+
+// Encodes the file header into buf. Returns the bytes written, or 0 if cap is
+// too small. exe_path need not be NUL-terminated.
+size_t EncodeFileHeader(const HeaderFields& fields, const char* exe_path,
+                        size_t exe_path_len, uint8_t* buf, size_t cap);
+
+// A module as written by the tracer (borrowed pointers, nothing owned).
+struct ModuleView {
+  uint64_t timestamp_ns;
+  uint64_t load_bias;  // dl_phdr_info::dlpi_addr
+  const char* path;
+  uint32_t path_len;
+  const uint8_t* build_id;  // NT_GNU_BUILD_ID descriptor, may be empty
+  uint32_t build_id_len;
+  const ModuleSegment* segments;
+  uint32_t segment_count;
+};
+
+// Encodes one chunk into a buffer the caller owns (typically a thread's
+// private buffer). Not thread-safe: one writer per buffer.
+//
+// Usage: Begin(); Append*() until one returns false (no room, nothing was
+// written); Finish() to seal header and checksum; write the returned bytes;
+// Begin() again and retry the record. Every record fits in an empty chunk of
+// kMinChunkCapacity bytes, so a retry after Begin() always succeeds.
+class ChunkWriter {
+ public:
+  static constexpr size_t kMinChunkCapacity = 8192;
+
+  ChunkWriter(uint8_t* buf, size_t capacity);
+
+  void Begin(uint32_t tid, uint32_t sequence, uint64_t base_timestamp_ns);
+
+  bool AppendAlloc(AllocFn fn, uint64_t ts_ns, uint64_t address, uint64_t size,
+                   uint32_t stack_id);
+  // size is the size passed to a sized delete, or 0 when unknown.
+  bool AppendFree(FreeFn fn, uint64_t ts_ns, uint64_t address, uint64_t size,
+                  uint32_t stack_id);
+  // A realloc that moved (or shrank to a new block): the free half is stamped
+  // ts_free (before the real call), the alloc half ts_alloc (after it).
+  bool AppendRealloc(AllocFn fn, uint64_t ts_free_ns, uint64_t ts_alloc_ns,
+                     uint64_t old_address, uint64_t new_address, uint64_t size,
+                     uint32_t stack_id);
+  bool AppendStack(uint32_t stack_id, const uint64_t* frames, uint32_t depth);
+  bool AppendThreadName(uint64_t ts_ns, const char* name, size_t len);
+  bool AppendModule(const ModuleView& module);
+  bool AppendThreadExit(uint64_t ts_ns);
+
+  // Seals the chunk (header, event count, checksum). Returns its total size
+  // in bytes, header included; the bytes start at the buffer's beginning.
+  size_t Finish();
+
+  bool empty() const { return records_ == 0; }
+  size_t size() const { return pos_; }
+  uint32_t event_count() const { return events_; }
+
+ private:
+  uint8_t* buf_;
+  size_t capacity_;
+  size_t pos_ = 0;
+  uint32_t records_ = 0;
+  uint32_t events_ = 0;
+  uint64_t prev_ts_ = 0;
+  uint64_t prev_address_ = 0;
+};
+
+}  // namespace crossfree::format

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: call-stack capture and process-wide stack interning.
+//
+// Called from the allocation hooks, on any thread, possibly from a signal
+// handler or during early start-up: nothing here may allocate through the
+// hooked malloc, take a lock that a hooked thread could hold, or use stdio.
+// Memory comes from mmap at init time.
+#pragma once
+
+#include <cstdint>
+
+namespace crossfree::tracer {
+
+enum class UnwindMode : uint8_t {
+  kFramePointer,  // walk rbp chains; cheapest, stops in code without frame pointers
+  kLibunwind,     // libunwind (DWARF CFI), works everywhere, slower
+  kHybrid,        // frame pointers while the chain is sound, DWARF below (default)
+};
+
+// Parses "fp", "libunwind", "hybrid". Returns false for anything else.
+bool ParseUnwindMode(const char* text, UnwindMode* mode);
+
+// One-time set-up, called from the tracer's constructor before any hook
+// records a stack. max_depth is clamped to format::kMaxStackDepth. Returns
+// false if the mode cannot work (the tracer then records without stacks).
+bool InitStacks(UnwindMode mode, int max_depth);
+
+// Captures the stack of the code that called a hook. The hook passes its own
+// __builtin_return_address(0) and __builtin_frame_address(0): frames[0] is
+// that return address (the allocating caller, never a tracer frame) and the
+// walk continues from the hook's frame outward. Returns the depth written.
+int CaptureStack(void* hook_return_address, void* hook_frame_address,
+                 uint64_t* frames, int max_depth);
+
+// Returns the process-wide id of this stack, or format::kNoStack when depth
+// is 0 or the table is full (counted, reported at exit). *is_new is set for exactly one caller per distinct stack: that
+// caller must write the stack's definition into its own chunk. Lock-free.
+uint32_t InternStack(const uint64_t* frames, int depth, bool* is_new);
+
+// Stacks interned so far, and how many lookups found an existing entry
+// (exposed for tests and the tracer's exit summary).
+uint32_t InternedStackCount();
+
+}  // namespace crossfree::tracer
