@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// Analyzer: offline symbolization of the return addresses recorded in a
+// trace, from the trace's module map, with elfutils libdw.
+//
+// Owned by one analysis run; not thread-safe (callers symbolize from one
+// thread, after aggregation, and only the stacks that are reported).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "format/trace_reader.h"
+
+namespace crossfree::analyzer {
+
+// One source-level frame. A return address expands to one or more of these:
+// the innermost inlined function first, the function it was inlined into
+// last.
+struct SymbolFrame {
+  uint64_t address = 0;     // the recorded return address
+  std::string function;     // demangled; empty when unknown
+  std::string file;         // source file, empty when unknown
+  int line = 0;             // 0 when unknown
+  std::string module;       // module path (basename is enough to print)
+  uint64_t module_offset = 0;  // address - load bias, for module+offset display
+  bool inlined = false;     // true for every frame but the outermost
+};
+
+class Symbolizer {
+ public:
+  // modules: the module map of one traced process. A module whose file is
+  // missing, whose build id differs from the recorded one, or that has no
+  // symbols is shown as module+offset, with one warning per module
+  // (collected in warnings()).
+  explicit Symbolizer(std::vector<format::Module> modules);
+  ~Symbolizer();
+
+  // Symbolizes a recorded return address (looked up at address - 1, so the
+  // call instruction, not the one after it, gives the line). Cached.
+  const std::vector<SymbolFrame>& Symbolize(uint64_t return_address);
+
+  // One line per module that could not be symbolized fully, with the reason.
+  const std::vector<std::string>& warnings() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace crossfree::analyzer
