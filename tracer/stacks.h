@@ -37,8 +37,12 @@ int CaptureStack(void* hook_return_address, void* hook_frame_address,
 // caller must write the stack's definition into its own chunk. Lock-free.
 uint32_t InternStack(const uint64_t* frames, int depth, bool* is_new);
 
-// Stacks interned so far, and how many lookups found an existing entry
-// (exposed for tests and the tracer's exit summary).
+// Distinct stacks interned so far (ids 1..N are in use). For tests and the
+// tracer's exit summary.
 uint32_t InternedStackCount();
+
+// Stacks that could not be interned (table full, or a stalled publisher):
+// their events carry kNoStack. For the tracer's exit summary.
+uint64_t DroppedStackCount();
 
 }  // namespace crossfree::tracer

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: frame-pointer walking and per-thread stack bounds.
+#include "tracer/unwind_fp.h"
+
+#include <pthread.h>
+
+namespace crossfree::tracer {
+namespace {
+
+// Trivial types only, so TLS needs no constructor call (which could
+// allocate) and the initial-exec model gives a plain %fs-relative access.
+struct ThreadBoundsCache {
+  uintptr_t low;
+  uintptr_t high;
+  int state;  // 0 = unknown, 1 = computing, 2 = ready, 3 = failed
+};
+thread_local constinit ThreadBoundsCache tls_bounds
+    __attribute__((tls_model("initial-exec"))) = {0, 0, 0};
+
+}  // namespace
+
+StackBounds CurrentThreadStackBounds() {
+  ThreadBoundsCache& c = tls_bounds;
+  if (__builtin_expect(c.state == 2, 1)) return {c.low, c.high};
+  if (c.state != 0) return {0, 0};
+  c.state = 1;  // a nested hook on this thread sees "unknown", not a loop
+  pthread_attr_t attr;
+  void* addr = nullptr;
+  size_t size = 0;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    if (pthread_attr_getstack(&attr, &addr, &size) != 0) size = 0;
+    pthread_attr_destroy(&attr);
+  }
+  if (size == 0) {
+    c.state = 3;
+    return {0, 0};
+  }
+  c.low = reinterpret_cast<uintptr_t>(addr);
+  c.high = c.low + size;
+  c.state = 2;
+  return {c.low, c.high};
+}
+
+int WalkFramePointers(uintptr_t fp, const StackBounds& bounds, uint64_t* frames,
+                      int depth, int max, uintptr_t* last_fp) {
+  if (!PlausibleFrame(fp, bounds)) return depth;
+  while (depth < max) {
+    uintptr_t next = reinterpret_cast<const uintptr_t*>(fp)[0];
+    if (next <= fp || !PlausibleFrame(next, bounds)) break;
+    uintptr_t ret = reinterpret_cast<const uintptr_t*>(next)[1];
+    if (ret < 4096) break;
+    frames[depth++] = ret;
+    fp = next;
+  }
+  if (last_fp != nullptr) *last_fp = fp;
+  return depth;
+}
+
+}  // namespace crossfree::tracer

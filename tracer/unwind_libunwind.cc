@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: libunwind-based capture (UNW_LOCAL_ONLY).
+#define UNW_LOCAL_ONLY
+#include "tracer/unwind_libunwind.h"
+
+#include <libunwind.h>
+
+#include <cstring>
+
+namespace crossfree::tracer {
+namespace {
+
+// How many frames (our own and the hook's) may sit between unw_getcontext
+// and the hook's caller before we give up looking for the caller.
+constexpr int kMaxSkippedFrames = 32;
+
+int StepAndRecord(unw_cursor_t* cursor, uint64_t* frames, int depth, int max_depth) {
+  while (depth < max_depth && unw_step(cursor) > 0) {
+    unw_word_t ip = 0;
+    if (unw_get_reg(cursor, UNW_REG_IP, &ip) < 0 || ip < 4096) break;
+    frames[depth++] = ip;
+  }
+  return depth;
+}
+
+}  // namespace
+
+bool InitLibunwind() {
+  // The default global cache takes a lock and masks signals on every
+  // lookup; a per-thread cache avoids both.
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  uint64_t frames[8];
+  int depth = CaptureWithLibunwind(
+      reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
+      reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), frames, 8);
+  return depth > 0;
+}
+
+__attribute__((noinline)) int CaptureWithLibunwind(uintptr_t hook_return_address,
+                                                   uintptr_t hook_frame_address,
+                                                   uint64_t* frames, int max_depth) {
+  if (max_depth <= 0) return 0;
+  unw_context_t context;
+  unw_cursor_t cursor;
+  if (unw_getcontext(&context) != 0) return -1;
+  if (unw_init_local(&cursor, &context) != 0) return -1;
+  // The caller's frame is the one executing at the hook's return address
+  // with a stack pointer above the hook's frame record.
+  for (int skipped = 0; skipped < kMaxSkippedFrames; ++skipped) {
+    if (unw_step(&cursor) <= 0) return -1;
+    unw_word_t ip = 0;
+    unw_word_t sp = 0;
+    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0) return -1;
+    if (ip != hook_return_address) continue;
+    if (unw_get_reg(&cursor, UNW_REG_SP, &sp) < 0) return -1;
+    if (sp <= hook_frame_address) continue;
+    frames[0] = ip;
+    return StepAndRecord(&cursor, frames, 1, max_depth);
+  }
+  return -1;
+}
+
+int ContinueWithLibunwind(uintptr_t ip, uintptr_t sp, uintptr_t bp,
+                          uint64_t* frames, int depth, int max_depth) {
+  if (depth >= max_depth) return depth;
+  // On x86-64 unw_context_t is a ucontext_t: seed it with the three
+  // registers that CFA rules in practice depend on.
+  unw_context_t context;
+  std::memset(&context, 0, sizeof(context));
+  if (unw_getcontext(&context) != 0) return depth;
+  context.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(ip);
+  context.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(sp);
+  context.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(bp);
+  unw_cursor_t cursor;
+  if (unw_init_local(&cursor, &context) != 0) return depth;
+  return StepAndRecord(&cursor, frames, depth, max_depth);
+}
+
+}  // namespace crossfree::tracer

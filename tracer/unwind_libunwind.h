@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: DWARF unwinding through libunwind (local address space only), for
+// the libunwind and hybrid modes.
+#pragma once
+
+#include <cstdint>
+
+namespace crossfree::tracer {
+
+// Sets per-thread caching for the local address space and runs one warm-up
+// unwind, so that libunwind's own first-use allocations happen here (at
+// tracer start-up) rather than inside a hook. Returns false if libunwind
+// cannot unwind this process.
+bool InitLibunwind();
+
+// Unwinds the current thread with libunwind, skipping every frame up to and
+// including the hook's own (identified by its return address and frame
+// address), so frames[0] = hook_return_address. Returns the depth, or -1 if
+// the hook's caller frame was not found (the caller then falls back to
+// frame pointers).
+int CaptureWithLibunwind(uintptr_t hook_return_address,
+                         uintptr_t hook_frame_address, uint64_t* frames,
+                         int max_depth);
+
+// Continues an unwind from a known register state (the frame executing at
+// `ip` with stack pointer `sp` and frame pointer `bp`), appending return
+// addresses after frames[depth-1]; `ip` itself must already be recorded.
+// Returns the new depth.
+int ContinueWithLibunwind(uintptr_t ip, uintptr_t sp, uintptr_t bp,
+                          uint64_t* frames, int depth, int max_depth);
+
+}  // namespace crossfree::tracer
