@@ -79,6 +79,11 @@ enum RecordTag : uint8_t {
   kTagAllocBase = 0x10,    // | AllocFn: ts, addr, size, stack
   kTagFreeBase = 0x20,     // | FreeFn:  ts, addr, size (0 = unknown), stack
   kTagReallocBase = 0x30,  // | AllocFn: ts_free, ts_alloc, old, new, size, stack
+  // Compact forms the writer picks when the address delta is a multiple of
+  // 16 (the delta is then stored divided by 16) and, for frees, the size is
+  // unknown (0, not stored). Same event as the plain forms above.
+  kTagAllocAlignedBase = 0x40,  // | AllocFn: ts, addr/16, size, stack
+  kTagFreeAlignedBase = 0x50,   // | FreeFn:  ts, addr/16, stack
   kExtensionTagBase = 0x80,
 };
 

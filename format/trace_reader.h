@@ -52,11 +52,11 @@ struct Module {
 class RecordVisitor {
  public:
   virtual ~RecordVisitor() = default;
-  virtual void OnEvent(const Event& event) {}
-  virtual void OnStack(uint32_t stack_id, std::span<const uint64_t> frames) {}
-  virtual void OnThreadName(uint32_t tid, uint64_t ts_ns, std::string_view name) {}
-  virtual void OnModule(uint32_t tid, const Module& module) {}
-  virtual void OnThreadExit(uint32_t tid, uint64_t ts_ns) {}
+  virtual void OnEvent(const Event& /*event*/) {}
+  virtual void OnStack(uint32_t /*stack_id*/, std::span<const uint64_t> /*frames*/) {}
+  virtual void OnThreadName(uint32_t /*tid*/, uint64_t /*ts_ns*/, std::string_view /*name*/) {}
+  virtual void OnModule(uint32_t /*tid*/, const Module& /*module*/) {}
+  virtual void OnThreadExit(uint32_t /*tid*/, uint64_t /*ts_ns*/) {}
 };
 
 // A complete, checksum-verified chunk. payload points into the reader's
@@ -109,6 +109,7 @@ class TraceReader {
   uint64_t offset_ = 0;
   uint64_t error_offset_ = 0;
   std::string error_;
+  ReadResult error_result_ = ReadResult::kEnd;  // repeated once error_ is set
 };
 
 // Decodes a verified chunk's records into the visitor. Returns false and sets

@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: Apache-2.0
+// crossfree trace format, reader side: header validation, chunk walking with
+// checksums, record decoding. The one place that knows about versions.
+#include "format/trace_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+
+#include "format/crc32c.h"
+#include "format/wire.h"
+
+namespace crossfree::format {
+namespace {
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  int n = snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return std::string(buf, n);
+}
+
+// Every decision that depends on the format version is made here. Version 1
+// is the only one so far; a later version that only adds header fields or
+// extension records keeps this reader working (see docs/trace-format.md).
+bool CheckVersion(uint32_t version, const std::string& name, std::string* error) {
+  if (version == kFormatVersion) return true;
+  *error = name + ": trace format version " + std::to_string(version) +
+           " is not supported (this crossfree reads version " +
+           std::to_string(kFormatVersion) + ")";
+  return false;
+}
+
+bool ParseHeader(std::span<const uint8_t> bytes, const std::string& name, FileHeader* header,
+                 std::string* error) {
+  const uint8_t* b = bytes.data();
+  size_t size = bytes.size();
+  if (size == 0) {
+    *error = name + ": empty file (not a crossfree trace)";
+    return false;
+  }
+  size_t magic_len = size < sizeof(kFileMagic) ? size : sizeof(kFileMagic);
+  if (memcmp(b, kFileMagic, magic_len) != 0) {
+    *error = name + ": not a crossfree trace (bad magic)";
+    return false;
+  }
+  auto truncated = [&] {
+    *error = name + ": truncated trace header (file has " + std::to_string(size) + " bytes)";
+    return false;
+  };
+  if (size < wire::kHdrVersion + 4) return truncated();
+  if (!CheckVersion(wire::Load32(b + wire::kHdrVersion), name, error)) return false;
+  if (size < wire::kHdrLength + 4) return truncated();
+  uint32_t length = wire::Load32(b + wire::kHdrLength);
+  if (length < wire::kHdrMinBytes || length > wire::kMaxHeaderBytes) {
+    *error = name + ": corrupt trace header (header length " + std::to_string(length) + ")";
+    return false;
+  }
+  if (size < length) return truncated();
+  uint32_t stored_crc = wire::Load32(b + length - 4);
+  if (Crc32c(b, length - 4) != stored_crc) {
+    *error = name + ": corrupt trace header (checksum mismatch)";
+    return false;
+  }
+  uint32_t exe_len = wire::Load32(b + wire::kHdrExeLen);
+  if (exe_len > length - wire::kHdrMinBytes) {
+    *error = name + ": corrupt trace header (exe path length " + std::to_string(exe_len) + ")";
+    return false;
+  }
+  header->version = kFormatVersion;
+  HeaderFields& f = header->fields;
+  f.pid = wire::Load32(b + wire::kHdrPid);
+  f.ppid = wire::Load32(b + wire::kHdrPpid);
+  f.clock = static_cast<Clock>(b[wire::kHdrClock]);
+  f.unwinder = static_cast<Unwinder>(b[wire::kHdrUnwinder]);
+  f.max_depth = wire::Load16(b + wire::kHdrMaxDepth);
+  f.flags = wire::Load32(b + wire::kHdrFlags);
+  f.start_monotonic_ns = wire::Load64(b + wire::kHdrStartMono);
+  f.start_realtime_ns = wire::Load64(b + wire::kHdrStartReal);
+  header->exe_path.assign(reinterpret_cast<const char*>(b + wire::kHdrExe), exe_len);
+  header->size_bytes = length;
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<TraceReader> TraceReader::FromBytes(std::span<const uint8_t> bytes,
+                                                    std::string name, std::string* error) {
+  std::unique_ptr<TraceReader> reader(new TraceReader());
+  if (!ParseHeader(bytes, name, &reader->header_, error)) return nullptr;
+  reader->name_ = std::move(name);
+  reader->bytes_ = bytes;
+  reader->offset_ = reader->header_.size_bytes;
+  return reader;
+}
+
+std::unique_ptr<TraceReader> TraceReader::Open(const std::string& path, std::string* error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = path + ": " + strerror(errno);
+    return nullptr;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    *error = path + ": " + strerror(errno);
+    ::close(fd);
+    return nullptr;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    *error = path + ": not a regular file";
+    ::close(fd);
+    return nullptr;
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  void* mapping = nullptr;
+  if (size > 0) {
+    mapping = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (mapping == MAP_FAILED) {
+      *error = path + ": mmap: " + strerror(errno);
+      ::close(fd);
+      return nullptr;
+    }
+    madvise(mapping, size, MADV_SEQUENTIAL);
+  }
+  ::close(fd);
+  std::span<const uint8_t> bytes(static_cast<const uint8_t*>(mapping), size);
+  auto reader = FromBytes(bytes, path, error);
+  if (reader == nullptr) {
+    if (mapping != nullptr) munmap(mapping, size);
+    return nullptr;
+  }
+  reader->mapping_ = mapping;
+  reader->mapping_size_ = size;
+  return reader;
+}
+
+TraceReader::~TraceReader() {
+  if (mapping_ != nullptr) munmap(mapping_, mapping_size_);
+}
+
+ReadResult TraceReader::NextChunk(Chunk* chunk) {
+  if (!error_.empty()) return error_result_;  // errors are sticky
+  size_t size = bytes_.size();
+  if (offset_ == size) return ReadResult::kEnd;
+  const uint8_t* b = bytes_.data() + offset_;
+  size_t left = size - offset_;
+  auto fail = [&](ReadResult result, std::string what) {
+    error_offset_ = offset_;
+    error_ = std::move(what);
+    error_result_ = result;
+    return result;
+  };
+  // A partial chunk magic at the end is a truncation; anything else is not.
+  uint8_t magic[4];
+  wire::Store32(magic, kChunkMagic);
+  if (memcmp(b, magic, left < 4 ? left : 4) != 0) {
+    return fail(ReadResult::kCorrupt, "corrupt chunk at offset " + std::to_string(offset_) +
+                                          " (bad chunk magic)");
+  }
+  if (left >= wire::kChkLength + 4) {
+    uint32_t word = wire::Load32(b + wire::kChkLength);
+    uint32_t payload = word & 0xffffff;
+    if ((word >> 24) != wire::LengthGuard(payload)) {
+      return fail(ReadResult::kCorrupt, "corrupt chunk at offset " + std::to_string(offset_) +
+                                            " (damaged length field)");
+    }
+    if (kChunkHeaderBytes + payload > kMaxChunkBytes) {
+      return fail(ReadResult::kCorrupt, "corrupt chunk at offset " + std::to_string(offset_) +
+                                            " (length " + std::to_string(payload) +
+                                            " exceeds the maximum chunk size)");
+    }
+    if (left >= kChunkHeaderBytes + payload) {
+      size_t total = kChunkHeaderBytes + payload;
+      uint32_t crc = Crc32c(b + wire::kChkCrcStart, total - wire::kChkCrcStart);
+      if (crc != wire::Load32(b + wire::kChkCrc)) {
+        return fail(ReadResult::kCorrupt, "corrupt chunk at offset " + std::to_string(offset_) +
+                                              " (checksum mismatch)");
+      }
+      chunk->file_offset = offset_;
+      chunk->tid = wire::Load32(b + wire::kChkTid);
+      chunk->sequence = wire::Load32(b + wire::kChkSequence);
+      chunk->event_count = wire::Load32(b + wire::kChkEvents);
+      chunk->base_timestamp_ns = wire::Load64(b + wire::kChkBaseTs);
+      chunk->payload = std::span<const uint8_t>(b + kChunkHeaderBytes, payload);
+      offset_ += total;
+      return ReadResult::kChunk;
+    }
+  }
+  return fail(ReadResult::kTruncated, "truncated chunk at offset " + std::to_string(offset_) +
+                                          " (file ends after " + std::to_string(left) +
+                                          " of its bytes)");
+}
+
+namespace {
+
+class Decoder {
+ public:
+  Decoder(const Chunk& chunk, RecordVisitor& visitor, std::string* error)
+      : chunk_(chunk), visitor_(visitor), error_(error) {}
+
+  bool Run();
+
+ private:
+  bool Fail(const uint8_t* at, const char* what, uint64_t value = 0, bool show = false) {
+    uint64_t offset = chunk_.file_offset + kChunkHeaderBytes + (at - chunk_.payload.data());
+    *error_ = "corrupt record at offset " + std::to_string(offset) + " (" + what;
+    if (show) *error_ += " " + std::to_string(value);
+    *error_ += ")";
+    return false;
+  }
+  bool Get(uint64_t* v) {
+    p_ = wire::GetVarint(p_, end_, v);
+    return p_ != nullptr;
+  }
+  bool GetDelta(uint64_t base, uint64_t* v) {
+    uint64_t raw;
+    if (!Get(&raw)) return false;
+    *v = base + static_cast<uint64_t>(wire::UnZigZag(raw));
+    return true;
+  }
+  bool GetStackId(uint32_t* id) {
+    uint64_t v;
+    if (!Get(&v)) return false;
+    if (v > UINT32_MAX) return false;
+    *id = static_cast<uint32_t>(v);
+    return true;
+  }
+
+  const Chunk& chunk_;
+  RecordVisitor& visitor_;
+  std::string* error_;
+  const uint8_t* p_ = nullptr;
+  const uint8_t* end_ = nullptr;
+  uint64_t frames_[kMaxStackDepth];
+};
+
+bool ValidAllocFn(uint8_t fn) { return fn <= static_cast<uint8_t>(AllocFn::kMallocHook); }
+bool ValidFreeFn(uint8_t fn) {
+  switch (static_cast<FreeFn>(fn)) {
+    case FreeFn::kFree:
+    case FreeFn::kRealloc:
+    case FreeFn::kDelete:
+    case FreeFn::kDeleteArray:
+    case FreeFn::kMallocHook:
+      return true;
+  }
+  return false;
+}
+
+bool Decoder::Run() {
+  p_ = chunk_.payload.data();
+  end_ = p_ + chunk_.payload.size();
+  uint64_t prev_ts = chunk_.base_timestamp_ns;
+  uint64_t prev_addr = 0;
+  uint64_t events = 0;
+  Event ev{};
+  ev.tid = chunk_.tid;
+  while (p_ < end_) {
+    const uint8_t* start = p_;
+    uint8_t tag = *p_++;
+    uint8_t kind = tag & 0xf0;
+    uint8_t fn = tag & 0x0f;
+    uint64_t raw;
+    switch (kind) {
+      case kTagAllocBase:
+      case kTagAllocAlignedBase:
+      case kTagFreeBase:
+      case kTagFreeAlignedBase: {
+        bool alloc = kind == kTagAllocBase || kind == kTagAllocAlignedBase;
+        if (alloc ? !ValidAllocFn(fn) : !ValidFreeFn(fn)) {
+          return Fail(start, alloc ? "unknown allocation function" : "unknown free function",
+                      fn, true);
+        }
+        if (!GetDelta(prev_ts, &ev.timestamp_ns) || !Get(&raw)) {
+          return Fail(start, "truncated event");
+        }
+        int64_t d = wire::UnZigZag(raw);
+        bool aligned = kind == kTagAllocAlignedBase || kind == kTagFreeAlignedBase;
+        ev.address = prev_addr + (aligned ? static_cast<uint64_t>(d) << 4 : static_cast<uint64_t>(d));
+        ev.size = 0;
+        if (kind != kTagFreeAlignedBase && !Get(&ev.size)) return Fail(start, "truncated event");
+        if (!GetStackId(&ev.stack_id)) return Fail(start, "bad stack id in event");
+        ev.op = alloc ? EventOp::kAlloc : EventOp::kFree;
+        ev.fn = fn;
+        ev.from_realloc = false;
+        prev_ts = ev.timestamp_ns;
+        prev_addr = ev.address;
+        ++events;
+        visitor_.OnEvent(ev);
+        break;
+      }
+      case kTagReallocBase: {
+        if (!ValidAllocFn(fn)) return Fail(start, "unknown allocation function", fn, true);
+        uint64_t ts_free, ts_alloc, old_addr, new_addr, size;
+        uint32_t stack;
+        if (!GetDelta(prev_ts, &ts_free) || !GetDelta(ts_free, &ts_alloc) ||
+            !GetDelta(prev_addr, &old_addr) || !GetDelta(old_addr, &new_addr) || !Get(&size)) {
+          return Fail(start, "truncated realloc");
+        }
+        if (!GetStackId(&stack)) return Fail(start, "bad stack id in realloc");
+        ev.from_realloc = true;
+        ev.stack_id = stack;
+        ev.op = EventOp::kFree;
+        ev.fn = static_cast<uint8_t>(FreeFn::kRealloc);
+        ev.timestamp_ns = ts_free;
+        ev.address = old_addr;
+        ev.size = 0;
+        visitor_.OnEvent(ev);
+        ev.op = EventOp::kAlloc;
+        ev.fn = fn;
+        ev.timestamp_ns = ts_alloc;
+        ev.address = new_addr;
+        ev.size = size;
+        visitor_.OnEvent(ev);
+        prev_ts = ts_alloc;
+        prev_addr = new_addr;
+        events += 2;
+        break;
+      }
+      case 0x00:
+        switch (tag) {
+          case kTagStackDef: {
+            uint64_t id, depth;
+            if (!Get(&id) || !Get(&depth)) return Fail(start, "truncated stack definition");
+            if (id == kNoStack || id > UINT32_MAX) return Fail(start, "bad stack id", id, true);
+            if (depth > kMaxStackDepth) return Fail(start, "stack depth", depth, true);
+            uint64_t prev = 0;
+            for (uint64_t i = 0; i < depth; ++i) {
+              if (!GetDelta(prev, &frames_[i])) return Fail(start, "truncated stack definition");
+              prev = frames_[i];
+            }
+            visitor_.OnStack(static_cast<uint32_t>(id),
+                             std::span<const uint64_t>(frames_, static_cast<size_t>(depth)));
+            break;
+          }
+          case kTagThreadName: {
+            uint64_t ts, len;
+            if (!GetDelta(prev_ts, &ts) || !Get(&len)) return Fail(start, "truncated thread name");
+            if (len > wire::kMaxNameBytes || len > static_cast<uint64_t>(end_ - p_)) {
+              return Fail(start, "bad thread name length", len, true);
+            }
+            std::string_view name(reinterpret_cast<const char*>(p_), len);
+            p_ += len;
+            prev_ts = ts;
+            visitor_.OnThreadName(chunk_.tid, ts, name);
+            break;
+          }
+          case kTagModule: {
+            Module m;
+            uint64_t len;
+            if (!GetDelta(prev_ts, &m.timestamp_ns) || !Get(&m.load_bias) || !Get(&len)) {
+              return Fail(start, "truncated module");
+            }
+            if (len > wire::kMaxModulePathBytes || len > static_cast<uint64_t>(end_ - p_)) {
+              return Fail(start, "bad module path length", len, true);
+            }
+            m.path.assign(reinterpret_cast<const char*>(p_), len);
+            p_ += len;
+            if (!Get(&len)) return Fail(start, "truncated module");
+            if (len > wire::kMaxBuildIdBytes || len > static_cast<uint64_t>(end_ - p_)) {
+              return Fail(start, "bad build id length", len, true);
+            }
+            m.build_id.assign(p_, p_ + len);
+            p_ += len;
+            uint64_t count;
+            if (!Get(&count)) return Fail(start, "truncated module");
+            if (count > wire::kMaxSegments) return Fail(start, "segment count", count, true);
+            m.segments.resize(count);
+            for (auto& seg : m.segments) {
+              if (!GetDelta(m.load_bias, &seg.start) || !Get(&seg.size)) {
+                return Fail(start, "truncated module");
+              }
+            }
+            prev_ts = m.timestamp_ns;
+            visitor_.OnModule(chunk_.tid, m);
+            break;
+          }
+          case kTagThreadExit: {
+            uint64_t ts;
+            if (!GetDelta(prev_ts, &ts)) return Fail(start, "truncated thread exit");
+            prev_ts = ts;
+            visitor_.OnThreadExit(chunk_.tid, ts);
+            break;
+          }
+          default:
+            return Fail(start, ("unknown record tag " + Hex(tag)).c_str());
+        }
+        break;
+      default:
+        if (tag >= kExtensionTagBase) {
+          uint64_t len;
+          if (!Get(&len) || len > static_cast<uint64_t>(end_ - p_)) {
+            return Fail(start, "bad extension record length");
+          }
+          p_ += len;  // a record from a newer writer: skipped on purpose
+          break;
+        }
+        return Fail(start, ("unknown record tag " + Hex(tag)).c_str());
+    }
+  }
+  if (events != chunk_.event_count) {
+    uint64_t offset = chunk_.file_offset;
+    *error_ = "corrupt chunk at offset " + std::to_string(offset) + " (header says " +
+              std::to_string(chunk_.event_count) + " events, payload has " +
+              std::to_string(events) + ")";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool DecodeChunk(const Chunk& chunk, RecordVisitor& visitor, std::string* error) {
+  Decoder decoder(chunk, visitor, error);
+  return decoder.Run();
+}
+
+}  // namespace crossfree::format

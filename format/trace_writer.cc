@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+// crossfree trace format, writer side. Linked into the preload tracer: no
+// allocation, no stdio, no libstdc++ runtime, no exceptions (built with
+// -fno-exceptions -fno-rtti). Layout: docs/trace-format.md, format/wire.h.
+#include "format/trace_writer.h"
+
+#include "format/crc32c.h"
+#include "format/wire.h"
+
+namespace crossfree::format {
+
+using wire::PutVarint;
+using wire::ZigZag;
+
+namespace {
+
+// Upper bounds of one record's encoded size, checked before writing so a
+// record is either written whole or not at all.
+constexpr size_t kMaxVarint = 10;
+constexpr size_t kMaxEventBytes = 1 + 4 * kMaxVarint;
+constexpr size_t kMaxReallocBytes = 1 + 6 * kMaxVarint;
+
+template <typename T>
+constexpr T Min(T a, T b) {
+  return a < b ? a : b;
+}
+
+int64_t Delta(uint64_t now, uint64_t prev) { return static_cast<int64_t>(now - prev); }
+
+}  // namespace
+
+size_t EncodeFileHeader(const HeaderFields& fields, const char* exe_path,
+                        size_t exe_path_len, uint8_t* buf, size_t cap) {
+  exe_path_len = Min(exe_path_len, wire::kMaxExePathBytes);
+  size_t total = wire::kHdrMinBytes + exe_path_len;
+  if (cap < total) return 0;
+  __builtin_memset(buf, 0, wire::kHdrExe);
+  __builtin_memcpy(buf + wire::kHdrMagic, kFileMagic, sizeof(kFileMagic));
+  wire::Store32(buf + wire::kHdrVersion, kFormatVersion);
+  wire::Store32(buf + wire::kHdrLength, static_cast<uint32_t>(total));
+  wire::Store32(buf + wire::kHdrPid, fields.pid);
+  wire::Store32(buf + wire::kHdrPpid, fields.ppid);
+  buf[wire::kHdrClock] = static_cast<uint8_t>(fields.clock);
+  buf[wire::kHdrUnwinder] = static_cast<uint8_t>(fields.unwinder);
+  wire::Store16(buf + wire::kHdrMaxDepth, fields.max_depth);
+  wire::Store32(buf + wire::kHdrFlags, fields.flags);
+  wire::Store64(buf + wire::kHdrStartMono, fields.start_monotonic_ns);
+  wire::Store64(buf + wire::kHdrStartReal, fields.start_realtime_ns);
+  wire::Store32(buf + wire::kHdrExeLen, static_cast<uint32_t>(exe_path_len));
+  if (exe_path_len > 0) __builtin_memcpy(buf + wire::kHdrExe, exe_path, exe_path_len);
+  wire::Store32(buf + total - 4, Crc32c(buf, total - 4));
+  return total;
+}
+
+ChunkWriter::ChunkWriter(uint8_t* buf, size_t capacity)
+    : buf_(buf), capacity_(Min(capacity, kMaxChunkBytes)) {}
+
+void ChunkWriter::Begin(uint32_t tid, uint32_t sequence, uint64_t base_timestamp_ns) {
+  wire::Store32(buf_ + wire::kChkMagic, kChunkMagic);
+  wire::Store32(buf_ + wire::kChkCrc, 0);
+  wire::Store32(buf_ + wire::kChkLength, 0);
+  wire::Store32(buf_ + wire::kChkTid, tid);
+  wire::Store32(buf_ + wire::kChkSequence, sequence);
+  wire::Store32(buf_ + wire::kChkEvents, 0);
+  wire::Store64(buf_ + wire::kChkBaseTs, base_timestamp_ns);
+  pos_ = kChunkHeaderBytes;
+  records_ = 0;
+  events_ = 0;
+  prev_ts_ = base_timestamp_ns;
+  prev_address_ = 0;
+}
+
+bool ChunkWriter::AppendAlloc(AllocFn fn, uint64_t ts_ns, uint64_t address, uint64_t size,
+                              uint32_t stack_id) {
+  if (capacity_ - pos_ < kMaxEventBytes) return false;
+  uint8_t* p = buf_ + pos_;
+  uint64_t delta = address - prev_address_;
+  uint8_t fn_bits = static_cast<uint8_t>(fn) & 0x0f;
+  if ((delta & 15) == 0) {
+    *p++ = kTagAllocAlignedBase | fn_bits;
+    p = PutVarint(p, ZigZag(Delta(ts_ns, prev_ts_)));
+    p = PutVarint(p, ZigZag(static_cast<int64_t>(delta) >> 4));
+  } else {
+    *p++ = kTagAllocBase | fn_bits;
+    p = PutVarint(p, ZigZag(Delta(ts_ns, prev_ts_)));
+    p = PutVarint(p, ZigZag(static_cast<int64_t>(delta)));
+  }
+  p = PutVarint(p, size);
+  p = PutVarint(p, stack_id);
+  pos_ = p - buf_;
+  prev_ts_ = ts_ns;
+  prev_address_ = address;
+  ++records_;
+  ++events_;
+  return true;
+}
+
+bool ChunkWriter::AppendFree(FreeFn fn, uint64_t ts_ns, uint64_t address, uint64_t size,
+                             uint32_t stack_id) {
+  if (capacity_ - pos_ < kMaxEventBytes) return false;
+  uint8_t* p = buf_ + pos_;
+  uint64_t delta = address - prev_address_;
+  uint8_t fn_bits = static_cast<uint8_t>(fn) & 0x0f;
+  if ((delta & 15) == 0 && size == 0) {
+    *p++ = kTagFreeAlignedBase | fn_bits;
+    p = PutVarint(p, ZigZag(Delta(ts_ns, prev_ts_)));
+    p = PutVarint(p, ZigZag(static_cast<int64_t>(delta) >> 4));
+  } else {
+    *p++ = kTagFreeBase | fn_bits;
+    p = PutVarint(p, ZigZag(Delta(ts_ns, prev_ts_)));
+    p = PutVarint(p, ZigZag(static_cast<int64_t>(delta)));
+    p = PutVarint(p, size);
+  }
+  p = PutVarint(p, stack_id);
+  pos_ = p - buf_;
+  prev_ts_ = ts_ns;
+  prev_address_ = address;
+  ++records_;
+  ++events_;
+  return true;
+}
+
+bool ChunkWriter::AppendRealloc(AllocFn fn, uint64_t ts_free_ns, uint64_t ts_alloc_ns,
+                                uint64_t old_address, uint64_t new_address, uint64_t size,
+                                uint32_t stack_id) {
+  if (capacity_ - pos_ < kMaxReallocBytes) return false;
+  uint8_t* p = buf_ + pos_;
+  *p++ = kTagReallocBase | (static_cast<uint8_t>(fn) & 0x0f);
+  p = PutVarint(p, ZigZag(Delta(ts_free_ns, prev_ts_)));
+  p = PutVarint(p, ZigZag(Delta(ts_alloc_ns, ts_free_ns)));
+  p = PutVarint(p, ZigZag(Delta(old_address, prev_address_)));
+  p = PutVarint(p, ZigZag(Delta(new_address, old_address)));
+  p = PutVarint(p, size);
+  p = PutVarint(p, stack_id);
+  pos_ = p - buf_;
+  prev_ts_ = ts_alloc_ns;
+  prev_address_ = new_address;
+  ++records_;
+  events_ += 2;
+  return true;
+}
+
+bool ChunkWriter::AppendStack(uint32_t stack_id, const uint64_t* frames, uint32_t depth) {
+  depth = Min<uint32_t>(depth, kMaxStackDepth);
+  if (capacity_ - pos_ < 1 + 2 * kMaxVarint + depth * kMaxVarint) return false;
+  uint8_t* p = buf_ + pos_;
+  *p++ = kTagStackDef;
+  p = PutVarint(p, stack_id);
+  p = PutVarint(p, depth);
+  uint64_t prev = 0;
+  for (uint32_t i = 0; i < depth; ++i) {
+    p = PutVarint(p, ZigZag(Delta(frames[i], prev)));
+    prev = frames[i];
+  }
+  pos_ = p - buf_;
+  ++records_;
+  return true;
+}
+
+bool ChunkWriter::AppendThreadName(uint64_t ts_ns, const char* name, size_t len) {
+  len = Min(len, wire::kMaxNameBytes);
+  if (capacity_ - pos_ < 1 + 2 * kMaxVarint + len) return false;
+  uint8_t* p = buf_ + pos_;
+  *p++ = kTagThreadName;
+  p = PutVarint(p, ZigZag(Delta(ts_ns, prev_ts_)));
+  p = PutVarint(p, len);
+  if (len > 0) __builtin_memcpy(p, name, len);
+  p += len;
+  pos_ = p - buf_;
+  prev_ts_ = ts_ns;
+  ++records_;
+  return true;
+}
+
+bool ChunkWriter::AppendModule(const ModuleView& module) {
+  uint32_t path_len = Min<uint32_t>(module.path_len, wire::kMaxModulePathBytes);
+  uint32_t id_len = Min<uint32_t>(module.build_id_len, wire::kMaxBuildIdBytes);
+  uint32_t segments = Min<uint32_t>(module.segment_count, wire::kMaxSegments);
+  size_t bound = 1 + 6 * kMaxVarint + path_len + id_len + segments * 2 * kMaxVarint;
+  if (capacity_ - pos_ < bound) return false;
+  uint8_t* p = buf_ + pos_;
+  *p++ = kTagModule;
+  p = PutVarint(p, ZigZag(Delta(module.timestamp_ns, prev_ts_)));
+  p = PutVarint(p, module.load_bias);
+  p = PutVarint(p, path_len);
+  if (path_len > 0) __builtin_memcpy(p, module.path, path_len);
+  p += path_len;
+  p = PutVarint(p, id_len);
+  if (id_len > 0) __builtin_memcpy(p, module.build_id, id_len);
+  p += id_len;
+  p = PutVarint(p, segments);
+  for (uint32_t i = 0; i < segments; ++i) {
+    // Segment starts are stored relative to the load bias: small numbers.
+    p = PutVarint(p, ZigZag(Delta(module.segments[i].start, module.load_bias)));
+    p = PutVarint(p, module.segments[i].size);
+  }
+  pos_ = p - buf_;
+  prev_ts_ = module.timestamp_ns;
+  ++records_;
+  return true;
+}
+
+bool ChunkWriter::AppendThreadExit(uint64_t ts_ns) {
+  if (capacity_ - pos_ < 1 + kMaxVarint) return false;
+  uint8_t* p = buf_ + pos_;
+  *p++ = kTagThreadExit;
+  p = PutVarint(p, ZigZag(Delta(ts_ns, prev_ts_)));
+  pos_ = p - buf_;
+  prev_ts_ = ts_ns;
+  ++records_;
+  return true;
+}
+
+size_t ChunkWriter::Finish() {
+  uint32_t payload = static_cast<uint32_t>(pos_ - kChunkHeaderBytes);
+  wire::Store32(buf_ + wire::kChkLength, wire::PackLength(payload));
+  wire::Store32(buf_ + wire::kChkEvents, events_);
+  wire::Store32(buf_ + wire::kChkCrc,
+                Crc32c(buf_ + wire::kChkCrcStart, pos_ - wire::kChkCrcStart));
+  return pos_;
+}
+
+}  // namespace crossfree::format

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+// crossfree trace format internals shared by trace_writer.cc and
+// trace_reader.cc: byte offsets of the fixed headers, varint and zigzag
+// coding. Not a public API; docs/trace-format.md is the spec.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace crossfree::format::wire {
+
+// File header: fixed fields, then exe path, then (future) fields a reader
+// skips, then a CRC-32C of everything before it. header_length covers all.
+inline constexpr size_t kHdrMagic = 0;          // char[8]
+inline constexpr size_t kHdrVersion = 8;        // u32
+inline constexpr size_t kHdrLength = 12;        // u32, whole header incl. crc
+inline constexpr size_t kHdrPid = 16;           // u32
+inline constexpr size_t kHdrPpid = 20;          // u32
+inline constexpr size_t kHdrClock = 24;         // u8
+inline constexpr size_t kHdrUnwinder = 25;      // u8
+inline constexpr size_t kHdrMaxDepth = 26;      // u16
+inline constexpr size_t kHdrFlags = 28;         // u32
+inline constexpr size_t kHdrStartMono = 32;     // u64
+inline constexpr size_t kHdrStartReal = 40;     // u64
+inline constexpr size_t kHdrExeLen = 48;        // u32
+inline constexpr size_t kHdrExe = 52;           // exe path bytes
+inline constexpr size_t kHdrMinBytes = 56;      // fixed part + crc, empty path
+inline constexpr size_t kMaxHeaderBytes = 1u << 16;
+inline constexpr size_t kMaxExePathBytes = 4096;
+
+// Chunk header (kChunkHeaderBytes = 32).
+inline constexpr size_t kChkMagic = 0;     // u32 kChunkMagic
+inline constexpr size_t kChkCrc = 4;       // u32 CRC-32C of bytes [8, 32 + payload)
+inline constexpr size_t kChkLength = 8;    // u32: payload length (24 bits) | guard << 24
+inline constexpr size_t kChkTid = 12;      // u32
+inline constexpr size_t kChkSequence = 16; // u32
+inline constexpr size_t kChkEvents = 20;   // u32
+inline constexpr size_t kChkBaseTs = 24;   // u64
+inline constexpr size_t kChkCrcStart = 8;
+
+// The top byte of the length word is a check of its low three bytes, so a
+// single damaged byte there reads as corruption, never as a chunk that runs
+// past the end of the file (which would look like a harmless truncation).
+inline constexpr uint32_t LengthGuard(uint32_t payload_len) {
+  return ((payload_len ^ (payload_len >> 8) ^ (payload_len >> 16)) & 0xff) ^ 0xa5;
+}
+inline constexpr uint32_t PackLength(uint32_t payload_len) {
+  return (payload_len & 0xffffff) | (LengthGuard(payload_len) << 24);
+}
+
+// Per-record limits the writer clamps to (so every record fits in an empty
+// chunk of ChunkWriter::kMinChunkCapacity) and the reader enforces.
+inline constexpr size_t kMaxNameBytes = 256;
+inline constexpr size_t kMaxModulePathBytes = 4096;
+inline constexpr size_t kMaxBuildIdBytes = 64;
+inline constexpr size_t kMaxSegments = 32;
+
+inline constexpr uint64_t ZigZag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+inline constexpr int64_t UnZigZag(uint64_t v) {
+  return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1));
+}
+
+inline void Store16(uint8_t* p, uint16_t v) { memcpy(p, &v, 2); }
+inline void Store32(uint8_t* p, uint32_t v) { memcpy(p, &v, 4); }
+inline void Store64(uint8_t* p, uint64_t v) { memcpy(p, &v, 8); }
+inline uint16_t Load16(const uint8_t* p) { uint16_t v; memcpy(&v, p, 2); return v; }
+inline uint32_t Load32(const uint8_t* p) { uint32_t v; memcpy(&v, p, 4); return v; }
+inline uint64_t Load64(const uint8_t* p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+// Writes v as LEB128 (7 bits per byte, low first). At most 10 bytes.
+inline uint8_t* PutVarint(uint8_t* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<uint8_t>(v) | 0x80;
+    v >>= 7;
+  }
+  *p++ = static_cast<uint8_t>(v);
+  return p;
+}
+
+// Reads a varint from [p, end). Returns null on a varint that runs past end
+// or is longer than 10 bytes / overflows 64 bits.
+inline const uint8_t* GetVarint(const uint8_t* p, const uint8_t* end, uint64_t* out) {
+  if (p < end && *p < 0x80) {  // fast path: one byte
+    *out = *p;
+    return p + 1;
+  }
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (p >= end) return nullptr;
+    uint64_t b = *p++;
+    if (shift == 63 && b > 1) return nullptr;
+    v |= (b & 0x7f) << shift;
+    if (b < 0x80) {
+      *out = v;
+      return p;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace crossfree::format::wire
