@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// Analyzer: the traces of one analysis run, one file per traced process.
+// Opening a trace validates its header and indexes its chunks by thread (a
+// thread's chunks are in file order, which is its time order); the chunks are
+// decoded later, by the pairing pass, which also fills in the metadata
+// (stacks, thread names, modules) found in them.
+//
+// Built and read by one thread; the pairing pass fills the metadata from its
+// workers under metadata_mutex.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "format/trace_reader.h"
+
+namespace crossfree::analyzer {
+
+// All chunks of one thread id, in file order.
+struct ThreadStream {
+  uint32_t tid = 0;
+  std::vector<format::Chunk> chunks;
+};
+
+struct ProcessTrace {
+  std::string path;
+  std::unique_ptr<format::TraceReader> reader;  // owns the mapping chunks point into
+  format::FileHeader header;
+  std::vector<ThreadStream> streams;
+  uint64_t chunk_count = 0;
+  uint64_t payload_bytes = 0;
+  bool truncated = false;           // last chunk incomplete (warning issued)
+  uint64_t truncated_offset = 0;
+
+  // Filled by the pairing pass.
+  std::mutex metadata_mutex;
+  std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;  // id -> return addresses
+  std::unordered_map<uint32_t, std::string> thread_names;      // tid -> last name set
+  std::vector<format::Module> modules;
+
+  uint32_t pid() const { return header.fields.pid; }
+};
+
+class TraceSet {
+ public:
+  // Opens and indexes one trace. A truncated trace is kept (up to its last
+  // complete chunk) and one warning is appended. Returns false with *error
+  // set to one line naming the file (and the offset for corruption).
+  bool Add(const std::string& path, std::string* error);
+  // Same over bytes the caller keeps alive (tests).
+  bool AddBytes(std::span<const uint8_t> bytes, const std::string& name, std::string* error);
+
+  std::vector<std::unique_ptr<ProcessTrace>>& traces() { return traces_; }
+  const std::vector<std::unique_ptr<ProcessTrace>>& traces() const { return traces_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  bool Index(std::unique_ptr<format::TraceReader> reader, const std::string& name,
+             std::string* error);
+
+  std::vector<std::unique_ptr<ProcessTrace>> traces_;
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace crossfree::analyzer

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// Test helper: builds trace files in memory with the real writer
+// (format::ChunkWriter + EncodeFileHeader), one chunk buffer per thread, so
+// tests control exactly which events land in which chunk and in what file
+// order.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "format/trace_writer.h"
+
+namespace crossfree::analyzer::testing {
+
+class SyntheticTrace {
+ public:
+  explicit SyntheticTrace(uint32_t pid, uint32_t ppid = 0, std::string exe = "/bin/synthetic");
+
+  void Alloc(uint32_t tid, uint64_t ts, uint64_t address, uint64_t size, uint32_t stack = 0,
+             format::AllocFn fn = format::AllocFn::kMalloc);
+  void Free(uint32_t tid, uint64_t ts, uint64_t address, uint32_t stack = 0, uint64_t size = 0,
+            format::FreeFn fn = format::FreeFn::kFree);
+  void Realloc(uint32_t tid, uint64_t ts_free, uint64_t ts_alloc, uint64_t old_address,
+               uint64_t new_address, uint64_t size, uint32_t stack = 0);
+  void Stack(uint32_t tid, uint32_t id, const std::vector<uint64_t>& frames);
+  void ThreadName(uint32_t tid, uint64_t ts, const std::string& name);
+  void Module(uint32_t tid, const std::string& path, uint64_t load_bias, uint64_t start,
+              uint64_t size);
+
+  // Seals tid's current chunk (if it has records) and appends it to the file.
+  void Flush(uint32_t tid);
+  // Flushes every thread (in tid order) and returns the file bytes.
+  const std::vector<uint8_t>& Finish();
+  const std::vector<uint8_t>& bytes() const { return file_; }
+  // Writes Finish() to path.
+  void WriteTo(const std::string& path);
+
+ private:
+  struct Thread {
+    std::vector<uint8_t> buffer;
+    format::ChunkWriter writer;
+    uint32_t sequence = 0;
+    bool begun = false;
+    Thread();
+  };
+  Thread& Get(uint32_t tid);
+  template <typename Fn>
+  void Append(uint32_t tid, uint64_t ts, Fn&& fn);
+
+  std::vector<uint8_t> file_;
+  std::map<uint32_t, Thread> threads_;
+};
+
+}  // namespace crossfree::analyzer::testing
