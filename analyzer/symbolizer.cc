@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: Apache-2.0
+// Analyzer: the libdw (libdwfl offline) implementation of Symbolizer. Each
+// module of the trace's module map gets its own Dwfl session, opened the
+// first time an address falls into it.
+#include "analyzer/symbolizer.h"
+
+#include <cxxabi.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+#include <utility>
+
+namespace crossfree::analyzer {
+namespace {
+
+std::string HexBytes(const uint8_t* bytes, size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(size * 2);
+  for (size_t i = 0; i < size; ++i) {
+    out.push_back(kDigits[bytes[i] >> 4]);
+    out.push_back(kDigits[bytes[i] & 15]);
+  }
+  return out;
+}
+
+// Demangles an Itanium C++ name; anything else (C names, already demangled
+// text) comes back unchanged.
+std::string Demangle(const char* name) {
+  if (name == nullptr) return {};
+  if (name[0] != '_' || name[1] != 'Z') return name;
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status != 0 || demangled == nullptr) return name;
+  std::string out(demangled);
+  std::free(demangled);
+  return out;
+}
+
+// The linkage name of a subprogram or inlined-subroutine DIE, through
+// DW_AT_abstract_origin and DW_AT_specification; null when there is none
+// (C functions, main, C++ static inline functions never emitted out of line).
+const char* LinkageName(Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) != nullptr ||
+      dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr) != nullptr) {
+    return dwarf_formstring(&attr);
+  }
+  return nullptr;
+}
+
+// The DIE that declares a function: the end of its abstract-origin and
+// specification chain, which sits inside its namespaces and classes.
+Dwarf_Die DeclarationDie(Dwarf_Die die) {
+  for (int hops = 0; hops < 16; ++hops) {
+    Dwarf_Attribute attr;
+    Dwarf_Die next;
+    if ((dwarf_attr(&die, DW_AT_abstract_origin, &attr) == nullptr &&
+         dwarf_attr(&die, DW_AT_specification, &attr) == nullptr) ||
+        dwarf_formref_die(&attr, &next) == nullptr) {
+      break;
+    }
+    die = next;
+  }
+  return die;
+}
+
+// DW_AT_call_file / DW_AT_call_line of an inlined subroutine: where the
+// function one level out made the (inlined) call.
+void CallSite(Dwarf_Die* inlined, std::string* file, int* line) {
+  file->clear();
+  *line = 0;
+  Dwarf_Attribute attr;
+  Dwarf_Word value = 0;
+  if (dwarf_attr(inlined, DW_AT_call_line, &attr) != nullptr &&
+      dwarf_formudata(&attr, &value) == 0) {
+    *line = static_cast<int>(value);
+  }
+  if (dwarf_attr(inlined, DW_AT_call_file, &attr) == nullptr ||
+      dwarf_formudata(&attr, &value) != 0) {
+    return;
+  }
+  Dwarf_Die cu;
+  if (dwarf_diecu(inlined, &cu, nullptr, nullptr) == nullptr) return;
+  Dwarf_Files* files = nullptr;
+  size_t file_count = 0;
+  if (dwarf_getsrcfiles(&cu, &files, &file_count) != 0 || value >= file_count) return;
+  if (const char* name = dwarf_filesrc(files, value, nullptr, nullptr)) *file = name;
+}
+
+// The standard debuginfo search: build-id links under the debuginfo path
+// (Debian -dbgsym / -dbg packages install /usr/lib/debug/.build-id/xx/y.debug),
+// .gnu_debuglink next to the file and under the path.
+const Dwfl_Callbacks kOfflineCallbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = nullptr,  // libdw's default ":.debug:/usr/lib/debug"
+};
+
+}  // namespace
+
+struct Symbolizer::Impl {
+  enum class State : uint8_t { kUnopened, kSymbolized, kOffsetOnly };
+
+  struct ModuleState {
+    format::Module module;
+    State state = State::kUnopened;
+    Dwfl* dwfl = nullptr;
+    Dwfl_Module* dwfl_module = nullptr;
+    bool segments_from_file = false;
+  };
+
+  // One address range of a module, sorted by start for the lookup.
+  struct Range {
+    uint64_t start;
+    uint64_t end;         // exclusive
+    uint64_t max_end;     // max end of this and every earlier range
+    size_t module_index;
+  };
+
+  std::vector<ModuleState> modules;
+  std::vector<Range> ranges;
+  bool probed_segmentless = false;
+  std::unordered_map<uint64_t, std::vector<SymbolFrame>> cache;
+  // Function names by DIE (its address in the mapped debug data, unique
+  // across the main and the alternate/dwz file).
+  std::unordered_map<const void*, std::string> names;
+  std::vector<std::string> warnings;
+
+  ~Impl() {
+    for (ModuleState& m : modules) {
+      if (m.dwfl != nullptr) dwfl_end(m.dwfl);
+    }
+  }
+
+  void BuildRanges() {
+    ranges.clear();
+    for (size_t i = 0; i < modules.size(); ++i) {
+      for (const format::ModuleSegment& s : modules[i].module.segments) {
+        if (s.size == 0) continue;
+        ranges.push_back({s.start, s.start + s.size, 0, i});
+      }
+    }
+    std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
+      return a.start != b.start ? a.start < b.start : a.module_index < b.module_index;
+    });
+    uint64_t max_end = 0;
+    for (Range& r : ranges) {
+      max_end = std::max(max_end, r.end);
+      r.max_end = max_end;
+    }
+  }
+
+  // A module recorded without its PT_LOAD segments: derive them from the
+  // file's program headers and the load bias. Done once, on the first
+  // address that no recorded segment covers.
+  void ProbeSegmentlessModules() {
+    probed_segmentless = true;
+    bool added = false;
+    for (ModuleState& m : modules) {
+      if (!m.module.segments.empty() || m.module.path.empty()) continue;
+      int fd = open(m.module.path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+      size_t count = 0;
+      if (elf != nullptr && elf_getphdrnum(elf, &count) == 0) {
+        for (size_t i = 0; i < count; ++i) {
+          GElf_Phdr phdr;
+          if (gelf_getphdr(elf, static_cast<int>(i), &phdr) == nullptr) continue;
+          if (phdr.p_type != PT_LOAD || phdr.p_memsz == 0) continue;
+          m.module.segments.push_back({m.module.load_bias + phdr.p_vaddr, phdr.p_memsz});
+          added = true;
+        }
+      }
+      if (elf != nullptr) elf_end(elf);
+      close(fd);
+      m.segments_from_file = true;
+    }
+    if (added) BuildRanges();
+  }
+
+  // The module containing address; when ranges overlap (a library unloaded
+  // and another mapped at the same place) the one recorded last wins.
+  ModuleState* FindModule(uint64_t address) {
+    auto it = std::upper_bound(ranges.begin(), ranges.end(), address,
+                               [](uint64_t a, const Range& r) { return a < r.start; });
+    ModuleState* found = nullptr;
+    size_t found_index = 0;
+    while (it != ranges.begin()) {
+      --it;
+      if (it->max_end <= address) break;  // no earlier range reaches address
+      if (address < it->end && (found == nullptr || it->module_index > found_index)) {
+        found = &modules[it->module_index];
+        found_index = it->module_index;
+      }
+    }
+    if (found == nullptr && !probed_segmentless) {
+      ProbeSegmentlessModules();
+      return FindModule(address);
+    }
+    return found;
+  }
+
+  // The printable name of a subprogram or inlined-subroutine DIE: the
+  // demangled linkage name (qualified, with template arguments and
+  // parameters) or, without one, DW_AT_name qualified by the namespaces and
+  // classes that enclose its declaration (no parameter list then).
+  const std::string& FunctionName(Dwarf_Die* die) {
+    auto [it, inserted] = names.try_emplace(die->addr);
+    if (!inserted) return it->second;
+    if (const char* linkage = LinkageName(die)) {
+      it->second = Demangle(linkage);
+      return it->second;
+    }
+    Dwarf_Die decl = DeclarationDie(*die);
+    const char* name = dwarf_diename(&decl);
+    if (name == nullptr) return it->second;
+    Dwarf_Die* scopes = nullptr;
+    int count = dwarf_getscopes_die(&decl, &scopes);
+    std::string qualified;
+    for (int i = count - 1; i >= 1; --i) {
+      int tag = dwarf_tag(&scopes[i]);
+      if (tag != DW_TAG_namespace && tag != DW_TAG_class_type &&
+          tag != DW_TAG_structure_type && tag != DW_TAG_union_type) {
+        continue;
+      }
+      const char* scope_name = dwarf_diename(&scopes[i]);
+      qualified += scope_name != nullptr ? scope_name : "(anonymous namespace)";
+      qualified += "::";
+    }
+    std::free(scopes);
+    it->second = qualified + name;
+    return it->second;
+  }
+
+  void Warn(ModuleState& m, const std::string& reason) {
+    const std::string& path = m.module.path.empty() ? std::string("(unnamed module)") : m.module.path;
+    warnings.push_back(path + ": " + reason);
+  }
+
+  void FallBack(ModuleState& m, const std::string& reason) {
+    m.state = State::kOffsetOnly;
+    if (m.dwfl != nullptr) {
+      dwfl_end(m.dwfl);
+      m.dwfl = nullptr;
+      m.dwfl_module = nullptr;
+    }
+    Warn(m, reason + "; frames shown as module+offset");
+  }
+
+  // Reports the module to its own Dwfl session and checks that the file on
+  // disk is the one that was traced.
+  void Open(ModuleState& m) {
+    const format::Module& rec = m.module;
+    if (rec.path.empty()) return FallBack(m, "no file path recorded");
+    if (access(rec.path.c_str(), R_OK) != 0) {
+      return FallBack(m, std::string("file missing or unreadable (") + std::strerror(errno) + ")");
+    }
+    m.dwfl = dwfl_begin(&kOfflineCallbacks);
+    if (m.dwfl == nullptr) return FallBack(m, std::string("libdw: ") + dwfl_errmsg(-1));
+    dwfl_report_begin(m.dwfl);
+    m.dwfl_module = dwfl_report_elf(m.dwfl, rec.path.c_str(), rec.path.c_str(), -1,
+                                    rec.load_bias, /*add_p_vaddr=*/false);
+    if (m.dwfl_module == nullptr) {
+      return FallBack(m, std::string("not a usable ELF file (") + dwfl_errmsg(-1) + ")");
+    }
+    dwfl_report_end(m.dwfl, nullptr, nullptr);
+
+    const unsigned char* bits = nullptr;
+    GElf_Addr build_id_vaddr = 0;
+    int build_id_size = dwfl_module_build_id(m.dwfl_module, &bits, &build_id_vaddr);
+    if (!rec.build_id.empty()) {
+      if (build_id_size <= 0) {
+        return FallBack(m, "file has no build id, trace recorded " +
+                               HexBytes(rec.build_id.data(), rec.build_id.size()));
+      }
+      if (static_cast<size_t>(build_id_size) != rec.build_id.size() ||
+          std::memcmp(bits, rec.build_id.data(), rec.build_id.size()) != 0) {
+        return FallBack(m, "build id differs: file " + HexBytes(bits, build_id_size) +
+                               ", trace recorded " +
+                               HexBytes(rec.build_id.data(), rec.build_id.size()));
+      }
+    }
+
+    Dwarf_Addr bias = 0;
+    bool has_dwarf = dwfl_module_getdwarf(m.dwfl_module, &bias) != nullptr;
+    int symbols = dwfl_module_getsymtab(m.dwfl_module);
+    if (!has_dwarf && symbols <= 0) return FallBack(m, "no symbols and no debug info");
+    m.state = State::kSymbolized;
+    if (!has_dwarf) {
+      Warn(m, "no debug info (install its -dbgsym/-dbg package); frames show functions "
+              "without file:line");
+    }
+  }
+
+  void SymbolizeIn(ModuleState& m, uint64_t return_address, std::vector<SymbolFrame>* out) {
+    SymbolFrame base;
+    base.address = return_address;
+    base.module = m.module.path;
+    base.module_offset = return_address - m.module.load_bias;
+    if (m.state == State::kUnopened) Open(m);
+    if (m.state != State::kSymbolized) {
+      out->push_back(std::move(base));
+      return;
+    }
+    // The return address is the instruction after the call; the byte before
+    // it belongs to the call, whose line and inline context are wanted.
+    const Dwarf_Addr pc = return_address - 1;
+
+    // Location of the innermost frame: the line table row for pc.
+    std::string file;
+    int line = 0;
+    if (Dwfl_Line* row = dwfl_module_getsrc(m.dwfl_module, pc)) {
+      int column = 0;
+      if (const char* name = dwfl_lineinfo(row, nullptr, &line, &column, nullptr, nullptr)) {
+        file = name;
+      }
+    }
+
+    // Inline chain: the scopes containing pc, innermost first. Each
+    // DW_TAG_inlined_subroutine is one frame whose caller's location is its
+    // call_file:call_line; the enclosing DW_TAG_subprogram ends the chain.
+    Dwarf_Addr bias = 0;
+    Dwarf_Die* cu = dwfl_module_addrdie(m.dwfl_module, pc, &bias);
+    Dwarf_Die* scopes = nullptr;
+    int scope_count = cu != nullptr ? dwarf_getscopes(cu, pc - bias, &scopes) : 0;
+    // dwarf_getscopes continues from the innermost inlined subroutine into
+    // the scopes of its abstract definition; the physical nesting (each
+    // inlined level, then the real function) comes from dwarf_getscopes_die.
+    for (int i = 0; i < scope_count; ++i) {
+      int tag = dwarf_tag(&scopes[i]);
+      if (tag == DW_TAG_subprogram || tag == DW_TAG_entry_point) break;
+      if (tag == DW_TAG_inlined_subroutine) {
+        Dwarf_Die innermost = scopes[i];
+        std::free(scopes);
+        scopes = nullptr;
+        scope_count = dwarf_getscopes_die(&innermost, &scopes);
+        break;
+      }
+    }
+    for (int i = 0; i < scope_count; ++i) {
+      int tag = dwarf_tag(&scopes[i]);
+      if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram &&
+          tag != DW_TAG_entry_point) {
+        continue;
+      }
+      SymbolFrame frame = base;
+      frame.function = FunctionName(&scopes[i]);
+      frame.file = file;
+      frame.line = line;
+      frame.inlined = tag == DW_TAG_inlined_subroutine;
+      out->push_back(std::move(frame));
+      if (tag != DW_TAG_inlined_subroutine) break;
+      CallSite(&scopes[i], &file, &line);
+    }
+    std::free(scopes);
+
+    // No DWARF scope (no debug info, assembly, a CU without ranges): the
+    // ELF symbol table names the function.
+    if (out->empty() || out->back().inlined || out->back().function.empty()) {
+      GElf_Sym sym;
+      GElf_Off offset = 0;
+      const char* name = dwfl_module_addrinfo(m.dwfl_module, pc, &offset, &sym, nullptr,
+                                              nullptr, nullptr);
+      if (out->empty() || out->back().inlined) {
+        SymbolFrame frame = base;
+        frame.function = Demangle(name);
+        frame.file = file;
+        frame.line = line;
+        out->push_back(std::move(frame));
+      } else {
+        out->back().function = Demangle(name);
+      }
+    }
+  }
+};
+
+Symbolizer::Symbolizer(std::vector<format::Module> modules) : impl_(std::make_unique<Impl>()) {
+  elf_version(EV_CURRENT);
+  impl_->modules.reserve(modules.size());
+  for (format::Module& m : modules) {
+    // A map may list a module more than once (re-recorded after a dlopen);
+    // one state per module keeps its warning single.
+    bool duplicate = std::any_of(
+        impl_->modules.begin(), impl_->modules.end(), [&m](const Impl::ModuleState& s) {
+          return s.module.path == m.path && s.module.load_bias == m.load_bias &&
+                 s.module.build_id == m.build_id;
+        });
+    if (duplicate) continue;
+    impl_->modules.push_back({});
+    impl_->modules.back().module = std::move(m);
+  }
+  impl_->BuildRanges();
+}
+
+Symbolizer::~Symbolizer() = default;
+
+const std::vector<SymbolFrame>& Symbolizer::Symbolize(uint64_t return_address) {
+  auto [it, inserted] = impl_->cache.try_emplace(return_address);
+  if (!inserted) return it->second;
+  // Looked up at return_address - 1: a call that ends its segment returns
+  // to the first byte after it.
+  Impl::ModuleState* m = return_address != 0 ? impl_->FindModule(return_address - 1) : nullptr;
+  if (m == nullptr) {
+    SymbolFrame frame;
+    frame.address = return_address;
+    it->second.push_back(std::move(frame));
+  } else {
+    impl_->SymbolizeIn(*m, return_address, &it->second);
+  }
+  return it->second;
+}
+
+const std::vector<std::string>& Symbolizer::warnings() const { return impl_->warnings; }
+
+}  // namespace crossfree::analyzer
