@@ -70,20 +70,20 @@ enum class FreeFn : uint8_t {
 // Record tags. Event tags carry the AllocFn/FreeFn in their low nibble.
 // Tags >= kExtensionTagBase are followed by a varint byte length, so a reader
 // skips extension records it does not know; any other unknown tag is
-// corruption.
+// corruption. Field encodings (varint, zigzag deltas, the per-chunk
+// size/address prediction by stack) are in docs/trace-format.md.
 enum RecordTag : uint8_t {
   kTagStackDef = 0x01,     // varint id, varint depth, depth x zigzag delta frames
   kTagThreadName = 0x02,   // zigzag ts delta, varint len, bytes
   kTagModule = 0x03,       // see ModuleView
   kTagThreadExit = 0x04,   // zigzag ts delta
-  kTagAllocBase = 0x10,    // | AllocFn: ts, addr, size, stack
-  kTagFreeBase = 0x20,     // | FreeFn:  ts, addr, size (0 = unknown), stack
+  // Events: ts delta, stack word (id << 1 | size present), address delta,
+  // [size]. A free's size is the sized-delete size, 0 when unknown.
+  kTagAllocBase = 0x10,    // | AllocFn, address delta in bytes
+  kTagFreeBase = 0x20,     // | FreeFn,  address delta in bytes
   kTagReallocBase = 0x30,  // | AllocFn: ts_free, ts_alloc, old, new, size, stack
-  // Compact forms the writer picks when the address delta is a multiple of
-  // 16 (the delta is then stored divided by 16) and, for frees, the size is
-  // unknown (0, not stored). Same event as the plain forms above.
-  kTagAllocAlignedBase = 0x40,  // | AllocFn: ts, addr/16, size, stack
-  kTagFreeAlignedBase = 0x50,   // | FreeFn:  ts, addr/16, stack
+  kTagAllocAlignedBase = 0x40,  // | AllocFn, address delta in units of 16 bytes
+  kTagFreeAlignedBase = 0x50,   // | FreeFn,  address delta in units of 16 bytes
   kExtensionTagBase = 0x80,
 };
 

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "format/crc32c.h"
+#include "format/trace_writer.h"
 #include "format/wire.h"
 
 namespace crossfree::format {
@@ -236,6 +237,13 @@ class Decoder {
   const uint8_t* p_ = nullptr;
   const uint8_t* end_ = nullptr;
   uint64_t frames_[kMaxStackDepth];
+  // Mirror of ChunkWriter's per-chunk prediction table.
+  struct Site {
+    uint32_t stack_id;
+    uint32_t size;  // sizes of 4 GiB and more are never repeated
+    uint64_t address;
+  };
+  Site sites_[ChunkWriter::kSiteSlots];
 };
 
 bool ValidAllocFn(uint8_t fn) { return fn <= static_cast<uint8_t>(AllocFn::kMallocHook); }
@@ -257,6 +265,7 @@ bool Decoder::Run() {
   uint64_t prev_ts = chunk_.base_timestamp_ns;
   uint64_t prev_addr = 0;
   uint64_t events = 0;
+  memset(sites_, 0, sizeof(sites_));
   Event ev{};
   ev.tid = chunk_.tid;
   while (p_ < end_) {
@@ -275,15 +284,28 @@ bool Decoder::Run() {
           return Fail(start, alloc ? "unknown allocation function" : "unknown free function",
                       fn, true);
         }
-        if (!GetDelta(prev_ts, &ev.timestamp_ns) || !Get(&raw)) {
+        uint64_t word;
+        if (!GetDelta(prev_ts, &ev.timestamp_ns) || !Get(&word) || !Get(&raw)) {
           return Fail(start, "truncated event");
         }
+        if ((word >> 1) > UINT32_MAX) return Fail(start, "bad stack id", word >> 1, true);
+        ev.stack_id = static_cast<uint32_t>(word >> 1);
+        Site& site = sites_[ev.stack_id % ChunkWriter::kSiteSlots];
+        bool hit = site.stack_id == ev.stack_id;
         int64_t d = wire::UnZigZag(raw);
         bool aligned = kind == kTagAllocAlignedBase || kind == kTagFreeAlignedBase;
-        ev.address = prev_addr + (aligned ? static_cast<uint64_t>(d) << 4 : static_cast<uint64_t>(d));
-        ev.size = 0;
-        if (kind != kTagFreeAlignedBase && !Get(&ev.size)) return Fail(start, "truncated event");
-        if (!GetStackId(&ev.stack_id)) return Fail(start, "bad stack id in event");
+        ev.address = (hit ? site.address : prev_addr) +
+                     (aligned ? static_cast<uint64_t>(d) << 4 : static_cast<uint64_t>(d));
+        if (word & 1) {
+          if (!Get(&ev.size)) return Fail(start, "truncated event");
+        } else if (hit) {
+          ev.size = site.size;
+        } else {
+          return Fail(start, "event repeats the size of a stack not seen in this chunk");
+        }
+        site.stack_id = ev.stack_id;
+        site.size = static_cast<uint32_t>(ev.size);
+        site.address = ev.address;
         ev.op = alloc ? EventOp::kAlloc : EventOp::kFree;
         ev.fn = fn;
         ev.from_realloc = false;

@@ -68,56 +68,51 @@ void ChunkWriter::Begin(uint32_t tid, uint32_t sequence, uint64_t base_timestamp
   events_ = 0;
   prev_ts_ = base_timestamp_ns;
   prev_address_ = 0;
+  __builtin_memset(sites_, 0, sizeof(sites_));
+}
+
+// Event record: tag, ts delta, stack word (stack id << 1 | size present),
+// address delta, [size]. The address delta is taken from the last address
+// of the same stack in this chunk when the prediction slot holds that stack
+// (consecutive objects of one call site tend to be neighbours), else from
+// the previous event; the size is omitted when it repeats that stack's last
+// size. The aligned tag stores the delta divided by 16.
+bool ChunkWriter::AppendEvent(uint8_t kind_plain, uint8_t kind_aligned, uint8_t fn,
+                              uint64_t ts_ns, uint64_t address, uint64_t size,
+                              uint32_t stack_id) {
+  if (capacity_ - pos_ < kMaxEventBytes) return false;
+  Site& site = sites_[stack_id % kSiteSlots];
+  bool hit = site.stack_id == stack_id;
+  uint64_t delta = address - (hit ? site.address : prev_address_);
+  bool size_present = !hit || site.size != size;  // never equal when size >= 2^32
+  uint8_t* p = buf_ + pos_;
+  bool aligned = (delta & 15) == 0;
+  *p++ = (aligned ? kind_aligned : kind_plain) | (fn & 0x0f);
+  p = PutVarint(p, ZigZag(Delta(ts_ns, prev_ts_)));
+  p = PutVarint(p, (static_cast<uint64_t>(stack_id) << 1) | (size_present ? 1 : 0));
+  p = PutVarint(p, ZigZag(aligned ? static_cast<int64_t>(delta) >> 4 : static_cast<int64_t>(delta)));
+  if (size_present) p = PutVarint(p, size);
+  site.stack_id = stack_id;
+  site.size = static_cast<uint32_t>(size);
+  site.address = address;
+  pos_ = p - buf_;
+  prev_ts_ = ts_ns;
+  prev_address_ = address;
+  ++records_;
+  ++events_;
+  return true;
 }
 
 bool ChunkWriter::AppendAlloc(AllocFn fn, uint64_t ts_ns, uint64_t address, uint64_t size,
                               uint32_t stack_id) {
-  if (capacity_ - pos_ < kMaxEventBytes) return false;
-  uint8_t* p = buf_ + pos_;
-  uint64_t delta = address - prev_address_;
-  uint8_t fn_bits = static_cast<uint8_t>(fn) & 0x0f;
-  if ((delta & 15) == 0) {
-    *p++ = kTagAllocAlignedBase | fn_bits;
-    p = PutVarint(p, ZigZag(Delta(ts_ns, prev_ts_)));
-    p = PutVarint(p, ZigZag(static_cast<int64_t>(delta) >> 4));
-  } else {
-    *p++ = kTagAllocBase | fn_bits;
-    p = PutVarint(p, ZigZag(Delta(ts_ns, prev_ts_)));
-    p = PutVarint(p, ZigZag(static_cast<int64_t>(delta)));
-  }
-  p = PutVarint(p, size);
-  p = PutVarint(p, stack_id);
-  pos_ = p - buf_;
-  prev_ts_ = ts_ns;
-  prev_address_ = address;
-  ++records_;
-  ++events_;
-  return true;
+  return AppendEvent(kTagAllocBase, kTagAllocAlignedBase, static_cast<uint8_t>(fn), ts_ns,
+                     address, size, stack_id);
 }
 
 bool ChunkWriter::AppendFree(FreeFn fn, uint64_t ts_ns, uint64_t address, uint64_t size,
                              uint32_t stack_id) {
-  if (capacity_ - pos_ < kMaxEventBytes) return false;
-  uint8_t* p = buf_ + pos_;
-  uint64_t delta = address - prev_address_;
-  uint8_t fn_bits = static_cast<uint8_t>(fn) & 0x0f;
-  if ((delta & 15) == 0 && size == 0) {
-    *p++ = kTagFreeAlignedBase | fn_bits;
-    p = PutVarint(p, ZigZag(Delta(ts_ns, prev_ts_)));
-    p = PutVarint(p, ZigZag(static_cast<int64_t>(delta) >> 4));
-  } else {
-    *p++ = kTagFreeBase | fn_bits;
-    p = PutVarint(p, ZigZag(Delta(ts_ns, prev_ts_)));
-    p = PutVarint(p, ZigZag(static_cast<int64_t>(delta)));
-    p = PutVarint(p, size);
-  }
-  p = PutVarint(p, stack_id);
-  pos_ = p - buf_;
-  prev_ts_ = ts_ns;
-  prev_address_ = address;
-  ++records_;
-  ++events_;
-  return true;
+  return AppendEvent(kTagFreeBase, kTagFreeAlignedBase, static_cast<uint8_t>(fn), ts_ns,
+                     address, size, stack_id);
 }
 
 bool ChunkWriter::AppendRealloc(AllocFn fn, uint64_t ts_free_ns, uint64_t ts_alloc_ns,

@@ -38,6 +38,9 @@ struct ModuleView {
 class ChunkWriter {
  public:
   static constexpr size_t kMinChunkCapacity = 8192;
+  // Slots of the per-chunk size/address prediction table (part of the
+  // format: the reader keeps the same table).
+  static constexpr uint32_t kSiteSlots = 256;
 
   ChunkWriter(uint8_t* buf, size_t capacity);
 
@@ -74,6 +77,16 @@ class ChunkWriter {
   uint32_t events_ = 0;
   uint64_t prev_ts_ = 0;
   uint64_t prev_address_ = 0;
+  // Per-chunk prediction state for events, indexed by stack id modulo
+  // kSiteSlots (docs/trace-format.md, "Event records"). Reset by Begin().
+  struct Site {
+    uint32_t stack_id;
+    uint32_t size;  // sizes of 4 GiB and more are never repeated
+    uint64_t address;
+  };
+  Site sites_[kSiteSlots];
+  bool AppendEvent(uint8_t kind_plain, uint8_t kind_aligned, uint8_t fn, uint64_t ts_ns,
+                   uint64_t address, uint64_t size, uint32_t stack_id);
 };
 
 }  // namespace crossfree::format

@@ -229,3 +229,56 @@ TEST_CASE("a full chunk refuses records and the retry fits after Begin", "[forma
 
 }  // namespace
 }  // namespace crossfree::format
+
+namespace crossfree::format {
+namespace {
+
+TEST_CASE("size and address prediction per stack round trips", "[format]") {
+  testing::TraceBuilder b;
+  ChunkWriter& w = b.Begin(1, 0, 0);
+  const uint64_t big = uint64_t{1} << 33;
+  // Repeated, huge (not cacheable), truncation-colliding sizes on one stack;
+  // stacks that share a prediction slot; kNoStack.
+  struct In {
+    bool alloc;
+    uint64_t address, size;
+    uint32_t stack;
+  };
+  const uint32_t s1 = 7, s2 = 7 + ChunkWriter::kSiteSlots, s3 = 7 + 2 * ChunkWriter::kSiteSlots;
+  std::vector<In> in = {
+      {true, 0x1000, 5, s1},      {true, 0x1010, 5, s1},       {true, 0x1020, big, s1},
+      {true, 0x1030, big, s1},    {true, 0x1040, big + 5, s1}, {true, 0x1050, 5, s1},
+      {true, 0x1060, 0, s1},      {true, 0x1070, big, s1},     {true, 0x1080, 0, s1},
+      {false, 0x1000, 5, s2},     {false, 0x1010, 5, s2},      {true, 0x1090, 0, s1},
+      {false, 0x1000, 0, s3},     {true, 0x9999, 77, kNoStack}, {false, 0x9999, 0, kNoStack},
+      {false, 0x123456789, 77, kNoStack}, {true, 0x1001, 3, s1}, {true, 0x1001, 3, s1},
+  };
+  uint64_t ts = 10;
+  for (const In& i : in) {
+    if (i.alloc) {
+      REQUIRE(w.AppendAlloc(AllocFn::kMalloc, ts++, i.address, i.size, i.stack));
+    } else {
+      REQUIRE(w.AppendFree(FreeFn::kDelete, ts++, i.address, i.size, i.stack));
+    }
+  }
+  b.Flush();
+  std::string error;
+  auto reader = TraceReader::FromBytes(b.bytes(), "m", &error);
+  REQUIRE(reader != nullptr);
+  Chunk chunk;
+  REQUIRE(reader->NextChunk(&chunk) == ReadResult::kChunk);
+  testing::Collector c;
+  REQUIRE(DecodeChunk(chunk, c, &error));
+  REQUIRE(c.events.size() == in.size());
+  for (size_t k = 0; k < in.size(); ++k) {
+    INFO("event " << k);
+    CHECK(c.events[k].op == (in[k].alloc ? EventOp::kAlloc : EventOp::kFree));
+    CHECK(c.events[k].address == in[k].address);
+    CHECK(c.events[k].size == in[k].size);
+    CHECK(c.events[k].stack_id == in[k].stack);
+    CHECK(c.events[k].timestamp_ns == 10 + k);
+  }
+}
+
+}  // namespace
+}  // namespace crossfree::format

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// Bytes per event on the synthetic producer/consumer workload (workload.h):
+// the format's size goal is <= 8 bytes per event, whole file included.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+
+#include "format/trace_reader.h"
+#include "tests/format/test_util.h"
+#include "tests/format/workload.h"
+
+namespace crossfree::format {
+namespace {
+
+TEST_CASE("producer/consumer trace stays under 8 bytes per event", "[format][size]") {
+  testing::WorkloadOptions options;
+  testing::WorkloadStats stats;
+  std::vector<uint8_t> bytes = testing::ProducerConsumerWorkload(options).Run(&stats);
+  double per_event = static_cast<double>(stats.bytes) / static_cast<double>(stats.events);
+  std::printf("producer/consumer workload: %llu events (%llu cross-thread frees), %llu stacks, "
+              "%llu chunks, %llu bytes: %.3f bytes/event (naive fixed record: 32)\n",
+              static_cast<unsigned long long>(stats.events),
+              static_cast<unsigned long long>(stats.cross_thread_frees),
+              static_cast<unsigned long long>(stats.stacks),
+              static_cast<unsigned long long>(stats.chunks),
+              static_cast<unsigned long long>(stats.bytes), per_event);
+  CHECK(stats.events == options.events);
+  CHECK(stats.allocs + stats.frees == stats.events);
+  CHECK(stats.cross_thread_frees > stats.events / 5);
+  CHECK(per_event <= 8.0);
+
+  // The reader sees exactly what was written.
+  std::string error;
+  auto reader = TraceReader::FromBytes(bytes, "workload", &error);
+  REQUIRE(reader != nullptr);
+  Chunk chunk;
+  ReadResult r;
+  uint64_t chunks = 0, events = 0, allocs = 0, stacks = 0;
+  testing::Collector c;
+  while ((r = reader->NextChunk(&chunk)) == ReadResult::kChunk) {
+    ++chunks;
+    c.events.clear();
+    c.stacks.clear();
+    REQUIRE(DecodeChunk(chunk, c, &error));
+    events += c.events.size();
+    for (const Event& e : c.events) allocs += e.op == EventOp::kAlloc;
+    stacks += c.stacks.size();
+  }
+  CHECK(r == ReadResult::kEnd);
+  CHECK(chunks == stats.chunks);
+  CHECK(events == stats.events);
+  CHECK(allocs == stats.allocs);
+  CHECK(stacks == stats.stacks);
+}
+
+}  // namespace
+}  // namespace crossfree::format
