@@ -112,12 +112,57 @@ const Dwfl_Callbacks kOfflineCallbacks = {
 struct Symbolizer::Impl {
   enum class State : uint8_t { kUnopened, kSymbolized, kOffsetOnly };
 
+  // The function-like DIEs of one compilation unit with their address
+  // ranges, built by one walk of the unit the first time an address falls
+  // into it (dwarf_getscopes would walk the unit again for every address).
+  struct CuIndex {
+    struct Node {
+      Dwarf_Die die;   // DW_TAG_subprogram or DW_TAG_inlined_subroutine
+      int32_t parent;  // enclosing node for an inlined subroutine, else -1
+      int32_t depth;
+    };
+    struct Range {
+      uint64_t low;
+      uint64_t high;      // exclusive
+      uint64_t max_high;  // max high of this and every earlier range
+      int32_t node;
+    };
+    std::vector<Node> nodes;
+    std::vector<Range> ranges;  // sorted by low
+
+    // The deepest node with a range containing pc (DWARF address), or -1.
+    int32_t Innermost(uint64_t pc) const {
+      auto it = std::upper_bound(ranges.begin(), ranges.end(), pc,
+                                 [](uint64_t a, const Range& r) { return a < r.low; });
+      int32_t best = -1;
+      while (it != ranges.begin()) {
+        --it;
+        if (it->max_high <= pc) break;
+        if (pc < it->high && (best < 0 || nodes[it->node].depth > nodes[best].depth)) {
+          best = it->node;
+        }
+      }
+      return best;
+    }
+  };
+
+  struct Symbol {
+    uint64_t start;
+    uint64_t size;
+    int rank;          // lower wins among aliases: global, weak, local
+    const char* name;  // owned by the module's Dwfl
+  };
+
   struct ModuleState {
     format::Module module;
     State state = State::kUnopened;
     Dwfl* dwfl = nullptr;
     Dwfl_Module* dwfl_module = nullptr;
     bool segments_from_file = false;
+    // Function symbols sorted by address, built on first use: libdwfl's
+    // dwfl_module_addrinfo scans the whole table on every lookup.
+    bool symbols_indexed = false;
+    std::vector<Symbol> symbols;
   };
 
   // One address range of a module, sorted by start for the lookup.
@@ -135,6 +180,10 @@ struct Symbolizer::Impl {
   // Function names by DIE (its address in the mapped debug data, unique
   // across the main and the alternate/dwz file).
   std::unordered_map<const void*, std::string> names;
+  // CU indexes by CU DIE address, and the namespace/class prefix ("a::B::")
+  // of every named subprogram DIE the index walks met.
+  std::unordered_map<const void*, std::unique_ptr<CuIndex>> cu_indexes;
+  std::unordered_map<const void*, std::string> scope_prefixes;
   std::vector<std::string> warnings;
 
   ~Impl() {
@@ -225,6 +274,12 @@ struct Symbolizer::Impl {
     Dwarf_Die decl = DeclarationDie(*die);
     const char* name = dwarf_diename(&decl);
     if (name == nullptr) return it->second;
+    if (auto known = scope_prefixes.find(decl.addr); known != scope_prefixes.end()) {
+      it->second = known->second + name;
+      return it->second;
+    }
+    // A declaration the CU walk did not see (another unit, a dwz partial
+    // unit): find its enclosing scopes the slow way.
     Dwarf_Die* scopes = nullptr;
     int count = dwarf_getscopes_die(&decl, &scopes);
     std::string qualified;
@@ -241,6 +296,118 @@ struct Symbolizer::Impl {
     std::free(scopes);
     it->second = qualified + name;
     return it->second;
+  }
+
+  const CuIndex& IndexFor(Dwarf_Die* cu) {
+    std::unique_ptr<CuIndex>& index = cu_indexes[cu->addr];
+    if (index == nullptr) {
+      index = std::make_unique<CuIndex>();
+      std::string prefix;
+      WalkDies(cu, -1, &prefix, index.get());
+      std::sort(index->ranges.begin(), index->ranges.end(),
+                [](const CuIndex::Range& a, const CuIndex::Range& b) { return a.low < b.low; });
+      uint64_t max_high = 0;
+      for (CuIndex::Range& r : index->ranges) {
+        max_high = std::max(max_high, r.high);
+        r.max_high = max_high;
+      }
+    }
+    return *index;
+  }
+
+  // Visits the children of parent: records functions with code as nodes,
+  // descends into scopes that can hold them, skips types and variables.
+  void WalkDies(Dwarf_Die* parent, int32_t function_node, std::string* prefix, CuIndex* index) {
+    Dwarf_Die child;
+    if (dwarf_child(parent, &child) != 0) return;
+    do {
+      int tag = dwarf_tag(&child);
+      switch (tag) {
+        case DW_TAG_subprogram:
+        case DW_TAG_inlined_subroutine: {
+          if (tag == DW_TAG_subprogram && !prefix->empty() && dwarf_hasattr(&child, DW_AT_name)) {
+            scope_prefixes.emplace(child.addr, *prefix);
+          }
+          int32_t node = -1;
+          Dwarf_Addr base = 0, low = 0, high = 0;
+          ptrdiff_t offset = 0;
+          while ((offset = dwarf_ranges(&child, offset, &base, &low, &high)) > 0) {
+            if (high <= low) continue;
+            if (node < 0) {
+              int32_t parent_node = tag == DW_TAG_inlined_subroutine ? function_node : -1;
+              int32_t depth = parent_node >= 0 ? index->nodes[parent_node].depth + 1 : 0;
+              node = static_cast<int32_t>(index->nodes.size());
+              index->nodes.push_back({child, parent_node, depth});
+            }
+            index->ranges.push_back({low, high, 0, node});
+          }
+          // Declarations and abstract instances have no code below them.
+          if (node >= 0) WalkDies(&child, node, prefix, index);
+          break;
+        }
+        case DW_TAG_lexical_block:
+        case DW_TAG_try_block:
+        case DW_TAG_catch_block:
+          WalkDies(&child, function_node, prefix, index);
+          break;
+        case DW_TAG_namespace:
+        case DW_TAG_class_type:
+        case DW_TAG_structure_type:
+        case DW_TAG_union_type: {
+          if (!dwarf_hasattr(&child, DW_AT_declaration) && dwarf_haschildren(&child) > 0) {
+            size_t saved = prefix->size();
+            const char* name = dwarf_diename(&child);
+            *prefix += name != nullptr ? name : "(anonymous namespace)";
+            *prefix += "::";
+            WalkDies(&child, function_node, prefix, index);
+            prefix->resize(saved);
+          }
+          break;
+        }
+        default:
+          break;
+      }
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+
+  static void IndexSymbols(ModuleState& m) {
+    m.symbols_indexed = true;
+    int count = dwfl_module_getsymtab(m.dwfl_module);
+    for (int i = 1; i < count; ++i) {
+      GElf_Sym sym;
+      GElf_Addr address = 0;
+      GElf_Word shndx = 0;
+      const char* name = dwfl_module_getsym_info(m.dwfl_module, i, &sym, &address, &shndx,
+                                                 nullptr, nullptr);
+      int type = GELF_ST_TYPE(sym.st_info);
+      if (name == nullptr || name[0] == '\0' || sym.st_shndx == SHN_UNDEF ||
+          (type != STT_FUNC && type != STT_GNU_IFUNC)) {
+        continue;
+      }
+      int binding = GELF_ST_BIND(sym.st_info);
+      int rank = binding == STB_GLOBAL ? 0 : binding == STB_WEAK ? 1 : 2;
+      m.symbols.push_back({address, sym.st_size, rank, name});
+    }
+    std::sort(m.symbols.begin(), m.symbols.end(), [](const Symbol& a, const Symbol& b) {
+      return a.start != b.start ? a.start < b.start : a.rank < b.rank;
+    });
+  }
+
+  // The function symbol containing pc; a sizeless symbol counts as reaching
+  // up to the next one.
+  static const char* SymbolAt(ModuleState& m, uint64_t pc) {
+    if (!m.symbols_indexed) IndexSymbols(m);
+    auto it = std::upper_bound(m.symbols.begin(), m.symbols.end(), pc,
+                               [](uint64_t a, const Symbol& s) { return a < s.start; });
+    // Walk back over a few candidates: a small function can sit after the
+    // start of a larger one that contains it (rare, but cheap to allow).
+    for (int tries = 0; tries < 8 && it != m.symbols.begin(); ++tries) {
+      --it;
+      uint64_t first = it->start;
+      while (it != m.symbols.begin() && (it - 1)->start == first) --it;  // best-ranked alias
+      if (it->size == 0 || pc < it->start + it->size) return it->name;
+    }
+    return nullptr;
   }
 
   void Warn(ModuleState& m, const std::string& reason) {
@@ -327,51 +494,29 @@ struct Symbolizer::Impl {
       }
     }
 
-    // Inline chain: the scopes containing pc, innermost first. Each
-    // DW_TAG_inlined_subroutine is one frame whose caller's location is its
-    // call_file:call_line; the enclosing DW_TAG_subprogram ends the chain.
+    // Inline chain: the deepest function-like DIE whose ranges contain pc,
+    // then its parents. Each DW_TAG_inlined_subroutine is one frame whose
+    // caller's location is its call_file:call_line; the DW_TAG_subprogram
+    // that holds them ends the chain.
     Dwarf_Addr bias = 0;
-    Dwarf_Die* cu = dwfl_module_addrdie(m.dwfl_module, pc, &bias);
-    Dwarf_Die* scopes = nullptr;
-    int scope_count = cu != nullptr ? dwarf_getscopes(cu, pc - bias, &scopes) : 0;
-    // dwarf_getscopes continues from the innermost inlined subroutine into
-    // the scopes of its abstract definition; the physical nesting (each
-    // inlined level, then the real function) comes from dwarf_getscopes_die.
-    for (int i = 0; i < scope_count; ++i) {
-      int tag = dwarf_tag(&scopes[i]);
-      if (tag == DW_TAG_subprogram || tag == DW_TAG_entry_point) break;
-      if (tag == DW_TAG_inlined_subroutine) {
-        Dwarf_Die innermost = scopes[i];
-        std::free(scopes);
-        scopes = nullptr;
-        scope_count = dwarf_getscopes_die(&innermost, &scopes);
-        break;
+    if (Dwarf_Die* cu = dwfl_module_addrdie(m.dwfl_module, pc, &bias)) {
+      const CuIndex& index = IndexFor(cu);
+      for (int32_t node = index.Innermost(pc - bias); node >= 0; node = index.nodes[node].parent) {
+        Dwarf_Die die = index.nodes[node].die;
+        SymbolFrame frame = base;
+        frame.function = FunctionName(&die);
+        frame.file = file;
+        frame.line = line;
+        frame.inlined = index.nodes[node].parent >= 0;
+        out->push_back(std::move(frame));
+        if (out->back().inlined) CallSite(&die, &file, &line);
       }
     }
-    for (int i = 0; i < scope_count; ++i) {
-      int tag = dwarf_tag(&scopes[i]);
-      if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram &&
-          tag != DW_TAG_entry_point) {
-        continue;
-      }
-      SymbolFrame frame = base;
-      frame.function = FunctionName(&scopes[i]);
-      frame.file = file;
-      frame.line = line;
-      frame.inlined = tag == DW_TAG_inlined_subroutine;
-      out->push_back(std::move(frame));
-      if (tag != DW_TAG_inlined_subroutine) break;
-      CallSite(&scopes[i], &file, &line);
-    }
-    std::free(scopes);
 
     // No DWARF scope (no debug info, assembly, a CU without ranges): the
     // ELF symbol table names the function.
     if (out->empty() || out->back().inlined || out->back().function.empty()) {
-      GElf_Sym sym;
-      GElf_Off offset = 0;
-      const char* name = dwfl_module_addrinfo(m.dwfl_module, pc, &offset, &sym, nullptr,
-                                              nullptr, nullptr);
+      const char* name = SymbolAt(m, pc);
       if (out->empty() || out->back().inlined) {
         SymbolFrame frame = base;
         frame.function = Demangle(name);
