@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "format/crc32c.h"
 #include "format/trace_reader.h"
 #include "format/trace_writer.h"
+#include "format/wire.h"
 
 namespace crossfree::format::testing {
 
@@ -100,6 +102,65 @@ class Collector : public RecordVisitor {
   std::vector<Module> modules;
   std::vector<ExitRec> exits;
 };
+
+// Recomputes the length word and checksum of the chunk that starts at
+// chunk[0] and has payload_len payload bytes (tests that hand-craft or
+// mutate payloads so the decoder, not the checksum, sees them).
+inline void ResealChunk(uint8_t* chunk, uint32_t payload_len) {
+  wire::Store32(chunk + wire::kChkLength, wire::PackLength(payload_len));
+  wire::Store32(chunk + wire::kChkCrc, Crc32c(chunk + wire::kChkCrcStart,
+                                              kChunkHeaderBytes + payload_len - wire::kChkCrcStart));
+}
+
+// A chunk with a hand-made payload.
+inline std::vector<uint8_t> MakeChunk(uint32_t tid, uint32_t seq, uint64_t base, uint32_t events,
+                                      const std::vector<uint8_t>& payload) {
+  std::vector<uint8_t> c(kChunkHeaderBytes + payload.size());
+  wire::Store32(c.data() + wire::kChkMagic, kChunkMagic);
+  wire::Store32(c.data() + wire::kChkTid, tid);
+  wire::Store32(c.data() + wire::kChkSequence, seq);
+  wire::Store32(c.data() + wire::kChkEvents, events);
+  wire::Store64(c.data() + wire::kChkBaseTs, base);
+  std::copy(payload.begin(), payload.end(), c.begin() + kChunkHeaderBytes);
+  ResealChunk(c.data(), static_cast<uint32_t>(payload.size()));
+  return c;
+}
+
+// A small trace with every record type in four chunks of three threads.
+inline std::vector<uint8_t> SmallTrace(std::vector<uint64_t>* chunk_offsets = nullptr) {
+  TraceBuilder b(ChunkWriter::kMinChunkCapacity);
+  uint64_t frames[4] = {0x401000, 0x401100, 0x7f0000001234, 0x400f00};
+  ChunkWriter& w = b.Begin(100, 0, 1000);
+  w.AppendThreadName(1001, "producer-0", 10);
+  w.AppendStack(1, frames, 4);
+  w.AppendAlloc(AllocFn::kNew, 1100, 0x7f1000000010, 48, 1);
+  w.AppendAlloc(AllocFn::kMalloc, 1300, 0x7f1000000040, 48, 1);
+  w.AppendRealloc(AllocFn::kRealloc, 1500, 1600, 0x7f1000000040, 0x7f1000100000, 4096, 1);
+  b.Flush();
+  w.Begin(200, 0, 2000);
+  uint8_t id[4] = {0xde, 0xad, 0xbe, 0xef};
+  ModuleSegment seg[1] = {{0x400000, 0x2000}};
+  w.AppendModule(ModuleView{2000, 0, "/usr/bin/app", 12, id, 4, seg, 1});
+  w.AppendStack(2, frames + 1, 3);
+  w.AppendFree(FreeFn::kDelete, 2100, 0x7f1000000010, 48, 2);
+  w.AppendFree(FreeFn::kFree, 2200, 0x7f1000100000, 0, 2);
+  b.Flush();
+  w.Begin(100, 1, 3000);
+  w.AppendAlloc(AllocFn::kCalloc, 3100, 0x7f1000000010, 32, 1);
+  w.AppendFree(FreeFn::kFree, 3200, 0x7f1000000010, 0, kNoStack);
+  w.AppendThreadExit(3300);
+  b.Flush();
+  w.Begin(300, 0, 4000);
+  w.AppendAlloc(AllocFn::kPosixMemalign, 4100, 0x7f2000000000, 256, kNoStack);
+  b.Flush();
+  if (chunk_offsets) *chunk_offsets = b.chunk_offsets();
+  return b.bytes();
+}
+// Facts about SmallTrace(), checked by the tests and the dump CLI test.
+inline constexpr int kSmallTraceChunks = 4;
+inline constexpr int kSmallTraceEvents = 9;  // the realloc counts twice
+inline constexpr int kSmallTraceAllocs = 5;
+inline constexpr int kSmallTraceFrees = 4;
 
 inline bool SameEvent(const Event& a, const Event& b) {
   return a.op == b.op && a.fn == b.fn && a.from_realloc == b.from_realloc && a.tid == b.tid &&
