@@ -185,6 +185,7 @@ struct Symbolizer::Impl {
   std::unordered_map<const void*, std::unique_ptr<CuIndex>> cu_indexes;
   std::unordered_map<const void*, std::string> scope_prefixes;
   std::vector<std::string> warnings;
+  std::vector<std::string> without_debug_info;
 
   ~Impl() {
     for (ModuleState& m : modules) {
@@ -464,10 +465,7 @@ struct Symbolizer::Impl {
     int symbols = dwfl_module_getsymtab(m.dwfl_module);
     if (!has_dwarf && symbols <= 0) return FallBack(m, "no symbols and no debug info");
     m.state = State::kSymbolized;
-    if (!has_dwarf) {
-      Warn(m, "no debug info (install its -dbgsym/-dbg package); frames show functions "
-              "without file:line");
-    }
+    if (!has_dwarf) without_debug_info.push_back(rec.path);
   }
 
   void SymbolizeIn(ModuleState& m, uint64_t return_address, std::vector<SymbolFrame>* out) {
@@ -567,5 +565,9 @@ const std::vector<SymbolFrame>& Symbolizer::Symbolize(uint64_t return_address) {
 }
 
 const std::vector<std::string>& Symbolizer::warnings() const { return impl_->warnings; }
+
+const std::vector<std::string>& Symbolizer::modules_without_debug_info() const {
+  return impl_->without_debug_info;
+}
 
 }  // namespace crossfree::analyzer

@@ -41,8 +41,16 @@ class Symbolizer {
   // call instruction, not the one after it, gives the line). Cached.
   const std::vector<SymbolFrame>& Symbolize(uint64_t return_address);
 
-  // One line per module that could not be symbolized fully, with the reason.
+  // One line per module that could not be symbolized fully, with the reason:
+  // "<path>: <reason>; frames shown as module+offset".
   const std::vector<std::string>& warnings() const;
+
+  // Paths of the modules met so far that have symbols but no DWARF (neither
+  // in the file nor as separate debug info under /usr/lib/debug): their
+  // frames have a function name but no file:line and no inline frames.
+  // Informational, not a warning: most distribution libraries are like that
+  // until their -dbgsym/-dbg package is installed.
+  const std::vector<std::string>& modules_without_debug_info() const;
 
  private:
   struct Impl;
