@@ -74,6 +74,13 @@ Dwarf_Die DeclarationDie(Dwarf_Die die) {
   return die;
 }
 
+// One component of a qualified name, spelled as the demangler spells
+// unnamed scopes.
+const char* ScopeName(Dwarf_Die* scope, int tag) {
+  if (const char* name = dwarf_diename(scope)) return name;
+  return tag == DW_TAG_namespace ? "(anonymous namespace)" : "{unnamed type}";
+}
+
 // DW_AT_call_file / DW_AT_call_line of an inlined subroutine: where the
 // function one level out made the (inlined) call.
 void CallSite(Dwarf_Die* inlined, std::string* file, int* line) {
@@ -290,8 +297,7 @@ struct Symbolizer::Impl {
           tag != DW_TAG_structure_type && tag != DW_TAG_union_type) {
         continue;
       }
-      const char* scope_name = dwarf_diename(&scopes[i]);
-      qualified += scope_name != nullptr ? scope_name : "(anonymous namespace)";
+      qualified += ScopeName(&scopes[i], tag);
       qualified += "::";
     }
     std::free(scopes);
@@ -357,8 +363,7 @@ struct Symbolizer::Impl {
         case DW_TAG_union_type: {
           if (!dwarf_hasattr(&child, DW_AT_declaration) && dwarf_haschildren(&child) > 0) {
             size_t saved = prefix->size();
-            const char* name = dwarf_diename(&child);
-            *prefix += name != nullptr ? name : "(anonymous namespace)";
+            *prefix += ScopeName(&child, tag);
             *prefix += "::";
             WalkDies(&child, function_node, prefix, index);
             prefix->resize(saved);
