@@ -7,6 +7,7 @@
 
 #include "format/trace_format.h"
 #include "tracer/stack_table.h"
+#include "tracer/unwind_cfi.h"
 #include "tracer/unwind_fp.h"
 #include "tracer/unwind_libunwind.h"
 
@@ -22,6 +23,7 @@ constinit StackTable g_table;
 constinit UnwindMode g_mode = UnwindMode::kFramePointer;
 constinit int g_max_depth = 64;
 constinit bool g_libunwind_ok = false;
+constinit bool g_cfi_ok = false;
 
 int CaptureFramePointer(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth) {
   frames[0] = ret;
@@ -33,16 +35,12 @@ int CaptureFramePointer(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_d
 int CaptureHybrid(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth) {
   frames[0] = ret;
   StackBounds bounds = CurrentThreadStackBounds();
-  if (bounds.high == 0) return 1;
-  uintptr_t last_fp = fp;
-  int depth = WalkFramePointers(fp, bounds, frames, 1, max_depth, &last_fp);
-  if (depth >= max_depth || !g_libunwind_ok || !PlausibleFrame(last_fp, bounds)) return depth;
-  // The chain ended: if it ended at the process's outermost frame the
-  // saved fp is 0; otherwise hand the frame record's state to DWARF.
-  uintptr_t saved_fp = reinterpret_cast<const uintptr_t*>(last_fp)[0];
-  if (saved_fp == 0) return depth;
-  return ContinueWithLibunwind(frames[depth - 1] - 1, last_fp + 16, saved_fp, frames,
-                               depth, max_depth);
+  // The hook has a frame record, so the caller's state is exact: it
+  // resumes at ret with rsp just above the record and its own rbp saved in it.
+  if (bounds.high == 0 || !PlausibleFrame(fp, bounds)) return 1;
+  if (!g_cfi_ok) return WalkFramePointers(fp, bounds, frames, 1, max_depth, nullptr);
+  uintptr_t caller_fp = reinterpret_cast<const uintptr_t*>(fp)[0];
+  return WalkWithCfi(ret, fp + 16, caller_fp, bounds, frames, 1, max_depth);
 }
 
 }  // namespace
@@ -71,6 +69,7 @@ bool InitStacks(UnwindMode mode, int max_depth) {
   // Computes (and caches) this thread's bounds now, outside any hook.
   CurrentThreadStackBounds();
   if (mode != UnwindMode::kFramePointer && !g_libunwind_ok) g_libunwind_ok = InitLibunwind();
+  if (mode == UnwindMode::kHybrid && !g_cfi_ok) g_cfi_ok = g_libunwind_ok && InitCfiUnwinder();
   if (mode == UnwindMode::kLibunwind && !g_libunwind_ok) return false;
   g_mode = mode;
   return true;

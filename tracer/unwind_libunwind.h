@@ -22,9 +22,10 @@ int CaptureWithLibunwind(uintptr_t hook_return_address,
                          uintptr_t hook_frame_address, uint64_t* frames,
                          int max_depth);
 
-// Continues an unwind from a known register state (the frame executing at
-// `ip` with stack pointer `sp` and frame pointer `bp`), appending return
-// addresses after frames[depth-1]; `ip` itself must already be recorded.
+// Continues an unwind from a known register state (the frame that will
+// resume at return address `ip`, with stack pointer `sp` and frame pointer
+// `bp`), appending return addresses after frames[depth-1]; `ip` itself must
+// already be recorded.
 // Returns the new depth.
 int ContinueWithLibunwind(uintptr_t ip, uintptr_t sp, uintptr_t bp,
                           uint64_t* frames, int depth, int max_depth);

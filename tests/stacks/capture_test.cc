@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests for CaptureStack in every mode: a known chain of frame-pointer
+// functions, a chain through libc's qsort (no frame pointers), a fresh
+// thread, and broken frame chains.
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "tracer/stacks.h"
+
+// Exported (the test binary links with -rdynamic) so that dladdr can name
+// them; noipa keeps GCC from inlining, cloning or tail-calling them.
+extern "C" {
+
+// Mimics an allocation hook: passes its own return and frame address.
+__attribute__((noipa)) int CfTestHook(uint64_t* frames, int max_depth) {
+  int depth = crossfree::tracer::CaptureStack(__builtin_return_address(0),
+                                              __builtin_frame_address(0), frames, max_depth);
+  asm volatile("" ::: "memory");  // no tail call: the hook's frame must stay
+  return depth;
+}
+
+__attribute__((noipa)) int CfTestF3(uint64_t* frames, int max_depth) {
+  int depth = CfTestHook(frames, max_depth);
+  asm volatile("" ::: "memory");
+  return depth;
+}
+
+__attribute__((noipa)) int CfTestF2(uint64_t* frames, int max_depth) {
+  int depth = CfTestF3(frames, max_depth);
+  asm volatile("" ::: "memory");
+  return depth;
+}
+
+__attribute__((noipa)) int CfTestF1(uint64_t* frames, int max_depth) {
+  int depth = CfTestF2(frames, max_depth);
+  asm volatile("" ::: "memory");
+  return depth;
+}
+
+uint64_t cf_test_qsort_frames[64];
+int cf_test_qsort_depth = 0;
+
+__attribute__((noipa)) int CfTestCompare(const void* a, const void* b) {
+  if (cf_test_qsort_depth == 0) cf_test_qsort_depth = CfTestHook(cf_test_qsort_frames, 64);
+  asm volatile("" ::: "memory");
+  return *static_cast<const int*>(a) - *static_cast<const int*>(b);
+}
+
+__attribute__((noipa)) int CfTestQsortCaller() {
+  int values[32];
+  for (int i = 0; i < 32; ++i) values[i] = (i * 7919) % 32;
+  cf_test_qsort_depth = 0;
+  qsort(values, 32, sizeof(int), CfTestCompare);
+  asm volatile("" ::: "memory");
+  return values[0];
+}
+
+// A hook called with a hand-made frame address, to check that a broken
+// chain is survived.
+__attribute__((noipa)) int CfTestHookWithFrame(void* frame, uint64_t* frames, int max_depth) {
+  int depth = crossfree::tracer::CaptureStack(__builtin_return_address(0), frame, frames,
+                                              max_depth);
+  asm volatile("" ::: "memory");
+  return depth;
+}
+
+}  // extern "C"
+
+namespace crossfree::tracer {
+namespace {
+
+// The exported function that contains code address pc, or null.
+void* FunctionOf(uint64_t pc) {
+  Dl_info info;
+  // pc is a return address: the call is the byte before it.
+  if (dladdr(reinterpret_cast<void*>(pc - 1), &info) == 0) return nullptr;
+  return info.dli_saddr;
+}
+
+bool InLibc(uint64_t pc) {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(pc - 1), &info) == 0 || info.dli_fname == nullptr) {
+    return false;
+  }
+  return std::strstr(info.dli_fname, "libc.so") != nullptr;
+}
+
+void* Fn(int (*f)(uint64_t*, int)) { return reinterpret_cast<void*>(f); }
+
+const char* ModeName(UnwindMode mode) {
+  switch (mode) {
+    case UnwindMode::kFramePointer: return "fp";
+    case UnwindMode::kLibunwind: return "libunwind";
+    case UnwindMode::kHybrid: return "hybrid";
+  }
+  return "?";
+}
+
+void CheckKnownChain(UnwindMode mode) {
+  INFO("mode " << ModeName(mode));
+  REQUIRE(InitStacks(mode, 64));
+  uint64_t frames[64] = {};
+  // Twice: the first capture may fill caches, the second reads them.
+  for (int round = 0; round < 2; ++round) {
+    std::memset(frames, 0, sizeof(frames));
+    int depth = CfTestF1(frames, 64);
+    REQUIRE(depth >= 4);
+    CHECK(FunctionOf(frames[0]) == Fn(CfTestF3));  // the hook's caller, not the hook
+    CHECK(FunctionOf(frames[1]) == Fn(CfTestF2));
+    CHECK(FunctionOf(frames[2]) == Fn(CfTestF1));
+    for (int i = 0; i < depth; ++i) {
+      CHECK(FunctionOf(frames[i]) != reinterpret_cast<void*>(CfTestHook));
+    }
+  }
+  // max_depth is honoured.
+  std::memset(frames, 0, sizeof(frames));
+  CHECK(CfTestF1(frames, 2) == 2);
+  CHECK(FunctionOf(frames[1]) == Fn(CfTestF2));
+  CHECK(frames[2] == 0);
+}
+
+TEST_CASE("CaptureStack records the hook's caller first, then its callers") {
+  CheckKnownChain(UnwindMode::kFramePointer);
+  CheckKnownChain(UnwindMode::kLibunwind);
+  CheckKnownChain(UnwindMode::kHybrid);
+}
+
+TEST_CASE("CaptureStack works on a thread's first capture") {
+  for (UnwindMode mode : {UnwindMode::kFramePointer, UnwindMode::kLibunwind, UnwindMode::kHybrid}) {
+    INFO("mode " << ModeName(mode));
+    REQUIRE(InitStacks(mode, 64));
+    uint64_t frames[64] = {};
+    int depth = 0;
+    std::thread thread([&] { depth = CfTestF1(frames, 64); });
+    thread.join();
+    REQUIRE(depth >= 3);
+    CHECK(FunctionOf(frames[0]) == Fn(CfTestF3));
+    CHECK(FunctionOf(frames[1]) == Fn(CfTestF2));
+    CHECK(FunctionOf(frames[2]) == Fn(CfTestF1));
+  }
+}
+
+// libc is built without frame pointers: qsort's frames sit between the
+// comparator and CfTestQsortCaller.
+int FindQsortCaller() {
+  for (int i = 1; i < cf_test_qsort_depth; ++i) {
+    if (FunctionOf(cf_test_qsort_frames[i]) == reinterpret_cast<void*>(CfTestQsortCaller)) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+TEST_CASE("CaptureStack through qsort: DWARF modes reach the caller beyond libc") {
+  for (UnwindMode mode : {UnwindMode::kLibunwind, UnwindMode::kHybrid}) {
+    INFO("mode " << ModeName(mode));
+    REQUIRE(InitStacks(mode, 64));
+    for (int round = 0; round < 2; ++round) {
+      CfTestQsortCaller();
+      REQUIRE(cf_test_qsort_depth >= 3);
+      CHECK(FunctionOf(cf_test_qsort_frames[0]) == reinterpret_cast<void*>(CfTestCompare));
+      int caller = FindQsortCaller();
+      REQUIRE(caller >= 2);  // at least one libc frame in between
+      for (int i = 1; i < caller; ++i) CHECK(InLibc(cf_test_qsort_frames[i]));
+    }
+  }
+  // The frame-pointer walk only promises the comparator itself; whatever
+  // else it finds must be a plausible code address, and it must not crash.
+  REQUIRE(InitStacks(UnwindMode::kFramePointer, 64));
+  CfTestQsortCaller();
+  REQUIRE(cf_test_qsort_depth >= 1);
+  CHECK(FunctionOf(cf_test_qsort_frames[0]) == reinterpret_cast<void*>(CfTestCompare));
+}
+
+TEST_CASE("CaptureStack survives broken frame chains") {
+  for (UnwindMode mode : {UnwindMode::kFramePointer, UnwindMode::kHybrid}) {
+    INFO("mode " << ModeName(mode));
+    REQUIRE(InitStacks(mode, 64));
+    uint64_t frames[64] = {};
+    // A frame record outside the stack (on the heap): nothing is read.
+    auto* heap_record = static_cast<uintptr_t*>(std::malloc(64));
+    heap_record[0] = 0x1234;
+    heap_record[1] = 0x5678;
+    CHECK(CfTestHookWithFrame(heap_record, frames, 64) == 1);
+    std::free(heap_record);
+    // Misaligned and null frame addresses.
+    alignas(16) uintptr_t record[4] = {0, 0, 0, 0};
+    CHECK(CfTestHookWithFrame(reinterpret_cast<char*>(record) + 3, frames, 64) == 1);
+    CHECK(CfTestHookWithFrame(nullptr, frames, 64) == 1);
+    // A record on the stack whose saved fp points downwards / to garbage.
+    record[0] = reinterpret_cast<uintptr_t>(record) - 64;
+    record[1] = 0x401000;
+    int depth = CfTestHookWithFrame(record, frames, 64);
+    CHECK(depth >= 1);
+    CHECK(depth <= 64);
+    record[0] = 0xdeadbeefdeadbeef;
+    depth = CfTestHookWithFrame(record, frames, 64);
+    CHECK(depth >= 1);
+    CHECK(depth <= 64);
+  }
+}
+
+}  // namespace
+}  // namespace crossfree::tracer

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: cached-CFI unwinder for the hybrid mode (see unwind_cfi.h).
+#include "tracer/unwind_cfi.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <fcntl.h>
+#include <libelf.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "tracer/unwind_libunwind.h"
+
+namespace crossfree::tracer {
+namespace {
+
+// DWARF register numbers on x86-64.
+constexpr int kDwarfRbp = 6;
+constexpr int kDwarfRsp = 7;
+constexpr int kDwarfRa = 16;
+
+// A rule packed into 64 bits so that a cache slot is published with one
+// store. Layout: kind (8 bits) | cfa via rbp (1) | rbp saved (1) |
+// cfa offset (int16 at 16) | rbp offset from CFA (int16 at 32).
+enum RuleKind : uint64_t {
+  kRuleEmpty = 0,     // slot value not written yet
+  kRuleSimple = 1,    // CFA = reg + off; ra at CFA-8; rbp same or at CFA+off
+  kRuleOutermost = 2, // return address undefined: end of the stack
+  kRuleNoInfo = 3,    // no module or no CFI for pc: fall back to fp
+  kRuleComplex = 4,   // anything else: hand over to libunwind
+};
+
+struct Rule {
+  RuleKind kind;
+  bool cfa_rbp;
+  bool rbp_saved;
+  int32_t cfa_offset;
+  int32_t rbp_offset;
+};
+
+uint64_t Pack(const Rule& r) {
+  return static_cast<uint64_t>(r.kind) | (r.cfa_rbp ? 1ull << 8 : 0) |
+         (r.rbp_saved ? 1ull << 9 : 0) |
+         (static_cast<uint64_t>(static_cast<uint16_t>(r.cfa_offset)) << 16) |
+         (static_cast<uint64_t>(static_cast<uint16_t>(r.rbp_offset)) << 32);
+}
+
+Rule Unpack(uint64_t v) {
+  Rule r;
+  r.kind = static_cast<RuleKind>(v & 0xff);
+  r.cfa_rbp = (v >> 8) & 1;
+  r.rbp_saved = (v >> 9) & 1;
+  r.cfa_offset = static_cast<int16_t>((v >> 16) & 0xffff);
+  r.rbp_offset = static_cast<int16_t>((v >> 32) & 0xffff);
+  return r;
+}
+
+// ---- Process-wide rule cache: open addressing, insert-only. -------------
+
+constexpr uint64_t kCacheSlots = 1u << 18;  // 4 MiB, reserved lazily
+
+struct CacheSlot {
+  std::atomic<uint64_t> pc;    // 0 = empty
+  std::atomic<uint64_t> rule;  // kRuleEmpty until published
+};
+
+CacheSlot* g_cache = nullptr;
+std::atomic<uint64_t> g_rules{0};
+std::atomic<uint64_t> g_fallbacks{0};
+
+inline uint64_t HashPc(uint64_t pc) {
+  pc ^= pc >> 31;
+  pc *= 0x9e3779b97f4a7c15ull;
+  return pc ^ (pc >> 29);
+}
+
+constexpr int kMaxProbes = 32;
+
+// Returns the cached rule for pc, or kRuleEmpty.
+inline uint64_t CacheFind(uint64_t pc) {
+  uint64_t h = HashPc(pc);
+  for (int i = 0; i < kMaxProbes; ++i) {
+    CacheSlot& slot = g_cache[(h + i) & (kCacheSlots - 1)];
+    uint64_t key = slot.pc.load(std::memory_order_acquire);
+    if (key == pc) return slot.rule.load(std::memory_order_acquire);
+    if (key == 0) return kRuleEmpty;
+  }
+  return kRuleEmpty;
+}
+
+void CacheInsert(uint64_t pc, uint64_t rule) {
+  uint64_t h = HashPc(pc);
+  for (int i = 0; i < kMaxProbes; ++i) {
+    CacheSlot& slot = g_cache[(h + i) & (kCacheSlots - 1)];
+    uint64_t key = slot.pc.load(std::memory_order_acquire);
+    if (key == 0 && slot.pc.compare_exchange_strong(key, pc, std::memory_order_acq_rel)) {
+      key = pc;
+    }
+    if (key == pc) {
+      slot.rule.store(rule, std::memory_order_release);
+      return;
+    }
+  }
+  // Neighbourhood full: the rule is simply recomputed next time.
+}
+
+// ---- Modules and their CFI, only touched under the fill lock. -----------
+
+struct Module {
+  uintptr_t start;  // lowest and highest mapped address of PT_LOAD segments
+  uintptr_t end;
+  uintptr_t bias;   // link-time address = runtime address - bias
+  Dwarf_CFI* cfi;   // null: module has no usable CFI
+};
+constexpr int kMaxModules = 1024;
+Module g_modules[kMaxModules];
+int g_module_count = 0;
+
+// Try-lock guarding g_modules and libdw. Holds the owning pid so that a
+// child forked while the parent held it can take it over.
+std::atomic<int> g_fill_lock_pid{0};
+
+bool TryLockFill() {
+  int expected = 0;
+  int pid = getpid();
+  if (g_fill_lock_pid.compare_exchange_strong(expected, pid, std::memory_order_acquire)) {
+    return true;
+  }
+  // Held by another thread of this process: do not wait. Held by another
+  // pid: we are a child forked while the parent held it; take it over.
+  return expected != pid &&
+         g_fill_lock_pid.compare_exchange_strong(expected, pid, std::memory_order_acquire);
+}
+
+void UnlockFill() { g_fill_lock_pid.store(0, std::memory_order_release); }
+
+struct FindModuleArg {
+  uintptr_t pc;
+  Module found;
+  char path[4096];
+  bool ok;
+};
+
+int FindModuleCallback(dl_phdr_info* info, size_t, void* data) {
+  auto* arg = static_cast<FindModuleArg*>(data);
+  uintptr_t lo = UINTPTR_MAX;
+  uintptr_t hi = 0;
+  bool contains = false;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    uintptr_t s = info->dlpi_addr + ph.p_vaddr;
+    uintptr_t e = s + ph.p_memsz;
+    if (s < lo) lo = s;
+    if (e > hi) hi = e;
+    if (arg->pc >= s && arg->pc < e) contains = true;
+  }
+  if (!contains) return 0;
+  arg->found = {lo, hi, info->dlpi_addr, nullptr};
+  const char* name = info->dlpi_name;
+  if (name == nullptr || name[0] == '\0') name = "/proc/self/exe";
+  std::strncpy(arg->path, name, sizeof(arg->path) - 1);
+  arg->path[sizeof(arg->path) - 1] = '\0';
+  arg->ok = true;
+  return 1;
+}
+
+// Finds or registers the module holding pc. Under the fill lock.
+const Module* ModuleFor(uintptr_t pc) {
+  for (int i = 0; i < g_module_count; ++i) {
+    if (pc >= g_modules[i].start && pc < g_modules[i].end) return &g_modules[i];
+  }
+  if (g_module_count == kMaxModules) return nullptr;
+  FindModuleArg arg{};
+  arg.pc = pc;
+  dl_iterate_phdr(FindModuleCallback, &arg);
+  if (!arg.ok) return nullptr;
+  Module m = arg.found;
+  // The vDSO and other modules without a file keep cfi == null.
+  int fd = arg.path[0] == '/' ? open(arg.path, O_RDONLY | O_CLOEXEC) : -1;
+  if (fd >= 0) {
+    // The Elf and its CFI live for the rest of the process.
+    Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+    if (elf != nullptr) m.cfi = dwarf_getcfi_elf(elf);
+  }
+  g_modules[g_module_count] = m;
+  return &g_modules[g_module_count++];
+}
+
+// Computes the rule at return address pc from CFI. Under the fill lock.
+Rule ComputeRule(uintptr_t pc) {
+  Rule rule{kRuleNoInfo, false, false, 0, 0};
+  const Module* m = ModuleFor(pc);
+  if (m == nullptr || m->cfi == nullptr) return rule;
+  Dwarf_Frame* frame = nullptr;
+  // pc is a return address: the call instruction is the byte before it.
+  if (dwarf_cfi_addrframe(m->cfi, pc - 1 - m->bias, &frame) != 0 || frame == nullptr) {
+    return rule;
+  }
+  rule.kind = kRuleComplex;
+  Dwarf_Addr start = 0;
+  Dwarf_Addr end = 0;
+  bool signal_frame = false;
+  int ra_reg = dwarf_frame_info(frame, &start, &end, &signal_frame);
+  Dwarf_Op* ops = nullptr;
+  size_t nops = 0;
+  Dwarf_Op ops_mem[3];
+  if (ra_reg == kDwarfRa && !signal_frame && dwarf_frame_cfa(frame, &ops, &nops) == 0 &&
+      nops == 1 && ops[0].atom == DW_OP_bregx &&
+      (ops[0].number == kDwarfRsp || ops[0].number == kDwarfRbp)) {
+    rule.cfa_rbp = ops[0].number == kDwarfRbp;
+    int64_t cfa_offset = static_cast<int64_t>(ops[0].number2);
+    // Return address: undefined ends the stack; otherwise it must be the
+    // usual "saved at CFA-8".
+    if (dwarf_frame_register(frame, kDwarfRa, ops_mem, &ops, &nops) == 0) {
+      if (nops == 0) {  // undefined (libdw may say "same value"): _start, clone
+        rule.kind = kRuleOutermost;
+      } else if (nops == 2 && ops[0].atom == DW_OP_call_frame_cfa &&
+                 ops[1].atom == DW_OP_plus_uconst &&
+                 static_cast<int64_t>(ops[1].number) == -8 && cfa_offset > 0 &&
+                 cfa_offset < 32768) {
+        rule.cfa_offset = static_cast<int32_t>(cfa_offset);
+        if (dwarf_frame_register(frame, kDwarfRbp, ops_mem, &ops, &nops) == 0) {
+          if (nops == 0) {
+            // Same value, or unspecified (which libdw reports as undefined
+            // for x86-64): rbp is callee-saved, so code that does not save
+            // it leaves it unchanged.
+            rule.kind = kRuleSimple;
+          } else if (nops == 2 && ops[0].atom == DW_OP_call_frame_cfa &&
+                     ops[1].atom == DW_OP_plus_uconst) {
+            int64_t off = static_cast<int64_t>(ops[1].number);
+            if (off < 0 && off > -32768) {
+              rule.kind = kRuleSimple;
+              rule.rbp_saved = true;
+              rule.rbp_offset = static_cast<int32_t>(off);
+            }
+          }
+        }
+      }
+    }
+  }
+  free(frame);
+  return rule;
+}
+
+}  // namespace
+
+bool InitCfiUnwinder() {
+  if (g_cache != nullptr) return true;
+  elf_version(EV_CURRENT);
+  void* p = mmap(nullptr, kCacheSlots * sizeof(CacheSlot), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return false;
+  g_cache = static_cast<CacheSlot*>(p);
+  return true;
+}
+
+int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bounds,
+                uint64_t* frames, int depth, int max_depth) {
+  while (depth < max_depth) {
+    uint64_t packed = CacheFind(pc);
+    if (packed == kRuleEmpty) {
+      if (!TryLockFill()) {
+        g_fallbacks.fetch_add(1, std::memory_order_relaxed);
+        return ContinueWithLibunwind(pc, sp, fp, frames, depth, max_depth);
+      }
+      packed = CacheFind(pc);  // another thread may have just added it
+      if (packed == kRuleEmpty) {
+        packed = Pack(ComputeRule(pc));
+        CacheInsert(pc, packed);
+        g_rules.fetch_add(1, std::memory_order_relaxed);
+      }
+      UnlockFill();
+    }
+    Rule rule = Unpack(packed);
+    uintptr_t cfa;
+    uintptr_t next_fp = fp;
+    switch (rule.kind) {
+      case kRuleSimple:
+        cfa = (rule.cfa_rbp ? fp : sp) + rule.cfa_offset;
+        if (cfa <= sp || cfa - 8 < bounds.low || cfa > bounds.high) return depth;
+        if (rule.rbp_saved) {
+          uintptr_t at = cfa + rule.rbp_offset;
+          if (at < bounds.low || at + 8 > bounds.high) return depth;
+          next_fp = *reinterpret_cast<const uintptr_t*>(at);
+        }
+        break;
+      case kRuleNoInfo:
+        // No CFI (JIT code, stripped .eh_frame): trust a sound fp record.
+        if (!PlausibleFrame(fp, bounds) || fp < sp) return depth;
+        cfa = fp + 16;
+        next_fp = *reinterpret_cast<const uintptr_t*>(fp);
+        break;
+      case kRuleComplex:
+        g_fallbacks.fetch_add(1, std::memory_order_relaxed);
+        return ContinueWithLibunwind(pc, sp, fp, frames, depth, max_depth);
+      case kRuleOutermost:
+      default:
+        return depth;
+    }
+    uintptr_t ra = *reinterpret_cast<const uintptr_t*>(cfa - 8);
+    if (ra < 4096) return depth;
+    frames[depth++] = ra;
+    pc = ra;
+    sp = cfa;
+    fp = next_fp;
+  }
+  return depth;
+}
+
+CfiStats GetCfiStats() {
+  return {g_rules.load(std::memory_order_relaxed), g_fallbacks.load(std::memory_order_relaxed)};
+}
+
+}  // namespace crossfree::tracer

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: the hybrid unwinder. Walks the stack with per-return-address
+// unwind rules taken from the modules' DWARF CFI (.eh_frame, read with
+// elfutils libdw) and cached process-wide, so that after warm-up each frame
+// costs one hash lookup and two loads, frame pointer or not.
+#pragma once
+
+#include <cstdint>
+
+#include "tracer/unwind_fp.h"
+
+namespace crossfree::tracer {
+
+// Maps the rule cache. Call once from InitStacks (allocates through mmap
+// only). Returns false if the mapping fails.
+bool InitCfiUnwinder();
+
+// Unwinds outward from the frame that executes at return address `pc` with
+// stack pointer `sp` and frame pointer `fp` (pc itself is already recorded
+// in frames[depth-1]). Appends return addresses and returns the new depth.
+//
+// Per frame: the rule for pc is looked up in a lock-free cache. On a miss
+// the rule is computed from the module's CFI, which allocates (malloc,
+// through libdw) and takes the loader lock (dl_iterate_phdr), so the caller
+// must run inside the tracer's recursion guard; a process-wide try-lock
+// serialises those fills and a thread that finds it taken does not wait, it
+// continues with libunwind instead. Frames with rules outside the simple
+// "CFA = rsp/rbp + offset, rbp and return address saved at CFA offsets"
+// form (signal trampolines, hand-written assembly) are also handed to
+// libunwind. Code without any CFI (JIT) is walked by frame pointer.
+// Every address is checked against the thread's stack bounds before it is
+// read.
+int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bounds,
+                uint64_t* frames, int depth, int max_depth);
+
+// Cache statistics for tests and benchmarks: rules computed so far, and
+// frames handed over to libunwind.
+struct CfiStats {
+  uint64_t rules;
+  uint64_t fallbacks;
+};
+CfiStats GetCfiStats();
+
+}  // namespace crossfree::tracer
