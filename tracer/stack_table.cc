@@ -29,10 +29,12 @@ size_t RoundUpToPage(size_t n) { return (n + 4095) & ~size_t{4095}; }
 
 }  // namespace
 
-StackTable::~StackTable() {
-  // The process-wide table lives until exit on purpose (hooks may still run
-  // during static destruction); only tables made by tests are unmapped.
+void StackTable::Release() {
   if (mapping_ != nullptr) munmap(mapping_, mapping_bytes_);
+  mapping_ = nullptr;
+  slots_ = nullptr;
+  frames_ = nullptr;
+  by_id_ = nullptr;
 }
 
 bool StackTable::Init(uint32_t max_stacks, uint64_t max_frames) {

@@ -30,7 +30,11 @@ class StackTable {
   constexpr StackTable() = default;
   StackTable(const StackTable&) = delete;
   StackTable& operator=(const StackTable&) = delete;
-  ~StackTable();
+  // Trivial destructor on purpose: the process-wide table must stay mapped
+  // while hooks run during exit (no atexit registration, no munmap). A
+  // table made by a test calls Release() to unmap.
+  ~StackTable() = default;
+  void Release();
 
   // Reserves room for max_stacks stacks holding max_frames frames in total.
   // Returns false if mmap fails or the table was initialised already.

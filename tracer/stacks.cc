@@ -21,7 +21,6 @@ constexpr uint64_t kMaxInternedFrames = uint64_t{kMaxStacks} * 32;
 
 constinit StackTable g_table;
 constinit UnwindMode g_mode = UnwindMode::kFramePointer;
-constinit int g_max_depth = 64;
 constinit bool g_libunwind_ok = false;
 constinit bool g_cfi_ok = false;
 
@@ -61,10 +60,7 @@ bool ParseUnwindMode(const char* text, UnwindMode* mode) {
 
 bool InitStacks(UnwindMode mode, int max_depth) {
   if (max_depth < 1) max_depth = 1;
-  if (max_depth > static_cast<int>(format::kMaxStackDepth)) {
-    max_depth = static_cast<int>(format::kMaxStackDepth);
-  }
-  g_max_depth = max_depth;
+  if (max_depth > 32) max_depth = 32;  // only sizes the warm-up capture
   if (!g_table.initialized() && !g_table.Init(kMaxStacks, kMaxInternedFrames)) return false;
   // Computes (and caches) this thread's bounds now, outside any hook.
   CurrentThreadStackBounds();
@@ -72,12 +68,19 @@ bool InitStacks(UnwindMode mode, int max_depth) {
   if (mode == UnwindMode::kHybrid && !g_cfi_ok) g_cfi_ok = g_libunwind_ok && InitCfiUnwinder();
   if (mode == UnwindMode::kLibunwind && !g_libunwind_ok) return false;
   g_mode = mode;
+  if (mode == UnwindMode::kHybrid && g_cfi_ok) {
+    // Warm-up: loads the CFI of the modules on the start-up stack (the
+    // executable, libc, ld.so) now rather than inside the first hooks.
+    uint64_t frames[32];
+    CaptureStack(__builtin_return_address(0), __builtin_frame_address(0), frames, max_depth);
+  }
   return true;
 }
 
 int CaptureStack(void* hook_return_address, void* hook_frame_address, uint64_t* frames,
                  int max_depth) {
-  if (max_depth > g_max_depth) max_depth = g_max_depth;
+  // max_depth is the caller's buffer size and is honoured as given (the
+  // tracer asks for extra frames when it will drop allocator frames).
   if (max_depth <= 0 || hook_return_address == nullptr) return 0;
   uintptr_t ret = reinterpret_cast<uintptr_t>(hook_return_address);
   uintptr_t fp = reinterpret_cast<uintptr_t>(hook_frame_address);

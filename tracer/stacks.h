@@ -21,14 +21,23 @@ enum class UnwindMode : uint8_t {
 bool ParseUnwindMode(const char* text, UnwindMode* mode);
 
 // One-time set-up, called from the tracer's constructor before any hook
-// records a stack. max_depth is clamped to format::kMaxStackDepth. Returns
-// false if the mode cannot work (the tracer then records without stacks).
+// records a stack; may be called again to switch modes (tests, benchmarks).
+// max_depth is the depth the tracer records (a hint: each CaptureStack call
+// honours its own max_depth, so a caller may ask for extra frames that it
+// drops afterwards). Returns false if the mode cannot work (the tracer then
+// records without stacks). Allocates (libunwind, libdw): call it inside the
+// tracer's recursion guard.
 bool InitStacks(UnwindMode mode, int max_depth);
 
 // Captures the stack of the code that called a hook. The hook passes its own
 // __builtin_return_address(0) and __builtin_frame_address(0): frames[0] is
 // that return address (the allocating caller, never a tracer frame) and the
 // walk continues from the hook's frame outward. Returns the depth written.
+// The hook must keep a frame pointer (-fno-omit-frame-pointer) and must not
+// tail-call. Call it inside the tracer's recursion guard: the first capture
+// on a thread reads its stack bounds (pthread_getattr_np allocates), and in
+// hybrid mode the first capture through a new module reads its CFI (libdw
+// allocates, dl_iterate_phdr takes the loader lock).
 int CaptureStack(void* hook_return_address, void* hook_frame_address,
                  uint64_t* frames, int max_depth);
 

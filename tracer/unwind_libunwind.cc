@@ -13,7 +13,9 @@ namespace {
 // How many frames (our own and the hook's) may sit between unw_getcontext
 // and the hook's caller before we give up looking for the caller.
 constexpr int kMaxSkippedFrames = 32;
-constexpr int format_kMaxDepth = 256;
+// Deepest stack this mode returns (format::kMaxStackDepth plus the slack
+// the tracer asks for when it drops allocator frames).
+constexpr int kMaxDepth = 256 + 64;
 
 int StepAndRecord(unw_cursor_t* cursor, uint64_t* frames, int depth, int max_depth) {
   while (depth < max_depth && unw_step(cursor) > 0) {
@@ -46,7 +48,8 @@ __attribute__((noinline)) int CaptureWithLibunwind(uintptr_t hook_return_address
   // layouts per address, x86-64 only) and is far cheaper than unw_step.
   // It starts at this function: drop entries up to the hook's return
   // address, which the caller's frame is the first to execute at.
-  void* ips[format_kMaxDepth + kMaxSkippedFrames];
+  if (max_depth > kMaxDepth) max_depth = kMaxDepth;
+  void* ips[kMaxDepth + kMaxSkippedFrames];
   int n = unw_backtrace(ips, max_depth + kMaxSkippedFrames);
   for (int i = 0; i < n && i < kMaxSkippedFrames; ++i) {
     if (reinterpret_cast<uintptr_t>(ips[i]) != hook_return_address) continue;

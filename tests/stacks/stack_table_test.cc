@@ -65,6 +65,7 @@ TEST_CASE("StackTable gives the same id to the same stack and dense ids from 1")
   CHECK(table.Lookup(4, out, 8) == 0);
   CHECK(table.Lookup(0, out, 8) == 0);
   CHECK(table.Dropped() == 0);
+  table.Release();
 }
 
 TEST_CASE("StackTable returns kNoStack when full and counts the drops") {
@@ -141,6 +142,7 @@ TEST_CASE("StackTable: exactly one racing thread gets is_new per stack") {
   CHECK(*distinct.rbegin() == kStacks);
   CHECK(table.Count() == kStacks);
   CHECK(table.Dropped() == 0);
+  table.Release();
 }
 
 TEST_CASE("InternStack uses one process-wide table") {
