@@ -104,19 +104,25 @@ void CallSite(Dwarf_Die* inlined, std::string* file, int* line) {
   if (const char* name = dwarf_filesrc(files, value, nullptr, nullptr)) *file = name;
 }
 
-// The standard debuginfo search: build-id links under the debuginfo path
-// (Debian -dbgsym / -dbg packages install /usr/lib/debug/.build-id/xx/y.debug),
-// .gnu_debuglink next to the file and under the path.
-const Dwfl_Callbacks kOfflineCallbacks = {
-    .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .section_address = dwfl_offline_section_address,
-    .debuginfo_path = nullptr,  // libdw's default ":.debug:/usr/lib/debug"
-};
-
 }  // namespace
 
 struct Symbolizer::Impl {
+  explicit Impl(const SymbolizerOptions& options) : debuginfo_path(options.debuginfo_path) {
+    debuginfo_path_ptr = debuginfo_path.empty() ? nullptr : debuginfo_path.data();
+    // libdwfl's standard debuginfo search: build-id links under each
+    // directory of the path (Debian -dbgsym/-dbg packages install
+    // /usr/lib/debug/.build-id/xx/rest.debug), then .gnu_debuglink next to
+    // the file and under the path. Dwfl keeps a pointer to these callbacks.
+    callbacks.find_elf = dwfl_build_id_find_elf;
+    callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+    callbacks.section_address = dwfl_offline_section_address;
+    callbacks.debuginfo_path = &debuginfo_path_ptr;  // null: ":.debug:/usr/lib/debug"
+  }
+
+  std::string debuginfo_path;
+  char* debuginfo_path_ptr = nullptr;
+  Dwfl_Callbacks callbacks = {};
+
   enum class State : uint8_t { kUnopened, kSymbolized, kOffsetOnly };
 
   // The function-like DIEs of one compilation unit with their address
@@ -439,7 +445,7 @@ struct Symbolizer::Impl {
     if (access(rec.path.c_str(), R_OK) != 0) {
       return FallBack(m, std::string("file missing or unreadable (") + std::strerror(errno) + ")");
     }
-    m.dwfl = dwfl_begin(&kOfflineCallbacks);
+    m.dwfl = dwfl_begin(&callbacks);
     if (m.dwfl == nullptr) return FallBack(m, std::string("libdw: ") + dwfl_errmsg(-1));
     dwfl_report_begin(m.dwfl);
     m.dwfl_module = dwfl_report_elf(m.dwfl, rec.path.c_str(), rec.path.c_str(), -1,
@@ -533,7 +539,11 @@ struct Symbolizer::Impl {
   }
 };
 
-Symbolizer::Symbolizer(std::vector<format::Module> modules) : impl_(std::make_unique<Impl>()) {
+Symbolizer::Symbolizer(std::vector<format::Module> modules)
+    : Symbolizer(std::move(modules), SymbolizerOptions{}) {}
+
+Symbolizer::Symbolizer(std::vector<format::Module> modules, const SymbolizerOptions& options)
+    : impl_(std::make_unique<Impl>(options)) {
   elf_version(EV_CURRENT);
   impl_->modules.reserve(modules.size());
   for (format::Module& m : modules) {

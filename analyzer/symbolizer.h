@@ -28,6 +28,14 @@ struct SymbolFrame {
   bool inlined = false;     // true for every frame but the outermost
 };
 
+struct SymbolizerOptions {
+  // Where separate debug info is searched, in libdw's syntax: directories
+  // separated by ':', each searched for .build-id/xx/rest.debug and for
+  // .gnu_debuglink names. Empty: libdw's default ":.debug:/usr/lib/debug".
+  // (libdw also asks a debuginfod server when DEBUGINFOD_URLS is set.)
+  std::string debuginfo_path;
+};
+
 class Symbolizer {
  public:
   // modules: the module map of one traced process. A module whose file is
@@ -35,6 +43,7 @@ class Symbolizer {
   // symbols is shown as module+offset, with one warning per module
   // (collected in warnings()).
   explicit Symbolizer(std::vector<format::Module> modules);
+  Symbolizer(std::vector<format::Module> modules, const SymbolizerOptions& options);
   ~Symbolizer();
 
   // Symbolizes a recorded return address (looked up at address - 1, so the

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -37,6 +38,16 @@ const format::Module* ModuleOf(const std::vector<format::Module>& modules, uint6
     }
   }
   return nullptr;
+}
+
+std::string HexBuildId(const std::vector<uint8_t>& id) {
+  std::string out;
+  for (uint8_t b : id) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    out += kDigits[b >> 4];
+    out += kDigits[b & 15];
+  }
+  return out;
 }
 
 // Loads the plugin once and runs its caller.
@@ -215,6 +226,49 @@ TEST_CASE("module recorded without segments is placed from its program headers")
                    std::string("crossfree::symbolizer_test::PlainCaller") + kSiteArg, kLibFile);
 }
 
+TEST_CASE("separate debug info is found by build id under debuginfo_path") {
+  const std::string dir = CROSSFREE_SYMBOLIZER_SEPARATE_DEBUG_DIR;
+  const std::string stripped = dir + "/libsymbolizer_test_stripped.so";
+  void* handle = dlopen(stripped.c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(handle != nullptr);
+  auto caller = reinterpret_cast<PluginCallerFn>(dlsym(handle, "crossfree_symbolizer_plugin_caller"));
+  REQUIRE(caller != nullptr);
+  Site site;
+  caller(&site);
+  auto modules = CurrentProcessModules();
+  const format::Module* module = ModuleOf(modules, site.return_address);
+  REQUIRE(module != nullptr);
+  REQUIRE(module->path == stripped);
+
+  SECTION("without the debug file: function from the symbol table, no file:line") {
+    Symbolizer symbolizer(modules);
+    const auto& frames = symbolizer.Symbolize(site.return_address);
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].function == "crossfree_symbolizer_plugin_caller");
+    CHECK(frames[0].file.empty());
+    CHECK(frames[0].line == 0);
+    CHECK(symbolizer.warnings().empty());
+    CHECK(symbolizer.modules_without_debug_info() == std::vector<std::string>{stripped});
+  }
+
+  SECTION("with the debug file at .build-id/xx/rest.debug") {
+    namespace fs = std::filesystem;
+    const std::string hex = HexBuildId(module->build_id);
+    const fs::path root = fs::temp_directory_path() / ("crossfree-symbolizer-test-" + hex);
+    const fs::path link = root / ".build-id" / hex.substr(0, 2) / (hex.substr(2) + ".debug");
+    fs::create_directories(link.parent_path());
+    fs::copy_file(dir + "/plugin.debug", link, fs::copy_options::overwrite_existing);
+    analyzer::SymbolizerOptions options;
+    options.debuginfo_path = root.string();
+    Symbolizer symbolizer(modules, options);
+    CheckSingleFrame(symbolizer.Symbolize(site.return_address), site,
+                     "crossfree_symbolizer_plugin_caller", "symbolizer_test_plugin.cc");
+    CHECK(symbolizer.warnings().empty());
+    CHECK(symbolizer.modules_without_debug_info().empty());
+    fs::remove_all(root);
+  }
+}
+
 // qsort calls the comparator from inside libc, so the comparator's return
 // address is a libc call site. Debian ships libc's DWARF separately
 // (libc6-dbg, /usr/lib/debug/.build-id/xx/rest.debug): with it the frame has
@@ -225,16 +279,6 @@ __attribute__((noinline)) int CompareInts(const void* a, const void* b) {
     g_libc_return_address = reinterpret_cast<uint64_t>(__builtin_return_address(0));
   }
   return *static_cast<const int*>(a) - *static_cast<const int*>(b);
-}
-
-std::string HexBuildId(const std::vector<uint8_t>& id) {
-  std::string out;
-  for (uint8_t b : id) {
-    static constexpr char kDigits[] = "0123456789abcdef";
-    out += kDigits[b >> 4];
-    out += kDigits[b & 15];
-  }
-  return out;
 }
 
 TEST_CASE("libc frames use separate debug info found by build id") {
