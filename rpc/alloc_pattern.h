@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// AllocPattern: the process-wide switches that bring back each historical
+// KRPC cross-thread allocation pattern (KUDU-1865), one fix at a time.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "rpc/status.h"
+
+namespace crossfree::rpc {
+
+// Every boolean false = all fixes on (the default, "fixed"). Each boolean true
+// restores one historical pattern (see docs/rpc.md, "Allocation patterns"):
+//   legacy_reactor_tasks     reactor tasks are heap objects new'ed by the
+//                            producer (C or W) and deleted by the reactor.
+//   legacy_call_response     the client's CallResponse is new'ed on the client
+//                            reactor and freed with the call on the caller.
+//   legacy_response_transfer the server's response OutboundTransfer, its
+//                            callbacks and its buffer are new'ed by the
+//                            responder (W) and deleted by the server reactor.
+//   legacy_messages          request/response messages live on a per-call
+//                            protobuf Arena whose blocks W allocates and the
+//                            server reactor frees; RpcContext new'ed on W.
+//   legacy_client_transfer   the client's response InboundTransfer and its
+//                            buffer are handed to the call and freed by the
+//                            caller; the async callback is boxed on the heap
+//                            by the caller and freed by the client reactor.
+// Thread safety: set it once before any Messenger is built (flags parsing);
+// afterwards the RPC threads only read it.
+struct AllocPattern {
+  bool legacy_reactor_tasks = false;
+  bool legacy_call_response = false;
+  bool legacy_response_transfer = false;
+  bool legacy_messages = false;
+  bool legacy_client_transfer = false;
+
+  static AllocPattern Fixed() { return AllocPattern(); }
+  static AllocPattern Legacy();
+  // "fixed" or "legacy"; anything else is InvalidArgument.
+  static Status FromName(std::string_view name, AllocPattern* out);
+  // "fixed", "legacy" or the list of legacy switches, e.g. "legacy_messages".
+  std::string ToString() const;
+};
+
+// The process-wide pattern. Read by the RPC threads on every call.
+const AllocPattern& GetAllocPattern();
+void SetAllocPattern(const AllocPattern& pattern);
+
+}  // namespace crossfree::rpc

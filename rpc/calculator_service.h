@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+// CalculatorService: the implementation of rpc_test_service.proto used by
+// rpc-bench and tests/rpc.
+#pragma once
+
+#include <atomic>
+
+#include "rpc/rpc_test_service.crpc.h"
+
+namespace crossfree::rpc::test {
+
+// Thread-safe; handlers run on worker threads.
+//  Add:   result = x + y, answered on the worker.
+//  Echo:  data echoed; request sidecars echoed as response sidecars on demand.
+//  Sleep: sleeps, then answers on the worker or (deferred) on a new thread;
+//         can fail with ERROR_APPLICATION.
+class CalculatorService : public CalculatorServiceIf {
+ public:
+  void Add(const AddRequestPB* req, AddResponsePB* resp, RpcContext* context) override;
+  void Echo(const EchoRequestPB* req, EchoResponsePB* resp, RpcContext* context) override;
+  void Sleep(const SleepRequestPB* req, SleepResponsePB* resp, RpcContext* context) override;
+
+  // Number of handler invocations, for tests.
+  int calls_handled() const { return calls_.load(); }
+
+ private:
+  std::atomic<int> calls_{0};
+};
+
+}  // namespace crossfree::rpc::test

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+// InboundCall implementation: request parsing and response preparation in
+// the fixed (embedded) and legacy (heap, worker-allocated) patterns.
+#include "rpc/inbound_call.h"
+
+#include "rpc/alloc_pattern.h"
+#include "rpc/connection.h"
+#include "rpc/reactor.h"
+#include "rpc/serialization.h"
+
+namespace crossfree::rpc {
+
+// legacy_response_transfer: the callbacks object KRPC new'ed on the worker
+// for each response; the server reactor deletes it, the transfer, the buffer
+// and the call once the response is written.
+class LegacyResponseCallbacks final : public TransferCallbacks {
+ public:
+  explicit LegacyResponseCallbacks(InboundCall* call) : call_(call) {}
+  void NotifyTransferFinished() override { Done(); }
+  void NotifyTransferAborted(const Status&) override { Done(); }
+
+ private:
+  void Done() {
+    InboundCall* call = call_;
+    call->legacy_callbacks_ = nullptr;
+    delete this;
+    delete call;
+  }
+  InboundCall* call_;
+};
+
+InboundCall::InboundCall(Connection* conn, std::unique_ptr<InboundTransfer> transfer)
+    : conn_(conn), transfer_(std::move(transfer)) {
+  conn_->AddRef();
+}
+
+InboundCall::~InboundCall() {
+  delete legacy_callbacks_;
+  delete legacy_transfer_;
+  delete legacy_buffer_;
+  context_.reset();
+  arena_.reset();
+  conn_->Release();
+}
+
+Status InboundCall::Parse() {
+  arrival_ = std::chrono::steady_clock::now();
+  std::string_view body;
+  CROSSFREE_RETURN_NOT_OK(ParseFrame(transfer_->frame(), &header_, &body));
+  if (!header_.has_remote_method()) {
+    return Status::Corruption("request header for call id " + std::to_string(header_.call_id()) +
+                              " has no remote_method");
+  }
+  CROSSFREE_RETURN_NOT_OK(
+      SplitSidecars(body, header_.sidecar_offsets(), &body_pb_, &sidecars_, kMaxSidecars));
+  if (header_.timeout_millis() > 0) {
+    has_deadline_ = true;
+    deadline_ = arrival_ + std::chrono::milliseconds(header_.timeout_millis());
+  }
+  return Status::OK();
+}
+
+RpcContext* InboundCall::CreateContext(google::protobuf::MessageLite* request,
+                                       google::protobuf::MessageLite* response, bool legacy) {
+  if (legacy) return new RpcContext(this, request, response, true);
+  context_.emplace(this, request, response, false);
+  return &*context_;
+}
+
+google::protobuf::Arena* InboundCall::arena() {
+  if (!arena_) arena_.emplace();
+  return &*arena_;
+}
+
+void InboundCall::PrepareSuccess(const google::protobuf::MessageLite& response,
+                                 std::vector<std::string>* sidecars) {
+  if (sidecars != nullptr) outbound_sidecars_.swap(*sidecars);
+  PrepareResponse(false, response);
+}
+
+void InboundCall::PrepareFailure(ErrorStatusPB::RpcErrorCodePB code, const Status& status) {
+  ErrorStatusPB err;
+  err.set_message(status.ToString());
+  err.set_code(code);
+  err.set_app_status_code(static_cast<int>(status.code()));
+  if (status.posix_code() != 0) err.set_posix_code(status.posix_code());
+  outbound_sidecars_.clear();
+  PrepareResponse(true, err);
+}
+
+void InboundCall::RespondFailure(ErrorStatusPB::RpcErrorCodePB code, const Status& status) {
+  PrepareFailure(code, status);
+  QueueResponse();
+}
+
+void InboundCall::PrepareResponse(bool is_error, const google::protobuf::MessageLite& body) {
+  ResponseHeader header;
+  header.set_call_id(call_id());
+  if (is_error) header.set_is_error(true);
+  size_t body_size = body.ByteSizeLong();
+  size_t sidecar_bytes = 0;
+  for (const std::string& sc : outbound_sidecars_) {
+    header.add_sidecar_offsets(static_cast<uint32_t>(body_size + sidecar_bytes));
+    sidecar_bytes += sc.size();
+  }
+  FrameLayout layout = ComputeFrameLayout(header, body_size, sidecar_bytes);
+  const size_t n = layout.head_bytes + body_size;
+  uint8_t* dst;
+  OutboundTransfer* t;
+  if (GetAllocPattern().legacy_response_transfer) {
+    // Historical pattern: buffer, transfer and callbacks made by the
+    // responder (a worker), deleted by the server reactor.
+    legacy_buffer_ = new std::string(n, '\0');
+    dst = reinterpret_cast<uint8_t*>(legacy_buffer_->data());
+    legacy_transfer_ = new OutboundTransfer();
+    legacy_callbacks_ = new LegacyResponseCallbacks(this);
+    t = legacy_transfer_;
+    t->set_callbacks(legacy_callbacks_);
+  } else {
+    // Fix 3: everything lives in the call. The request frame is no longer
+    // needed once the handler responds, and the reactor allocated it, so a
+    // response that does not fit inline reuses it.
+    if (n <= kInlineResponseBytes) {
+      dst = response_inline_;
+    } else if (n <= transfer_->buffer_size()) {
+      dst = transfer_->mutable_buffer();
+    } else {
+      response_heap_.reset(new uint8_t[n]);
+      dst = response_heap_.get();
+    }
+    t = &response_transfer_;
+    t->Reset();
+    t->set_callbacks(this);
+  }
+  uint8_t* p = SerializeFrameHeader(layout, header, dst);
+  body.SerializeWithCachedSizesToArray(p);
+  t->AddSlice(dst, n);
+  for (const std::string& sc : outbound_sidecars_) t->AddSlice(sc.data(), sc.size());
+  response_transfer_ptr_ = t;
+}
+
+void InboundCall::QueueResponse() {
+  Reactor* r = conn_->reactor();
+  if (r->IsCurrentThread()) {
+    conn_->QueueResponseForCall(this);
+    return;
+  }
+  InboundCall* self = this;
+  r->ScheduleTask([self](const Status& s) {
+    if (s.ok()) {
+      self->conn_->QueueResponseForCall(self);
+    } else {
+      delete self;
+    }
+  });
+}
+
+void InboundCall::NotifyTransferFinished() { delete this; }
+void InboundCall::NotifyTransferAborted(const Status&) { delete this; }
+
+}  // namespace crossfree::rpc

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+// InboundCall: the server-side state of one call, from the received frame to
+// the written response. Created and destroyed by the server reactor.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <google/protobuf/arena.h>
+#include <google/protobuf/message_lite.h>
+
+#include "rpc/rpc_context.h"
+#include "rpc/rpc_header.pb.h"
+#include "rpc/status.h"
+#include "rpc/transfer.h"
+
+namespace crossfree::rpc {
+
+class Connection;
+class LegacyResponseCallbacks;
+
+// Owner: its Connection's reactor. The reactor allocates it when a request
+// frame arrives and deletes it after the response is written (or the
+// connection dies), so in the fixed pattern the call, its request buffer, its
+// embedded RpcContext and its embedded response transfer are all allocated
+// and freed by the same server reactor thread.
+// Threads: Parse and the TransferCallbacks on the reactor; the service pool
+// worker reads the request and any thread may respond, once; after
+// responding the responder must not touch the call.
+class InboundCall final : public TransferCallbacks {
+ public:
+  InboundCall(Connection* conn, std::unique_ptr<InboundTransfer> transfer);
+  ~InboundCall();
+  InboundCall(const InboundCall&) = delete;
+  InboundCall& operator=(const InboundCall&) = delete;
+
+  // Reactor thread: parses header, method and sidecars. Corruption naming
+  // the problem; the connection then closes.
+  Status Parse();
+
+  int32_t call_id() const { return header_.call_id(); }
+  const std::string& service_name() const { return header_.remote_method().service_name(); }
+  const std::string& method_name() const { return header_.remote_method().method_name(); }
+  std::string_view body_pb() const { return body_pb_; }
+  // Views into the request frame, valid until the call responds.
+  const std::vector<std::string_view>& inbound_sidecars() const { return sidecars_; }
+  bool has_deadline() const { return has_deadline_; }
+  std::chrono::steady_clock::time_point deadline() const { return deadline_; }
+  std::chrono::steady_clock::time_point arrival() const { return arrival_; }
+  Connection* connection() const { return conn_; }
+
+  // Responding, from any thread, once: Prepare* serializes the response (or
+  // the error) into the call; QueueResponse then posts the call back to its
+  // reactor and must be the responder's last touch of the call.
+  // `sidecars` are moved into the call.
+  void PrepareSuccess(const google::protobuf::MessageLite& response,
+                      std::vector<std::string>* sidecars);
+  void PrepareFailure(ErrorStatusPB::RpcErrorCodePB code, const Status& status);
+  void QueueResponse();
+  // PrepareFailure + QueueResponse.
+  void RespondFailure(ErrorStatusPB::RpcErrorCodePB code, const Status& status);
+
+  // Worker thread: the context for a generated service handler. Fixed: the
+  // context is embedded in the call. Legacy (legacy_messages): new'ed here and
+  // deleted by the responder, and messages go on arena(), whose blocks this
+  // thread allocates and the reactor frees with the call.
+  RpcContext* CreateContext(google::protobuf::MessageLite* request,
+                            google::protobuf::MessageLite* response, bool legacy);
+  google::protobuf::Arena* arena();
+
+  // Reactor thread: the transfer to write and the result of writing it.
+  OutboundTransfer* response_transfer() { return response_transfer_ptr_; }
+  void NotifyTransferFinished() override;
+  void NotifyTransferAborted(const Status& status) override;
+
+ private:
+  friend class LegacyResponseCallbacks;
+  // Writes the frame (prefix, header, body) and lists it with the sidecars
+  // in the response transfer.
+  void PrepareResponse(bool is_error, const google::protobuf::MessageLite& body);
+
+  Connection* const conn_;
+  std::unique_ptr<InboundTransfer> transfer_;
+  RequestHeader header_;
+  std::string_view body_pb_;
+  std::vector<std::string_view> sidecars_;
+  std::chrono::steady_clock::time_point arrival_;
+  std::chrono::steady_clock::time_point deadline_{};
+  bool has_deadline_ = false;
+
+  std::optional<RpcContext> context_;
+  std::optional<google::protobuf::Arena> arena_;
+
+  // Response (fixed pattern): small responses go in the inline buffer, larger
+  // ones reuse the request buffer when it is big enough.
+  static constexpr size_t kInlineResponseBytes = 256;
+  uint8_t response_inline_[kInlineResponseBytes];
+  std::unique_ptr<uint8_t[]> response_heap_;
+  std::vector<std::string> outbound_sidecars_;
+  OutboundTransfer response_transfer_;
+  OutboundTransfer* response_transfer_ptr_ = nullptr;
+  // Legacy response pieces, new'ed by the responder and deleted by the reactor.
+  std::string* legacy_buffer_ = nullptr;
+  OutboundTransfer* legacy_transfer_ = nullptr;
+  LegacyResponseCallbacks* legacy_callbacks_ = nullptr;
+};
+
+}  // namespace crossfree::rpc

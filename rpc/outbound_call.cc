@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: Apache-2.0
+// OutboundCall implementation: request serialization, timer, response
+// parsing and the exactly-once callback.
+#include "rpc/outbound_call.h"
+
+#include <cassert>
+#include <cmath>
+
+#include "rpc/acceptor.h"
+#include "rpc/alloc_pattern.h"
+#include "rpc/connection.h"
+#include "rpc/reactor.h"
+
+namespace crossfree::rpc {
+
+const char* OutboundCall::StateName(State s) {
+  switch (s) {
+    case State::kReady: return "READY";
+    case State::kOnOutboundQueue: return "ON_OUTBOUND_QUEUE";
+    case State::kSending: return "SENDING";
+    case State::kSent: return "SENT";
+    case State::kFinishedSuccess: return "FINISHED_SUCCESS";
+    case State::kFinishedError: return "FINISHED_ERROR";
+    case State::kTimedOut: return "TIMED_OUT";
+    case State::kCancelled: return "CANCELLED";
+  }
+  return "UNKNOWN";
+}
+
+OutboundCall::~OutboundCall() { Reset(); }
+
+Status OutboundCall::Prepare(const sockaddr_in& remote, const RemoteMethod* method,
+                             const google::protobuf::MessageLite& request,
+                             google::protobuf::MessageLite* response, ResponseCallback callback,
+                             std::chrono::nanoseconds timeout) {
+  remote_ = remote;
+  method_ = method;
+  response_pb_ = response;
+  request_body_.clear();
+  if (!request.AppendToString(&request_body_)) {
+    return Status::InvalidArgument("request is missing required fields: " +
+                                   request.InitializationErrorString());
+  }
+  if (GetAllocPattern().legacy_client_transfer) {
+    // Historical pattern: a heap-stored callback made here, freed by the
+    // client reactor after it runs.
+    legacy_callback_ = new ResponseCallback(std::move(callback));
+  } else {
+    callback_ = std::move(callback);
+  }
+  timeout_ = timeout;
+  has_deadline_ = timeout.count() > 0;
+  if (has_deadline_) {
+    deadline_ = std::chrono::steady_clock::now() + timeout;
+    double ms = std::ceil(std::chrono::duration<double, std::milli>(timeout).count());
+    timeout_millis_ = ms > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(ms);
+  } else {
+    timeout_millis_ = 0;
+  }
+  status_ = Status::OK();
+  call_id_ = -1;
+  has_deferred_ = false;
+  finish_pending_cancel_ = false;
+  set_state(State::kReady);
+  return Status::OK();
+}
+
+void OutboundCall::Reset() {
+  delete legacy_response_;
+  legacy_response_ = nullptr;
+  response_ = CallResponse();
+  error_.reset();
+  header_heap_.reset();
+  transfer_.Reset();
+  delete legacy_callback_;
+  legacy_callback_ = nullptr;
+  callback_.Reset();
+  status_ = Status::OK();
+  set_state(State::kReady);
+}
+
+void OutboundCall::SerializeHeader(int32_t call_id, RequestHeader* h) {
+  call_id_ = call_id;
+  h->set_call_id(call_id);
+  RemoteMethodPB* m = h->mutable_remote_method();
+  m->set_service_name(method_->service_name);
+  m->set_method_name(method_->method_name);
+  if (timeout_millis_ > 0) {
+    h->set_timeout_millis(timeout_millis_);
+  } else {
+    h->clear_timeout_millis();
+  }
+  h->clear_sidecar_offsets();
+  size_t sidecar_bytes = 0;
+  if (outbound_sidecars != nullptr) {
+    for (const std::string& sc : *outbound_sidecars) {
+      h->add_sidecar_offsets(static_cast<uint32_t>(request_body_.size() + sidecar_bytes));
+      sidecar_bytes += sc.size();
+    }
+  }
+  FrameLayout layout = ComputeFrameLayout(*h, request_body_.size(), sidecar_bytes);
+  uint8_t* head = header_inline_;
+  if (layout.head_bytes > kInlineHeaderBytes) {
+    // Freed on this reactor as soon as the frame is written.
+    header_heap_.reset(new uint8_t[layout.head_bytes]);
+    head = header_heap_.get();
+  }
+  SerializeFrameHeader(layout, *h, head);
+  transfer_.Reset();
+  transfer_.AddSlice(head, layout.head_bytes);
+  transfer_.AddSlice(request_body_.data(), request_body_.size());
+  if (outbound_sidecars != nullptr) {
+    for (const std::string& sc : *outbound_sidecars) transfer_.AddSlice(sc.data(), sc.size());
+  }
+  transfer_.set_callbacks(this);
+}
+
+void OutboundCall::NotifyTransferFinished() {
+  header_heap_.reset();
+  if (has_deferred_) {
+    has_deferred_ = false;
+    Finish(deferred_state_, deferred_status_);
+    return;
+  }
+  set_state(State::kSent);
+}
+
+void OutboundCall::NotifyTransferAborted(const Status&) {
+  header_heap_.reset();
+  if (has_deferred_) {
+    // Abandoned while being written: no longer in the awaiting map, so the
+    // connection will not finish it; do it here.
+    has_deferred_ = false;
+    Finish(deferred_state_, deferred_status_);
+  }
+  // Otherwise the connection finishes it from its awaiting map.
+}
+
+void OutboundCall::HandleResponse(CallResponse* r) {
+  Status st;
+  State state = State::kFinishedSuccess;
+  if (r->header.is_error()) {
+    auto err = std::make_unique<ErrorStatusPB>();
+    if (!err->ParseFromArray(r->body_pb.data(), static_cast<int>(r->body_pb.size()))) {
+      st = Status::IOError("invalid RPC error response: unparsable ErrorStatusPB");
+    } else {
+      st = Status::RemoteError(err->message(), err->has_posix_code() ? err->posix_code() : 0);
+      error_ = std::move(err);
+    }
+    state = State::kFinishedError;
+  } else if (!response_pb_->ParseFromArray(r->body_pb.data(), static_cast<int>(r->body_pb.size()))) {
+    st = Status::IOError("invalid RPC response, missing fields: " +
+                         response_pb_->InitializationErrorString());
+    state = State::kFinishedError;
+  }
+  const AllocPattern& p = GetAllocPattern();
+  // Fix 5: the frame was allocated by this reactor; free it here, right after
+  // parsing, unless the caller still needs it for sidecar views.
+  if (!p.legacy_client_transfer && r->sidecars.empty()) {
+    r->transfer.reset();
+    r->body_pb = std::string_view();
+  }
+  if (p.legacy_call_response) {
+    // Historical pattern: allocated here, freed with the call by its owner.
+    delete legacy_response_;
+    legacy_response_ = new CallResponse(std::move(*r));
+  } else {
+    response_ = std::move(*r);
+  }
+  Finish(state, st);
+}
+
+const CallResponse* OutboundCall::response() const {
+  return legacy_response_ != nullptr ? legacy_response_ : &response_;
+}
+
+void OutboundCall::Finish(State state, const Status& status) {
+  status_ = status;
+  if (pending_cancels.load(std::memory_order_acquire) > 0) {
+    // A Cancel() task is queued for this call and will dereference it; let
+    // that task run the callback so the owner cannot free the call first.
+    finish_pending_cancel_ = true;
+    pending_finish_state_ = state;
+    return;
+  }
+  ResponseCallback* box = legacy_callback_;
+  legacy_callback_ = nullptr;
+  ResponseCallback cb = std::move(callback_);
+  set_state(state);
+  // From here on the owner may free this call: touch nothing of it.
+  if (box != nullptr) {
+    (*box)();
+    delete box;
+  } else if (cb) {
+    cb();
+  }
+}
+
+void OutboundCall::ArmTimer(struct ev_loop* loop, Connection* conn) {
+  timer_loop_ = loop;
+  timer_conn_ = conn;
+  if (!has_deadline_) return;
+  double after = std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count();
+  if (after < 0) after = 0;
+  ev_timer_init(&timer_, &OutboundCall::TimerCallback, after, 0.);
+  timer_.data = this;
+  ev_timer_start(loop, &timer_);
+  timer_armed_ = true;
+}
+
+void OutboundCall::StopTimer() {
+  if (timer_armed_) {
+    ev_timer_stop(timer_loop_, &timer_);
+    timer_armed_ = false;
+  }
+}
+
+void OutboundCall::TimerCallback(struct ev_loop* loop, ev_timer* w, int) {
+  auto* call = static_cast<OutboundCall*>(w->data);
+  call->timer_armed_ = false;
+  auto now = std::chrono::steady_clock::now();
+  if (now < call->deadline_) {
+    // libev measures from its cached loop time, which can lag: never time
+    // out before the deadline.
+    double left = std::chrono::duration<double>(call->deadline_ - now).count();
+    ev_timer_set(&call->timer_, left, 0.);
+    ev_timer_start(loop, &call->timer_);
+    call->timer_armed_ = true;
+    return;
+  }
+  double ms = std::chrono::duration<double, std::milli>(call->timeout_).count();
+  char buf[64];
+  snprintf(buf, sizeof(buf), "%.3f ms", ms);
+  call->timer_conn_->AbandonCall(
+      call, Status::TimedOut(call->method_->method_name + " RPC to " +
+                             AddressToString(call->remote_) + " timed out after " + buf +
+                             " (" + StateName(call->state()) + ")"));
+}
+
+void OutboundCall::HandleCancelTask() {
+  int left = pending_cancels.fetch_sub(1, std::memory_order_acq_rel) - 1;
+  if (finish_pending_cancel_) {
+    if (left == 0) {
+      finish_pending_cancel_ = false;
+      Status st = status_;
+      Finish(pending_finish_state_, st);
+    }
+    return;
+  }
+  State s = state();
+  if (s == State::kOnOutboundQueue || s == State::kSent) {
+    timer_conn_->AbandonCall(this, Status::Aborted("call cancelled"));
+  }
+  // kSending: already abandoned; kReady cannot happen (the call was posted
+  // before the cancel task); finished: nothing to do.
+}
+
+}  // namespace crossfree::rpc

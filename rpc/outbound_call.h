@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+// OutboundCall: the client-side state of one call, from the caller's request
+// to the callback. Embedded in the RpcController that owns it.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <ev.h>
+#include <google/protobuf/message_lite.h>
+
+#include "rpc/inline_function.h"
+#include "rpc/rpc_header.pb.h"
+#include "rpc/serialization.h"
+#include "rpc/status.h"
+#include "rpc/transfer.h"
+
+namespace crossfree::rpc {
+
+class Connection;
+class Messenger;
+class RpcController;
+
+// Names one method of one service; generated proxies hold static instances.
+struct RemoteMethod {
+  std::string service_name;
+  std::string method_name;
+};
+
+// Called once when a call finishes. Runs on the client reactor thread and
+// must not block. Inline storage: captures of up to 48 bytes.
+using ResponseCallback = InlineFunction<void(), 48>;
+
+// The parsed response of a call: header, the frame it came in and views of
+// the body and sidecars inside that frame.
+struct CallResponse {
+  ResponseHeader header;
+  std::unique_ptr<InboundTransfer> transfer;
+  std::string_view body_pb;
+  std::vector<std::string_view> sidecars;
+};
+
+// Owner: exactly one, the RpcController it is embedded in (fix 5: no shared
+// ownership, so the thread that made the call's buffers frees them). The
+// client reactor holds raw pointers only while the call is in flight, and
+// touches nothing after running the callback.
+// Threads: Prepare* on the caller thread; everything else on the client
+// reactor until the callback; afterwards the owner (caller) again.
+class OutboundCall final : public TransferCallbacks {
+ public:
+  enum class State {
+    kReady,            // prepared by the caller, not yet on a reactor
+    kOnOutboundQueue,  // queued on a connection (or waiting for connect)
+    kSending,          // partly written
+    kSent,             // written, waiting for the response
+    kFinishedSuccess,
+    kFinishedError,
+    kTimedOut,
+    kCancelled,
+  };
+  static const char* StateName(State s);
+
+  explicit OutboundCall(RpcController* controller) : controller_(controller) {}
+  ~OutboundCall();
+  OutboundCall(const OutboundCall&) = delete;
+  OutboundCall& operator=(const OutboundCall&) = delete;
+
+  // Caller thread: serializes the request body and keeps the rest.
+  Status Prepare(const sockaddr_in& remote, const RemoteMethod* method,
+                 const google::protobuf::MessageLite& request,
+                 google::protobuf::MessageLite* response, ResponseCallback callback,
+                 std::chrono::nanoseconds timeout);
+  // Owner thread, only when finished: frees the per-call state.
+  void Reset();
+
+  // --- client reactor thread only ---
+  // Builds the header for `call_id` and fills transfer(). `header` is the
+  // connection's scratch RequestHeader.
+  void SerializeHeader(int32_t call_id, RequestHeader* header);
+  OutboundTransfer* transfer() { return &transfer_; }
+  void NotifyTransferFinished() override;
+  void NotifyTransferAborted(const Status& status) override;
+  // Parses the response (status from the header/body) and finishes the call.
+  void HandleResponse(CallResponse* response);
+  // Runs the callback once; the call must no longer be referenced by any
+  // connection. The callback may free the call.
+  void Finish(State state, const Status& status);
+  // The timer armed when the call is queued; fires AbandonCall(TimedOut).
+  void ArmTimer(struct ev_loop* loop, Connection* conn);
+  void StopTimer();
+  // Cancel() support: handles a cancel request posted to the reactor.
+  void HandleCancelTask();
+
+  State state() const { return state_.load(std::memory_order_acquire); }
+  void set_state(State s) { state_.store(s, std::memory_order_release); }
+  bool is_finished() const { return state() >= State::kFinishedSuccess; }
+  const Status& status() const { return status_; }
+  const sockaddr_in& remote() const { return remote_; }
+  const RemoteMethod* method() const { return method_; }
+  int32_t call_id() const { return call_id_; }
+  std::chrono::steady_clock::time_point deadline() const { return deadline_; }
+  bool has_deadline() const { return has_deadline_; }
+  uint32_t timeout_millis() const { return timeout_millis_; }
+  // Set by Connection::AbandonCall while the frame is still being written.
+  void set_deferred_status(State s, const Status& st) {
+    deferred_state_ = s;
+    deferred_status_ = st;
+    has_deferred_ = true;
+  }
+  bool in_awaiting_map = false;
+  // The client reactor the call was posted to (set by Proxy before posting).
+  class Reactor* reactor = nullptr;
+  // Outbound sidecars (owned by the controller), sent after the body.
+  const std::vector<std::string>* outbound_sidecars = nullptr;
+
+  // Caller side of Cancel(): counts cancel tasks not yet run, so the
+  // reactor defers the callback until they have run.
+  std::atomic<int> pending_cancels{0};
+
+  // Results, read by the owner after the callback.
+  const CallResponse* response() const;
+  const ErrorStatusPB* error() const { return error_.get(); }
+
+ private:
+  static void TimerCallback(struct ev_loop* loop, ev_timer* w, int revents);
+
+  RpcController* const controller_;
+  sockaddr_in remote_{};
+  const RemoteMethod* method_ = nullptr;
+  google::protobuf::MessageLite* response_pb_ = nullptr;
+  std::string request_body_;
+  ResponseCallback callback_;
+  ResponseCallback* legacy_callback_ = nullptr;  // legacy_client_transfer: boxed on C
+  std::chrono::steady_clock::time_point deadline_{};
+  bool has_deadline_ = false;
+  uint32_t timeout_millis_ = 0;
+  std::chrono::nanoseconds timeout_{0};
+
+  std::atomic<State> state_{State::kReady};
+  Status status_;
+  int32_t call_id_ = -1;
+
+  // Request header bytes (prefix, header, body varint), written on the
+  // reactor; inline unless the method names are long, else freed on the
+  // reactor as soon as the frame is sent.
+  static constexpr size_t kInlineHeaderBytes = 160;
+  uint8_t header_inline_[kInlineHeaderBytes];
+  std::unique_ptr<uint8_t[]> header_heap_;
+  OutboundTransfer transfer_;
+
+  ev_timer timer_;
+  bool timer_armed_ = false;
+  struct ev_loop* timer_loop_ = nullptr;
+  Connection* timer_conn_ = nullptr;
+
+  bool has_deferred_ = false;
+  State deferred_state_ = State::kReady;
+  Status deferred_status_;
+  bool finish_pending_cancel_ = false;
+  State pending_finish_state_ = State::kReady;
+
+  // The response: a member moved into (fixed) or a heap object made on the
+  // client reactor (legacy_call_response).
+  CallResponse response_;
+  CallResponse* legacy_response_ = nullptr;
+  std::unique_ptr<ErrorStatusPB> error_;
+};
+
+}  // namespace crossfree::rpc

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// Proxy: the client handle for one service at one address; generated typed
+// proxies derive from it.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <memory>
+#include <string>
+
+#include <google/protobuf/message_lite.h>
+
+#include "rpc/outbound_call.h"
+#include "rpc/rpc_controller.h"
+#include "rpc/status.h"
+
+namespace crossfree::rpc {
+
+class Messenger;
+
+// Owner: the caller; keeps the messenger alive. Threads: any thread may make
+// calls concurrently, each with its own controller.
+class Proxy {
+ public:
+  Proxy(std::shared_ptr<Messenger> messenger, const sockaddr_in& remote);
+  virtual ~Proxy() = default;
+
+  // Starts a call; `callback` runs exactly once on the client reactor (or on
+  // this thread if the call fails before reaching a reactor). `request` may
+  // be freed on return; `response` and `controller` must live until the
+  // callback.
+  void AsyncRequest(const RemoteMethod& method, const google::protobuf::MessageLite& request,
+                    google::protobuf::MessageLite* response, RpcController* controller,
+                    ResponseCallback callback);
+  // Blocks until the call finishes; returns controller->status().
+  Status SyncRequest(const RemoteMethod& method, const google::protobuf::MessageLite& request,
+                     google::protobuf::MessageLite* response, RpcController* controller);
+
+  const sockaddr_in& remote() const { return remote_; }
+  Messenger* messenger() const { return messenger_.get(); }
+
+ private:
+  std::shared_ptr<Messenger> messenger_;
+  sockaddr_in remote_;
+};
+
+}  // namespace crossfree::rpc

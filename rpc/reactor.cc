@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reactor implementation: libev loop, task queue, connection registry.
+#include "rpc/reactor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cassert>
+#include <utility>
+
+#include "rpc/acceptor.h"
+#include "rpc/alloc_pattern.h"
+#include "rpc/connection.h"
+#include "rpc/logging.h"
+#include "rpc/messenger.h"
+#include "rpc/outbound_call.h"
+
+namespace crossfree::rpc {
+
+namespace {
+
+constexpr size_t kTaskQueueCapacity = 4096;
+constexpr double kTickSeconds = 0.1;
+
+// The legacy_reactor_tasks pattern: the producer allocates this box, the
+// reactor deletes it after running (KRPC before 6ab30abe2).
+struct HeapTask {
+  explicit HeapTask(ReactorTask t) : task(std::move(t)) {}
+  ReactorTask task;
+};
+
+}  // namespace
+
+uint64_t MonoNanos() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+uint64_t RemoteKey(const sockaddr_in& addr) {
+  return (uint64_t{addr.sin_addr.s_addr} << 16) | addr.sin_port;
+}
+
+Reactor::Reactor(Messenger* messenger, int index, std::string thread_name)
+    : messenger_(messenger), index_(index), name_(std::move(thread_name)) {
+  pending_.reserve(kTaskQueueCapacity);
+  running_.reserve(kTaskQueueCapacity);
+}
+
+Reactor::~Reactor() {
+  Shutdown();
+  if (loop_ != nullptr) ev_loop_destroy(loop_);
+}
+
+Status Reactor::Start() {
+  loop_ = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
+  if (loop_ == nullptr) return Status::RuntimeError("ev_loop_new failed");
+  ev_set_userdata(loop_, this);
+  ev_async_init(&wakeup_, &Reactor::AsyncCallback);
+  wakeup_.data = this;
+  ev_async_start(loop_, &wakeup_);
+  ev_timer_init(&tick_, &Reactor::TickCallback, kTickSeconds, kTickSeconds);
+  tick_.data = this;
+  ev_timer_start(loop_, &tick_);
+  ev_prepare_init(&prepare_, &Reactor::PrepareCallback);
+  prepare_.data = this;
+  ev_prepare_start(loop_, &prepare_);
+  ev_check_init(&check_, &Reactor::CheckCallback);
+  check_.data = this;
+  ev_check_start(loop_, &check_);
+  thread_ = std::thread([this] { RunThread(); });
+  while (!started_.load()) std::this_thread::yield();
+  return Status::OK();
+}
+
+void Reactor::RunThread() {
+  SetCurrentThreadName(name_);
+  tid_ = pthread_self();
+  started_.store(true);
+  tick_start_ns_ = MonoNanos();
+  ev_run(loop_, 0);
+  // The loop stopped: nothing more will be posted successfully (closing_ is
+  // set), abort whatever is left, on this thread.
+  DrainTasks();
+}
+
+void Reactor::Shutdown() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (closing_) {
+      // Already closing; just join below.
+    }
+    closing_ = true;
+  }
+  if (thread_.joinable()) {
+    ev_async_send(loop_, &wakeup_);
+    thread_.join();
+  }
+}
+
+void Reactor::ScheduleTask(ReactorTask task) {
+  if (GetAllocPattern().legacy_reactor_tasks) {
+    HeapTask* box = new HeapTask(std::move(task));
+    task = ReactorTask([box](const Status& s) {
+      box->task(s);
+      delete box;
+    });
+  }
+  bool wake;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!closing_) {
+      wake = pending_.empty();
+      pending_.push_back(std::move(task));
+    } else {
+      wake = false;
+    }
+  }
+  if (task) {
+    // Not queued: the reactor is shutting down.
+    task(Status::Aborted("reactor " + name_ + " is shutting down"));
+    return;
+  }
+  // Only the first task after a drain wakes the loop; later ones ride along.
+  if (wake) ev_async_send(loop_, &wakeup_);
+}
+
+void Reactor::DrainTasks() {
+  bool closing;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    running_.swap(pending_);
+    closing = closing_;
+  }
+  if (closing && !shut_down_on_reactor_) {
+    ShutdownOnReactor();
+  }
+  for (ReactorTask& t : running_) {
+    if (closing) {
+      t(Status::Aborted("reactor " + name_ + " is shutting down"));
+    } else {
+      t(Status::OK());
+    }
+  }
+  running_.clear();
+  if (closing) {
+    // Tasks queued by the aborts above.
+    std::lock_guard<std::mutex> l(mu_);
+    if (!pending_.empty()) {
+      running_.swap(pending_);
+    }
+  }
+  if (closing && !running_.empty()) {
+    for (ReactorTask& t : running_) t(Status::Aborted("reactor " + name_ + " is shutting down"));
+    running_.clear();
+  }
+}
+
+void Reactor::ShutdownOnReactor() {
+  shut_down_on_reactor_ = true;
+  Status why = Status::Aborted("reactor " + name_ + " is shutting down");
+  // Copy the sets: DestroyConnection erases from them.
+  std::vector<Connection*> conns;
+  for (auto& [key, c] : client_conns_) conns.push_back(c);
+  for (Connection* c : server_conns_) conns.push_back(c);
+  for (Connection* c : conns) DestroyConnection(c, why);
+  ev_timer_stop(loop_, &tick_);
+  ev_break(loop_, EVBREAK_ALL);
+}
+
+void Reactor::AsyncCallback(struct ev_loop*, ev_async* w, int) {
+  static_cast<Reactor*>(w->data)->DrainTasks();
+}
+
+void Reactor::TickCallback(struct ev_loop*, ev_timer* w, int) {
+  Reactor* r = static_cast<Reactor*>(w->data);
+  uint64_t now = MonoNanos();
+  uint64_t wall = now - r->tick_start_ns_;
+  // The tick callback itself runs inside a busy period: count up to now.
+  uint64_t busy = r->busy_ns_in_tick_ + (now - r->wake_ns_);
+  if (wall > 0) r->load_percent_.Record(busy * 100 / wall);
+  r->busy_ns_in_tick_ = 0;
+  r->tick_start_ns_ = now;
+  r->wake_ns_ = now;
+}
+
+void Reactor::CheckCallback(struct ev_loop*, ev_check* w, int) {
+  // Runs right after the poll returns: a busy period starts.
+  static_cast<Reactor*>(w->data)->wake_ns_ = MonoNanos();
+}
+
+void Reactor::PrepareCallback(struct ev_loop*, ev_prepare* w, int) {
+  // Runs right before the loop polls again: the busy period ends.
+  Reactor* r = static_cast<Reactor*>(w->data);
+  if (r->wake_ns_ == 0) return;
+  uint64_t d = MonoNanos() - r->wake_ns_;
+  r->busy_ns_in_tick_ += d;
+  r->active_latency_us_.Record(d / 1000);
+  r->wake_ns_ = 0;
+}
+
+void Reactor::RegisterInboundSocket(int fd, const sockaddr_in& remote) {
+  assert(IsCurrentThread());
+  if (shut_down_on_reactor_) {
+    ::close(fd);
+    return;
+  }
+  auto* conn = new Connection(this, Connection::Direction::kServer, fd, remote);
+  server_conns_.insert(conn);
+  conn->Start(false);
+}
+
+void Reactor::AssignOutboundCall(OutboundCall* call) {
+  assert(IsCurrentThread());
+  uint64_t key = RemoteKey(call->remote());
+  auto it = client_conns_.find(key);
+  Connection* conn;
+  if (it != client_conns_.end()) {
+    conn = it->second;
+  } else {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      int err = errno;
+      call->Finish(OutboundCall::State::kFinishedError,
+                   Status::NetworkError("socket() failed", err));
+      return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    bool connecting = false;
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&call->remote()), sizeof(sockaddr_in)) <
+        0) {
+      if (errno == EINPROGRESS) {
+        connecting = true;
+      } else {
+        int err = errno;
+        ::close(fd);
+        call->Finish(OutboundCall::State::kFinishedError,
+                     Status::NetworkError("connect to " + AddressToString(call->remote()) +
+                                              " failed",
+                                          err));
+        return;
+      }
+    }
+    conn = new Connection(this, Connection::Direction::kClient, fd, call->remote());
+    client_conns_.emplace(key, conn);
+    conn->Start(connecting);
+  }
+  conn->QueueOutboundCall(call);
+}
+
+void Reactor::DestroyConnection(Connection* conn, const Status& why) {
+  assert(IsCurrentThread());
+  if (conn->direction() == Connection::Direction::kClient) {
+    auto it = client_conns_.find(RemoteKey(conn->remote()));
+    if (it == client_conns_.end() || it->second != conn) return;
+    client_conns_.erase(it);
+  } else {
+    if (server_conns_.erase(conn) == 0) return;
+  }
+  conn->Shutdown(why);
+  conn->Release();
+}
+
+}  // namespace crossfree::rpc

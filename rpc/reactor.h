@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reactor: one event-loop thread (libev) that owns a set of connections and
+// runs tasks posted to it by other threads.
+#pragma once
+
+#include <netinet/in.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <ev.h>
+
+#include "rpc/histogram.h"
+#include "rpc/inline_function.h"
+#include "rpc/status.h"
+
+namespace crossfree::rpc {
+
+class Connection;
+class Messenger;
+class OutboundCall;
+
+// A unit of work for a reactor, stored by value with its captures inline
+// (at most 48 bytes, checked at compile time). It is called exactly once:
+// with OK to run, or with Aborted when the reactor shuts down first.
+using ReactorTask = InlineFunction<void(const Status&), 48>;
+
+// Owner: the Messenger. Thread rules:
+//  - ScheduleTask, Shutdown and the accessors may be called from any thread
+//    (Shutdown not from the reactor itself).
+//  - Everything marked "reactor thread only" must run on this reactor's
+//    thread, i.e. inside a task or an event callback; the functions assert it.
+// Every Connection belongs to exactly one reactor and is touched only there.
+class Reactor {
+ public:
+  Reactor(Messenger* messenger, int index, std::string thread_name);
+  ~Reactor();
+  Reactor(const Reactor&) = delete;
+  Reactor& operator=(const Reactor&) = delete;
+
+  // Creates the loop and starts the thread.
+  Status Start();
+  // Closes every connection (their calls fail with Aborted), aborts the tasks
+  // still queued, stops and joins the thread. Idempotent.
+  void Shutdown();
+
+  // Queues `task` to run on the reactor thread. The fixed pattern stores it
+  // by value in a preallocated vector (no allocation per task); the
+  // legacy_reactor_tasks pattern wraps it in a heap object the caller
+  // allocates and the reactor deletes. After shutdown the task is aborted
+  // on the calling thread.
+  void ScheduleTask(ReactorTask task);
+
+  bool IsCurrentThread() const { return pthread_equal(pthread_self(), tid_) && started_; }
+  Messenger* messenger() const { return messenger_; }
+  const std::string& name() const { return name_; }
+  int index() const { return index_; }
+  struct ev_loop* loop() const { return loop_; }
+
+  // --- reactor thread only ---
+  // Takes ownership of an accepted, connected socket (server side).
+  void RegisterInboundSocket(int fd, const sockaddr_in& remote);
+  // Finds or opens the connection to the call's server and queues the call.
+  void AssignOutboundCall(OutboundCall* call);
+  // Closes `conn` (failing/aborting its calls with `why`) and drops the
+  // reactor's reference to it.
+  void DestroyConnection(Connection* conn, const Status& why);
+
+  // Load statistics, sampled by the reactor (readable from any thread):
+  // busy percent per 100 ms tick, and wall time per wake-up in microseconds.
+  const Log2Histogram& load_percent() const { return load_percent_; }
+  const Log2Histogram& active_latency_us() const { return active_latency_us_; }
+
+ private:
+  static void AsyncCallback(struct ev_loop* loop, ev_async* w, int revents);
+  static void TickCallback(struct ev_loop* loop, ev_timer* w, int revents);
+  static void PrepareCallback(struct ev_loop* loop, ev_prepare* w, int revents);
+  static void CheckCallback(struct ev_loop* loop, ev_check* w, int revents);
+  void RunThread();
+  void DrainTasks();
+  void ShutdownOnReactor();
+
+  Messenger* const messenger_;
+  const int index_;
+  const std::string name_;
+  struct ev_loop* loop_ = nullptr;
+  ev_async wakeup_;
+  ev_timer tick_;
+  ev_prepare prepare_;
+  ev_check check_;
+  std::thread thread_;
+  pthread_t tid_{};
+  std::atomic<bool> started_{false};
+
+  // Guards pending_ and closing_. Producers push; the reactor swaps pending_
+  // with running_ and runs them, so both vectors keep their capacity and no
+  // task costs an allocation (see ScheduleTask).
+  std::mutex mu_;
+  std::vector<ReactorTask> pending_;
+  bool closing_ = false;
+  std::vector<ReactorTask> running_;  // reactor thread only
+
+  // Reactor thread only.
+  std::unordered_map<uint64_t, Connection*> client_conns_;
+  std::unordered_set<Connection*> server_conns_;
+  bool shut_down_on_reactor_ = false;
+
+  // Busy-time accounting (reactor thread only, except the histograms).
+  uint64_t wake_ns_ = 0;
+  uint64_t busy_ns_in_tick_ = 0;
+  uint64_t tick_start_ns_ = 0;
+  Log2Histogram load_percent_;
+  Log2Histogram active_latency_us_;
+};
+
+// Key of a client connection: the remote IPv4 address and port.
+uint64_t RemoteKey(const sockaddr_in& addr);
+
+// Monotonic clock in nanoseconds.
+uint64_t MonoNanos();
+
+}  // namespace crossfree::rpc

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+// RpcContext implementation.
+#include "rpc/rpc_context.h"
+
+#include "rpc/inbound_call.h"
+#include "rpc/serialization.h"
+
+namespace crossfree::rpc {
+
+RpcContext::RpcContext(InboundCall* call, google::protobuf::MessageLite* request,
+                       google::protobuf::MessageLite* response, bool legacy)
+    : call_(call), request_(request), response_(response), legacy_(legacy) {}
+
+void RpcContext::ReleaseMessages() {
+  if (!legacy_) {
+    // Fix 4: made with new by the worker that ran the handler; a synchronous
+    // handler responds on that same worker, so they die where they were born.
+    delete request_;
+    delete response_;
+  }
+  request_ = nullptr;
+  response_ = nullptr;
+}
+
+void RpcContext::Done() {
+  InboundCall* call = call_;
+  if (legacy_) delete this;  // KRPC: the context deletes itself.
+  // Last: the call (and an embedded context) may be gone after this.
+  call->QueueResponse();
+}
+
+void RpcContext::RespondSuccess() {
+  call_->PrepareSuccess(*response_, &outbound_sidecars_);
+  ReleaseMessages();
+  Done();
+}
+
+void RpcContext::RespondFailure(const Status& status) {
+  RespondRpcFailure(ErrorStatusPB::ERROR_APPLICATION, status);
+}
+
+void RpcContext::RespondRpcFailure(ErrorStatusPB::RpcErrorCodePB code, const Status& status) {
+  call_->PrepareFailure(code, status);
+  ReleaseMessages();
+  Done();
+}
+
+Status RpcContext::GetInboundSidecar(int idx, std::string_view* out) const {
+  const auto& sc = call_->inbound_sidecars();
+  if (idx < 0 || static_cast<size_t>(idx) >= sc.size()) {
+    return Status::NotFound("no inbound sidecar " + std::to_string(idx) + " (the request has " +
+                            std::to_string(sc.size()) + ")");
+  }
+  *out = sc[idx];
+  return Status::OK();
+}
+
+int RpcContext::num_inbound_sidecars() const {
+  return static_cast<int>(call_->inbound_sidecars().size());
+}
+
+Status RpcContext::AddOutboundSidecar(std::string data, int* idx) {
+  if (outbound_sidecars_.size() >= static_cast<size_t>(kMaxSidecars)) {
+    return Status::InvalidArgument("too many sidecars (limit " + std::to_string(kMaxSidecars) +
+                                   ")");
+  }
+  outbound_sidecars_.push_back(std::move(data));
+  *idx = static_cast<int>(outbound_sidecars_.size()) - 1;
+  return Status::OK();
+}
+
+bool RpcContext::has_deadline() const { return call_->has_deadline(); }
+std::chrono::steady_clock::time_point RpcContext::deadline() const { return call_->deadline(); }
+int32_t RpcContext::call_id() const { return call_->call_id(); }
+
+}  // namespace crossfree::rpc

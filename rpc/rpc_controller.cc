@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// RpcController implementation.
+#include "rpc/rpc_controller.h"
+
+#include "rpc/reactor.h"
+#include "rpc/serialization.h"
+
+namespace crossfree::rpc {
+
+Status RpcController::AddOutboundSidecar(std::string data, int* idx) {
+  if (outbound_sidecars_.size() >= static_cast<size_t>(kMaxSidecars)) {
+    return Status::InvalidArgument("too many sidecars (limit " + std::to_string(kMaxSidecars) +
+                                   ")");
+  }
+  outbound_sidecars_.push_back(std::move(data));
+  *idx = static_cast<int>(outbound_sidecars_.size()) - 1;
+  return Status::OK();
+}
+
+void RpcController::Cancel() {
+  OutboundCall* call = &call_;
+  OutboundCall::State s = call->state();
+  if (s == OutboundCall::State::kReady || call->is_finished() || call->reactor == nullptr) return;
+  call->pending_cancels.fetch_add(1, std::memory_order_acq_rel);
+  call->reactor->ScheduleTask([call](const Status& st) {
+    if (st.ok()) {
+      call->HandleCancelTask();
+    } else {
+      // Reactor shutting down: its connections already failed the call; only
+      // release a callback deferred for this task.
+      call->pending_cancels.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  });
+}
+
+Status RpcController::GetInboundSidecar(int idx, std::string_view* out) const {
+  const CallResponse* r = call_.response();
+  if (idx < 0 || static_cast<size_t>(idx) >= r->sidecars.size()) {
+    return Status::NotFound("no inbound sidecar " + std::to_string(idx) + " (the response has " +
+                            std::to_string(r->sidecars.size()) + ")");
+  }
+  *out = r->sidecars[idx];
+  return Status::OK();
+}
+
+int RpcController::num_inbound_sidecars() const {
+  return static_cast<int>(call_.response()->sidecars.size());
+}
+
+void RpcController::Reset() {
+  call_.Reset();
+  call_.reactor = nullptr;
+  outbound_sidecars_.clear();
+  timeout_ = std::chrono::nanoseconds(0);
+}
+
+}  // namespace crossfree::rpc

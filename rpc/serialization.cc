@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: Apache-2.0
+// Frame encoding/decoding. No allocation: messages serialize straight into
+// the caller's buffer and parsing works on views of the received bytes.
+#include "rpc/serialization.h"
+
+#include <cstring>
+#include <string>
+
+namespace crossfree::rpc {
+
+namespace {
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+uint8_t* WriteVarint(uint64_t v, uint8_t* p) {
+  while (v >= 0x80) {
+    *p++ = static_cast<uint8_t>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<uint8_t>(v);
+  return p;
+}
+
+// Reads a varint of at most 5 bytes (a u32). False when truncated or too long.
+bool ReadVarint32(std::string_view* in, uint32_t* out) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < in->size() && i < 5; ++i) {
+    uint8_t b = static_cast<uint8_t>((*in)[i]);
+    v |= uint64_t{b & 0x7fu} << (7 * i);
+    if ((b & 0x80) == 0) {
+      if (v > UINT32_MAX) return false;
+      *out = static_cast<uint32_t>(v);
+      in->remove_prefix(i + 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void WriteConnHeader(uint8_t out[kConnHeaderLength]) {
+  memcpy(out, kConnMagic, 4);
+  out[4] = kProtocolVersion;
+  out[5] = out[6] = out[7] = 0;
+}
+
+Status ValidateConnHeader(const uint8_t header[kConnHeaderLength]) {
+  if (memcmp(header, kConnMagic, 4) != 0) {
+    char shown[40];
+    snprintf(shown, sizeof(shown), "%02x %02x %02x %02x", header[0], header[1], header[2],
+             header[3]);
+    return Status::InvalidArgument(std::string("bad connection header magic: got ") + shown +
+                                   ", expected 63 66 72 70 (\"cfrp\")");
+  }
+  if (header[4] != kProtocolVersion) {
+    return Status::InvalidArgument("unsupported RPC version " + std::to_string(header[4]) +
+                                   " (this build speaks version " +
+                                   std::to_string(kProtocolVersion) + ")");
+  }
+  return Status::OK();
+}
+
+FrameLayout ComputeFrameLayout(const google::protobuf::MessageLite& header, size_t body_size,
+                               size_t sidecar_bytes) {
+  FrameLayout l;
+  l.header_size = header.ByteSizeLong();
+  l.body_size = body_size;
+  l.sidecar_bytes = sidecar_bytes;
+  l.head_bytes = kFrameLengthPrefix + VarintSize(l.header_size) + l.header_size +
+                 VarintSize(l.body_size + sidecar_bytes);
+  l.total = l.head_bytes + l.body_size + sidecar_bytes;
+  return l;
+}
+
+uint8_t* SerializeFrameHeader(const FrameLayout& l, const google::protobuf::MessageLite& header,
+                              uint8_t* dst) {
+  EncodeBigEndian32(static_cast<uint32_t>(l.total - kFrameLengthPrefix), dst);
+  uint8_t* p = dst + kFrameLengthPrefix;
+  p = WriteVarint(l.header_size, p);
+  p = header.SerializeWithCachedSizesToArray(p);
+  return WriteVarint(l.body_size + l.sidecar_bytes, p);
+}
+
+Status ParseFrame(std::string_view frame, google::protobuf::MessageLite* header,
+                  std::string_view* body) {
+  uint32_t header_len = 0;
+  if (!ReadVarint32(&frame, &header_len)) {
+    return Status::Corruption("invalid frame: missing or truncated header length varint");
+  }
+  if (header_len > frame.size()) {
+    return Status::Corruption("invalid frame: header length " + std::to_string(header_len) +
+                              " exceeds the " + std::to_string(frame.size()) +
+                              " bytes left in the frame");
+  }
+  if (!header->ParseFromArray(frame.data(), static_cast<int>(header_len))) {
+    return Status::Corruption("invalid frame: unparsable header (" +
+                              header->InitializationErrorString() + ")");
+  }
+  frame.remove_prefix(header_len);
+  uint32_t body_len = 0;
+  if (!ReadVarint32(&frame, &body_len)) {
+    return Status::Corruption("invalid frame: missing or truncated body length varint");
+  }
+  if (body_len != frame.size()) {
+    return Status::Corruption("invalid frame: body length " + std::to_string(body_len) +
+                              " but " + std::to_string(frame.size()) + " bytes remain");
+  }
+  *body = frame;
+  return Status::OK();
+}
+
+Status SplitSidecars(std::string_view body, const google::protobuf::RepeatedField<uint32_t>& offsets,
+                     std::string_view* pb, std::vector<std::string_view>* sidecars,
+                     int max_sidecars) {
+  sidecars->clear();
+  int n = offsets.size();
+  if (n > max_sidecars) {
+    return Status::Corruption("too many sidecars: " + std::to_string(n) + " (limit " +
+                              std::to_string(max_sidecars) + ")");
+  }
+  if (n == 0) {
+    *pb = body;
+    return Status::OK();
+  }
+  sidecars->reserve(n);
+  for (int i = 0; i < n; ++i) {
+    uint32_t start = offsets.Get(i);
+    uint32_t end = i + 1 < n ? offsets.Get(i + 1) : static_cast<uint32_t>(body.size());
+    if (start > body.size() || end > body.size()) {
+      return Status::Corruption("sidecar offset " + std::to_string(start) +
+                                " is past the end of a " + std::to_string(body.size()) +
+                                "-byte body");
+    }
+    if (end < start) {
+      return Status::Corruption("sidecar offsets decrease: " + std::to_string(start) + " then " +
+                                std::to_string(end));
+    }
+    sidecars->push_back(body.substr(start, end - start));
+  }
+  *pb = body.substr(0, offsets.Get(0));
+  return Status::OK();
+}
+
+}  // namespace crossfree::rpc

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// ServiceIf::Handle: method dispatch for generated services.
+#include "rpc/service_if.h"
+
+#include "rpc/alloc_pattern.h"
+#include "rpc/inbound_call.h"
+#include "rpc/rpc_context.h"
+
+namespace crossfree::rpc {
+
+void ServiceIf::Handle(InboundCall* call) {
+  const MethodInfo* method = nullptr;
+  for (const MethodInfo& m : methods_) {
+    if (m.name == call->method_name()) {
+      method = &m;
+      break;
+    }
+  }
+  if (method == nullptr) {
+    call->RespondFailure(ErrorStatusPB::ERROR_NO_SUCH_METHOD,
+                         Status::NotFound("no such method " + call->method_name() +
+                                          " in service " + service_name()));
+    return;
+  }
+  const bool legacy = GetAllocPattern().legacy_messages;
+  // Legacy: messages on the call's arena (blocks allocated here, on the
+  // worker, and freed by the reactor with the call). Fixed: plain new here,
+  // delete by the responder.
+  google::protobuf::Arena* arena = legacy ? call->arena() : nullptr;
+  google::protobuf::MessageLite* req = method->new_request(arena);
+  google::protobuf::MessageLite* resp = method->new_response(arena);
+  RpcContext* ctx = call->CreateContext(req, resp, legacy);
+  std::string_view body = call->body_pb();
+  if (!req->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+    ctx->RespondRpcFailure(ErrorStatusPB::ERROR_INVALID_REQUEST,
+                           Status::InvalidArgument("invalid parameter for call " +
+                                                   service_name() + "." + call->method_name() +
+                                                   ": " + req->InitializationErrorString()));
+    return;
+  }
+  method->handler(this, req, resp, ctx);
+}
+
+}  // namespace crossfree::rpc

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// ServiceIf: the base of generated service classes; maps method names to
+// handlers and turns an InboundCall into a typed handler call.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <google/protobuf/arena.h>
+#include <google/protobuf/message_lite.h>
+
+namespace crossfree::rpc {
+
+class InboundCall;
+class RpcContext;
+class ServiceIf;
+
+// One method of a service, as registered by generated code.
+struct MethodInfo {
+  std::string name;
+  // Make a request/response message, on `arena` or (nullptr) with new.
+  google::protobuf::MessageLite* (*new_request)(google::protobuf::Arena* arena);
+  google::protobuf::MessageLite* (*new_response)(google::protobuf::Arena* arena);
+  void (*handler)(ServiceIf* service, const google::protobuf::MessageLite* request,
+                  google::protobuf::MessageLite* response, RpcContext* context);
+};
+
+// Owner: the ServicePool it is registered with. Thread: Handle runs on the
+// pool's worker threads concurrently; implementations must be thread-safe.
+class ServiceIf {
+ public:
+  virtual ~ServiceIf() = default;
+  virtual const std::string& service_name() const = 0;
+
+  // Worker thread: finds the method, makes and parses the messages and runs
+  // the handler; answers ERROR_NO_SUCH_METHOD / ERROR_INVALID_REQUEST itself.
+  void Handle(InboundCall* call);
+
+ protected:
+  void AddMethod(MethodInfo info) { methods_.push_back(std::move(info)); }
+
+ private:
+  std::vector<MethodInfo> methods_;
+};
+
+}  // namespace crossfree::rpc

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+// ServicePool implementation: worker threads draining the service queue.
+#include "rpc/service_pool.h"
+
+#include <chrono>
+
+#include "rpc/inbound_call.h"
+#include "rpc/logging.h"
+
+namespace crossfree::rpc {
+
+ServicePool::ServicePool(std::unique_ptr<ServiceIf> service, const ServicePoolOptions& options,
+                         int first_worker_index, std::string worker_prefix)
+    : service_(std::move(service)),
+      options_(options),
+      first_worker_index_(first_worker_index),
+      worker_prefix_(std::move(worker_prefix)),
+      queue_(options.queue_length, options.num_workers) {}
+
+ServicePool::~ServicePool() { Shutdown(); }
+
+Status ServicePool::Start() {
+  for (int i = 0; i < options_.num_workers; ++i) {
+    consumers_.push_back(std::make_unique<ServiceQueue::Consumer>());
+  }
+  for (int i = 0; i < options_.num_workers; ++i) {
+    workers_.emplace_back([this, i] { RunWorker(i); });
+  }
+  return Status::OK();
+}
+
+void ServicePool::Shutdown() {
+  if (shut_down_.exchange(true)) return;
+  std::vector<InboundCall*> left = queue_.Shutdown();
+  for (std::thread& t : workers_) t.join();
+  for (InboundCall* call : left) {
+    call->RespondFailure(ErrorStatusPB::FATAL_SERVER_SHUTTING_DOWN,
+                         Status::ServiceUnavailable("service " + service_name() +
+                                                    " is shutting down"));
+  }
+}
+
+void ServicePool::QueueInboundCall(InboundCall* call) {
+  if (queue_.Put(call)) return;
+  if (shut_down_.load()) {
+    call->RespondFailure(ErrorStatusPB::FATAL_SERVER_SHUTTING_DOWN,
+                         Status::ServiceUnavailable("service " + service_name() +
+                                                    " is shutting down"));
+    return;
+  }
+  overflows_.fetch_add(1, std::memory_order_relaxed);
+  call->RespondFailure(ErrorStatusPB::ERROR_SERVER_TOO_BUSY,
+                       Status::ServiceUnavailable(
+                           "service queue is full; " + service_name() + " has " +
+                           std::to_string(queue_.capacity()) + " queued calls already"));
+}
+
+void ServicePool::RunWorker(int index) {
+  SetCurrentThreadName(worker_prefix_ + "-" + std::to_string(first_worker_index_ + index));
+  ServiceQueue::Consumer* me = consumers_[index].get();
+  while (InboundCall* call = queue_.BlockingGet(me)) {
+    if (call->has_deadline() && std::chrono::steady_clock::now() >= call->deadline()) {
+      // The client has given up already: skip the work.
+      expired_.fetch_add(1, std::memory_order_relaxed);
+      call->RespondFailure(ErrorStatusPB::ERROR_SERVER_TOO_BUSY,
+                           Status::TimedOut("call timed out in the service queue"));
+      continue;
+    }
+    service_->Handle(call);
+  }
+}
+
+}  // namespace crossfree::rpc

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// ServiceQueue implementation.
+#include "rpc/service_queue.h"
+
+#include <algorithm>
+
+#include "rpc/inbound_call.h"
+
+namespace crossfree::rpc {
+
+ServiceQueue::ServiceQueue(int capacity, int max_consumers) : capacity_(capacity) {
+  heap_.reserve(capacity);
+  idle_.reserve(max_consumers);
+}
+
+bool ServiceQueue::Later(const Entry& a, const Entry& b) {
+  if (a.deadline != b.deadline) return a.deadline > b.deadline;
+  return a.seq > b.seq;
+}
+
+bool ServiceQueue::Put(InboundCall* call) {
+  Consumer* c = nullptr;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (shut_down_) return false;
+    if (!idle_.empty()) {
+      c = idle_.back();
+      idle_.pop_back();
+      c->call = call;
+    } else {
+      if (static_cast<int>(heap_.size()) >= capacity_) return false;
+      auto deadline = call->has_deadline() ? call->deadline()
+                                           : std::chrono::steady_clock::time_point::max();
+      heap_.push_back(Entry{deadline, next_seq_++, call});
+      std::push_heap(heap_.begin(), heap_.end(), &ServiceQueue::Later);
+      return true;
+    }
+  }
+  c->cv.notify_one();
+  return true;
+}
+
+InboundCall* ServiceQueue::BlockingGet(Consumer* me) {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    if (me->call != nullptr) {
+      InboundCall* c = me->call;
+      me->call = nullptr;
+      return c;
+    }
+    if (shut_down_) return nullptr;
+    if (!heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), &ServiceQueue::Later);
+      InboundCall* c = heap_.back().call;
+      heap_.pop_back();
+      return c;
+    }
+    idle_.push_back(me);
+    me->cv.wait(l, [&] { return me->call != nullptr || shut_down_; });
+    if (me->call == nullptr) {
+      idle_.erase(std::remove(idle_.begin(), idle_.end(), me), idle_.end());
+    }
+  }
+}
+
+std::vector<InboundCall*> ServiceQueue::Shutdown() {
+  std::vector<InboundCall*> left;
+  std::vector<Consumer*> idle;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    shut_down_ = true;
+    for (Entry& e : heap_) left.push_back(e.call);
+    heap_.clear();
+    idle = idle_;
+  }
+  for (Consumer* c : idle) c->cv.notify_all();
+  return left;
+}
+
+}  // namespace crossfree::rpc

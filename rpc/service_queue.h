@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// ServiceQueue: the bounded queue between a server reactor and its service
+// pool's workers, with LIFO hand-off to idle workers.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace crossfree::rpc {
+
+class InboundCall;
+
+// Put() hands the call straight to the most recently idle worker (its cache
+// is warmest) or, when all are busy, adds it to a deadline-ordered heap of
+// at most `capacity` calls (earliest deadline first, then arrival). The heap
+// storage and the per-worker slots are allocated once, so queueing a call
+// allocates nothing.
+// Threads: Put from reactor threads, BlockingGet from workers, Shutdown from
+// anyone; all thread-safe.
+class ServiceQueue {
+ public:
+  // Per-worker hand-off slot, owned by the worker thread.
+  struct Consumer {
+    std::condition_variable cv;
+    InboundCall* call = nullptr;
+  };
+
+  ServiceQueue(int capacity, int max_consumers);
+
+  // False when the queue is full or shut down (the caller answers the call).
+  bool Put(InboundCall* call);
+  // Blocks until a call is available; nullptr after Shutdown.
+  InboundCall* BlockingGet(Consumer* me);
+  // Wakes every worker; returns the calls still queued for the caller to
+  // answer.
+  std::vector<InboundCall*> Shutdown();
+
+  int capacity() const { return capacity_; }
+
+ private:
+  struct Entry {
+    std::chrono::steady_clock::time_point deadline;
+    uint64_t seq;
+    InboundCall* call;
+  };
+  static bool Later(const Entry& a, const Entry& b);
+
+  const int capacity_;
+  std::mutex mu_;
+  bool shut_down_ = false;
+  uint64_t next_seq_ = 0;
+  std::vector<Entry> heap_;          // reserved to capacity_
+  std::vector<Consumer*> idle_;      // reserved to max_consumers, LIFO
+};
+
+}  // namespace crossfree::rpc

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+// InboundTransfer (one frame being received) and OutboundTransfer (one frame
+// being sent as a list of slices), both used only on a reactor thread.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "rpc/status.h"
+
+namespace crossfree::rpc {
+
+// Receives one frame: the 4-byte big-endian length, then that many bytes into
+// a buffer allocated for this frame by the reactor thread that reads it.
+// Owner: the Connection while reading; then the InboundCall (server) or the
+// client call path (freed on the client reactor after parsing, or handed to
+// the caller in the legacy_client_transfer pattern).
+// Thread: reading happens on the reactor; afterwards whoever owns it.
+class InboundTransfer {
+ public:
+  explicit InboundTransfer(size_t max_message_size) : max_message_size_(max_message_size) {}
+  InboundTransfer(const InboundTransfer&) = delete;
+  InboundTransfer& operator=(const InboundTransfer&) = delete;
+
+  // Takes up to `len` bytes from `data`; *used tells how many. NetworkError
+  // "invalid length" or "RPC frame had a length of X, but we only support
+  // messages up to Y" when the prefix is bad: the caller must then close the
+  // connection.
+  Status Consume(const uint8_t* data, size_t len, size_t* used);
+
+  bool complete() const { return have_length_ && received_ == length_; }
+  // Body bytes still missing (0 until the prefix is known).
+  size_t body_remaining() const { return have_length_ ? length_ - received_ : 0; }
+  // For large bodies the connection reads straight into the buffer.
+  uint8_t* body_write_ptr() { return buf_.get() + received_; }
+  void BodyAdvance(size_t n) { received_ += n; }
+
+  // The frame after its length prefix; valid once complete().
+  std::string_view frame() const {
+    return std::string_view(reinterpret_cast<const char*>(buf_.get()), length_);
+  }
+  // The buffer itself (reused by InboundCall for the response when big enough).
+  uint8_t* mutable_buffer() { return buf_.get(); }
+  size_t buffer_size() const { return length_; }
+
+ private:
+  size_t max_message_size_;
+  uint8_t prefix_[4];
+  size_t prefix_received_ = 0;
+  bool have_length_ = false;
+  uint32_t length_ = 0;
+  size_t received_ = 0;
+  std::unique_ptr<uint8_t[]> buf_;
+};
+
+// Told when an OutboundTransfer has been fully written or dropped. Runs on the
+// reactor thread of the connection. Each transfer calls exactly one of them,
+// exactly once.
+class TransferCallbacks {
+ public:
+  virtual void NotifyTransferFinished() = 0;
+  virtual void NotifyTransferAborted(const Status& status) = 0;
+
+ protected:
+  ~TransferCallbacks() = default;
+};
+
+// One frame to send: up to kInlineSlices slices stored inline (more go to a
+// vector allocated by whoever adds them). Does not own the bytes or the
+// callbacks. Owner: embedded in OutboundCall (client) or InboundCall (server,
+// fixed pattern), or heap-allocated (legacy_response_transfer).
+// Thread: filled by one thread, then handed to a reactor, which alone touches
+// it until a callback fires.
+class OutboundTransfer {
+ public:
+  static constexpr int kInlineSlices = 4;
+
+  OutboundTransfer() = default;
+  OutboundTransfer(const OutboundTransfer&) = delete;
+  OutboundTransfer& operator=(const OutboundTransfer&) = delete;
+
+  // Forgets slices, callbacks and progress.
+  void Reset();
+  void set_callbacks(TransferCallbacks* cb) { callbacks_ = cb; }
+  TransferCallbacks* callbacks() const { return callbacks_; }
+  void AddSlice(const void* data, size_t len);
+
+  // Writes as much as the socket takes. OK with done() false on EAGAIN;
+  // NetworkError on a socket error.
+  Status Write(int fd);
+  bool done() const { return cur_slice_ == num_slices_; }
+  // True once any byte went out: the frame can no longer be withdrawn.
+  bool started() const { return started_; }
+  size_t total_bytes() const { return total_bytes_; }
+
+  // Intrusive FIFO hook, used by Connection.
+  OutboundTransfer* next_in_queue = nullptr;
+
+ private:
+  iovec& slice(int i) { return i < kInlineSlices ? inline_[i] : overflow_[i - kInlineSlices]; }
+
+  iovec inline_[kInlineSlices];
+  std::vector<iovec> overflow_;
+  int num_slices_ = 0;
+  int cur_slice_ = 0;
+  size_t cur_offset_ = 0;
+  size_t total_bytes_ = 0;
+  bool started_ = false;
+  TransferCallbacks* callbacks_ = nullptr;
+};
+
+}  // namespace crossfree::rpc

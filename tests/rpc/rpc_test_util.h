@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: Apache-2.0
+// Test fixture helpers for tests/rpc: a loopback server with the
+// CalculatorService and client messengers.
+#pragma once
+
+#include <memory>
+
+#include "rpc/calculator_service.h"
+#include "rpc/messenger.h"
+
+namespace crossfree::rpc::testing {
+
+struct TestServer {
+  std::shared_ptr<Messenger> messenger;
+  sockaddr_in address{};
+  test::CalculatorService* service = nullptr;  // owned by the messenger
+};
+
+// Starts a server on 127.0.0.1 with `reactors` reactors and a pool of
+// `workers` workers and a queue of `queue_length`.
+TestServer StartServer(int reactors = 2, int workers = 2, int queue_length = 50,
+                       size_t max_message_size = 50 * 1024 * 1024);
+std::shared_ptr<Messenger> StartClient(int reactors = 1,
+                                       size_t max_message_size = 50 * 1024 * 1024);
+
+}  // namespace crossfree::rpc::testing
