@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: the interposed allocation symbols (malloc family and every
+// operator new/delete). Each public function is a one-line instance of one
+// of four hook shapes below; all bookkeeping lives in recorder.cc.
+//
+// Rules every shape follows:
+//  - the real function runs with the recursion guard held, so whatever it
+//    allocates inside (libstdc++'s operator new calling malloc, tcmalloc's
+//    MallocHook callbacks) forwards untraced: one call, one event;
+//  - allocations are stamped after the real call returns, frees before it;
+//  - the return value is the real one, and errno is what the real function
+//    left (bookkeeping runs inside an ErrnoSaver);
+//  - the stack is captured from the public function's own frame
+//    (CROSSFREE_SITE), so frames[0] is the code that called it. The tracer
+//    is built with -fno-optimize-sibling-calls so that frame stays live.
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <new>
+
+#include "tracer/real_alloc.h"
+#include "tracer/recorder.h"
+#include "tracer/sys.h"
+
+#define CROSSFREE_SITE \
+  ::crossfree::tracer::CallSite { __builtin_return_address(0), __builtin_frame_address(0) }
+#define CROSSFREE_HOOK extern "C" __attribute__((visibility("default")))
+#define CROSSFREE_CXX_HOOK __attribute__((visibility("default")))
+#define CROSSFREE_INLINE inline __attribute__((always_inline))
+
+extern "C" void* crossfree_guarded_new(void* (*next)(size_t), size_t size);
+extern "C" void* crossfree_guarded_new_aligned(void* (*next)(size_t, size_t), size_t size,
+                                               size_t align);
+
+namespace crossfree::tracer {
+namespace {
+
+using format::AllocFn;
+using format::FreeFn;
+
+// Null while the real functions are still being resolved (then dlsym is
+// running and the allocation hooks answer from the bootstrap arena).
+CROSSFREE_INLINE const RealFunctions* Resolved() {
+  return RealResolved() ? &Real() : nullptr;
+}
+
+// Shape 1: an allocation that cannot throw. call() returns the new block.
+template <typename Call>
+CROSSFREE_INLINE void* Alloc(AllocFn fn, const CallSite& site, uint64_t size, Call&& call) {
+  if (!ShouldRecord()) return call();
+  GuardScope guard;
+  void* p = call();
+  if (p != nullptr) {
+    ErrnoSaver saved;
+    RecordAlloc(fn, p, size, site);
+  }
+  return p;
+}
+
+// Shape 2: a throwing operator new. next(guarded) calls the next
+// definition, holding the guard through guarded_call.c when asked, so the
+// guard is released even if it throws.
+template <typename Next>
+CROSSFREE_INLINE void* ThrowingNew(AllocFn fn, const CallSite& site, uint64_t size, Next&& next) {
+  if (!ShouldRecord()) return next(false);
+  void* p = next(true);
+  if (p != nullptr) {
+    GuardScope guard;
+    ErrnoSaver saved;
+    RecordAlloc(fn, p, size, site);
+  }
+  return p;
+}
+
+// Shape 3: a free. call() releases the block; size is the sized-delete
+// argument or 0. Bootstrap-arena blocks are never passed on.
+template <typename Call>
+CROSSFREE_INLINE void Free(FreeFn fn, const CallSite& site, void* p, uint64_t size, Call&& call) {
+  if (InArena(p)) return;
+  if (p == nullptr || !ShouldRecord()) {
+    call();
+    return;
+  }
+  GuardScope guard;
+  {
+    ErrnoSaver saved;
+    RecordFree(fn, NowNs(), p, size, site);
+  }
+  call();
+}
+
+// Shape 4: realloc/reallocarray. realloc(NULL, n) is an allocation; a
+// realloc(p, 0) that returns NULL freed p; any other NULL is a failure and
+// records nothing (p is still live).
+template <typename Call>
+CROSSFREE_INLINE void* Realloc(AllocFn fn, const CallSite& site, void* old, uint64_t size,
+                               Call&& call) {
+  if (!ShouldRecord()) return call();
+  GuardScope guard;
+  if (old == nullptr) {
+    void* p = call();
+    if (p != nullptr) {
+      ErrnoSaver saved;
+      RecordAlloc(fn, p, size, site);
+    }
+    return p;
+  }
+  uint64_t ts_free = NowNs();
+  void* p = call();
+  ErrnoSaver saved;
+  if (p != nullptr) {
+    RecordRealloc(fn, ts_free, old, p, size, site);
+  } else if (size == 0) {
+    RecordFree(FreeFn::kRealloc, ts_free, old, 0, site);
+  }
+  return p;
+}
+
+// Where the next operator new/delete is absent (no libstdc++ in the
+// process), the malloc family stands in.
+CROSSFREE_INLINE void* NextNew(const RealFunctions* r, void* (*next)(size_t), size_t n,
+                               bool guarded) {
+  if (r == nullptr) return ArenaAlloc(n, 16);
+  if (next != nullptr) return guarded ? crossfree_guarded_new(next, n) : next(n);
+  GuardScope guard;
+  return r->malloc(n);
+}
+
+CROSSFREE_INLINE void* NextNewAligned(const RealFunctions* r, void* (*next)(size_t, size_t),
+                                      size_t n, size_t align, bool guarded) {
+  if (r == nullptr) return ArenaAlloc(n, align);
+  if (next != nullptr) return guarded ? crossfree_guarded_new_aligned(next, n, align) : next(n, align);
+  GuardScope guard;
+  void* p = nullptr;
+  return r->posix_memalign(&p, align < sizeof(void*) ? sizeof(void*) : align, n) == 0 ? p : nullptr;
+}
+
+CROSSFREE_INLINE void* NothrowNew(const RealFunctions* r, void* (*next)(size_t, const void*),
+                                  size_t n, const std::nothrow_t& tag) {
+  if (r == nullptr) return ArenaAlloc(n, 16);
+  return next != nullptr ? next(n, &tag) : r->malloc(n);
+}
+
+CROSSFREE_INLINE void* NothrowNewAligned(const RealFunctions* r,
+                                         void* (*next)(size_t, size_t, const void*), size_t n,
+                                         size_t align, const std::nothrow_t& tag) {
+  if (r == nullptr) return ArenaAlloc(n, align);
+  if (next != nullptr) return next(n, align, &tag);
+  void* p = nullptr;
+  return r->posix_memalign(&p, align < sizeof(void*) ? sizeof(void*) : align, n) == 0 ? p : nullptr;
+}
+
+// Forwards a delete to `next` when present, else to the real free.
+template <typename Next, typename... Args>
+CROSSFREE_INLINE void NextDelete(const RealFunctions* r, Next next, void* p, Args... args) {
+  if (r == nullptr) return;
+  if (next != nullptr) {
+    next(p, args...);
+  } else {
+    r->free(p);
+  }
+}
+
+CROSSFREE_INLINE uint64_t MulOrMax(size_t a, size_t b) {
+  size_t out;
+  return __builtin_mul_overflow(a, b, &out) ? UINT64_MAX : out;
+}
+
+}  // namespace
+}  // namespace crossfree::tracer
+
+using crossfree::tracer::Alloc;
+using crossfree::tracer::ArenaAlloc;
+using crossfree::tracer::ArenaBlockSize;
+using crossfree::tracer::Free;
+using crossfree::tracer::InArena;
+using crossfree::tracer::MulOrMax;
+using crossfree::tracer::NextDelete;
+using crossfree::tracer::NextNew;
+using crossfree::tracer::NextNewAligned;
+using crossfree::tracer::NothrowNew;
+using crossfree::tracer::NothrowNewAligned;
+using crossfree::tracer::Realloc;
+using crossfree::tracer::RealFunctions;
+using crossfree::tracer::Resolved;
+using crossfree::tracer::ThrowingNew;
+using crossfree::format::AllocFn;
+using crossfree::format::FreeFn;
+
+// ---- The C allocation functions ------------------------------------------
+
+CROSSFREE_HOOK void* malloc(size_t n) {
+  const RealFunctions* r = Resolved();
+  if (r == nullptr) return ArenaAlloc(n, 16);
+  return Alloc(AllocFn::kMalloc, CROSSFREE_SITE, n, [&] { return r->malloc(n); });
+}
+
+CROSSFREE_HOOK void free(void* p) {
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kFree, CROSSFREE_SITE, p, 0, [&] {
+    if (r != nullptr) r->free(p);
+  });
+}
+
+CROSSFREE_HOOK void* calloc(size_t n, size_t size) {
+  const RealFunctions* r = Resolved();
+  if (r == nullptr) return MulOrMax(n, size) == UINT64_MAX ? nullptr : ArenaAlloc(n * size, 16);
+  return Alloc(AllocFn::kCalloc, CROSSFREE_SITE, MulOrMax(n, size),
+               [&] { return r->calloc(n, size); });
+}
+
+CROSSFREE_HOOK void* realloc(void* p, size_t n) {
+  const RealFunctions* r = Resolved();
+  if (r == nullptr || InArena(p)) {
+    // A bootstrap block moves to the real heap (or to a new arena block).
+    void* q = r == nullptr ? ArenaAlloc(n, 16)
+                           : Alloc(AllocFn::kRealloc, CROSSFREE_SITE, n, [&] { return r->malloc(n); });
+    if (q != nullptr && p != nullptr) {
+      size_t old = ArenaBlockSize(p);
+      __builtin_memcpy(q, p, old < n ? old : n);
+    }
+    return q;
+  }
+  return Realloc(AllocFn::kRealloc, CROSSFREE_SITE, p, n, [&] { return r->realloc(p, n); });
+}
+
+CROSSFREE_HOOK void* reallocarray(void* p, size_t n, size_t size) {
+  const RealFunctions* r = Resolved();
+  uint64_t bytes = MulOrMax(n, size);
+  if (r == nullptr || InArena(p) || r->reallocarray == nullptr) {
+    if (bytes == UINT64_MAX) {
+      errno = ENOMEM;
+      return nullptr;
+    }
+    return realloc(p, bytes);
+  }
+  return Realloc(AllocFn::kReallocArray, CROSSFREE_SITE, p, bytes,
+                 [&] { return r->reallocarray(p, n, size); });
+}
+
+CROSSFREE_HOOK int posix_memalign(void** out, size_t align, size_t n) {
+  const RealFunctions* r = Resolved();
+  if (r == nullptr) {
+    void* p = ArenaAlloc(n, align);
+    if (p == nullptr) return ENOMEM;
+    *out = p;
+    return 0;
+  }
+  int rc = 0;
+  Alloc(AllocFn::kPosixMemalign, CROSSFREE_SITE, n, [&]() -> void* {
+    rc = r->posix_memalign(out, align, n);
+    return rc == 0 ? *out : nullptr;
+  });
+  return rc;
+}
+
+CROSSFREE_HOOK void* aligned_alloc(size_t align, size_t n) {
+  const RealFunctions* r = Resolved();
+  if (r == nullptr || r->aligned_alloc == nullptr) return ArenaAlloc(n, align);
+  return Alloc(AllocFn::kAlignedAlloc, CROSSFREE_SITE, n, [&] { return r->aligned_alloc(align, n); });
+}
+
+CROSSFREE_HOOK void* memalign(size_t align, size_t n) {
+  const RealFunctions* r = Resolved();
+  if (r == nullptr || r->memalign == nullptr) return ArenaAlloc(n, align);
+  return Alloc(AllocFn::kMemalign, CROSSFREE_SITE, n, [&] { return r->memalign(align, n); });
+}
+
+CROSSFREE_HOOK void* valloc(size_t n) {
+  const RealFunctions* r = Resolved();
+  if (r == nullptr || r->valloc == nullptr) return ArenaAlloc(n, 4096);
+  return Alloc(AllocFn::kValloc, CROSSFREE_SITE, n, [&] { return r->valloc(n); });
+}
+
+CROSSFREE_HOOK void* pvalloc(size_t n) {
+  const RealFunctions* r = Resolved();
+  if (r == nullptr || r->pvalloc == nullptr) return ArenaAlloc(n, 4096);
+  return Alloc(AllocFn::kPvalloc, CROSSFREE_SITE, n, [&] { return r->pvalloc(n); });
+}
+
+CROSSFREE_HOOK size_t malloc_usable_size(void* p) {
+  if (InArena(p)) return ArenaBlockSize(p);
+  const RealFunctions* r = Resolved();
+  return r != nullptr && r->malloc_usable_size != nullptr ? r->malloc_usable_size(p) : 0;
+}
+
+// ---- operator new ---------------------------------------------------------
+
+CROSSFREE_CXX_HOOK void* operator new(size_t n) {
+  const RealFunctions* r = Resolved();
+  return ThrowingNew(AllocFn::kNew, CROSSFREE_SITE, n, [&](bool guarded) {
+    return NextNew(r, r ? r->op_new : nullptr, n, guarded);
+  });
+}
+
+CROSSFREE_CXX_HOOK void* operator new[](size_t n) {
+  const RealFunctions* r = Resolved();
+  return ThrowingNew(AllocFn::kNewArray, CROSSFREE_SITE, n, [&](bool guarded) {
+    return NextNew(r, r ? r->op_new_array : nullptr, n, guarded);
+  });
+}
+
+CROSSFREE_CXX_HOOK void* operator new(size_t n, std::align_val_t al) {
+  const RealFunctions* r = Resolved();
+  return ThrowingNew(AllocFn::kNew, CROSSFREE_SITE, n, [&](bool guarded) {
+    return NextNewAligned(r, r ? r->op_new_aligned : nullptr, n, static_cast<size_t>(al), guarded);
+  });
+}
+
+CROSSFREE_CXX_HOOK void* operator new[](size_t n, std::align_val_t al) {
+  const RealFunctions* r = Resolved();
+  return ThrowingNew(AllocFn::kNewArray, CROSSFREE_SITE, n, [&](bool guarded) {
+    return NextNewAligned(r, r ? r->op_new_array_aligned : nullptr, n, static_cast<size_t>(al),
+                          guarded);
+  });
+}
+
+CROSSFREE_CXX_HOOK void* operator new(size_t n, const std::nothrow_t& tag) noexcept {
+  const RealFunctions* r = Resolved();
+  return Alloc(AllocFn::kNew, CROSSFREE_SITE, n,
+               [&] { return NothrowNew(r, r ? r->op_new_nothrow : nullptr, n, tag); });
+}
+
+CROSSFREE_CXX_HOOK void* operator new[](size_t n, const std::nothrow_t& tag) noexcept {
+  const RealFunctions* r = Resolved();
+  return Alloc(AllocFn::kNewArray, CROSSFREE_SITE, n,
+               [&] { return NothrowNew(r, r ? r->op_new_array_nothrow : nullptr, n, tag); });
+}
+
+CROSSFREE_CXX_HOOK void* operator new(size_t n, std::align_val_t al,
+                                      const std::nothrow_t& tag) noexcept {
+  const RealFunctions* r = Resolved();
+  return Alloc(AllocFn::kNew, CROSSFREE_SITE, n, [&] {
+    return NothrowNewAligned(r, r ? r->op_new_aligned_nothrow : nullptr, n,
+                             static_cast<size_t>(al), tag);
+  });
+}
+
+CROSSFREE_CXX_HOOK void* operator new[](size_t n, std::align_val_t al,
+                                        const std::nothrow_t& tag) noexcept {
+  const RealFunctions* r = Resolved();
+  return Alloc(AllocFn::kNewArray, CROSSFREE_SITE, n, [&] {
+    return NothrowNewAligned(r, r ? r->op_new_array_aligned_nothrow : nullptr, n,
+                             static_cast<size_t>(al), tag);
+  });
+}
+
+// ---- operator delete ------------------------------------------------------
+
+CROSSFREE_CXX_HOOK void operator delete(void* p) noexcept {
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kDelete, CROSSFREE_SITE, p, 0,
+       [&] { NextDelete(r, r ? r->op_delete : nullptr, p); });
+}
+
+CROSSFREE_CXX_HOOK void operator delete[](void* p) noexcept {
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, 0,
+       [&] { NextDelete(r, r ? r->op_delete_array : nullptr, p); });
+}
+
+CROSSFREE_CXX_HOOK void operator delete(void* p, size_t n) noexcept {
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kDelete, CROSSFREE_SITE, p, n,
+       [&] { NextDelete(r, r ? r->op_delete_sized : nullptr, p, n); });
+}
+
+CROSSFREE_CXX_HOOK void operator delete[](void* p, size_t n) noexcept {
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, n,
+       [&] { NextDelete(r, r ? r->op_delete_array_sized : nullptr, p, n); });
+}
+
+CROSSFREE_CXX_HOOK void operator delete(void* p, std::align_val_t al) noexcept {
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kDelete, CROSSFREE_SITE, p, 0, [&] {
+    NextDelete(r, r ? r->op_delete_aligned : nullptr, p, static_cast<size_t>(al));
+  });
+}
+
+CROSSFREE_CXX_HOOK void operator delete[](void* p, std::align_val_t al) noexcept {
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, 0, [&] {
+    NextDelete(r, r ? r->op_delete_array_aligned : nullptr, p, static_cast<size_t>(al));
+  });
+}
+
+CROSSFREE_CXX_HOOK void operator delete(void* p, size_t n, std::align_val_t al) noexcept {
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kDelete, CROSSFREE_SITE, p, n, [&] {
+    NextDelete(r, r ? r->op_delete_sized_aligned : nullptr, p, n, static_cast<size_t>(al));
+  });
+}
+
+CROSSFREE_CXX_HOOK void operator delete[](void* p, size_t n, std::align_val_t al) noexcept {
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, n, [&] {
+    NextDelete(r, r ? r->op_delete_array_sized_aligned : nullptr, p, n, static_cast<size_t>(al));
+  });
+}
+
+CROSSFREE_CXX_HOOK void operator delete(void* p, const std::nothrow_t& tag) noexcept {
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kDelete, CROSSFREE_SITE, p, 0, [&] {
+    NextDelete(r, r ? r->op_delete_nothrow : nullptr, p, static_cast<const void*>(&tag));
+  });
+}
+
+CROSSFREE_CXX_HOOK void operator delete[](void* p, const std::nothrow_t& tag) noexcept {
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, 0, [&] {
+    NextDelete(r, r ? r->op_delete_array_nothrow : nullptr, p, static_cast<const void*>(&tag));
+  });
+}
+
+CROSSFREE_CXX_HOOK void operator delete(void* p, std::align_val_t al,
+                                        const std::nothrow_t& tag) noexcept {
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kDelete, CROSSFREE_SITE, p, 0, [&] {
+    NextDelete(r, r ? r->op_delete_aligned_nothrow : nullptr, p, static_cast<size_t>(al),
+               static_cast<const void*>(&tag));
+  });
+}
+
+CROSSFREE_CXX_HOOK void operator delete[](void* p, std::align_val_t al,
+                                          const std::nothrow_t& tag) noexcept {
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, 0, [&] {
+    NextDelete(r, r ? r->op_delete_array_aligned_nothrow : nullptr, p, static_cast<size_t>(al),
+               static_cast<const void*>(&tag));
+  });
+}

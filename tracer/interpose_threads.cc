@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: thread naming hooks. pthread_setname_np and prctl(PR_SET_NAME)
+// are forwarded first; when they succeed, the new name is recorded for the
+// thread it applies to.
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/prctl.h>
+
+#include "tracer/real_alloc.h"
+#include "tracer/recorder.h"
+#include "tracer/sys.h"
+
+using crossfree::tracer::ErrnoSaver;
+using crossfree::tracer::GuardScope;
+using crossfree::tracer::Real;
+using crossfree::tracer::ShouldRecord;
+
+extern "C" __attribute__((visibility("default"))) int pthread_setname_np(pthread_t thread,
+                                                                         const char* name) {
+  auto next = Real().pthread_setname_np;
+  if (next == nullptr) return ENOSYS;
+  int rc = next(static_cast<unsigned long>(thread), name);
+  if (rc == 0 && ShouldRecord()) {
+    GuardScope guard;
+    ErrnoSaver saved;
+    crossfree::tracer::NoteThreadName(static_cast<unsigned long>(thread), name);
+  }
+  return rc;
+}
+
+extern "C" __attribute__((visibility("default"))) int prctl(int option, ...) {
+  // prctl takes up to four more machine words; reading unused ones is what
+  // glibc's own variadic wrapper does too.
+  va_list ap;
+  va_start(ap, option);
+  unsigned long a2 = va_arg(ap, unsigned long);
+  unsigned long a3 = va_arg(ap, unsigned long);
+  unsigned long a4 = va_arg(ap, unsigned long);
+  unsigned long a5 = va_arg(ap, unsigned long);
+  va_end(ap);
+  auto next = Real().prctl;
+  if (next == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  int rc = next(option, a2, a3, a4, a5);
+  if (rc == 0 && option == PR_SET_NAME && a2 != 0 && ShouldRecord()) {
+    GuardScope guard;
+    ErrnoSaver saved;
+    // The kernel keeps at most 15 bytes; record what it kept.
+    const char* src = reinterpret_cast<const char*>(a2);
+    char name[16];
+    size_t i = 0;
+    for (; i < 15 && src[i] != '\0'; ++i) name[i] = src[i];
+    name[i] = '\0';
+    crossfree::tracer::RecordThreadName(name);
+  }
+  return rc;
+}

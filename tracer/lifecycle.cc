@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: start-up, the trace file, process exit and fork.
+//
+// Start-up runs once, from whichever comes first: the library constructor
+// or the first hook call after libc has set up environ (earlier calls, made
+// by the dynamic loader itself, forward untraced). Exit: a destructor of
+// the lowest priority flushes every thread's buffer, including threads that
+// are still running; _exit and fatal signals skip it, so the events still
+// in buffers then are lost (every chunk already written stays readable).
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "format/trace_writer.h"
+#include "tracer/malloc_hook.h"
+#include "tracer/modules.h"
+#include "tracer/recorder_internal.h"
+#include "tracer/stacks.h"
+#include "tracer/sys.h"
+
+extern char** environ;
+
+namespace crossfree::tracer {
+namespace {
+
+using internal::g;
+
+format::Unwinder UnwinderFor(UnwindMode mode) {
+  switch (mode) {
+    case UnwindMode::kFramePointer: return format::Unwinder::kFramePointer;
+    case UnwindMode::kLibunwind: return format::Unwinder::kLibunwind;
+    case UnwindMode::kHybrid: return format::Unwinder::kHybrid;
+  }
+  return format::Unwinder::kNone;
+}
+
+bool HasPidPattern(const char* tmpl) {
+  for (const char* p = tmpl; *p != '\0'; ++p) {
+    if (p[0] == '%' && p[1] == 'p') return true;
+    if (p[0] == '%' && p[1] == '%') ++p;
+  }
+  return false;
+}
+
+// Opens this process's trace file and writes its header. A %p-less path
+// belongs to the main process; when `crossfree record` set
+// CROSSFREE_MAIN_PID it has removed the file first, so finding it already
+// there means an earlier image of this same pid wrote it before exec: this
+// image then takes "<path>.<pid>.<n>" instead of truncating it.
+bool OpenTrace(bool fork_child) {
+  const bool owns_plain =
+      !fork_child && (g.settings.main_pid == 0 || g.settings.main_pid == g.pid);
+  if (!ExpandOutputPath(g.settings, g.pid, owns_plain, g.output_path, sizeof(g.output_path))) {
+    MessageLine().Add("CROSSFREE_OUTPUT is too long; running untraced").Print();
+    return false;
+  }
+  int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
+  const bool exclusive = owns_plain && g.settings.main_pid != 0 &&
+                         !HasPidPattern(g.settings.output_template);
+  int fd = open(g.output_path, flags | (exclusive ? O_EXCL : O_TRUNC), 0644);
+  if (fd < 0 && exclusive && errno == EEXIST) {
+    size_t base = StrLen(g.output_path);
+    for (uint32_t n = 1; n < 100 && fd < 0; ++n) {
+      char* p = g.output_path + base;
+      char* end = g.output_path + sizeof(g.output_path) - 48;
+      if (p >= end) break;
+      *p++ = '.';
+      p += FormatDecimal(g.pid, p);
+      *p++ = '.';
+      p += FormatDecimal(n, p);
+      *p = '\0';
+      fd = open(g.output_path, flags | O_EXCL, 0644);
+      if (fd < 0 && errno != EEXIST) break;
+    }
+  }
+  if (fd < 0) {
+    MessageLine()
+        .Add("cannot open trace file '")
+        .Add(g.output_path)
+        .Add("': ")
+        .Add(ErrnoName(errno))
+        .Add("; running untraced")
+        .Print();
+    return false;
+  }
+  format::HeaderFields fields;
+  fields.pid = g.pid;
+  fields.ppid = static_cast<uint32_t>(getppid());
+  fields.clock = format::Clock::kMonotonic;
+  fields.unwinder = g.stacks ? UnwinderFor(g.settings.unwind) : format::Unwinder::kNone;
+  fields.max_depth = g.stacks ? static_cast<uint16_t>(g.settings.depth) : 0;
+  fields.flags = (fork_child ? format::kHeaderFlagForkChild : 0) |
+                 (g.malloc_hook ? format::kHeaderFlagMallocHook : 0);
+  fields.start_monotonic_ns = NowNs();
+  fields.start_realtime_ns = RealtimeNs();
+  uint8_t header[8192];
+  const char* exe = MainExePath();
+  size_t n = format::EncodeFileHeader(fields, exe, StrLen(exe), header, sizeof(header));
+  if (n == 0 || !WriteAll(fd, header, n)) {
+    MessageLine()
+        .Add("cannot write trace file '")
+        .Add(g.output_path)
+        .Add("': ")
+        .Add(ErrnoName(errno))
+        .Add("; running untraced")
+        .Print();
+    close(fd);
+    return false;
+  }
+  g.fd = fd;
+  return true;
+}
+
+void AtForkChild() {
+  if (g.phase.load(std::memory_order_acquire) != internal::kActive) return;
+  GuardScope guard;
+  int saved_errno = errno;
+  internal::ResetStatesInForkChild();
+  // The inherited descriptor shares the parent's file offset and contents:
+  // close it without writing anything.
+  if (g.fd >= 0) close(g.fd);
+  g.fd = -1;
+  g.pid = static_cast<uint32_t>(getpid());
+  ForgetModules();
+  if (!OpenTrace(/*fork_child=*/true)) {
+    __atomic_store_n(&g_recording, 0, __ATOMIC_RELAXED);
+    g.phase.store(internal::kStopped, std::memory_order_release);
+  } else {
+    g.modules_pending.store(true, std::memory_order_release);
+  }
+  errno = saved_errno;
+}
+
+void PrintSummary(const internal::ExitStats& stats) {
+  MessageLine()
+      .Add("pid ")
+      .AddNumber(g.pid)
+      .Add(": ")
+      .AddNumber(stats.events)
+      .Add(" events in ")
+      .AddNumber(stats.chunks)
+      .Add(" chunks from ")
+      .AddNumber(stats.states)
+      .Add(" thread buffers, ")
+      .AddNumber(InternedStackCount())
+      .Add(" stacks (")
+      .AddNumber(DroppedStackCount())
+      .Add(" dropped), ")
+      .AddNumber(stats.threads_skipped)
+      .Add(" busy threads skipped -> ")
+      .Add(g.output_path)
+      .Print();
+}
+
+}  // namespace
+
+void InitRecorder() {
+  int expected = internal::kUninit;
+  if (!g.phase.compare_exchange_strong(expected, internal::kStarting,
+                                       std::memory_order_acq_rel)) {
+    return;
+  }
+  GuardScope guard;
+  int saved_errno = errno;
+  LoadSettings(&g.settings);
+  g.pid = static_cast<uint32_t>(getpid());
+  InitMainExePath();
+  if (g.settings.stacks) {
+    g.stacks = InitStacks(g.settings.unwind, g.settings.depth);
+    if (!g.stacks) MessageLine().Add("stack capture unavailable; recording without stacks").Print();
+  }
+  g.key_ok = pthread_key_create(&g.key, internal::OnThreadExit) == 0;
+  pthread_atfork(nullptr, nullptr, AtForkChild);
+  g.malloc_hook = g.settings.malloc_hook && ProbeMallocHook();
+  if (!OpenTrace(/*fork_child=*/false)) {
+    g.phase.store(internal::kStopped, std::memory_order_release);
+    errno = saved_errno;
+    return;
+  }
+  g.modules_pending.store(true, std::memory_order_release);
+  g.phase.store(internal::kActive, std::memory_order_release);
+  __atomic_store_n(&g_recording, 1, __ATOMIC_RELEASE);
+  if (g.malloc_hook) RegisterMallocHooks();
+  errno = saved_errno;
+}
+
+bool ShouldRecordSlow() {
+  if (__atomic_load_n(&crossfree_tracer_guard, __ATOMIC_RELAXED) != 0) return false;
+  int phase = g.phase.load(std::memory_order_acquire);
+  if (phase == internal::kUninit) {
+    // Before libc's own constructor has run, environ is unset and our
+    // settings would read as defaults: let such early calls pass untraced.
+    if (environ == nullptr) return false;
+    InitRecorder();
+    phase = g.phase.load(std::memory_order_acquire);
+  }
+  return phase == internal::kActive;
+}
+
+void ShutdownRecorder() {
+  if (g.phase.load(std::memory_order_acquire) != internal::kActive) return;
+  GuardScope guard;
+  int saved_errno = errno;
+  // Objects dlopen'ed since the last flush still need their module record.
+  if (ModulesMayHaveChanged()) g.modules_pending.store(true, std::memory_order_release);
+  internal::FlushCurrentThreadModules();
+  int expected = internal::kActive;
+  if (!g.phase.compare_exchange_strong(expected, internal::kStopped,
+                                       std::memory_order_acq_rel)) {
+    errno = saved_errno;
+    return;
+  }
+  __atomic_store_n(&g_recording, 0, __ATOMIC_RELAXED);
+  internal::ExitStats stats = internal::CloseAndFlushAll(/*wait_budget_ns=*/200'000'000);
+  if (g.settings.verbose) PrintSummary(stats);
+  errno = saved_errno;
+}
+
+namespace {
+
+// The constructor makes sure start-up happens even in a process that never
+// allocates, and records the module map outside any hook.
+__attribute__((constructor(101))) void TracerConstructor() {
+  InitRecorder();
+  if (g.phase.load(std::memory_order_acquire) != internal::kActive) return;
+  GuardScope guard;
+  int saved_errno = errno;
+  // A %p-less output path run by hand (no `crossfree record`): this process
+  // owns it, and its exec'd children must not truncate it, so pass our pid
+  // on. Done here, not in a hook, because setenv takes libc's env lock.
+  if (g.settings.main_pid == 0 && !HasPidPattern(g.settings.output_template)) {
+    char digits[24];
+    digits[FormatDecimal(g.pid, digits)] = '\0';
+    setenv("CROSSFREE_MAIN_PID", digits, 0);
+    g.settings.main_pid = g.pid;
+  }
+  internal::FlushCurrentThreadModules();
+  errno = saved_errno;
+}
+
+// Priority 101 runs after this library's other destructors; the dynamic
+// loader runs it after the executable's destructors and atexit handlers.
+__attribute__((destructor(101))) void TracerDestructor() { ShutdownRecorder(); }
+
+}  // namespace
+}  // namespace crossfree::tracer

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: static tcmalloc through gperftools MallocHook (see malloc_hook.h).
+#include "tracer/malloc_hook.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+#include "format/trace_format.h"
+#include "tracer/modules.h"
+#include "tracer/recorder.h"
+#include "tracer/sys.h"
+
+namespace crossfree::tracer {
+namespace {
+
+using NewHook = void (*)(const void* ptr, size_t size);
+using DeleteHook = void (*)(const void* ptr);
+using AddNewHookFn = int (*)(NewHook);
+using AddDeleteHookFn = int (*)(DeleteHook);
+
+AddNewHookFn g_add_new = nullptr;
+AddDeleteHookFn g_add_delete = nullptr;
+// Address range of tcmalloc's code in the executable (from .symtab), so
+// stacks captured inside a hook start at the first frame outside it.
+uintptr_t g_skip_lo = 0;
+uintptr_t g_skip_hi = 0;
+
+struct ExeInfo {
+  uint64_t bias = 0;
+  uint64_t lo = ~0ull;
+  uint64_t hi = 0;
+};
+
+int FindExe(dl_phdr_info* info, size_t, void* data) {
+  auto* exe = static_cast<ExeInfo*>(data);
+  exe->bias = info->dlpi_addr;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    uint64_t start = info->dlpi_addr + ph.p_vaddr;
+    if (start < exe->lo) exe->lo = start;
+    if (start + ph.p_memsz > exe->hi) exe->hi = start + ph.p_memsz;
+  }
+  return 1;  // the first entry is the main program
+}
+
+bool InExe(const ExeInfo& exe, const void* p) {
+  auto a = reinterpret_cast<uint64_t>(p);
+  return a >= exe.lo && a < exe.hi;
+}
+
+bool StartsWith(const char* s, const char* prefix) {
+  while (*prefix != '\0') {
+    if (*s++ != *prefix++) return false;
+  }
+  return true;
+}
+
+// Names of functions that belong to tcmalloc (or its hook machinery).
+bool IsAllocatorSymbol(const char* name) {
+  return StartsWith(name, "tc_") || StartsWith(name, "MallocHook_") ||
+         StartsWith(name, "_ZN10MallocHook") || StartsWith(name, "_ZN8tcmalloc") ||
+         StartsWith(name, "_ZN13TCMallocGuard") || StartsWith(name, "_ZN13TCMallocImplementation");
+}
+
+struct SymtabResult {
+  bool had_symtab = false;
+  uint64_t add_new = 0;
+  uint64_t add_delete = 0;
+  uint64_t alloc_lo = ~0ull;
+  uint64_t alloc_hi = 0;
+};
+
+// Reads the executable's own .symtab with plain syscalls and one read-only
+// mapping; nothing is allocated. Values are link-time addresses.
+void ReadSymtab(SymtabResult* out) {
+  int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(ElfW(Ehdr)))) {
+    close(fd);
+    return;
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) return;
+  const auto* base = static_cast<const uint8_t*>(map);
+  const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(base);
+  bool ok = eh->e_ident[EI_MAG0] == ELFMAG0 && eh->e_ident[EI_MAG1] == ELFMAG1 &&
+            eh->e_ident[EI_MAG2] == ELFMAG2 && eh->e_ident[EI_MAG3] == ELFMAG3 &&
+            eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_shentsize == sizeof(ElfW(Shdr)) &&
+            eh->e_shoff + uint64_t{eh->e_shnum} * sizeof(ElfW(Shdr)) <= size;
+  if (ok) {
+    const auto* sh = reinterpret_cast<const ElfW(Shdr)*>(base + eh->e_shoff);
+    for (unsigned i = 0; i < eh->e_shnum; ++i) {
+      if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
+      const ElfW(Shdr)& strtab = sh[sh[i].sh_link];
+      if (sh[i].sh_offset + sh[i].sh_size > size || strtab.sh_offset + strtab.sh_size > size) {
+        continue;
+      }
+      out->had_symtab = true;
+      const auto* syms = reinterpret_cast<const ElfW(Sym)*>(base + sh[i].sh_offset);
+      const char* names = reinterpret_cast<const char*>(base + strtab.sh_offset);
+      size_t count = sh[i].sh_size / sizeof(ElfW(Sym));
+      for (size_t k = 0; k < count; ++k) {
+        const ElfW(Sym)& sym = syms[k];
+        if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF ||
+            sym.st_name >= strtab.sh_size) {
+          continue;
+        }
+        const char* name = names + sym.st_name;
+        if (StrEq(name, "MallocHook_AddNewHook")) out->add_new = sym.st_value;
+        if (StrEq(name, "MallocHook_AddDeleteHook")) out->add_delete = sym.st_value;
+        if (IsAllocatorSymbol(name)) {
+          if (sym.st_value < out->alloc_lo) out->alloc_lo = sym.st_value;
+          if (sym.st_value + sym.st_size > out->alloc_hi) out->alloc_hi = sym.st_value + sym.st_size;
+        }
+      }
+    }
+  }
+  munmap(map, size);
+}
+
+// The callbacks run inside tcmalloc's malloc/free. The guard test in
+// ShouldRecord makes them skip whatever our interposed functions or the
+// tracer itself allocate: those are recorded once, elsewhere, or not at all.
+__attribute__((noinline)) void OnNew(const void* ptr, size_t size) {
+  if (ptr == nullptr || !ShouldRecord()) return;
+  GuardScope guard;
+  ErrnoSaver errno_saver;
+  CallSite site{__builtin_return_address(0), __builtin_frame_address(0), g_skip_lo, g_skip_hi};
+  RecordAlloc(format::AllocFn::kMallocHook, ptr, size, site);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);  // keeps the frame live (no tail call)
+}
+
+__attribute__((noinline)) void OnDelete(const void* ptr) {
+  if (ptr == nullptr || !ShouldRecord()) return;
+  GuardScope guard;
+  ErrnoSaver errno_saver;
+  uint64_t ts = NowNs();
+  CallSite site{__builtin_return_address(0), __builtin_frame_address(0), g_skip_lo, g_skip_hi};
+  RecordFree(format::FreeFn::kMallocHook, ts, ptr, 0, site);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+}  // namespace
+
+bool ProbeMallocHook() {
+  ExeInfo exe;
+  dl_iterate_phdr(FindExe, &exe);
+  if (exe.hi == 0) return false;
+  void* dyn_new = dlsym(RTLD_DEFAULT, "MallocHook_AddNewHook");
+  void* dyn_delete = dlsym(RTLD_DEFAULT, "MallocHook_AddDeleteHook");
+  void* dyn_malloc = dlsym(RTLD_DEFAULT, "malloc");
+  // Only the executable's own tcmalloc needs this: a shared libtcmalloc is
+  // reached by interposition like any other allocator.
+  const bool exe_defines_malloc = dyn_malloc != nullptr && InExe(exe, dyn_malloc);
+  SymtabResult symtab;
+  ReadSymtab(&symtab);
+  if (symtab.alloc_hi > symtab.alloc_lo) {
+    g_skip_lo = exe.bias + symtab.alloc_lo;
+    g_skip_hi = exe.bias + symtab.alloc_hi;
+  }
+  if (dyn_new != nullptr && dyn_delete != nullptr && InExe(exe, dyn_new) &&
+      InExe(exe, dyn_delete)) {
+    g_add_new = reinterpret_cast<AddNewHookFn>(dyn_new);
+    g_add_delete = reinterpret_cast<AddDeleteHookFn>(dyn_delete);
+    return true;
+  }
+  if (symtab.add_new != 0 && symtab.add_delete != 0) {
+    g_add_new = reinterpret_cast<AddNewHookFn>(exe.bias + symtab.add_new);
+    g_add_delete = reinterpret_cast<AddDeleteHookFn>(exe.bias + symtab.add_delete);
+    return true;
+  }
+  if (exe_defines_malloc || symtab.alloc_hi > symtab.alloc_lo) {
+    MessageLine()
+        .Add(MainExePath())
+        .Add(" defines its own malloc (static allocator) and does not expose gperftools' "
+             "MallocHook API, so its allocations are not traced; relink with "
+             "-Wl,--export-dynamic-symbol=MallocHook_AddNewHook,--export-dynamic-symbol="
+             "MallocHook_AddDeleteHook (or -rdynamic), or do not strip its symbol table")
+        .Print();
+  }
+  return false;
+}
+
+void RegisterMallocHooks() {
+  if (g_add_new == nullptr || g_add_delete == nullptr) return;
+  GuardScope guard;
+  if (g_add_new(OnNew) == 0 || g_add_delete(OnDelete) == 0) {
+    MessageLine().Add("MallocHook registration failed; static tcmalloc events are not traced").Print();
+  }
+}
+
+}  // namespace crossfree::tracer

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: per-thread chunk buffers, the thread-state registry and the
+// record path (see recorder.h). Start-up, exit and fork live in lifecycle.cc.
+//
+// Hand-off between a buffer's owner and the exit flusher (Dekker style, all
+// seq_cst): the owner stores busy=1 and then loads closed; the flusher
+// stores closed=1 and then loads busy. At least one of them sees the other:
+// either the owner sees closed and leaves the buffer alone, or the flusher
+// sees busy and waits for the owner's current record to finish. Whichever
+// of the two then wins flush_token writes the final chunk, so a chunk is
+// written exactly once and the record in progress is never cut.
+#include "tracer/recorder_internal.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <new>
+
+#include "tracer/modules.h"
+#include "tracer/stacks.h"
+#include "tracer/sys.h"
+
+extern "C" {
+__thread int crossfree_tracer_guard __attribute__((tls_model("initial-exec"))) = 0;
+}
+
+namespace crossfree::tracer {
+
+int g_recording = 0;
+
+namespace internal {
+
+Globals g;
+
+namespace {
+
+ThreadState* const kExitedState = reinterpret_cast<ThreadState*>(uintptr_t{1});
+__thread ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread uint32_t t_next_sequence __attribute__((tls_model("initial-exec"))) = 0;
+__thread bool t_named __attribute__((tls_model("initial-exec"))) = false;
+__thread bool t_exit_written __attribute__((tls_model("initial-exec"))) = false;
+
+ThreadState* NewState() {
+  size_t header = (sizeof(ThreadState) + 63) & ~size_t{63};
+  size_t bytes = header + g.settings.buffer_bytes;
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    static std::atomic<bool> reported{false};
+    if (!reported.exchange(true)) {
+      MessageLine().Add("cannot map a thread buffer; that thread runs untraced").Print();
+    }
+    return nullptr;
+  }
+  auto* buffer = static_cast<uint8_t*>(mem) + header;
+  auto* s = new (mem) ThreadState(buffer, g.settings.buffer_bytes);
+  s->in_use.store(1, std::memory_order_relaxed);
+  ThreadState* head = g.registry.load(std::memory_order_relaxed);
+  do {
+    s->next = head;
+  } while (!g.registry.compare_exchange_weak(head, s, std::memory_order_release,
+                                             std::memory_order_relaxed));
+  return s;
+}
+
+// Gives the calling thread a state: a released one from the registry if
+// any, else a new one. Only while recording is active.
+ThreadState* Acquire() {
+  if (g.phase.load(std::memory_order_acquire) != kActive) return nullptr;
+  ThreadState* s = nullptr;
+  for (ThreadState* it = g.registry.load(std::memory_order_acquire); it != nullptr;
+       it = it->next) {
+    uint32_t expected = 0;
+    if (it->in_use.load(std::memory_order_relaxed) == 0 &&
+        it->in_use.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+      s = it;
+      break;
+    }
+  }
+  if (s == nullptr && (s = NewState()) == nullptr) return nullptr;
+  s->tid = CurrentTid();
+  s->pthread_id = static_cast<unsigned long>(pthread_self());
+  s->chunk_open = false;
+  s->name_pending.store(0, std::memory_order_relaxed);
+  s->needs_name = !t_named;
+  t_named = true;
+  t_state = s;
+  if (g.key_ok) pthread_setspecific(g.key, s);
+  return s;
+}
+
+void BeginChunk(ThreadState* s, uint64_t ts) {
+  s->writer.Begin(s->tid, t_next_sequence++, ts);
+  s->chunk_open = true;
+}
+
+template <typename AppendFn>
+void AppendRecord(ThreadState* s, uint64_t ts, AppendFn&& append) {
+  if (!s->chunk_open) BeginChunk(s, ts);
+  if (append(s->writer)) return;
+  FlushChunk(s);
+  BeginChunk(s, ts);
+  append(s->writer);  // an empty chunk holds any single record
+}
+
+void EmitModule(const format::ModuleView& module, void* context) {
+  auto* s = static_cast<ThreadState*>(context);
+  AppendRecord(s, module.timestamp_ns,
+               [&](format::ChunkWriter& w) { return w.AppendModule(module); });
+}
+
+void AppendOwnName(ThreadState* s) {
+  char name[64];
+  long n = ReadSmallFile("/proc/thread-self/comm", name, sizeof(name));
+  if (n <= 0) return;
+  uint64_t ts = NowNs();
+  AppendRecord(s, ts, [&](format::ChunkWriter& w) {
+    return w.AppendThreadName(ts, name, static_cast<size_t>(n));
+  });
+}
+
+// Marks the calling thread's state busy and returns it, or null if this
+// thread must not record (no state available, or closed by the exit flush).
+// Also writes what is pending for this thread: its name, renames by other
+// threads, and modules loaded since the last scan.
+ThreadState* Enter() {
+  ThreadState* s = t_state;
+  if (s == nullptr || s == kExitedState) {
+    s = Acquire();
+    if (s == nullptr) return nullptr;
+  }
+  s->busy.store(1, std::memory_order_seq_cst);
+  if (s->closed.load(std::memory_order_seq_cst) != 0) {
+    s->busy.store(0, std::memory_order_release);
+    return nullptr;
+  }
+  if (s->needs_name) {
+    s->needs_name = false;
+    AppendOwnName(s);
+  }
+  if (s->name_pending.load(std::memory_order_relaxed) != 0 &&
+      s->name_pending.exchange(0, std::memory_order_acquire) != 0) {
+    char name[sizeof(s->pending_name)];
+    for (size_t i = 0; i < sizeof(name); ++i) name[i] = s->pending_name[i];
+    name[sizeof(name) - 1] = '\0';
+    uint64_t ts = NowNs();
+    AppendRecord(s, ts, [&](format::ChunkWriter& w) {
+      return w.AppendThreadName(ts, name, StrLen(name));
+    });
+  }
+  if (g.modules_pending.load(std::memory_order_relaxed) &&
+      g.modules_pending.exchange(false, std::memory_order_acq_rel)) {
+    ReportNewModules(EmitModule, s);
+  }
+  return s;
+}
+
+void Leave(ThreadState* s) {
+  if (s->closed.load(std::memory_order_seq_cst) != 0 &&
+      s->flush_token.exchange(1, std::memory_order_acq_rel) == 0) {
+    FlushChunk(s);
+  }
+  s->busy.store(0, std::memory_order_release);
+}
+
+uint32_t CaptureAndIntern(ThreadState* s, const CallSite& site, uint64_t ts) {
+  if (!g.stacks || site.return_address == nullptr) return format::kNoStack;
+  constexpr int kSkipSlack = 32;
+  uint64_t frames[format::kMaxStackDepth + kSkipSlack];
+  const bool skipping = site.skip_hi > site.skip_lo;
+  int want = g.settings.depth + (skipping ? kSkipSlack : 0);
+  int depth = CaptureStack(site.return_address, site.frame_address, frames, want);
+  int first = 0;
+  if (skipping) {
+    while (first < depth && frames[first] >= site.skip_lo && frames[first] < site.skip_hi) {
+      ++first;
+    }
+    if (first == depth) first = 0;  // all inside: keep what we have
+  }
+  int n = depth - first;
+  if (n > g.settings.depth) n = g.settings.depth;
+  if (n <= 0) return format::kNoStack;
+  bool is_new = false;
+  uint32_t id = InternStack(frames + first, n, &is_new);
+  if (is_new && id != format::kNoStack) {
+    AppendRecord(s, ts, [&](format::ChunkWriter& w) {
+      return w.AppendStack(id, frames + first, static_cast<uint32_t>(n));
+    });
+  }
+  return id;
+}
+
+}  // namespace
+
+void ReportWriteFailure(int error) {
+  if (g.write_failed.exchange(true)) return;
+  __atomic_store_n(&g_recording, 0, __ATOMIC_RELAXED);
+  g.phase.store(kStopped, std::memory_order_release);
+  MessageLine()
+      .Add("cannot write trace file '")
+      .Add(g.output_path)
+      .Add("': ")
+      .Add(ErrnoName(error))
+      .Add("; the rest of the run is not traced")
+      .Print();
+}
+
+void FlushChunk(ThreadState* s) {
+  if (!s->chunk_open) return;
+  s->chunk_open = false;
+  if (s->writer.empty()) return;
+  uint32_t events = s->writer.event_count();
+  size_t n = s->writer.Finish();
+  if (g.fd < 0 || g.write_failed.load(std::memory_order_relaxed)) return;
+  if (!WriteAll(g.fd, s->buffer, n)) {
+    ReportWriteFailure(errno);
+    return;
+  }
+  s->events_written += events;
+  s->chunks_written += 1;
+  if (g.phase.load(std::memory_order_relaxed) == kActive && ModulesMayHaveChanged()) {
+    g.modules_pending.store(true, std::memory_order_relaxed);
+  }
+}
+
+void OnThreadExit(void* arg) {
+  auto* s = static_cast<ThreadState*>(arg);
+  if (s == nullptr || s != t_state) return;
+  GuardScope guard;
+  int saved_errno = errno;
+  s->busy.store(1, std::memory_order_seq_cst);
+  if (s->closed.load(std::memory_order_seq_cst) == 0) {
+    if (!t_exit_written) {
+      t_exit_written = true;
+      uint64_t ts = NowNs();
+      AppendRecord(s, ts, [&](format::ChunkWriter& w) { return w.AppendThreadExit(ts); });
+    }
+    FlushChunk(s);
+  }
+  Leave(s);
+  // Events after this point (later TLS destructors) take a state again and
+  // set the key again, so glibc runs this destructor once more for them.
+  t_state = kExitedState;
+  s->in_use.store(0, std::memory_order_release);
+  errno = saved_errno;
+}
+
+void FlushCurrentThreadModules() {
+  if (ThreadState* s = Enter()) Leave(s);
+}
+
+void ResetStatesInForkChild() {
+  ThreadState* self = t_state;
+  for (ThreadState* it = g.registry.load(std::memory_order_acquire); it != nullptr;
+       it = it->next) {
+    it->chunk_open = false;  // the parent writes these events to its own file
+    it->busy.store(0, std::memory_order_relaxed);
+    it->closed.store(0, std::memory_order_relaxed);
+    it->flush_token.store(0, std::memory_order_relaxed);
+    it->name_pending.store(0, std::memory_order_relaxed);
+    it->events_written = 0;
+    it->chunks_written = 0;
+    if (it != self) it->in_use.store(0, std::memory_order_relaxed);
+  }
+  t_next_sequence = 0;
+  if (self != nullptr && self != kExitedState) {
+    self->tid = CurrentTid();
+    self->pthread_id = static_cast<unsigned long>(pthread_self());
+    self->needs_name = true;
+  }
+}
+
+ExitStats CloseAndFlushAll(uint64_t wait_budget_ns) {
+  ExitStats stats;
+  uint64_t deadline = NowNs() + wait_budget_ns;
+  for (ThreadState* it = g.registry.load(std::memory_order_acquire); it != nullptr;
+       it = it->next) {
+    it->closed.store(1, std::memory_order_seq_cst);
+    while (it->busy.load(std::memory_order_seq_cst) != 0 && NowNs() < deadline) sched_yield();
+    if (it->busy.load(std::memory_order_seq_cst) != 0) {
+      ++stats.threads_skipped;  // its owner flushes when the record ends
+    } else if (it->flush_token.exchange(1, std::memory_order_acq_rel) == 0) {
+      FlushChunk(it);
+    }
+    ++stats.states;
+    stats.events += it->events_written;
+    stats.chunks += it->chunks_written;
+  }
+  return stats;
+}
+
+}  // namespace internal
+
+using internal::AppendRecord;
+using internal::Enter;
+using internal::Leave;
+using internal::ThreadState;
+
+void RecordAlloc(format::AllocFn fn, const void* address, uint64_t size, const CallSite& site) {
+  ThreadState* s = Enter();
+  if (s == nullptr) return;
+  uint64_t ts = NowNs();
+  uint32_t stack = internal::CaptureAndIntern(s, site, ts);
+  auto addr = reinterpret_cast<uint64_t>(address);
+  AppendRecord(s, ts, [&](format::ChunkWriter& w) {
+    return w.AppendAlloc(fn, ts, addr, size, stack);
+  });
+  Leave(s);
+}
+
+void RecordFree(format::FreeFn fn, uint64_t ts_ns, const void* address, uint64_t size,
+                const CallSite& site) {
+  ThreadState* s = Enter();
+  if (s == nullptr) return;
+  uint32_t stack = internal::CaptureAndIntern(s, site, ts_ns);
+  auto addr = reinterpret_cast<uint64_t>(address);
+  AppendRecord(s, ts_ns, [&](format::ChunkWriter& w) {
+    return w.AppendFree(fn, ts_ns, addr, size, stack);
+  });
+  Leave(s);
+}
+
+void RecordRealloc(format::AllocFn fn, uint64_t ts_free_ns, const void* old_address,
+                   const void* new_address, uint64_t size, const CallSite& site) {
+  ThreadState* s = Enter();
+  if (s == nullptr) return;
+  uint64_t ts = NowNs();
+  uint32_t stack = internal::CaptureAndIntern(s, site, ts);
+  auto old_addr = reinterpret_cast<uint64_t>(old_address);
+  auto new_addr = reinterpret_cast<uint64_t>(new_address);
+  AppendRecord(s, ts, [&](format::ChunkWriter& w) {
+    return w.AppendRealloc(fn, ts_free_ns, ts, old_addr, new_addr, size, stack);
+  });
+  Leave(s);
+}
+
+void RecordThreadName(const char* name) {
+  ThreadState* s = Enter();
+  if (s == nullptr) return;
+  uint64_t ts = NowNs();
+  size_t len = StrLen(name);
+  AppendRecord(s, ts, [&](format::ChunkWriter& w) { return w.AppendThreadName(ts, name, len); });
+  Leave(s);
+}
+
+void NoteThreadName(unsigned long pthread, const char* name) {
+  if (pthread == static_cast<unsigned long>(pthread_self())) {
+    RecordThreadName(name);
+    return;
+  }
+  for (ThreadState* it = internal::g.registry.load(std::memory_order_acquire); it != nullptr;
+       it = it->next) {
+    if (it->in_use.load(std::memory_order_acquire) == 0 || it->pthread_id != pthread) continue;
+    size_t i = 0;
+    for (; i + 1 < sizeof(it->pending_name) && name[i] != '\0'; ++i) it->pending_name[i] = name[i];
+    it->pending_name[i] = '\0';
+    it->name_pending.store(1, std::memory_order_release);
+    return;
+  }
+  // The thread has no state yet: it reads its name from /proc when it does.
+}
+
+}  // namespace crossfree::tracer

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: the bookkeeping core behind the hooks. Owns the per-thread chunk
+// buffers, the registry of thread states, the trace file, start-up, thread
+// exit, process exit and fork.
+//
+// Threading: every Record* function may be called by any thread at any
+// time; each thread writes only its own buffer (no lock, no global counter
+// per event). The exit flusher and the fork child handler are the only code
+// that touches another thread's buffer, through the busy/closed hand-off
+// described in recorder.cc. Nothing here allocates through the hooked
+// malloc, takes a lock a hooked thread could hold, or uses stdio.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "format/trace_format.h"
+
+// The recursion guard. Non-zero while this thread runs tracer code (or a
+// real allocation function on behalf of a hook): hooks then only forward.
+// initial-exec TLS: no __tls_get_addr call, and no allocation on first use.
+// C linkage because guarded_call.c (the exception-safe operator new
+// forwarder) maintains it too; the export map keeps it out of the dynamic
+// symbol table.
+extern "C" __thread int crossfree_tracer_guard __attribute__((tls_model("initial-exec")));
+
+namespace crossfree::tracer {
+
+
+// 1 while the tracer records (set after start-up, cleared at exit or on an
+// output error). Read racily on the fast path; the slow path re-checks.
+extern int g_recording;
+
+// Whether a hook on this thread should record. False while the guard is
+// held, before start-up finishes (and start-up cannot run now), after the
+// exit flush, and when tracing failed. Starts the tracer lazily.
+bool ShouldRecordSlow();
+inline bool ShouldRecord() {
+  if (__atomic_load_n(&crossfree_tracer_guard, __ATOMIC_RELAXED) != 0) return false;
+  if (__atomic_load_n(&g_recording, __ATOMIC_RELAXED) == 1) return true;
+  return ShouldRecordSlow();
+}
+
+// Holds the guard for a scope. The signal fences keep the compiler from
+// sinking or dropping the stores around the guarded calls.
+class GuardScope {
+ public:
+  GuardScope() {
+    __atomic_store_n(&crossfree_tracer_guard, crossfree_tracer_guard + 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  }
+  ~GuardScope() {
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&crossfree_tracer_guard, crossfree_tracer_guard - 1, __ATOMIC_RELAXED);
+  }
+  GuardScope(const GuardScope&) = delete;
+  GuardScope& operator=(const GuardScope&) = delete;
+};
+
+// Where a hook was called from: the hook's own return and frame address
+// (frames[0] of the stack is the caller). skip_lo/skip_hi, when set, drop
+// leading frames inside that address range (allocator frames seen from a
+// MallocHook callback).
+struct CallSite {
+  void* return_address;
+  void* frame_address;
+  uintptr_t skip_lo = 0;
+  uintptr_t skip_hi = 0;
+};
+
+// Record one event into the calling thread's chunk. Call with the guard
+// held. RecordAlloc stamps the time itself (after the real call returned);
+// frees and reallocs take the time the caller read BEFORE the real call.
+void RecordAlloc(format::AllocFn fn, const void* address, uint64_t size, const CallSite& site);
+void RecordFree(format::FreeFn fn, uint64_t ts_ns, const void* address, uint64_t size,
+                const CallSite& site);
+void RecordRealloc(format::AllocFn fn, uint64_t ts_free_ns, const void* old_address,
+                   const void* new_address, uint64_t size, const CallSite& site);
+
+// Thread names. RecordThreadName names the calling thread;
+// NoteThreadName names thread `pthread` (any thread, including the caller):
+// the name is recorded by that thread at its next event.
+void RecordThreadName(const char* name);
+void NoteThreadName(unsigned long pthread, const char* name);
+
+// Start-up (idempotent): settings, stacks, output file, MallocHook probe.
+// Called by the library constructor and lazily by the first hook.
+void InitRecorder();
+
+// Flushes every thread's buffer and stops recording. Runs from the library
+// destructor (lowest priority, so after the target's own destructors).
+void ShutdownRecorder();
+
+}  // namespace crossfree::tracer

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: state shared by recorder.cc (record path) and lifecycle.cc
+// (start-up, exit, fork). Private to those two files.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "format/trace_writer.h"
+#include "tracer/recorder.h"
+#include "tracer/settings.h"
+
+namespace crossfree::tracer::internal {
+
+enum Phase : int {
+  kUninit = 0,
+  kStarting = 1,
+  kActive = 2,
+  kStopped = 3,  // after the exit flush, or tracing failed: hooks forward
+};
+
+// One per thread that recorded something; never freed, reused after its
+// thread exits. The header and the chunk buffer share one mmap.
+struct ThreadState {
+  ThreadState(uint8_t* buf, size_t capacity) : writer(buf, capacity), buffer(buf) {}
+
+  std::atomic<uint32_t> in_use{0};       // owned by a live thread
+  std::atomic<uint32_t> busy{0};         // owner is inside Enter..Leave
+  std::atomic<uint32_t> closed{0};       // exit flush reached this state
+  std::atomic<uint32_t> flush_token{0};  // who writes the final chunk
+  std::atomic<uint32_t> name_pending{0};
+  char pending_name[16] = {};
+  ThreadState* next = nullptr;  // registry link, fixed once published
+  unsigned long pthread_id = 0;
+  uint32_t tid = 0;
+  bool chunk_open = false;
+  bool needs_name = false;
+  uint64_t events_written = 0;
+  uint64_t chunks_written = 0;
+  format::ChunkWriter writer;
+  uint8_t* buffer;
+};
+
+struct Globals {
+  std::atomic<int> phase{kUninit};
+  Settings settings;
+  int fd = -1;
+  bool stacks = false;
+  bool malloc_hook = false;
+  uint32_t pid = 0;
+  pthread_key_t key = 0;
+  bool key_ok = false;
+  char output_path[4096] = {};
+  std::atomic<bool> modules_pending{false};
+  std::atomic<bool> write_failed{false};
+  std::atomic<ThreadState*> registry{nullptr};
+};
+extern Globals g;
+
+struct ExitStats {
+  uint64_t events = 0;
+  uint64_t chunks = 0;
+  uint32_t states = 0;
+  uint32_t threads_skipped = 0;
+};
+
+// Writes s's open chunk (if any) with one append. Caller owns s (busy, or
+// holds its flush token).
+void FlushChunk(ThreadState* s);
+void ReportWriteFailure(int error);
+// pthread key destructor: thread-exit record and final flush.
+void OnThreadExit(void* arg);
+// Gives the calling thread a state and writes what is pending (its name,
+// the module map).
+void FlushCurrentThreadModules();
+// Fork child: drops every buffer (the parent flushes them to its file).
+void ResetStatesInForkChild();
+// Exit: closes every state and writes every open chunk, waiting up to
+// wait_budget_ns in total for threads in the middle of a record.
+ExitStats CloseAndFlushAll(uint64_t wait_budget_ns);
+
+}  // namespace crossfree::tracer::internal

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: settings, read once from the environment when the tracer starts.
+//
+// Every environment variable the tracer reads (also in docs/tracer.md):
+//
+//   CROSSFREE_OUTPUT         Trace file path template. "%p" expands to the
+//                            pid. Default "crossfree.%p.trace" in the cwd.
+//                            Without "%p": the main process (see
+//                            CROSSFREE_MAIN_PID) writes the path itself,
+//                            every other process (fork child, exec'd child)
+//                            writes "<path>.<pid>".
+//   CROSSFREE_MAIN_PID       The pid that owns a %p-less output path. Set by
+//                            `crossfree record` to the command's pid; when
+//                            unset, the first traced process sets it to its
+//                            own pid for its exec'd children.
+//   CROSSFREE_UNWIND         fp | libunwind | hybrid. Default hybrid.
+//   CROSSFREE_DEPTH          Frames per stack, 1..256. Default 32.
+//   CROSSFREE_ENABLE_STACKS  0 disables stack capture. Default 1.
+//   CROSSFREE_BUFFER_KB      Per-thread chunk buffer in KiB, 16..4096.
+//                            Default 128.
+//   CROSSFREE_MALLOC_HOOK    0 never registers gperftools MallocHook hooks
+//                            (static tcmalloc). Default 1 (auto-detect).
+//   CROSSFREE_VERBOSE        1 prints a one-line summary per process at exit
+//                            (trace path, events, stacks). Default 0.
+//
+// Read with getenv (which neither allocates nor locks) from the first hook
+// or the library constructor, whichever comes first. Invalid values print one
+// line on stderr and fall back to the default.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tracer/stacks.h"
+
+namespace crossfree::tracer {
+
+struct Settings {
+  char output_template[1024] = "crossfree.%p.trace";
+  uint32_t main_pid = 0;  // 0: unset
+  UnwindMode unwind = UnwindMode::kHybrid;
+  int depth = 32;
+  bool stacks = true;
+  size_t buffer_bytes = 128 * 1024;
+  bool malloc_hook = true;
+  bool verbose = false;
+};
+
+// Parses the environment into *settings. Never allocates.
+void LoadSettings(Settings* settings);
+
+// Expands the output template for process pid into out (cap bytes, NUL
+// terminated). fork_child asks for the per-pid name of a process that does
+// not own a %p-less path. Returns false if the result does not fit.
+bool ExpandOutputPath(const Settings& settings, uint32_t pid, bool owns_plain_path,
+                      char* out, size_t cap);
+
+}  // namespace crossfree::tracer

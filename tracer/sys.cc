@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: libc-free helpers (see sys.h).
+#include "tracer/sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace crossfree::tracer {
+
+bool WriteAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    if (w == 0) {
+      errno = EIO;
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+uint64_t NowNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t RealtimeNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint32_t CurrentTid() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
+
+size_t FormatDecimal(uint64_t v, char* out) {
+  char tmp[20];
+  size_t n = 0;
+  do {
+    tmp[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  for (size_t i = 0; i < n; ++i) out[i] = tmp[n - 1 - i];
+  return n;
+}
+
+bool ParseDecimal(const char* text, uint64_t* value) {
+  if (text == nullptr || *text == '\0') return false;
+  uint64_t v = 0;
+  for (const char* p = text; *p != '\0'; ++p) {
+    if (*p < '0' || *p > '9') return false;
+    uint64_t d = static_cast<uint64_t>(*p - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *value = v;
+  return true;
+}
+
+MessageLine& MessageLine::Add(const char* text) { return Add(text, StrLen(text)); }
+
+MessageLine& MessageLine::Add(const char* text, size_t n) {
+  // Keep room for the trailing newline.
+  while (n > 0 && len_ + 1 < sizeof(buf_)) {
+    buf_[len_++] = *text++;
+    --n;
+  }
+  return *this;
+}
+
+MessageLine& MessageLine::AddNumber(uint64_t v) {
+  char digits[20];
+  return Add(digits, FormatDecimal(v, digits));
+}
+
+void MessageLine::Print() {
+  char line[sizeof(buf_) + 32];
+  static const char kPrefix[] = "crossfree-trace: ";
+  size_t n = 0;
+  for (size_t i = 0; kPrefix[i] != '\0'; ++i) line[n++] = kPrefix[i];
+  for (size_t i = 0; i < len_; ++i) line[n++] = buf_[i];
+  line[n++] = '\n';
+  int saved = errno;
+  WriteAll(2, line, n);
+  errno = saved;
+}
+
+long ReadSmallFile(const char* path, char* buf, size_t cap) {
+  if (cap == 0) return -1;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  size_t len = 0;
+  while (len + 1 < cap) {
+    ssize_t r = read(fd, buf + len, cap - 1 - len);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      close(fd);
+      return -1;
+    }
+    if (r == 0) break;
+    len += static_cast<size_t>(r);
+  }
+  close(fd);
+  if (len > 0 && buf[len - 1] == '\n') --len;
+  buf[len] = '\0';
+  return static_cast<long>(len);
+}
+
+size_t StrLen(const char* s) {
+  size_t n = 0;
+  while (s[n] != '\0') ++n;
+  return n;
+}
+
+bool StrEq(const char* a, const char* b) {
+  while (*a != '\0' && *a == *b) {
+    ++a;
+    ++b;
+  }
+  return *a == *b;
+}
+
+}  // namespace crossfree::tracer
+
+namespace crossfree::tracer {
+
+const char* ErrnoName(int error) {
+  switch (error) {
+    case ENOENT: return "No such file or directory (ENOENT)";
+    case EACCES: return "Permission denied (EACCES)";
+    case EROFS: return "Read-only file system (EROFS)";
+    case ENOSPC: return "No space left on device (ENOSPC)";
+    case EISDIR: return "Is a directory (EISDIR)";
+    case ENOTDIR: return "Not a directory (ENOTDIR)";
+    case EEXIST: return "File exists (EEXIST)";
+    case EIO: return "Input/output error (EIO)";
+    case EDQUOT: return "Disk quota exceeded (EDQUOT)";
+    case EFBIG: return "File too large (EFBIG)";
+    case EMFILE: return "Too many open files (EMFILE)";
+    case ENAMETOOLONG: return "File name too long (ENAMETOOLONG)";
+    case EBADF: return "Bad file descriptor (EBADF)";
+    case EPIPE: return "Broken pipe (EPIPE)";
+    default: return "I/O error";
+  }
+}
+
+ErrnoSaver::ErrnoSaver() : saved_(errno) {}
+ErrnoSaver::~ErrnoSaver() { errno = saved_; }
+
+}  // namespace crossfree::tracer

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: the few libc-free helpers the hook path and init need: whole-buffer
+// writes with EINTR retry, decimal formatting, one-line stderr messages and
+// small /proc reads. Nothing here allocates, locks or touches stdio, so any
+// thread may call anything here at any time, including from the hooks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace crossfree::tracer {
+
+// Writes all n bytes to fd, retrying on EINTR and continuing after partial
+// writes. Returns false (errno set) on any other error.
+bool WriteAll(int fd, const void* data, size_t n);
+
+// Monotonic clock in nanoseconds (clock_gettime through the vDSO).
+uint64_t NowNs();
+uint64_t RealtimeNs();
+
+// The calling thread's kernel id (gettid), uncached.
+uint32_t CurrentTid();
+
+// Formats v in decimal into out (no terminator). Returns the digits written;
+// out needs 20 bytes.
+size_t FormatDecimal(uint64_t v, char* out);
+
+// Parses a non-negative decimal; false on anything else or overflow.
+bool ParseDecimal(const char* text, uint64_t* value);
+
+// A fixed-size line builder for messages; silently truncates.
+class MessageLine {
+ public:
+  MessageLine& Add(const char* text);
+  MessageLine& Add(const char* text, size_t n);
+  MessageLine& AddNumber(uint64_t v);
+  // Writes "crossfree-trace: <line>\n" to stderr with one write(2).
+  void Print();
+
+ private:
+  char buf_[1024];
+  size_t len_ = 0;
+};
+
+// Reads up to cap-1 bytes of a small file (e.g. /proc/self/comm) into buf
+// and NUL-terminates it, dropping one trailing newline. Returns the length,
+// or -1 on error.
+long ReadSmallFile(const char* path, char* buf, size_t cap);
+
+// strlen/memcpy/memcmp equivalents that never call into the hooked world
+// (the compiler may still lower them to libc's, which do not allocate).
+size_t StrLen(const char* s);
+bool StrEq(const char* a, const char* b);
+
+}  // namespace crossfree::tracer
+
+namespace crossfree::tracer {
+
+// "ENOENT (2)" style name of an errno value; static storage.
+const char* ErrnoName(int error);
+
+// Saves errno on construction and restores it on destruction, so the
+// hooks leave errno exactly as the real function set it.
+class ErrnoSaver {
+ public:
+  ErrnoSaver();
+  ~ErrnoSaver();
+  ErrnoSaver(const ErrnoSaver&) = delete;
+  ErrnoSaver& operator=(const ErrnoSaver&) = delete;
+
+ private:
+  int saved_;
+};
+
+}  // namespace crossfree::tracer
