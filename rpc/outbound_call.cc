@@ -141,14 +141,29 @@ void OutboundCall::HandleResponse(CallResponse* r) {
   State state = State::kFinishedSuccess;
   if (r->header.is_error()) {
     auto err = std::make_unique<ErrorStatusPB>();
-    if (!err->ParseFromArray(r->body_pb.data(), static_cast<int>(r->body_pb.size()))) {
+    if (!err->ParsePartialFromArray(r->body_pb.data(), static_cast<int>(r->body_pb.size())) ||
+        !err->IsInitialized()) {
       st = Status::IOError("invalid RPC error response: unparsable ErrorStatusPB");
     } else {
-      st = Status::RemoteError(err->message(), err->has_posix_code() ? err->posix_code() : 0);
+      // Overload and shutdown are worth a retry elsewhere: say so by code.
+      const int posix = err->has_posix_code() ? err->posix_code() : 0;
+      switch (err->code()) {
+        case ErrorStatusPB::ERROR_SERVER_TOO_BUSY:
+        case ErrorStatusPB::ERROR_UNAVAILABLE:
+        case ErrorStatusPB::FATAL_SERVER_SHUTTING_DOWN:
+          st = Status::ServiceUnavailable(err->message(), posix);
+          break;
+        default:
+          st = Status::RemoteError(err->message(), posix);
+      }
       error_ = std::move(err);
     }
     state = State::kFinishedError;
-  } else if (!response_pb_->ParseFromArray(r->body_pb.data(), static_cast<int>(r->body_pb.size()))) {
+  } else if (!response_pb_->ParsePartialFromArray(r->body_pb.data(),
+                                                   static_cast<int>(r->body_pb.size()))) {
+    st = Status::IOError("invalid RPC response: unparsable body");
+    state = State::kFinishedError;
+  } else if (!response_pb_->IsInitialized()) {
     st = Status::IOError("invalid RPC response, missing fields: " +
                          response_pb_->InitializationErrorString());
     state = State::kFinishedError;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cassert>
+#include <condition_variable>
 #include <utility>
 
 #include "rpc/acceptor.h"
@@ -89,11 +90,22 @@ void Reactor::RunThread() {
 }
 
 void Reactor::Shutdown() {
+  if (thread_.joinable() && !IsCurrentThread()) {
+    // Let the tasks queued so far run normally first (e.g. the error
+    // responses a service pool sends while shutting down), then close.
+    std::mutex mu;
+    std::condition_variable cv;
+    bool ran = false;
+    ScheduleTask([&](const Status&) {
+      std::lock_guard<std::mutex> l(mu);
+      ran = true;
+      cv.notify_one();
+    });
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return ran; });
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (closing_) {
-      // Already closing; just join below.
-    }
     closing_ = true;
   }
   if (thread_.joinable()) {

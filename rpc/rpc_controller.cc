@@ -19,8 +19,8 @@ Status RpcController::AddOutboundSidecar(std::string data, int* idx) {
 
 void RpcController::Cancel() {
   OutboundCall* call = &call_;
-  OutboundCall::State s = call->state();
-  if (s == OutboundCall::State::kReady || call->is_finished() || call->reactor == nullptr) return;
+  // reactor is set when the call is posted; kReady before that.
+  if (call->is_finished() || call->reactor == nullptr) return;
   call->pending_cancels.fetch_add(1, std::memory_order_acq_rel);
   call->reactor->ScheduleTask([call](const Status& st) {
     if (st.ok()) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // End-to-end tests of the RPC core over loopback: sync and async calls,
 // call ids, sidecars, timeouts, cancellation, shutdown and overload.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -14,11 +15,27 @@
 namespace crossfree::rpc {
 namespace {
 
+using testing::CallbackCounter;
 using testing::StartClient;
 using testing::StartServer;
 using test::AddRequestPB;
 using test::AddResponsePB;
 using test::CalculatorServiceProxy;
+using test::EchoRequestPB;
+using test::EchoResponsePB;
+using test::SleepRequestPB;
+using test::SleepResponsePB;
+using namespace std::chrono_literals;
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+SleepRequestPB SleepReq(uint32_t micros) {
+  SleepRequestPB r;
+  r.set_sleep_micros(micros);
+  return r;
+}
 
 TEST_CASE("sync Add call works end to end", "[rpc]") {
   auto server = StartServer();
@@ -37,6 +54,300 @@ TEST_CASE("sync Add call works end to end", "[rpc]") {
     CHECK(c.call_id() == static_cast<int32_t>(i));  // ids 0,1,2,... per connection
   }
   CHECK(server.service->calls_handled() == 20);
+}
+
+TEST_CASE("many concurrent async calls each get their answer once", "[rpc]") {
+  auto server = StartServer(2, 2, 500);
+  auto client = StartClient(2);
+  CalculatorServiceProxy proxy(client, server.address);
+  constexpr int kCalls = 300;
+  std::vector<AddResponsePB> resps(kCalls);
+  std::vector<std::unique_ptr<RpcController>> ctls;
+  CallbackCounter counter(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    ctls.push_back(std::make_unique<RpcController>());
+    AddRequestPB req;
+    req.set_x(i);
+    req.set_y(2 * i);
+    proxy.AddAsync(req, &resps[i], ctls[i].get(), [&counter, i] { counter.Done(i); });
+  }
+  REQUIRE(counter.WaitAll(10s));
+  CHECK_FALSE(counter.any_twice());
+  for (int i = 0; i < kCalls; ++i) {
+    INFO("call " << i << ": " << ctls[i]->status().ToString());
+    REQUIRE(ctls[i]->status().ok());
+    CHECK(resps[i].result() == static_cast<uint32_t>(3 * i));
+  }
+  // One connection, ids 0..kCalls-1 in some order.
+  std::vector<bool> seen(kCalls, false);
+  for (auto& c : ctls) {
+    REQUIRE(c->call_id() >= 0);
+    REQUIRE(c->call_id() < kCalls);
+    seen[c->call_id()] = true;
+  }
+  CHECK(std::count(seen.begin(), seen.end(), true) == kCalls);
+}
+
+TEST_CASE("large sidecars travel both ways", "[rpc]") {
+  auto server = StartServer();
+  auto client = StartClient();
+  CalculatorServiceProxy proxy(client, server.address);
+  std::vector<std::string> sidecars = {std::string(), std::string(123, 'a'),
+                                       std::string(3 * 1024 * 1024, 'b'),
+                                       std::string(2000 * 1024, 'c'), std::string(456, 'd')};
+  for (size_t i = 0; i < sidecars[2].size(); i += 4096) sidecars[2][i] = static_cast<char>(i / 4096);
+  RpcController c;
+  for (const std::string& sc : sidecars) {
+    int idx;
+    REQUIRE(c.AddOutboundSidecar(sc, &idx).ok());
+  }
+  EchoRequestPB req;
+  req.set_data(std::string(100000, 'x'));
+  req.set_echo_sidecars(true);
+  EchoResponsePB resp;
+  Status s = proxy.Echo(req, &resp, &c);
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(resp.data() == req.data());
+  REQUIRE(c.num_inbound_sidecars() == static_cast<int>(sidecars.size()));
+  for (size_t i = 0; i < sidecars.size(); ++i) {
+    std::string_view got;
+    REQUIRE(c.GetInboundSidecar(static_cast<int>(i), &got).ok());
+    CHECK(got == sidecars[i]);
+  }
+  std::string_view none;
+  CHECK(c.GetInboundSidecar(5, &none).IsNotFound());
+}
+
+TEST_CASE("timeouts end TimedOut, never before the deadline", "[rpc]") {
+  auto server = StartServer(1, 2);
+  auto client = StartClient();
+  CalculatorServiceProxy proxy(client, server.address);
+  SleepResponsePB resp;
+  for (auto timeout : {std::chrono::nanoseconds(1), std::chrono::nanoseconds(200ms),
+                       std::chrono::nanoseconds(1500ms)}) {
+    RpcController c;
+    c.set_timeout(timeout);
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = proxy.Sleep(SleepReq(2000000), &resp, &c);
+    double took = SecondsSince(t0);
+    INFO(s.ToString());
+    CHECK(s.IsTimedOut());
+    CHECK(took >= std::chrono::duration<double>(timeout).count());
+    CHECK(took < std::chrono::duration<double>(timeout).count() + 1.0);
+  }
+  // A long timeout that is not reached: success, and the server saw it.
+  RpcController c;
+  c.set_timeout(5s);
+  Status s = proxy.Sleep(SleepReq(1000), &resp, &c);
+  REQUIRE(s.ok());
+  CHECK(resp.had_deadline());
+}
+
+TEST_CASE("the server skips calls that expired in its queue", "[rpc]") {
+  auto server = StartServer(1, 1);
+  auto client = StartClient();
+  CalculatorServiceProxy proxy(client, server.address);
+  RpcController slow;
+  SleepResponsePB r1, r2;
+  CallbackCounter counter(2);
+  proxy.SleepAsync(SleepReq(400000), &r1, &slow, [&] { counter.Done(0); });
+  std::this_thread::sleep_for(50ms);
+  RpcController quick;
+  quick.set_timeout(100ms);
+  proxy.SleepAsync(SleepReq(0), &r2, &quick, [&] { counter.Done(1); });
+  REQUIRE(counter.WaitAll(5s));
+  CHECK(slow.status().ok());
+  CHECK(quick.status().IsTimedOut());
+  std::this_thread::sleep_for(100ms);
+  CHECK(server.service->calls_handled() == 1);
+}
+
+TEST_CASE("cancellation ends calls Aborted in every state, once", "[rpc]") {
+  auto server = StartServer(1, 2);
+  auto client = StartClient();
+  CalculatorServiceProxy proxy(client, server.address);
+  SECTION("sent and waiting for the response") {
+    RpcController c;
+    SleepResponsePB resp;
+    CallbackCounter counter(1);
+    proxy.SleepAsync(SleepReq(1000000), &resp, &c, [&] { counter.Done(0); });
+    std::this_thread::sleep_for(50ms);
+    c.Cancel();
+    auto t0 = std::chrono::steady_clock::now();
+    REQUIRE(counter.WaitAll(5s));
+    CHECK(SecondsSince(t0) < 0.5);
+    CHECK(c.status().IsAborted());
+    CHECK(c.state() == OutboundCall::State::kCancelled);
+  }
+  SECTION("queued or being written (a 20 MB request) and queued behind it") {
+    RpcController big, small;
+    EchoRequestPB req;
+    req.set_data(std::string(20 * 1024 * 1024, 'z'));
+    EchoResponsePB resp;
+    AddResponsePB add_resp;
+    CallbackCounter counter(2);
+    proxy.EchoAsync(req, &resp, &big, [&] { counter.Done(0); });
+    AddRequestPB add;
+    add.set_x(1);
+    add.set_y(2);
+    proxy.AddAsync(add, &add_resp, &small, [&] { counter.Done(1); });
+    big.Cancel();
+    small.Cancel();
+    REQUIRE(counter.WaitAll(10s));
+    CHECK_FALSE(counter.any_twice());
+    CHECK(big.status().IsAborted());
+    CHECK(small.status().IsAborted());
+    // The connection is still usable: the next call works.
+    RpcController next;
+    REQUIRE(proxy.Add(add, &add_resp, &next).ok());
+    CHECK(add_resp.result() == 3);
+  }
+  SECTION("after it finished: no effect") {
+    RpcController c;
+    AddRequestPB add;
+    add.set_x(4);
+    add.set_y(5);
+    AddResponsePB add_resp;
+    REQUIRE(proxy.Add(add, &add_resp, &c).ok());
+    c.Cancel();
+    std::this_thread::sleep_for(20ms);
+    CHECK(c.status().ok());
+    CHECK(add_resp.result() == 9);
+  }
+}
+
+TEST_CASE("responses may come from any thread; application errors carry the message", "[rpc]") {
+  auto server = StartServer();
+  auto client = StartClient();
+  CalculatorServiceProxy proxy(client, server.address);
+  SleepRequestPB req = SleepReq(1000);
+  req.set_deferred(true);
+  SleepResponsePB resp;
+  RpcController c;
+  REQUIRE(proxy.Sleep(req, &resp, &c).ok());
+  req.set_fail_with("the disk is on fire");
+  RpcController c2;
+  Status s = proxy.Sleep(req, &resp, &c2);
+  CHECK(s.IsRemoteError());
+  CHECK(s.message().find("the disk is on fire") != std::string::npos);
+  REQUIRE(c2.error_response() != nullptr);
+  CHECK(c2.error_response()->code() == ErrorStatusPB::ERROR_APPLICATION);
+}
+
+TEST_CASE("unknown service, unknown method and unparsable body get RPC errors", "[rpc]") {
+  auto server = StartServer();
+  auto client = StartClient();
+  Proxy proxy(client, server.address);
+  AddRequestPB add;
+  add.set_x(1);
+  add.set_y(1);
+  AddResponsePB resp;
+  {
+    RemoteMethod m{"no.such.Service", "Add"};
+    RpcController c;
+    Status s = proxy.SyncRequest(m, add, &resp, &c);
+    CHECK(s.IsRemoteError());
+    REQUIRE(c.error_response() != nullptr);
+    CHECK(c.error_response()->code() == ErrorStatusPB::ERROR_NO_SUCH_SERVICE);
+    CHECK(s.message().find("no.such.Service") != std::string::npos);
+  }
+  {
+    RemoteMethod m{test::CalculatorServiceIf::kServiceName, "Multiply"};
+    RpcController c;
+    Status s = proxy.SyncRequest(m, add, &resp, &c);
+    REQUIRE(c.error_response() != nullptr);
+    CHECK(c.error_response()->code() == ErrorStatusPB::ERROR_NO_SUCH_METHOD);
+    CHECK(s.message().find("Multiply") != std::string::npos);
+  }
+  {
+    // An Echo request sent to Add: x and y are missing.
+    RemoteMethod m{test::CalculatorServiceIf::kServiceName, "Add"};
+    EchoRequestPB wrong;
+    wrong.set_data("not numbers");
+    RpcController c;
+    Status s = proxy.SyncRequest(m, wrong, &resp, &c);
+    REQUIRE(c.error_response() != nullptr);
+    CHECK(c.error_response()->code() == ErrorStatusPB::ERROR_INVALID_REQUEST);
+    CHECK(s.message().find("missing required fields") != std::string::npos);
+  }
+  // The connection still serves.
+  RpcController c;
+  REQUIRE(test::CalculatorServiceProxy(client, server.address).Add(add, &resp, &c).ok());
+  CHECK(resp.result() == 2);
+}
+
+TEST_CASE("a full service queue answers SERVER_TOO_BUSY", "[rpc]") {
+  auto server = StartServer(1, 1, /*queue_length=*/1);
+  auto client = StartClient();
+  CalculatorServiceProxy proxy(client, server.address);
+  RpcController c[3];
+  SleepResponsePB resp[3];
+  CallbackCounter counter(3);
+  for (int i = 0; i < 3; ++i) {
+    proxy.SleepAsync(SleepReq(300000), &resp[i], &c[i], [&counter, i] { counter.Done(i); });
+    std::this_thread::sleep_for(30ms);
+  }
+  REQUIRE(counter.WaitAll(5s));
+  CHECK(c[0].status().ok());
+  CHECK(c[1].status().ok());
+  CHECK(c[2].status().IsServiceUnavailable());
+  REQUIRE(c[2].error_response() != nullptr);
+  CHECK(c[2].error_response()->code() == ErrorStatusPB::ERROR_SERVER_TOO_BUSY);
+  CHECK(c[2].status().message().find("service queue is full") != std::string::npos);
+  CHECK(server.messenger->queue_overflows() == 1);
+}
+
+TEST_CASE("server shutdown with calls in flight: the running one finishes, queued ones fail",
+          "[rpc]") {
+  auto server = StartServer(1, 1);
+  auto client = StartClient();
+  CalculatorServiceProxy proxy(client, server.address);
+  RpcController c[4];
+  SleepResponsePB resp[4];
+  CallbackCounter counter(4);
+  for (int i = 0; i < 4; ++i) {
+    proxy.SleepAsync(SleepReq(200000), &resp[i], &c[i], [&counter, i] { counter.Done(i); });
+  }
+  std::this_thread::sleep_for(50ms);
+  server.messenger->Shutdown();
+  REQUIRE(counter.WaitAll(5s));
+  CHECK_FALSE(counter.any_twice());
+  int ok = 0, unavailable = 0;
+  for (auto& ctl : c) {
+    if (ctl.status().ok()) ok++;
+    if (ctl.status().IsServiceUnavailable()) unavailable++;
+  }
+  CHECK(ok == 1);
+  CHECK(unavailable == 3);
+  // A new call finds no server.
+  RpcController after;
+  Status s = proxy.Sleep(SleepReq(0), &resp[0], &after);
+  CHECK(s.IsNetworkError());
+}
+
+TEST_CASE("client shutdown with calls queued aborts each callback once", "[rpc]") {
+  auto server = StartServer(1, 1);
+  auto client = StartClient();
+  CalculatorServiceProxy proxy(client, server.address);
+  constexpr int kCalls = 5;
+  RpcController c[kCalls];
+  SleepResponsePB resp[kCalls];
+  CallbackCounter counter(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    proxy.SleepAsync(SleepReq(300000), &resp[i], &c[i], [&counter, i] { counter.Done(i); });
+  }
+  std::this_thread::sleep_for(20ms);
+  client->Shutdown();
+  REQUIRE(counter.WaitAll(5s));
+  CHECK_FALSE(counter.any_twice());
+  for (auto& ctl : c) {
+    INFO(ctl.status().ToString());
+    CHECK(ctl.status().IsAborted());
+  }
+  // After shutdown, calls fail at once with Aborted.
+  RpcController late;
+  CHECK(proxy.Sleep(SleepReq(0), &resp[0], &late).IsAborted());
 }
 
 }  // namespace

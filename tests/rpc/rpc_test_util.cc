@@ -39,3 +39,32 @@ std::shared_ptr<Messenger> StartClient(int reactors, size_t max_message_size) {
 }
 
 }  // namespace crossfree::rpc::testing
+
+namespace crossfree::rpc::testing {
+
+void CallbackCounter::Done(int index) {
+  std::lock_guard<std::mutex> l(mu_);
+  runs_[index]++;
+  total_++;
+  cv_.notify_all();
+}
+
+bool CallbackCounter::WaitAll(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> l(mu_);
+  return cv_.wait_for(l, timeout, [this] { return total_ >= static_cast<int>(runs_.size()); });
+}
+
+int CallbackCounter::total() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return total_;
+}
+
+bool CallbackCounter::any_twice() const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (int r : runs_) {
+    if (r > 1) return true;
+  }
+  return false;
+}
+
+}  // namespace crossfree::rpc::testing

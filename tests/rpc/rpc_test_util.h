@@ -3,7 +3,11 @@
 // CalculatorService and client messengers.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "rpc/calculator_service.h"
 #include "rpc/messenger.h"
@@ -22,5 +26,27 @@ TestServer StartServer(int reactors = 2, int workers = 2, int queue_length = 50,
                        size_t max_message_size = 50 * 1024 * 1024);
 std::shared_ptr<Messenger> StartClient(int reactors = 1,
                                        size_t max_message_size = 50 * 1024 * 1024);
+
+}  // namespace crossfree::rpc::testing
+
+namespace crossfree::rpc::testing {
+
+// Counts callbacks of async calls and waits for them; remembers if any call's
+// callback ran more than once.
+class CallbackCounter {
+ public:
+  explicit CallbackCounter(int calls) : runs_(calls) {}
+  void Done(int index);
+  // True if every call's callback ran, within `timeout`.
+  bool WaitAll(std::chrono::milliseconds timeout);
+  int total() const;
+  bool any_twice() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<int> runs_;
+  int total_ = 0;
+};
 
 }  // namespace crossfree::rpc::testing
