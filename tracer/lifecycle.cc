@@ -44,11 +44,12 @@ bool HasPidPattern(const char* tmpl) {
   return false;
 }
 
-// Opens this process's trace file and writes its header. A %p-less path
-// belongs to the main process; when `crossfree record` set
-// CROSSFREE_MAIN_PID it has removed the file first, so finding it already
-// there means an earlier image of this same pid wrote it before exec: this
-// image then takes "<path>.<pid>.<n>" instead of truncating it.
+// Opens this process's trace file and writes its header. The file is
+// created exclusively: if the name is taken (an earlier image of this same
+// pid wrote it before exec, or a fork child's file that the exec'd image
+// must not truncate), this image writes "<path>.<n>" instead. Only a
+// %p-less path run by hand, with no CROSSFREE_MAIN_PID yet, is truncated,
+// so re-running a command overwrites its trace.
 bool OpenTrace(bool fork_child) {
   const bool owns_plain =
       !fork_child && (g.settings.main_pid == 0 || g.settings.main_pid == g.pid);
@@ -57,17 +58,14 @@ bool OpenTrace(bool fork_child) {
     return false;
   }
   int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
-  const bool exclusive = owns_plain && g.settings.main_pid != 0 &&
-                         !HasPidPattern(g.settings.output_template);
-  int fd = open(g.output_path, flags | (exclusive ? O_EXCL : O_TRUNC), 0644);
-  if (fd < 0 && exclusive && errno == EEXIST) {
+  const bool truncate = g.settings.main_pid == 0 && !fork_child &&
+                        !HasPidPattern(g.settings.output_template);
+  int fd = open(g.output_path, flags | (truncate ? O_TRUNC : O_EXCL), 0644);
+  if (fd < 0 && !truncate && errno == EEXIST) {
     size_t base = StrLen(g.output_path);
-    for (uint32_t n = 1; n < 100 && fd < 0; ++n) {
+    for (uint32_t n = 1; n < 1000 && fd < 0; ++n) {
       char* p = g.output_path + base;
-      char* end = g.output_path + sizeof(g.output_path) - 48;
-      if (p >= end) break;
-      *p++ = '.';
-      p += FormatDecimal(g.pid, p);
+      if (base + 24 >= sizeof(g.output_path)) break;
       *p++ = '.';
       p += FormatDecimal(n, p);
       *p = '\0';

@@ -80,6 +80,7 @@ void Resolve() {
   Lookup(&r.op_delete_array_aligned_nothrow, "_ZdaPvSt11align_val_tRKSt9nothrow_t", false);
   Lookup(&r.pthread_setname_np, "pthread_setname_np", false);
   Lookup(&r.prctl, "prctl", false);
+  Lookup(&r.exit_now, "_exit", false);
   g_real = r;
   g_state.store(kResolved, std::memory_order_release);
 }

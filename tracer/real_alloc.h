@@ -47,6 +47,7 @@ struct RealFunctions {
   // Threads and names.
   int (*pthread_setname_np)(unsigned long, const char*);
   int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
+  [[noreturn]] void (*exit_now)(int);  // _exit
 };
 
 // The resolved table; resolves on first use. While resolution runs, entries

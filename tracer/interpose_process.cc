@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tracer: thread naming hooks. pthread_setname_np and prctl(PR_SET_NAME)
-// are forwarded first; when they succeed, the new name is recorded for the
-// thread it applies to.
+// Tracer: process and thread hooks that are not allocations. Thread names:
+// pthread_setname_np and prctl(PR_SET_NAME) are forwarded first; when they
+// succeed, the new name is recorded for the thread it applies to. _exit and
+// _Exit skip the library destructor that normally flushes the buffers
+// (shells and fork children use them), so they flush first.
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "tracer/real_alloc.h"
 #include "tracer/recorder.h"
@@ -58,3 +62,17 @@ extern "C" __attribute__((visibility("default"))) int prctl(int option, ...) {
   }
   return rc;
 }
+
+namespace {
+
+[[noreturn]] void ExitNow(int status) {
+  crossfree::tracer::ShutdownRecorder();
+  if (auto next = Real().exit_now; next != nullptr) next(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) void _exit(int status) { ExitNow(status); }
+extern "C" __attribute__((visibility("default"))) void _Exit(int status) { ExitNow(status); }
