@@ -4,6 +4,23 @@
 //
 // Owned by one analysis run; not thread-safe (callers symbolize from one
 // thread, after aggregation, and only the stacks that are reported).
+//
+// How an address is resolved:
+// - its module is found from the recorded PT_LOAD segments (a module
+//   recorded without segments is placed from its file's program headers and
+//   load bias); when ranges overlap, the module recorded last wins;
+// - each module gets its own libdwfl offline session, opened the first time
+//   an address falls into it, and its build id is checked against the trace;
+// - function names: the demangled DWARF linkage name (qualified, with
+//   template arguments and parameter types), or for functions that have none
+//   (C functions, main, C++ static inline functions never emitted out of
+//   line) DW_AT_name qualified by its namespaces and classes, without a
+//   parameter list; without DWARF, the demangled ELF symbol;
+// - file:line of the innermost frame from the line table, of each outer
+//   frame from the DW_AT_call_file/call_line of the inlined subroutine it
+//   contains.
+// Costs: one walk of a compilation unit's DIEs the first time it is hit and
+// one sort of a module's symbol table; then a binary search per address.
 #pragma once
 
 #include <cstdint>
