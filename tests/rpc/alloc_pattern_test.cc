@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// Proves, per KUDU-1865 fix, that a unary call makes no cross-thread
+// allocation in the fixed pattern and exactly the historical pairs when that
+// fix is switched back (counted in-process by alloc_counter.cc).
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "rpc/alloc_pattern.h"
+#include "rpc/logging.h"
+#include "tests/rpc/alloc_counter.h"
+#include "tests/rpc/rpc_test_util.h"
+
+namespace crossfree::rpc {
+namespace {
+
+using Pairs = std::map<std::string, long>;
+constexpr int kCalls = 200;
+
+std::string Show(const Pairs& p) {
+  std::string out;
+  for (auto& [k, v] : p) out += "  " + k + ": " + std::to_string(v) + "\n";
+  return out.empty() ? "  (none)\n" : out;
+}
+
+// Runs kCalls sync Add calls (1 client thread, 1 client reactor, 1 server
+// reactor, 1 worker) under `pattern` and returns the cross-thread pairs.
+Pairs CountSyncCalls(const AllocPattern& pattern) {
+  SetAllocPattern(pattern);
+  SetCurrentThreadName("client-0");
+  auto server = testing::StartServer(1, 1);
+  auto client = testing::StartClient(1);
+  test::CalculatorServiceProxy proxy(client, server.address);
+  test::AddRequestPB req;
+  req.set_x(7);
+  req.set_y(35);
+  test::AddResponsePB resp;
+  // Warm up: connection, reused buffers, lazily grown containers.
+  for (int i = 0; i < 50; ++i) {
+    RpcController c;
+    REQUIRE(proxy.Add(req, &resp, &c).ok());
+  }
+  testing::StartAllocRecording();
+  for (int i = 0; i < kCalls; ++i) {
+    RpcController c;
+    Status s = proxy.Add(req, &resp, &c);
+    REQUIRE(s.ok());
+    REQUIRE(resp.result() == 42);
+  }
+  // The server frees a call right after writing its response; let it settle.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Pairs pairs = testing::StopAllocRecording();
+  client->Shutdown();
+  server.messenger->Shutdown();
+  SetAllocPattern(AllocPattern::Fixed());
+  return pairs;
+}
+
+Pairs PerCall(std::initializer_list<std::pair<const std::string, long>> per_call) {
+  Pairs p(per_call);
+  for (auto& [k, v] : p) v *= kCalls;
+  return p;
+}
+
+TEST_CASE("fixed pattern: zero cross-thread pairs per call", "[rpc][alloc]") {
+  Pairs got = CountSyncCalls(AllocPattern::Fixed());
+  INFO("pairs:\n" << Show(got));
+  CHECK(got.empty());
+  // Not vacuous: each call still allocates (same-thread) on both sides, e.g.
+  // the request frame, the InboundCall, the messages, the response frame.
+  CHECK(testing::RecordedAllocations() >= 6L * kCalls);
+}
+
+TEST_CASE("legacy_reactor_tasks: one heap task C -> CR and one W -> SR per call", "[rpc][alloc]") {
+  AllocPattern p;
+  p.legacy_reactor_tasks = true;
+  Pairs got = CountSyncCalls(p);
+  INFO("pairs:\n" << Show(got));
+  CHECK(got == PerCall({{"client-N -> cli-reactor-N", 1}, {"worker-N -> reactor-N", 1}}));
+}
+
+TEST_CASE("legacy_call_response: one CallResponse CR -> C per call", "[rpc][alloc]") {
+  AllocPattern p;
+  p.legacy_call_response = true;
+  Pairs got = CountSyncCalls(p);
+  INFO("pairs:\n" << Show(got));
+  CHECK(got == PerCall({{"cli-reactor-N -> client-N", 1}}));
+}
+
+TEST_CASE("legacy_response_transfer: buffer, transfer and callbacks W -> SR per call",
+          "[rpc][alloc]") {
+  AllocPattern p;
+  p.legacy_response_transfer = true;
+  Pairs got = CountSyncCalls(p);
+  INFO("pairs:\n" << Show(got));
+  CHECK(got == PerCall({{"worker-N -> reactor-N", 3}}));
+}
+
+TEST_CASE("legacy_messages: the arena block W -> SR per call", "[rpc][alloc]") {
+  AllocPattern p;
+  p.legacy_messages = true;
+  Pairs got = CountSyncCalls(p);
+  INFO("pairs:\n" << Show(got));
+  CHECK(got == PerCall({{"worker-N -> reactor-N", 1}}));
+}
+
+TEST_CASE("legacy_client_transfer: response transfer+buffer CR -> C, callback box C -> CR",
+          "[rpc][alloc]") {
+  AllocPattern p;
+  p.legacy_client_transfer = true;
+  Pairs got = CountSyncCalls(p);
+  INFO("pairs:\n" << Show(got));
+  CHECK(got == PerCall({{"cli-reactor-N -> client-N", 2}, {"client-N -> cli-reactor-N", 1}}));
+}
+
+TEST_CASE("all legacy switches together add up", "[rpc][alloc]") {
+  Pairs got = CountSyncCalls(AllocPattern::Legacy());
+  INFO("pairs:\n" << Show(got));
+  CHECK(got == PerCall({{"client-N -> cli-reactor-N", 2},
+                        {"cli-reactor-N -> client-N", 3},
+                        {"worker-N -> reactor-N", 5}}));
+}
+
+}  // namespace
+}  // namespace crossfree::rpc
