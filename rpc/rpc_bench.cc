@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: Apache-2.0
+// rpc-bench: client and server in one process over loopback, calling the
+// CalculatorService (Add, or Echo with --payload_bytes) in a closed loop, in
+// the fixed or a legacy allocation pattern. Modeled on Kudu's rpc-bench.
+#include <sys/resource.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "rpc/alloc_pattern.h"
+#include "rpc/calculator_service.h"
+#include "rpc/logging.h"
+#include "rpc/messenger.h"
+
+// Provided by libcrossfree-rpc-alloc-count.so when it is preloaded; absent
+// (null) otherwise.
+extern "C" void crossfree_alloc_count_start() __attribute__((weak));
+extern "C" long crossfree_alloc_count_stop(char* report, size_t len) __attribute__((weak));
+
+namespace crossfree::rpc {
+namespace {
+
+struct Flags {
+  int server_reactors = 4;
+  int client_threads = 16;
+  int worker_threads = 1;
+  double run_seconds = 1;
+  std::string mode = "sync";
+  int async_call_concurrency = 60;
+  int payload_bytes = 0;
+  std::string alloc_pattern = "fixed";
+  bool legacy_reactor_tasks = false;
+  bool legacy_call_response = false;
+  bool legacy_response_transfer = false;
+  bool legacy_messages = false;
+  bool legacy_client_transfer = false;
+  int queue_length = 200;
+};
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t MicrosSince(Clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
+}
+
+// One closed-loop caller. Sync: a thread; async: a chain of calls, each
+// issued from the previous one's callback on the client reactor.
+class Workload {
+ public:
+  Workload(std::shared_ptr<Messenger> client, const sockaddr_in& server, const Flags& f,
+           std::atomic<bool>* stop, Log2Histogram* latency)
+      : proxy_(std::move(client), server), flags_(f), stop_(stop), latency_(latency) {
+    if (f.payload_bytes > 0) echo_req_.set_data(std::string(f.payload_bytes, 'p'));
+  }
+
+  void RunSync() {
+    while (!stop_->load(std::memory_order_relaxed)) {
+      RpcController c;
+      c.set_timeout(std::chrono::seconds(10));
+      Clock::time_point t0 = Clock::now();
+      Status s = IssueSync(&c);
+      if (!s.ok() || !CheckResult()) Die(s);
+      latency_->Record(MicrosSince(t0));
+      calls_++;
+    }
+  }
+
+  void StartAsync() { IssueAsync(); }
+  // Calls still running (0 or 1).
+  bool idle() const { return !in_flight_.load(std::memory_order_acquire); }
+  uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
+
+ private:
+  Status IssueSync(RpcController* c) {
+    Next();
+    if (flags_.payload_bytes > 0) return proxy_.Echo(echo_req_, &echo_resp_, c);
+    return proxy_.Add(add_req_, &add_resp_, c);
+  }
+
+  void IssueAsync() {
+    if (stop_->load(std::memory_order_relaxed)) {
+      in_flight_.store(false, std::memory_order_release);
+      return;
+    }
+    in_flight_.store(true, std::memory_order_release);
+    controller_.Reset();
+    controller_.set_timeout(std::chrono::seconds(10));
+    Next();
+    t0_ = Clock::now();
+    if (flags_.payload_bytes > 0) {
+      proxy_.EchoAsync(echo_req_, &echo_resp_, &controller_, [this] { OnDone(); });
+    } else {
+      proxy_.AddAsync(add_req_, &add_resp_, &controller_, [this] { OnDone(); });
+    }
+  }
+
+  void OnDone() {
+    if (!controller_.status().ok()) {
+      if (stop_->load()) {
+        in_flight_.store(false, std::memory_order_release);
+        return;
+      }
+      Die(controller_.status());
+    }
+    if (!CheckResult()) Die(Status::Corruption("wrong result"));
+    latency_->Record(MicrosSince(t0_));
+    calls_.fetch_add(1, std::memory_order_relaxed);
+    IssueAsync();
+  }
+
+  void Next() {
+    add_req_.set_x(x_++);
+    add_req_.set_y(1000);
+  }
+  bool CheckResult() const {
+    if (flags_.payload_bytes > 0) return echo_resp_.data().size() == size_t(flags_.payload_bytes);
+    return add_resp_.result() == add_req_.x() + add_req_.y();
+  }
+  [[noreturn]] static void Die(const Status& s) {
+    fprintf(stderr, "rpc-bench: call failed: %s\n", s.ToString().c_str());
+    std::exit(1);
+  }
+
+  test::CalculatorServiceProxy proxy_;
+  const Flags& flags_;
+  std::atomic<bool>* stop_;
+  Log2Histogram* latency_;
+  test::AddRequestPB add_req_;
+  test::AddResponsePB add_resp_;
+  test::EchoRequestPB echo_req_;
+  test::EchoResponsePB echo_resp_;
+  RpcController controller_;
+  Clock::time_point t0_;
+  uint32_t x_ = 0;
+  std::atomic<uint64_t> calls_{0};
+  std::atomic<bool> in_flight_{false};
+};
+
+double TvSeconds(const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
+
+int Run(const Flags& f) {
+  AllocPattern pattern;
+  Status s = AllocPattern::FromName(f.alloc_pattern, &pattern);
+  if (!s.ok()) {
+    fprintf(stderr, "rpc-bench: %s\n", s.ToString().c_str());
+    return 2;
+  }
+  pattern.legacy_reactor_tasks |= f.legacy_reactor_tasks;
+  pattern.legacy_call_response |= f.legacy_call_response;
+  pattern.legacy_response_transfer |= f.legacy_response_transfer;
+  pattern.legacy_messages |= f.legacy_messages;
+  pattern.legacy_client_transfer |= f.legacy_client_transfer;
+  SetAllocPattern(pattern);
+
+  MessengerOptions so;
+  so.name = "server";
+  so.num_reactors = f.server_reactors;
+  std::shared_ptr<Messenger> server;
+  s = Messenger::Create(so, &server);
+  if (s.ok()) {
+    ServicePoolOptions po;
+    po.num_workers = f.worker_threads;
+    po.queue_length = f.queue_length;
+    s = server->RegisterService(std::make_unique<test::CalculatorService>(), po);
+  }
+  sockaddr_in addr;
+  if (s.ok()) s = server->StartAcceptor("127.0.0.1", 0, &addr);
+  if (!s.ok()) {
+    fprintf(stderr, "rpc-bench: server setup failed: %s\n", s.ToString().c_str());
+    return 1;
+  }
+
+  // Sync: one messenger (one reactor) per client thread, as in Kudu.
+  // Async: --client_threads messengers, each with --async_call_concurrency
+  // call chains.
+  std::atomic<bool> stop{false};
+  Log2Histogram latency;
+  std::vector<std::shared_ptr<Messenger>> clients;
+  std::vector<std::unique_ptr<Workload>> workloads;
+  for (int i = 0; i < f.client_threads; ++i) {
+    MessengerOptions co;
+    co.name = "client";
+    co.num_reactors = 1;
+    co.reactor_prefix = "cli-reactor";
+    std::shared_ptr<Messenger> m;
+    s = Messenger::Create(co, &m);
+    if (!s.ok()) {
+      fprintf(stderr, "rpc-bench: client setup failed: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    clients.push_back(m);
+    int per = f.mode == "async" ? f.async_call_concurrency : 1;
+    for (int k = 0; k < per; ++k) {
+      workloads.push_back(std::make_unique<Workload>(m, addr, f, &stop, &latency));
+    }
+  }
+
+  printf("rpc-bench configuration\n");
+  printf("  mode: %s\n", f.mode.c_str());
+  if (f.mode == "async") {
+    printf("  client_reactors: %d\n  async_call_concurrency: %d\n", f.client_threads,
+           f.async_call_concurrency);
+  } else {
+    printf("  client_threads: %d\n", f.client_threads);
+  }
+  printf("  worker_threads: %d\n  server_reactors: %d\n  payload_bytes: %d\n", f.worker_threads,
+         f.server_reactors, f.payload_bytes);
+  printf("  method: %s\n  alloc_pattern: %s\n  run_seconds: %g\n",
+         f.payload_bytes > 0 ? "Echo" : "Add", pattern.ToString().c_str(), f.run_seconds);
+
+  bool counting = crossfree_alloc_count_start != nullptr && crossfree_alloc_count_stop != nullptr;
+  rusage ru0, ru1;
+  std::vector<std::thread> threads;
+  // Warm-up happens inside the run (connections open on the first call);
+  // the measurement window starts after a short ramp.
+  if (f.mode == "async") {
+    for (auto& w : workloads) w->StartAsync();
+  } else {
+    for (size_t i = 0; i < workloads.size(); ++i) {
+      threads.emplace_back([&, i] {
+        SetCurrentThreadName("client-" + std::to_string(i));
+        workloads[i]->RunSync();
+      });
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto calls_now = [&] {
+    uint64_t n = 0;
+    for (auto& w : workloads) n += w->calls();
+    return n;
+  };
+  uint64_t calls0 = calls_now();
+  getrusage(RUSAGE_SELF, &ru0);
+  if (counting) crossfree_alloc_count_start();
+  Clock::time_point t0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(f.run_seconds));
+  double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  uint64_t calls = calls_now() - calls0;
+  char report[4096] = "";
+  long allocs = counting ? crossfree_alloc_count_stop(report, sizeof(report)) : -1;
+  getrusage(RUSAGE_SELF, &ru1);
+  stop.store(true);
+  for (auto& t : threads) t.join();
+  for (auto& w : workloads) {
+    while (!w->idle()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+
+  double reqs = static_cast<double>(calls);
+  double user_us = (TvSeconds(ru1.ru_utime) - TvSeconds(ru0.ru_utime)) * 1e6;
+  double sys_us = (TvSeconds(ru1.ru_stime) - TvSeconds(ru0.ru_stime)) * 1e6;
+  double ctxsw = (ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw);
+  printf("results\n");
+  printf("  Reqs/sec: %.1f\n", reqs / elapsed);
+  printf("  User CPU per req: %.2f us\n", user_us / reqs);
+  printf("  Sys CPU per req: %.2f us\n", sys_us / reqs);
+  printf("  Ctx Sw. per req: %.3f\n", ctxsw / reqs);
+  if (counting) {
+    printf("  Heap allocs per req: %.2f\n", allocs / reqs);
+    printf("  Cross-thread pairs (alloc role -> free role: count, per req):\n");
+    // The preload reports "    <role> -> <role>: <count>" lines.
+    const char* line = report;
+    while (*line != '\0') {
+      const char* end = strchr(line, '\n');
+      std::string l(line, end != nullptr ? end - line : strlen(line));
+      size_t colon = l.rfind(':');
+      if (colon != std::string::npos && l.find("(none)") == std::string::npos) {
+        double n = atof(l.c_str() + colon + 1);
+        printf("%s (%.3f per req)\n", l.c_str(), n / reqs);
+      } else {
+        printf("%s\n", l.c_str());
+      }
+      if (end == nullptr) break;
+      line = end + 1;
+    }
+  }
+  printf("client latency_us: %s", latency.ToString("us").c_str());
+  Log2Histogram load, active;
+  for (auto& r : server->reactors()) {
+    load.Merge(r->load_percent());
+    active.Merge(r->active_latency_us());
+  }
+  printf("server reactor_load_percent: %s", load.ToString("%").c_str());
+  printf("server reactor_active_latency_us: %s", active.ToString("us").c_str());
+  // One machine-readable line for scripts (and for comparing with other
+  // RPC systems): key=value pairs, no spaces in values.
+  printf("RESULT mode=%s pattern=%s client_threads=%d worker_threads=%d server_reactors=%d "
+         "payload_bytes=%d reqs_per_sec=%.1f user_us_per_req=%.3f sys_us_per_req=%.3f "
+         "ctxsw_per_req=%.4f allocs_per_req=%.3f p50_us=%llu p99_us=%llu\n",
+         f.mode.c_str(), pattern.ToString().c_str(), f.client_threads, f.worker_threads,
+         f.server_reactors, f.payload_bytes, reqs / elapsed, user_us / reqs, sys_us / reqs,
+         ctxsw / reqs, counting ? allocs / reqs : -1.0,
+         static_cast<unsigned long long>(latency.PercentileUpperBound(50)),
+         static_cast<unsigned long long>(latency.PercentileUpperBound(99)));
+  fflush(stdout);
+  for (auto& c : clients) c->Shutdown();
+  server->Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace crossfree::rpc
+
+int main(int argc, char** argv) {
+  crossfree::rpc::Flags f;
+  CLI::App app{"rpc-bench: closed-loop RPC benchmark over loopback (client and server in one "
+               "process)"};
+  app.add_option("--server_reactors", f.server_reactors, "Server reactor threads")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--client_threads", f.client_threads,
+                 "Sync: client threads (each with its own 1-reactor messenger). "
+                 "Async: client messengers/reactors")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--worker_threads", f.worker_threads, "Server service-pool workers")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--run_seconds", f.run_seconds, "Measured run time in seconds")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--mode", f.mode, "sync or async")->check(CLI::IsMember({"sync", "async"}));
+  app.add_option("--async_call_concurrency", f.async_call_concurrency,
+                 "Async: calls in flight per client messenger")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--payload_bytes", f.payload_bytes,
+                 "0: call Add; N > 0: call Echo with N bytes each way")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--queue_length", f.queue_length, "Server service queue length")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--alloc_pattern", f.alloc_pattern,
+                 "fixed (all KUDU-1865 fixes) or legacy (all historical patterns)")
+      ->check(CLI::IsMember({"fixed", "legacy"}));
+  app.add_flag("--legacy_reactor_tasks", f.legacy_reactor_tasks,
+               "Heap reactor tasks: producer new, reactor delete");
+  app.add_flag("--legacy_call_response", f.legacy_call_response,
+               "Client CallResponse new'ed on the client reactor, freed by the caller");
+  app.add_flag("--legacy_response_transfer", f.legacy_response_transfer,
+               "Server response transfer/callbacks/buffer new'ed on the worker, freed on the "
+               "reactor");
+  app.add_flag("--legacy_messages", f.legacy_messages,
+               "Server messages on a per-call arena: blocks from the worker, freed on the "
+               "reactor; RpcContext new'ed on the worker");
+  app.add_flag("--legacy_client_transfer", f.legacy_client_transfer,
+               "Client response transfer+buffer freed by the caller; callback boxed on the "
+               "caller, freed on the reactor");
+  CLI11_PARSE(app, argc, argv);
+  return crossfree::rpc::Run(f);
+}
