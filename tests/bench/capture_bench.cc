@@ -7,12 +7,14 @@
 // The program replaces the global operator new with a minimal "hook" that
 // forwards to malloc and, while a measurement is on, captures the stack the
 // way the tracer does. CaptureStack is timed with the TSC around each call
-// (calibrated against CLOCK_MONOTONIC); the best of 5 rounds is reported.
+// (calibrated against CLOCK_MONOTONIC) and the median capture is reported,
+// which a busy machine's preemptions do not move.
 #include <dlfcn.h>
 #include <link.h>
 #include <time.h>
 #include <x86intrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -30,7 +32,8 @@ bool g_in_hook = false;
 uint64_t g_captures = 0;
 uint64_t g_frames = 0;
 uint64_t g_reached_root = 0;
-uint64_t g_ticks = 0;
+uint64_t* g_ticks = nullptr;  // per capture, malloc'd up front
+uint64_t g_ticks_cap = 0;
 uintptr_t g_root_begin = 0;
 uintptr_t g_root_end = 0;
 
@@ -57,7 +60,8 @@ __attribute__((noinline)) void* operator new(size_t size) {
     uint64_t t0 = __rdtsc();
     int depth = crossfree::tracer::CaptureStack(__builtin_return_address(0),
                                                 __builtin_frame_address(0), frames, 64);
-    g_ticks += __rdtsc() - t0;
+    uint64_t ticks = __rdtsc() - t0;
+    if (g_captures < g_ticks_cap) g_ticks[g_captures] = ticks;
     Record(frames, depth);
     g_in_hook = false;
   }
@@ -147,22 +151,19 @@ void CalibrateTsc() {
   g_ns_per_tick = (Now() - t0) * 1e9 / static_cast<double>(__rdtsc() - c0);
 }
 
-// Best of 5 rounds of n iterations, against noise from other processes.
 Result Run(int scenario, int n) {
-  Result best{1e18, 0, 0};
-  for (int rep = 0; rep < 5; ++rep) {
-    g_captures = g_frames = g_reached_root = g_ticks = 0;
-    g_capture = true;
-    BenchRoot(scenario, n);
-    g_capture = false;
-    if (g_captures == 0) continue;
-    double ns = static_cast<double>(g_ticks) * g_ns_per_tick / g_captures;
-    if (ns < best.ns_per_capture) {
-      best = {ns, static_cast<double>(g_frames) / g_captures,
-              100.0 * static_cast<double>(g_reached_root) / g_captures};
-    }
-  }
-  return best;
+  g_captures = g_frames = g_reached_root = 0;
+  g_capture = true;
+  BenchRoot(scenario, n);
+  g_capture = false;
+  Result r{0, 0, 0};
+  if (g_captures == 0) return r;
+  uint64_t count = g_captures < g_ticks_cap ? g_captures : g_ticks_cap;
+  std::sort(g_ticks, g_ticks + count);
+  r.ns_per_capture = static_cast<double>(g_ticks[count / 2]) * g_ns_per_tick;
+  r.frames = static_cast<double>(g_frames) / g_captures;
+  r.reached = 100.0 * static_cast<double>(g_reached_root) / g_captures;
+  return r;
 }
 
 }  // namespace
@@ -170,6 +171,8 @@ Result Run(int scenario, int n) {
 int main(int argc, char** argv) {
   int n = argc > 1 ? std::atoi(argv[1]) : 100000;
   CalibrateTsc();
+  g_ticks_cap = static_cast<uint64_t>(n) * 4;  // qsort allocates several times per round
+  g_ticks = static_cast<uint64_t*>(std::malloc(g_ticks_cap * sizeof(uint64_t)));
   Dl_info info;
   ElfW(Sym)* sym = nullptr;
   if (dladdr1(reinterpret_cast<void*>(BenchRoot), &info, reinterpret_cast<void**>(&sym),
@@ -183,7 +186,7 @@ int main(int argc, char** argv) {
   const char* scenarios[] = {"own code, fp (13 frames)", "qsort callback (libc)",
                              "std::string growth (libstdc++)", "std::ostringstream (libstdc++)"};
   const char* modes[] = {"fp", "libunwind", "hybrid"};
-  std::printf("%-32s %-10s %10s %10s %12s\n", "chain", "mode", "frames", "root %", "ns/capture");
+  std::printf("%-32s %-10s %10s %10s %12s\n", "chain", "mode", "frames", "root %", "median ns");
   for (int s = 0; s < 4; ++s) {
     for (const char* mode_name : modes) {
       crossfree::tracer::UnwindMode mode;
