@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# CLI test of `crossfree report|diff|gate`: exit codes, one-line errors for
+# bad input, valid JSON, the gate's baseline round trip.
+# Usage: cli_test.sh CROSSFREE MAKE_TRACES WORKDIR
+set -uo pipefail
+crossfree=$1
+make_traces=$2
+dir=$3
+rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+"$make_traces" . || exit 1
+
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# expect RC CMD...: runs CMD, stdout -> out, stderr -> err; checks the exit code.
+expect() {
+  local want=$1; shift
+  "$@" >out 2>err
+  local rc=$?
+  if [[ $rc != "$want" ]]; then
+    fail "'$*' exited $rc, expected $want"; sed 's/^/  stderr: /' err
+  fi
+}
+has() { grep -qF -- "$2" "$1" || fail "$1 lacks '$2'"; }
+lines() { [[ $(wc -l <"$1") == "$2" ]] || fail "$1 has $(wc -l <"$1") lines, expected $2"; }
+json() {  # json FILE EXPR EXPECTED
+  local got
+  got=$(python3 -c "import json,sys; d=json.load(open('$1')); print($2)") || { fail "$1 is not valid JSON"; return; }
+  [[ $got == "$3" ]] || fail "$1: $2 = $got, expected $3"
+}
+
+expect 0 "$crossfree" report before.trc
+has out "cross-thread"
+has out "worker-N -> reactor-N"
+lines err 0
+expect 0 "$crossfree" report --format json before.trc
+json out "d['schema_version']" 1
+json out "d['summary']['cross_thread_frees']" 1600
+json out "d['summary']['unknown_frees']" 1
+json out "d['summary']['double_frees']" 1
+json out "d['summary']['live_at_exit']" 1
+json out "d['pairs_total']" 3
+expect 0 "$crossfree" report --format json --by thread --top 0 before.trc
+json out "d['pairs_total']" 6
+json out "len(d['pairs'])" 6
+expect 0 "$crossfree" report -o report.json --format json before.trc after.trc
+json report.json "len(d['traces'])" 2
+json report.json "d['summary']['cross_thread_frees']" 7600
+# Awk: no text line wider than 100 columns.
+expect 0 "$crossfree" report after.trc
+awk 'length > 100 { exit 1 }' out || fail "report text wider than 100 columns"
+
+# Bad input: one line on stderr naming the file, exit 2; truncation: warning, exit 0.
+expect 0 "$crossfree" report truncated.trc
+lines err 1
+has err "truncated.trc: truncated at offset"
+expect 2 "$crossfree" report corrupt.trc
+lines err 1
+has err "corrupt.trc"
+has err "offset"
+expect 2 "$crossfree" report not-a-trace.trc
+lines err 1
+has err "not-a-trace.trc"
+expect 2 "$crossfree" report missing.trc
+has err "missing.trc"
+expect 2 "$crossfree" report before.trc --skip '('
+expect 2 "$crossfree" report before.trc --no-such-flag
+expect 2 "$crossfree" report
+expect 2 "$crossfree" report --format yaml before.trc
+
+expect 0 "$crossfree" diff before.trc after.trc
+has out "Gone: pairs of BEFORE"
+expect 0 "$crossfree" diff --format json before.trc after.trc
+json out "sorted(p['status'] for p in d['pairs'])" "['gone', 'grown', 'new', 'shrunk']"
+expect 2 "$crossfree" diff before.trc corrupt.trc
+
+# Gate.
+expect 2 "$crossfree" gate --baseline base.txt before.trc
+has err "create it with: crossfree gate --write-baseline --baseline base.txt before.trc"
+expect 0 "$crossfree" gate --baseline base.txt --write-baseline before.trc
+has base.txt "crossfree-baseline 1"
+expect 0 "$crossfree" gate --baseline base.txt before.trc
+has out "PASSED"
+expect 1 "$crossfree" gate --baseline base.txt after.trc
+has out "FAILED: 1 new cross-thread pair, 1 grown"
+has out "crossfree gate --write-baseline --baseline base.txt after.trc"
+expect 1 "$crossfree" gate --baseline base.txt --max-growth 10 after.trc
+has out "FAILED: 1 new cross-thread pair, 0 grown"
+printf 'pattern: alloc: 0x[0-9a-f]+ <- 0x405100\nreason: log buffers move to the reactor by design\n' >supp.txt
+expect 0 "$crossfree" gate --baseline base.txt --max-growth 10 --suppressions supp.txt after.trc
+has out "1 suppressed"
+printf 'pattern: Log::Flush\n' >bad-supp.txt
+expect 2 "$crossfree" gate --baseline base.txt --suppressions bad-supp.txt after.trc
+has err "bad-supp.txt:1: suppression 'Log::Flush' has no 'reason:' line"
+# Accepting with the printed command makes the gate pass.
+expect 0 "$crossfree" gate --write-baseline --baseline base.txt after.trc
+expect 0 "$crossfree" gate --baseline base.txt after.trc
+printf 'allow 1.0 x\n' >bad-base.txt
+expect 2 "$crossfree" gate --baseline bad-base.txt after.trc
+has err "bad-base.txt:1: not a crossfree baseline"
+
+if [[ $failures != 0 ]]; then echo "$failures failure(s)"; exit 1; fi
+echo "all CLI checks passed"
