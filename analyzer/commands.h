@@ -22,5 +22,6 @@ void RegisterDumpCommand(CLI::App& app, int* exit_code);
 void RegisterReportCommand(CLI::App& app, int* exit_code);
 void RegisterDiffCommand(CLI::App& app, int* exit_code);
 void RegisterGateCommand(CLI::App& app, int* exit_code);
+void RegisterSimulateCommand(CLI::App& app, int* exit_code);
 
 }  // namespace crossfree::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   crossfree::cli::RegisterReportCommand(app, &exit_code);
   crossfree::cli::RegisterDiffCommand(app, &exit_code);
   crossfree::cli::RegisterGateCommand(app, &exit_code);
+  crossfree::cli::RegisterSimulateCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
