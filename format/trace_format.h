@@ -19,9 +19,10 @@ namespace crossfree::format {
 // complete chunk with one write(2) on an O_APPEND descriptor, so the file is
 // a sequence of whole chunks in no global order. A reader recovers the order
 // of events on one address from their timestamps (DESIGN.md ordering rule).
-// Delta state (previous timestamp, previous address) resets at the start of
-// every chunk, so each chunk decodes on its own and a truncated file loses
-// only its last, incomplete chunk.
+// Delta state (previous timestamp, previous address, the per-stack size and
+// address prediction table) resets at the start of every chunk, so each
+// chunk decodes on its own and a truncated file loses only its last,
+// incomplete chunk.
 
 inline constexpr char kFileMagic[8] = {'C', 'R', 'S', 'F', 'T', 'R', 'C', '\n'};
 inline constexpr uint32_t kChunkMagic = 0x4b4e4843;  // "CHNK" in file order

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // crossfree trace format, writer side: encodes the file header and chunks into
 // caller-provided memory. Used inside the preload tracer, so nothing here may
-// allocate, lock, touch stdio or call a hooked function.
+// allocate, lock, touch stdio or call a hooked function. The byte layout is
+// specified in docs/trace-format.md.
 #pragma once
 
 #include <cstddef>
@@ -29,12 +30,22 @@ struct ModuleView {
 };
 
 // Encodes one chunk into a buffer the caller owns (typically a thread's
-// private buffer). Not thread-safe: one writer per buffer.
+// private buffer). Not thread-safe: one writer per buffer. Allocation-free;
+// the object itself is about 4 KiB (the per-chunk prediction table), so
+// keep it in the thread's mmap'd state rather than on a small stack.
 //
 // Usage: Begin(); Append*() until one returns false (no room, nothing was
 // written); Finish() to seal header and checksum; write the returned bytes;
 // Begin() again and retry the record. Every record fits in an empty chunk of
 // kMinChunkCapacity bytes, so a retry after Begin() always succeeds.
+// capacity must be at least kMinChunkCapacity; more than kMaxChunkBytes is
+// used only up to kMaxChunkBytes. Over-long inputs are clamped, never
+// refused: exe path and module path to 4096 bytes, thread name to 256, build
+// id to 64, segments to 32, stack depth to kMaxStackDepth.
+//
+// Timestamps: the hook stamps a free before calling the real free and an
+// allocation after the real allocation returns (docs/trace-format.md,
+// "Ordering"); records are appended in the order the thread made the calls.
 class ChunkWriter {
  public:
   static constexpr size_t kMinChunkCapacity = 8192;
