@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: Apache-2.0
+// grpc_bench: rpc-bench's sync closed loop on gRPC C++ (client and server in
+// one process over 127.0.0.1, the same Add method), printing rpc-bench's
+// summary lines so scripts/bench-rpc-vs-grpc parses both the same way.
+#include <pthread.h>
+#include <sys/resource.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <grpcpp/grpcpp.h>
+
+#include "calculator.grpc.pb.h"
+
+// Provided by rpc/'s libcrossfree-rpc-alloc-count.so when it is preloaded
+// (the same weak hooks rpc-bench uses); null otherwise. That preload counts
+// operator new only, not malloc, so it misses most of gRPC core (C code that
+// allocates with gpr_malloc -> malloc): prefer `crossfree record` for gRPC.
+extern "C" void crossfree_alloc_count_start() __attribute__((weak));
+extern "C" long crossfree_alloc_count_stop(char* report, size_t len) __attribute__((weak));
+
+namespace crossfree::grpcbench {
+namespace {
+
+struct Flags {
+  int client_threads = 16;
+  double run_seconds = 1;
+  std::string server_api = "sync";
+  // Sync server only; 0 keeps gRPC's default.
+  int sync_cqs = 0;
+  int sync_min_pollers = 0;
+  int sync_max_pollers = 0;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// Power-of-two buckets, the same bounds as rpc/histogram.h, so the p50/p99
+// figures of the two benchmarks are read the same way. Any thread may
+// Record().
+class Log2Histogram {
+ public:
+  static constexpr int kBuckets = 64;
+
+  void Record(uint64_t v) {
+    int i = v == 0 ? 0 : 64 - __builtin_clzll(v);
+    if (i >= kBuckets) i = kBuckets - 1;
+    buckets_[i].fetch_add(1, std::memory_order_relaxed);
+    count_.fetch_add(1, std::memory_order_relaxed);
+    sum_.fetch_add(v, std::memory_order_relaxed);
+    uint64_t m = max_.load(std::memory_order_relaxed);
+    while (v > m && !max_.compare_exchange_weak(m, v, std::memory_order_relaxed)) {
+    }
+  }
+
+  uint64_t PercentileUpperBound(double p) const {
+    uint64_t c = count_.load(std::memory_order_relaxed);
+    if (c == 0) return 0;
+    uint64_t rank = static_cast<uint64_t>(p / 100.0 * c + 0.5);
+    if (rank == 0) rank = 1;
+    uint64_t seen = 0;
+    for (int i = 0; i < kBuckets; ++i) {
+      seen += buckets_[i].load(std::memory_order_relaxed);
+      if (seen >= rank) return i == 0 ? 0 : (uint64_t{1} << i) - 1;
+    }
+    return max_.load(std::memory_order_relaxed);
+  }
+
+  void Print(const char* name) const {
+    uint64_t c = count_.load(std::memory_order_relaxed);
+    printf("%s: count=%llu mean=%.1fus p50<=%llu p99<=%llu p99.9<=%llu max=%llu\n", name,
+           static_cast<unsigned long long>(c),
+           c == 0 ? 0.0 : static_cast<double>(sum_.load(std::memory_order_relaxed)) / c,
+           static_cast<unsigned long long>(PercentileUpperBound(50)),
+           static_cast<unsigned long long>(PercentileUpperBound(99)),
+           static_cast<unsigned long long>(PercentileUpperBound(99.9)),
+           static_cast<unsigned long long>(max_.load(std::memory_order_relaxed)));
+  }
+
+ private:
+  std::atomic<uint64_t> buckets_[kBuckets] = {};
+  std::atomic<uint64_t> count_{0};
+  std::atomic<uint64_t> sum_{0};
+  std::atomic<uint64_t> max_{0};
+};
+
+// The handler both server flavours run: result = x + y.
+void Add(const AddRequestPB& req, AddResponsePB* resp) { resp->set_result(req.x() + req.y()); }
+
+// Sync API: the handler runs on one of the sync server's polling threads.
+class SyncCalculator final : public CalculatorService::Service {
+  grpc::Status Add(grpc::ServerContext*, const AddRequestPB* req, AddResponsePB* resp) override {
+    grpcbench::Add(*req, resp);
+    return grpc::Status::OK;
+  }
+};
+
+// Callback API: the handler runs inline on a gRPC event thread and finishes
+// the call at once (no extra thread hop).
+class CallbackCalculator final : public CalculatorService::CallbackService {
+  grpc::ServerUnaryReactor* Add(grpc::CallbackServerContext* ctx, const AddRequestPB* req,
+                                AddResponsePB* resp) override {
+    grpcbench::Add(*req, resp);
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+};
+
+// One sync closed-loop caller with its own channel (and TCP connection), as
+// rpc-bench gives each client thread its own messenger.
+class Workload {
+ public:
+  Workload(const std::string& target, std::atomic<bool>* stop, Log2Histogram* latency)
+      : stop_(stop), latency_(latency) {
+    grpc::ChannelArguments args;
+    // Without this, channels with equal arguments share one subchannel (one
+    // TCP connection) through gRPC's global subchannel pool.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    stub_ = CalculatorService::NewStub(
+        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+  }
+
+  void Run() {
+    while (!stop_->load(std::memory_order_relaxed)) {
+      // A new context per call, with rpc-bench's 10 s timeout.
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+      req_.set_x(x_++);
+      req_.set_y(1000);
+      Clock::time_point t0 = Clock::now();
+      grpc::Status s = stub_->Add(&ctx, req_, &resp_);
+      if (!s.ok()) Die(s.error_message());
+      if (resp_.result() != req_.x() + req_.y()) Die("wrong result");
+      latency_->Record(
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
+      calls_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
+
+ private:
+  [[noreturn]] static void Die(const std::string& why) {
+    fprintf(stderr, "grpc_bench: call failed: %s\n", why.c_str());
+    std::exit(1);
+  }
+
+  std::unique_ptr<CalculatorService::Stub> stub_;
+  std::atomic<bool>* stop_;
+  Log2Histogram* latency_;
+  AddRequestPB req_;
+  AddResponsePB resp_;
+  uint32_t x_ = 0;
+  std::atomic<uint64_t> calls_{0};
+};
+
+double TvSeconds(const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
+
+int Run(const Flags& f) {
+  SyncCalculator sync_service;
+  CallbackCalculator callback_service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  if (f.server_api == "sync") {
+    builder.RegisterService(&sync_service);
+    using Opt = grpc::ServerBuilder::SyncServerOption;
+    if (f.sync_cqs > 0) builder.SetSyncServerOption(Opt::NUM_CQS, f.sync_cqs);
+    if (f.sync_min_pollers > 0) builder.SetSyncServerOption(Opt::MIN_POLLERS, f.sync_min_pollers);
+    if (f.sync_max_pollers > 0) builder.SetSyncServerOption(Opt::MAX_POLLERS, f.sync_max_pollers);
+  } else {
+    builder.RegisterService(&callback_service);
+  }
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    fprintf(stderr, "grpc_bench: server setup failed (could not listen on 127.0.0.1)\n");
+    return 1;
+  }
+  std::string target = "127.0.0.1:" + std::to_string(port);
+
+  std::atomic<bool> stop{false};
+  Log2Histogram latency;
+  std::vector<std::unique_ptr<Workload>> workloads;
+  for (int i = 0; i < f.client_threads; ++i) {
+    workloads.push_back(std::make_unique<Workload>(target, &stop, &latency));
+  }
+
+  printf("grpc_bench configuration\n");
+  printf("  mode: sync\n  client_threads: %d\n  server_api: %s\n", f.client_threads,
+         f.server_api.c_str());
+  if (f.server_api == "sync") {
+    printf("  sync_cqs: %d\n  sync_min_pollers: %d\n  sync_max_pollers: %d  (0 = gRPC default)\n",
+           f.sync_cqs, f.sync_min_pollers, f.sync_max_pollers);
+  }
+  printf("  method: Add\n  grpc_version: %s\n  run_seconds: %g\n", grpc::Version().c_str(),
+         f.run_seconds);
+
+  bool counting = crossfree_alloc_count_start != nullptr && crossfree_alloc_count_stop != nullptr;
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    threads.emplace_back([&, i] {
+      std::string name = "client-" + std::to_string(i);
+      pthread_setname_np(pthread_self(), name.c_str());
+      workloads[i]->Run();
+    });
+  }
+  auto calls_now = [&] {
+    uint64_t n = 0;
+    for (auto& w : workloads) n += w->calls();
+    return n;
+  };
+  // The same window as rpc-bench: connections open during a 100 ms ramp,
+  // then calls and rusage are sampled around run_seconds of sleep.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  uint64_t calls0 = calls_now();
+  rusage ru0, ru1;
+  getrusage(RUSAGE_SELF, &ru0);
+  if (counting) crossfree_alloc_count_start();
+  Clock::time_point t0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(f.run_seconds));
+  double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  uint64_t calls = calls_now() - calls0;
+  char report[4096] = "";
+  long allocs = counting ? crossfree_alloc_count_stop(report, sizeof(report)) : -1;
+  getrusage(RUSAGE_SELF, &ru1);
+  stop.store(true);
+  for (auto& t : threads) t.join();
+
+  double reqs = static_cast<double>(calls);
+  double user_us = (TvSeconds(ru1.ru_utime) - TvSeconds(ru0.ru_utime)) * 1e6;
+  double sys_us = (TvSeconds(ru1.ru_stime) - TvSeconds(ru0.ru_stime)) * 1e6;
+  double ctxsw = (ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw);
+  printf("results\n");
+  printf("  Reqs/sec: %.1f\n", reqs / elapsed);
+  printf("  User CPU per req: %.2f us\n", user_us / reqs);
+  printf("  Sys CPU per req: %.2f us\n", sys_us / reqs);
+  printf("  Ctx Sw. per req: %.3f\n", ctxsw / reqs);
+  printf("  Calls in window: %llu\n", static_cast<unsigned long long>(calls));
+  printf("  Total calls: %llu\n", static_cast<unsigned long long>(calls_now()));
+  if (counting) {
+    printf("  Heap allocs per req (operator new only): %.2f\n", allocs / reqs);
+    printf("  Cross-thread pairs (alloc role -> free role: count):\n%s", report);
+  }
+  latency.Print("client latency_us");
+  // rpc-bench's machine-readable line, with pattern=grpc-<api>.
+  printf("RESULT mode=sync pattern=grpc-%s client_threads=%d worker_threads=0 server_reactors=0 "
+         "payload_bytes=0 reqs_per_sec=%.1f user_us_per_req=%.3f sys_us_per_req=%.3f "
+         "ctxsw_per_req=%.4f allocs_per_req=%.3f p50_us=%llu p99_us=%llu calls=%llu "
+         "total_calls=%llu\n",
+         f.server_api.c_str(), f.client_threads, reqs / elapsed, user_us / reqs, sys_us / reqs,
+         ctxsw / reqs, counting ? allocs / reqs : -1.0,
+         static_cast<unsigned long long>(latency.PercentileUpperBound(50)),
+         static_cast<unsigned long long>(latency.PercentileUpperBound(99)),
+         static_cast<unsigned long long>(calls), static_cast<unsigned long long>(calls_now()));
+  fflush(stdout);
+  workloads.clear();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  return 0;
+}
+
+}  // namespace
+}  // namespace crossfree::grpcbench
+
+int main(int argc, char** argv) {
+  crossfree::grpcbench::Flags f;
+  CLI::App app{"grpc_bench: rpc-bench's sync closed loop on gRPC C++ (client and server in one "
+               "process over 127.0.0.1)"};
+  app.add_option("--client_threads", f.client_threads,
+                 "Client threads, each with its own channel and TCP connection")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--run_seconds", f.run_seconds, "Measured run time in seconds")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--server_api", f.server_api,
+                 "sync (handler on a sync-server polling thread) or callback (handler inline "
+                 "on a gRPC event thread)")
+      ->check(CLI::IsMember({"sync", "callback"}));
+  app.add_option("--sync_cqs", f.sync_cqs, "Sync server: completion queues (0 = gRPC default)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--sync_min_pollers", f.sync_min_pollers,
+                 "Sync server: minimum polling threads per queue (0 = gRPC default)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--sync_max_pollers", f.sync_max_pollers,
+                 "Sync server: maximum polling threads per queue (0 = gRPC default)")
+      ->check(CLI::NonNegativeNumber);
+  CLI11_PARSE(app, argc, argv);
+  return crossfree::grpcbench::Run(f);
+}
