@@ -42,9 +42,14 @@ struct Ev {
 
 inline bool IsAlloc(const Ev& e) { return e.key & 1; }
 
+// A chunk's decoding state: claimed by exactly one worker (kUndecoded ->
+// kDecoding by compare-exchange), published with kDecoded.
+constexpr int kUndecoded = 0;
+constexpr int kDecoding = 1;
+constexpr int kDecoded = 2;
+
 struct Slot {
-  std::atomic<bool> decoded{false};
-  std::mutex mutex;
+  std::atomic<int> state{kUndecoded};
   std::vector<std::vector<Ev>> parts;  // one per worker
   uint64_t null_events = 0;
 };
@@ -127,23 +132,20 @@ void Throttle(Shared& shared, int worker) {
   }
 }
 
-bool EnsureDecoded(Shared& shared, size_t stream, size_t index, int worker) {
+// Decodes a chunk the caller has claimed (state kDecoding) and publishes it.
+bool DecodeClaimed(Shared& shared, size_t stream, size_t index) {
   Slot& slot = *shared.slots[stream][index];
-  if (slot.decoded.load(std::memory_order_acquire)) return true;
-  Throttle(shared, worker);
-  std::lock_guard<std::mutex> lock(slot.mutex);
-  if (slot.decoded.load(std::memory_order_acquire)) return true;
   const format::Chunk& chunk = shared.trace->streams[stream].chunks[index];
   slot.parts.resize(shared.jobs);
   for (auto& p : slot.parts) p.reserve(chunk.event_count / shared.jobs + 16);
   SlotDecoder decoder(&slot, shared.jobs);
   std::string error;
-  if (!format::DecodeChunk(chunk, decoder, &error)) {
+  bool ok = format::DecodeChunk(chunk, decoder, &error);
+  if (!ok) {
     if (error.find(shared.trace->path) == std::string::npos) {
       error = fmt::format("{}: {}", shared.trace->path, error);
     }
     Fail(shared, std::move(error));
-    return false;
   }
   int64_t total = 0;
   for (auto& p : slot.parts) total += static_cast<int64_t>(p.size());
@@ -158,22 +160,104 @@ bool EnsureDecoded(Shared& shared, size_t stream, size_t index, int worker) {
     }
     for (auto& m : decoder.modules) trace.modules.push_back(std::move(m));
   }
-  slot.decoded.store(true, std::memory_order_release);
-  return true;
+  slot.state.store(kDecoded, std::memory_order_release);
+  slot.state.notify_all();
+  return ok;
 }
 
-struct AddressHash {
-  uint64_t operator()(uint64_t a) const { return MixBits(a); }
-};
+bool TryClaim(Slot& slot) {
+  int expected = kUndecoded;
+  return slot.state.load(std::memory_order_relaxed) == kUndecoded &&
+         slot.state.compare_exchange_strong(expected, kDecoding, std::memory_order_acq_rel);
+}
 
-struct AddressState {
-  uint64_t size = 0;
-  uint32_t stack = 0;
-  uint32_t thread = 0;
-  uint8_t state = 0;  // kNew, kLive or kFreed
-};
+// Makes sure chunk (stream, index) is decoded. Workers walk the chunks in
+// nearly the same order, so when another worker is already decoding this
+// one, this worker decodes a chunk further ahead instead of waiting idle:
+// that is what spreads the decoding over the workers.
+bool EnsureDecoded(Shared& shared, size_t stream, size_t index, int worker) {
+  Slot& slot = *shared.slots[stream][index];
+  if (slot.state.load(std::memory_order_acquire) == kDecoded) return true;
+  Throttle(shared, worker);
+  if (TryClaim(slot)) return DecodeClaimed(shared, stream, index);
+  auto& slots = shared.slots[stream];
+  for (size_t ahead = index + 1; ahead < slots.size() && ahead <= index + 2; ++ahead) {
+    if (slot.state.load(std::memory_order_acquire) == kDecoded) break;
+    if (TryClaim(*slots[ahead]) && !DecodeClaimed(shared, stream, ahead)) return false;
+  }
+  for (int s = slot.state.load(std::memory_order_acquire); s != kDecoded;
+       s = slot.state.load(std::memory_order_acquire)) {
+    slot.state.wait(s, std::memory_order_acquire);
+  }
+  return !shared.failed.load();
+}
+
+// The state of every address seen, open addressing with linear probing in
+// one array (one cache line touched per lookup), address 0 = empty slot.
+// Freed addresses stay, so a second free is told from an unknown one.
 constexpr uint8_t kLive = 1;
 constexpr uint8_t kFreed = 2;
+
+struct AddressState {
+  uint64_t address;
+  uint64_t size;
+  uint32_t stack;
+  uint32_t thread;
+  uint8_t state;  // 0 (new), kLive or kFreed
+};
+
+class AddressMap {
+ public:
+  AddressMap() { Resize(1u << 16); }
+
+  AddressState& FindOrInsert(uint64_t address) {
+    if (size_ * 4 >= slots_.size() * 3) Resize(slots_.size() * 2);
+    size_t i = Index(address);
+    for (;;) {
+      AddressState& s = slots_[i];
+      if (s.address == address) return s;
+      if (s.address == 0) {
+        s.address = address;
+        s.state = 0;
+        ++size_;
+        return s;
+      }
+      i = (i + 1) & mask_;
+    }
+  }
+
+  void Prefetch(uint64_t address) const { __builtin_prefetch(&slots_[Index(address)]); }
+
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (const AddressState& s : slots_) {
+      if (s.address != 0) fn(s);
+    }
+  }
+
+ private:
+  // Fibonacci hashing: the multiply spreads the aligned low bits upward.
+  size_t Index(uint64_t address) const {
+    return static_cast<size_t>((address * 0x9e3779b97f4a7c15ULL) >> shift_);
+  }
+
+  void Resize(size_t capacity) {
+    std::vector<AddressState> old;
+    old.swap(slots_);
+    slots_.assign(capacity, AddressState{});
+    mask_ = capacity - 1;
+    shift_ = 64 - __builtin_ctzll(capacity);
+    size_ = 0;
+    for (const AddressState& s : old) {
+      if (s.address != 0) FindOrInsert(s.address) = s;
+    }
+  }
+
+  std::vector<AddressState> slots_;
+  size_t mask_ = 0;
+  int shift_ = 64;
+  size_t size_ = 0;
+};
 
 struct Cursor {
   uint32_t stream;
@@ -186,8 +270,8 @@ class Worker {
  public:
   Worker(Shared* shared, int index) : shared_(shared), index_(index) {
     size_t threads = shared->trace->streams.size();
-    allocs_by_class_.assign(threads, std::vector<uint64_t>(kSizeClassCount, 0));
-    frees_by_class_.assign(threads, std::vector<uint64_t>(kSizeClassCount, 0));
+    allocs_by_class_.assign(threads * kSizeClassCount, 0);
+    frees_by_class_.assign(threads * kSizeClassCount, 0);
   }
 
   void Run() {
@@ -196,7 +280,7 @@ class Worker {
   }
 
   void MergeInto(PairingResult* result) {
-    live_.ForEach([this](uint64_t, const AddressState& s) {
+    live_.ForEach([this](const AddressState& s) {
       if (s.state != kLive) return;
       ++counts_.live_at_exit;
       counts_.live_bytes += s.size;
@@ -220,10 +304,10 @@ class Worker {
     merge(live_sites_, result->live);
     merge(unknown_, result->unknown_frees);
     merge(double_, result->double_frees);
-    for (size_t t = 0; t < allocs_by_class_.size(); ++t) {
+    for (size_t t = 0; t < result->allocs_by_class.size(); ++t) {
       for (int c = 0; c < kSizeClassCount; ++c) {
-        result->allocs_by_class[t][c] += allocs_by_class_[t][c];
-        result->frees_by_class[t][c] += frees_by_class_[t][c];
+        result->allocs_by_class[t][c] += allocs_by_class_[t * kSizeClassCount + c];
+        result->frees_by_class[t][c] += frees_by_class_[t * kSizeClassCount + c];
       }
     }
   }
@@ -284,6 +368,9 @@ class Worker {
     for (size_t i = heap.size(); i-- > 0;) SiftDown(heap, i);
     while (!heap.empty()) {
       Cursor& top = heap[0];
+      // The same thread's next events are likely next in time too: fetch
+      // their address slots while this one is processed.
+      if (top.end - top.cur > 16) live_.Prefetch(top.cur[16].address);
       Process(*top.cur, top.stream);
       if (++top.cur == top.end) {
         Release(top);
@@ -301,7 +388,7 @@ class Worker {
   void Process(const Ev& e, uint32_t thread) {
     ++counts_.events;
     counts_.realloc_events += e.from_realloc;
-    AddressState& s = live_[e.address];
+    AddressState& s = live_.FindOrInsert(e.address);
     if (IsAlloc(e)) {
       ++counts_.allocations;
       if (s.state == kLive) ++counts_.alloc_over_live;
@@ -309,7 +396,7 @@ class Worker {
       s.size = e.size;
       s.stack = e.stack;
       s.thread = thread;
-      ++allocs_by_class_[thread][SizeClassIndex(e.size)];
+      ++allocs_by_class_[thread * kSizeClassCount + SizeClassIndex(e.size)];
       return;
     }
     ++counts_.frees;
@@ -317,7 +404,7 @@ class Worker {
       s.state = kFreed;
       ++counts_.paired;
       int size_class = SizeClassIndex(s.size);
-      ++frees_by_class_[thread][size_class];
+      ++frees_by_class_[thread * kSizeClassCount + size_class];
       if (s.thread != thread) ++counts_.cross_thread;
       CountBytes& cb = pairs_[PairKey{s.stack, e.stack, s.thread, thread,
                                       static_cast<uint32_t>(size_class)}];
@@ -338,13 +425,13 @@ class Worker {
   Shared* shared_;
   int index_;
   PairingCounts counts_;
-  FlatMap<uint64_t, AddressState, AddressHash> live_;
+  AddressMap live_;
   FlatMap<PairKey, CountBytes, PairKeyHash> pairs_;
   FlatMap<StackThread, CountBytes, StackThreadHash> live_sites_;
   FlatMap<StackThread, CountBytes, StackThreadHash> unknown_;
   FlatMap<StackThread, CountBytes, StackThreadHash> double_;
-  std::vector<std::vector<uint64_t>> allocs_by_class_;
-  std::vector<std::vector<uint64_t>> frees_by_class_;
+  std::vector<uint64_t> allocs_by_class_;  // [thread * kSizeClassCount + class]
+  std::vector<uint64_t> frees_by_class_;
 };
 
 }  // namespace

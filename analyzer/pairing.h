@@ -40,9 +40,11 @@ struct PairKey {
 };
 struct PairKeyHash {
   uint64_t operator()(const PairKey& k) const {
-    return MixBits((uint64_t{k.alloc_stack} << 32 | k.free_stack) ^
-                   MixBits(uint64_t{k.alloc_thread} << 40 | uint64_t{k.free_thread} << 8 |
-                           k.size_class));
+    uint64_t a = (uint64_t{k.alloc_stack} << 32 | k.free_stack) * 0x9e3779b97f4a7c15ULL;
+    uint64_t b = (uint64_t{k.alloc_thread} << 40 ^ uint64_t{k.free_thread} << 8 ^ k.size_class) *
+                 0xc2b2ae3d27d4eb4fULL;
+    uint64_t h = a ^ (b + (a >> 29));
+    return h ^ (h >> 32);
   }
 };
 

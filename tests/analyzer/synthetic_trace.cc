@@ -89,7 +89,11 @@ void SyntheticTrace::Flush(uint32_t tid) {
   Thread& t = Get(tid);
   if (!t.begun || t.writer.empty()) return;
   size_t n = t.writer.Finish();
-  file_.insert(file_.end(), t.buffer.data(), t.buffer.data() + n);
+  if (sink_) {
+    std::fwrite(t.buffer.data(), 1, n, sink_);
+  } else {
+    file_.insert(file_.end(), t.buffer.data(), t.buffer.data() + n);
+  }
   ++t.sequence;
   t.begun = false;
 }
@@ -105,6 +109,16 @@ void SyntheticTrace::WriteTo(const std::string& path) {
   if (!f) throw std::runtime_error("cannot write " + path);
   std::fwrite(file_.data(), 1, file_.size(), f);
   std::fclose(f);
+}
+
+}  // namespace crossfree::analyzer::testing
+
+namespace crossfree::analyzer::testing {
+
+void SyntheticTrace::StreamTo(std::FILE* sink) {
+  std::fwrite(file_.data(), 1, file_.size(), sink);
+  file_.clear();
+  sink_ = sink;
 }
 
 }  // namespace crossfree::analyzer::testing

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -36,6 +37,8 @@ class SyntheticTrace {
   const std::vector<uint8_t>& bytes() const { return file_; }
   // Writes Finish() to path.
   void WriteTo(const std::string& path);
+  // From now on, sealed chunks go to sink instead of memory (large traces).
+  void StreamTo(std::FILE* sink);
 
  private:
   struct Thread {
@@ -50,6 +53,7 @@ class SyntheticTrace {
   void Append(uint32_t tid, uint64_t ts, Fn&& fn);
 
   std::vector<uint8_t> file_;
+  std::FILE* sink_ = nullptr;
   std::map<uint32_t, Thread> threads_;
 };
 
