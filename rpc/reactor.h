@@ -58,7 +58,9 @@ class Reactor {
   // on the calling thread.
   void ScheduleTask(ReactorTask task);
 
-  bool IsCurrentThread() const { return pthread_equal(pthread_self(), tid_) && started_; }
+  bool IsCurrentThread() const {
+    return started_.load(std::memory_order_acquire) && pthread_equal(pthread_self(), tid_);
+  }
   Messenger* messenger() const { return messenger_; }
   const std::string& name() const { return name_; }
   int index() const { return index_; }
