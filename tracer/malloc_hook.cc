@@ -27,10 +27,33 @@ using AddDeleteHookFn = int (*)(DeleteHook);
 
 AddNewHookFn g_add_new = nullptr;
 AddDeleteHookFn g_add_delete = nullptr;
-// Address range of tcmalloc's code in the executable (from .symtab), so
-// stacks captured inside a hook start at the first frame outside it.
-uintptr_t g_skip_lo = 0;
-uintptr_t g_skip_hi = 0;
+// tcmalloc's functions in the executable (from .symtab), sorted by start,
+// so stacks captured inside a hook start at the allocating caller. Name
+// patterns alone miss tcmalloc's anonymous-namespace helpers (do_malloc...),
+// so local functions of tcmalloc's own source files count too. .cold parts
+// are separate symbols, placed far from their functions: a single address
+// range would swallow the user's code.
+struct Range {
+  uint64_t start;
+  uint64_t end;
+};
+constexpr size_t kMaxRanges = 16384;
+Range* g_ranges = nullptr;  // mmap'd at probe time
+size_t g_range_count = 0;
+uint64_t g_bias = 0;
+
+bool InAllocator(uint64_t pc) {
+  size_t lo = 0, hi = g_range_count;
+  while (lo < hi) {  // first range with start > pc
+    size_t mid = (lo + hi) / 2;
+    if (g_ranges[mid].start <= pc) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo > 0 && pc < g_ranges[lo - 1].end;
+}
 
 struct ExeInfo {
   uint64_t bias = 0;
@@ -63,20 +86,68 @@ bool StartsWith(const char* s, const char* prefix) {
   return true;
 }
 
-// Names of functions that belong to tcmalloc (or its hook machinery).
+// Global functions that belong to tcmalloc: its entry points (the C
+// allocation functions and operator new/delete it defines) and internals.
 bool IsAllocatorSymbol(const char* name) {
-  return StartsWith(name, "tc_") || StartsWith(name, "MallocHook_") ||
+  static const char* const kExact[] = {"malloc", "free", "calloc", "realloc", "cfree",
+                                       "memalign", "posix_memalign", "aligned_alloc", "valloc",
+                                       "pvalloc", "malloc_usable_size", "reallocarray"};
+  for (const char* e : kExact) {
+    if (StrEq(name, e)) return true;
+  }
+  return StartsWith(name, "tc_") || StartsWith(name, "MallocHook") ||
          StartsWith(name, "_ZN10MallocHook") || StartsWith(name, "_ZN8tcmalloc") ||
-         StartsWith(name, "_ZN13TCMallocGuard") || StartsWith(name, "_ZN13TCMallocImplementation");
+         StartsWith(name, "_ZN13TCMallocGuard") || StartsWith(name, "_ZN13TCMallocImplementation") ||
+         StartsWith(name, "_Znw") || StartsWith(name, "_Zna") || StartsWith(name, "_Zdl") ||
+         StartsWith(name, "_Zda") || StartsWith(name, "_ZL18do_memalign") ||
+         StartsWith(name, "_ZN12_GLOBAL__N_19do_malloc") || StartsWith(name, "_ZN12_GLOBAL__N_17do_free");
+}
+
+// Source files of gperftools whose local functions are allocator frames.
+bool IsAllocatorFile(const char* name) {
+  static const char* const kFiles[] = {"tcmalloc.cc", "malloc_hook.cc", "thread_cache.cc",
+                                       "central_freelist.cc", "page_heap.cc", "common.cc",
+                                       "span.cc", "static_vars.cc", "system-alloc.cc",
+                                       "sampler.cc", "emergency_malloc.cc"};
+  const char* base = name;
+  for (const char* p = name; *p != '\0'; ++p) {
+    if (*p == '/') base = p + 1;
+  }
+  for (const char* f : kFiles) {
+    if (StrEq(base, f)) return true;
+  }
+  return false;
 }
 
 struct SymtabResult {
   bool had_symtab = false;
+  bool defines_malloc = false;
   uint64_t add_new = 0;
   uint64_t add_delete = 0;
-  uint64_t alloc_lo = ~0ull;
-  uint64_t alloc_hi = 0;
 };
+
+void AddRange(uint64_t start, uint64_t size) {
+  if (g_ranges == nullptr) {
+    void* mem = mmap(nullptr, kMaxRanges * sizeof(Range), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) return;
+    g_ranges = static_cast<Range*>(mem);
+  }
+  if (g_range_count < kMaxRanges) g_ranges[g_range_count++] = {start, start + size};
+}
+
+void SortRanges() {
+  // Insertion sort over a few hundred entries, once: no allocation.
+  for (size_t i = 1; i < g_range_count; ++i) {
+    Range r = g_ranges[i];
+    size_t j = i;
+    while (j > 0 && g_ranges[j - 1].start > r.start) {
+      g_ranges[j] = g_ranges[j - 1];
+      --j;
+    }
+    g_ranges[j] = r;
+  }
+}
 
 // Reads the executable's own .symtab with plain syscalls and one read-only
 // mapping; nothing is allocated. Values are link-time addresses.
@@ -110,18 +181,22 @@ void ReadSymtab(SymtabResult* out) {
       const auto* syms = reinterpret_cast<const ElfW(Sym)*>(base + sh[i].sh_offset);
       const char* names = reinterpret_cast<const char*>(base + strtab.sh_offset);
       size_t count = sh[i].sh_size / sizeof(ElfW(Sym));
+      bool allocator_file = false;  // local symbols follow their STT_FILE
       for (size_t k = 0; k < count; ++k) {
         const ElfW(Sym)& sym = syms[k];
-        if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF ||
-            sym.st_name >= strtab.sh_size) {
+        if (sym.st_name >= strtab.sh_size) continue;
+        const char* name = names + sym.st_name;
+        if (ELF64_ST_TYPE(sym.st_info) == STT_FILE) {
+          allocator_file = IsAllocatorFile(name);
           continue;
         }
-        const char* name = names + sym.st_name;
+        if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF) continue;
         if (StrEq(name, "MallocHook_AddNewHook")) out->add_new = sym.st_value;
         if (StrEq(name, "MallocHook_AddDeleteHook")) out->add_delete = sym.st_value;
-        if (IsAllocatorSymbol(name)) {
-          if (sym.st_value < out->alloc_lo) out->alloc_lo = sym.st_value;
-          if (sym.st_value + sym.st_size > out->alloc_hi) out->alloc_hi = sym.st_value + sym.st_size;
+        if (StrEq(name, "malloc")) out->defines_malloc = true;
+        bool local = ELF64_ST_BIND(sym.st_info) == STB_LOCAL;
+        if (sym.st_size > 0 && (IsAllocatorSymbol(name) || (local && allocator_file))) {
+          AddRange(g_bias + sym.st_value, sym.st_size);
         }
       }
     }
@@ -136,7 +211,8 @@ __attribute__((noinline)) void OnNew(const void* ptr, size_t size) {
   if (ptr == nullptr || !ShouldRecord()) return;
   GuardScope guard;
   ErrnoSaver errno_saver;
-  CallSite site{__builtin_return_address(0), __builtin_frame_address(0), g_skip_lo, g_skip_hi};
+  CallSite site{__builtin_return_address(0), __builtin_frame_address(0),
+                g_range_count > 0 ? InAllocator : nullptr};
   RecordAlloc(format::AllocFn::kMallocHook, ptr, size, site);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);  // keeps the frame live (no tail call)
 }
@@ -146,7 +222,8 @@ __attribute__((noinline)) void OnDelete(const void* ptr) {
   GuardScope guard;
   ErrnoSaver errno_saver;
   uint64_t ts = NowNs();
-  CallSite site{__builtin_return_address(0), __builtin_frame_address(0), g_skip_lo, g_skip_hi};
+  CallSite site{__builtin_return_address(0), __builtin_frame_address(0),
+                g_range_count > 0 ? InAllocator : nullptr};
   RecordFree(format::FreeFn::kMallocHook, ts, ptr, 0, site);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
@@ -163,12 +240,10 @@ bool ProbeMallocHook() {
   // Only the executable's own tcmalloc needs this: a shared libtcmalloc is
   // reached by interposition like any other allocator.
   const bool exe_defines_malloc = dyn_malloc != nullptr && InExe(exe, dyn_malloc);
+  g_bias = exe.bias;
   SymtabResult symtab;
   ReadSymtab(&symtab);
-  if (symtab.alloc_hi > symtab.alloc_lo) {
-    g_skip_lo = exe.bias + symtab.alloc_lo;
-    g_skip_hi = exe.bias + symtab.alloc_hi;
-  }
+  SortRanges();
   if (dyn_new != nullptr && dyn_delete != nullptr && InExe(exe, dyn_new) &&
       InExe(exe, dyn_delete)) {
     g_add_new = reinterpret_cast<AddNewHookFn>(dyn_new);
@@ -180,7 +255,7 @@ bool ProbeMallocHook() {
     g_add_delete = reinterpret_cast<AddDeleteHookFn>(exe.bias + symtab.add_delete);
     return true;
   }
-  if (exe_defines_malloc || symtab.alloc_hi > symtab.alloc_lo) {
+  if (exe_defines_malloc || symtab.defines_malloc) {
     MessageLine()
         .Add(MainExePath())
         .Add(" defines its own malloc (static allocator) and does not expose gperftools' "

@@ -166,17 +166,18 @@ void Leave(ThreadState* s) {
 
 uint32_t CaptureAndIntern(ThreadState* s, const CallSite& site, uint64_t ts) {
   if (!g.stacks || site.return_address == nullptr) return format::kNoStack;
-  constexpr int kSkipSlack = 32;
+  // Allocator frames above the caller: how deep we look for them.
+  constexpr int kSkipSlack = 24;
   uint64_t frames[format::kMaxStackDepth + kSkipSlack];
-  const bool skipping = site.skip_hi > site.skip_lo;
+  const bool skipping = site.in_allocator != nullptr;
   int want = g.settings.depth + (skipping ? kSkipSlack : 0);
   int depth = CaptureStack(site.return_address, site.frame_address, frames, want);
   int first = 0;
   if (skipping) {
-    while (first < depth && frames[first] >= site.skip_lo && frames[first] < site.skip_hi) {
-      ++first;
+    for (int i = 0; i < depth && i < kSkipSlack; ++i) {
+      if (site.in_allocator(frames[i])) first = i + 1;
     }
-    if (first == depth) first = 0;  // all inside: keep what we have
+    if (first >= depth) first = 0;  // nothing outside the allocator: keep all
   }
   int n = depth - first;
   if (n > g.settings.depth) n = g.settings.depth;

@@ -58,14 +58,13 @@ class GuardScope {
 };
 
 // Where a hook was called from: the hook's own return and frame address
-// (frames[0] of the stack is the caller). skip_lo/skip_hi, when set, drop
-// leading frames inside that address range (allocator frames seen from a
-// MallocHook callback).
+// (frames[0] of the stack is the caller). in_allocator, when set, marks
+// allocator frames: the stack then starts after the outermost such frame
+// among the first few (a MallocHook callback runs deep inside tcmalloc).
 struct CallSite {
   void* return_address;
   void* frame_address;
-  uintptr_t skip_lo = 0;
-  uintptr_t skip_hi = 0;
+  bool (*in_allocator)(uint64_t pc) = nullptr;
 };
 
 // Record one event into the calling thread's chunk. Call with the guard

@@ -1,0 +1,499 @@
+// SPDX-License-Identifier: Apache-2.0
+// End-to-end tracer tests: each target program runs under
+// LD_PRELOAD=libcrossfree-trace.so and its trace is read back and checked
+// against the target's exactly known allocations.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "format/trace_format.h"
+#include "tests/tracer/tracer_test_util.h"
+
+namespace crossfree::tracer_test {
+namespace {
+
+using format::AllocFn;
+using format::Event;
+using format::EventOp;
+using format::FreeFn;
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+struct Counts {
+  int allocs = 0;
+  int frees = 0;
+  std::map<uint8_t, int> alloc_fns;
+  std::map<uint8_t, int> free_fns;
+  std::set<uint32_t> tids;
+  std::multiset<uint64_t> alloc_sizes;
+};
+
+Counts Count(const std::vector<Event>& events) {
+  Counts c;
+  for (const Event& e : events) {
+    c.tids.insert(e.tid);
+    if (e.op == EventOp::kAlloc) {
+      ++c.allocs;
+      ++c.alloc_fns[e.fn];
+      c.alloc_sizes.insert(e.size);
+    } else {
+      ++c.frees;
+      ++c.free_fns[e.fn];
+    }
+  }
+  return c;
+}
+
+uint8_t A(AllocFn fn) { return static_cast<uint8_t>(fn); }
+uint8_t F(FreeFn fn) { return static_cast<uint8_t>(fn); }
+
+// Churn checks shared by the glibc, tcmalloc and jemalloc runs.
+void CheckChurn(const Trace& t, const RunResult& run) {
+  REQUIRE(t.complete);
+  auto fns = ParseFunctions(run.out);
+  REQUIRE(fns.size() == 4);
+  auto mallocs = Count(EventsFrom(t, fns["tt_churn_malloc"]));
+  auto frees = Count(EventsFrom(t, fns["tt_churn_free"]));
+  auto news = Count(EventsFrom(t, fns["tt_churn_new"]));
+  auto deletes = Count(EventsFrom(t, fns["tt_churn_delete"]));
+  CHECK(mallocs.allocs == 1000);
+  CHECK(mallocs.frees == 0);
+  CHECK(mallocs.alloc_fns[A(AllocFn::kMalloc)] == 1000);
+  CHECK(mallocs.alloc_sizes.count(12345) == 1000);
+  CHECK(frees.frees == 1000);
+  CHECK(frees.free_fns[F(FreeFn::kFree)] == 1000);
+  CHECK(news.allocs == 500);
+  CHECK(news.alloc_fns[A(AllocFn::kNew)] == 500);
+  CHECK(news.alloc_sizes.count(12346) == 500);
+  CHECK(deletes.frees == 500);
+  CHECK(deletes.free_fns[F(FreeFn::kDelete)] == 500);
+  // One thread, the main one (its tid is the pid in the header).
+  std::set<uint32_t> tids;
+  for (const Counts* c : {&mallocs, &frees, &news, &deletes}) tids.insert(c->tids.begin(), c->tids.end());
+  CHECK(tids == std::set<uint32_t>{t.header.fields.pid});
+  // No event counted twice: every marker-size event comes from a tt_ frame
+  // (libstdc++'s operator new calling malloc is not recorded again).
+  int marker_allocs = 0;
+  for (const Event& e : t.events) {
+    if (e.op == EventOp::kAlloc && (e.size == 12345 || e.size == 12346)) ++marker_allocs;
+  }
+  CHECK(marker_allocs == 1500);
+  CHECK(run.out.find("result 1500") != std::string::npos);
+}
+
+TEST_CASE("same-thread churn: exact counts, sizes, first frame", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_churn", dir);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.err.empty());
+  Trace t = LoadTrace(dir + "/trace");
+  CheckChurn(t, run);
+  CHECK(t.header.fields.flags == 0);
+  CHECK(t.header.exe_path == TargetPath("tt_churn"));
+  // Module map: the executable itself is there, with a build id.
+  bool exe_found = false;
+  for (const auto& m : t.modules) {
+    if (m.path == TargetPath("tt_churn")) exe_found = !m.build_id.empty() && !m.segments.empty();
+  }
+  CHECK(exe_found);
+  // The main thread is named after the program.
+  REQUIRE(t.thread_names.count(t.header.fields.pid) == 1);
+  CHECK(t.thread_names[t.header.fields.pid].front() == "tt_churn");
+}
+
+TEST_CASE("churn under a dynamic tcmalloc (LD_PRELOAD libtcmalloc.so.4)", "[tracer]") {
+  std::string so = CROSSFREE_TCMALLOC_SO;
+  REQUIRE(!so.empty());
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_churn", dir, {}, {}, so);
+  REQUIRE(run.exit_code == 0);
+  Trace t = LoadTrace(dir + "/trace");
+  CheckChurn(t, run);
+  CHECK((t.header.fields.flags & format::kHeaderFlagMallocHook) == 0);
+}
+
+TEST_CASE("churn under jemalloc (LD_PRELOAD libjemalloc.so.2)", "[tracer]") {
+  std::string so = CROSSFREE_JEMALLOC_SO;
+  REQUIRE(!so.empty());
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_churn", dir, {}, {}, so);
+  REQUIRE(run.exit_code == 0);
+  Trace t = LoadTrace(dir + "/trace");
+  CheckChurn(t, run);
+}
+
+TEST_CASE("producer/consumer: allocated on one thread, freed on another, named", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_prodcons", dir);
+  REQUIRE(run.exit_code == 0);
+  Trace t = LoadTrace(dir + "/trace");
+  REQUIRE(t.complete);
+  auto fns = ParseFunctions(run.out);
+  auto made = Count(EventsFrom(t, fns["tt_produce"]));
+  auto freed = Count(EventsFrom(t, fns["tt_consume"]));
+  CHECK(made.allocs == 2000);
+  CHECK(made.frees == 0);
+  CHECK(made.alloc_fns[A(AllocFn::kNew)] == 2000);
+  CHECK(made.alloc_sizes.count(12347) == 2000);
+  CHECK(freed.frees == 2000);
+  CHECK(freed.free_fns[F(FreeFn::kDelete)] == 2000);
+  REQUIRE(made.tids.size() == 1);
+  REQUIRE(freed.tids.size() == 1);
+  uint32_t producer = *made.tids.begin();
+  uint32_t consumer = *freed.tids.begin();
+  CHECK(producer != consumer);
+  CHECK(producer != t.header.fields.pid);
+  CHECK(consumer != t.header.fields.pid);
+  // Every object freed on the consumer was allocated on the producer.
+  std::set<uint64_t> live;
+  std::vector<Event> sorted = t.events;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Event& a, const Event& b) {
+    return a.timestamp_ns < b.timestamp_ns;
+  });
+  int cross = 0;
+  for (const Event& e : sorted) {
+    if (e.op == EventOp::kAlloc && e.tid == producer && e.size == 12347) live.insert(e.address);
+    if (e.op == EventOp::kFree && e.tid == consumer && live.erase(e.address) == 1) ++cross;
+  }
+  CHECK(cross == 2000);
+  // Names: set by main with pthread_setname_np, and by the thread with prctl.
+  REQUIRE(t.thread_names.count(producer) == 1);
+  REQUIRE(t.thread_names.count(consumer) == 1);
+  CHECK(t.thread_names[producer].back() == "producer");
+  CHECK(t.thread_names[consumer].back() == "consumer");
+  // Both threads were joined: each wrote its thread-exit record.
+  CHECK(t.thread_exits.count(producer) == 1);
+  CHECK(t.thread_exits.count(consumer) == 1);
+}
+
+TEST_CASE("realloc growth, shrink, NULL, zero and failure", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_realloc", dir);
+  REQUIRE(run.exit_code == 0);
+  Trace t = LoadTrace(dir + "/trace");
+  REQUIRE(t.complete);
+  auto fns = ParseFunctions(run.out);
+  std::vector<Event> ev = EventsFrom(t, fns["tt_realloc_steps"]);
+  // Expected, in order (a realloc record reads back as free + alloc):
+  struct Want {
+    EventOp op;
+    uint8_t fn;
+    bool from_realloc;
+    uint64_t size;
+  };
+  const std::vector<Want> want = {
+      {EventOp::kAlloc, A(AllocFn::kRealloc), false, 20000},   // realloc(NULL, 20000)
+      {EventOp::kFree, F(FreeFn::kRealloc), true, 0},          // grow
+      {EventOp::kAlloc, A(AllocFn::kRealloc), true, 400000},
+      {EventOp::kFree, F(FreeFn::kRealloc), true, 0},          // shrink
+      {EventOp::kAlloc, A(AllocFn::kRealloc), true, 100},
+      {EventOp::kFree, F(FreeFn::kRealloc), false, 0},         // realloc(p, 0)
+      {EventOp::kAlloc, A(AllocFn::kReallocArray), false, 20010},
+      {EventOp::kFree, F(FreeFn::kRealloc), true, 0},
+      {EventOp::kAlloc, A(AllocFn::kReallocArray), true, 40010},
+      {EventOp::kFree, F(FreeFn::kFree), false, 0},
+  };
+  REQUIRE(ev.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO("event " << i);
+    CHECK(ev[i].op == want[i].op);
+    CHECK(ev[i].fn == want[i].fn);
+    CHECK(ev[i].from_realloc == want[i].from_realloc);
+    if (want[i].op == EventOp::kAlloc) CHECK(ev[i].size == want[i].size);
+  }
+  // Addresses chain: each free half releases the block allocated before it.
+  CHECK(ev[1].address == ev[0].address);
+  CHECK(ev[3].address == ev[2].address);
+  CHECK(ev[5].address == ev[4].address);
+  CHECK(ev[7].address == ev[6].address);
+  CHECK(ev[9].address == ev[8].address);
+  // Ordering rule: the free half is stamped no later than the alloc half.
+  CHECK(ev[1].timestamp_ns <= ev[2].timestamp_ns);
+}
+
+TEST_CASE("every allocation function and operator new/delete variant", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_all_functions", dir);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out.find("result 0") != std::string::npos);
+  Trace t = LoadTrace(dir + "/trace");
+  REQUIRE(t.complete);
+  auto fns = ParseFunctions(run.out);
+  std::vector<Event> all = EventsFrom(t, fns["tt_all_functions"]);
+  // __cxa_end_catch frees the std::bad_alloc object through tail calls, so
+  // that one free (of a block libstdc++ allocated) also has
+  // tt_all_functions as its first frame. Set it aside.
+  std::vector<Event> ev;
+  std::vector<Event> unpaired;
+  for (const Event& e : all) {
+    if (e.op == EventOp::kFree && (ev.empty() || ev.back().op != EventOp::kAlloc ||
+                                   ev.back().address != e.address)) {
+      unpaired.push_back(e);
+    } else {
+      ev.push_back(e);
+    }
+  }
+  REQUIRE(unpaired.size() == 1);
+  CHECK(unpaired[0].fn == F(FreeFn::kFree));
+  Counts c = Count(ev);
+  CHECK(c.allocs == 22);
+  CHECK(c.frees == 22);
+  std::map<uint8_t, int> want_allocs = {
+      {A(AllocFn::kMalloc), 1},       {A(AllocFn::kCalloc), 1},
+      {A(AllocFn::kRealloc), 1},      {A(AllocFn::kReallocArray), 1},
+      {A(AllocFn::kPosixMemalign), 1}, {A(AllocFn::kAlignedAlloc), 1},
+      {A(AllocFn::kMemalign), 1},     {A(AllocFn::kValloc), 1},
+      {A(AllocFn::kPvalloc), 1},      {A(AllocFn::kNew), 7},
+      {A(AllocFn::kNewArray), 6},
+  };
+  CHECK(c.alloc_fns == want_allocs);
+  std::map<uint8_t, int> want_frees = {
+      {F(FreeFn::kFree), 9}, {F(FreeFn::kDelete), 7}, {F(FreeFn::kDeleteArray), 6}};
+  CHECK(c.free_fns == want_frees);
+  std::multiset<uint64_t> sizes;
+  for (uint64_t s = 1001; s <= 1022; ++s) sizes.insert(s);
+  CHECK(c.alloc_sizes == sizes);
+  // Sized deletes carry their size; the others record 0.
+  std::multiset<uint64_t> free_sizes;
+  for (const Event& e : ev) {
+    if (e.op == EventOp::kFree && e.size != 0) free_sizes.insert(e.size);
+  }
+  CHECK(free_sizes == std::multiset<uint64_t>{1011, 1014, 1017, 1020});
+  // Each free releases the block allocated just before it.
+  for (size_t i = 0; i + 1 < ev.size(); i += 2) {
+    INFO("pair " << i / 2);
+    CHECK(ev[i].op == EventOp::kAlloc);
+    CHECK(ev[i + 1].op == EventOp::kFree);
+    CHECK(ev[i + 1].address == ev[i].address);
+  }
+}
+
+TEST_CASE("calloc in a constructor function before main", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_ctor_calloc", dir);
+  REQUIRE(run.exit_code == 0);
+  Trace t = LoadTrace(dir + "/trace");
+  REQUIRE(t.complete);
+  auto fns = ParseFunctions(run.out);
+  Counts early = Count(EventsFrom(t, fns["tt_early_ctor"]));
+  Counts late = Count(EventsFrom(t, fns["tt_late_free"]));
+  CHECK(early.allocs == 1);
+  CHECK(early.alloc_fns[A(AllocFn::kCalloc)] == 1);
+  CHECK(early.alloc_sizes.count(12345) == 1);
+  CHECK(late.frees == 1);
+}
+
+void CheckFork(bool child_uses_exit) {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_fork", dir, child_uses_exit ? std::vector<std::string>{"exit"}
+                                                           : std::vector<std::string>{});
+  REQUIRE(run.exit_code == 0);
+  auto pos = run.out.find("child ");
+  REQUIRE(pos != std::string::npos);
+  uint32_t child_pid = std::stoul(run.out.substr(pos + 6));
+  Trace parent = LoadTrace(dir + "/trace");
+  Trace child = LoadTrace(dir + "/trace." + std::to_string(child_pid));
+  REQUIRE(parent.complete);
+  REQUIRE(child.complete);
+  auto fns = ParseFunctions(run.out);
+  Counts p_alloc = Count(EventsFrom(parent, fns["tt_parent_alloc"]));
+  Counts p_child = Count(EventsFrom(parent, fns["tt_child_work"]));
+  Counts c_alloc = Count(EventsFrom(child, fns["tt_parent_alloc"]));
+  Counts c_child = Count(EventsFrom(child, fns["tt_child_work"]));
+  CHECK(p_alloc.allocs == 16);
+  CHECK(p_alloc.alloc_sizes.count(12345) == 11);
+  CHECK(p_alloc.alloc_sizes.count(12347) == 5);
+  CHECK(p_child.allocs + p_child.frees == 0);
+  CHECK(c_alloc.allocs + c_alloc.frees == 0);  // the parent's events stay in the parent's file
+  CHECK(c_child.allocs == 7);
+  CHECK(c_child.frees == 7);
+  CHECK(c_child.alloc_sizes.count(12346) == 7);
+  CHECK(c_child.tids == std::set<uint32_t>{child_pid});
+  CHECK(child.header.fields.pid == child_pid);
+  CHECK(child.header.fields.ppid == parent.header.fields.pid);
+  CHECK((child.header.fields.flags & format::kHeaderFlagForkChild) != 0);
+  CHECK((parent.header.fields.flags & format::kHeaderFlagForkChild) == 0);
+}
+
+TEST_CASE("fork: the child writes its own trace (child leaves with _exit)", "[tracer]") {
+  CheckFork(false);
+}
+
+TEST_CASE("fork: the child writes its own trace (child leaves with exit)", "[tracer]") {
+  CheckFork(true);
+}
+
+TEST_CASE("a thread still running at exit has all its events in the trace", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_running_thread", dir);
+  REQUIRE(run.exit_code == 0);
+  Trace t = LoadTrace(dir + "/trace");
+  REQUIRE(t.complete);
+  auto fns = ParseFunctions(run.out);
+  Counts c = Count(EventsFrom(t, fns["tt_worker_loop"]));
+  CHECK(c.allocs == 10000);
+  CHECK(c.frees == 10000);
+  REQUIRE(c.tids.size() == 1);
+  CHECK(*c.tids.begin() != t.header.fields.pid);
+  CHECK(t.thread_exits.count(*c.tids.begin()) == 0);  // it never exited
+}
+
+TEST_CASE("a C program without libstdc++", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_c", dir);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.err.empty());
+  Trace t = LoadTrace(dir + "/trace");
+  REQUIRE(t.complete);
+  bool has_libstdcxx = false;
+  for (const auto& m : t.modules) has_libstdcxx |= m.path.find("libstdc++") != std::string::npos;
+  CHECK(!has_libstdcxx);
+  auto fns = ParseFunctions(run.out);
+  Counts a = Count(EventsFrom(t, fns["tt_c_alloc"]));
+  Counts b = Count(EventsFrom(t, fns["tt_c_calloc"]));
+  Counts r = Count(EventsFrom(t, fns["tt_c_realloc"]));
+  Counts f = Count(EventsFrom(t, fns["tt_c_free"]));
+  CHECK(a.alloc_fns == std::map<uint8_t, int>{{A(AllocFn::kMalloc), 100}});
+  CHECK(b.alloc_fns == std::map<uint8_t, int>{{A(AllocFn::kCalloc), 100}});
+  CHECK(b.alloc_sizes.count(12346) == 100);
+  CHECK(r.allocs == 100);
+  CHECK(r.frees == 100);  // realloc events: free half + alloc half
+  CHECK(r.alloc_sizes.count(12347) == 100);
+  CHECK(f.frees == 200);
+}
+
+TEST_CASE("system binaries (/bin/sh, /bin/ls) run traced", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult plain = Run({"/bin/ls", "-la", "/"}, {}, "");
+  RunResult traced = Run({"/bin/ls", "-la", "/"}, {"CROSSFREE_OUTPUT=" + dir + "/ls.trace"},
+                         CROSSFREE_TRACER_LIB);
+  CHECK(traced.exit_code == plain.exit_code);
+  CHECK(traced.err.empty());
+  Trace t = LoadTrace(dir + "/ls.trace");
+  REQUIRE(t.complete);
+  CHECK(!t.events.empty());
+  RunResult sh = Run({"/bin/sh", "-c", "echo hi; exit 3"}, {"CROSSFREE_OUTPUT=" + dir + "/sh.trace"},
+                     CROSSFREE_TRACER_LIB);
+  CHECK(sh.exit_code == 3);
+  CHECK(sh.out == "hi\n");
+  CHECK(LoadTrace(dir + "/sh.trace").complete);
+}
+
+TEST_CASE("unwritable output: one stderr line, the target runs unchanged", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult plain = Run({TargetPath("tt_churn")}, {}, "");
+  RunResult run = RunTraced("tt_churn", dir, {},
+                            {"CROSSFREE_OUTPUT=" + dir + "/no/such/dir/trace"});
+  CHECK(run.exit_code == 0);
+  CHECK(CountLines(run.err) == 1);
+  CHECK(run.err.find("cannot open trace file") != std::string::npos);
+  // Same output apart from the function addresses (ASLR).
+  CHECK(run.out.substr(run.out.find("result")) == plain.out.substr(plain.out.find("result")));
+}
+
+#if CROSSFREE_HAVE_TCMALLOC_STATIC
+void CheckStaticTcmalloc(const std::string& target) {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced(target, dir);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.err.empty());
+  Trace t = LoadTrace(dir + "/trace");
+  REQUIRE(t.complete);
+  CHECK((t.header.fields.flags & format::kHeaderFlagMallocHook) != 0);
+  auto fns = ParseFunctions(run.out);
+  Counts m = Count(EventsFrom(t, fns["tt_tc_malloc"]));
+  Counts f = Count(EventsFrom(t, fns["tt_tc_free"]));
+  Counts n = Count(EventsFrom(t, fns["tt_tc_new"]));
+  Counts d = Count(EventsFrom(t, fns["tt_tc_delete"]));
+  // Seen once each, through MallocHook, with the tt_ function as frames[0]
+  // (tcmalloc's own frames skipped).
+  CHECK(m.alloc_fns == std::map<uint8_t, int>{{A(AllocFn::kMallocHook), 300}});
+  CHECK(m.alloc_sizes.count(12345) == 300);
+  CHECK(f.free_fns == std::map<uint8_t, int>{{F(FreeFn::kMallocHook), 300}});
+  CHECK(n.alloc_fns == std::map<uint8_t, int>{{A(AllocFn::kMallocHook), 200}});
+  CHECK(n.alloc_sizes.count(12346) == 200);
+  CHECK(d.free_fns == std::map<uint8_t, int>{{F(FreeFn::kMallocHook), 200}});
+  int marker = 0;
+  for (const Event& e : t.events) marker += e.op == EventOp::kAlloc && (e.size == 12345 || e.size == 12346);
+  CHECK(marker == 500);  // never twice
+}
+
+TEST_CASE("static tcmalloc with the MallocHook API exported", "[tracer]") {
+  CheckStaticTcmalloc("tt_tcmalloc_exported");
+}
+
+TEST_CASE("static tcmalloc with the MallocHook API only in .symtab", "[tracer]") {
+  CheckStaticTcmalloc("tt_tcmalloc_symtab");
+}
+
+TEST_CASE("static tcmalloc, stripped: one line on how to relink", "[tracer]") {
+  std::string dir = MakeTempDir();
+  std::string stripped = dir + "/tt_tcmalloc_stripped";
+  std::string cmd = "strip -o '" + stripped + "' '" + TargetPath("tt_tcmalloc_symtab") + "'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  RunResult run = Run({stripped}, {"CROSSFREE_OUTPUT=" + dir + "/trace"}, CROSSFREE_TRACER_LIB);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out.find("result 500") != std::string::npos);
+  CHECK(CountLines(run.err) == 1);
+  CHECK(run.err.find("--export-dynamic-symbol=MallocHook_AddNewHook") != std::string::npos);
+  Trace t = LoadTrace(dir + "/trace");
+  CHECK(t.complete);
+  CHECK((t.header.fields.flags & format::kHeaderFlagMallocHook) == 0);
+}
+#endif
+
+TEST_CASE("crossfree record: traces, children, exit status", "[tracer]") {
+  std::string dir = MakeTempDir();
+  std::string out = dir + "/rec.trace";
+  RunResult run = Run({CROSSFREE_CLI, "record", "-o", out, "--", TargetPath("tt_fork")}, {}, "");
+  REQUIRE(run.exit_code == 0);
+  auto pos = run.out.find("child ");
+  REQUIRE(pos != std::string::npos);
+  std::string child_pid = std::to_string(std::stoul(run.out.substr(pos + 6)));
+  CHECK(Exists(out));
+  CHECK(Exists(out + "." + child_pid));
+  CHECK(run.err.find("trace " + out + ":") != std::string::npos);
+  CHECK(run.err.find("fork child pid " + child_pid) != std::string::npos);
+  Trace t = LoadTrace(out);
+  REQUIRE(t.complete);
+  CHECK(t.header.fields.unwinder == format::Unwinder::kHybrid);
+  CHECK(t.header.fields.max_depth == 32);
+
+  RunResult status = Run({CROSSFREE_CLI, "record", "-o", dir + "/s.trace", "--no-stacks", "--",
+                          "/bin/sh", "-c", "exit 7"},
+                         {}, "");
+  CHECK(status.exit_code == 7);
+  Trace s = LoadTrace(dir + "/s.trace");
+  CHECK(s.complete);
+  CHECK(s.header.fields.unwinder == format::Unwinder::kNone);
+  CHECK(s.stacks.empty());
+
+  RunResult killed = Run({CROSSFREE_CLI, "record", "-o", dir + "/k.trace", "--unwind", "fp",
+                          "--depth", "8", "--", "/bin/sh", "-c", "kill -9 $$"},
+                         {}, "");
+  CHECK(killed.exit_code == 128 + 9);
+  RunResult depth = Run({CROSSFREE_CLI, "record", "-o", dir + "/d.trace", "--unwind", "fp",
+                         "--depth", "8", "--", TargetPath("tt_churn")},
+                        {}, "");
+  CHECK(depth.exit_code == 0);
+  Trace d = LoadTrace(dir + "/d.trace");
+  REQUIRE(d.complete);
+  CHECK(d.header.fields.unwinder == format::Unwinder::kFramePointer);
+  CHECK(d.header.fields.max_depth == 8);
+  size_t deepest = 0;
+  for (const auto& [id, frames] : d.stacks) deepest = std::max(deepest, frames.size());
+  CHECK(deepest <= 8);
+}
+
+}  // namespace
+}  // namespace crossfree::tracer_test

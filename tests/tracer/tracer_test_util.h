@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer tests: run a target under LD_PRELOAD and read its trace back.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "format/trace_reader.h"
+
+namespace crossfree::tracer_test {
+
+struct RunResult {
+  int exit_code = -1;  // 128 + signal if killed
+  std::string out;
+  std::string err;
+};
+
+// Runs argv with env_extra ("K=V") added to a clean copy of our environment
+// (LD_PRELOAD and CROSSFREE_* removed first). preload is the full
+// LD_PRELOAD value, or empty for none.
+RunResult Run(const std::vector<std::string>& argv, const std::vector<std::string>& env_extra,
+              const std::string& preload);
+
+// A fresh empty directory under $TMPDIR (or /tmp), removed at exit.
+std::string MakeTempDir();
+
+// Path of a built target program.
+std::string TargetPath(const std::string& name);
+
+// Runs target `name` traced into <dir>/trace; returns the run.
+RunResult RunTraced(const std::string& name, const std::string& dir,
+                    const std::vector<std::string>& args = {},
+                    const std::vector<std::string>& env_extra = {},
+                    const std::string& extra_preload = "");
+
+struct Trace {
+  format::FileHeader header;
+  std::vector<format::Event> events;  // file order
+  std::map<uint32_t, std::vector<uint64_t>> stacks;
+  std::map<uint32_t, std::vector<std::string>> thread_names;
+  std::set<uint32_t> thread_exits;
+  std::vector<format::Module> modules;
+  bool complete = false;
+  std::string error;
+};
+
+// Reads and fully decodes a trace; complete is false on any problem.
+Trace LoadTrace(const std::string& path);
+
+// "fn NAME START SIZE" lines printed by the targets.
+struct FnRange {
+  uint64_t start = 0;
+  uint64_t size = 0;
+  bool Contains(uint64_t pc) const { return pc >= start && pc < start + size; }
+};
+std::map<std::string, FnRange> ParseFunctions(const std::string& out);
+
+// The first frame of an event's stack, or 0 if it has none.
+uint64_t FirstFrame(const Trace& trace, const format::Event& event);
+
+// Events whose first frame lies inside fn.
+std::vector<format::Event> EventsFrom(const Trace& trace, const FnRange& fn);
+
+// Counts lines of text.
+int CountLines(const std::string& text);
+
+}  // namespace crossfree::tracer_test
