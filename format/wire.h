@@ -72,6 +72,16 @@ inline uint64_t Load64(const uint8_t* p) { uint64_t v; memcpy(&v, p, 8); return 
 
 // Writes v as LEB128 (7 bits per byte, low first). At most 10 bytes.
 inline uint8_t* PutVarint(uint8_t* p, uint64_t v) {
+  // One- and two-byte values are nearly all of them: no loop for those.
+  if (v < 0x80) {
+    *p = static_cast<uint8_t>(v);
+    return p + 1;
+  }
+  if (v < 0x4000) {
+    p[0] = static_cast<uint8_t>(v) | 0x80;
+    p[1] = static_cast<uint8_t>(v >> 7);
+    return p + 2;
+  }
   while (v >= 0x80) {
     *p++ = static_cast<uint8_t>(v) | 0x80;
     v >>= 7;
@@ -83,9 +93,16 @@ inline uint8_t* PutVarint(uint8_t* p, uint64_t v) {
 // Reads a varint from [p, end). Returns null on a varint that runs past end
 // or is longer than 10 bytes / overflows 64 bits.
 inline const uint8_t* GetVarint(const uint8_t* p, const uint8_t* end, uint64_t* out) {
-  if (p < end && *p < 0x80) {  // fast path: one byte
-    *out = *p;
-    return p + 1;
+  if (end - p >= 2) {  // fast paths: one or two bytes
+    uint64_t b0 = p[0];
+    if (b0 < 0x80) {
+      *out = b0;
+      return p + 1;
+    }
+    if (p[1] < 0x80) {
+      *out = (b0 & 0x7f) | (static_cast<uint64_t>(p[1]) << 7);
+      return p + 2;
+    }
   }
   uint64_t v = 0;
   for (int shift = 0; shift < 64; shift += 7) {
