@@ -27,6 +27,7 @@ void TransferCounts::Add(const TransferCounts& o) {
   large_allocations += o.large_allocations;
   fetch_calls += o.fetch_calls;
   fetched_objects += o.fetched_objects;
+  short_fetches += o.short_fetches;
   release_calls += o.release_calls;
   released_objects += o.released_objects;
   for (int i = 0; i < kReleaseCauseCount; ++i) {
@@ -135,8 +136,9 @@ struct StreamState {
 };
 
 struct Block {
-  uint64_t bytes = 0;  // class size, or whole pages for a large block
-  int cl = 0;          // 0: large
+  uint64_t bytes = 0;   // class size, or whole pages for a large block
+  int cl = 0;           // 0: large
+  uint32_t object = 0;  // the model's object (its span)
 };
 
 struct SiteKey {
@@ -184,11 +186,12 @@ class Replayer : public TransferSink {
     return true;
   }
 
-  void OnFetch(int, int cl, int objects) override {
+  void OnFetch(int, int cl, int objects, int wanted) override {
     StreamState& st = streams_[current_];
     for (TransferCounts* c : {&st.counts, &st.by_class[cl]}) {
       c->fetch_calls += 1;
       c->fetched_objects += objects;
+      if (objects < wanted) c->short_fetches += 1;
     }
     CallsObjects& site = fetch_sites_[{static_cast<uint32_t>(current_), current_stack_}];
     site.calls += 1;
@@ -280,13 +283,13 @@ class Replayer : public TransferSink {
     if (cl == 0) {
       st.counts.large_allocations += 1;
       uint64_t pages = (size + kPageSize - 1) >> kPageShift;
-      live_[address] = Block{std::max<uint64_t>(pages, 1) << kPageShift, 0};
+      live_[address] = Block{std::max<uint64_t>(pages, 1) << kPageShift, 0, 0};
       return;
     }
     if (st.heap < 0) st.heap = model_.CreateHeap();
     st.by_class[cl].allocations += 1;
-    model_.Allocate(st.heap, cl);
-    live_[address] = Block{model_.size_map().ClassSize(cl), cl};
+    uint32_t object = model_.Allocate(st.heap, cl);
+    live_[address] = Block{model_.size_map().ClassSize(cl), cl, object};
   }
 
   void Free(size_t s, uint64_t address) {
@@ -309,9 +312,10 @@ class Replayer : public TransferSink {
     if (st.heap < 0) {
       st.counts.direct_central_frees += 1;
       st.by_class[block.cl].direct_central_frees += 1;
+      model_.DeallocateToCentral(block.cl, block.object);
       return;
     }
-    model_.Deallocate(st.heap, block.cl);
+    model_.Deallocate(st.heap, block.cl, block.object);
   }
 
   // tcmalloc.cc do_realloc_with_callback: a block that grows moves to a
@@ -468,11 +472,11 @@ namespace {
 std::string CountsJson(const TransferCounts& c) {
   return fmt::format(
       "\"allocations\": {}, \"frees\": {}, \"large_allocations\": {}, "
-      "\"fetch_calls\": {}, \"fetched_objects\": {}, \"release_calls\": {}, "
+      "\"fetch_calls\": {}, \"fetched_objects\": {}, \"short_fetches\": {}, \"release_calls\": {}, "
       "\"released_objects\": {}, \"release_calls_by_cause\": {{\"{}\": {}, \"{}\": {}, "
       "\"{}\": {}}}, \"direct_central_frees\": {}",
       c.allocations, c.frees, c.large_allocations, c.fetch_calls, c.fetched_objects,
-      c.release_calls, c.released_objects, ReleaseCauseName(ReleaseCause::kListTooLong),
+      c.short_fetches, c.release_calls, c.released_objects, ReleaseCauseName(ReleaseCause::kListTooLong),
       c.release_calls_by_cause[0], ReleaseCauseName(ReleaseCause::kScavenge),
       c.release_calls_by_cause[1], ReleaseCauseName(ReleaseCause::kThreadExit),
       c.release_calls_by_cause[2], c.direct_central_frees);
@@ -527,9 +531,10 @@ std::string RenderSimulationText(const SimulationResult& r, const SimulateOption
   }
   const TransferCounts& c = r.totals;
   out += fmt::format(
-      "\npredicted central free-list transfers: {} fetches ({} objects), {} releases ({} "
-      "objects)\n",
+      "\npredicted central free-list transfers: {} fetches ({} objects; {} short), {} releases "
+      "({} objects)\n",
       analyzer::Commas(c.fetch_calls), analyzer::Commas(c.fetched_objects),
+      analyzer::Commas(c.short_fetches),
       analyzer::Commas(c.release_calls), analyzer::Commas(c.released_objects));
   out += fmt::format(
       "  releases: {} list too long, {} scavenge, {} thread exit; {} frees without a thread "

@@ -42,6 +42,7 @@ struct TransferCounts {
   uint64_t large_allocations = 0; // > kMaxSize: page heap, no thread cache
   uint64_t fetch_calls = 0;       // ThreadCache::FetchFromCentralCache
   uint64_t fetched_objects = 0;
+  uint64_t short_fetches = 0;     // fetches the central list could not fill
   uint64_t release_calls = 0;     // ThreadCache::ReleaseToCentralCache
   uint64_t released_objects = 0;
   std::array<uint64_t, kReleaseCauseCount> release_calls_by_cause{};

@@ -123,6 +123,17 @@ TcmallocModel::TcmallocModel(const TcmallocConfig& config, TransferSink* sink)
                                           kMinThreadCacheSize, uint64_t{1} << 30);
   overall_ = static_cast<int64_t>(overall);
   unclaimed_ = overall_;
+  // src/central_freelist.cc CentralFreeList::Init: 16 transfer slots to
+  // start with, at most 64, and at most 1 MiB of objects (one slot at
+  // least).
+  centrals_.resize(size_map_.num_classes());
+  for (int cl = 1; cl < size_map_.num_classes(); ++cl) {
+    int64_t bytes = static_cast<int64_t>(size_map_.ClassSize(cl)) * size_map_.NumObjectsToMove(cl);
+    int max_cache = static_cast<int>(
+        std::min<int64_t>(kMaxNumTransferEntries, std::max<int64_t>(1, (1 << 20) / bytes)));
+    centrals_[cl].max_cache_size = max_cache;
+    centrals_[cl].cache_size = std::min(16, max_cache);
+  }
 }
 
 // src/thread_cache.cc NewHeap + Init: the heap starts with one kStealAmount
@@ -133,17 +144,16 @@ TcmallocModel::TcmallocModel(const TcmallocConfig& config, TransferSink* sink)
 int TcmallocModel::CreateHeap() {
   int index = static_cast<int>(heaps_.size());
   heaps_.emplace_back();
-  Heap& h = heaps_.back();
-  h.lists.assign(size_map_.num_classes(), ListState{});
+  heaps_.back().lists.resize(size_map_.num_classes());
   IncreaseCacheLimit(index);
-  if (heaps_[index].max_size == 0) {
-    heaps_[index].max_size = kMinThreadCacheSize;
+  Heap& h = heaps_[index];
+  if (h.max_size == 0) {
+    h.max_size = kMinThreadCacheSize;
     unclaimed_ -= kMinThreadCacheSize;
   }
-  Heap& nh = heaps_[index];
-  nh.live = true;
-  nh.next = head_;
-  nh.prev = -1;
+  h.live = true;
+  h.next = head_;
+  h.prev = -1;
   if (head_ >= 0) {
     heaps_[head_].prev = index;
   } else {
@@ -154,30 +164,37 @@ int TcmallocModel::CreateHeap() {
 }
 
 // src/thread_cache.h ThreadCache::Allocate: pop, or fetch when empty.
-void TcmallocModel::Allocate(int heap, int cl) {
+uint32_t TcmallocModel::Allocate(int heap, int cl) {
   Heap& h = heaps_[heap];
   ListState& list = h.lists[cl];
-  if (list.length == 0) {
-    FetchFromCentralCache(h, heap, cl);
-    return;
+  uint32_t object = 0;
+  if (list.objects.empty()) {
+    FetchFromCentralCache(h, heap, cl, &object);
+    return object;
   }
   h.size -= static_cast<int64_t>(size_map_.ClassSize(cl));
-  --list.length;
-  if (list.length < list.lowater) list.lowater = list.length;
+  object = list.objects.back();
+  list.objects.pop_back();
+  if (list.length() < list.lowater) list.lowater = list.length();
+  return object;
 }
 
-// src/thread_cache.cc FetchFromCentralCache: move min(max_length, batch)
-// objects (the central list always delivers them in this model), keep all
-// but the one returned, then grow max_length: by one up to the batch size
-// (slow start), then by whole batches up to kMaxDynamicFreeListLength.
-void TcmallocModel::FetchFromCentralCache(Heap& h, int index, int cl) {
+// src/thread_cache.cc FetchFromCentralCache: ask the central list for
+// min(max_length, batch) objects (it may deliver fewer, see RemoveRange),
+// keep all but the first, then grow max_length: by one up to the batch
+// size (slow start), then by whole batches up to kMaxDynamicFreeListLength.
+void TcmallocModel::FetchFromCentralCache(Heap& h, int index, int cl, uint32_t* object) {
   ListState& list = h.lists[cl];
   const int batch = size_map_.NumObjectsToMove(cl);
-  const int moved = std::min(list.max_length, batch);
-  sink_->OnFetch(index, cl, moved);
-  // PushRange does not touch the low-water mark.
+  const int wanted = std::min(list.max_length, batch);
+  Chain chain = RemoveRange(cl, wanted);
+  const int moved = static_cast<int>(chain.size());
+  sink_->OnFetch(index, cl, moved, wanted);
+  *object = chain.front();
+  // PushRange(SLL_Next(start), end): the rest keeps its order, head first;
+  // it does not touch the low-water mark.
+  for (size_t i = chain.size(); i-- > 1;) list.objects.push_back(chain[i]);
   h.size += static_cast<int64_t>(size_map_.ClassSize(cl)) * (moved - 1);
-  list.length += moved - 1;
   if (list.max_length < batch) {
     list.max_length += 1;
   } else {
@@ -189,17 +206,21 @@ void TcmallocModel::FetchFromCentralCache(Heap& h, int index, int cl) {
 
 // src/thread_cache.h ThreadCache::Deallocate: push; a list longer than its
 // max_length releases a batch; a cache at or over its max_size scavenges.
-void TcmallocModel::Deallocate(int heap, int cl) {
+void TcmallocModel::Deallocate(int heap, int cl, uint32_t object) {
   Heap& h = heaps_[heap];
   ListState& list = h.lists[cl];
   h.size += static_cast<int64_t>(size_map_.ClassSize(cl));
   const int64_t size_headroom = h.max_size - h.size - 1;
-  ++list.length;
-  const int64_t list_headroom = static_cast<int64_t>(list.max_length) - list.length;
+  list.objects.push_back(object);
+  const int64_t list_headroom = static_cast<int64_t>(list.max_length) - list.length();
   if ((list_headroom | size_headroom) < 0) {
     if (list_headroom < 0) ListTooLong(h, heap, cl);
     if (h.size >= h.max_size) Scavenge(h, heap);
   }
+}
+
+void TcmallocModel::DeallocateToCentral(int cl, uint32_t object) {
+  InsertRange(cl, Chain{object});
 }
 
 // src/thread_cache.cc ListTooLong: release one batch, then move max_length
@@ -220,16 +241,27 @@ void TcmallocModel::ListTooLong(Heap& h, int index, int cl) {
   }
 }
 
-// src/thread_cache.cc ReleaseToCentralCache: one call, however many
-// InsertRange batches it splits into; n is clipped to the list length.
+// src/thread_cache.cc ReleaseToCentralCache: one call; n is clipped to the
+// list length and handed to the central list in whole batches from the
+// list head, the remainder last.
 void TcmallocModel::ReleaseToCentralCache(Heap& h, int index, int cl, int n,
                                           ReleaseCause cause) {
   ListState& list = h.lists[cl];
-  if (n > list.length) n = list.length;
+  if (n > list.length()) n = list.length();
   sink_->OnRelease(index, cl, n, cause);
-  list.length -= n;
-  if (list.length < list.lowater) list.lowater = list.length;
   h.size -= static_cast<int64_t>(size_map_.ClassSize(cl)) * n;
+  const int batch = size_map_.NumObjectsToMove(cl);
+  auto pop_range = [&list](int k) {
+    Chain chain(list.objects.rbegin(), list.objects.rbegin() + k);
+    list.objects.resize(list.objects.size() - k);
+    if (list.length() < list.lowater) list.lowater = list.length();
+    return chain;
+  };
+  while (n > batch) {
+    InsertRange(cl, pop_range(batch));
+    n -= batch;
+  }
+  InsertRange(cl, pop_range(n));
 }
 
 // src/thread_cache.cc Scavenge: per class, drop half the low-water mark (at
@@ -246,7 +278,7 @@ void TcmallocModel::Scavenge(Heap& h, int index) {
       const int batch = size_map_.NumObjectsToMove(cl);
       if (list.max_length > batch) list.max_length = std::max(list.max_length - batch, batch);
     }
-    list.lowater = list.length;
+    list.lowater = list.length();
   }
   IncreaseCacheLimit(index);
 }
@@ -256,10 +288,9 @@ void TcmallocModel::Scavenge(Heap& h, int index) {
 // to 10 heaps (round robin over thread_heaps_, newest first) that has more
 // than kMinThreadCacheSize.
 void TcmallocModel::IncreaseCacheLimit(int index) {
-  Heap& h = heaps_[index];
   if (unclaimed_ > 0) {
     unclaimed_ -= kStealAmount;
-    h.max_size += kStealAmount;
+    heaps_[index].max_size += kStealAmount;
     return;
   }
   for (int i = 0; i < 10; ++i) {
@@ -284,8 +315,8 @@ void TcmallocModel::DeleteHeap(int heap) {
   Heap& h = heaps_[heap];
   if (!h.live) return;
   for (int cl = 0; cl < size_map_.num_classes(); ++cl) {
-    if (h.lists[cl].length > 0) {
-      ReleaseToCentralCache(h, heap, cl, h.lists[cl].length, ReleaseCause::kThreadExit);
+    if (h.lists[cl].length() > 0) {
+      ReleaseToCentralCache(h, heap, cl, h.lists[cl].length(), ReleaseCause::kThreadExit);
     }
   }
   if (h.next >= 0) heaps_[h.next].prev = h.prev;
@@ -296,6 +327,152 @@ void TcmallocModel::DeleteHeap(int heap) {
   unclaimed_ += h.max_size;
   h.live = false;
   h.next = h.prev = -1;
+}
+
+// ---- Central free list (src/central_freelist.cc) ----
+
+// InsertRange: a whole batch goes into a transfer-cache slot if there is
+// (or can be made) room; anything else returns object by object to spans.
+void TcmallocModel::InsertRange(int cl, Chain chain) {
+  if (static_cast<int>(chain.size()) == size_map_.NumObjectsToMove(cl) && MakeCacheSpace(cl)) {
+    centrals_[cl].slots.push_back(std::move(chain));
+    return;
+  }
+  for (uint32_t span : chain) ReleaseToSpans(cl, span);
+}
+
+// RemoveRange: a whole batch comes from a transfer-cache slot (the last one
+// filled) when there is one; otherwise objects are taken from the first
+// non-empty span, then the next, until n or no non-empty span is left. A
+// new span is carved only when there is none at all, so a fetch can come
+// back short.
+TcmallocModel::Chain TcmallocModel::RemoveRange(int cl, int n) {
+  Central& c = centrals_[cl];
+  if (n == size_map_.NumObjectsToMove(cl) && !c.slots.empty()) {
+    Chain chain = std::move(c.slots.back());
+    c.slots.pop_back();
+    return chain;
+  }
+  Chain chain;
+  if (FetchFromOneSpan(cl, n, &chain) == 0) {
+    Populate(cl);
+    FetchFromOneSpan(cl, n, &chain);
+  }
+  while (static_cast<int>(chain.size()) < n) {
+    // SLL_PushRange: the later span's objects go in front.
+    Chain more;
+    if (FetchFromOneSpan(cl, n - static_cast<int>(chain.size()), &more) == 0) break;
+    more.insert(more.end(), chain.begin(), chain.end());
+    chain = std::move(more);
+  }
+  return chain;
+}
+
+int TcmallocModel::FetchFromOneSpan(int cl, int n, Chain* out) {
+  Central& c = centrals_[cl];
+  if (c.nonempty_head < 0) return 0;
+  uint32_t id = static_cast<uint32_t>(c.nonempty_head);
+  Span& s = spans_[id];
+  int taken = std::min(n, s.free);
+  s.free -= taken;
+  s.refcount += taken;
+  out->insert(out->end(), taken, id);
+  if (s.free == 0) UnlinkNonempty(s, id);  // to the empty list (order unused)
+  return taken;
+}
+
+// Populate: a new span of class_to_pages pages, all objects free, first in
+// the non-empty list.
+void TcmallocModel::Populate(int cl) {
+  Span s;
+  s.cl = cl;
+  s.free = static_cast<int>((size_map_.ClassPages(cl) << kPageShift) / size_map_.ClassSize(cl));
+  uint32_t id = static_cast<uint32_t>(spans_.size());
+  spans_.push_back(s);
+  centrals_[cl].spans += 1;
+  PrependNonempty(cl, id);
+}
+
+// ReleaseToSpans: a span that had no free object moves to the front of the
+// non-empty list; a span whose objects are all back goes to the page heap.
+void TcmallocModel::ReleaseToSpans(int cl, uint32_t id) {
+  Span& s = spans_[id];
+  if (s.free == 0) {
+    UnlinkNonempty(s, id);
+    PrependNonempty(cl, id);
+  }
+  s.refcount -= 1;
+  if (s.refcount == 0) {
+    UnlinkNonempty(s, id);
+    s.free = 0;
+    centrals_[cl].spans -= 1;
+    return;
+  }
+  s.free += 1;
+}
+
+// MakeCacheSpace: room if a slot is free; else grow the cache by taking a
+// slot from another class (EvictRandomSizeClass, first gently, then by
+// force), unless this class is at its maximum.
+bool TcmallocModel::MakeCacheSpace(int cl) {
+  Central& c = centrals_[cl];
+  if (static_cast<int>(c.slots.size()) < c.cache_size) return true;
+  if (c.cache_size == c.max_cache_size) return false;
+  if (EvictRandomSizeClass(cl, false) || EvictRandomSizeClass(cl, true)) {
+    if (c.cache_size < c.max_cache_size) {
+      c.cache_size += 1;
+      return true;
+    }
+  }
+  return false;
+}
+
+// EvictRandomSizeClass: the "random" class is a counter over all classes.
+bool TcmallocModel::EvictRandomSizeClass(int locked_cl, bool force) {
+  int t = evict_counter_++;
+  if (t >= size_map_.num_classes()) {
+    t %= size_map_.num_classes();
+    evict_counter_ = t;
+  }
+  if (t == locked_cl) return false;
+  return ShrinkCache(t, force);
+}
+
+// ShrinkCache: give up an unused slot; by force, also a used one, whose
+// batch goes back to its spans.
+bool TcmallocModel::ShrinkCache(int cl, bool force) {
+  Central& c = centrals_[cl];
+  if (c.cache_size == 0) return false;
+  if (!force && static_cast<int>(c.slots.size()) == c.cache_size) return false;
+  if (static_cast<int>(c.slots.size()) == c.cache_size) {
+    c.cache_size -= 1;
+    Chain chain = std::move(c.slots.back());
+    c.slots.pop_back();
+    for (uint32_t span : chain) ReleaseToSpans(cl, span);
+    return true;
+  }
+  c.cache_size -= 1;
+  return true;
+}
+
+void TcmallocModel::UnlinkNonempty(Span& s, uint32_t id) {
+  if (!s.in_nonempty) return;
+  Central& c = centrals_[s.cl];
+  if (s.prev >= 0) spans_[s.prev].next = s.next;
+  if (s.next >= 0) spans_[s.next].prev = s.prev;
+  if (c.nonempty_head == static_cast<int>(id)) c.nonempty_head = s.next;
+  s.prev = s.next = -1;
+  s.in_nonempty = false;
+}
+
+void TcmallocModel::PrependNonempty(int cl, uint32_t id) {
+  Central& c = centrals_[cl];
+  Span& s = spans_[id];
+  s.prev = -1;
+  s.next = c.nonempty_head;
+  if (c.nonempty_head >= 0) spans_[c.nonempty_head].prev = static_cast<int>(id);
+  c.nonempty_head = static_cast<int>(id);
+  s.in_nonempty = true;
 }
 
 }  // namespace crossfree::simulate

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Simulate: a model of the gperftools 2.10 thread cache (Debian's
-// libtcmalloc.so.4) that predicts the central free-list transfers, i.e. the
+// Simulate: a model of the gperftools 2.10 thread cache and central free
+// lists (Debian's libtcmalloc.so.4) that predicts the central free-list
+// transfers, i.e. the
 // calls of ThreadCache::FetchFromCentralCache and
 // ThreadCache::ReleaseToCentralCache and the objects each one moves.
 //
 // Learned from gperftools 2.10: src/common.{h,cc} (SizeMap::Init, NumMoveSize,
 // AlignmentForSize), src/thread_cache.{h,cc} (FreeList, Allocate, Deallocate,
 // FetchFromCentralCache, ListTooLong, ReleaseToCentralCache, Scavenge,
-// IncreaseCacheLimitLocked, Init/NewHeap/DeleteCache) and src/tcmalloc.cc
+// IncreaseCacheLimitLocked, Init/NewHeap/DeleteCache),
+// src/central_freelist.cc (transfer cache, RemoveRange/InsertRange, spans)
+// and src/tcmalloc.cc
 // (which paths use a thread cache at all). Own code; docs/simulate.md lists
 // what the model keeps and what it leaves out.
 //
@@ -31,6 +34,7 @@ inline constexpr uint64_t kStealAmount = 1 << 16;
 inline constexpr int kMaxOverages = 3;
 inline constexpr int kMaxDynamicFreeListLength = 8192;
 inline constexpr int kDefaultTransferNumObjects = 32;  // TCMALLOC_TRANSFER_NUM_OBJ
+inline constexpr int kMaxNumTransferEntries = 64;      // transfer cache slots per class
 
 struct TcmallocConfig {
   // TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES; clipped like
@@ -51,6 +55,7 @@ class SizeMap {
   int SizeClass(uint64_t size) const;
   uint64_t ClassSize(int cl) const { return class_to_size_[cl]; }
   int NumObjectsToMove(int cl) const { return num_objects_to_move_[cl]; }
+  uint64_t ClassPages(int cl) const { return class_to_pages_[cl]; }
   int num_classes() const { return static_cast<int>(class_to_size_.size()); }
 
   // Objects per central transfer for an object size (SizeMap::NumMoveSize).
@@ -77,13 +82,15 @@ class TransferSink {
  public:
   virtual ~TransferSink() = default;
   // One FetchFromCentralCache call that moved `objects` objects (the one
-  // returned to the caller included).
-  virtual void OnFetch(int heap, int cl, int objects) = 0;
+  // returned to the caller included); `wanted` is what it asked for.
+  virtual void OnFetch(int heap, int cl, int objects, int wanted) = 0;
   // One ReleaseToCentralCache call that moved `objects` objects.
   virtual void OnRelease(int heap, int cl, int objects, ReleaseCause cause) = 0;
 };
 
-// The thread caches of one process. Heaps are numbered in creation order and
+// The thread caches and central free lists of one process. An object is
+// identified by the span it was carved from (a span id): that is all that
+// decides where it goes back to. Heaps are numbered in creation order and
 // never reused; a deleted heap keeps its number.
 class TcmallocModel {
  public:
@@ -93,25 +100,33 @@ class TcmallocModel {
 
   // ThreadCache::NewHeap + Init: a thread's first allocation creates it.
   int CreateHeap();
-  // ThreadCache::Allocate for class cl (1 <= cl < num_classes()).
-  void Allocate(int heap, int cl);
-  // ThreadCache::Deallocate for class cl.
-  void Deallocate(int heap, int cl);
+  // ThreadCache::Allocate for class cl (1 <= cl < num_classes()). Returns
+  // the object (its span id) to pass to Deallocate.
+  uint32_t Allocate(int heap, int cl);
+  // ThreadCache::Deallocate of an object of class cl.
+  void Deallocate(int heap, int cl, uint32_t object);
+  // A free on a thread without a cache: CentralFreeList::InsertRange of one
+  // object (tcmalloc.cc do_free_with_callback).
+  void DeallocateToCentral(int cl, uint32_t object);
   // ThreadCache::DeleteCache (thread exit): Cleanup, unlink, give back its
   // max_size to the unclaimed space.
   void DeleteHeap(int heap);
 
   // Inspection, for tests.
   struct ListState {
-    int length = 0;
+    std::vector<uint32_t> objects;  // back() is the list head
     int lowater = 0;
     int max_length = 1;
     int length_overages = 0;
+    int length() const { return static_cast<int>(objects.size()); }
   };
   const ListState& list(int heap, int cl) const { return heaps_[heap].lists[cl]; }
   int64_t cache_size(int heap) const { return heaps_[heap].size; }
   int64_t max_size(int heap) const { return heaps_[heap].max_size; }
   int64_t unclaimed_cache_space() const { return unclaimed_; }
+  // Spans of class cl currently owned by the central list (not returned).
+  int live_spans(int cl) const { return centrals_[cl].spans; }
+  int transfer_slots_used(int cl) const { return static_cast<int>(centrals_[cl].slots.size()); }
 
  private:
   struct Heap {
@@ -122,16 +137,47 @@ class TcmallocModel {
     int prev = -1;
     bool live = false;
   };
+  struct Span {
+    int cl = 0;
+    int free = 0;      // objects on the span's own free list
+    int refcount = 0;  // objects handed out
+    int prev = -1;     // nonempty_ list of its class
+    int next = -1;
+    bool in_nonempty = false;
+  };
+  struct Central {
+    std::vector<std::vector<uint32_t>> slots;  // transfer cache, one batch each
+    int cache_size = 0;
+    int max_cache_size = 0;
+    int nonempty_head = -1;
+    int spans = 0;
+  };
+  using Chain = std::vector<uint32_t>;  // objects, list head first
 
-  void FetchFromCentralCache(Heap& h, int index, int cl);
+  void FetchFromCentralCache(Heap& h, int index, int cl, uint32_t* object);
   void ListTooLong(Heap& h, int index, int cl);
   void ReleaseToCentralCache(Heap& h, int index, int cl, int n, ReleaseCause cause);
   void Scavenge(Heap& h, int index);
   void IncreaseCacheLimit(int index);
 
+  // src/central_freelist.cc
+  void InsertRange(int cl, Chain chain);
+  Chain RemoveRange(int cl, int n);
+  void ReleaseToSpans(int cl, uint32_t span);
+  int FetchFromOneSpan(int cl, int n, Chain* out);
+  void Populate(int cl);
+  bool MakeCacheSpace(int cl);
+  bool EvictRandomSizeClass(int locked_cl, bool force);
+  bool ShrinkCache(int cl, bool force);
+  void UnlinkNonempty(Span& s, uint32_t id);
+  void PrependNonempty(int cl, uint32_t id);
+
   SizeMap size_map_;
   TransferSink* sink_;
   std::vector<Heap> heaps_;
+  std::vector<Span> spans_;
+  std::vector<Central> centrals_;
+  int evict_counter_ = 0;  // EvictRandomSizeClass's race_counter
   int64_t overall_ = 0;
   int64_t unclaimed_ = 0;
   int head_ = -1;        // thread_heaps_

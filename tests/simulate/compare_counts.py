@@ -30,18 +30,12 @@ def main():
     if sim.get("by") != "role":
         sys.exit("simulate output must be --by role")
     pid = real["pid"]
-    # An unnamed thread's comm is inherited from the main thread (the
-    # program name); the trace has no name for it, so the analyzer calls it
-    # "thread".
-    main_name = next((t["name"] for t in real["threads"] if t["tid"] == pid), None)
+    # The tracer names every thread after its comm at start (the main
+    # thread and unnamed threads inherit the program name), so the comm that
+    # the counter saw folds into the same role.
     measured = {}
     for t in real["threads"]:
-        name = "" if t["name"] == main_name else t["name"]
-        r = role(name, t["tid"], pid)
-        # The main thread's comm is the program name; the analyzer calls it "main"
-        # when the trace has no name record for it.
-        if t["tid"] == pid:
-            r = "main"
+        r = role(t["name"], t["tid"], pid)
         m = measured.setdefault(r, {"fetch_calls": 0, "fetched_objects": 0, "release_calls": 0,
                                     "released_objects": 0})
         for k in m:

@@ -107,16 +107,23 @@ TEST_CASE("producer/consumer: fetches and releases follow the slow start", "[sim
   SimulationResult r = Run(b);
 
   // Producer, fetches: max_length starts at 1 and grows by one per fetch up
-  // to the batch (32), so fetch k moves min(k, 32) objects. Fetches 1..31
-  // move 1+2+...+31 = 496 objects; the remaining 504 allocations need
-  // ceil(504/32) = 16 fetches of 32. Total 47 fetches, 496 + 512 = 1008
-  // objects; 8 stay in the list and go back in one release at thread exit.
+  // to the batch (32), so fetch k asks for min(k, 32) objects. The central
+  // list carves 256-object spans (one 8 KiB page of 32-byte objects) and
+  // carves a new one only when no span has a free object, so a fetch that
+  // reaches the end of a span comes back short:
+  //   span 1: fetches 1..22 take 1+...+22 = 253, fetch 23 gets the last 3;
+  //   span 2: fetches 24..32 take 24+...+32 = 252, fetch 33 gets the last 4;
+  //   span 3: fetches 34..41 take 8 x 32; span 4: fetches 42..49, 8 x 32.
+  // After fetch 48, 992 objects < 1000 allocations; fetch 49 brings 1024.
+  // So 49 fetches (2 short), 1024 objects; the 24 left in the list go back
+  // in one release at thread exit.
   const GroupResult& p = Group(r, "producer-N");
   CHECK(p.counts.allocations == 1000);
-  CHECK(p.counts.fetch_calls == 47);
-  CHECK(p.counts.fetched_objects == 1008);
+  CHECK(p.counts.fetch_calls == 49);
+  CHECK(p.counts.fetched_objects == 1024);
+  CHECK(p.counts.short_fetches == 2);
   CHECK(p.counts.release_calls == 1);
-  CHECK(p.counts.released_objects == 8);
+  CHECK(p.counts.released_objects == 24);
   CHECK(p.counts.release_calls_by_cause[2] == 1);
 
   // Consumer, releases: its class-32 list starts with max_length 1. With
@@ -141,16 +148,16 @@ TEST_CASE("producer/consumer: fetches and releases follow the slow start", "[sim
   CHECK(c.counts.released_objects == 1000);
   CHECK(c.by_class.at(SizeMap().SizeClass(32)).release_calls == 46);
 
-  CHECK(r.totals.fetch_calls == 48);
+  CHECK(r.totals.fetch_calls == 50);
   CHECK(r.totals.release_calls == 47);
 
-  // Sites: the producer's allocation site fetched 47 times; the consumer's
+  // Sites: the producer's allocation site fetched 49 times; the consumer's
   // free site released 45 times; thread exits have no site.
   REQUIRE(r.fetch_sites.size() == 2);
   CHECK(r.fetch_sites[0].group == "producer-N");
   CHECK(r.fetch_sites[0].site.key == "Site0x1000");
-  CHECK(r.fetch_sites[0].calls == 47);
-  CHECK(r.fetch_sites[0].objects == 1008);
+  CHECK(r.fetch_sites[0].calls == 49);
+  CHECK(r.fetch_sites[0].objects == 1024);
   CHECK(r.fetch_sites[1].site.key == "Site0x3000");
   REQUIRE(r.release_sites.size() == 3);
   CHECK(r.release_sites[0].group == "consumer-N");
@@ -169,7 +176,7 @@ TEST_CASE("producer/consumer: a consumer without a thread cache frees straight t
   const GroupResult& c = Group(r, "consumer-N");
   CHECK(c.counts.release_calls == 0);
   CHECK(c.counts.direct_central_frees == 1000);
-  CHECK(Group(r, "producer-N").counts.fetch_calls == 47);
+  CHECK(Group(r, "producer-N").counts.fetch_calls == 49);
 }
 
 // One thread allocates 100 objects of 32 KiB (batch 2), then frees them.
@@ -181,30 +188,32 @@ TraceBuilder BudgetTrace() {
 }
 
 TEST_CASE("budget: a smaller --max-total-thread-cache-bytes gives more releases", "[simulate]") {
-  // Allocations: fetch 1 moves 1 object, then (batch 2) each fetch moves 2
-  // and max_length grows by 2: 1 + 50 fetches = 51, 101 objects, 1 left in
-  // the list, max_length 102, low-water mark 0. Sizes below in units of
+  // Allocations: a 32 KiB span (4 pages) holds one object, so every fetch
+  // gets one object (fetches 2..100 ask for a batch of 2 and come back
+  // short): 100 fetches, 100 objects, the list stays empty, max_length
+  // ends at 2 + 2*99 = 200, low-water mark 0. Sizes below in units of
   // 32 KiB; the cache budget starts at 2 units (64 KiB) and every scavenge
   // adds 2 while unclaimed space remains. Frees never overflow the list
-  // (max_length stays >= 60), so every release is a scavenge, which runs
+  // (max_length stays >= 158), so every release is a scavenge, which runs
   // when length >= budget, drops lowater/2 (1 if lowater is 1, none if 0)
   // and sets lowater = length.
   //
   // 32 MiB (default): scavenges at lengths 2,4,6,8,10,12,14,16,18,20,22,
-  // 24,26,28,30 (after frees 1,3,6,9,13,18,23,29,36,43,51,60,69,79,90),
+  // 24,26,28,30 (after frees 2,4,7,10,14,19,24,30,37,44,52,61,70,80,91),
   // dropping 0,1,1,2,3,3,4,5,5,6,7,7,8,9,9: 14 release calls, 70 objects.
   //
   // 512 KiB (the minimum): the same until the budget reaches 16 units
   // after the 7th scavenge (8 x 64 KiB claimed, nothing unclaimed, no other
   // heap to steal from). From then on the list scavenges at 16, keeping 11:
-  // the 8th scavenge (free 29) drops 5, then every 5 frees (34, 39, ...,
-  // 99: 14 more) drops 5. 21 release calls, 1+1+2+3+3+4+5 + 14*5 = 89
+  // the 8th scavenge (free 30) drops 5, then every 5 frees (35, 40, ...,
+  // 100: 14 more) drops 5. 21 release calls, 1+1+2+3+3+4+5 + 14*5 = 89
   // objects.
   SimulateOptions options;
   TraceBuilder big = BudgetTrace();
   SimulationResult r_big = Run(big, options);
-  CHECK(r_big.totals.fetch_calls == 51);
-  CHECK(r_big.totals.fetched_objects == 101);
+  CHECK(r_big.totals.fetch_calls == 100);
+  CHECK(r_big.totals.fetched_objects == 100);
+  CHECK(r_big.totals.short_fetches == 99);
   CHECK(r_big.totals.release_calls == 14);
   CHECK(r_big.totals.release_calls_by_cause[1] == 14);
   CHECK(r_big.totals.released_objects == 70);
@@ -212,14 +221,14 @@ TEST_CASE("budget: a smaller --max-total-thread-cache-bytes gives more releases"
   options.allocator.max_total_thread_cache_bytes = 512 * 1024;
   TraceBuilder small = BudgetTrace();
   SimulationResult r_small = Run(small, options);
-  CHECK(r_small.totals.fetch_calls == 51);
-  CHECK(r_small.totals.fetched_objects == 101);
+  CHECK(r_small.totals.fetch_calls == 100);
+  CHECK(r_small.totals.fetched_objects == 100);
   CHECK(r_small.totals.release_calls == 21);
   CHECK(r_small.totals.release_calls_by_cause[1] == 21);
   CHECK(r_small.totals.released_objects == 89);
 }
 
-TEST_CASE("large allocations bypass the thread cache; reallocs follow tcmalloc's rules",
+TEST_CASE("large allocations bypass the thread cache, reallocs follow tcmalloc's rules",
           "[simulate]") {
   TraceBuilder b(kPid);
   b.Alloc(kPid, 10, kBase, 300000);  // > 256 KiB: page heap
@@ -253,11 +262,12 @@ TEST_CASE("JSON output carries per-group counts for comparison scripts", "[simul
   std::string json = RenderSimulationJson(r, options);
   CHECK(json.find("\"name\": \"producer-N\", \"threads\": 1, \"allocations\": 1000") !=
         std::string::npos);
-  CHECK(json.find("\"fetch_calls\": 47, \"fetched_objects\": 1008") != std::string::npos);
+  CHECK(json.find("\"fetch_calls\": 49, \"fetched_objects\": 1024, \"short_fetches\": 2") !=
+        std::string::npos);
   CHECK(json.find("\"release_calls_by_cause\": {\"list_too_long\": 45, \"scavenge\": 0, "
                   "\"thread_exit\": 1}") != std::string::npos);
   std::string text = RenderSimulationText(r, options);
-  CHECK(text.find("48 fetches (1,009 objects), 47 releases (1,008 objects)") != std::string::npos);
+  CHECK(text.find("50 fetches (1,025 objects; 2 short), 47 releases (1,024 objects)") != std::string::npos);
 }
 
 }  // namespace

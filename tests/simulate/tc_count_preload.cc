@@ -29,20 +29,26 @@ namespace {
 constexpr int kMaxThreads = 4096;
 constexpr int kMaxCallers = 16;  // distinct return addresses of ReleaseToCentralCache
 
+// Plain integers updated with __atomic builtins: the tables must be
+// zero-initialized statically, since libtcmalloc's own constructor calls
+// the hooks before this library's constructors would run.
 struct Slot {
-  std::atomic<uint32_t> tid{0};
+  uint32_t tid;
   char name[16];
-  std::atomic<uint64_t> fetch_calls{0};
-  std::atomic<uint64_t> fetched_objects{0};
-  std::atomic<uint64_t> release_calls{0};
-  std::atomic<uint64_t> released_objects{0};
-  std::atomic<uint64_t> release_by_caller[kMaxCallers];
+  uint64_t fetch_calls;
+  uint64_t fetched_objects;
+  uint64_t release_calls;
+  uint64_t released_objects;
+  uint64_t release_by_caller[kMaxCallers];
 };
 
 Slot g_slots[kMaxThreads];
-std::atomic<int> g_next_slot{0};
-std::atomic<uintptr_t> g_callers[kMaxCallers];
-std::atomic<uint64_t> g_overflow{0};
+int g_next_slot;
+uintptr_t g_callers[kMaxCallers];
+uint64_t g_overflow;
+
+void Add(uint64_t* counter, uint64_t n) { __atomic_fetch_add(counter, n, __ATOMIC_RELAXED); }
+uint64_t Load(const uint64_t* counter) { return __atomic_load_n(counter, __ATOMIC_RELAXED); }
 
 using FetchFn = void* (*)(void*, unsigned, int, void* (*)(size_t));
 using ReleaseFn = void (*)(void*, void*, unsigned, int);
@@ -57,13 +63,13 @@ __thread int t_slot __attribute__((tls_model("initial-exec"))) = -1;
 
 Slot* MySlot() {
   if (t_slot < 0) {
-    int s = g_next_slot.fetch_add(1);
+    int s = __atomic_fetch_add(&g_next_slot, 1, __ATOMIC_RELAXED);
     if (s >= kMaxThreads) {
-      g_overflow.fetch_add(1);
+      Add(&g_overflow, 1);
       return nullptr;
     }
     t_slot = s;
-    g_slots[s].tid.store(static_cast<uint32_t>(syscall(SYS_gettid)));
+    g_slots[s].tid = static_cast<uint32_t>(syscall(SYS_gettid));
   }
   Slot* slot = &g_slots[t_slot];
   // The thread's current name (it may be set after the thread started).
@@ -80,11 +86,15 @@ uint32_t ListLength(const void* list) {
 
 int CallerIndex(uintptr_t ret) {
   for (int i = 0; i < kMaxCallers; ++i) {
-    uintptr_t cur = g_callers[i].load();
+    uintptr_t cur = __atomic_load_n(&g_callers[i], __ATOMIC_ACQUIRE);
     if (cur == ret) return i;
     if (cur == 0) {
       uintptr_t expected = 0;
-      if (g_callers[i].compare_exchange_strong(expected, ret) || expected == ret) return i;
+      if (__atomic_compare_exchange_n(&g_callers[i], &expected, ret, false, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE) ||
+          expected == ret) {
+        return i;
+      }
     }
   }
   return kMaxCallers - 1;
@@ -141,15 +151,15 @@ __attribute__((destructor)) void Report() {
   static char buf[1 << 20];
   size_t len = 0;
   const char* causes[kMaxCallers];
-  for (int i = 0; i < kMaxCallers; ++i) causes[i] = CauseOf(g_callers[i].load());
-  int n = g_next_slot.load();
+  for (int i = 0; i < kMaxCallers; ++i) causes[i] = CauseOf(__atomic_load_n(&g_callers[i], __ATOMIC_ACQUIRE));
+  int n = __atomic_load_n(&g_next_slot, __ATOMIC_RELAXED);
   if (n > kMaxThreads) n = kMaxThreads;
   Append(buf, sizeof(buf), &len, "{\"tool\": \"tccount\", \"threads\": [");
   for (int s = 0; s < n; ++s) {
     Slot& slot = g_slots[s];
     uint64_t by_cause[4] = {0, 0, 0, 0};  // list_too_long, scavenge, thread_exit, other
     for (int i = 0; i < kMaxCallers; ++i) {
-      uint64_t c = slot.release_by_caller[i].load();
+      uint64_t c = Load(&slot.release_by_caller[i]);
       int k = std::strcmp(causes[i], "list_too_long") == 0 ? 0
               : std::strcmp(causes[i], "scavenge") == 0    ? 1
               : std::strcmp(causes[i], "thread_exit") == 0 ? 2
@@ -166,18 +176,18 @@ __attribute__((destructor)) void Report() {
            "%s\n  {\"tid\": %u, \"name\": \"%s\", \"fetch_calls\": %llu, \"fetched_objects\": %llu, "
            "\"release_calls\": %llu, \"released_objects\": %llu, \"release_calls_by_cause\": "
            "{\"list_too_long\": %llu, \"scavenge\": %llu, \"thread_exit\": %llu, \"other\": %llu}}",
-           s == 0 ? "" : ",", slot.tid.load(), name,
-           static_cast<unsigned long long>(slot.fetch_calls.load()),
-           static_cast<unsigned long long>(slot.fetched_objects.load()),
-           static_cast<unsigned long long>(slot.release_calls.load()),
-           static_cast<unsigned long long>(slot.released_objects.load()),
+           s == 0 ? "" : ",", slot.tid, name,
+           static_cast<unsigned long long>(Load(&slot.fetch_calls)),
+           static_cast<unsigned long long>(Load(&slot.fetched_objects)),
+           static_cast<unsigned long long>(Load(&slot.release_calls)),
+           static_cast<unsigned long long>(Load(&slot.released_objects)),
            static_cast<unsigned long long>(by_cause[0]),
            static_cast<unsigned long long>(by_cause[1]),
            static_cast<unsigned long long>(by_cause[2]),
            static_cast<unsigned long long>(by_cause[3]));
   }
   Append(buf, sizeof(buf), &len, "\n], \"pid\": %d, \"untracked_threads\": %llu}\n",
-         static_cast<int>(getpid()), static_cast<unsigned long long>(g_overflow.load()));
+         static_cast<int>(getpid()), static_cast<unsigned long long>(Load(&g_overflow)));
   // "%p" in the path becomes the pid, so a launcher (crossfree record) and
   // the program it runs do not overwrite each other's counts.
   const char* path = getenv("CROSSFREE_TCCOUNT_OUTPUT");
@@ -211,11 +221,11 @@ __attribute__((visibility("default"))) void* _ZN8tcmalloc11ThreadCache21FetchFro
   FetchFn real = Resolve(g_fetch, kFetchName);
   void* result = real(self, cl, byte_size, oom_handler);
   if (Slot* slot = MySlot()) {
-    slot->fetch_calls.fetch_add(1, std::memory_order_relaxed);
+    Add(&slot->fetch_calls, 1);
     if (result != nullptr) {
       // The list was empty; all fetched objects but the returned one are in it now.
       const void* list = static_cast<const char*>(self) + 32 * static_cast<size_t>(cl);
-      slot->fetched_objects.fetch_add(1 + ListLength(list), std::memory_order_relaxed);
+      Add(&slot->fetched_objects, 1 + ListLength(list));
     }
   }
   return result;
@@ -229,9 +239,9 @@ _ZN8tcmalloc11ThreadCache21ReleaseToCentralCacheEPNS0_8FreeListEji(void* self, v
   uint64_t objects = static_cast<uint64_t>(n) < length ? static_cast<uint64_t>(n) : length;
   uintptr_t caller = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
   if (Slot* slot = MySlot()) {
-    slot->release_calls.fetch_add(1, std::memory_order_relaxed);
-    slot->released_objects.fetch_add(objects, std::memory_order_relaxed);
-    slot->release_by_caller[CallerIndex(caller)].fetch_add(1, std::memory_order_relaxed);
+    Add(&slot->release_calls, 1);
+    Add(&slot->released_objects, objects);
+    Add(&slot->release_by_caller[CallerIndex(caller)], 1);
   }
   real(self, list, cl, n);
 }
