@@ -329,6 +329,16 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
   return depth;
 }
 
+bool HoldCfiFillLockForTests(bool hold) {
+  if (!hold) {
+    UnlockFill();
+    return true;
+  }
+  // Stored as a pid that is not ours' would be taken over; store our own.
+  int expected = 0;
+  return g_fill_lock_pid.compare_exchange_strong(expected, getpid());
+}
+
 CfiStats GetCfiStats() {
   return {g_rules.load(std::memory_order_relaxed), g_fallbacks.load(std::memory_order_relaxed)};
 }

@@ -41,4 +41,9 @@ struct CfiStats {
 };
 CfiStats GetCfiStats();
 
+// Tests only: while held, every cache miss behaves as if another thread were
+// filling the cache (the capture continues with libunwind). Returns false if
+// the lock could not be taken or released.
+bool HoldCfiFillLockForTests(bool hold);
+
 }  // namespace crossfree::tracer

@@ -6,12 +6,14 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 
 #include "tracer/stacks.h"
+#include "tracer/unwind_cfi.h"
 
 // Exported (the test binary links with -rdynamic) so that dladdr can name
 // them; noipa keeps GCC from inlining, cloning or tail-calling them.
@@ -71,6 +73,20 @@ __attribute__((noipa)) int CfTestHookWithFrame(void* frame, uint64_t* frames, in
 }
 
 }  // extern "C"
+
+// 32 distinct functions (distinct return addresses) that no other test
+// walks, so the race test below meets a cold rule cache.
+template <int N>
+__attribute__((noipa)) int CfTestColdChain(uint64_t* frames, int max_depth) {
+  int depth;
+  if constexpr (N == 0) {
+    depth = CfTestHook(frames, max_depth);
+  } else {
+    depth = CfTestColdChain<N - 1>(frames, max_depth);
+  }
+  asm volatile("" ::: "memory");
+  return depth;
+}
 
 namespace crossfree::tracer {
 namespace {
@@ -176,6 +192,67 @@ TEST_CASE("CaptureStack through qsort: DWARF modes reach the caller beyond libc"
   CfTestQsortCaller();
   REQUIRE(cf_test_qsort_depth >= 1);
   CHECK(FunctionOf(cf_test_qsort_frames[0]) == reinterpret_cast<void*>(CfTestCompare));
+}
+
+TEST_CASE("CaptureStack: hybrid's libunwind fallback and its CFI cache agree") {
+  // A thread that misses the rule cache while another thread fills it
+  // finishes the capture with libunwind. Force that, then compare with the
+  // capture that fills and then reads the cache.
+  REQUIRE(InitStacks(UnwindMode::kHybrid, 64));
+  uint64_t fallback[64] = {};
+  uint64_t filled[64] = {};
+  uint64_t cached[64] = {};
+  CfiStats before = GetCfiStats();
+  REQUIRE(HoldCfiFillLockForTests(true));
+  int fallback_depth = CfTestColdChain<31>(fallback, 64);
+  REQUIRE(HoldCfiFillLockForTests(false));
+  CHECK(GetCfiStats().fallbacks == before.fallbacks + 1);
+  CHECK(GetCfiStats().rules == before.rules);
+  int filled_depth = CfTestColdChain<31>(filled, 64);
+  CHECK(GetCfiStats().rules > before.rules);
+  int cached_depth = CfTestColdChain<31>(cached, 64);
+  REQUIRE(fallback_depth >= 33);
+  CHECK(FunctionOf(fallback[0]) == reinterpret_cast<void*>(&CfTestColdChain<0>));
+  CHECK(FunctionOf(fallback[31]) == reinterpret_cast<void*>(&CfTestColdChain<31>));
+  REQUIRE(filled_depth == fallback_depth);
+  REQUIRE(cached_depth == fallback_depth);
+  for (int i = 0; i < fallback_depth; ++i) {
+    if (i == 32) continue;  // the three call sites in this test differ
+    INFO("frame " << i);
+    CHECK(filled[i] == fallback[i]);
+    CHECK(cached[i] == fallback[i]);
+  }
+  CHECK(FunctionOf(fallback[32]) == FunctionOf(filled[32]));
+}
+
+TEST_CASE("CaptureStack: threads racing through cold code get identical stacks") {
+  REQUIRE(InitStacks(UnwindMode::kHybrid, 64));
+  constexpr int kThreads = 4;
+  uint64_t frames[kThreads][64] = {};
+  int depths[kThreads] = {};
+  std::atomic<int> ready{0};
+  std::thread threads[kThreads];
+  for (int t = 0; t < kThreads; ++t) {
+    threads[t] = std::thread([&, t] {
+      uint64_t warm[4];
+      CfTestHook(warm, 1);  // the thread's stack bounds, outside the race
+      ready.fetch_add(1);
+      while (ready.load() < kThreads) {
+      }
+      depths[t] = CfTestColdChain<15>(frames[t], 64);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  REQUIRE(depths[0] >= 17);
+  CHECK(FunctionOf(frames[0][0]) == reinterpret_cast<void*>(&CfTestColdChain<0>));
+  CHECK(FunctionOf(frames[0][15]) == reinterpret_cast<void*>(&CfTestColdChain<15>));
+  for (int t = 1; t < kThreads; ++t) {
+    INFO("thread " << t);
+    REQUIRE(depths[t] == depths[0]);
+    // Every frame is the same code on every thread (same lambda, same
+    // std::thread start-up).
+    for (int i = 0; i < depths[0]; ++i) CHECK(frames[t][i] == frames[0][i]);
+  }
 }
 
 TEST_CASE("CaptureStack survives broken frame chains") {
