@@ -301,8 +301,9 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
         cfa = (rule.cfa_rbp ? fp : sp) + rule.cfa_offset;
         if (cfa <= sp || cfa - 8 < bounds.low || cfa > bounds.high) return depth;
         if (rule.rbp_saved) {
+          // A saved register lies between this frame's sp and its CFA.
           uintptr_t at = cfa + rule.rbp_offset;
-          if (at < bounds.low || at + 8 > bounds.high) return depth;
+          if (at < sp || at < bounds.low || at + 8 > bounds.high) return depth;
           next_fp = *reinterpret_cast<const uintptr_t*>(at);
         }
         break;
