@@ -45,7 +45,7 @@ struct ModuleView {
 //
 // Timestamps: the hook stamps a free before calling the real free and an
 // allocation after the real allocation returns (docs/trace-format.md,
-// "Ordering"); records are appended in the order the thread made the calls.
+// section 7, "Timestamps and ordering"); records are appended in the order the thread made the calls.
 class ChunkWriter {
  public:
   static constexpr size_t kMinChunkCapacity = 8192;
@@ -72,8 +72,9 @@ class ChunkWriter {
   bool AppendModule(const ModuleView& module);
   bool AppendThreadExit(uint64_t ts_ns);
 
-  // Seals the chunk (header, event count, checksum). Returns its total size
-  // in bytes, header included; the bytes start at the buffer's beginning.
+  // Seals the chunk begun by Begin() (length, event count, checksum; an
+  // empty chunk is valid). Returns its total size in bytes, header
+  // included; the bytes start at the buffer's beginning.
   size_t Finish();
 
   bool empty() const { return records_ == 0; }
