@@ -261,6 +261,11 @@ TEST_CASE("roles fold digit runs; unnamed threads are main or thread") {
   CHECK(ThreadRole("", 10, 10) == "main");
   CHECK(ThreadRole("", 11, 10) == "thread");
   CHECK(ThreadRole("worker-7", 11, 10) == "worker-N");
+  // The name Linux gives threads that never named themselves.
+  CHECK(IsInheritedName("crossfree-workl", "/build/bin/crossfree-workload"));
+  CHECK(IsInheritedName("rpc-demo", "/usr/bin/rpc-demo"));
+  CHECK_FALSE(IsInheritedName("reactor-0", "/usr/bin/rpc-demo"));
+  CHECK_FALSE(IsInheritedName("", "/usr/bin/rpc-demo"));
 }
 
 TEST_CASE("size classes follow the documented table") {
