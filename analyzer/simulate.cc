@@ -161,7 +161,10 @@ using SiteMap = std::unordered_map<SiteKey, CallsObjects, SiteKeyHash>;
 class Replayer : public TransferSink {
  public:
   Replayer(ProcessTrace* trace, const SimulateOptions& options)
-      : trace_(trace), model_(options.allocator, this), streams_(trace->streams.size()) {}
+      : trace_(trace),
+        model_(options.allocator, this),
+        streams_(trace->streams.size()),
+        cache_from_first_event_(options.cache_from_first_event) {}
 
   bool Run(std::string* error) {
     using Key = std::tuple<uint64_t, int, size_t>;  // ts, rank, stream
@@ -244,6 +247,9 @@ class Replayer : public TransferSink {
   void Process(size_t s, const SimEvent& e) {
     current_ = s;
     current_stack_ = e.stack;
+    if (cache_from_first_event_ && streams_[s].heap < 0 && e.kind != kExit) {
+      streams_[s].heap = model_.CreateHeap();
+    }
     switch (e.kind) {
       case kAlloc:
         Allocate(s, e.address, RequestSize(e), e.stack);
@@ -357,6 +363,7 @@ class Replayer : public TransferSink {
   uint64_t events_ = 0;
   uint64_t unknown_frees_ = 0;
   uint64_t inplace_reallocs_ = 0;
+  bool cache_from_first_event_ = false;
 };
 
 struct RawSite {

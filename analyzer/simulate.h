@@ -33,6 +33,11 @@ struct SimulateOptions {
   analyzer::GroupBy by = analyzer::GroupBy::kRole;
   analyzer::SiteOptions sites;
   size_t top = 10;  // sites kept per kind (0 = all)
+  // Give every thread a cache at its first traced event, not at its first
+  // allocation. Models runs where something untraced allocates on every
+  // thread (the tracer itself does, when recording under libtcmalloc), so
+  // threads that only free still have a cache.
+  bool cache_from_first_event = false;
 };
 
 // What happened in one group (or one size class of it, or in total).

@@ -18,6 +18,7 @@ struct SimulateArgs {
   uint64_t max_total_thread_cache_bytes = simulate::kDefaultOverallThreadCacheSize;
   int transfer_num_objects = simulate::kDefaultTransferNumObjects;
   size_t top = 10;
+  bool cache_from_first_event = false;
   std::string format = "text";
   std::string output;
   CommonOptions common;
@@ -39,6 +40,9 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
                   "TCMALLOC_TRANSFER_NUM_OBJ of the modelled run (batch cap)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  sub->add_flag("--cache-from-first-event", args->cache_from_first_event,
+                "Give each thread a cache at its first traced event, not its first allocation "
+                "(for runs recorded under libtcmalloc, where the tracer allocates on every thread)");
   sub->add_option("--top", args->top, "Fetch and release sites shown, each (0 = all)")
       ->capture_default_str();
   sub->add_option("--format", args->format, "Output format")
@@ -54,6 +58,7 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
     options.by = analysis.by;
     options.sites = analysis.sites;
     options.top = args->top;
+    options.cache_from_first_event = args->cache_from_first_event;
     simulate::SimulationResult result;
     std::string error;
     if (!simulate::SimulateFiles(args->traces, options, &result, &error)) {
