@@ -171,7 +171,6 @@ struct Symbolizer::Impl {
     State state = State::kUnopened;
     Dwfl* dwfl = nullptr;
     Dwfl_Module* dwfl_module = nullptr;
-    bool segments_from_file = false;
     // Function symbols sorted by address, built on first use: libdwfl's
     // dwfl_module_addrinfo scans the whole table on every lookup.
     bool symbols_indexed = false;
@@ -247,7 +246,6 @@ struct Symbolizer::Impl {
       }
       if (elf != nullptr) elf_end(elf);
       close(fd);
-      m.segments_from_file = true;
     }
     if (added) BuildRanges();
   }
@@ -448,8 +446,10 @@ struct Symbolizer::Impl {
     m.dwfl = dwfl_begin(&callbacks);
     if (m.dwfl == nullptr) return FallBack(m, std::string("libdw: ") + dwfl_errmsg(-1));
     dwfl_report_begin(m.dwfl);
+    // add_p_vaddr: the base is the load bias (added to p_vaddr), as recorded,
+    // also for objects whose first PT_LOAD is not at 0. ET_EXEC ignores it.
     m.dwfl_module = dwfl_report_elf(m.dwfl, rec.path.c_str(), rec.path.c_str(), -1,
-                                    rec.load_bias, /*add_p_vaddr=*/false);
+                                    rec.load_bias, /*add_p_vaddr=*/true);
     if (m.dwfl_module == nullptr) {
       return FallBack(m, std::string("not a usable ELF file (") + dwfl_errmsg(-1) + ")");
     }

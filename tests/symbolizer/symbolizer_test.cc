@@ -7,8 +7,10 @@
 #include <dlfcn.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -267,6 +269,59 @@ TEST_CASE("separate debug info is found by build id under debuginfo_path") {
     CHECK(symbolizer.modules_without_debug_info().empty());
     fs::remove_all(root);
   }
+}
+
+TEST_CASE("non-PIE executable (ET_EXEC) symbolized from another process's map") {
+  FILE* pipe = popen(CROSSFREE_SYMBOLIZER_NOPIE_HELPER, "r");
+  REQUIRE(pipe != nullptr);
+  std::string output;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) output.append(buffer, n);
+  REQUIRE(pclose(pipe) == 0);
+
+  Site site;
+  std::vector<format::Module> modules;
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string kind;
+    fields >> kind;
+    if (kind == "site") {
+      fields >> std::hex >> site.return_address >> std::dec >> site.line;
+      continue;
+    }
+    REQUIRE(kind == "module");
+    format::Module m;
+    std::string build_id;
+    fields >> std::hex >> m.load_bias >> build_id;
+    for (size_t i = 0; build_id != "-" && i + 1 < build_id.size(); i += 2) {
+      m.build_id.push_back(static_cast<uint8_t>(std::stoul(build_id.substr(i, 2), nullptr, 16)));
+    }
+    std::string token;
+    while (fields >> token) {
+      size_t colon = token.find(':');
+      if (colon == std::string::npos || token[0] == '/') {
+        m.path = token;  // paths here have no spaces
+        break;
+      }
+      m.segments.push_back({std::stoull(token.substr(0, colon), nullptr, 16),
+                            std::stoull(token.substr(colon + 1), nullptr, 16)});
+    }
+    modules.push_back(std::move(m));
+  }
+  REQUIRE(site.return_address != 0);
+  const format::Module* exe = ModuleOf(modules, site.return_address);
+  REQUIRE(exe != nullptr);
+  CHECK(exe->path == CROSSFREE_SYMBOLIZER_NOPIE_HELPER);
+  CHECK(exe->load_bias == 0);
+
+  Symbolizer symbolizer(modules);
+  const auto& frames = symbolizer.Symbolize(site.return_address);
+  CheckSingleFrame(frames, site, std::string("crossfree::symbolizer_test::PlainCaller") + kSiteArg,
+                   kLibFile);
+  CHECK(frames[0].module_offset == site.return_address);
+  CHECK(symbolizer.warnings().empty());
 }
 
 // qsort calls the comparator from inside libc, so the comparator's return
