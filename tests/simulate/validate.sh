@@ -11,7 +11,8 @@ shift
 here=$(cd "$(dirname "$0")" && pwd)
 tcmalloc=/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+trap '[[ -n ${KEEP:-} ]] || rm -rf "$out"' EXIT
+echo "work dir: $out"
 CROSSFREE_TCCOUNT_OUTPUT=$out/real.%p.json \
 LD_PRELOAD=$build/lib/libcrossfree-tccount.so:$tcmalloc \
   "$build/bin/crossfree" record -o "$out/run.trace" -- "$build/bin/crossfree-workload" "$@" \
@@ -23,7 +24,10 @@ model=()
 if [[ -n ${TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES:-} ]]; then
   model+=(--max-total-thread-cache-bytes "$TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES")
 fi
+if [[ -n ${TCMALLOC_TRANSFER_NUM_OBJ:-} ]]; then
+  model+=(--transfer-num-objects "$TCMALLOC_TRANSFER_NUM_OBJ")
+fi
 "$build/bin/crossfree" simulate --cache-from-first-event "${model[@]}" --format json \
   "$out/run.trace" >"$out/sim.json"
-echo "workload: $* ${TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES:+(TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES=$TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES)}"
+echo "workload: $* (model options: ${model[*]:-defaults})"
 python3 "$here/compare_counts.py" "$out/sim.json" "$real"
