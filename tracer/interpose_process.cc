@@ -3,7 +3,8 @@
 // pthread_setname_np and prctl(PR_SET_NAME) are forwarded first; when they
 // succeed, the new name is recorded for the thread it applies to. _exit and
 // _Exit skip the library destructor that normally flushes the buffers
-// (shells and fork children use them), so they flush first.
+// (shells and fork children use them), so they flush first; so do the exec
+// functions (exec runs no destructors). A failed exec resumes recording.
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -76,3 +77,41 @@ namespace {
 
 extern "C" __attribute__((visibility("default"))) void _exit(int status) { ExitNow(status); }
 extern "C" __attribute__((visibility("default"))) void _Exit(int status) { ExitNow(status); }
+
+namespace {
+
+// Runs one exec call: flush, exec, and resume if it returned (failed).
+template <typename Call>
+int Exec(Call&& call) {
+  bool flushed = crossfree::tracer::PrepareExec();
+  int rc = call();
+  if (flushed) {
+    ErrnoSaver saved;
+    crossfree::tracer::FailedExec();
+  }
+  return rc;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int execve(const char* path, char* const argv[],
+                                                             char* const envp[]) {
+  auto next = Real().execve;
+  return Exec([&] { return next(path, argv, envp); });
+}
+
+extern "C" __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
+  auto next = Real().execv;
+  return Exec([&] { return next(path, argv); });
+}
+
+extern "C" __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
+  auto next = Real().execvp;
+  return Exec([&] { return next(file, argv); });
+}
+
+extern "C" __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[],
+                                                              char* const envp[]) {
+  auto next = Real().execvpe;
+  return Exec([&] { return next(file, argv, envp); });
+}

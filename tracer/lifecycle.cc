@@ -216,6 +216,23 @@ void ShutdownRecorder() {
   errno = saved_errno;
 }
 
+bool PrepareExec() {
+  if (g.phase.load(std::memory_order_acquire) != internal::kActive) return false;
+  if (static_cast<uint32_t>(getpid()) != g.pid) return false;  // vfork child
+  ShutdownRecorder();
+  return g.phase.load(std::memory_order_acquire) == internal::kStopped &&
+         !g.write_failed.load(std::memory_order_relaxed);
+}
+
+void FailedExec() {
+  GuardScope guard;
+  internal::ReopenStates();
+  int expected = internal::kStopped;
+  if (g.phase.compare_exchange_strong(expected, internal::kActive, std::memory_order_acq_rel)) {
+    __atomic_store_n(&g_recording, 1, __ATOMIC_RELEASE);
+  }
+}
+
 namespace {
 
 // The constructor makes sure start-up happens even in a process that never

@@ -81,6 +81,10 @@ void Resolve() {
   Lookup(&r.pthread_setname_np, "pthread_setname_np", false);
   Lookup(&r.prctl, "prctl", false);
   Lookup(&r.exit_now, "_exit", false);
+  Lookup(&r.execve, "execve", false);
+  Lookup(&r.execv, "execv", false);
+  Lookup(&r.execvp, "execvp", false);
+  Lookup(&r.execvpe, "execvpe", false);
   g_real = r;
   g_state.store(kResolved, std::memory_order_release);
 }

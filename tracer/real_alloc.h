@@ -48,6 +48,10 @@ struct RealFunctions {
   int (*pthread_setname_np)(unsigned long, const char*);
   int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
   [[noreturn]] void (*exit_now)(int);  // _exit
+  int (*execve)(const char*, char* const[], char* const[]);
+  int (*execv)(const char*, char* const[]);
+  int (*execvp)(const char*, char* const[]);
+  int (*execvpe)(const char*, char* const[], char* const[]);
 };
 
 // The resolved table; resolves on first use. While resolution runs, entries

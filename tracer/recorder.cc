@@ -291,6 +291,14 @@ ExitStats CloseAndFlushAll(uint64_t wait_budget_ns) {
   return stats;
 }
 
+void ReopenStates() {
+  for (ThreadState* it = g.registry.load(std::memory_order_acquire); it != nullptr;
+       it = it->next) {
+    it->flush_token.store(0, std::memory_order_relaxed);
+    it->closed.store(0, std::memory_order_seq_cst);
+  }
+}
+
 }  // namespace internal
 
 using internal::AppendRecord;

@@ -90,4 +90,11 @@ void InitRecorder();
 // destructor (lowest priority, so after the target's own destructors).
 void ShutdownRecorder();
 
+// exec: the new image starts its own tracer, and exec runs no destructors,
+// so buffered events are written first. Skipped in a vfork child (it shares
+// the parent's memory and states). If exec fails, FailedExec resumes
+// recording (events of other threads in between are not recorded).
+bool PrepareExec();
+void FailedExec();
+
 }  // namespace crossfree::tracer

@@ -81,5 +81,7 @@ void ResetStatesInForkChild();
 // Exit: closes every state and writes every open chunk, waiting up to
 // wait_budget_ns in total for threads in the middle of a record.
 ExitStats CloseAndFlushAll(uint64_t wait_budget_ns);
+// After a failed exec: lets every state record again.
+void ReopenStates();
 
 }  // namespace crossfree::tracer::internal

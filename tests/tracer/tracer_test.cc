@@ -348,6 +348,68 @@ TEST_CASE("a thread still running at exit has all its events in the trace", "[tr
   CHECK(t.thread_exits.count(*c.tids.begin()) == 0);  // it never exited
 }
 
+TEST_CASE("200 short-lived threads reuse thread buffers", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_threads", dir, {}, {"CROSSFREE_VERBOSE=1"});
+  REQUIRE(run.exit_code == 0);
+  Trace t = LoadTrace(dir + "/trace");
+  REQUIRE(t.complete);
+  auto fns = ParseFunctions(run.out);
+  std::vector<Event> ev = EventsFrom(t, fns["tt_thread_work"]);
+  Counts c = Count(ev);
+  CHECK(c.allocs == 2000);
+  CHECK(c.frees == 2000);
+  CHECK(c.tids.size() == 200);
+  for (uint32_t tid : c.tids) CHECK(t.thread_exits.count(tid) == 1);
+  // At most two threads were ever alive at once: main and one worker.
+  CHECK(run.err.find("from 2 thread buffers") != std::string::npos);
+  CHECK(CountLines(run.err) == 1);
+}
+
+TEST_CASE("exit while 8 threads allocate: complete, nothing cut or doubled", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_threads", dir, {"stress"});
+  REQUIRE(run.exit_code == 0);
+  Trace t = LoadTrace(dir + "/trace");
+  REQUIRE(t.complete);
+  auto fns = ParseFunctions(run.out);
+  std::map<uint32_t, std::vector<Event>> per_thread;
+  for (const Event& e : EventsFrom(t, fns["tt_stress_loop"])) per_thread[e.tid].push_back(e);
+  CHECK(per_thread.size() == 8);
+  for (const auto& [tid, events] : per_thread) {
+    INFO("tid " << tid);
+    CHECK(events.size() >= 202);
+    // Each thread's events alternate malloc(12345) / free of that block.
+    bool alternate = true;
+    for (size_t i = 0; i < events.size(); ++i) {
+      bool want_alloc = i % 2 == 0;
+      alternate &= (events[i].op == EventOp::kAlloc) == want_alloc;
+      if (!want_alloc) alternate &= events[i].address == events[i - 1].address;
+    }
+    CHECK(alternate);
+    // Chunks numbered 0, 1, 2... once each.
+    const std::vector<uint32_t>& seqs = t.chunk_sequences[tid];
+    bool contiguous = true;
+    for (size_t i = 0; i < seqs.size(); ++i) contiguous &= seqs[i] == i;
+    CHECK(contiguous);
+  }
+}
+
+TEST_CASE("exec: the old image's events are written before exec", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = Run({"/bin/bash", "-c", "x=$(echo hi); exec " + TargetPath("tt_churn")},
+                      {"CROSSFREE_OUTPUT=" + dir + "/trace"}, CROSSFREE_TRACER_LIB);
+  REQUIRE(run.exit_code == 0);
+  Trace shell = LoadTrace(dir + "/trace");
+  Trace churn = LoadTrace(dir + "/trace.1");  // same pid after exec
+  REQUIRE(shell.complete);
+  REQUIRE(churn.complete);
+  CHECK(shell.header.exe_path.find("bash") != std::string::npos);
+  CHECK(!shell.events.empty());
+  CHECK(churn.header.fields.pid == shell.header.fields.pid);
+  CheckChurn(churn, run);
+}
+
 TEST_CASE("a C program without libstdc++", "[tracer]") {
   std::string dir = MakeTempDir();
   RunResult run = RunTraced("tt_c", dir);

@@ -145,6 +145,7 @@ Trace LoadTrace(const std::string& path) {
       t.error = reader->error();
       return t;
     }
+    t.chunk_sequences[chunk.tid].push_back(chunk.sequence);
     if (!format::DecodeChunk(chunk, collector, &error)) {
       t.error = error;
       return t;

@@ -43,6 +43,7 @@ struct Trace {
   std::map<uint32_t, std::vector<std::string>> thread_names;
   std::set<uint32_t> thread_exits;
   std::vector<format::Module> modules;
+  std::map<uint32_t, std::vector<uint32_t>> chunk_sequences;  // per tid, file order
   bool complete = false;
   std::string error;
 };
