@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "format/trace_writer.h"
@@ -106,6 +107,17 @@ bool OpenTrace(bool fork_child) {
         .Print();
     close(fd);
     return false;
+  }
+  // Out of the way of programs that expect the lowest free descriptors.
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, 500);
+  if (high >= 0) {
+    close(fd);
+    fd = high;
+  }
+  struct stat st;
+  if (fstat(fd, &st) == 0) {
+    g.file_dev = st.st_dev;
+    g.file_ino = st.st_ino;
   }
   g.fd = fd;
   return true;

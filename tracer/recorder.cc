@@ -11,9 +11,11 @@
 // written exactly once and the record in progress is never cut.
 #include "tracer/recorder_internal.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <new>
@@ -214,6 +216,11 @@ void FlushChunk(ThreadState* s) {
   uint32_t events = s->writer.event_count();
   size_t n = s->writer.Finish();
   if (g.fd < 0 || g.write_failed.load(std::memory_order_relaxed)) return;
+  struct stat st;
+  if (fstat(g.fd, &st) != 0 || st.st_dev != g.file_dev || st.st_ino != g.file_ino) {
+    ReportWriteFailure(EBADF);  // closed (and maybe reused) by the program
+    return;
+  }
   if (!WriteAll(g.fd, s->buffer, n)) {
     ReportWriteFailure(errno);
     return;

@@ -48,6 +48,10 @@ struct Globals {
   std::atomic<int> phase{kUninit};
   Settings settings;
   int fd = -1;
+  // Identity of the trace file: a program that closes every descriptor may
+  // reuse fd for a file of its own; each write checks it is still ours.
+  uint64_t file_dev = 0;
+  uint64_t file_ino = 0;
   bool stacks = false;
   bool malloc_hook = false;
   uint32_t pid = 0;

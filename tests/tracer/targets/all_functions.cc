@@ -4,6 +4,7 @@
 // all called from tt_all_functions. Also a throwing operator new that fails
 // (std::bad_alloc) followed by one more allocation, to show the recursion
 // guard is released when an exception passes through the hook.
+#include <errno.h>
 #include <malloc.h>
 
 #include <cstdlib>
@@ -53,9 +54,31 @@ extern "C" TT_FN int tt_all_functions() {
   return bad;
 }
 
+// errno is left exactly as the real functions set it.
+int ErrnoChecks() {
+  int bad = 0;
+  errno = 4321;
+  void* p = malloc(100);
+  TtSink(p);
+  bad += errno != 4321;
+  free(p);
+  bad += errno != 4321;
+  p = operator new(100);
+  TtSink(p);
+  operator delete(p);
+  bad += errno != 4321;
+  errno = 0;
+  p = malloc(static_cast<size_t>(-1) / 2);
+  bad += p != nullptr || errno != ENOMEM;
+  errno = 0;
+  p = calloc(static_cast<size_t>(-1) / 2, 4);
+  bad += p != nullptr || errno != ENOMEM;
+  return bad;
+}
+
 int main() {
   TT_REPORT(tt_all_functions);
-  int bad = tt_all_functions();
+  int bad = tt_all_functions() + ErrnoChecks();
   printf("result %d\n", bad);
   return bad;
 }
