@@ -85,6 +85,9 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   row("unknown frees", c.unknown_frees,
       c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
   row("double frees", c.double_frees, "");
+  if (c.ignored_null) {
+    row("null-address events", c.ignored_null, "free(NULL) or failed allocations, ignored");
+  }
   if (c.alloc_over_live) {
     row("allocs over live", c.alloc_over_live, "address allocated again without a free");
   }
@@ -177,10 +180,11 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
       "\"cross_thread_frees\": {}, \"cross_thread_share\": {:.4f}, "
       "\"cross_thread_per_1000_allocs\": {:.3f}, \"same_thread_frees\": {}, "
       "\"live_at_exit\": {}, \"live_at_exit_bytes\": {}, \"unknown_frees\": {}, "
-      "\"double_frees\": {}, \"allocs_over_live\": {}, \"realloc_events\": {}}},\n",
+      "\"double_frees\": {}, \"allocs_over_live\": {}, \"realloc_events\": {}, "
+      "\"null_address_events\": {}}},\n",
       c.events, a.threads, c.allocations, c.frees, c.cross_thread, Share(c.cross_thread, c.frees),
       a.PerThousand(c.cross_thread), c.paired - c.cross_thread, c.live_at_exit, c.live_bytes,
-      c.unknown_frees, c.double_frees, c.alloc_over_live, c.realloc_events);
+      c.unknown_frees, c.double_frees, c.alloc_over_live, c.realloc_events, c.ignored_null);
   size_t shown = options.top == 0 ? a.pairs.size() : std::min(options.top, a.pairs.size());
   out += fmt::format("  \"pairs_total\": {},\n  \"pairs\": [", a.pairs.size());
   for (size_t i = 0; i < shown; ++i) {

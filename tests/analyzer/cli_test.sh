@@ -98,5 +98,28 @@ printf 'allow 1.0 x\n' >bad-base.txt
 expect 2 "$crossfree" gate --baseline bad-base.txt after.trc
 has err "bad-base.txt:1: not a crossfree baseline"
 
+# Damaged traces: every byte flip or cut is either analyzed (exit 0) or
+# refused with one line (exit 2); nothing crashes.
+python3 - <<'PY'
+import random
+data = open("after.trc", "rb").read()
+rng = random.Random(1865)
+for i in range(24):
+    b = bytearray(data)
+    for _ in range(1 + i % 3):
+        pos = rng.randrange(len(b))
+        b[pos] ^= 1 << rng.randrange(8)
+    open(f"flip{i}.trc", "wb").write(b)
+    open(f"cut{i}.trc", "wb").write(data[:rng.randrange(len(data))])
+PY
+for f in flip*.trc cut*.trc; do
+  "$crossfree" report --format json "$f" >out 2>err
+  rc=$?
+  if [[ $rc != 0 && $rc != 2 ]]; then fail "report $f exited $rc"; cat err; fi
+  if [[ $rc == 2 ]] && [[ $(wc -l <err) != 1 ]]; then fail "report $f: $(wc -l <err) error lines"; fi
+  if [[ $rc == 2 ]] && ! grep -qF "$f" err; then fail "report $f: error does not name the file"; fi
+  if [[ $rc == 0 ]]; then python3 -c "import json; json.load(open('out'))" || fail "$f: bad JSON"; fi
+done
+
 if [[ $failures != 0 ]]; then echo "$failures failure(s)"; exit 1; fi
 echo "all CLI checks passed"

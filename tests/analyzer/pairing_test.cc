@@ -286,3 +286,40 @@ TEST_CASE("stacks, thread names and modules are collected from the chunks") {
 
 }  // namespace
 }  // namespace crossfree::analyzer
+
+namespace crossfree::analyzer {
+namespace {
+
+TEST_CASE("a trace with a header and no chunks pairs to zeros") {
+  testing::SyntheticTrace t(300);
+  TraceSet set;
+  std::string error;
+  REQUIRE(set.AddBytes(t.Finish(), "empty", &error));
+  for (int jobs : {1, 2}) {
+    PairingResult result;
+    PairingOptions options;
+    options.jobs = jobs;
+    REQUIRE(PairTrace(*set.traces()[0], options, &result, &error));
+    CHECK(result.counts.events == 0);
+    CHECK(result.pairs.size() == 0);
+  }
+}
+
+TEST_CASE("free(NULL)-style events on address 0 are ignored, and counted") {
+  testing::SyntheticTrace t(300);
+  t.Free(300, 1, 0, 0);
+  t.Alloc(300, 2, 0x100, 8, 0);
+  t.Free(301, 3, 0x100, 0);
+  TraceSet set;
+  std::string error;
+  REQUIRE(set.AddBytes(t.Finish(), "null", &error));
+  PairingResult result;
+  REQUIRE(PairTrace(*set.traces()[0], PairingOptions{}, &result, &error));
+  CHECK(result.counts.ignored_null == 1);
+  CHECK(result.counts.events == 2);
+  CHECK(result.counts.unknown_frees == 0);
+  CHECK(result.counts.cross_thread == 1);
+}
+
+}  // namespace
+}  // namespace crossfree::analyzer
