@@ -410,6 +410,26 @@ TEST_CASE("exec: the old image's events are written before exec", "[tracer]") {
   CheckChurn(churn, run);
 }
 
+TEST_CASE("a library loaded with dlopen gets a module record", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_dlopen", dir);
+  REQUIRE(run.exit_code == 0);
+  Trace t = LoadTrace(dir + "/trace");
+  REQUIRE(t.complete);
+  int libz = 0;
+  for (const auto& m : t.modules) {
+    if (m.path.find("libz.so") != std::string::npos) {
+      ++libz;
+      CHECK(!m.segments.empty());
+      CHECK(!m.build_id.empty());
+    }
+  }
+  CHECK(libz == 1);
+  // Every module appears once.
+  std::set<std::string> paths;
+  for (const auto& m : t.modules) CHECK(paths.insert(m.path + "@" + std::to_string(m.load_bias)).second);
+}
+
 TEST_CASE("a C program without libstdc++", "[tracer]") {
   std::string dir = MakeTempDir();
   RunResult run = RunTraced("tt_c", dir);
