@@ -100,9 +100,14 @@ Status ParseFrame(std::string_view frame, google::protobuf::MessageLite* header,
                               " exceeds the " + std::to_string(frame.size()) +
                               " bytes left in the frame");
   }
-  if (!header->ParseFromArray(frame.data(), static_cast<int>(header_len))) {
-    return Status::Corruption("invalid frame: unparsable header (" +
-                              header->InitializationErrorString() + ")");
+  // ParsePartial + IsInitialized rather than ParseFromArray: same check,
+  // without protobuf logging an error line for every bad frame a peer sends.
+  if (!header->ParsePartialFromArray(frame.data(), static_cast<int>(header_len))) {
+    return Status::Corruption("invalid frame: unparsable header");
+  }
+  if (!header->IsInitialized()) {
+    return Status::Corruption("invalid frame: header is missing required fields: " +
+                              header->InitializationErrorString());
   }
   frame.remove_prefix(header_len);
   uint32_t body_len = 0;
