@@ -194,6 +194,27 @@ TEST_CASE("module whose file is missing falls back to module+offset") {
                       "file missing");
 }
 
+TEST_CASE("overlapping and repeated modules: the one recorded last wins, warned once") {
+  Site site = PluginSite();
+  auto modules = CurrentProcessModules();
+  const format::Module* plugin = ModuleOf(modules, site.return_address);
+  REQUIRE(plugin != nullptr);
+  // A module mapped later over the same addresses (after a dlclose), listed
+  // twice, as a module map re-recorded after another dlopen would.
+  format::Module later = *plugin;
+  later.path = "/nonexistent/crossfree/liblater.so";
+  modules.push_back(later);
+  modules.push_back(later);
+  Symbolizer symbolizer(modules);
+  const auto& frames = symbolizer.Symbolize(site.return_address);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].module == later.path);
+  CHECK(frames[0].function.empty());
+  symbolizer.Symbolize(site.return_address + 1);
+  REQUIRE(symbolizer.warnings().size() == 1);
+  CHECK(symbolizer.warnings()[0].find(later.path + ": file missing") == 0);
+}
+
 TEST_CASE("address outside every module has neither function nor module") {
   Symbolizer symbolizer(CurrentProcessModules());
   const auto& frames = symbolizer.Symbolize(0x10);
