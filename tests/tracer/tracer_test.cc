@@ -334,18 +334,24 @@ TEST_CASE("fork: the child writes its own trace (child leaves with exit)", "[tra
 }
 
 TEST_CASE("a thread still running at exit has all its events in the trace", "[tracer]") {
-  std::string dir = MakeTempDir();
-  RunResult run = RunTraced("tt_running_thread", dir);
-  REQUIRE(run.exit_code == 0);
-  Trace t = LoadTrace(dir + "/trace");
-  REQUIRE(t.complete);
-  auto fns = ParseFunctions(run.out);
-  Counts c = Count(EventsFrom(t, fns["tt_worker_loop"]));
-  CHECK(c.allocs == 10000);
-  CHECK(c.frees == 10000);
-  REQUIRE(c.tids.size() == 1);
-  CHECK(*c.tids.begin() != t.header.fields.pid);
-  CHECK(t.thread_exits.count(*c.tids.begin()) == 0);  // it never exited
+  // Default buffers, and 16 KiB ones (many full chunks plus a partial one).
+  for (const char* kb : {"128", "16"}) {
+    INFO("CROSSFREE_BUFFER_KB=" << kb);
+    std::string dir = MakeTempDir();
+    RunResult run = RunTraced("tt_running_thread", dir, {}, {std::string("CROSSFREE_BUFFER_KB=") + kb});
+    REQUIRE(run.exit_code == 0);
+    Trace t = LoadTrace(dir + "/trace");
+    REQUIRE(t.complete);
+    auto fns = ParseFunctions(run.out);
+    Counts c = Count(EventsFrom(t, fns["tt_worker_loop"]));
+    CHECK(c.allocs == 10000);
+    CHECK(c.frees == 10000);
+    REQUIRE(c.tids.size() == 1);
+    uint32_t worker = *c.tids.begin();
+    CHECK(worker != t.header.fields.pid);
+    CHECK(t.thread_exits.count(worker) == 0);  // it never exited
+    if (std::string(kb) == "16") CHECK(t.chunk_sequences[worker].size() >= 5);
+  }
 }
 
 TEST_CASE("200 short-lived threads reuse thread buffers", "[tracer]") {
