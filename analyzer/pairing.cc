@@ -69,8 +69,11 @@ struct Shared {
   std::unordered_map<uint32_t, std::pair<uint64_t, std::string>> names;
 };
 
+// One multiply; a different constant from the workers' AddressMap, so a
+// partition still spreads over the whole of its worker's table.
 inline uint32_t PartitionOf(uint64_t address, int jobs) {
-  return static_cast<uint32_t>((MixBits(address) >> 32) % static_cast<uint64_t>(jobs));
+  uint64_t h = (address * 0xc2b2ae3d27d4eb4fULL) >> 32;
+  return static_cast<uint32_t>((h * static_cast<uint64_t>(jobs)) >> 32);
 }
 
 class SlotDecoder : public format::RecordVisitor {
