@@ -211,6 +211,10 @@ bool ShouldRecordSlow() {
 
 void ShutdownRecorder() {
   if (g.phase.load(std::memory_order_acquire) != internal::kActive) return;
+  // A vfork child (_exit after a failed exec) shares the parent's memory:
+  // closing the states would stop the parent's tracing. It has its own pid
+  // but no atfork handler ran, so g.pid is still the parent's.
+  if (static_cast<uint32_t>(getpid()) != g.pid) return;
   GuardScope guard;
   int saved_errno = errno;
   // Objects dlopen'ed since the last flush still need their module record.

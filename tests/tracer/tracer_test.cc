@@ -416,6 +416,19 @@ TEST_CASE("exec: the old image's events are written before exec", "[tracer]") {
   CheckChurn(churn, run);
 }
 
+TEST_CASE("vfork children leaving with _exit do not stop the parent's trace", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_vfork", dir, {}, {"CROSSFREE_VERBOSE=1"});
+  REQUIRE(run.exit_code == 0);
+  Trace t = LoadTrace(dir + "/trace");
+  REQUIRE(t.complete);
+  auto fns = ParseFunctions(run.out);
+  Counts c = Count(EventsFrom(t, fns["tt_after_vfork"]));
+  CHECK(c.allocs == 3);
+  CHECK(c.frees == 3);
+  CHECK(CountLines(run.err) == 1);  // one exit summary: the parent's
+}
+
 TEST_CASE("a library loaded with dlopen gets a module record", "[tracer]") {
   std::string dir = MakeTempDir();
   RunResult run = RunTraced("tt_dlopen", dir);
