@@ -106,3 +106,14 @@ uint64_t Messenger::queue_overflows() const {
 }
 
 }  // namespace crossfree::rpc
+
+namespace crossfree::rpc {
+
+int Messenger::queued_calls() const {
+  std::shared_lock<std::shared_mutex> l(services_mu_);
+  int n = 0;
+  for (auto& [name, pool] : services_) n += pool->queued_calls();
+  return n;
+}
+
+}  // namespace crossfree::rpc

@@ -69,6 +69,7 @@ class Messenger {
 
   // Totals over all pools, for tests and the bench.
   uint64_t queue_overflows() const;
+  int queued_calls() const;
 
  private:
   explicit Messenger(const MessengerOptions& options);

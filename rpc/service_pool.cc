@@ -41,7 +41,17 @@ void ServicePool::Shutdown() {
 }
 
 void ServicePool::QueueInboundCall(InboundCall* call) {
-  if (queue_.Put(call)) return;
+  InboundCall* evicted = nullptr;
+  if (queue_.Put(call, &evicted)) {
+    if (evicted != nullptr) {
+      overflows_.fetch_add(1, std::memory_order_relaxed);
+      evicted->RespondFailure(ErrorStatusPB::ERROR_SERVER_TOO_BUSY,
+                              Status::ServiceUnavailable(
+                                  "service queue is full; a call with an earlier deadline "
+                                  "took this call's place in " + service_name()));
+    }
+    return;
+  }
   if (shut_down_.load()) {
     call->RespondFailure(ErrorStatusPB::FATAL_SERVER_SHUTTING_DOWN,
                          Status::ServiceUnavailable("service " + service_name() +

@@ -34,11 +34,13 @@ class ServicePool {
   void Shutdown();
 
   // Reactor thread: queues the call, or answers ERROR_SERVER_TOO_BUSY
-  // ("service queue is full") when the queue is full.
+  // ("service queue is full") when the queue is full, unless the call's
+  // deadline is earlier than a queued call's: that one is answered instead.
   void QueueInboundCall(InboundCall* call);
 
   const std::string& service_name() const { return service_->service_name(); }
   uint64_t queue_overflows() const { return overflows_.load(std::memory_order_relaxed); }
+  int queued_calls() { return queue_.queued(); }
   uint64_t expired_in_queue() const { return expired_.load(std::memory_order_relaxed); }
 
  private:

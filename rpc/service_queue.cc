@@ -18,7 +18,8 @@ bool ServiceQueue::Later(const Entry& a, const Entry& b) {
   return a.seq > b.seq;
 }
 
-bool ServiceQueue::Put(InboundCall* call) {
+bool ServiceQueue::Put(InboundCall* call, InboundCall** evicted) {
+  *evicted = nullptr;
   Consumer* c = nullptr;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -28,9 +29,19 @@ bool ServiceQueue::Put(InboundCall* call) {
       idle_.pop_back();
       c->call = call;
     } else {
-      if (static_cast<int>(heap_.size()) >= capacity_) return false;
       auto deadline = call->has_deadline() ? call->deadline()
                                            : std::chrono::steady_clock::time_point::max();
+      if (static_cast<int>(heap_.size()) >= capacity_) {
+        if (heap_.empty()) return false;
+        // The latest deadline is a leaf of the min-heap: scan (capacity is
+        // small) and let an earlier-deadline call take its place.
+        auto latest = std::max_element(heap_.begin(), heap_.end(),
+                                       [](const Entry& a, const Entry& b) { return Later(b, a); });
+        if (!(deadline < latest->deadline)) return false;
+        *evicted = latest->call;
+        heap_.erase(latest);
+        std::make_heap(heap_.begin(), heap_.end(), &ServiceQueue::Later);
+      }
       heap_.push_back(Entry{deadline, next_seq_++, call});
       std::push_heap(heap_.begin(), heap_.end(), &ServiceQueue::Later);
       return true;
@@ -61,6 +72,11 @@ InboundCall* ServiceQueue::BlockingGet(Consumer* me) {
       idle_.erase(std::remove(idle_.begin(), idle_.end(), me), idle_.end());
     }
   }
+}
+
+int ServiceQueue::queued() {
+  std::lock_guard<std::mutex> l(mu_);
+  return static_cast<int>(heap_.size());
 }
 
 std::vector<InboundCall*> ServiceQueue::Shutdown() {

@@ -15,7 +15,9 @@ class InboundCall;
 
 // Put() hands the call straight to the most recently idle worker (its cache
 // is warmest) or, when all are busy, adds it to a deadline-ordered heap of
-// at most `capacity` calls (earliest deadline first, then arrival). The heap
+// at most `capacity` calls (earliest deadline first, then arrival). When the
+// heap is full, a call with an earlier deadline than the latest queued one
+// takes its place, and the evicted call is returned to be rejected. The heap
 // storage and the per-worker slots are allocated once, so queueing a call
 // allocates nothing.
 // Threads: Put from reactor threads, BlockingGet from workers, Shutdown from
@@ -31,7 +33,9 @@ class ServiceQueue {
   ServiceQueue(int capacity, int max_consumers);
 
   // False when the queue is full or shut down (the caller answers the call).
-  bool Put(InboundCall* call);
+  // On true, *evicted is a call pushed out to make room (or nullptr); the
+  // caller answers it.
+  bool Put(InboundCall* call, InboundCall** evicted);
   // Blocks until a call is available; nullptr after Shutdown.
   InboundCall* BlockingGet(Consumer* me);
   // Wakes every worker; returns the calls still queued for the caller to
@@ -39,6 +43,8 @@ class ServiceQueue {
   std::vector<InboundCall*> Shutdown();
 
   int capacity() const { return capacity_; }
+  // Calls waiting in the heap (not yet handed to a worker).
+  int queued();
 
  private:
   struct Entry {

@@ -31,6 +31,17 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Waits up to 5 s for `pred`; tests then check exact outcomes, so a slow
+// (loaded) machine delays them instead of making them flaky.
+template <typename Pred>
+bool WaitFor(Pred pred) {
+  for (int i = 0; i < 500; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return pred();
+}
+
 SleepRequestPB SleepReq(uint32_t micros) {
   SleepRequestPB r;
   r.set_sleep_micros(micros);
@@ -152,7 +163,7 @@ TEST_CASE("the server skips calls that expired in its queue", "[rpc]") {
   SleepResponsePB r1, r2;
   CallbackCounter counter(2);
   proxy.SleepAsync(SleepReq(400000), &r1, &slow, [&] { counter.Done(0); });
-  std::this_thread::sleep_for(50ms);
+  REQUIRE(WaitFor([&] { return server.service->calls_handled() == 1; }));
   RpcController quick;
   quick.set_timeout(100ms);
   proxy.SleepAsync(SleepReq(0), &r2, &quick, [&] { counter.Done(1); });
@@ -283,10 +294,11 @@ TEST_CASE("a full service queue answers SERVER_TOO_BUSY", "[rpc]") {
   RpcController c[3];
   SleepResponsePB resp[3];
   CallbackCounter counter(3);
-  for (int i = 0; i < 3; ++i) {
-    proxy.SleepAsync(SleepReq(300000), &resp[i], &c[i], [&counter, i] { counter.Done(i); });
-    std::this_thread::sleep_for(30ms);
-  }
+  proxy.SleepAsync(SleepReq(300000), &resp[0], &c[0], [&counter] { counter.Done(0); });
+  REQUIRE(WaitFor([&] { return server.service->calls_handled() == 1; }));  // at the worker
+  proxy.SleepAsync(SleepReq(300000), &resp[1], &c[1], [&counter] { counter.Done(1); });
+  REQUIRE(WaitFor([&] { return server.messenger->queued_calls() == 1; }));  // queued
+  proxy.SleepAsync(SleepReq(300000), &resp[2], &c[2], [&counter] { counter.Done(2); });
   REQUIRE(counter.WaitAll(5s));
   CHECK(c[0].status().ok());
   CHECK(c[1].status().ok());
@@ -294,6 +306,27 @@ TEST_CASE("a full service queue answers SERVER_TOO_BUSY", "[rpc]") {
   REQUIRE(c[2].error_response() != nullptr);
   CHECK(c[2].error_response()->code() == ErrorStatusPB::ERROR_SERVER_TOO_BUSY);
   CHECK(c[2].status().message().find("service queue is full") != std::string::npos);
+  CHECK(server.messenger->queue_overflows() == 1);
+}
+
+TEST_CASE("a full queue gives an earlier deadline the place of a later one", "[rpc]") {
+  auto server = StartServer(1, 1, /*queue_length=*/1);
+  auto client = StartClient();
+  CalculatorServiceProxy proxy(client, server.address);
+  RpcController busy, no_deadline, urgent;
+  SleepResponsePB resp[3];
+  CallbackCounter counter(3);
+  proxy.SleepAsync(SleepReq(300000), &resp[0], &busy, [&counter] { counter.Done(0); });
+  REQUIRE(WaitFor([&] { return server.service->calls_handled() == 1; }));  // at the worker
+  proxy.SleepAsync(SleepReq(0), &resp[1], &no_deadline, [&counter] { counter.Done(1); });
+  REQUIRE(WaitFor([&] { return server.messenger->queued_calls() == 1; }));  // queued
+  urgent.set_timeout(5s);
+  proxy.SleepAsync(SleepReq(0), &resp[2], &urgent, [&counter] { counter.Done(2); });
+  REQUIRE(counter.WaitAll(5s));
+  CHECK(busy.status().ok());
+  CHECK(urgent.status().ok());
+  CHECK(no_deadline.status().IsServiceUnavailable());
+  CHECK(no_deadline.status().message().find("earlier deadline") != std::string::npos);
   CHECK(server.messenger->queue_overflows() == 1);
 }
 
@@ -308,7 +341,9 @@ TEST_CASE("server shutdown with calls in flight: the running one finishes, queue
   for (int i = 0; i < 4; ++i) {
     proxy.SleepAsync(SleepReq(200000), &resp[i], &c[i], [&counter, i] { counter.Done(i); });
   }
-  std::this_thread::sleep_for(50ms);
+  REQUIRE(WaitFor([&] {
+    return server.service->calls_handled() == 1 && server.messenger->queued_calls() == 3;
+  }));
   server.messenger->Shutdown();
   REQUIRE(counter.WaitAll(5s));
   CHECK_FALSE(counter.any_twice());
