@@ -272,7 +272,10 @@ int RunRecord(const RecordArgs& args) {
   for (bool grew = true; grew;) {
     grew = false;
     for (const auto& [path, child_pid] : headers) {
-      if (child_files.count(path) == 0 && run_pids.count(parents[path]) != 0) {
+      // A child of a process of the run, or a later image (after exec) of
+      // one: same pid, "<file>.<n>".
+      if (child_files.count(path) == 0 &&
+          (run_pids.count(parents[path]) != 0 || run_pids.count(child_pid) != 0)) {
         child_files[path] = child_pid;
         run_pids.insert(child_pid);
         grew = true;
@@ -295,8 +298,10 @@ int RunRecord(const RecordArgs& args) {
   }
   for (const auto& [path, child_pid] : child_files) {
     if (auto counts = CountTrace(path, false)) {
-      fmt::print(stderr, "crossfree record:   {} pid {}: {}: {}\n",
-                 counts->fork_child ? "fork child" : "child", child_pid, path,
+      const char* kind = counts->fork_child                 ? "fork child"
+                         : child_pid == static_cast<uint32_t>(pid) ? "after exec"
+                                                                    : "child";
+      fmt::print(stderr, "crossfree record:   {} pid {}: {}: {}\n", kind, child_pid, path,
                  describe(*counts));
     }
   }
