@@ -86,7 +86,20 @@ enum RecordTag : uint8_t {
   kTagAllocAlignedBase = 0x40,  // | AllocFn, address delta in units of 16 bytes
   kTagFreeAlignedBase = 0x50,   // | FreeFn,  address delta in units of 16 bytes
   kExtensionTagBase = 0x80,
+  // Extension records (varint byte length first, so older readers skip them).
+  kTagCentral = 0x80,  // len, zigzag ts delta, op, size class, count, stack id
 };
+
+// A tcmalloc (gperftools) central free-list transfer seen by the tracer
+// (kTagCentral). Fetch/Release are the ThreadCache entry points; Insert/
+// RemoveRange are the CentralFreeList calls they make (sub-counts).
+enum class CentralOp : uint8_t {
+  kFetch = 0,        // ThreadCache::FetchFromCentralCache
+  kRelease = 1,      // ThreadCache::ReleaseToCentralCache
+  kInsertRange = 2,  // CentralFreeList::InsertRange
+  kRemoveRange = 3,  // CentralFreeList::RemoveRange
+};
+inline constexpr uint8_t kMaxCentralOp = 3;
 
 // Stack id 0 means "no stack captured". Ids are process-wide: a stack is
 // defined once (kTagStackDef) in the chunk of whichever thread interned it

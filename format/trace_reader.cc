@@ -231,6 +231,27 @@ class Decoder {
     return true;
   }
 
+  // kTagCentral body in [p_, next); fields a newer writer appends are skipped.
+  bool DecodeCentral(const uint8_t* start, uint64_t prev_ts, const uint8_t* next) {
+    const uint8_t* saved_end = end_;
+    end_ = next;
+    CentralEvent c{};
+    c.tid = chunk_.tid;
+    uint64_t op, cl, stack;
+    bool ok = GetDelta(prev_ts, &c.timestamp_ns) && Get(&op) && Get(&cl) && Get(&c.count) &&
+              Get(&stack);
+    end_ = saved_end;
+    if (!ok) return Fail(start, "truncated central record");
+    if (op > kMaxCentralOp) return Fail(start, "unknown central operation", op, true);
+    if (cl > UINT32_MAX) return Fail(start, "bad size class", cl, true);
+    if (stack > UINT32_MAX) return Fail(start, "bad stack id", stack, true);
+    c.op = static_cast<CentralOp>(op);
+    c.size_class = static_cast<uint32_t>(cl);
+    c.stack_id = static_cast<uint32_t>(stack);
+    visitor_.OnCentral(c);
+    return true;
+  }
+
   const Chunk& chunk_;
   RecordVisitor& visitor_;
   std::string* error_;
@@ -418,7 +439,11 @@ bool Decoder::Run() {
           if (!Get(&len) || len > static_cast<uint64_t>(end_ - p_)) {
             return Fail(start, "bad extension record length");
           }
-          p_ += len;  // a record from a newer writer: skipped on purpose
+          const uint8_t* next = p_ + len;
+          if (tag == kTagCentral) {
+            if (!DecodeCentral(start, prev_ts, next)) return false;
+          }
+          p_ = next;  // unknown tags: a record from a newer writer, skipped on purpose
           break;
         }
         return Fail(start, ("unknown record tag " + Hex(tag)).c_str());

@@ -39,6 +39,16 @@ struct Event {
   uint32_t stack_id;     // kNoStack when none
 };
 
+// A tcmalloc central free-list transfer (record kTagCentral).
+struct CentralEvent {
+  uint32_t tid;
+  uint64_t timestamp_ns;
+  CentralOp op;
+  uint32_t size_class;  // tcmalloc size class (cl)
+  uint64_t count;       // objects moved; 0 when unknown
+  uint32_t stack_id;    // kNoStack when none
+};
+
 struct Module {
   uint64_t timestamp_ns = 0;
   uint64_t load_bias = 0;
@@ -57,6 +67,7 @@ class RecordVisitor {
   virtual void OnThreadName(uint32_t /*tid*/, uint64_t /*ts_ns*/, std::string_view /*name*/) {}
   virtual void OnModule(uint32_t /*tid*/, const Module& /*module*/) {}
   virtual void OnThreadExit(uint32_t /*tid*/, uint64_t /*ts_ns*/) {}
+  virtual void OnCentral(const CentralEvent& /*event*/) {}
 };
 
 // A complete, checksum-verified chunk. payload points into the reader's

@@ -206,6 +206,30 @@ bool ChunkWriter::AppendThreadExit(uint64_t ts_ns) {
   return true;
 }
 
+bool ChunkWriter::AppendCentral(CentralOp op, uint64_t ts_ns, uint32_t size_class,
+                                uint64_t count, uint32_t stack_id) {
+  // Body: ts delta, op, class, count, stack: at most 5 varints, so the
+  // length always fits in one byte.
+  constexpr size_t kMaxBody = 5 * kMaxVarint;
+  if (capacity_ - pos_ < 2 + kMaxBody) return false;
+  uint8_t body[kMaxBody];
+  uint8_t* q = body;
+  q = PutVarint(q, ZigZag(Delta(ts_ns, prev_ts_)));
+  q = PutVarint(q, static_cast<uint8_t>(op));
+  q = PutVarint(q, size_class);
+  q = PutVarint(q, count);
+  q = PutVarint(q, stack_id);
+  size_t len = static_cast<size_t>(q - body);
+  uint8_t* p = buf_ + pos_;
+  *p++ = kTagCentral;
+  p = PutVarint(p, len);
+  __builtin_memcpy(p, body, len);
+  p += len;
+  pos_ = p - buf_;
+  ++records_;  // prev_ts_ stays: see the header
+  return true;
+}
+
 size_t ChunkWriter::Finish() {
   uint32_t payload = static_cast<uint32_t>(pos_ - kChunkHeaderBytes);
   wire::Store32(buf_ + wire::kChkLength, wire::PackLength(payload));

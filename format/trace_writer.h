@@ -71,6 +71,12 @@ class ChunkWriter {
   bool AppendThreadName(uint64_t ts_ns, const char* name, size_t len);
   bool AppendModule(const ModuleView& module);
   bool AppendThreadExit(uint64_t ts_ns);
+  // A central free-list transfer (extension record kTagCentral). count is
+  // the objects moved (0 when unknown). Does not change the delta state that
+  // other records use, so readers that skip it decode the rest unchanged;
+  // not an allocation/free event (not in event_count()).
+  bool AppendCentral(CentralOp op, uint64_t ts_ns, uint32_t size_class, uint64_t count,
+                     uint32_t stack_id);
 
   // Seals the chunk begun by Begin() (length, event count, checksum; an
   // empty chunk is valid). Returns its total size in bytes, header
