@@ -377,4 +377,27 @@ void NoteThreadName(unsigned long pthread, const char* name) {
   // The thread has no state yet: it reads its name from /proc when it does.
 }
 
+void RecordCentral(format::CentralOp op, uint32_t size_class, uint64_t count,
+                   const CallSite& site) {
+  if (__atomic_load_n(&g_recording, __ATOMIC_RELAXED) != 1 || !internal::g.settings.central) {
+    return;
+  }
+  // Busy: a record of this thread is in progress, so its (allocation-free)
+  // bookkeeping reached tcmalloc; nesting a record there would corrupt it.
+  ThreadState* cur = internal::t_state;
+  if (cur != nullptr && cur != internal::kExitedState &&
+      cur->busy.load(std::memory_order_relaxed) != 0) {
+    return;
+  }
+  GuardScope guard;
+  ThreadState* s = Enter();
+  if (s == nullptr) return;
+  uint64_t ts = NowNs();
+  uint32_t stack = internal::CaptureAndIntern(s, site, ts);
+  AppendRecord(s, ts, [&](format::ChunkWriter& w) {
+    return w.AppendCentral(op, ts, size_class, count, stack);
+  });
+  Leave(s);
+}
+
 }  // namespace crossfree::tracer

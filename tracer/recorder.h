@@ -76,6 +76,15 @@ void RecordFree(format::FreeFn fn, uint64_t ts_ns, const void* address, uint64_t
 void RecordRealloc(format::AllocFn fn, uint64_t ts_free_ns, const void* old_address,
                    const void* new_address, uint64_t size, const CallSite& site);
 
+// A tcmalloc central free-list transfer (central_cache.cc). Unlike the
+// event hooks it may be called with the guard held (tcmalloc calls it from
+// inside the real malloc/free our hooks forward to): it records unless
+// recording is off (not started, stopped, CROSSFREE_CENTRAL=0) or this
+// thread is inside the tracer's own record path (then the tracer's
+// bookkeeping, not the target, caused the transfer). Takes the guard itself.
+void RecordCentral(format::CentralOp op, uint32_t size_class, uint64_t count,
+                   const CallSite& site);
+
 // Thread names. RecordThreadName names the calling thread;
 // NoteThreadName names thread `pthread` (any thread, including the caller):
 // the name is recorded by that thread at its next event.

@@ -20,6 +20,8 @@
 //                            Default 128.
 //   CROSSFREE_MALLOC_HOOK    0 never registers gperftools MallocHook hooks
 //                            (static tcmalloc). Default 1 (auto-detect).
+//   CROSSFREE_CENTRAL        0 does not record tcmalloc central free-list
+//                            transfers (docs/central.md). Default 1.
 //   CROSSFREE_VERBOSE        1 prints a one-line summary per process at exit
 //                            (trace path, events, stacks). Default 0.
 //
@@ -44,6 +46,7 @@ struct Settings {
   size_t buffer_bytes = 128 * 1024;
   bool malloc_hook = true;
   bool verbose = false;
+  bool central = true;
 };
 
 // Parses the environment into *settings. Never allocates.
