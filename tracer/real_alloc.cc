@@ -17,9 +17,6 @@ constexpr int kUnresolved = 0;
 constexpr int kResolving = 1;
 constexpr int kResolved = 2;
 
-std::atomic<int> g_state{kUnresolved};
-RealFunctions g_real;
-
 // dlsym allocates a little (its error buffer, on some paths a TLS block).
 // 256 KiB is far more than glibc needs; when it runs out, allocations fail
 // with ENOMEM rather than reaching the real allocator half-resolved.
@@ -45,7 +42,10 @@ void Lookup(T* slot, const char* name, bool required) {
 
 void Resolve() {
   int expected = kUnresolved;
-  if (!g_state.compare_exchange_strong(expected, kResolving, std::memory_order_acq_rel)) return;
+  if (!__atomic_compare_exchange_n(&internal::g_real_state, &expected, kResolving, false,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    return;
+  }
   RealFunctions r{};
   Lookup(&r.malloc, "malloc", true);
   Lookup(&r.free, "free", true);
@@ -85,22 +85,23 @@ void Resolve() {
   Lookup(&r.execv, "execv", false);
   Lookup(&r.execvp, "execvp", false);
   Lookup(&r.execvpe, "execvpe", false);
-  g_real = r;
-  g_state.store(kResolved, std::memory_order_release);
+  internal::g_real = r;
+  __atomic_store_n(&internal::g_real_state, kResolved, __ATOMIC_RELEASE);
 }
 
 }  // namespace
 
-const RealFunctions& Real() {
-  if (g_state.load(std::memory_order_acquire) != kResolved) Resolve();
-  return g_real;
+namespace internal {
+
+RealFunctions g_real;
+int g_real_state = kUnresolved;
+
+bool ResolveSlow() {
+  Resolve();
+  return __atomic_load_n(&g_real_state, __ATOMIC_ACQUIRE) == kResolved;
 }
 
-bool RealResolved() {
-  if (g_state.load(std::memory_order_acquire) == kResolved) return true;
-  Resolve();
-  return g_state.load(std::memory_order_acquire) == kResolved;
-}
+}  // namespace internal
 
 void* ArenaAlloc(size_t size, size_t alignment) {
   if (alignment < 16) alignment = 16;

@@ -54,12 +54,25 @@ struct RealFunctions {
   int (*execvpe)(const char*, char* const[], char* const[]);
 };
 
-// The resolved table; resolves on first use. While resolution runs, entries
-// are null and the malloc-family hooks serve requests from the arena.
-const RealFunctions& Real();
+namespace internal {
+extern RealFunctions g_real;
+extern int g_real_state;  // 2 once resolved
+bool ResolveSlow();
+}  // namespace internal
 
-// True once Real() has finished resolving.
-bool RealResolved();
+// True once the table is resolved; resolves on first use. While resolution
+// runs (dlsym), it returns false and the malloc-family hooks serve requests
+// from the arena.
+inline bool RealResolved() {
+  if (__atomic_load_n(&internal::g_real_state, __ATOMIC_ACQUIRE) == 2) return true;
+  return internal::ResolveSlow();
+}
+
+// The resolved table (entries null while resolution runs).
+inline const RealFunctions& Real() {
+  RealResolved();
+  return internal::g_real;
+}
 
 // Bootstrap arena: a static bump allocator for dlsym's early allocations.
 // Arena blocks are never handed to the real allocator: free ignores them,

@@ -153,7 +153,5 @@ const char* ErrnoName(int error) {
   }
 }
 
-ErrnoSaver::ErrnoSaver() : saved_(errno) {}
-ErrnoSaver::~ErrnoSaver() { errno = saved_; }
 
 }  // namespace crossfree::tracer

@@ -5,6 +5,8 @@
 // thread may call anything here at any time, including from the hooks.
 #pragma once
 
+#include <errno.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -63,8 +65,8 @@ const char* ErrnoName(int error);
 // hooks leave errno exactly as the real function set it.
 class ErrnoSaver {
  public:
-  ErrnoSaver();
-  ~ErrnoSaver();
+  ErrnoSaver() : saved_(errno) {}
+  ~ErrnoSaver() { errno = saved_; }
   ErrnoSaver(const ErrnoSaver&) = delete;
   ErrnoSaver& operator=(const ErrnoSaver&) = delete;
 
