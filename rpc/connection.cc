@@ -45,6 +45,7 @@ class ScopedRef {
 Connection::Connection(Reactor* reactor, Direction direction, int fd, const sockaddr_in& remote)
     : reactor_(reactor), direction_(direction), fd_(fd), remote_(remote) {
   read_buf_.reset(new uint8_t[kReadBufferSize]);
+  spare_transfers_.reserve(kMaxPooledTransfers);
   ev_io_init(&read_watcher_, &Connection::ReadCallback, fd_, EV_READ);
   read_watcher_.data = this;
   ev_io_init(&write_watcher_, &Connection::WriteCallback, fd_, EV_WRITE);
@@ -56,6 +57,16 @@ Connection::~Connection() {
 }
 
 std::string Connection::RemoteToString() const { return AddressToString(remote_); }
+
+void Connection::RecycleInboundTransfer(std::unique_ptr<InboundTransfer> t) {
+  assert(reactor_->IsCurrentThread());
+  if (shut_down_ || spare_transfers_.size() >= kMaxPooledTransfers ||
+      t->buffer_capacity() > kMaxPooledBufferBytes) {
+    return;  // freed here, on the reactor that made it
+  }
+  t->Reset();
+  spare_transfers_.push_back(std::move(t));
+}
 
 void Connection::Start(bool connecting) {
   connecting_ = connecting;
@@ -194,7 +205,14 @@ void Connection::HandleReadable() {
       }
       continue;
     }
-    if (inbound_ == nullptr) inbound_.reset(new InboundTransfer(max_size));
+    if (inbound_ == nullptr) {
+      if (!spare_transfers_.empty()) {
+        inbound_ = std::move(spare_transfers_.back());
+        spare_transfers_.pop_back();
+      } else {
+        inbound_.reset(new InboundTransfer(max_size));
+      }
+    }
     size_t used = 0;
     Status s = inbound_->Consume(read_buf_.get() + read_pos_, read_len_ - read_pos_, &used);
     read_pos_ += used;
@@ -226,7 +244,7 @@ bool Connection::HandleInboundCall(std::unique_ptr<InboundTransfer> transfer) {
     FailWithBadData(s);
     return false;
   }
-  if (!calls_being_handled_.emplace(call->call_id(), call).second) {
+  if (!calls_being_handled_.Insert(call->call_id(), call)) {
     int32_t id = call->call_id();
     delete call;
     FailWithBadData(Status::InvalidArgument("duplicate call id " + std::to_string(id) +
@@ -251,25 +269,24 @@ bool Connection::HandleCallResponse(std::unique_ptr<InboundTransfer> transfer) {
     FailWithBadData(s.CloneAndPrepend("invalid RPC response"));
     return false;
   }
-  auto it = awaiting_response_.find(resp.header.call_id());
-  if (it == awaiting_response_.end()) {
+  OutboundCall* call = awaiting_response_.Find(resp.header.call_id());
+  if (call == nullptr) {
     // A call that timed out or was cancelled: its late response is dropped.
     Log(LogLevel::kInfo, "ignoring response for unknown call id " +
                              std::to_string(resp.header.call_id()) + " from " + RemoteToString());
     return true;
   }
-  OutboundCall* call = it->second;
   if (call->state() != OutboundCall::State::kSent) {
     FailWithBadData(Status::Corruption("response for call id " +
                                        std::to_string(resp.header.call_id()) +
                                        " arrived before its request was fully sent"));
     return false;
   }
-  awaiting_response_.erase(it);
+  awaiting_response_.Erase(call->call_id());
   call->in_awaiting_map = false;
   call->StopTimer();
   resp.transfer = std::move(transfer);
-  call->HandleResponse(&resp);
+  call->HandleResponse(&resp, this);
   return !shut_down_;
 }
 
@@ -289,7 +306,8 @@ void Connection::QueueOutboundCall(OutboundCall* call) {
   int32_t id = next_call_id_;
   next_call_id_ = next_call_id_ == INT32_MAX ? 0 : next_call_id_ + 1;
   call->SerializeHeader(id, &scratch_request_header_);
-  awaiting_response_[id] = call;
+  awaiting_response_.Erase(id);  // a stale entry after call id wrap-around
+  awaiting_response_.Insert(id, call);
   call->in_awaiting_map = true;
   call->set_state(OutboundCall::State::kOnOutboundQueue);
   call->ArmTimer(reactor_->loop(), this);
@@ -301,7 +319,7 @@ void Connection::AbandonCall(OutboundCall* call, const Status& status) {
   OutboundCall::State st =
       status.IsTimedOut() ? OutboundCall::State::kTimedOut : OutboundCall::State::kCancelled;
   if (call->in_awaiting_map) {
-    awaiting_response_.erase(call->call_id());
+    awaiting_response_.Erase(call->call_id());
     call->in_awaiting_map = false;
   }
   call->StopTimer();
@@ -335,7 +353,7 @@ void Connection::AbandonCall(OutboundCall* call, const Status& status) {
 
 void Connection::QueueResponseForCall(InboundCall* call) {
   assert(reactor_->IsCurrentThread());
-  calls_being_handled_.erase(call->call_id());
+  calls_being_handled_.Erase(call->call_id());
   if (shut_down_) {
     delete call;
     return;
@@ -354,6 +372,7 @@ void Connection::Shutdown(const Status& why) {
   ::close(fd_);
   fd_ = -1;
   inbound_.reset();
+  spare_transfers_.clear();
   OutboundTransfer* t = out_head_;
   out_head_ = out_tail_ = nullptr;
   while (t != nullptr) {
@@ -363,13 +382,15 @@ void Connection::Shutdown(const Status& why) {
     t = next;
   }
   if (direction_ == Direction::kClient) {
-    std::unordered_map<int32_t, OutboundCall*> waiting;
-    waiting.swap(awaiting_response_);
-    for (auto& [id, call] : waiting) {
+    // Finishing a call runs its callback, which may touch this connection:
+    // take the calls out of the map first.
+    CallIdMap<OutboundCall> waiting;
+    waiting.Swap(awaiting_response_);
+    waiting.ForEach([&why](int32_t, OutboundCall* call) {
       call->in_awaiting_map = false;
       call->StopTimer();
       call->Finish(OutboundCall::State::kFinishedError, why);
-    }
+    });
   }
   // Server calls still at the workers find shut_down_ when they respond.
 }

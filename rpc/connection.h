@@ -9,10 +9,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 #include <ev.h>
 
+#include "rpc/call_id_map.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
 #include "rpc/status.h"
@@ -74,6 +75,13 @@ class Connection {
   std::string RemoteToString() const;
   int fd() const { return fd_; }
 
+  // Reactor thread only: a frame transfer whose object and buffer were made
+  // by this reactor, returned here once its frame is no longer needed (the
+  // response parsed on a client, the InboundCall done on a server). Kept for
+  // the next frame if the pool has room and its buffer is at most
+  // kMaxPooledBufferBytes, else freed.
+  void RecycleInboundTransfer(std::unique_ptr<InboundTransfer> t);
+
  private:
   ~Connection();
 
@@ -110,6 +118,12 @@ class Connection {
   size_t read_pos_ = 0;
   size_t read_len_ = 0;
   std::unique_ptr<InboundTransfer> inbound_;
+  // Spare transfers for the next frames (see RecycleInboundTransfer): made
+  // and freed on this reactor only, so no lock; retains at most
+  // kMaxPooledTransfers * kMaxPooledBufferBytes (32 KiB) per connection.
+  static constexpr size_t kMaxPooledTransfers = 4;
+  static constexpr size_t kMaxPooledBufferBytes = 8 * 1024;
+  std::vector<std::unique_ptr<InboundTransfer>> spare_transfers_;
   size_t conn_header_received_ = 0;  // server: bytes of the connection header seen
   uint8_t conn_header_[kConnHeaderLength];
 
@@ -120,10 +134,10 @@ class Connection {
 
   // Client: calls sent or queued, by call id.
   int32_t next_call_id_ = 0;
-  std::unordered_map<int32_t, OutboundCall*> awaiting_response_;
+  CallIdMap<OutboundCall> awaiting_response_;
   RequestHeader scratch_request_header_;  // reused to serialize request headers
   // Server: calls being handled, by call id.
-  std::unordered_map<int32_t, InboundCall*> calls_being_handled_;
+  CallIdMap<InboundCall> calls_being_handled_;
 };
 
 }  // namespace crossfree::rpc

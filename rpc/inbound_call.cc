@@ -40,6 +40,11 @@ InboundCall::~InboundCall() {
   delete legacy_buffer_;
   context_.reset();
   arena_.reset();
+  // The request frame came from this connection's reactor: back to its pool
+  // when we are on that reactor (not on the shutdown path of another thread).
+  if (transfer_ != nullptr && conn_->reactor()->IsCurrentThread()) {
+    conn_->RecycleInboundTransfer(std::move(transfer_));
+  }
   conn_->Release();
 }
 

@@ -136,7 +136,7 @@ void OutboundCall::NotifyTransferAborted(const Status&) {
   // Otherwise the connection finishes it from its awaiting map.
 }
 
-void OutboundCall::HandleResponse(CallResponse* r) {
+void OutboundCall::HandleResponse(CallResponse* r, Connection* conn) {
   Status st;
   State state = State::kFinishedSuccess;
   if (r->header.is_error()) {
@@ -169,10 +169,11 @@ void OutboundCall::HandleResponse(CallResponse* r) {
     state = State::kFinishedError;
   }
   const AllocPattern& p = GetAllocPattern();
-  // Fix 5: the frame was allocated by this reactor; free it here, right after
-  // parsing, unless the caller still needs it for sidecar views.
+  // Fix 5: the frame was allocated by this reactor; give it back to the
+  // connection's pool (or free it) here, right after parsing, unless the
+  // caller still needs it for sidecar views.
   if (!p.legacy_client_transfer && r->sidecars.empty()) {
-    r->transfer.reset();
+    conn->RecycleInboundTransfer(std::move(r->transfer));
     r->body_pb = std::string_view();
   }
   if (p.legacy_call_response) {

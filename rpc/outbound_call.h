@@ -88,7 +88,9 @@ class OutboundCall final : public TransferCallbacks {
   void NotifyTransferFinished() override;
   void NotifyTransferAborted(const Status& status) override;
   // Parses the response (status from the header/body) and finishes the call.
-  void HandleResponse(CallResponse* response);
+  // `conn` (the call's connection) gets the response frame back for reuse
+  // unless the call keeps it (sidecars, legacy_client_transfer).
+  void HandleResponse(CallResponse* response, Connection* conn);
   // Runs the callback once; the call must no longer be referenced by any
   // connection. The callback may free the call.
   void Finish(State state, const Status& status);

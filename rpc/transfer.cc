@@ -39,13 +39,23 @@ Status InboundTransfer::Consume(const uint8_t* data, size_t len, size_t* used) {
     }
     length_ = length;
     have_length_ = true;
-    buf_.reset(new uint8_t[length_]);
+    if (length_ > capacity_) {
+      buf_.reset(new uint8_t[length_]);
+      capacity_ = length_;
+    }
   }
   size_t n = std::min(len - taken, body_remaining());
   memcpy(buf_.get() + received_, data + taken, n);
   received_ += n;
   *used = taken + n;
   return Status::OK();
+}
+
+void InboundTransfer::Reset() {
+  prefix_received_ = 0;
+  have_length_ = false;
+  length_ = 0;
+  received_ = 0;
 }
 
 void OutboundTransfer::Reset() {

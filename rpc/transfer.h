@@ -47,6 +47,12 @@ class InboundTransfer {
   // The buffer itself (reused by InboundCall for the response when big enough).
   uint8_t* mutable_buffer() { return buf_.get(); }
   size_t buffer_size() const { return length_; }
+  // Bytes the buffer can hold (kept across Reset).
+  size_t buffer_capacity() const { return capacity_; }
+
+  // Forgets the frame but keeps the buffer, so a pooled transfer receives
+  // the next frame that fits without allocating (Connection's pool).
+  void Reset();
 
  private:
   size_t max_message_size_;
@@ -55,6 +61,7 @@ class InboundTransfer {
   bool have_length_ = false;
   uint32_t length_ = 0;
   size_t received_ = 0;
+  size_t capacity_ = 0;
   std::unique_ptr<uint8_t[]> buf_;
 };
 

@@ -35,6 +35,15 @@ struct Pair {
 Pair g_pairs[kMaxPairs];
 int g_num_pairs = 0;
 
+// Allocations per thread while recording (guarded by g_lock).
+constexpr int kMaxThreads = 256;
+struct ThreadCount {
+  int32_t tid;
+  long count;
+};
+ThreadCount g_thread_counts[kMaxThreads];
+int g_num_threads = 0;
+
 thread_local int32_t t_tid = 0;
 int32_t Tid() {
   if (t_tid == 0) t_tid = static_cast<int32_t>(syscall(SYS_gettid));
@@ -51,6 +60,10 @@ void Unlock() { g_lock.clear(std::memory_order_release); }
 
 void Insert(uintptr_t a, int32_t tid) {
   Lock();
+  int t = 0;
+  while (t < g_num_threads && g_thread_counts[t].tid != tid) ++t;
+  if (t == g_num_threads && g_num_threads < kMaxThreads) g_thread_counts[g_num_threads++] = {tid, 0};
+  if (t < kMaxThreads) g_thread_counts[t].count++;
   size_t i = Hash(a) & (kSlots - 1);
   for (size_t n = 0; n < kSlots; ++n, i = (i + 1) & (kSlots - 1)) {
     if (g_table[i].addr == 0 || g_table[i].addr == a) {
@@ -158,6 +171,7 @@ void StartAllocRecording() {
   Lock();
   memset(g_table, 0, sizeof(g_table));
   g_num_pairs = 0;
+  g_num_threads = 0;
   Unlock();
   g_allocs.store(0);
   g_recording.store(true);
@@ -178,6 +192,17 @@ std::map<std::string, long> StopAllocRecording() {
 }
 
 long RecordedAllocations() { return g_allocs.load(); }
+
+std::map<std::string, long> RecordedAllocationsByRole() {
+  Lock();
+  ThreadCount counts[kMaxThreads];
+  int n = g_num_threads;
+  memcpy(counts, g_thread_counts, sizeof(ThreadCount) * n);
+  Unlock();
+  std::map<std::string, long> out;
+  for (int i = 0; i < n; ++i) out[Role(counts[i].tid)] += counts[i].count;
+  return out;
+}
 
 }  // namespace crossfree::rpc::testing
 

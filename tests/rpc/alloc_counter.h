@@ -19,5 +19,8 @@ void StartAllocRecording();
 std::map<std::string, long> StopAllocRecording();
 // Allocations recorded (all threads) since Start.
 long RecordedAllocations();
+// Allocations recorded since Start by thread role ("reactor-N", ...; same
+// folding as above). Call before the threads exit.
+std::map<std::string, long> RecordedAllocationsByRole();
 
 }  // namespace crossfree::rpc::testing
