@@ -115,6 +115,20 @@ std::string Quoted(std::string_view text) {
   return out + "\"";
 }
 
+const char* CentralOpName(format::CentralOp op) {
+  switch (op) {
+    case format::CentralOp::kFetch:
+      return "fetch";
+    case format::CentralOp::kRelease:
+      return "release";
+    case format::CentralOp::kInsertRange:
+      return "insert_range";
+    case format::CentralOp::kRemoveRange:
+      return "remove_range";
+  }
+  return "?";
+}
+
 struct Totals {
   uint64_t chunks = 0;
   uint64_t events = 0;
@@ -125,6 +139,7 @@ struct Totals {
   uint64_t thread_names = 0;
   uint64_t modules = 0;
   uint64_t thread_exits = 0;
+  uint64_t central[format::kMaxCentralOp + 1] = {};  // by CentralOp
   std::set<uint32_t> threads;
   std::set<uint32_t> stacks_defined;
   std::set<uint32_t> stacks_used;
@@ -192,6 +207,14 @@ class DumpVisitor : public format::RecordVisitor {
     fmt::format_to(std::back_inserter(out_), "  thread-exit tid {} ts {}\n", tid, ts_ns);
   }
 
+  void OnCentral(const format::CentralEvent& c) override {
+    ++totals_->central[static_cast<uint8_t>(c.op)];
+    if (c.stack_id != format::kNoStack) totals_->stacks_used.insert(c.stack_id);
+    if (!print_) return;
+    fmt::format_to(std::back_inserter(out_), "  central {} tid {} ts {} class {} count {} stack {}\n",
+                   CentralOpName(c.op), c.tid, c.timestamp_ns, c.size_class, c.count, c.stack_id);
+  }
+
  private:
   Totals* totals_;
   bool print_;
@@ -226,6 +249,12 @@ void PrintSummary(const TraceReader& reader, const Totals& t) {
   fmt::print("  stacks: {}\n", t.stacks_defined.size());
   fmt::print("  stacks referenced but not defined: {}\n", undefined);
   fmt::print("  modules: {}\n", t.modules);
+  uint64_t central = 0;
+  for (uint64_t n : t.central) central += n;
+  if (central > 0) {  // only in traces that have them: older outputs stay as they were
+    fmt::print("  central transfers: {} (fetch {}, release {}, insert_range {}, remove_range {})\n",
+               central, t.central[0], t.central[1], t.central[2], t.central[3]);
+  }
   if (t.events > 0) {
     fmt::print("  bytes/event: {:.2f}\n",
                static_cast<double>(reader.file_size()) / static_cast<double>(t.events));
