@@ -40,6 +40,7 @@ InboundCall::~InboundCall() {
   delete legacy_buffer_;
   context_.reset();
   arena_.reset();
+  message_arena_.reset();
   // The request frame came from this connection's reactor: back to its pool
   // when we are on that reactor (not on the shutdown path of another thread).
   if (transfer_ != nullptr && conn_->reactor()->IsCurrentThread()) {
@@ -75,6 +76,11 @@ RpcContext* InboundCall::CreateContext(google::protobuf::MessageLite* request,
 google::protobuf::Arena* InboundCall::arena() {
   if (!arena_) arena_.emplace();
   return &*arena_;
+}
+
+google::protobuf::Arena* InboundCall::message_arena() {
+  message_arena_.emplace(message_arena_block_, sizeof(message_arena_block_));
+  return &*message_arena_;
 }
 
 void InboundCall::PrepareSuccess(const google::protobuf::MessageLite& response,

@@ -13,10 +13,10 @@ RpcContext::RpcContext(InboundCall* call, google::protobuf::MessageLite* request
 
 void RpcContext::ReleaseMessages() {
   if (!legacy_) {
-    // Fix 4: made with new by the worker that ran the handler; a synchronous
-    // handler responds on that same worker, so they die where they were born.
-    delete request_;
-    delete response_;
+    // Fix 4: made on the call's message arena by the worker that ran the
+    // handler; a synchronous handler responds on that same worker, so any
+    // heap block or string of theirs dies where it was born.
+    call_->ReleaseMessageArena();
   }
   request_ = nullptr;
   response_ = nullptr;

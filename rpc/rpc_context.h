@@ -48,9 +48,10 @@ class RpcContext {
   int32_t call_id() const;
 
  private:
-  // Fixed pattern: the messages were made with new on the worker; they are
-  // deleted here, by the responder (the same worker for synchronous
-  // handlers). Legacy: they live on the call's arena.
+  // Fixed pattern: the messages live on the call's message arena (first
+  // block inline in the call, more blocks from the worker); it is destroyed
+  // here, by the responder (the same worker for synchronous handlers).
+  // Legacy: they live on the call's heap arena, freed with the call.
   void ReleaseMessages();
   void Done();
 

@@ -24,9 +24,10 @@ void ServiceIf::Handle(InboundCall* call) {
   }
   const bool legacy = GetAllocPattern().legacy_messages;
   // Legacy: messages on the call's arena (blocks allocated here, on the
-  // worker, and freed by the reactor with the call). Fixed: plain new here,
-  // delete by the responder.
-  google::protobuf::Arena* arena = legacy ? call->arena() : nullptr;
+  // worker, and freed by the reactor with the call). Fixed: on an arena
+  // whose first block is inside the call (no heap for small messages); the
+  // responder destroys it (RpcContext::ReleaseMessages).
+  google::protobuf::Arena* arena = legacy ? call->arena() : call->message_arena();
   google::protobuf::MessageLite* req = method->new_request(arena);
   google::protobuf::MessageLite* resp = method->new_response(arena);
   RpcContext* ctx = call->CreateContext(req, resp, legacy);
