@@ -59,7 +59,8 @@ found=0
 while IFS=$'\t' read -r sw name roles site; do
   [[ -z $sw || $sw == \#* ]] && continue
   [[ $pattern == legacy || $pattern == "$sw" ]] || continue
-  if grep -F "key: $roles | alloc: " "$work/$pattern/gate.out" | sed 's/ | free: .*//' | grep -qF "$site"; then
+  if grep -F "key: $roles | alloc: " "$work/$pattern/gate.out" |
+    sed -e 's/^ *key: .* | alloc: //' -e 's/ | free: .*//' | grep -qE "$site"; then
     echo "named: $sw: $name ($roles)"
     found=$((found + 1))
   else
