@@ -46,6 +46,7 @@ Connection::Connection(Reactor* reactor, Direction direction, int fd, const sock
     : reactor_(reactor), direction_(direction), fd_(fd), remote_(remote) {
   read_buf_.reset(new uint8_t[kReadBufferSize]);
   spare_transfers_.reserve(kMaxPooledTransfers);
+  if (direction_ == Direction::kServer) spare_calls_.reserve(kMaxPooledCalls);
   ev_io_init(&read_watcher_, &Connection::ReadCallback, fd_, EV_READ);
   read_watcher_.data = this;
   ev_io_init(&write_watcher_, &Connection::WriteCallback, fd_, EV_WRITE);
@@ -53,7 +54,26 @@ Connection::Connection(Reactor* reactor, Direction direction, int fd, const sock
 }
 
 Connection::~Connection() {
+  FreeSpareCalls();
   if (fd_ >= 0) ::close(fd_);
+}
+
+void Connection::FreeSpareCalls() {
+  for (InboundCall* c : spare_calls_) delete c;
+  spare_calls_.clear();
+}
+
+bool Connection::TakeBackInboundCall(InboundCall* call) {
+  assert(reactor_->IsCurrentThread());
+  if (shut_down_ || spare_calls_.size() >= kMaxPooledCalls) return false;
+  // Push before Recycle: Recycle drops the call's reference, which may be
+  // the last one and delete this connection (and its pool) with it.
+  spare_calls_.push_back(call);
+  if (!call->Recycle()) {
+    spare_calls_.pop_back();
+    return false;
+  }
+  return true;
 }
 
 std::string Connection::RemoteToString() const { return AddressToString(remote_); }
@@ -237,16 +257,23 @@ bool Connection::HandleFrame(std::unique_ptr<InboundTransfer> transfer) {
 }
 
 bool Connection::HandleInboundCall(std::unique_ptr<InboundTransfer> transfer) {
-  auto* call = new InboundCall(this, std::move(transfer));
+  InboundCall* call;
+  if (!spare_calls_.empty()) {
+    call = spare_calls_.back();
+    spare_calls_.pop_back();
+    call->Reuse(std::move(transfer));
+  } else {
+    call = new InboundCall(this, std::move(transfer));
+  }
   Status s = call->Parse();
   if (!s.ok()) {
-    delete call;
+    InboundCall::Destroy(call);
     FailWithBadData(s);
     return false;
   }
   if (!calls_being_handled_.Insert(call->call_id(), call)) {
     int32_t id = call->call_id();
-    delete call;
+    InboundCall::Destroy(call);
     FailWithBadData(Status::InvalidArgument("duplicate call id " + std::to_string(id) +
                                             " while that call is still in flight"));
     return false;
@@ -355,7 +382,7 @@ void Connection::QueueResponseForCall(InboundCall* call) {
   assert(reactor_->IsCurrentThread());
   calls_being_handled_.Erase(call->call_id());
   if (shut_down_) {
-    delete call;
+    delete call;  // no pool once shut down
     return;
   }
   EnqueueTransfer(call->response_transfer());
@@ -373,6 +400,7 @@ void Connection::Shutdown(const Status& why) {
   fd_ = -1;
   inbound_.reset();
   spare_transfers_.clear();
+  FreeSpareCalls();
   OutboundTransfer* t = out_head_;
   out_head_ = out_tail_ = nullptr;
   while (t != nullptr) {

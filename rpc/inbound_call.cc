@@ -24,7 +24,7 @@ class LegacyResponseCallbacks final : public TransferCallbacks {
     InboundCall* call = call_;
     call->legacy_callbacks_ = nullptr;
     delete this;
-    delete call;
+    InboundCall::Destroy(call);
   }
   InboundCall* call_;
 };
@@ -35,18 +35,64 @@ InboundCall::InboundCall(Connection* conn, std::unique_ptr<InboundTransfer> tran
 }
 
 InboundCall::~InboundCall() {
+  if (pooled_) return;  // state already released, no connection reference
+  ReleaseCallState();
+  conn_->Release();
+}
+
+void InboundCall::ReleaseCallState() {
   delete legacy_callbacks_;
+  legacy_callbacks_ = nullptr;
   delete legacy_transfer_;
+  legacy_transfer_ = nullptr;
   delete legacy_buffer_;
+  legacy_buffer_ = nullptr;
   context_.reset();
   arena_.reset();
   message_arena_.reset();
+  response_heap_.reset();
   // The request frame came from this connection's reactor: back to its pool
   // when we are on that reactor (not on the shutdown path of another thread).
   if (transfer_ != nullptr && conn_->reactor()->IsCurrentThread()) {
     conn_->RecycleInboundTransfer(std::move(transfer_));
   }
+  transfer_.reset();
+}
+
+void InboundCall::Destroy(InboundCall* call) {
+  // IsCurrentThread first: only the reactor may read the connection state.
+  if (call->conn_->reactor()->IsCurrentThread() && call->conn_->TakeBackInboundCall(call)) return;
+  delete call;
+}
+
+bool InboundCall::Recycle() {
+  // Bounded retention: keep only calls whose reusable parts are small.
+  constexpr size_t kMaxKeptSidecars = 8;
+  constexpr size_t kMaxKeptNameBytes = 256;
+  if (sidecars_.capacity() > kMaxKeptSidecars ||
+      outbound_sidecars_.capacity() > kMaxKeptSidecars ||
+      static_cast<size_t>(header_.sidecar_offsets_size()) > kMaxKeptSidecars ||
+      service_name().capacity() > kMaxKeptNameBytes ||
+      method_name().capacity() > kMaxKeptNameBytes) {
+    return false;
+  }
+  ReleaseCallState();
+  body_pb_ = std::string_view();
+  sidecars_.clear();
+  has_deadline_ = false;
+  deadline_ = {};
+  outbound_sidecars_.clear();  // response sidecar strings, freed on this reactor
+  response_transfer_.Reset();
+  response_transfer_ptr_ = nullptr;
+  pooled_ = true;
   conn_->Release();
+  return true;
+}
+
+void InboundCall::Reuse(std::unique_ptr<InboundTransfer> transfer) {
+  conn_->AddRef();
+  pooled_ = false;
+  transfer_ = std::move(transfer);
 }
 
 Status InboundCall::Parse() {
@@ -161,12 +207,12 @@ void InboundCall::QueueResponse() {
     if (s.ok()) {
       self->conn_->QueueResponseForCall(self);
     } else {
-      delete self;
+      InboundCall::Destroy(self);
     }
   });
 }
 
-void InboundCall::NotifyTransferFinished() { delete this; }
-void InboundCall::NotifyTransferAborted(const Status&) { delete this; }
+void InboundCall::NotifyTransferFinished() { Destroy(this); }
+void InboundCall::NotifyTransferAborted(const Status&) { Destroy(this); }
 
 }  // namespace crossfree::rpc

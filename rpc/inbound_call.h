@@ -25,10 +25,11 @@ class Connection;
 class LegacyResponseCallbacks;
 
 // Owner: its Connection's reactor. The reactor allocates it when a request
-// frame arrives and deletes it after the response is written (or the
-// connection dies), so in the fixed pattern the call, its request buffer, its
-// embedded RpcContext and its embedded response transfer are all allocated
-// and freed by the same server reactor thread.
+// frame arrives (or takes one from the connection's pool of finished calls)
+// and, after the response is written (or the connection dies), returns it
+// to that pool or deletes it (Destroy), so in the fixed pattern the call,
+// its request buffer, its embedded RpcContext and its embedded response
+// transfer are all allocated and freed by the same server reactor thread.
 // Threads: Parse and the TransferCallbacks on the reactor; the service pool
 // worker reads the request and any thread may respond, once; after
 // responding the responder must not touch the call.
@@ -38,6 +39,18 @@ class InboundCall final : public TransferCallbacks {
   ~InboundCall();
   InboundCall(const InboundCall&) = delete;
   InboundCall& operator=(const InboundCall&) = delete;
+
+  // The end of a call, in place of delete: on the connection's reactor, a
+  // live connection with room in its pool takes the call back for reuse
+  // (Connection::TakeBackInboundCall); otherwise it is deleted.
+  static void Destroy(InboundCall* call);
+
+  // Connection's pool only, reactor thread. Recycle: frees the per-call
+  // state (as the destructor would) but keeps the object, its parsed-header
+  // storage and its buffers' capacity; false if the call is too big to keep
+  // (many sidecars, long names). Reuse: starts a new call on `transfer`.
+  bool Recycle();
+  void Reuse(std::unique_ptr<InboundTransfer> transfer);
 
   // Reactor thread: parses header, method and sidecars. Corruption naming
   // the problem; the connection then closes.
@@ -93,8 +106,11 @@ class InboundCall final : public TransferCallbacks {
   // Writes the frame (prefix, header, body) and lists it with the sidecars
   // in the response transfer.
   void PrepareResponse(bool is_error, const google::protobuf::MessageLite& body);
+  // Frees what a call owns beyond its object (shared by ~ and Recycle).
+  void ReleaseCallState();
 
   Connection* const conn_;
+  bool pooled_ = false;  // in the connection's pool: holds no reference
   std::unique_ptr<InboundTransfer> transfer_;
   RequestHeader header_;
   std::string_view body_pb_;
