@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // Unit tests of the RPC core's building blocks: Status, InlineFunction,
 // AllocPattern, frame serialization (with random input), sidecar splitting,
-// Log2Histogram.
+// Log2Histogram, CallIdMap.
+#include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "rpc/alloc_pattern.h"
+#include "rpc/call_id_map.h"
 #include "rpc/histogram.h"
 #include "rpc/inline_function.h"
 #include "rpc/rpc_header.pb.h"
@@ -180,6 +183,42 @@ TEST_CASE("random bytes never crash the frame parser", "[rpc][unit]") {
   CHECK(ok + corrupt == 20000);
   CHECK(ok > 0);
   CHECK(corrupt > 0);
+}
+
+TEST_CASE("CallIdMap matches std::map under random insert/erase, growth and wrap-around ids",
+          "[rpc][unit]") {
+  CallIdMap<int> m;
+  std::map<int32_t, int*> ref;
+  std::vector<int> values(64);
+  std::mt19937 rng(7);
+  for (int step = 0; step < 200000; ++step) {
+    // Ids cluster like call ids (sequential, around INT32_MAX -> 0 wrap) plus a few random ones.
+    int32_t id = (step % 3 == 0) ? static_cast<int32_t>(rng())
+                                 : static_cast<int32_t>(INT32_MAX - 300 + rng() % 600);
+    int* v = &values[rng() % values.size()];
+    switch (rng() % 3) {
+      case 0:
+      case 1: {
+        bool fresh = ref.emplace(id, v).second;
+        REQUIRE(m.Insert(id, v) == fresh);
+        break;
+      }
+      default:
+        REQUIRE(m.Erase(id) == (ref.erase(id) == 1));
+    }
+    if (step % 20000 == 0) {
+      REQUIRE(m.size() == ref.size());
+      for (auto& [k, val] : ref) REQUIRE(m.Find(k) == val);
+    }
+  }
+  std::map<int32_t, int*> seen;
+  m.ForEach([&seen](int32_t id, int* v) { seen[id] = v; });
+  CHECK(seen == ref);
+  CallIdMap<int> other;
+  other.Swap(m);
+  CHECK(m.empty());
+  CHECK(other.size() == ref.size());
+  CHECK(other.Find(ref.begin()->first) == ref.begin()->second);
 }
 
 TEST_CASE("Log2Histogram buckets and percentiles", "[rpc][unit]") {
