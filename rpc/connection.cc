@@ -81,10 +81,12 @@ std::string Connection::RemoteToString() const { return AddressToString(remote_)
 void Connection::RecycleInboundTransfer(std::unique_ptr<InboundTransfer> t) {
   assert(reactor_->IsCurrentThread());
   if (shut_down_ || spare_transfers_.size() >= kMaxPooledTransfers ||
-      t->buffer_capacity() > kMaxPooledBufferBytes) {
+      t->buffer_capacity() > kMaxPooledBufferBytes ||
+      spare_transfer_bytes_ + t->buffer_capacity() > kMaxPooledBufferTotal) {
     return;  // freed here, on the reactor that made it
   }
   t->Reset();
+  spare_transfer_bytes_ += t->buffer_capacity();
   spare_transfers_.push_back(std::move(t));
 }
 
@@ -229,6 +231,7 @@ void Connection::HandleReadable() {
       if (!spare_transfers_.empty()) {
         inbound_ = std::move(spare_transfers_.back());
         spare_transfers_.pop_back();
+        spare_transfer_bytes_ -= inbound_->buffer_capacity();
       } else {
         inbound_.reset(new InboundTransfer(max_size));
       }
@@ -400,6 +403,7 @@ void Connection::Shutdown(const Status& why) {
   fd_ = -1;
   inbound_.reset();
   spare_transfers_.clear();
+  spare_transfer_bytes_ = 0;
   FreeSpareCalls();
   OutboundTransfer* t = out_head_;
   out_head_ = out_tail_ = nullptr;

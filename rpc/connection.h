@@ -123,16 +123,21 @@ class Connection {
   size_t read_len_ = 0;
   std::unique_ptr<InboundTransfer> inbound_;
   // Spare transfers for the next frames (see RecycleInboundTransfer): made
-  // and freed on this reactor only, so no lock; retains at most
-  // kMaxPooledTransfers * kMaxPooledBufferBytes (32 KiB) per connection.
-  static constexpr size_t kMaxPooledTransfers = 4;
+  // and freed on this reactor only, so no lock. A server needs one per call
+  // in flight on the connection (the request frame lives until the response
+  // is written), a client one. Retains at most kMaxPooledTransfers objects
+  // and kMaxPooledBufferTotal bytes of buffers per connection.
+  static constexpr size_t kMaxPooledTransfers = 64;
   static constexpr size_t kMaxPooledBufferBytes = 8 * 1024;
+  static constexpr size_t kMaxPooledBufferTotal = 64 * 1024;
   std::vector<std::unique_ptr<InboundTransfer>> spare_transfers_;
+  size_t spare_transfer_bytes_ = 0;
   // Server: finished InboundCalls (about 1.4 KiB each) kept for the next
   // requests, so a call costs no allocation for its object, its parsed
-  // header's submessage and strings. Reactor only; at most kMaxPooledCalls;
-  // freed on this reactor by Shutdown (or the destructor).
-  static constexpr size_t kMaxPooledCalls = 16;
+  // header's submessage and strings. Reactor only; at most kMaxPooledCalls
+  // (enough for 64 calls in flight per connection, ~90 KiB); freed on this
+  // reactor by Shutdown (or the destructor).
+  static constexpr size_t kMaxPooledCalls = 64;
   std::vector<InboundCall*> spare_calls_;
   void FreeSpareCalls();
   size_t conn_header_received_ = 0;  // server: bytes of the connection header seen
