@@ -128,6 +128,9 @@ void AtForkChild() {
   GuardScope guard;
   int saved_errno = errno;
   internal::ResetStatesInForkChild();
+  // membarrier registration belongs to the address space: register the
+  // child's own (the child is single-threaded here).
+  internal::InitAsymmetricFence();
   // The inherited descriptor shares the parent's file offset and contents:
   // close it without writing anything.
   if (g.fd >= 0) close(g.fd);
@@ -175,6 +178,8 @@ void InitRecorder() {
   GuardScope guard;
   int saved_errno = errno;
   LoadSettings(&g.settings);
+  if (g.settings.tsc) InitFastClock();
+  internal::InitAsymmetricFence();
   g.pid = static_cast<uint32_t>(getpid());
   InitMainExePath();
   if (g.settings.stacks) {

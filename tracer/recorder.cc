@@ -2,20 +2,33 @@
 // Tracer: per-thread chunk buffers, the thread-state registry and the
 // record path (see recorder.h). Start-up, exit and fork live in lifecycle.cc.
 //
-// Hand-off between a buffer's owner and the exit flusher (Dekker style, all
-// seq_cst): the owner stores busy=1 and then loads closed; the flusher
-// stores closed=1 and then loads busy. At least one of them sees the other:
-// either the owner sees closed and leaves the buffer alone, or the flusher
-// sees busy and waits for the owner's current record to finish. Whichever
-// of the two then wins flush_token writes the final chunk, so a chunk is
-// written exactly once and the record in progress is never cut.
+// Hand-off between a buffer's owner and the exit flusher (Dekker style):
+// the owner stores busy=1 and then loads closed; the flusher stores
+// closed=1 and then loads busy. At least one of them sees the other: either
+// the owner sees closed and leaves the buffer alone, or the flusher sees
+// busy and waits for the owner's current record to finish. Whichever of the
+// two then wins flush_token writes the final chunk, so a chunk is written
+// exactly once and the record in progress is never cut.
+//
+// The store-then-load order on each side needs a full fence. Without
+// membarrier both sides use seq_cst (a locked xchg per event for the
+// owner). With it (g.asym_fence) the fence is asymmetric: the owner's store
+// is a plain store kept in program order by a compiler-only signal fence,
+// and the flusher, after storing closed=1 on every state, calls
+// membarrier(PRIVATE_EXPEDITED), which runs a full memory barrier on every
+// CPU currently running a thread of this process (a thread not running has
+// passed through a context switch, itself a full barrier). After it, any
+// owner whose busy store is not yet visible to the flusher has not yet
+// executed its load of closed, so that load sees closed=1.
 #include "tracer/recorder_internal.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <linux/membarrier.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <new>
@@ -132,7 +145,12 @@ ThreadState* Enter() {
     s = Acquire();
     if (s == nullptr) return nullptr;
   }
-  s->busy.store(1, std::memory_order_seq_cst);
+  if (__builtin_expect(g.asym_fence, 1)) {
+    s->busy.store(1, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  } else {
+    s->busy.store(1, std::memory_order_seq_cst);
+  }
   if (s->closed.load(std::memory_order_seq_cst) != 0) {
     s->busy.store(0, std::memory_order_release);
     return nullptr;
@@ -279,12 +297,42 @@ void ResetStatesInForkChild() {
   }
 }
 
+void InitAsymmetricFence() {
+  g.asym_fence = false;
+  long supported = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  if (supported < 0 || (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0) return;
+  g.asym_fence = true;
+}
+
+namespace {
+
+// The flusher's half of the asymmetric fence (see the top of this file).
+void HeavyFence() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!g.asym_fence) return;  // owners store busy with seq_cst themselves
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0) return;
+  // Registered at start-up, so neither should fail. If one does, give
+  // every other thread time to be descheduled (a context switch is a full
+  // barrier) before trusting what we read.
+  uint64_t until = NowNs() + 20'000'000;
+  while (NowNs() < until) sched_yield();
+}
+
+}  // namespace
+
 ExitStats CloseAndFlushAll(uint64_t wait_budget_ns) {
   ExitStats stats;
   uint64_t deadline = NowNs() + wait_budget_ns;
-  for (ThreadState* it = g.registry.load(std::memory_order_acquire); it != nullptr;
-       it = it->next) {
+  // One snapshot of the registry for both passes: close every state, one
+  // heavy fence, then wait for and flush each.
+  ThreadState* const head = g.registry.load(std::memory_order_acquire);
+  for (ThreadState* it = head; it != nullptr; it = it->next) {
     it->closed.store(1, std::memory_order_seq_cst);
+  }
+  HeavyFence();
+  for (ThreadState* it = head; it != nullptr; it = it->next) {
     while (it->busy.load(std::memory_order_seq_cst) != 0 && NowNs() < deadline) sched_yield();
     if (it->busy.load(std::memory_order_seq_cst) != 0) {
       ++stats.threads_skipped;  // its owner flushes when the record ends

@@ -61,6 +61,10 @@ struct Globals {
   std::atomic<bool> modules_pending{false};
   std::atomic<bool> write_failed{false};
   std::atomic<ThreadState*> registry{nullptr};
+  // Set at start-up when membarrier(PRIVATE_EXPEDITED) is registered: the
+  // owners' busy store is then a plain store (no locked instruction per
+  // event) and the exit flusher pays for the ordering (recorder.cc).
+  bool asym_fence = false;
 };
 extern Globals g;
 
@@ -87,5 +91,8 @@ void ResetStatesInForkChild();
 ExitStats CloseAndFlushAll(uint64_t wait_budget_ns);
 // After a failed exec: lets every state record again.
 void ReopenStates();
+// Registers the process for membarrier(PRIVATE_EXPEDITED) and sets
+// g.asym_fence on success. Start-up and fork child (single-threaded).
+void InitAsymmetricFence();
 
 }  // namespace crossfree::tracer::internal

@@ -65,6 +65,7 @@ void LoadSettings(Settings* s) {
   s->malloc_hook = ReadBool("CROSSFREE_MALLOC_HOOK", true);
   s->verbose = ReadBool("CROSSFREE_VERBOSE", false);
   s->central = ReadBool("CROSSFREE_CENTRAL", true);
+  s->tsc = ReadBool("CROSSFREE_TSC", true);
 }
 
 bool ExpandOutputPath(const Settings& s, uint32_t pid, bool owns_plain_path, char* out,

@@ -22,6 +22,8 @@
 //                            (static tcmalloc). Default 1 (auto-detect).
 //   CROSSFREE_CENTRAL        0 does not record tcmalloc central free-list
 //                            transfers (docs/central.md). Default 1.
+//   CROSSFREE_TSC            0 stamps events with clock_gettime instead of
+//                            the calibrated TSC clock (sys.h). Default 1.
 //   CROSSFREE_VERBOSE        1 prints a one-line summary per process at exit
 //                            (trace path, events, stacks). Default 0.
 //
@@ -47,6 +49,7 @@ struct Settings {
   bool malloc_hook = true;
   bool verbose = false;
   bool central = true;
+  bool tsc = true;
 };
 
 // Parses the environment into *settings. Never allocates.
