@@ -139,7 +139,7 @@ void AppendOwnName(ThreadState* s) {
 // thread must not record (no state available, or closed by the exit flush).
 // Also writes what is pending for this thread: its name, renames by other
 // threads, and modules loaded since the last scan.
-ThreadState* Enter() {
+__attribute__((noinline)) ThreadState* EnterSlow() {
   ThreadState* s = t_state;
   if (s == nullptr || s == kExitedState) {
     s = Acquire();
@@ -176,7 +176,33 @@ ThreadState* Enter() {
   return s;
 }
 
-void Leave(ThreadState* s) {
+// The per-event path, inlined into the Record* functions: the thread has a
+// state and nothing is pending (no name to write, no rename, no module
+// scan). The pending flags are hints read before busy is set; one raised
+// meanwhile is handled at the thread's next event. Everything else goes
+// through EnterSlow, which is the same hand-off plus the pending work.
+inline __attribute__((always_inline)) ThreadState* Enter() {
+  ThreadState* s = t_state;
+  if (__builtin_expect(s == nullptr || s == kExitedState || s->needs_name ||
+                           s->name_pending.load(std::memory_order_relaxed) != 0 ||
+                           g.modules_pending.load(std::memory_order_relaxed),
+                       0)) {
+    return EnterSlow();
+  }
+  if (__builtin_expect(g.asym_fence, 1)) {
+    s->busy.store(1, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  } else {
+    s->busy.store(1, std::memory_order_seq_cst);
+  }
+  if (__builtin_expect(s->closed.load(std::memory_order_seq_cst) != 0, 0)) {
+    s->busy.store(0, std::memory_order_release);
+    return nullptr;
+  }
+  return s;
+}
+
+inline __attribute__((always_inline)) void Leave(ThreadState* s) {
   if (s->closed.load(std::memory_order_seq_cst) != 0 &&
       s->flush_token.exchange(1, std::memory_order_acq_rel) == 0) {
     FlushChunk(s);
@@ -365,7 +391,8 @@ void RecordAlloc(format::AllocFn fn, const void* address, uint64_t size, const C
   ThreadState* s = Enter();
   if (s == nullptr) return;
   uint64_t ts = NowNs();
-  uint32_t stack = internal::CaptureAndIntern(s, site, ts);
+  uint32_t stack =
+      internal::g.stacks ? internal::CaptureAndIntern(s, site, ts) : format::kNoStack;
   auto addr = reinterpret_cast<uint64_t>(address);
   AppendRecord(s, ts, [&](format::ChunkWriter& w) {
     return w.AppendAlloc(fn, ts, addr, size, stack);
@@ -377,7 +404,8 @@ void RecordFree(format::FreeFn fn, uint64_t ts_ns, const void* address, uint64_t
                 const CallSite& site) {
   ThreadState* s = Enter();
   if (s == nullptr) return;
-  uint32_t stack = internal::CaptureAndIntern(s, site, ts_ns);
+  uint32_t stack =
+      internal::g.stacks ? internal::CaptureAndIntern(s, site, ts_ns) : format::kNoStack;
   auto addr = reinterpret_cast<uint64_t>(address);
   AppendRecord(s, ts_ns, [&](format::ChunkWriter& w) {
     return w.AppendFree(fn, ts_ns, addr, size, stack);
@@ -390,7 +418,8 @@ void RecordRealloc(format::AllocFn fn, uint64_t ts_free_ns, const void* old_addr
   ThreadState* s = Enter();
   if (s == nullptr) return;
   uint64_t ts = NowNs();
-  uint32_t stack = internal::CaptureAndIntern(s, site, ts);
+  uint32_t stack =
+      internal::g.stacks ? internal::CaptureAndIntern(s, site, ts) : format::kNoStack;
   auto old_addr = reinterpret_cast<uint64_t>(old_address);
   auto new_addr = reinterpret_cast<uint64_t>(new_address);
   AppendRecord(s, ts, [&](format::ChunkWriter& w) {
@@ -425,6 +454,23 @@ void NoteThreadName(unsigned long pthread, const char* name) {
   // The thread has no state yet: it reads its name from /proc when it does.
 }
 
+namespace {
+
+// Central calls the tracer's own bookkeeping caused on this thread (while
+// its record was busy): kept here and written, marked by_tracer and
+// without a stack, by the thread's next RecordCentral.
+struct PendingCentral {
+  format::CentralOp op;
+  uint32_t size_class;
+  uint64_t count;
+};
+constexpr int kMaxPendingCentral = 32;
+__thread PendingCentral t_pending_central[kMaxPendingCentral]
+    __attribute__((tls_model("initial-exec")));
+__thread int t_pending_count __attribute__((tls_model("initial-exec"))) = 0;
+
+}  // namespace
+
 void RecordCentral(format::CentralOp op, uint32_t size_class, uint64_t count,
                    const CallSite& site) {
   if (__atomic_load_n(&g_recording, __ATOMIC_RELAXED) != 1 || !internal::g.settings.central) {
@@ -435,13 +481,24 @@ void RecordCentral(format::CentralOp op, uint32_t size_class, uint64_t count,
   ThreadState* cur = internal::t_state;
   if (cur != nullptr && cur != internal::kExitedState &&
       cur->busy.load(std::memory_order_relaxed) != 0) {
+    if (t_pending_count < kMaxPendingCentral) {
+      t_pending_central[t_pending_count++] = {op, size_class, count};
+    }
     return;
   }
   GuardScope guard;
   ThreadState* s = Enter();
   if (s == nullptr) return;
   uint64_t ts = NowNs();
-  uint32_t stack = internal::CaptureAndIntern(s, site, ts);
+  for (int i = 0; i < t_pending_count; ++i) {
+    const PendingCentral& p = t_pending_central[i];
+    AppendRecord(s, ts, [&](format::ChunkWriter& w) {
+      return w.AppendCentral(p.op, ts, p.size_class, p.count, format::kNoStack, true);
+    });
+  }
+  t_pending_count = 0;
+  uint32_t stack =
+      internal::g.stacks ? internal::CaptureAndIntern(s, site, ts) : format::kNoStack;
   AppendRecord(s, ts, [&](format::ChunkWriter& w) {
     return w.AppendCentral(op, ts, size_class, count, stack);
   });
