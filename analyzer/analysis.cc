@@ -173,6 +173,9 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
                &out->unknown_frees);
   TopLoneSites(set, results, &PairingResult::double_frees, options, *sites,
                &out->double_frees);
+  if (!CollectCentral(set, options.by, options.central_sites, *sites, &out->central, error)) {
+    return false;
+  }
   for (std::string& w : resolver->Warnings()) out->warnings.push_back(std::move(w));
   return true;
 }

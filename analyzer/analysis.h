@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/central.h"
 #include "analyzer/pairing.h"
 #include "analyzer/roles.h"
 #include "analyzer/sites.h"
@@ -25,6 +26,7 @@ struct AnalysisOptions {
   GroupBy by = GroupBy::kRole;
   PairingOptions pairing;
   size_t lone_sites = 5;  // live/unknown/double-free sites kept, each
+  size_t central_sites = 10;  // central free-list call sites kept (0 = all)
 };
 
 struct TraceInfo {
@@ -82,6 +84,7 @@ struct Analysis {
   std::vector<LoneSite> unknown_frees;
   std::vector<LoneSite> double_frees;
   std::vector<std::string> warnings;      // truncation, symbolization
+  CentralSummary central;                 // tcmalloc central transfers (central.h)
 
   // count per 1000 allocations of this run (0 when there are none).
   double PerThousand(uint64_t count) const {

@@ -111,6 +111,10 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
   out += fmt::format("  {:<30}{:>15}{:>15}\n", "cross-thread pairs", before.pairs.size(),
                      after.pairs.size());
 
+  // tcmalloc central transfers per role, when either run recorded them.
+  out += RenderCentralDiffText(before.central, before.counts.allocations, after.central,
+                               after.counts.allocations);
+
   static const DiffStatus kOrder[] = {DiffStatus::kGone, DiffStatus::kNew, DiffStatus::kGrown,
                                       DiffStatus::kShrunk, DiffStatus::kUnchanged};
   static const char* kTitles[] = {"Gone: pairs of BEFORE that AFTER no longer has",
@@ -159,7 +163,11 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
         r.before ? r.before->count : 0, r.before_rate, r.after ? r.after->count : 0,
         r.after_rate);
   }
-  out += d.rows.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  out += d.rows.empty() ? "]" : "\n  ]";
+  if (before.central.present() || after.central.present()) {  // only then: older outputs unchanged
+    out += ",\n  \"central\": " + RenderCentralDiffJson(before.central, after.central);
+  }
+  out += "\n}\n";
   return out;
 }
 

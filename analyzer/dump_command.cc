@@ -211,8 +211,9 @@ class DumpVisitor : public format::RecordVisitor {
     ++totals_->central[static_cast<uint8_t>(c.op)];
     if (c.stack_id != format::kNoStack) totals_->stacks_used.insert(c.stack_id);
     if (!print_) return;
-    fmt::format_to(std::back_inserter(out_), "  central {} tid {} ts {} class {} count {} stack {}\n",
-                   CentralOpName(c.op), c.tid, c.timestamp_ns, c.size_class, c.count, c.stack_id);
+    fmt::format_to(std::back_inserter(out_), "  central {} tid {} ts {} class {} count {} stack {}{}\n",
+                   CentralOpName(c.op), c.tid, c.timestamp_ns, c.size_class, c.count, c.stack_id,
+                   c.by_tracer ? " (tracer)" : "");
   }
 
  private:

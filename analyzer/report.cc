@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "analyzer/central.h"
 #include "analyzer/output.h"
 #include "analyzer/size_class.h"
 
@@ -136,6 +137,7 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
         "  free list; overflows: frees more than it allocates, so it releases to the central list.\n";
   }
 
+  out += RenderCentralText(a.central, options.by, kWidth);  // empty without central records
   LoneText(out, "Live at exit", a.live, c.live_at_exit, true);
   LoneText(out, "Unknown frees", a.unknown_frees, c.unknown_frees, false);
   LoneText(out, "Double frees", a.double_frees, c.double_frees, false);
@@ -218,6 +220,8 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
   out += "  \"live_at_exit_sites\": " + LoneJson(a.live) + ",\n";
   out += "  \"unknown_free_sites\": " + LoneJson(a.unknown_frees) + ",\n";
   out += "  \"double_free_sites\": " + LoneJson(a.double_frees) + ",\n";
+  // Only for traces with central records, so older outputs stay the same.
+  if (a.central.present()) out += "  \"central\": " + RenderCentralJson(a.central) + ",\n";
   out += "  \"warnings\": [";
   for (size_t i = 0; i < a.warnings.size(); ++i) {
     out += (i ? ", " : "") + JsonString(a.warnings[i]);

@@ -238,8 +238,9 @@ class Decoder {
     CentralEvent c{};
     c.tid = chunk_.tid;
     uint64_t op, cl, stack;
+    uint64_t flags = 0;
     bool ok = GetDelta(prev_ts, &c.timestamp_ns) && Get(&op) && Get(&cl) && Get(&c.count) &&
-              Get(&stack);
+              Get(&stack) && (p_ == next || Get(&flags));
     end_ = saved_end;
     if (!ok) return Fail(start, "truncated central record");
     if (op > kMaxCentralOp) return Fail(start, "unknown central operation", op, true);
@@ -248,6 +249,7 @@ class Decoder {
     c.op = static_cast<CentralOp>(op);
     c.size_class = static_cast<uint32_t>(cl);
     c.stack_id = static_cast<uint32_t>(stack);
+    c.by_tracer = (flags & 1) != 0;
     visitor_.OnCentral(c);
     return true;
   }

@@ -47,6 +47,7 @@ struct CentralEvent {
   uint32_t size_class;  // tcmalloc size class (cl)
   uint64_t count;       // objects moved; 0 when unknown
   uint32_t stack_id;    // kNoStack when none
+  bool by_tracer;       // caused by the tracer's own bookkeeping (flags bit 0)
 };
 
 struct Module {

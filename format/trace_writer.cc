@@ -207,10 +207,10 @@ bool ChunkWriter::AppendThreadExit(uint64_t ts_ns) {
 }
 
 bool ChunkWriter::AppendCentral(CentralOp op, uint64_t ts_ns, uint32_t size_class,
-                                uint64_t count, uint32_t stack_id) {
-  // Body: ts delta, op, class, count, stack: at most 5 varints, so the
-  // length always fits in one byte.
-  constexpr size_t kMaxBody = 5 * kMaxVarint;
+                                uint64_t count, uint32_t stack_id, bool by_tracer) {
+  // Body: ts delta, op, class, count, stack, [flags]: at most 6 varints, so
+  // the length always fits in one byte.
+  constexpr size_t kMaxBody = 6 * kMaxVarint;
   if (capacity_ - pos_ < 2 + kMaxBody) return false;
   uint8_t body[kMaxBody];
   uint8_t* q = body;
@@ -219,6 +219,7 @@ bool ChunkWriter::AppendCentral(CentralOp op, uint64_t ts_ns, uint32_t size_clas
   q = PutVarint(q, size_class);
   q = PutVarint(q, count);
   q = PutVarint(q, stack_id);
+  if (by_tracer) q = PutVarint(q, 1);  // flags, omitted when 0
   size_t len = static_cast<size_t>(q - body);
   uint8_t* p = buf_ + pos_;
   *p++ = kTagCentral;

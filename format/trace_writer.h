@@ -75,8 +75,10 @@ class ChunkWriter {
   // the objects moved (0 when unknown). Does not change the delta state that
   // other records use, so readers that skip it decode the rest unchanged;
   // not an allocation/free event (not in event_count()).
+  // by_tracer marks a call the tracer's own bookkeeping caused (recorded
+  // later, without a stack; docs/central.md).
   bool AppendCentral(CentralOp op, uint64_t ts_ns, uint32_t size_class, uint64_t count,
-                     uint32_t stack_id);
+                     uint32_t stack_id, bool by_tracer = false);
 
   // Seals the chunk begun by Begin() (length, event count, checksum; an
   // empty chunk is valid). Returns its total size in bytes, header
