@@ -3,6 +3,7 @@
 // LD_PRELOAD=libcrossfree-trace.so and its trace is read back and checked
 // against the target's exactly known allocations.
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -174,6 +175,51 @@ TEST_CASE("producer/consumer: allocated on one thread, freed on another, named",
   // Both threads were joined: each wrote its thread-exit record.
   CHECK(t.thread_exits.count(producer) == 1);
   CHECK(t.thread_exits.count(consumer) == 1);
+}
+
+// Both trace clocks (the calibrated TSC one and clock_gettime) must give
+// CLOCK_MONOTONIC nanoseconds inside the run's window and keep the
+// ordering rule across threads: sorted by time, each consumer free follows
+// the producer allocation of its block.
+TEST_CASE("timestamps: CLOCK_MONOTONIC, ordered across threads, TSC and fallback clock",
+          "[tracer]") {
+  for (const char* tsc : {"CROSSFREE_TSC=1", "CROSSFREE_TSC=0"}) {
+    INFO(tsc);
+    std::string dir = MakeTempDir();
+    timespec before_ts, after_ts;
+    clock_gettime(CLOCK_MONOTONIC, &before_ts);
+    RunResult run = RunTraced("tt_prodcons", dir, {}, {tsc});
+    clock_gettime(CLOCK_MONOTONIC, &after_ts);
+    REQUIRE(run.exit_code == 0);
+    const uint64_t before = before_ts.tv_sec * 1000000000ull + before_ts.tv_nsec;
+    const uint64_t after = after_ts.tv_sec * 1000000000ull + after_ts.tv_nsec;
+    Trace t = LoadTrace(dir + "/trace");
+    REQUIRE(t.complete);
+    REQUIRE(t.events.size() >= 4000);
+    CHECK(t.header.fields.start_monotonic_ns >= before);
+    CHECK(t.header.fields.start_monotonic_ns <= after);
+    uint32_t outside = 0;
+    for (const Event& e : t.events) {
+      // 1 ms of slack for the TSC clock's calibration error.
+      if (e.timestamp_ns < t.header.fields.start_monotonic_ns || e.timestamp_ns > after + 1000000) {
+        ++outside;
+      }
+    }
+    CHECK(outside == 0);
+    std::vector<Event> sorted = t.events;
+    std::stable_sort(sorted.begin(), sorted.end(), [](const Event& a, const Event& b) {
+      return a.timestamp_ns < b.timestamp_ns;
+    });
+    std::set<uint64_t> live;
+    int cross = 0;
+    for (const Event& e : sorted) {
+      if (e.op == EventOp::kAlloc && e.size == 12347) live.insert(e.address);
+      if (e.op == EventOp::kFree && e.fn == static_cast<uint8_t>(FreeFn::kDelete) && live.erase(e.address) == 1) {
+        ++cross;
+      }
+    }
+    CHECK(cross == 2000);
+  }
 }
 
 TEST_CASE("realloc growth, shrink, NULL, zero and failure", "[tracer]") {
