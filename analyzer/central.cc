@@ -105,6 +105,9 @@ bool CollectCentral(TraceSet& set, GroupBy by, size_t top, SiteBuilder& sites,
   std::map<std::tuple<uint8_t, std::string, std::string>, CentralSite> merged;
   for (size_t t = 0; t < set.traces().size(); ++t) {
     ProcessTrace& trace = *set.traces()[t];
+    // The pairing pass has decoded every chunk already and noted whether
+    // central records exist; a second full decode is paid only when they do.
+    if (!trace.has_central.load(std::memory_order_relaxed)) continue;
     std::unordered_map<RawKey, RawValue, RawKeyHash> raw;
     CentralVisitor visitor(&raw, &out->by_tracer);
     for (const ThreadStream& stream : trace.streams) {

@@ -96,6 +96,7 @@ class SlotDecoder : public format::RecordVisitor {
     names.push_back({tid, ts_ns, std::string(name)});
   }
   void OnModule(uint32_t, const format::Module& module) override { modules.push_back(module); }
+  void OnCentral(const format::CentralEvent&) override { has_central = true; }
 
   struct Name {
     uint32_t tid;
@@ -105,6 +106,7 @@ class SlotDecoder : public format::RecordVisitor {
   std::vector<std::pair<uint32_t, std::vector<uint64_t>>> stacks;
   std::vector<Name> names;
   std::vector<format::Module> modules;
+  bool has_central = false;
 
  private:
   Slot* slot_;
@@ -153,6 +155,7 @@ bool DecodeClaimed(Shared& shared, size_t stream, size_t index) {
   int64_t total = 0;
   for (auto& p : slot.parts) total += static_cast<int64_t>(p.size());
   shared.buffered.fetch_add(total, std::memory_order_relaxed);
+  if (decoder.has_central) shared.trace->has_central.store(true, std::memory_order_relaxed);
   if (!decoder.stacks.empty() || !decoder.names.empty() || !decoder.modules.empty()) {
     ProcessTrace& trace = *shared.trace;
     std::lock_guard<std::mutex> meta(trace.metadata_mutex);

@@ -9,6 +9,7 @@
 // workers under metadata_mutex.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -42,6 +43,9 @@ struct ProcessTrace {
   std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;  // id -> return addresses
   std::unordered_map<uint32_t, std::string> thread_names;      // tid -> last name set
   std::vector<format::Module> modules;
+  // Whether any chunk holds tcmalloc central free-list records, so the
+  // central pass (central.cc) decodes only traces that have them.
+  std::atomic<bool> has_central{false};
 
   uint32_t pid() const { return header.fields.pid; }
 };
