@@ -18,6 +18,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include "analyzer/central.h"
 #include "analyzer/commands.h"
 #include "format/trace_reader.h"
 
@@ -115,20 +116,6 @@ std::string Quoted(std::string_view text) {
   return out + "\"";
 }
 
-const char* CentralOpName(format::CentralOp op) {
-  switch (op) {
-    case format::CentralOp::kFetch:
-      return "fetch";
-    case format::CentralOp::kRelease:
-      return "release";
-    case format::CentralOp::kInsertRange:
-      return "insert_range";
-    case format::CentralOp::kRemoveRange:
-      return "remove_range";
-  }
-  return "?";
-}
-
 struct Totals {
   uint64_t chunks = 0;
   uint64_t events = 0;
@@ -212,7 +199,7 @@ class DumpVisitor : public format::RecordVisitor {
     if (c.stack_id != format::kNoStack) totals_->stacks_used.insert(c.stack_id);
     if (!print_) return;
     fmt::format_to(std::back_inserter(out_), "  central {} tid {} ts {} class {} count {} stack {}{}\n",
-                   CentralOpName(c.op), c.tid, c.timestamp_ns, c.size_class, c.count, c.stack_id,
+                   analyzer::CentralOpName(c.op), c.tid, c.timestamp_ns, c.size_class, c.count, c.stack_id,
                    c.by_tracer ? " (tracer)" : "");
   }
 
