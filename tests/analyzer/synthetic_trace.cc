@@ -77,6 +77,10 @@ void SyntheticTrace::ThreadName(uint32_t tid, uint64_t ts, const std::string& na
   });
 }
 
+void SyntheticTrace::ThreadExit(uint32_t tid, uint64_t ts) {
+  Append(tid, ts, [&](format::ChunkWriter& w) { return w.AppendThreadExit(ts); });
+}
+
 void SyntheticTrace::Module(uint32_t tid, const std::string& path, uint64_t load_bias,
                             uint64_t start, uint64_t size) {
   format::ModuleSegment segment{start, size};

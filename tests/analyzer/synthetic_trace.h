@@ -27,6 +27,7 @@ class SyntheticTrace {
                uint64_t new_address, uint64_t size, uint32_t stack = 0);
   void Stack(uint32_t tid, uint32_t id, const std::vector<uint64_t>& frames);
   void ThreadName(uint32_t tid, uint64_t ts, const std::string& name);
+  void ThreadExit(uint32_t tid, uint64_t ts);
   void Module(uint32_t tid, const std::string& path, uint64_t load_bias, uint64_t start,
               uint64_t size);
 

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "tests/simulate/trace_builder.h"
+#include "tests/analyzer/synthetic_trace.h"
 
 namespace crossfree::simulate {
 namespace {
@@ -37,7 +37,7 @@ Run Crossfree(const std::string& args) {
 std::string WriteTrace() {
   // The budget scenario of simulate_test.cc: 100 allocations of 32 KiB,
   // then 100 frees, on the main thread.
-  testing::TraceBuilder b(100);
+  analyzer::testing::SyntheticTrace b(100);
   for (uint64_t i = 0; i < 100; ++i) b.Alloc(100, 10 + i, 0x10000000 + 32768 * i, 32768);
   for (uint64_t i = 0; i < 100; ++i) b.Free(100, 1000 + i, 0x10000000 + 32768 * i);
   const std::vector<uint8_t>& bytes = b.Finish();

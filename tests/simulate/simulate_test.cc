@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "analyzer/simulate.h"
-#include "tests/simulate/trace_builder.h"
+#include "tests/analyzer/synthetic_trace.h"
 
 namespace crossfree::simulate {
 namespace {
 
-using testing::TraceBuilder;
+using analyzer::testing::SyntheticTrace;
 
 // Names return addresses 0x1000, 0x2000, ... as Site0x1000, ...
 class FakeResolver : public analyzer::SymbolResolver {
@@ -38,7 +38,7 @@ class FakeResolver : public analyzer::SymbolResolver {
   std::map<uint64_t, std::vector<analyzer::SymbolFrame>> cache_;
 };
 
-SimulationResult Run(TraceBuilder& builder, const SimulateOptions& options = SimulateOptions()) {
+SimulationResult Run(SyntheticTrace& builder, const SimulateOptions& options = SimulateOptions()) {
   const std::vector<uint8_t>& bytes = builder.Finish();
   analyzer::TraceSet set;
   std::string error;
@@ -67,7 +67,7 @@ TEST_CASE("one thread allocating and freeing one 32-byte object 1000 times: 1 fe
   // batch=32) = 1 object (max_length becomes 2). Every free pushes it back
   // (length 1 <= max_length 2, 32 bytes < the 64 KiB budget) and every
   // later allocation pops it: no other transfer.
-  TraceBuilder b(kPid);
+  SyntheticTrace b(kPid);
   for (uint64_t i = 0; i < 1000; ++i) {
     b.Alloc(kPid, 10 + 2 * i, kBase, 32);
     b.Free(kPid, 11 + 2 * i, kBase);
@@ -87,8 +87,8 @@ TEST_CASE("one thread allocating and freeing one 32-byte object 1000 times: 1 fe
 // batch 32); consumer (tid 102) frees all of them. The consumer first
 // allocates one 1024-byte object, so it has a thread cache. Both exit at
 // the end.
-TraceBuilder ProducerConsumer(bool consumer_has_cache) {
-  TraceBuilder b(kPid);
+SyntheticTrace ProducerConsumer(bool consumer_has_cache) {
+  SyntheticTrace b(kPid);
   b.ThreadName(101, 1, "producer-1");
   b.ThreadName(102, 1, "consumer-7");
   b.Stack(101, 1, {0x1000});
@@ -103,7 +103,7 @@ TraceBuilder ProducerConsumer(bool consumer_has_cache) {
 }
 
 TEST_CASE("producer/consumer: fetches and releases follow the slow start", "[simulate]") {
-  TraceBuilder b = ProducerConsumer(true);
+  SyntheticTrace b = ProducerConsumer(true);
   SimulationResult r = Run(b);
 
   // Producer, fetches: max_length starts at 1 and grows by one per fetch up
@@ -171,7 +171,7 @@ TEST_CASE("producer/consumer: a consumer without a thread cache frees straight t
           "[simulate]") {
   // tcmalloc.cc do_free_with_callback: no cache -> InsertRange, no
   // ReleaseToCentralCache call.
-  TraceBuilder b = ProducerConsumer(false);
+  SyntheticTrace b = ProducerConsumer(false);
   SimulationResult r = Run(b);
   const GroupResult& c = Group(r, "consumer-N");
   CHECK(c.counts.release_calls == 0);
@@ -180,8 +180,8 @@ TEST_CASE("producer/consumer: a consumer without a thread cache frees straight t
 }
 
 // One thread allocates 100 objects of 32 KiB (batch 2), then frees them.
-TraceBuilder BudgetTrace() {
-  TraceBuilder b(kPid);
+SyntheticTrace BudgetTrace() {
+  SyntheticTrace b(kPid);
   for (uint64_t i = 0; i < 100; ++i) b.Alloc(kPid, 10 + i, kBase + 32768 * i, 32768);
   for (uint64_t i = 0; i < 100; ++i) b.Free(kPid, 1000 + i, kBase + 32768 * i);
   return b;
@@ -209,7 +209,7 @@ TEST_CASE("budget: a smaller --max-total-thread-cache-bytes gives more releases"
   // 100: 14 more) drops 5. 21 release calls, 1+1+2+3+3+4+5 + 14*5 = 89
   // objects.
   SimulateOptions options;
-  TraceBuilder big = BudgetTrace();
+  SyntheticTrace big = BudgetTrace();
   SimulationResult r_big = Run(big, options);
   CHECK(r_big.totals.fetch_calls == 100);
   CHECK(r_big.totals.fetched_objects == 100);
@@ -219,7 +219,7 @@ TEST_CASE("budget: a smaller --max-total-thread-cache-bytes gives more releases"
   CHECK(r_big.totals.released_objects == 70);
 
   options.allocator.max_total_thread_cache_bytes = 512 * 1024;
-  TraceBuilder small = BudgetTrace();
+  SyntheticTrace small = BudgetTrace();
   SimulationResult r_small = Run(small, options);
   CHECK(r_small.totals.fetch_calls == 100);
   CHECK(r_small.totals.fetched_objects == 100);
@@ -230,7 +230,7 @@ TEST_CASE("budget: a smaller --max-total-thread-cache-bytes gives more releases"
 
 TEST_CASE("large allocations bypass the thread cache, reallocs follow tcmalloc's rules",
           "[simulate]") {
-  TraceBuilder b(kPid);
+  SyntheticTrace b(kPid);
   b.Alloc(kPid, 10, kBase, 300000);  // > 256 KiB: page heap
   b.Free(kPid, 11, kBase);
   // realloc 100 -> 120 bytes in a new block: old class 112, 120 > 112 and
@@ -256,7 +256,7 @@ TEST_CASE("large allocations bypass the thread cache, reallocs follow tcmalloc's
 }
 
 TEST_CASE("JSON output carries per-group counts for comparison scripts", "[simulate]") {
-  TraceBuilder b = ProducerConsumer(true);
+  SyntheticTrace b = ProducerConsumer(true);
   SimulateOptions options;
   SimulationResult r = Run(b, options);
   std::string json = RenderSimulationJson(r, options);
