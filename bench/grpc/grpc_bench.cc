@@ -19,6 +19,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "calculator.grpc.pb.h"
+#include "rpc/histogram.h"
 
 // Provided by rpc/'s libcrossfree-rpc-alloc-count.so when it is preloaded
 // (the same weak hooks rpc-bench uses); null otherwise. That preload counts
@@ -42,54 +43,9 @@ struct Flags {
 
 using Clock = std::chrono::steady_clock;
 
-// Power-of-two buckets, the same bounds as rpc/histogram.h, so the p50/p99
-// figures of the two benchmarks are read the same way. Any thread may
-// Record().
-class Log2Histogram {
- public:
-  static constexpr int kBuckets = 64;
-
-  void Record(uint64_t v) {
-    int i = v == 0 ? 0 : 64 - __builtin_clzll(v);
-    if (i >= kBuckets) i = kBuckets - 1;
-    buckets_[i].fetch_add(1, std::memory_order_relaxed);
-    count_.fetch_add(1, std::memory_order_relaxed);
-    sum_.fetch_add(v, std::memory_order_relaxed);
-    uint64_t m = max_.load(std::memory_order_relaxed);
-    while (v > m && !max_.compare_exchange_weak(m, v, std::memory_order_relaxed)) {
-    }
-  }
-
-  uint64_t PercentileUpperBound(double p) const {
-    uint64_t c = count_.load(std::memory_order_relaxed);
-    if (c == 0) return 0;
-    uint64_t rank = static_cast<uint64_t>(p / 100.0 * c + 0.5);
-    if (rank == 0) rank = 1;
-    uint64_t seen = 0;
-    for (int i = 0; i < kBuckets; ++i) {
-      seen += buckets_[i].load(std::memory_order_relaxed);
-      if (seen >= rank) return i == 0 ? 0 : (uint64_t{1} << i) - 1;
-    }
-    return max_.load(std::memory_order_relaxed);
-  }
-
-  void Print(const char* name) const {
-    uint64_t c = count_.load(std::memory_order_relaxed);
-    printf("%s: count=%llu mean=%.1fus p50<=%llu p99<=%llu p99.9<=%llu max=%llu\n", name,
-           static_cast<unsigned long long>(c),
-           c == 0 ? 0.0 : static_cast<double>(sum_.load(std::memory_order_relaxed)) / c,
-           static_cast<unsigned long long>(PercentileUpperBound(50)),
-           static_cast<unsigned long long>(PercentileUpperBound(99)),
-           static_cast<unsigned long long>(PercentileUpperBound(99.9)),
-           static_cast<unsigned long long>(max_.load(std::memory_order_relaxed)));
-  }
-
- private:
-  std::atomic<uint64_t> buckets_[kBuckets] = {};
-  std::atomic<uint64_t> count_{0};
-  std::atomic<uint64_t> sum_{0};
-  std::atomic<uint64_t> max_{0};
-};
+// The histogram rpc-bench uses (rpc/histogram.h, compiled in by
+// CMakeLists.txt), so the p50/p99 lines of the two benchmarks are the same.
+using rpc::Log2Histogram;
 
 // The handler both server flavours run: result = x + y.
 void Add(const AddRequestPB& req, AddResponsePB* resp) { resp->set_result(req.x() + req.y()); }
@@ -249,7 +205,7 @@ int Run(const Flags& f) {
     printf("  Heap allocs per req (operator new only): %.2f\n", allocs / reqs);
     printf("  Cross-thread pairs (alloc role -> free role: count):\n%s", report);
   }
-  latency.Print("client latency_us");
+  printf("client latency_us: %s", latency.ToString("us").c_str());
   // rpc-bench's machine-readable line, with pattern=grpc-<api>.
   printf("RESULT mode=sync pattern=grpc-%s client_threads=%d worker_threads=0 server_reactors=0 "
          "payload_bytes=0 reqs_per_sec=%.1f user_us_per_req=%.3f sys_us_per_req=%.3f "
