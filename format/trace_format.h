@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // crossfree trace format: the constants and plain types shared by the writer
-// (tracer/, allocation-free) and the reader (analyzer/, tests). The byte
+// (tracer/, allocation-free) and the reader (analysis/, cli/, tests). The byte
 // layout is specified in docs/trace-format.md; this header is its index.
 #pragma once
 

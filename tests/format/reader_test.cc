@@ -267,7 +267,7 @@ std::string DecodeError(const std::vector<uint8_t>& payload, uint32_t events, Co
 
 TEST_CASE("extension records are skipped, unknown tags are errors", "[reader]") {
   // thread exit (+5 ns), extension 0x9a with 3 bytes, extension 0xfe empty
-  // (0x80 is the central record, tests/central), free(0x30) on stack 1 at
+  // (0x80 is the central record, tests/tracer), free(0x30) on stack 1 at
   // +1 ns with an explicit size of 0.
   std::vector<uint8_t> payload = {0x04, 0x0a, 0x9a, 0x03, 0xaa, 0xbb, 0xcc, 0xfe, 0x00,
                                   0x50, 0x02, 0x03, 0x06, 0x00};

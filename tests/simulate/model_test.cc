@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "analyzer/tcmalloc_model.h"
+#include "simulate/tcmalloc_model.h"
 
 namespace crossfree::simulate {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/simulate.h"
-#include "tests/analyzer/synthetic_trace.h"
+#include "simulate/simulate.h"
+#include "tests/analysis/synthetic_trace.h"
 
 namespace crossfree::simulate {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "analyzer/tcmalloc_model.h"
+#include "simulate/tcmalloc_model.h"
 
 namespace crossfree::simulate {
 namespace {

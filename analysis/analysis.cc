@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: Apache-2.0
+// Analyzer: from pairing results to the symbolic model (see analysis.h).
+#include "analysis/analysis.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <memory>
+#include <tuple>
+#include <unordered_map>
+
+namespace crossfree::analyzer {
+
+std::string PairKeyText(const std::string& alloc_role, const std::string& free_role,
+                        const std::string& alloc_site, const std::string& free_site) {
+  return fmt::format("{} -> {} | alloc: {} | free: {}", alloc_role, free_role, alloc_site,
+                     free_site);
+}
+
+namespace {
+
+// Lone (stack, thread) counts of all traces -> the top sites, symbolized.
+void TopLoneSites(TraceSet& set, const std::vector<PairingResult>& results,
+                  FlatMap<StackThread, CountBytes, StackThreadHash> PairingResult::*member,
+                  const AnalysisOptions& options, SiteBuilder& sites,
+                  std::vector<LoneSite>* out) {
+  struct Raw {
+    size_t trace;
+    StackThread key;
+    CountBytes value;
+  };
+  std::vector<Raw> raw;
+  for (size_t t = 0; t < results.size(); ++t) {
+    (results[t].*member).ForEach([&](const StackThread& k, const CountBytes& v) {
+      raw.push_back({t, k, v});
+    });
+  }
+  // Symbolize a few more than shown, since merging by key can reorder them.
+  size_t keep = std::min(raw.size(), options.lone_sites * 4);
+  std::partial_sort(raw.begin(), raw.begin() + keep, raw.end(), [](const Raw& a, const Raw& b) {
+    return std::tie(b.value.count, a.trace, a.key.stack, a.key.thread) <
+           std::tie(a.value.count, b.trace, b.key.stack, b.key.thread);
+  });
+  std::map<std::pair<std::string, std::string>, LoneSite> merged;
+  for (size_t i = 0; i < keep; ++i) {
+    const ProcessTrace& trace = *set.traces()[raw[i].trace];
+    std::string role = ThreadLabel(trace, trace.streams[raw[i].key.thread].tid, options.by);
+    const Site& site = sites.Get(raw[i].trace, trace, raw[i].key.stack);
+    LoneSite& s = merged[{role, site.key}];
+    if (s.count == 0) {
+      s.role = role;
+      s.site = site;
+    }
+    s.count += raw[i].value.count;
+    s.bytes += raw[i].value.bytes;
+  }
+  for (auto& [k, v] : merged) out->push_back(std::move(v));
+  std::sort(out->begin(), out->end(), [](const LoneSite& a, const LoneSite& b) {
+    if (a.count != b.count) return a.count > b.count;
+    return std::tie(a.role, a.site.key) < std::tie(b.role, b.site.key);
+  });
+  if (out->size() > options.lone_sites) out->resize(options.lone_sites);
+}
+
+}  // namespace
+
+bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* resolver,
+             Analysis* out, std::string* error) {
+  *out = Analysis();
+  out->warnings = set.warnings();
+  std::vector<PairingResult> results(set.traces().size());
+  for (size_t t = 0; t < set.traces().size(); ++t) {
+    ProcessTrace& trace = *set.traces()[t];
+    if (!PairTrace(trace, options.pairing, &results[t], error)) return false;
+    out->counts.Add(results[t].counts);
+    out->threads += trace.streams.size();
+    TraceInfo info;
+    info.path = trace.path;
+    info.exe = trace.header.exe_path;
+    info.pid = trace.header.fields.pid;
+    info.ppid = trace.header.fields.ppid;
+    info.chunks = trace.chunk_count;
+    info.events = results[t].counts.events;
+    info.threads = trace.streams.size();
+    info.truncated = trace.truncated;
+    out->traces.push_back(std::move(info));
+  }
+
+  std::unique_ptr<SymbolResolver> default_resolver;
+  if (!resolver) {
+    default_resolver = MakeDefaultResolver(set);
+    resolver = default_resolver.get();
+  }
+  std::unique_ptr<SiteBuilder> sites = SiteBuilder::Create(options.sites, resolver, error);
+  if (!sites) return false;
+
+  // Cross-thread pairs: symbolize their stacks and merge by symbolic key.
+  std::unordered_map<std::string, size_t> pair_index;
+  for (size_t t = 0; t < results.size(); ++t) {
+    const ProcessTrace& trace = *set.traces()[t];
+    std::vector<std::string> labels;
+    for (const ThreadStream& s : trace.streams) labels.push_back(ThreadLabel(trace, s.tid, options.by));
+    results[t].pairs.ForEach([&](const PairKey& k, const CountBytes& v) {
+      if (k.alloc_thread == k.free_thread) return;
+      const Site& alloc_site = sites->Get(t, trace, k.alloc_stack);
+      const Site& free_site = sites->Get(t, trace, k.free_stack);
+      const std::string& ar = labels[k.alloc_thread];
+      const std::string& fr = labels[k.free_thread];
+      std::string key = PairKeyText(ar, fr, alloc_site.key, free_site.key);
+      auto [it, inserted] = pair_index.try_emplace(key, out->pairs.size());
+      if (inserted) {
+        CrossPair p;
+        p.key = key;
+        p.alloc_role = ar;
+        p.free_role = fr;
+        p.alloc_site = alloc_site;
+        p.free_site = free_site;
+        out->pairs.push_back(std::move(p));
+      }
+      CrossPair& p = out->pairs[it->second];
+      p.count += v.count;
+      p.bytes += v.bytes;
+      p.size_classes[static_cast<int>(k.size_class)] += v.count;
+    });
+  }
+  std::sort(out->pairs.begin(), out->pairs.end(), [](const CrossPair& a, const CrossPair& b) {
+    if (a.count != b.count) return a.count > b.count;
+    return a.key < b.key;
+  });
+
+  // Asymmetry per label and size class, over all traces.
+  std::map<std::pair<std::string, int>, AsymmetryRow> rows;
+  for (size_t t = 0; t < results.size(); ++t) {
+    const ProcessTrace& trace = *set.traces()[t];
+    for (size_t th = 0; th < trace.streams.size(); ++th) {
+      std::string label = ThreadLabel(trace, trace.streams[th].tid, options.by);
+      for (int c = 0; c < kSizeClassCount; ++c) {
+        uint64_t a = results[t].allocs_by_class[th][c], f = results[t].frees_by_class[th][c];
+        if (a == 0 && f == 0) continue;
+        AsymmetryRow& r = rows[{label, c}];
+        r.role = label;
+        r.size_class = c;
+        r.allocs += a;
+        r.frees += f;
+      }
+    }
+  }
+  for (auto& [k, r] : rows) {
+    r.net = static_cast<int64_t>(r.allocs) - static_cast<int64_t>(r.frees);
+    if (r.net == 0) continue;
+    // The cross-thread site behind it: for a draining role, where it
+    // allocates objects others free; for an overflowing one, where it frees
+    // objects others allocated.
+    for (const CrossPair& p : out->pairs) {
+      const std::string& role = r.net > 0 ? p.alloc_role : p.free_role;
+      if (role != r.role) continue;
+      auto c = p.size_classes.find(r.size_class);
+      if (c == p.size_classes.end() || c->second <= r.top_site_count) continue;
+      r.top_site_count = c->second;
+      r.top_site = r.net > 0 ? p.alloc_site.key : p.free_site.key;
+    }
+    out->asymmetry.push_back(r);
+  }
+  std::sort(out->asymmetry.begin(), out->asymmetry.end(),
+            [](const AsymmetryRow& a, const AsymmetryRow& b) {
+              uint64_t x = a.net < 0 ? -a.net : a.net, y = b.net < 0 ? -b.net : b.net;
+              if (x != y) return x > y;
+              return std::tie(a.role, a.size_class) < std::tie(b.role, b.size_class);
+            });
+
+  TopLoneSites(set, results, &PairingResult::live, options, *sites, &out->live);
+  TopLoneSites(set, results, &PairingResult::unknown_frees, options, *sites,
+               &out->unknown_frees);
+  TopLoneSites(set, results, &PairingResult::double_frees, options, *sites,
+               &out->double_frees);
+  if (!CollectCentral(set, options.by, options.central_sites, *sites, &out->central, error)) {
+    return false;
+  }
+  for (std::string& w : resolver->Warnings()) out->warnings.push_back(std::move(w));
+  return true;
+}
+
+bool AnalyzeFiles(const std::vector<std::string>& paths, const AnalysisOptions& options,
+                  Analysis* out, std::string* error) {
+  TraceSet set;
+  for (const std::string& p : paths) {
+    if (!set.Add(p, error)) return false;
+  }
+  return Analyze(set, options, nullptr, out, error);
+}
+
+}  // namespace crossfree::analyzer

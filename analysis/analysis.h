@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// Analyzer: one analysis run, from trace files to the symbolic model that
+// report, diff and gate print or compare. Pairs every trace, aggregates by
+// (stack, thread) first, then symbolizes only the stacks of cross-thread
+// pairs (and the few lone sites shown) and merges them into symbolic pairs:
+// (alloc role, free role, alloc site, free site).
+//
+// Used from one thread (pairing uses its own workers inside).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/central.h"
+#include "analysis/pairing.h"
+#include "analysis/roles.h"
+#include "analysis/sites.h"
+#include "analysis/trace_set.h"
+
+namespace crossfree::analyzer {
+
+struct AnalysisOptions {
+  SiteOptions sites;
+  GroupBy by = GroupBy::kRole;
+  PairingOptions pairing;
+  size_t lone_sites = 5;  // live/unknown/double-free sites kept, each
+  size_t central_sites = 10;  // central free-list call sites kept (0 = all)
+};
+
+struct TraceInfo {
+  std::string path;
+  std::string exe;
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  uint64_t chunks = 0;
+  uint64_t events = 0;
+  size_t threads = 0;
+  bool truncated = false;
+};
+
+// A cross-thread pair: objects allocated at one site by one role (or
+// thread) and freed at another by another.
+struct CrossPair {
+  std::string key;  // PairKeyText(): stable, what diff, gate and baselines compare
+  std::string alloc_role;
+  std::string free_role;
+  Site alloc_site;
+  Site free_site;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  std::map<int, uint64_t> size_classes;  // size class index -> frees
+};
+
+// Per role (or thread) and size class: allocations made minus frees done.
+// net > 0: the thread cache drains (fetches from the central free list);
+// net < 0: it overflows (releases to the central list).
+struct AsymmetryRow {
+  std::string role;
+  int size_class = 0;
+  uint64_t allocs = 0;
+  uint64_t frees = 0;
+  int64_t net = 0;
+  std::string top_site;       // cross-thread site contributing most, if any
+  uint64_t top_site_count = 0;
+};
+
+// Where lone events happened (live at exit, unknown frees, double frees).
+struct LoneSite {
+  std::string role;
+  Site site;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+};
+
+struct Analysis {
+  std::vector<TraceInfo> traces;
+  PairingCounts counts;
+  size_t threads = 0;
+  std::vector<CrossPair> pairs;           // cross-thread, by count desc, then key
+  std::vector<AsymmetryRow> asymmetry;    // rows with net != 0, by |net| desc
+  std::vector<LoneSite> live;             // by count desc, at most lone_sites
+  std::vector<LoneSite> unknown_frees;
+  std::vector<LoneSite> double_frees;
+  std::vector<std::string> warnings;      // truncation, symbolization
+  CentralSummary central;                 // tcmalloc central transfers (central.h)
+
+  // count per 1000 allocations of this run (0 when there are none).
+  double PerThousand(uint64_t count) const {
+    return counts.allocations ? count * 1000.0 / counts.allocations : 0.0;
+  }
+};
+
+// "alloc_role -> free_role | alloc: A <- B | free: C <- D".
+std::string PairKeyText(const std::string& alloc_role, const std::string& free_role,
+                        const std::string& alloc_site, const std::string& free_site);
+
+// Analyzes opened traces. resolver may be null (MakeDefaultResolver). Returns
+// false with *error on a decoding error or a bad --skip pattern.
+bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* resolver,
+             Analysis* out, std::string* error);
+
+// Opens the files, then Analyze(). Errors name the file.
+bool AnalyzeFiles(const std::vector<std::string>& paths, const AnalysisOptions& options,
+                  Analysis* out, std::string* error);
+
+}  // namespace crossfree::analyzer

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// Analyzer: the CI gate. A run passes when every cross-thread pair it has is
+// suppressed, or allowed by the baseline and its rate (frees per 1000
+// allocations) is at most max_growth times the rate the baseline recorded.
+// Stateless.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "analysis/baseline.h"
+
+namespace crossfree::analyzer {
+
+// Baseline rates below this (a pair seen less than once per million
+// allocations) are compared as this, so a rare pair is not a failure for
+// being seen twice.
+inline constexpr double kMinBaselineRate = 0.001;
+
+struct GateOffense {
+  const CrossPair* pair = nullptr;
+  bool is_new = false;       // not in the baseline at all
+  double baseline_rate = 0;  // when !is_new
+  double rate = 0;
+};
+
+struct GateResult {
+  std::vector<GateOffense> offenses;  // by rate, descending
+  std::vector<const CrossPair*> allowed;
+  std::vector<std::pair<const CrossPair*, const Suppression*>> suppressed;
+  std::vector<std::string> gone;      // baseline keys this run does not have
+  bool passed() const { return offenses.empty(); }
+};
+
+// The pairs a baseline written from this run would allow (not suppressed).
+std::vector<const CrossPair*> UnsuppressedPairs(const Analysis& analysis,
+                                                const std::vector<Suppression>& suppressions);
+
+GateResult EvaluateGate(const Analysis& analysis, const Baseline& baseline,
+                        const std::vector<Suppression>& suppressions, double max_growth);
+
+// The verdict, each offending pair with its stacks, and accept_command (the
+// exact command that accepts them into the baseline).
+std::string RenderGateText(const Analysis& analysis, const GateResult& result,
+                           double max_growth, const std::string& accept_command);
+
+}  // namespace crossfree::analyzer

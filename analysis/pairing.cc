@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: Apache-2.0
+// Analyzer: the pairing pass (see pairing.h for the algorithm).
+#include "analysis/pairing.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+namespace crossfree::analyzer {
+
+void PairingCounts::Add(const PairingCounts& o) {
+  events += o.events;
+  allocations += o.allocations;
+  frees += o.frees;
+  paired += o.paired;
+  cross_thread += o.cross_thread;
+  live_at_exit += o.live_at_exit;
+  live_bytes += o.live_bytes;
+  unknown_frees += o.unknown_frees;
+  double_frees += o.double_frees;
+  alloc_over_live += o.alloc_over_live;
+  realloc_events += o.realloc_events;
+  ignored_null += o.ignored_null;
+}
+
+namespace {
+
+// A decoded event. key = timestamp * 2 + (alloc ? 1 : 0): one comparison
+// orders by time and puts a free before an allocation with the same stamp.
+struct Ev {
+  uint64_t key;
+  uint64_t address;
+  uint64_t size;
+  uint32_t stack;
+  uint8_t from_realloc;
+};
+
+inline bool IsAlloc(const Ev& e) { return e.key & 1; }
+
+// A chunk's decoding state: claimed by exactly one worker (kUndecoded ->
+// kDecoding by compare-exchange), published with kDecoded.
+constexpr int kUndecoded = 0;
+constexpr int kDecoding = 1;
+constexpr int kDecoded = 2;
+
+struct Slot {
+  std::atomic<int> state{kUndecoded};
+  std::vector<std::vector<Ev>> parts;  // one per worker
+  uint64_t null_events = 0;
+};
+
+struct Shared {
+  ProcessTrace* trace = nullptr;
+  int jobs = 1;
+  uint64_t max_buffered = 0;
+  std::vector<std::vector<std::unique_ptr<Slot>>> slots;  // [stream][chunk]
+  std::atomic<int64_t> buffered{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> released;  // chunks consumed, per worker
+  std::unique_ptr<std::atomic<bool>[]> done;
+  std::atomic<bool> failed{false};
+  std::mutex error_mutex;
+  std::string error;
+  // Thread names: the one set last (by timestamp) wins.
+  std::unordered_map<uint32_t, std::pair<uint64_t, std::string>> names;
+};
+
+// One multiply; a different constant from the workers' AddressMap, so a
+// partition still spreads over the whole of its worker's table.
+inline uint32_t PartitionOf(uint64_t address, int jobs) {
+  uint64_t h = (address * 0xc2b2ae3d27d4eb4fULL) >> 32;
+  return static_cast<uint32_t>((h * static_cast<uint64_t>(jobs)) >> 32);
+}
+
+class SlotDecoder : public format::RecordVisitor {
+ public:
+  SlotDecoder(Slot* slot, int jobs) : slot_(slot), jobs_(jobs) {}
+
+  void OnEvent(const format::Event& e) override {
+    if (e.address == 0) {
+      ++slot_->null_events;
+      return;
+    }
+    Ev ev{e.timestamp_ns * 2 + (e.op == format::EventOp::kAlloc ? 1 : 0), e.address, e.size,
+          e.stack_id, static_cast<uint8_t>(e.from_realloc ? 1 : 0)};
+    slot_->parts[jobs_ == 1 ? 0 : PartitionOf(e.address, jobs_)].push_back(ev);
+  }
+  void OnStack(uint32_t stack_id, std::span<const uint64_t> frames) override {
+    stacks.emplace_back(stack_id, std::vector<uint64_t>(frames.begin(), frames.end()));
+  }
+  void OnThreadName(uint32_t tid, uint64_t ts_ns, std::string_view name) override {
+    names.push_back({tid, ts_ns, std::string(name)});
+  }
+  void OnModule(uint32_t, const format::Module& module) override { modules.push_back(module); }
+  void OnCentral(const format::CentralEvent&) override { has_central = true; }
+
+  struct Name {
+    uint32_t tid;
+    uint64_t ts;
+    std::string name;
+  };
+  std::vector<std::pair<uint32_t, std::vector<uint64_t>>> stacks;
+  std::vector<Name> names;
+  std::vector<format::Module> modules;
+  bool has_central = false;
+
+ private:
+  Slot* slot_;
+  int jobs_;
+};
+
+void Fail(Shared& shared, std::string message) {
+  std::lock_guard<std::mutex> lock(shared.error_mutex);
+  if (!shared.failed.load()) shared.error = std::move(message);
+  shared.failed.store(true);
+}
+
+// A worker that is ahead of the slowest one waits while too many decoded
+// events are buffered; the slowest never waits, so this cannot deadlock.
+void Throttle(Shared& shared, int worker) {
+  while (shared.buffered.load(std::memory_order_relaxed) >
+             static_cast<int64_t>(shared.max_buffered) &&
+         !shared.failed.load(std::memory_order_relaxed)) {
+    uint64_t mine = shared.released[worker].load();
+    bool ahead = false;
+    for (int w = 0; w < shared.jobs; ++w) {
+      if (w != worker && !shared.done[w].load() && shared.released[w].load() < mine) {
+        ahead = true;
+      }
+    }
+    if (!ahead) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+// Decodes a chunk the caller has claimed (state kDecoding) and publishes it.
+bool DecodeClaimed(Shared& shared, size_t stream, size_t index) {
+  Slot& slot = *shared.slots[stream][index];
+  const format::Chunk& chunk = shared.trace->streams[stream].chunks[index];
+  slot.parts.resize(shared.jobs);
+  for (auto& p : slot.parts) p.reserve(chunk.event_count / shared.jobs + 16);
+  SlotDecoder decoder(&slot, shared.jobs);
+  std::string error;
+  bool ok = format::DecodeChunk(chunk, decoder, &error);
+  if (!ok) {
+    if (error.find(shared.trace->path) == std::string::npos) {
+      error = fmt::format("{}: {}", shared.trace->path, error);
+    }
+    Fail(shared, std::move(error));
+  }
+  int64_t total = 0;
+  for (auto& p : slot.parts) total += static_cast<int64_t>(p.size());
+  shared.buffered.fetch_add(total, std::memory_order_relaxed);
+  if (decoder.has_central) shared.trace->has_central.store(true, std::memory_order_relaxed);
+  if (!decoder.stacks.empty() || !decoder.names.empty() || !decoder.modules.empty()) {
+    ProcessTrace& trace = *shared.trace;
+    std::lock_guard<std::mutex> meta(trace.metadata_mutex);
+    for (auto& [id, frames] : decoder.stacks) trace.stacks.try_emplace(id, std::move(frames));
+    for (auto& n : decoder.names) {
+      auto [it, inserted] = shared.names.try_emplace(n.tid, n.ts, n.name);
+      if (!inserted && n.ts >= it->second.first) it->second = {n.ts, n.name};
+    }
+    for (auto& m : decoder.modules) trace.modules.push_back(std::move(m));
+  }
+  slot.state.store(kDecoded, std::memory_order_release);
+  slot.state.notify_all();
+  return ok;
+}
+
+bool TryClaim(Slot& slot) {
+  int expected = kUndecoded;
+  return slot.state.load(std::memory_order_relaxed) == kUndecoded &&
+         slot.state.compare_exchange_strong(expected, kDecoding, std::memory_order_acq_rel);
+}
+
+// Makes sure chunk (stream, index) is decoded. Workers walk the chunks in
+// nearly the same order, so when another worker is already decoding this
+// one, this worker decodes a chunk further ahead instead of waiting idle:
+// that is what spreads the decoding over the workers.
+bool EnsureDecoded(Shared& shared, size_t stream, size_t index, int worker) {
+  Slot& slot = *shared.slots[stream][index];
+  if (slot.state.load(std::memory_order_acquire) == kDecoded) return true;
+  Throttle(shared, worker);
+  if (TryClaim(slot)) return DecodeClaimed(shared, stream, index);
+  auto& slots = shared.slots[stream];
+  for (size_t ahead = index + 1; ahead < slots.size() && ahead <= index + 2; ++ahead) {
+    if (slot.state.load(std::memory_order_acquire) == kDecoded) break;
+    if (TryClaim(*slots[ahead]) && !DecodeClaimed(shared, stream, ahead)) return false;
+  }
+  for (int s = slot.state.load(std::memory_order_acquire); s != kDecoded;
+       s = slot.state.load(std::memory_order_acquire)) {
+    slot.state.wait(s, std::memory_order_acquire);
+  }
+  return !shared.failed.load();
+}
+
+// The state of every address seen, open addressing with linear probing in
+// one array (one cache line touched per lookup), address 0 = empty slot.
+// Freed addresses stay, so a second free is told from an unknown one.
+constexpr uint8_t kLive = 1;
+constexpr uint8_t kFreed = 2;
+
+struct AddressState {
+  uint64_t address;
+  uint64_t size;
+  uint32_t stack;
+  uint32_t thread;
+  uint8_t state;  // 0 (new), kLive or kFreed
+};
+
+class AddressMap {
+ public:
+  AddressMap() { Resize(1u << 16); }
+
+  AddressState& FindOrInsert(uint64_t address) {
+    if (size_ * 4 >= slots_.size() * 3) Resize(slots_.size() * 2);
+    size_t i = Index(address);
+    for (;;) {
+      AddressState& s = slots_[i];
+      if (s.address == address) return s;
+      if (s.address == 0) {
+        s.address = address;
+        s.state = 0;
+        ++size_;
+        return s;
+      }
+      i = (i + 1) & mask_;
+    }
+  }
+
+  void Prefetch(uint64_t address) const { __builtin_prefetch(&slots_[Index(address)]); }
+
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (const AddressState& s : slots_) {
+      if (s.address != 0) fn(s);
+    }
+  }
+
+ private:
+  // Fibonacci hashing: the multiply spreads the aligned low bits upward.
+  size_t Index(uint64_t address) const {
+    return static_cast<size_t>((address * 0x9e3779b97f4a7c15ULL) >> shift_);
+  }
+
+  void Resize(size_t capacity) {
+    std::vector<AddressState> old;
+    old.swap(slots_);
+    slots_.assign(capacity, AddressState{});
+    mask_ = capacity - 1;
+    shift_ = 64 - __builtin_ctzll(capacity);
+    size_ = 0;
+    for (const AddressState& s : old) {
+      if (s.address != 0) FindOrInsert(s.address) = s;
+    }
+  }
+
+  std::vector<AddressState> slots_;
+  size_t mask_ = 0;
+  int shift_ = 64;
+  size_t size_ = 0;
+};
+
+struct Cursor {
+  uint32_t stream;
+  size_t chunk;
+  const Ev* cur;
+  const Ev* end;
+};
+
+class Worker {
+ public:
+  Worker(Shared* shared, int index) : shared_(shared), index_(index) {
+    size_t threads = shared->trace->streams.size();
+    allocs_by_class_.assign(threads * kSizeClassCount, 0);
+    frees_by_class_.assign(threads * kSizeClassCount, 0);
+  }
+
+  void Run() {
+    RunMerge();
+    shared_->done[index_].store(true);
+  }
+
+  void MergeInto(PairingResult* result) {
+    live_.ForEach([this](const AddressState& s) {
+      if (s.state != kLive) return;
+      ++counts_.live_at_exit;
+      counts_.live_bytes += s.size;
+      CountBytes& cb = live_sites_[StackThread{s.stack, s.thread}];
+      ++cb.count;
+      cb.bytes += s.size;
+    });
+    result->counts.Add(counts_);
+    pairs_.ForEach([result](const PairKey& k, const CountBytes& v) {
+      CountBytes& t = result->pairs[k];
+      t.count += v.count;
+      t.bytes += v.bytes;
+    });
+    auto merge = [](auto& from, auto& to) {
+      from.ForEach([&to](const StackThread& k, const CountBytes& v) {
+        CountBytes& t = to[k];
+        t.count += v.count;
+        t.bytes += v.bytes;
+      });
+    };
+    merge(live_sites_, result->live);
+    merge(unknown_, result->unknown_frees);
+    merge(double_, result->double_frees);
+    for (size_t t = 0; t < result->allocs_by_class.size(); ++t) {
+      for (int c = 0; c < kSizeClassCount; ++c) {
+        result->allocs_by_class[t][c] += allocs_by_class_[t * kSizeClassCount + c];
+        result->frees_by_class[t][c] += frees_by_class_[t * kSizeClassCount + c];
+      }
+    }
+  }
+
+ private:
+  // Loads the next non-empty part of the cursor's stream, releasing the
+  // chunks it passes. Returns false at the end of the stream (or on error).
+  bool Load(Cursor& c) {
+    auto& slots = shared_->slots[c.stream];
+    while (c.chunk < slots.size()) {
+      if (!EnsureDecoded(*shared_, c.stream, c.chunk, index_)) return false;
+      Slot& slot = *slots[c.chunk];
+      auto& part = slot.parts[index_];
+      if (index_ == 0) counts_.ignored_null += slot.null_events;
+      if (!part.empty()) {
+        c.cur = part.data();
+        c.end = part.data() + part.size();
+        return true;
+      }
+      Release(c);
+    }
+    return false;
+  }
+
+  void Release(Cursor& c) {
+    Slot& slot = *shared_->slots[c.stream][c.chunk];
+    auto& part = slot.parts[index_];
+    shared_->buffered.fetch_sub(static_cast<int64_t>(part.size()), std::memory_order_relaxed);
+    std::vector<Ev>().swap(part);
+    shared_->released[index_].fetch_add(1, std::memory_order_relaxed);
+    ++c.chunk;
+  }
+
+  static bool Less(const Cursor& a, const Cursor& b) {
+    if (a.cur->key != b.cur->key) return a.cur->key < b.cur->key;
+    return a.stream < b.stream;
+  }
+
+  void SiftDown(std::vector<Cursor>& heap, size_t i) {
+    size_t n = heap.size();
+    for (;;) {
+      size_t l = 2 * i + 1, r = l + 1, m = i;
+      if (l < n && Less(heap[l], heap[m])) m = l;
+      if (r < n && Less(heap[r], heap[m])) m = r;
+      if (m == i) return;
+      std::swap(heap[i], heap[m]);
+      i = m;
+    }
+  }
+
+  void RunMerge() {
+    std::vector<Cursor> heap;
+    for (uint32_t s = 0; s < shared_->slots.size(); ++s) {
+      Cursor c{s, 0, nullptr, nullptr};
+      if (Load(c)) heap.push_back(c);
+      if (shared_->failed.load()) return;
+    }
+    for (size_t i = heap.size(); i-- > 0;) SiftDown(heap, i);
+    while (!heap.empty()) {
+      Cursor& top = heap[0];
+      // The same thread's next events are likely next in time too: fetch
+      // their address slots while this one is processed.
+      if (top.end - top.cur > 16) live_.Prefetch(top.cur[16].address);
+      Process(*top.cur, top.stream);
+      if (++top.cur == top.end) {
+        Release(top);
+        if (!Load(top)) {
+          if (shared_->failed.load()) return;
+          top = heap.back();
+          heap.pop_back();
+          if (heap.empty()) break;
+        }
+      }
+      SiftDown(heap, 0);
+    }
+  }
+
+  void Process(const Ev& e, uint32_t thread) {
+    ++counts_.events;
+    counts_.realloc_events += e.from_realloc;
+    AddressState& s = live_.FindOrInsert(e.address);
+    if (IsAlloc(e)) {
+      ++counts_.allocations;
+      if (s.state == kLive) ++counts_.alloc_over_live;
+      s.state = kLive;
+      s.size = e.size;
+      s.stack = e.stack;
+      s.thread = thread;
+      ++allocs_by_class_[thread * kSizeClassCount + SizeClassIndex(e.size)];
+      return;
+    }
+    ++counts_.frees;
+    if (s.state == kLive) {
+      s.state = kFreed;
+      ++counts_.paired;
+      int size_class = SizeClassIndex(s.size);
+      ++frees_by_class_[thread * kSizeClassCount + size_class];
+      if (s.thread != thread) ++counts_.cross_thread;
+      CountBytes& cb = pairs_[PairKey{s.stack, e.stack, s.thread, thread,
+                                      static_cast<uint32_t>(size_class)}];
+      ++cb.count;
+      cb.bytes += s.size;
+      return;
+    }
+    // An address freed again without a new allocation is a double free; one
+    // never allocated (in this trace) is an unknown free.
+    bool is_double = s.state == kFreed;
+    if (!is_double) s.state = kFreed;  // a second free of it is then a double free
+    CountBytes& cb = (is_double ? double_ : unknown_)[StackThread{e.stack, thread}];
+    ++cb.count;
+    cb.bytes += e.size;
+    ++(is_double ? counts_.double_frees : counts_.unknown_frees);
+  }
+
+  Shared* shared_;
+  int index_;
+  PairingCounts counts_;
+  AddressMap live_;
+  FlatMap<PairKey, CountBytes, PairKeyHash> pairs_;
+  FlatMap<StackThread, CountBytes, StackThreadHash> live_sites_;
+  FlatMap<StackThread, CountBytes, StackThreadHash> unknown_;
+  FlatMap<StackThread, CountBytes, StackThreadHash> double_;
+  std::vector<uint64_t> allocs_by_class_;  // [thread * kSizeClassCount + class]
+  std::vector<uint64_t> frees_by_class_;
+};
+
+}  // namespace
+
+bool PairTrace(ProcessTrace& trace, const PairingOptions& options, PairingResult* result,
+               std::string* error) {
+  int jobs = options.jobs;
+  if (jobs <= 0) jobs = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  Shared shared;
+  shared.trace = &trace;
+  shared.jobs = jobs;
+  shared.max_buffered = options.max_buffered_events;
+  shared.released = std::make_unique<std::atomic<uint64_t>[]>(jobs);
+  shared.done = std::make_unique<std::atomic<bool>[]>(jobs);
+  for (int w = 0; w < jobs; ++w) {
+    shared.released[w].store(0);
+    shared.done[w].store(false);
+  }
+  shared.slots.resize(trace.streams.size());
+  for (size_t s = 0; s < trace.streams.size(); ++s) {
+    for (size_t i = 0; i < trace.streams[s].chunks.size(); ++i) {
+      shared.slots[s].push_back(std::make_unique<Slot>());
+    }
+  }
+  size_t threads = trace.streams.size();
+  result->allocs_by_class.assign(threads, std::vector<uint64_t>(kSizeClassCount, 0));
+  result->frees_by_class.assign(threads, std::vector<uint64_t>(kSizeClassCount, 0));
+
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int w = 0; w < jobs; ++w) workers.push_back(std::make_unique<Worker>(&shared, w));
+  std::vector<std::thread> threads_run;
+  for (int w = 1; w < jobs; ++w) threads_run.emplace_back([&workers, w] { workers[w]->Run(); });
+  workers[0]->Run();
+  for (auto& t : threads_run) t.join();
+  if (shared.failed.load()) {
+    *error = shared.error;
+    return false;
+  }
+  for (auto& w : workers) w->MergeInto(result);
+  for (auto& [tid, name] : shared.names) trace.thread_names[tid] = name.second;
+  std::stable_sort(trace.modules.begin(), trace.modules.end(),
+                   [](const format::Module& a, const format::Module& b) {
+                     return a.timestamp_ns < b.timestamp_ns;
+                   });
+  return true;
+}
+
+}  // namespace crossfree::analyzer

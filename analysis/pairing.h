@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// Analyzer: pairs every free with the allocation it ends.
+//
+// Per trace (process), events are ordered per address by timestamp, frees
+// before allocations on equal timestamps (the tracer stamps a free before the
+// real free and an allocation after the real allocation, so this order is the
+// real one). A free ends the allocation live at its address; the pair is
+// cross-thread when the two thread ids differ. Realloc halves are ordinary
+// free and allocation events. Addresses of different traces never pair.
+//
+// How: each thread's chunks are in time order, so the pass is a k-way merge
+// by timestamp over the threads, with a hash map of the addresses seen.
+// Events are partitioned by address hash; each of `jobs` workers merges and
+// pairs its own partition, and a chunk is decoded once, by whichever worker
+// reaches it first, into one event list per partition. Memory is
+// proportional to the addresses in use and the distinct (stack, thread)
+// combinations, plus a bounded window of decoded chunks; not to the events.
+//
+// Results are aggregated by stack id and thread; nothing is symbolized here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/flat_map.h"
+#include "analysis/size_class.h"
+#include "analysis/trace_set.h"
+
+namespace crossfree::analyzer {
+
+// Thread index = index into ProcessTrace::streams.
+struct PairKey {
+  uint32_t alloc_stack = 0;
+  uint32_t free_stack = 0;
+  uint32_t alloc_thread = 0;
+  uint32_t free_thread = 0;
+  uint32_t size_class = 0;
+  bool operator==(const PairKey&) const = default;
+};
+struct PairKeyHash {
+  uint64_t operator()(const PairKey& k) const {
+    uint64_t a = (uint64_t{k.alloc_stack} << 32 | k.free_stack) * 0x9e3779b97f4a7c15ULL;
+    uint64_t b = (uint64_t{k.alloc_thread} << 40 ^ uint64_t{k.free_thread} << 8 ^ k.size_class) *
+                 0xc2b2ae3d27d4eb4fULL;
+    uint64_t h = a ^ (b + (a >> 29));
+    return h ^ (h >> 32);
+  }
+};
+
+// A (stack, thread) pair: where lone events (live, unknown, double) happened.
+struct StackThread {
+  uint32_t stack = 0;
+  uint32_t thread = 0;
+  bool operator==(const StackThread&) const = default;
+};
+struct StackThreadHash {
+  uint64_t operator()(const StackThread& k) const {
+    return MixBits(uint64_t{k.stack} << 32 | k.thread);
+  }
+};
+
+struct CountBytes {
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+};
+
+struct PairingCounts {
+  uint64_t events = 0;
+  uint64_t allocations = 0;
+  uint64_t frees = 0;
+  uint64_t paired = 0;          // frees that ended a known allocation
+  uint64_t cross_thread = 0;    // of those, freed on another thread
+  uint64_t live_at_exit = 0;    // allocations never freed
+  uint64_t live_bytes = 0;
+  uint64_t unknown_frees = 0;   // frees of addresses never seen allocated
+  uint64_t double_frees = 0;    // frees of addresses already freed
+  uint64_t alloc_over_live = 0; // allocations of an address still live (a lost free)
+  uint64_t realloc_events = 0;  // events that were realloc halves
+  uint64_t ignored_null = 0;    // events on address 0 (ignored)
+
+  void Add(const PairingCounts& o);
+};
+
+// The result for one trace.
+struct PairingResult {
+  PairingCounts counts;
+  FlatMap<PairKey, CountBytes, PairKeyHash> pairs;  // every pair, same- and cross-thread
+  FlatMap<StackThread, CountBytes, StackThreadHash> live;
+  FlatMap<StackThread, CountBytes, StackThreadHash> unknown_frees;
+  FlatMap<StackThread, CountBytes, StackThreadHash> double_frees;
+  // [thread][size class]: allocations made and frees done by each thread
+  // (a paired free counts in the class of the allocation it ends; unknown
+  // and double frees, whose size is unknown, are not counted here).
+  std::vector<std::vector<uint64_t>> allocs_by_class;
+  std::vector<std::vector<uint64_t>> frees_by_class;
+};
+
+struct PairingOptions {
+  int jobs = 0;  // workers; 0 = hardware concurrency, at most 8
+  // Decoded-but-unconsumed events above which a worker that is ahead waits
+  // for the others (bounds memory when partitions progress unevenly).
+  uint64_t max_buffered_events = 8u << 20;
+};
+
+// Pairs the events of one trace and fills trace->stacks, thread_names and
+// modules. Returns false with *error (file and offset) if a chunk does not
+// decode.
+bool PairTrace(ProcessTrace& trace, const PairingOptions& options, PairingResult* result,
+               std::string* error);
+
+}  // namespace crossfree::analyzer

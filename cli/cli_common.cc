@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// Analyzer CLI: shared options and error reporting (see cli_common.h).
+#include "cli/cli_common.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <cstdio>
+
+namespace crossfree::cli {
+
+void AddCommonOptions(CLI::App* sub, CommonOptions* o) {
+  sub->add_option("--by", o->by, "Group threads by role (name with digits folded) or thread")
+      ->check(CLI::IsMember({"role", "thread"}))
+      ->capture_default_str();
+  sub->add_option("--site-depth", o->site_depth,
+                  "Frames kept per call site after skipping allocator/std frames")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  sub->add_option("--skip", o->skips,
+                  "Regex of frames to skip (function name or module file name); repeatable, "
+                  "added to the defaults");
+  sub->add_flag("--no-default-skips", o->no_default_skips,
+                "Do not skip allocator, tracer and standard-library frames");
+  sub->add_flag("--key-lines", o->key_lines,
+                "Include file:line in site keys (default: function names only)");
+  sub->add_option("--jobs,-j", o->jobs, "Pairing workers (default: number of cores)")
+      ->check(CLI::Range(0, 64));
+}
+
+analyzer::AnalysisOptions ToAnalysisOptions(const CommonOptions& o) {
+  analyzer::AnalysisOptions a;
+  a.by = o.by == "thread" ? analyzer::GroupBy::kThread : analyzer::GroupBy::kRole;
+  a.sites.depth = o.site_depth;
+  a.sites.skips = o.skips;
+  a.sites.default_skips = !o.no_default_skips;
+  a.sites.key_lines = o.key_lines;
+  a.pairing.jobs = o.jobs;
+  return a;
+}
+
+bool RunAnalysis(const std::string& command, const std::vector<std::string>& traces,
+                 const CommonOptions& options, analyzer::Analysis* out) {
+  std::string error;
+  bool ok = analyzer::AnalyzeFiles(traces, ToAnalysisOptions(options), out, &error);
+  if (!ok) {
+    fmt::print(stderr, "crossfree {}: {}\n", command, error);
+    return false;
+  }
+  for (const std::string& w : out->warnings) {
+    fmt::print(stderr, "crossfree {}: warning: {}\n", command, w);
+  }
+  return true;
+}
+
+bool WriteOutput(const std::string& command, const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  }
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0) {
+    fmt::print(stderr, "crossfree {}: cannot write {}\n", command, path);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace crossfree::cli

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// Analyzer CLI: the options report, diff and gate share (site depth, skips,
+// grouping, jobs) and the one way they run an analysis and report errors.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analysis/analysis.h"
+
+namespace CLI {
+class App;
+}
+
+namespace crossfree::cli {
+
+struct CommonOptions {
+  std::string by = "role";
+  int site_depth = 3;
+  std::vector<std::string> skips;
+  bool no_default_skips = false;
+  bool key_lines = false;
+  int jobs = 0;
+};
+
+// Registers --by, --site-depth, --skip, --no-default-skips, --key-lines, --jobs.
+void AddCommonOptions(CLI::App* sub, CommonOptions* options);
+
+analyzer::AnalysisOptions ToAnalysisOptions(const CommonOptions& options);
+
+// Analyzes the traces; prints warnings (and on failure the error) to stderr
+// prefixed with "crossfree <command>: ". Returns false on error (exit 2).
+bool RunAnalysis(const std::string& command, const std::vector<std::string>& traces,
+                 const CommonOptions& options, analyzer::Analysis* out);
+
+// Writes text to a file, or stdout for "" or "-". False (message printed) on error.
+bool WriteOutput(const std::string& command, const std::string& path, const std::string& text);
+
+}  // namespace crossfree::cli

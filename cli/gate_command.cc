@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+// `crossfree gate --baseline FILE TRACE...`: fails (exit 1) when a run has a
+// cross-thread pair its baseline does not allow, or one whose rate grew.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "analysis/baseline.h"
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "analysis/gate.h"
+
+namespace crossfree::cli {
+namespace {
+
+struct GateArgs {
+  std::string baseline;
+  std::vector<std::string> traces;
+  double max_growth = 1.5;
+  bool write_baseline = false;
+  std::string suppressions;
+  CommonOptions common;
+};
+
+std::string ShellQuote(const std::string& s) {
+  bool plain = !s.empty() && s.find_first_not_of(
+                                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                 "0123456789-_./=:+,@%") == std::string::npos;
+  if (plain) return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The command that rewrites the baseline from this same run.
+std::string AcceptCommand(const GateArgs& a) {
+  std::string cmd = "crossfree gate --write-baseline --baseline " + ShellQuote(a.baseline);
+  if (!a.suppressions.empty()) cmd += " --suppressions " + ShellQuote(a.suppressions);
+  const CommonOptions& c = a.common;
+  if (c.by != "role") cmd += " --by " + c.by;
+  if (c.site_depth != 3) cmd += fmt::format(" --site-depth {}", c.site_depth);
+  for (const std::string& s : c.skips) cmd += " --skip " + ShellQuote(s);
+  if (c.no_default_skips) cmd += " --no-default-skips";
+  if (c.key_lines) cmd += " --key-lines";
+  for (const std::string& t : a.traces) cmd += " " + ShellQuote(t);
+  return cmd;
+}
+
+int RunGate(const GateArgs& a) {
+  std::vector<analyzer::Suppression> suppressions;
+  std::string error;
+  if (!a.suppressions.empty() && !analyzer::ReadSuppressions(a.suppressions, &suppressions, &error)) {
+    fmt::print(stderr, "crossfree gate: {}\n", error);
+    return kExitUsage;
+  }
+  analyzer::Baseline baseline;
+  bool have_baseline = std::filesystem::exists(a.baseline);
+  if (!a.write_baseline || have_baseline) {
+    if (!analyzer::ReadBaseline(a.baseline, &baseline, &error)) {
+      if (!have_baseline) {
+        error += fmt::format(" (create it with: {})", AcceptCommand(a));
+      }
+      fmt::print(stderr, "crossfree gate: {}\n", error);
+      return kExitUsage;
+    }
+  }
+  analyzer::Analysis analysis;
+  if (!RunAnalysis("gate", a.traces, a.common, &analysis)) return kExitUsage;
+
+  analyzer::GateResult result =
+      analyzer::EvaluateGate(analysis, baseline, suppressions, a.max_growth);
+  if (a.write_baseline) {
+    std::string text = analyzer::FormatBaseline(
+        analyzer::UnsuppressedPairs(analysis, suppressions), analysis, AcceptCommand(a));
+    if (!WriteOutput("gate", a.baseline, text)) return kExitUsage;
+    size_t added = std::count_if(result.offenses.begin(), result.offenses.end(),
+                                 [](const analyzer::GateOffense& o) { return o.is_new; });
+    fmt::print("crossfree gate: wrote {} ({} pairs allowed: {} new, {} re-rated, {} dropped; "
+               "{} suppressed)\n",
+               a.baseline, analysis.pairs.size() - result.suppressed.size(), added,
+               result.offenses.size() - added, result.gone.size(), result.suppressed.size());
+    return kExitOk;
+  }
+  std::string text = analyzer::RenderGateText(analysis, result, a.max_growth, AcceptCommand(a));
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return result.passed() ? kExitOk : kExitGateFailed;
+}
+
+}  // namespace
+
+void RegisterGateCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<GateArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "gate", "Fail (exit 1) on cross-thread pairs the baseline does not allow, for CI");
+  sub->add_option("--baseline", args->baseline, "Baseline file (see docs/analyzer.md)")
+      ->required();
+  sub->add_option("traces", args->traces, "Trace files (one per process of the run)")
+      ->required();
+  sub->add_option("--max-growth", args->max_growth,
+                  "Fail when an allowed pair's rate per 1000 allocations grew beyond this factor")
+      ->check(CLI::Range(1.0, 1e9))
+      ->capture_default_str();
+  sub->add_flag("--write-baseline", args->write_baseline,
+                "Create or rewrite the baseline from this run instead of checking");
+  sub->add_option("--suppressions", args->suppressions,
+                  "File of pair patterns to ignore, each with a mandatory reason");
+  AddCommonOptions(sub, &args->common);
+  sub->callback([args, exit_code] { *exit_code = RunGate(*args); });
+}
+
+}  // namespace crossfree::cli

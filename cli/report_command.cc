@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+// `crossfree report TRACE...`: the cross-thread pairs of one run (one trace
+// per process), as text or JSON.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <memory>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "analysis/report.h"
+
+namespace crossfree::cli {
+namespace {
+
+struct ReportArgs {
+  std::vector<std::string> traces;
+  size_t top = 10;
+  std::string format = "text";
+  std::string output;
+  CommonOptions common;
+};
+
+}  // namespace
+
+void RegisterReportCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<ReportArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "report", "Report the objects allocated on one thread and freed on another");
+  sub->add_option("traces", args->traces, "Trace files (one per process of the run)")
+      ->required();
+  sub->add_option("--top", args->top, "Cross-thread pairs shown (0 = all)")->capture_default_str();
+  sub->add_option("--format", args->format, "Output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  sub->add_option("--output,-o", args->output, "Write the report to this file (default stdout)");
+  AddCommonOptions(sub, &args->common);
+  sub->callback([args, exit_code] {
+    analyzer::Analysis analysis;
+    if (!RunAnalysis("report", args->traces, args->common, &analysis)) {
+      *exit_code = kExitUsage;
+      return;
+    }
+    analyzer::ReportOptions options;
+    options.top = args->top;
+    options.by = ToAnalysisOptions(args->common).by;
+    options.site_depth = args->common.site_depth;
+    std::string text = args->format == "json" ? analyzer::RenderReportJson(analysis, options)
+                                              : analyzer::RenderReportText(analysis, options);
+    *exit_code = WriteOutput("report", args->output, text) ? kExitOk : kExitUsage;
+  });
+}
+
+}  // namespace crossfree::cli

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+// Analyzer: rendering helpers (see output.h).
+#include "render/output.h"
+
+#include <fmt/core.h>
+
+#include "analysis/size_class.h"
+
+namespace crossfree::analyzer {
+
+std::string Commas(uint64_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+std::string SignedCommas(int64_t n) {
+  if (n == 0) return "0";
+  uint64_t magnitude = n < 0 ? uint64_t(0) - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
+  return (n < 0 ? "-" : "+") + Commas(magnitude);
+}
+
+std::string HumanBytes(uint64_t n) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  if (n < 1024) return fmt::format("{} B", n);
+  double v = static_cast<double>(n);
+  int unit = 0;
+  while (v >= 1024 && unit < 4) {
+    v /= 1024;
+    ++unit;
+  }
+  return fmt::format("{:.1f} {}", v, kUnits[unit]);
+}
+
+std::string SizeClassLabel(int size_class) {
+  uint64_t bytes = SizeClassBytes(size_class);
+  if (bytes == 0) return "large";
+  if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes / 1024);
+  return fmt::format("{} B", bytes);
+}
+
+std::string JsonString(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          out += fmt::format("\\u{:04x}", c);
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string Fit(std::string_view s, size_t width) {
+  if (s.size() <= width) return std::string(s);
+  if (width <= 3) return std::string(s.substr(0, width));
+  return std::string(s.substr(0, width - 3)) + "...";
+}
+
+std::string FrameLocation(const SymbolFrame& frame) {
+  if (frame.file.empty()) return "";
+  size_t slash = frame.file.rfind('/');
+  std::string base = slash == std::string::npos ? frame.file : frame.file.substr(slash + 1);
+  return frame.line > 0 ? fmt::format("{}:{}", base, frame.line) : base;
+}
+
+std::string FrameJson(const SymbolFrame& f) {
+  return fmt::format(
+      "{{\"function\": {}, \"file\": {}, \"line\": {}, \"module\": {}, \"offset\": \"{:#x}\", "
+      "\"inlined\": {}}}",
+      JsonString(f.function), JsonString(f.file), f.line, JsonString(f.module), f.module_offset,
+      f.inlined ? "true" : "false");
+}
+
+std::string SiteJson(const Site& site) {
+  std::string frames;
+  for (const SymbolFrame& f : site.frames) {
+    if (!frames.empty()) frames += ", ";
+    frames += FrameJson(f);
+  }
+  return fmt::format("{{\"key\": {}, \"frames\": [{}]}}", JsonString(site.key), frames);
+}
+
+std::string SiteText(const Site& site, std::string_view label, size_t indent, size_t width) {
+  std::string out;
+  std::string pad(indent, ' ');
+  std::string label_pad(label.size(), ' ');
+  if (site.frames.empty()) {
+    return fmt::format("{}{}{}\n", pad, label, site.key);
+  }
+  bool first = true;
+  for (const SymbolFrame& f : site.frames) {
+    std::string prefix = pad + std::string(first ? label : std::string_view(label_pad));
+    std::string name = FrameName(f, false);
+    if (f.inlined) name += " [inlined]";
+    std::string loc = FrameLocation(f);
+    size_t room = width > prefix.size() + 30 ? width - prefix.size() : 30;
+    // Locations line up in a column of their own at the right.
+    constexpr size_t kLocationWidth = 24;
+    if (loc.empty()) {
+      out += fmt::format("{}{}\n", prefix, Fit(name, room));
+    } else {
+      size_t name_room = room - kLocationWidth;
+      out += fmt::format("{}{:<{}}  {}\n", prefix, Fit(name, name_room), name_room,
+                         Fit(loc, kLocationWidth - 2));
+    }
+    first = false;
+  }
+  return out;
+}
+
+}  // namespace crossfree::analyzer

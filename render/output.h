@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// Analyzer: small helpers shared by the text and JSON renderers of report,
+// diff and gate. Stateless.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "analysis/sites.h"
+
+namespace crossfree::analyzer {
+
+// 1234567 -> "1,234,567".
+std::string Commas(uint64_t n);
+std::string SignedCommas(int64_t n);  // "+1,234" / "-1,234" / "0"
+// 1536 -> "1.5 KiB".
+std::string HumanBytes(uint64_t n);
+// A size class for people: "48 B", "1 KiB", "large".
+std::string SizeClassLabel(int size_class);
+// A JSON string literal, quotes included.
+std::string JsonString(std::string_view s);
+// Shortens s to at most width columns, ending in "..." when cut.
+std::string Fit(std::string_view s, size_t width);
+// "file.cc:42" or "" (basename of the file).
+std::string FrameLocation(const SymbolFrame& frame);
+// A frame as a JSON object.
+std::string FrameJson(const SymbolFrame& frame);
+// A site as a JSON object: {"key": ..., "frames": [...]}.
+std::string SiteJson(const Site& site);
+// Lines "<indent><label><function>  <location>" for each frame of a site,
+// each at most `width` columns. The label goes on the first line only.
+std::string SiteText(const Site& site, std::string_view label, size_t indent, size_t width);
+
+}  // namespace crossfree::analyzer

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// Test tool: writes the fixed synthetic runs as trace files, for the CLI
+// tests (`make_traces DIR` -> DIR/before.trc, DIR/after.trc, ...).
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "tests/analysis/scenarios.h"
+
+namespace {
+
+// A large producer/consumer trace for throughput measurements: two producer
+// threads allocate, two consumer threads free what they made (cross-thread),
+// and each thread also churns same-thread objects. Streamed to the file.
+int ProducerConsumer(const char* path, uint64_t events) {
+  using namespace crossfree::analyzer::testing;
+  FILE* f = std::fopen(path, "wb");
+  if (!f) return 2;
+  const uint32_t pid = 5000;
+  SyntheticTrace t(pid, 1, "/usr/bin/producer-consumer");
+  t.StreamTo(f);
+  t.Stack(pid, 1, {0x401000, 0x402000, 0x403000});
+  t.Stack(pid, 2, {0x401100, 0x402100, 0x403100});
+  t.Stack(pid, 3, {0x401200, 0x402200});
+  t.Stack(pid, 4, {0x401300, 0x402300});
+  for (uint32_t k = 1; k <= 4; ++k) {
+    t.ThreadName(pid + k, 1, k <= 2 ? "producer-" + std::to_string(k) : "consumer-" + std::to_string(k));
+  }
+  uint64_t ts = 1000, produced = 0, made = 0;
+  const uint64_t batch = 256;
+  uint64_t slot = 0;
+  while (made < events) {
+    for (uint32_t p = 0; p < 2; ++p) {
+      uint32_t producer = pid + 1 + p, consumer = pid + 3 + p;
+      uint64_t base = 0x7f0000000000ull + (p << 28) + (slot % 64) * batch * 64;
+      for (uint64_t i = 0; i < batch; ++i) t.Alloc(producer, ts += 3, base + i * 64, 48 + (i & 15), 1);
+      for (uint64_t i = 0; i < batch / 4; ++i) {
+        uint64_t local = 0x600000000000ull + (uint64_t(p) << 24) + i * 32;
+        t.Alloc(producer, ts += 2, local, 24, 3);
+        t.Free(producer, ts += 2, local, 4);
+        t.Alloc(consumer, ts += 2, local + (1 << 22), 24, 3);
+        t.Free(consumer, ts += 2, local + (1 << 22), 4);
+      }
+      for (uint64_t i = 0; i < batch; ++i) t.Free(consumer, ts += 3, base + i * 64, 2);
+      made += 2 * batch + batch;
+      produced += batch;
+    }
+    ++slot;
+  }
+  t.Finish();
+  std::fclose(f);
+  std::printf("expected: cross_thread=%llu\n", static_cast<unsigned long long>(produced));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace crossfree::analyzer::testing;
+  if (argc == 4 && std::string(argv[1]) == "--producer-consumer") {
+    return ProducerConsumer(argv[2], std::strtoull(argv[3], nullptr, 10));
+  }
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s DIR | --producer-consumer FILE EVENTS\n", argv[0]);
+    return 2;
+  }
+  std::string dir = argv[1];
+  BuildBeforeRun().WriteTo(dir + "/before.trc");
+  SyntheticTrace after = BuildAfterRun();
+  after.WriteTo(dir + "/after.trc");
+  // A truncated copy: the last chunk cut in half.
+  std::vector<uint8_t> bytes = after.bytes();
+  FILE* f = std::fopen((dir + "/truncated.trc").c_str(), "wb");
+  std::fwrite(bytes.data(), 1, bytes.size() - 100, f);
+  std::fclose(f);
+  // A corrupt copy: one payload byte flipped in the middle.
+  bytes[bytes.size() / 2] ^= 0x5a;
+  f = std::fopen((dir + "/corrupt.trc").c_str(), "wb");
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  f = std::fopen((dir + "/not-a-trace.trc").c_str(), "wb");
+  std::fputs("hello, this is not a trace\n", f);
+  std::fclose(f);
+  return 0;
+}

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: Apache-2.0
+// Known-answer tests of the pairing pass on synthetic traces.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "analysis/pairing.h"
+#include "analysis/trace_set.h"
+#include "tests/analysis/synthetic_trace.h"
+
+namespace crossfree::analyzer {
+namespace {
+
+using testing::SyntheticTrace;
+
+constexpr uint32_t kPid = 100;
+constexpr uint32_t kA = 100;  // main thread
+constexpr uint32_t kB = 101;
+
+struct Run {
+  TraceSet set;
+  std::vector<PairingResult> results;
+};
+
+void PairAll(Run& run, int jobs, uint64_t max_buffered = 8u << 20) {
+  for (auto& trace : run.set.traces()) {
+    PairingOptions options;
+    options.jobs = jobs;
+    options.max_buffered_events = max_buffered;
+    run.results.emplace_back();
+    std::string error;
+    REQUIRE(PairTrace(*trace, options, &run.results.back(), &error));
+    REQUIRE(error.empty());
+  }
+}
+
+void AddTrace(Run& run, SyntheticTrace& t) {
+  std::string error;
+  REQUIRE(run.set.AddBytes(t.Finish(), "synthetic", &error));
+}
+
+uint32_t ThreadIndex(const ProcessTrace& trace, uint32_t tid) {
+  for (uint32_t i = 0; i < trace.streams.size(); ++i) {
+    if (trace.streams[i].tid == tid) return i;
+  }
+  FAIL("no stream for tid " << tid);
+  return 0;
+}
+
+// Sum of pairs matching (alloc tid, free tid), over all stacks and classes.
+uint64_t PairCount(const Run& run, size_t trace, uint32_t alloc_tid, uint32_t free_tid,
+                   uint32_t alloc_stack = 0, uint32_t free_stack = 0) {
+  const ProcessTrace& t = *run.set.traces()[trace];
+  uint32_t a = ThreadIndex(t, alloc_tid), f = ThreadIndex(t, free_tid);
+  uint64_t n = 0;
+  run.results[trace].pairs.ForEach([&](const PairKey& k, const CountBytes& v) {
+    if (k.alloc_thread == a && k.free_thread == f &&
+        (alloc_stack == 0 || k.alloc_stack == alloc_stack) &&
+        (free_stack == 0 || k.free_stack == free_stack)) {
+      n += v.count;
+    }
+  });
+  return n;
+}
+
+TEST_CASE("producer/consumer: N cross-thread, M same-thread, to the object") {
+  for (int jobs : {1, 2, 3}) {
+    SyntheticTrace t(kPid);
+    const uint64_t n = 5000, m = 3000;
+    uint64_t ts = 10;
+    for (uint64_t i = 0; i < n; ++i) t.Alloc(kA, ts++, 0x10000 + i * 64, 48, 1);
+    for (uint64_t i = 0; i < m; ++i) t.Alloc(kA, ts++, 0x900000 + i * 32, 24, 2);
+    for (uint64_t i = 0; i < m; ++i) t.Free(kA, ts++, 0x900000 + i * 32, 3);
+    t.Flush(kA);
+    for (uint64_t i = 0; i < n; ++i) t.Free(kB, ts++, 0x10000 + i * 64, 4);
+    Run run;
+    AddTrace(run, t);
+    PairAll(run, jobs);
+    const PairingCounts& c = run.results[0].counts;
+    INFO("jobs " << jobs);
+    CHECK(c.events == 2 * (n + m));
+    CHECK(c.allocations == n + m);
+    CHECK(c.frees == n + m);
+    CHECK(c.paired == n + m);
+    CHECK(c.cross_thread == n);
+    CHECK(c.live_at_exit == 0);
+    CHECK(c.unknown_frees == 0);
+    CHECK(c.double_frees == 0);
+    CHECK(PairCount(run, 0, kA, kB, 1, 4) == n);
+    CHECK(PairCount(run, 0, kA, kA, 2, 3) == m);
+    CHECK(run.results[0].pairs.size() == 2);
+    uint64_t bytes = 0;
+    run.results[0].pairs.ForEach([&](const PairKey& k, const CountBytes& v) {
+      if (k.alloc_stack == 1) bytes = v.bytes;
+    });
+    CHECK(bytes == n * 48);
+    const ProcessTrace& trace = *run.set.traces()[0];
+    uint32_t a = ThreadIndex(trace, kA), b = ThreadIndex(trace, kB);
+    CHECK(run.results[0].allocs_by_class[a][SizeClassIndex(48)] == n);
+    CHECK(run.results[0].allocs_by_class[a][SizeClassIndex(24)] == m);
+    CHECK(run.results[0].frees_by_class[b][SizeClassIndex(48)] == n);
+    CHECK(run.results[0].frees_by_class[a][SizeClassIndex(24)] == m);
+    CHECK(run.results[0].frees_by_class[a][SizeClassIndex(48)] == 0);
+  }
+}
+
+TEST_CASE("address reuse across threads pairs each free with the allocation it ends") {
+  SyntheticTrace t(kPid);
+  const uint64_t x = 0x5000;
+  t.Alloc(kA, 1, x, 16, 1);
+  t.Free(kB, 2, x, 2);
+  t.Alloc(kB, 3, x, 16, 3);
+  t.Free(kA, 4, x, 4);
+  t.Alloc(kA, 5, x, 16, 5);
+  t.Free(kA, 6, x, 6);
+  // B's chunk first in the file: the merge must not follow file order.
+  t.Flush(kB);
+  t.Flush(kA);
+  for (int jobs : {1, 2}) {
+    Run run;
+    AddTrace(run, t);
+    PairAll(run, jobs);
+    const PairingCounts& c = run.results[0].counts;
+    CHECK(c.paired == 3);
+    CHECK(c.cross_thread == 2);
+    CHECK(PairCount(run, 0, kA, kB, 1, 2) == 1);
+    CHECK(PairCount(run, 0, kB, kA, 3, 4) == 1);
+    CHECK(PairCount(run, 0, kA, kA, 5, 6) == 1);
+    CHECK(c.unknown_frees == 0);
+    CHECK(c.double_frees == 0);
+    CHECK(c.alloc_over_live == 0);
+  }
+}
+
+TEST_CASE("realloc halves are ordinary free and allocation events") {
+  SyntheticTrace t(kPid);
+  t.Alloc(kA, 1, 0x1000, 10, 1);
+  t.Realloc(kA, 2, 3, 0x1000, 0x2000, 100, 2);   // X -> Y on A
+  t.Realloc(kB, 4, 5, 0x2000, 0x3000, 1000, 3);  // Y -> Z on B: Y crosses
+  t.Free(kB, 6, 0x3000, 4);
+  Run run;
+  AddTrace(run, t);
+  PairAll(run, 2);
+  const PairingCounts& c = run.results[0].counts;
+  CHECK(c.events == 6);
+  CHECK(c.realloc_events == 4);
+  CHECK(c.allocations == 3);
+  CHECK(c.frees == 3);
+  CHECK(c.paired == 3);
+  CHECK(c.cross_thread == 1);
+  CHECK(PairCount(run, 0, kA, kA, 1, 2) == 1);
+  CHECK(PairCount(run, 0, kA, kB, 2, 3) == 1);
+  CHECK(PairCount(run, 0, kB, kB, 3, 4) == 1);
+}
+
+TEST_CASE("unknown frees, double frees and live allocations are counted apart") {
+  SyntheticTrace t(kPid);
+  t.Free(kB, 1, 0x7000, 9);         // never allocated: unknown
+  t.Alloc(kA, 2, 0x8000, 64, 1);
+  t.Free(kA, 3, 0x8000, 2);
+  t.Free(kB, 4, 0x8000, 3);         // second free of it: double
+  t.Free(kB, 5, 0x7000, 9);         // second free of the unknown one: double
+  t.Alloc(kA, 6, 0x9000, 100, 1);   // live at exit
+  t.Alloc(kB, 7, 0xa000, 28, 5);    // live at exit
+  Run run;
+  AddTrace(run, t);
+  PairAll(run, 2);
+  const PairingCounts& c = run.results[0].counts;
+  CHECK(c.allocations == 3);
+  CHECK(c.frees == 4);
+  CHECK(c.paired == 1);
+  CHECK(c.cross_thread == 0);
+  CHECK(c.unknown_frees == 1);
+  CHECK(c.double_frees == 2);
+  CHECK(c.live_at_exit == 2);
+  CHECK(c.live_bytes == 128);
+  const ProcessTrace& trace = *run.set.traces()[0];
+  auto& r = run.results[0];
+  CountBytes* live_a = r.live.Find(StackThread{1, ThreadIndex(trace, kA)});
+  REQUIRE(live_a != nullptr);
+  CHECK(live_a->count == 1);
+  CHECK(live_a->bytes == 100);
+  CountBytes* unknown = r.unknown_frees.Find(StackThread{9, ThreadIndex(trace, kB)});
+  REQUIRE(unknown != nullptr);
+  CHECK(unknown->count == 1);
+  CountBytes* dbl = r.double_frees.Find(StackThread{3, ThreadIndex(trace, kB)});
+  REQUIRE(dbl != nullptr);
+  CHECK(dbl->count == 1);
+}
+
+TEST_CASE("a free and an allocation with the same timestamp: the free comes first") {
+  SyntheticTrace t(kPid);
+  t.Alloc(kA, 1, 0x4000, 32, 1);
+  t.Alloc(kA, 5, 0x4000, 32, 3);  // same stamp as B's free: happened after it
+  t.Flush(kA);
+  t.Free(kB, 5, 0x4000, 2);
+  Run run;
+  AddTrace(run, t);
+  PairAll(run, 2);
+  const PairingCounts& c = run.results[0].counts;
+  CHECK(c.paired == 1);
+  CHECK(c.cross_thread == 1);
+  CHECK(PairCount(run, 0, kA, kB, 1, 2) == 1);
+  CHECK(c.live_at_exit == 1);
+  CHECK(c.alloc_over_live == 0);
+  CHECK(c.unknown_frees == 0);
+}
+
+TEST_CASE("addresses of different processes never pair") {
+  SyntheticTrace parent(200, 1);
+  parent.Alloc(200, 1, 0x6000, 8, 1);
+  SyntheticTrace child(201, 200);
+  child.Free(201, 2, 0x6000, 2);
+  Run run;
+  AddTrace(run, parent);
+  AddTrace(run, child);
+  PairAll(run, 2);
+  CHECK(run.results[0].counts.live_at_exit == 1);
+  CHECK(run.results[0].counts.paired == 0);
+  CHECK(run.results[1].counts.unknown_frees == 1);
+  CHECK(run.results[1].counts.paired == 0);
+}
+
+TEST_CASE("many threads and small chunks; the throttle keeps results exact") {
+  SyntheticTrace t(kPid);
+  // Thread 100+k allocates objects that thread 100+(k+1)%4 frees, in rounds;
+  // every round flushes, so chunks of different threads interleave.
+  const int threads = 4, rounds = 50, per_round = 40;
+  uint64_t ts = 100;
+  uint64_t expected_cross = 0;
+  for (int r = 0; r < rounds; ++r) {
+    for (int k = 0; k < threads; ++k) {
+      for (int i = 0; i < per_round; ++i) {
+        t.Alloc(kPid + k, ts++, 0x100000 + (uint64_t(k) * per_round + i) * 16, 16, 1 + k);
+      }
+    }
+    for (int k = 0; k < threads; ++k) {
+      int consumer = (k + 1) % threads;
+      for (int i = 0; i < per_round; ++i) {
+        t.Free(kPid + consumer, ts++, 0x100000 + (uint64_t(k) * per_round + i) * 16, 10 + k);
+        ++expected_cross;
+      }
+    }
+    for (int k = threads - 1; k >= 0; --k) t.Flush(kPid + k);
+  }
+  for (int jobs : {1, 2, 4}) {
+    for (uint64_t max_buffered : {uint64_t{4}, uint64_t{8} << 20}) {
+      Run run;
+      AddTrace(run, t);
+      PairAll(run, jobs, max_buffered);
+      const PairingCounts& c = run.results[0].counts;
+      INFO("jobs " << jobs << " max_buffered " << max_buffered);
+      CHECK(c.cross_thread == expected_cross);
+      CHECK(c.paired == expected_cross);
+      CHECK(c.live_at_exit == 0);
+      CHECK(c.unknown_frees == 0);
+      CHECK(c.double_frees == 0);
+      for (int k = 0; k < threads; ++k) {
+        CHECK(PairCount(run, 0, kPid + k, kPid + (k + 1) % threads, 1 + k, 10 + k) ==
+              uint64_t(rounds) * per_round);
+      }
+    }
+  }
+}
+
+TEST_CASE("stacks, thread names and modules are collected from the chunks") {
+  SyntheticTrace t(kPid);
+  t.Stack(kA, 1, {0x401000, 0x402000});
+  t.ThreadName(kB, 1, "worker-0");
+  t.ThreadName(kB, 9, "worker-1");  // the later name wins
+  t.Module(kA, "/bin/synthetic", 0x400000, 0x400000, 0x10000);
+  t.Alloc(kA, 3, 0x1000, 8, 1);
+  t.Free(kB, 4, 0x1000, 0);
+  Run run;
+  AddTrace(run, t);
+  PairAll(run, 2);
+  ProcessTrace& trace = *run.set.traces()[0];
+  REQUIRE(trace.stacks.count(1) == 1);
+  CHECK(trace.stacks[1] == std::vector<uint64_t>{0x401000, 0x402000});
+  CHECK(trace.thread_names[kB] == "worker-1");
+  REQUIRE(trace.modules.size() == 1);
+  CHECK(trace.modules[0].path == "/bin/synthetic");
+  CHECK(run.results[0].counts.cross_thread == 1);
+}
+
+}  // namespace
+}  // namespace crossfree::analyzer
+
+namespace crossfree::analyzer {
+namespace {
+
+TEST_CASE("a trace with a header and no chunks pairs to zeros") {
+  testing::SyntheticTrace t(300);
+  TraceSet set;
+  std::string error;
+  REQUIRE(set.AddBytes(t.Finish(), "empty", &error));
+  for (int jobs : {1, 2}) {
+    PairingResult result;
+    PairingOptions options;
+    options.jobs = jobs;
+    REQUIRE(PairTrace(*set.traces()[0], options, &result, &error));
+    CHECK(result.counts.events == 0);
+    CHECK(result.pairs.size() == 0);
+  }
+}
+
+TEST_CASE("free(NULL)-style events on address 0 are ignored, and counted") {
+  testing::SyntheticTrace t(300);
+  t.Free(300, 1, 0, 0);
+  t.Alloc(300, 2, 0x100, 8, 0);
+  t.Free(301, 3, 0x100, 0);
+  TraceSet set;
+  std::string error;
+  REQUIRE(set.AddBytes(t.Finish(), "null", &error));
+  PairingResult result;
+  REQUIRE(PairTrace(*set.traces()[0], PairingOptions{}, &result, &error));
+  CHECK(result.counts.ignored_null == 1);
+  CHECK(result.counts.events == 2);
+  CHECK(result.counts.unknown_frees == 0);
+  CHECK(result.counts.cross_thread == 1);
+}
+
+}  // namespace
+}  // namespace crossfree::analyzer

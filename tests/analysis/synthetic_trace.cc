@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// Test helper: in-memory trace builder (see synthetic_trace.h).
+#include "tests/analysis/synthetic_trace.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace crossfree::analyzer::testing {
+
+SyntheticTrace::Thread::Thread()
+    : buffer(format::ChunkWriter::kMinChunkCapacity * 8), writer(buffer.data(), buffer.size()) {}
+
+SyntheticTrace::SyntheticTrace(uint32_t pid, uint32_t ppid, std::string exe) {
+  format::HeaderFields fields;
+  fields.pid = pid;
+  fields.ppid = ppid;
+  fields.unwinder = format::Unwinder::kFramePointer;
+  fields.max_depth = 32;
+  fields.start_monotonic_ns = 1;
+  fields.start_realtime_ns = 1;
+  file_.resize(8192);
+  size_t n = format::EncodeFileHeader(fields, exe.data(), exe.size(), file_.data(), file_.size());
+  if (n == 0) throw std::runtime_error("EncodeFileHeader failed");
+  file_.resize(n);
+}
+
+SyntheticTrace::Thread& SyntheticTrace::Get(uint32_t tid) {
+  return threads_.try_emplace(tid).first->second;
+}
+
+template <typename Fn>
+void SyntheticTrace::Append(uint32_t tid, uint64_t ts, Fn&& fn) {
+  Thread& t = Get(tid);
+  if (!t.begun) {
+    t.writer.Begin(tid, t.sequence, ts);
+    t.begun = true;
+  }
+  if (fn(t.writer)) return;
+  Flush(tid);
+  t.writer.Begin(tid, t.sequence, ts);
+  t.begun = true;
+  if (!fn(t.writer)) throw std::runtime_error("record does not fit an empty chunk");
+}
+
+void SyntheticTrace::Alloc(uint32_t tid, uint64_t ts, uint64_t address, uint64_t size,
+                           uint32_t stack, format::AllocFn fn) {
+  Append(tid, ts, [&](format::ChunkWriter& w) {
+    return w.AppendAlloc(fn, ts, address, size, stack);
+  });
+}
+
+void SyntheticTrace::Free(uint32_t tid, uint64_t ts, uint64_t address, uint32_t stack,
+                          uint64_t size, format::FreeFn fn) {
+  Append(tid, ts, [&](format::ChunkWriter& w) {
+    return w.AppendFree(fn, ts, address, size, stack);
+  });
+}
+
+void SyntheticTrace::Realloc(uint32_t tid, uint64_t ts_free, uint64_t ts_alloc,
+                             uint64_t old_address, uint64_t new_address, uint64_t size,
+                             uint32_t stack) {
+  Append(tid, ts_free, [&](format::ChunkWriter& w) {
+    return w.AppendRealloc(format::AllocFn::kRealloc, ts_free, ts_alloc, old_address,
+                           new_address, size, stack);
+  });
+}
+
+void SyntheticTrace::Stack(uint32_t tid, uint32_t id, const std::vector<uint64_t>& frames) {
+  Append(tid, 0, [&](format::ChunkWriter& w) {
+    return w.AppendStack(id, frames.data(), static_cast<uint32_t>(frames.size()));
+  });
+}
+
+void SyntheticTrace::ThreadName(uint32_t tid, uint64_t ts, const std::string& name) {
+  Append(tid, ts, [&](format::ChunkWriter& w) {
+    return w.AppendThreadName(ts, name.data(), name.size());
+  });
+}
+
+void SyntheticTrace::ThreadExit(uint32_t tid, uint64_t ts) {
+  Append(tid, ts, [&](format::ChunkWriter& w) { return w.AppendThreadExit(ts); });
+}
+
+void SyntheticTrace::Module(uint32_t tid, const std::string& path, uint64_t load_bias,
+                            uint64_t start, uint64_t size) {
+  format::ModuleSegment segment{start, size};
+  format::ModuleView view{0, load_bias, path.data(), static_cast<uint32_t>(path.size()),
+                          nullptr, 0, &segment, 1};
+  Append(tid, 0, [&](format::ChunkWriter& w) { return w.AppendModule(view); });
+}
+
+void SyntheticTrace::Flush(uint32_t tid) {
+  Thread& t = Get(tid);
+  if (!t.begun || t.writer.empty()) return;
+  size_t n = t.writer.Finish();
+  if (sink_) {
+    std::fwrite(t.buffer.data(), 1, n, sink_);
+  } else {
+    file_.insert(file_.end(), t.buffer.data(), t.buffer.data() + n);
+  }
+  ++t.sequence;
+  t.begun = false;
+}
+
+const std::vector<uint8_t>& SyntheticTrace::Finish() {
+  for (auto& [tid, t] : threads_) Flush(tid);
+  return file_;
+}
+
+void SyntheticTrace::WriteTo(const std::string& path) {
+  Finish();
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw std::runtime_error("cannot write " + path);
+  std::fwrite(file_.data(), 1, file_.size(), f);
+  std::fclose(f);
+}
+
+}  // namespace crossfree::analyzer::testing
+
+namespace crossfree::analyzer::testing {
+
+void SyntheticTrace::StreamTo(std::FILE* sink) {
+  std::fwrite(file_.data(), 1, file_.size(), sink);
+  file_.clear();
+  sink_ = sink;
+}
+
+}  // namespace crossfree::analyzer::testing
