@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Analyzer: the gate's two input files, both line-oriented text so they
-// review and diff well in version control (formats in docs/analyzer.md).
+// review and diff well in version control (formats in docs/guide/analyzer.md).
 //
 // Baseline: the cross-thread pairs a project allows, with the rate (frees
 // per 1000 allocations) each had when accepted:

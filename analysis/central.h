@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Analyzer: tcmalloc central free-list transfers recorded by the tracer
-// (kTagCentral records, docs/central.md): counts per role (or thread),
+// (kTagCentral records, docs/guide/central.md): counts per role (or thread),
 // split fetch/release with the Insert/RemoveRange calls as sub-counts, and
 // the call sites (symbolized like allocation sites, allocator and tracer
 // frames skipped) whose allocations and frees triggered them.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Analyzer: renders an Analysis as the `crossfree report` text (fits 100
-// columns) or JSON (schema in docs/analyzer.md; kReportSchemaVersion bumps on
+// columns) or JSON (schema in docs/guide/analyzer.md; kReportSchemaVersion bumps on
 // any incompatible change). Stateless.
 #pragma once
 

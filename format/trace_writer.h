@@ -76,7 +76,7 @@ class ChunkWriter {
   // other records use, so readers that skip it decode the rest unchanged;
   // not an allocation/free event (not in event_count()).
   // by_tracer marks a call the tracer's own bookkeeping caused (recorded
-  // later, without a stack; docs/central.md).
+  // later, without a stack; docs/guide/central.md).
   bool AppendCentral(CentralOp op, uint64_t ts_ns, uint32_t size_class, uint64_t count,
                      uint32_t stack_id, bool by_tracer = false);
 

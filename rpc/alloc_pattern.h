@@ -11,7 +11,7 @@
 namespace crossfree::rpc {
 
 // Every boolean false = all fixes on (the default, "fixed"). Each boolean true
-// restores one historical pattern (see docs/rpc.md, "Allocation patterns"):
+// restores one historical pattern (see docs/guide/rpc.md, "Allocation patterns"):
 //   legacy_reactor_tasks     reactor tasks are heap objects new'ed by the
 //                            producer (C or W) and deleted by the reactor.
 //   legacy_call_response     the client's CallResponse is new'ed on the client

@@ -102,7 +102,7 @@ bool SimulateFiles(const std::vector<std::string>& paths, const SimulateOptions&
                    SimulationResult* out, std::string* error);
 
 // The result for people, and as JSON for scripts that compare predicted
-// with measured counts per group (see docs/simulate.md for the schema).
+// with measured counts per group (see docs/guide/simulate.md for the schema).
 std::string RenderSimulationText(const SimulationResult& result, const SimulateOptions& options);
 std::string RenderSimulationJson(const SimulationResult& result, const SimulateOptions& options);
 

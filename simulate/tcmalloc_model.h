@@ -11,7 +11,7 @@
 // IncreaseCacheLimitLocked, Init/NewHeap/DeleteCache),
 // src/central_freelist.cc (transfer cache, RemoveRange/InsertRange, spans)
 // and src/tcmalloc.cc
-// (which paths use a thread cache at all). Own code; docs/simulate.md lists
+// (which paths use a thread cache at all). Own code; docs/guide/simulate.md lists
 // what the model keeps and what it leaves out.
 //
 // Not thread-safe: one model per simulated process, driven by one thread.

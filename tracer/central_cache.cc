@@ -5,7 +5,7 @@
 // through its PLT, so the first definition in the global scope (ours, when
 // preloaded first) wins. Member functions take `this` first.
 //
-// Which calls are recorded (docs/central.md, "What is recorded"):
+// Which calls are recorded (docs/guide/central.md, "What is recorded"):
 //  - tcmalloc makes these calls from inside malloc/free. Our allocation
 //    hooks call the real function with the recursion guard held, so the
 //    guard is normally set here even though the TARGET's allocation caused

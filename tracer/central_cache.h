@@ -4,7 +4,7 @@
 // CentralFreeList::InsertRange / RemoveRange), which Debian's
 // libtcmalloc.so.4 calls through its PLT. Each call is forwarded to the next
 // definition (dlsym RTLD_NEXT, resolved on first use) and recorded as a
-// kTagCentral record through RecordCentral (recorder.h). See docs/central.md.
+// kTagCentral record through RecordCentral (recorder.h). See docs/guide/central.md.
 //
 // Any thread may call the hooks, from inside tcmalloc; they never allocate,
 // lock or use stdio. When libtcmalloc is not loaded nobody calls them.

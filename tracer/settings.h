@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tracer: settings, read once from the environment when the tracer starts.
 //
-// Every environment variable the tracer reads (also in docs/tracer.md):
+// Every environment variable the tracer reads (also in docs/guide/tracer.md):
 //
 //   CROSSFREE_OUTPUT         Trace file path template. "%p" expands to the
 //                            pid. Default "crossfree.%p.trace" in the cwd.
@@ -21,7 +21,7 @@
 //   CROSSFREE_MALLOC_HOOK    0 never registers gperftools MallocHook hooks
 //                            (static tcmalloc). Default 1 (auto-detect).
 //   CROSSFREE_CENTRAL        0 does not record tcmalloc central free-list
-//                            transfers (docs/central.md). Default 1.
+//                            transfers (docs/guide/central.md). Default 1.
 //   CROSSFREE_TSC            0 stamps events with clock_gettime instead of
 //                            the calibrated TSC clock (sys.h). Default 1.
 //   CROSSFREE_VERBOSE        1 prints a one-line summary per process at exit

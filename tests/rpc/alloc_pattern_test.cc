@@ -74,7 +74,7 @@ TEST_CASE("fixed pattern: zero cross-thread pairs per call", "[rpc][alloc]") {
   INFO("pairs:\n" << Show(got));
   CHECK(got.empty());
   // The exact heap allocations (operator new) per call by thread role, so
-  // the figure cannot regress silently (docs/rpc.md lists them by site).
+  // the figure cannot regress silently (docs/guide/rpc.md lists them by site).
   // A role's count is kCalls * (its per-call figure) plus at most a few
   // one-off allocations of the run (not per call).
   INFO("allocations by role:\n" << Show(by_role));

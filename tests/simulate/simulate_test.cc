@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Simulate tests: replays of synthetic traces whose central free-list
 // transfers are derived by hand from the model's rules (gperftools 2.10
-// src/thread_cache.{h,cc}; see docs/simulate.md). Each derivation is in a
+// src/thread_cache.{h,cc}; see docs/guide/simulate.md). Each derivation is in a
 // comment beside the expected numbers.
 #include <catch2/catch.hpp>
 

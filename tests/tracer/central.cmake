@@ -1,4 +1,4 @@
-# The tracer's tcmalloc central free-list interposers (docs/central.md),
+# The tracer's tcmalloc central free-list interposers (docs/guide/central.md),
 # checked against the independent counting preload
 # (tests/simulate/tc_count_preload.cc) in the same run. Included from
 # tests/tracer/CMakeLists.txt.
