@@ -18,7 +18,7 @@ namespace crossfree::format {
 // Every thread encodes its own chunks into a private buffer and appends a
 // complete chunk with one write(2) on an O_APPEND descriptor, so the file is
 // a sequence of whole chunks in no global order. A reader recovers the order
-// of events on one address from their timestamps (DESIGN.md ordering rule).
+// of events on one address from their timestamps (docs/design.md, "The ordering rule").
 // Delta state (previous timestamp, previous address, the per-stack size and
 // address prediction table) resets at the start of every chunk, so each
 // chunk decodes on its own and a truncated file loses only its last,
