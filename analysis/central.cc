@@ -9,8 +9,9 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "render/output.h"
+#include "analysis/event_stream.h"
 #include "format/trace_reader.h"
+#include "render/output.h"
 
 namespace crossfree::analyzer {
 
@@ -58,11 +59,12 @@ struct RawValue {
 };
 void AddTo(CentralCounts* c, format::CentralOp op, const RawValue& v);
 
-class CentralVisitor : public format::RecordVisitor {
+class CentralVisitor : public ChunkVisitor {
  public:
   CentralVisitor(std::unordered_map<RawKey, RawValue, RawKeyHash>* raw, CentralCounts* by_tracer)
       : raw_(raw), by_tracer_(by_tracer) {}
   void OnCentral(const format::CentralEvent& e) override {
+    NoteCentral();
     if (e.by_tracer) {
       AddTo(by_tracer_, e.op, RawValue{1, e.count});
       return;
@@ -112,10 +114,7 @@ bool CollectCentral(TraceSet& set, GroupBy by, size_t top, SiteBuilder& sites,
     CentralVisitor visitor(&raw, &out->by_tracer);
     for (const ThreadStream& stream : trace.streams) {
       for (const format::Chunk& chunk : stream.chunks) {
-        if (!format::DecodeChunk(chunk, visitor, error)) {
-          *error = trace.path + ": " + *error;
-          return false;
-        }
+        if (!DecodeTraceChunk(trace, chunk, visitor, error)) return false;
       }
     }
     std::unordered_map<uint32_t, std::string> labels;

@@ -2,6 +2,8 @@
 // Analyzer: the pairing pass (see pairing.h for the algorithm).
 #include "analysis/pairing.h"
 
+#include "analysis/event_stream.h"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -30,17 +32,19 @@ void PairingCounts::Add(const PairingCounts& o) {
 
 namespace {
 
-// A decoded event. key = timestamp * 2 + (alloc ? 1 : 0): one comparison
-// orders by time and puts a free before an allocation with the same stamp.
+// A decoded event, ordered by OrderKey (event_stream.h).
 struct Ev {
-  uint64_t key;
+  uint64_t timestamp_ns;
   uint64_t address;
   uint64_t size;
   uint32_t stack;
+  uint8_t is_alloc;
   uint8_t from_realloc;
+
+  OrderKey key() const { return {timestamp_ns, is_alloc ? Rank::kAlloc : Rank::kFree}; }
 };
 
-inline bool IsAlloc(const Ev& e) { return e.key & 1; }
+inline bool IsAlloc(const Ev& e) { return e.is_alloc; }
 
 // A chunk's decoding state: claimed by exactly one worker (kUndecoded ->
 // kDecoding by compare-exchange), published with kDecoded.
@@ -65,8 +69,6 @@ struct Shared {
   std::atomic<bool> failed{false};
   std::mutex error_mutex;
   std::string error;
-  // Thread names: the one set last (by timestamp) wins.
-  std::unordered_map<uint32_t, std::pair<uint64_t, std::string>> names;
 };
 
 // One multiply; a different constant from the workers' AddressMap, so a
@@ -76,7 +78,7 @@ inline uint32_t PartitionOf(uint64_t address, int jobs) {
   return static_cast<uint32_t>((h * static_cast<uint64_t>(jobs)) >> 32);
 }
 
-class SlotDecoder : public format::RecordVisitor {
+class SlotDecoder : public ChunkVisitor {
  public:
   SlotDecoder(Slot* slot, int jobs) : slot_(slot), jobs_(jobs) {}
 
@@ -85,28 +87,12 @@ class SlotDecoder : public format::RecordVisitor {
       ++slot_->null_events;
       return;
     }
-    Ev ev{e.timestamp_ns * 2 + (e.op == format::EventOp::kAlloc ? 1 : 0), e.address, e.size,
-          e.stack_id, static_cast<uint8_t>(e.from_realloc ? 1 : 0)};
+    Ev ev{e.timestamp_ns, e.address, e.size, e.stack_id,
+          static_cast<uint8_t>(e.op == format::EventOp::kAlloc ? 1 : 0),
+          static_cast<uint8_t>(e.from_realloc ? 1 : 0)};
     slot_->parts[jobs_ == 1 ? 0 : PartitionOf(e.address, jobs_)].push_back(ev);
   }
-  void OnStack(uint32_t stack_id, std::span<const uint64_t> frames) override {
-    stacks.emplace_back(stack_id, std::vector<uint64_t>(frames.begin(), frames.end()));
-  }
-  void OnThreadName(uint32_t tid, uint64_t ts_ns, std::string_view name) override {
-    names.push_back({tid, ts_ns, std::string(name)});
-  }
-  void OnModule(uint32_t, const format::Module& module) override { modules.push_back(module); }
-  void OnCentral(const format::CentralEvent&) override { has_central = true; }
-
-  struct Name {
-    uint32_t tid;
-    uint64_t ts;
-    std::string name;
-  };
-  std::vector<std::pair<uint32_t, std::vector<uint64_t>>> stacks;
-  std::vector<Name> names;
-  std::vector<format::Module> modules;
-  bool has_central = false;
+  void OnCentral(const format::CentralEvent&) override { NoteCentral(); }
 
  private:
   Slot* slot_;
@@ -141,31 +127,17 @@ void Throttle(Shared& shared, int worker) {
 bool DecodeClaimed(Shared& shared, size_t stream, size_t index) {
   Slot& slot = *shared.slots[stream][index];
   const format::Chunk& chunk = shared.trace->streams[stream].chunks[index];
+  // No reserve from chunk.event_count: the count is what the file claims,
+  // and memory is never sized from a claim (a crafted count of 2^31 would
+  // reserve 64 GiB). The vectors grow with the events actually decoded.
   slot.parts.resize(shared.jobs);
-  for (auto& p : slot.parts) p.reserve(chunk.event_count / shared.jobs + 16);
   SlotDecoder decoder(&slot, shared.jobs);
   std::string error;
-  bool ok = format::DecodeChunk(chunk, decoder, &error);
-  if (!ok) {
-    if (error.find(shared.trace->path) == std::string::npos) {
-      error = fmt::format("{}: {}", shared.trace->path, error);
-    }
-    Fail(shared, std::move(error));
-  }
+  bool ok = DecodeTraceChunk(*shared.trace, chunk, decoder, &error);
+  if (!ok) Fail(shared, std::move(error));
   int64_t total = 0;
   for (auto& p : slot.parts) total += static_cast<int64_t>(p.size());
   shared.buffered.fetch_add(total, std::memory_order_relaxed);
-  if (decoder.has_central) shared.trace->has_central.store(true, std::memory_order_relaxed);
-  if (!decoder.stacks.empty() || !decoder.names.empty() || !decoder.modules.empty()) {
-    ProcessTrace& trace = *shared.trace;
-    std::lock_guard<std::mutex> meta(trace.metadata_mutex);
-    for (auto& [id, frames] : decoder.stacks) trace.stacks.try_emplace(id, std::move(frames));
-    for (auto& n : decoder.names) {
-      auto [it, inserted] = shared.names.try_emplace(n.tid, n.ts, n.name);
-      if (!inserted && n.ts >= it->second.first) it->second = {n.ts, n.name};
-    }
-    for (auto& m : decoder.modules) trace.modules.push_back(std::move(m));
-  }
   slot.state.store(kDecoded, std::memory_order_release);
   slot.state.notify_all();
   return ok;
@@ -270,6 +242,8 @@ struct Cursor {
   size_t chunk;
   const Ev* cur;
   const Ev* end;
+
+  OrderKey key() const { return cur->key(); }
 };
 
 class Worker {
@@ -280,8 +254,14 @@ class Worker {
     frees_by_class_.assign(threads * kSizeClassCount, 0);
   }
 
+  // Never throws: an exception leaving a worker thread would terminate the
+  // process while its siblings are still joinable.
   void Run() {
-    RunMerge();
+    try {
+      RunMerge();
+    } catch (const std::exception& e) {
+      Fail(*shared_, fmt::format("{}: pairing failed: {}", shared_->trace->path, e.what()));
+    }
     shared_->done[index_].store(true);
   }
 
@@ -347,33 +327,16 @@ class Worker {
     ++c.chunk;
   }
 
-  static bool Less(const Cursor& a, const Cursor& b) {
-    if (a.cur->key != b.cur->key) return a.cur->key < b.cur->key;
-    return a.stream < b.stream;
-  }
-
-  void SiftDown(std::vector<Cursor>& heap, size_t i) {
-    size_t n = heap.size();
-    for (;;) {
-      size_t l = 2 * i + 1, r = l + 1, m = i;
-      if (l < n && Less(heap[l], heap[m])) m = l;
-      if (r < n && Less(heap[r], heap[m])) m = r;
-      if (m == i) return;
-      std::swap(heap[i], heap[m]);
-      i = m;
-    }
-  }
-
   void RunMerge() {
-    std::vector<Cursor> heap;
+    MergeHeap<Cursor> heap;
     for (uint32_t s = 0; s < shared_->slots.size(); ++s) {
       Cursor c{s, 0, nullptr, nullptr};
-      if (Load(c)) heap.push_back(c);
+      if (Load(c)) heap.Push(c);
       if (shared_->failed.load()) return;
     }
-    for (size_t i = heap.size(); i-- > 0;) SiftDown(heap, i);
+    heap.Build();
     while (!heap.empty()) {
-      Cursor& top = heap[0];
+      Cursor& top = heap.top();
       // The same thread's next events are likely next in time too: fetch
       // their address slots while this one is processed.
       if (top.end - top.cur > 16) live_.Prefetch(top.cur[16].address);
@@ -382,12 +345,11 @@ class Worker {
         Release(top);
         if (!Load(top)) {
           if (shared_->failed.load()) return;
-          top = heap.back();
-          heap.pop_back();
-          if (heap.empty()) break;
+          heap.Pop();
+          continue;
         }
       }
-      SiftDown(heap, 0);
+      heap.Fix();
     }
   }
 
@@ -477,11 +439,7 @@ bool PairTrace(ProcessTrace& trace, const PairingOptions& options, PairingResult
     return false;
   }
   for (auto& w : workers) w->MergeInto(result);
-  for (auto& [tid, name] : shared.names) trace.thread_names[tid] = name.second;
-  std::stable_sort(trace.modules.begin(), trace.modules.end(),
-                   [](const format::Module& a, const format::Module& b) {
-                     return a.timestamp_ns < b.timestamp_ns;
-                   });
+  FinishMetadata(trace);
   return true;
 }
 

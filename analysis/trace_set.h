@@ -2,11 +2,11 @@
 // Analyzer: the traces of one analysis run, one file per traced process.
 // Opening a trace validates its header and indexes its chunks by thread (a
 // thread's chunks are in file order, which is its time order); the chunks are
-// decoded later, by the pairing pass, which also fills in the metadata
-// (stacks, thread names, modules) found in them.
+// decoded later, through the event stream (event_stream.h), which also fills
+// in the metadata (stacks, thread names, modules) found in them.
 //
-// Built and read by one thread; the pairing pass fills the metadata from its
-// workers under metadata_mutex.
+// Built and read by one thread; the first pass over the chunks fills the
+// metadata from its workers under metadata_mutex.
 #pragma once
 
 #include <atomic>
@@ -38,11 +38,15 @@ struct ProcessTrace {
   bool truncated = false;           // last chunk incomplete (warning issued)
   uint64_t truncated_offset = 0;
 
-  // Filled by the pairing pass.
+  // Filled by the first pass over the chunks (event_stream.h).
   std::mutex metadata_mutex;
   std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;  // id -> return addresses
   std::unordered_map<uint32_t, std::string> thread_names;      // tid -> last name set
-  std::vector<format::Module> modules;
+  std::vector<format::Module> modules;                         // by load time
+  // tid -> (timestamp, name) of the latest name seen so far; resolved into
+  // thread_names by FinishMetadata, which also sets metadata_complete.
+  std::unordered_map<uint32_t, std::pair<uint64_t, std::string>> name_log;
+  std::atomic<bool> metadata_complete{false};
   // Whether any chunk holds tcmalloc central free-list records, so the
   // central pass (central.cc) decodes only traces that have them.
   std::atomic<bool> has_central{false};

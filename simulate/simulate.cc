@@ -8,16 +8,21 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
-#include <queue>
-#include <tuple>
 #include <unordered_map>
 
-#include "render/output.h"
+#include "analysis/event_stream.h"
 #include "format/trace_reader.h"
+#include "render/output.h"
 
 namespace crossfree::simulate {
 
+using analyzer::ChunkVisitor;
+using analyzer::DecodeTraceChunk;
+using analyzer::FinishMetadata;
+using analyzer::MergeHeap;
+using analyzer::OrderKey;
 using analyzer::ProcessTrace;
+using analyzer::Rank;
 using analyzer::Site;
 using analyzer::TraceSet;
 
@@ -53,17 +58,18 @@ struct SimEvent {
   uint8_t fn = 0;
 };
 
-// Free before allocation on equal timestamps; a thread exit last.
-int Rank(uint8_t kind) { return kind == kFree ? 0 : kind == kExit ? 2 : 1; }
+// The ordering rule of the event stream: free before allocation on equal
+// timestamps, a thread exit last.
+OrderKey KeyOf(const SimEvent& e) {
+  return {e.ts, e.kind == kFree ? Rank::kFree : e.kind == kExit ? Rank::kThreadExit : Rank::kAlloc};
+}
 
 constexpr uint32_t kExitStack = std::numeric_limits<uint32_t>::max();
 
 // Decodes one chunk into SimEvents and the trace's metadata.
-class ChunkCollector : public format::RecordVisitor {
+class ChunkCollector : public ChunkVisitor {
  public:
-  ChunkCollector(ProcessTrace* trace, std::vector<SimEvent>* out,
-                 std::unordered_map<uint32_t, std::pair<uint64_t, std::string>>* names)
-      : trace_(trace), out_(out), names_(names) {}
+  explicit ChunkCollector(std::vector<SimEvent>* out) : out_(out) {}
 
   void OnEvent(const format::Event& ev) override {
     ++events;
@@ -82,16 +88,6 @@ class ChunkCollector : public format::RecordVisitor {
     }
     FlushPending();
     out_->push_back(Make(ev, ev.op == format::EventOp::kFree ? kFree : kAlloc));
-  }
-  void OnStack(uint32_t id, std::span<const uint64_t> frames) override {
-    trace_->stacks.try_emplace(id, std::vector<uint64_t>(frames.begin(), frames.end()));
-  }
-  void OnThreadName(uint32_t tid, uint64_t ts, std::string_view name) override {
-    auto [it, inserted] = names_->try_emplace(tid, ts, std::string(name));
-    if (!inserted && ts >= it->second.first) it->second = {ts, std::string(name)};
-  }
-  void OnModule(uint32_t, const format::Module& module) override {
-    trace_->modules.push_back(module);
   }
   void OnThreadExit(uint32_t, uint64_t ts) override {
     FlushPending();
@@ -119,9 +115,7 @@ class ChunkCollector : public format::RecordVisitor {
     return e;
   }
 
-  ProcessTrace* trace_;
   std::vector<SimEvent>* out_;
-  std::unordered_map<uint32_t, std::pair<uint64_t, std::string>>* names_;
   SimEvent pending_;
   bool has_pending_ = false;
 };
@@ -167,25 +161,24 @@ class Replayer : public TransferSink {
         cache_from_first_event_(options.cache_from_first_event) {}
 
   bool Run(std::string* error) {
-    using Key = std::tuple<uint64_t, int, size_t>;  // ts, rank, stream
-    std::priority_queue<Key, std::vector<Key>, std::greater<Key>> queue;
-    for (size_t s = 0; s < streams_.size(); ++s) {
+    MergeHeap<Cursor> heap;
+    for (uint32_t s = 0; s < streams_.size(); ++s) {
       if (!Refill(s, error)) return false;
-      if (!Exhausted(s)) queue.emplace(Head(s).ts, Rank(Head(s).kind), s);
+      if (!Exhausted(s)) heap.Push(Cursor{this, s});
     }
-    while (!queue.empty()) {
-      size_t s = std::get<2>(queue.top());
-      queue.pop();
+    heap.Build();
+    while (!heap.empty()) {
+      uint32_t s = heap.top().stream;
       Process(s, Head(s));
       ++streams_[s].pos;
       if (!Refill(s, error)) return false;
-      if (!Exhausted(s)) queue.emplace(Head(s).ts, Rank(Head(s).kind), s);
+      if (Exhausted(s)) {
+        heap.Pop();
+      } else {
+        heap.Fix();
+      }
     }
-    for (auto& [tid, name] : names_) trace_->thread_names[tid] = name.second;
-    std::stable_sort(trace_->modules.begin(), trace_->modules.end(),
-                     [](const format::Module& a, const format::Module& b) {
-                       return a.timestamp_ns < b.timestamp_ns;
-                     });
+    FinishMetadata(*trace_);
     return true;
   }
 
@@ -221,6 +214,13 @@ class Replayer : public TransferSink {
   uint64_t inplace_reallocs() const { return inplace_reallocs_; }
 
  private:
+  // A merge cursor: the head event of one stream.
+  struct Cursor {
+    const Replayer* replayer;
+    uint32_t stream;
+    OrderKey key() const { return KeyOf(replayer->Head(stream)); }
+  };
+
   bool Exhausted(size_t s) const { return streams_[s].pos >= streams_[s].events.size(); }
   const SimEvent& Head(size_t s) const { return streams_[s].events[streams_[s].pos]; }
 
@@ -231,13 +231,8 @@ class Replayer : public TransferSink {
     while (st.pos >= st.events.size() && st.next_chunk < chunks.size()) {
       st.events.clear();
       st.pos = 0;
-      ChunkCollector collector(trace_, &st.events, &names_);
-      if (!format::DecodeChunk(chunks[st.next_chunk++], collector, error)) {
-        if (error->find(trace_->path) == std::string::npos) {
-          *error = fmt::format("{}: {}", trace_->path, *error);
-        }
-        return false;
-      }
+      ChunkCollector collector(&st.events);
+      if (!DecodeTraceChunk(*trace_, chunks[st.next_chunk++], collector, error)) return false;
       collector.FlushPending();
       events_ += collector.events;
     }
@@ -354,7 +349,6 @@ class Replayer : public TransferSink {
   ProcessTrace* trace_;
   TcmallocModel model_;
   std::vector<StreamState> streams_;
-  std::unordered_map<uint32_t, std::pair<uint64_t, std::string>> names_;
   std::unordered_map<uint64_t, Block> live_;
   SiteMap fetch_sites_;
   SiteMap release_sites_;

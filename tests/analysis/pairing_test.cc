@@ -321,5 +321,54 @@ TEST_CASE("free(NULL)-style events on address 0 are ignored, and counted") {
   CHECK(result.counts.cross_thread == 1);
 }
 
+// Damaged-trace class 6 of the analyzer hardening: a packed `ts * 2 +
+// is_alloc` sort key wrapped for timestamps of 2^63 and above, so every free
+// sorted before its allocation and 20 cross-thread pairs read as 20 unknown
+// frees.
+TEST_CASE("timestamps of 2^63 and above keep their order") {
+  // The middle base puts one pair astride 2^63 (allocated at 2^63 - 3,
+  // freed at 2^63 + 2), which the packed key sorted free-first.
+  for (uint64_t base : {uint64_t{1} << 63, (uint64_t{1} << 63) - 93, ~uint64_t{0} - 1000}) {
+    testing::SyntheticTrace t(400);
+    for (uint64_t i = 0; i < 20; ++i) {
+      t.Alloc(400, base + i * 10, 0x1000 + i * 0x40, 32, 0);
+      t.Free(401, base + i * 10 + 5, 0x1000 + i * 0x40, 0);
+    }
+    // A free and the allocation that reuses its address at the same stamp:
+    // the free comes first (the ordering rule), also up here.
+    t.Alloc(400, base + 300, 0x9000, 16, 0);
+    t.Free(401, base + 400, 0x9000, 0);
+    t.Alloc(400, base + 400, 0x9000, 16, 0);
+    for (int jobs : {1, 2}) {
+      TraceSet set;
+      std::string error;
+      REQUIRE(set.AddBytes(t.Finish(), "high-ts", &error));
+      PairingResult result;
+      PairingOptions options;
+      options.jobs = jobs;
+      REQUIRE(PairTrace(*set.traces()[0], options, &result, &error));
+      CHECK(result.counts.cross_thread == 21);
+      CHECK(result.counts.unknown_frees == 0);
+      CHECK(result.counts.live_at_exit == 1);
+      CHECK(result.counts.alloc_over_live == 0);
+    }
+  }
+}
+
+TEST_CASE("a thread's name is the one it set last, whichever chunk holds it") {
+  testing::SyntheticTrace t(500);
+  t.ThreadName(501, 50, "late");
+  t.Alloc(501, 60, 0x100, 8, 0);
+  t.Flush(501);
+  t.ThreadName(501, 10, "early");
+  t.Free(501, 70, 0x100, 0);
+  TraceSet set;
+  std::string error;
+  REQUIRE(set.AddBytes(t.Finish(), "names", &error));
+  PairingResult result;
+  REQUIRE(PairTrace(*set.traces()[0], PairingOptions{}, &result, &error));
+  CHECK(set.traces()[0]->thread_names.at(501) == "late");
+}
+
 }  // namespace
 }  // namespace crossfree::analyzer
