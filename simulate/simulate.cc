@@ -265,7 +265,7 @@ class Replayer : public TransferSink {
   // tcmalloc.cc: valloc and pvalloc are memalign at the system page size
   // (4 KiB, within kPageSize), i.e. malloc of the size rounded up to it;
   // pvalloc(0) asks for one page. Other aligned calls do not record their
-  // alignment: their size is taken as is (docs/simulate.md).
+  // alignment: their size is taken as is (docs/guide/simulate.md).
   static uint64_t RequestSize(const SimEvent& e) {
     auto fn = static_cast<format::AllocFn>(e.fn);
     constexpr uint64_t kSystemPage = 4096;
