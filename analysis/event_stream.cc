@@ -23,7 +23,14 @@ void ChunkVisitor::OnModule(uint32_t, const format::Module& module) {
 
 bool DecodeTraceChunk(ProcessTrace& trace, const format::Chunk& chunk, ChunkVisitor& visitor,
                       std::string* error) {
-  bool ok = format::DecodeChunk(chunk, visitor, error);
+  // One buffer per decoding thread, reused: at most one chunk (16 MiB) each.
+  thread_local std::vector<uint8_t> buffer;
+  format::Chunk loaded;
+  bool ok = trace.reader->LoadPayload(chunk, &buffer, &loaded, error) &&
+            format::DecodeChunk(loaded, visitor, error);
+  if (buffer.capacity() > (1u << 20) && loaded.payload_bytes < (1u << 16)) {
+    std::vector<uint8_t>().swap(buffer);  // keep a rare big chunk's buffer from lingering
+  }
   if (!ok && error->find(trace.path) == std::string::npos) {
     *error = fmt::format("{}: {}", trace.path, *error);
   }

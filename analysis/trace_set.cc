@@ -50,9 +50,12 @@ bool TraceSet::Index(std::unique_ptr<format::TraceReader> reader, const std::str
     }
     auto [it, inserted] = stream_of_tid.try_emplace(chunk.tid, trace->streams.size());
     if (inserted) trace->streams.push_back(ThreadStream{chunk.tid, {}});
+    // Only the chunk's place is kept; its payload is read again when a pass
+    // decodes it (event_stream.h), so memory does not follow the file size.
+    chunk.payload = {};
     trace->streams[it->second].chunks.push_back(chunk);
     ++trace->chunk_count;
-    trace->payload_bytes += chunk.payload.size();
+    trace->payload_bytes += chunk.payload_bytes;
   }
   trace->reader = std::move(reader);
   traces_.push_back(std::move(trace));

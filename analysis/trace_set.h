@@ -22,7 +22,8 @@
 
 namespace crossfree::analyzer {
 
-// All chunks of one thread id, in file order.
+// All chunks of one thread id, in file order. The chunks' payloads are not
+// kept: TraceReader::LoadPayload reads them when they are decoded.
 struct ThreadStream {
   uint32_t tid = 0;
   std::vector<format::Chunk> chunks;
@@ -30,7 +31,7 @@ struct ThreadStream {
 
 struct ProcessTrace {
   std::string path;
-  std::unique_ptr<format::TraceReader> reader;  // owns the mapping chunks point into
+  std::unique_ptr<format::TraceReader> reader;  // reads the chunks' payloads
   format::FileHeader header;
   std::vector<ThreadStream> streams;
   uint64_t chunk_count = 0;

@@ -4,10 +4,10 @@
 #include "format/trace_reader.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string_view>
@@ -95,12 +95,16 @@ std::unique_ptr<TraceReader> TraceReader::FromBytes(std::span<const uint8_t> byt
   if (!ParseHeader(bytes, name, &reader->header_, error)) return nullptr;
   reader->name_ = std::move(name);
   reader->bytes_ = bytes;
+  reader->size_ = bytes.size();
   reader->offset_ = reader->header_.size_bytes;
   return reader;
 }
 
 std::unique_ptr<TraceReader> TraceReader::Open(const std::string& path, std::string* error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise block until a
+  // writer appears (forever, for `crossfree dump fifo`). The type is checked
+  // on the open descriptor, so a file swapped in between cannot slip past.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     *error = path + ": " + strerror(errno);
     return nullptr;
@@ -112,49 +116,95 @@ std::unique_ptr<TraceReader> TraceReader::Open(const std::string& path, std::str
     return nullptr;
   }
   if (!S_ISREG(st.st_mode)) {
-    *error = path + ": not a regular file";
+    *error = path + ": not a regular file" +
+             (S_ISFIFO(st.st_mode)  ? " (a FIFO)"
+              : S_ISDIR(st.st_mode) ? " (a directory)"
+              : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? " (a device)"
+              : S_ISSOCK(st.st_mode) ? " (a socket)"
+                                     : "");
     ::close(fd);
     return nullptr;
   }
-  size_t size = static_cast<size_t>(st.st_size);
-  void* mapping = nullptr;
-  if (size > 0) {
-    mapping = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (mapping == MAP_FAILED) {
-      *error = path + ": mmap: " + strerror(errno);
-      ::close(fd);
-      return nullptr;
-    }
-    madvise(mapping, size, MADV_SEQUENTIAL);
-  }
-  ::close(fd);
-  std::span<const uint8_t> bytes(static_cast<const uint8_t*>(mapping), size);
-  auto reader = FromBytes(bytes, path, error);
-  if (reader == nullptr) {
-    if (mapping != nullptr) munmap(mapping, size);
+  std::unique_ptr<TraceReader> reader(new TraceReader());
+  reader->fd_ = fd;
+  reader->name_ = path;
+  reader->size_ = static_cast<uint64_t>(st.st_size);
+  std::vector<uint8_t> head;
+  bool io_error = false;
+  std::span<const uint8_t> bytes =
+      reader->View(0, std::min<uint64_t>(reader->size_, wire::kMaxHeaderBytes), &head, &io_error);
+  if (io_error) {
+    *error = path + ": read: " + strerror(errno);
     return nullptr;
   }
-  reader->mapping_ = mapping;
-  reader->mapping_size_ = size;
+  if (!ParseHeader(bytes, path, &reader->header_, error)) return nullptr;
+  reader->offset_ = reader->header_.size_bytes;
   return reader;
 }
 
 TraceReader::~TraceReader() {
-  if (mapping_ != nullptr) munmap(mapping_, mapping_size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+ssize_t TraceReader::ReadAt(uint64_t offset, size_t n, uint8_t* out) const {
+  if (fd_ < 0) {
+    if (offset >= bytes_.size()) return 0;
+    size_t k = std::min<uint64_t>(n, bytes_.size() - offset);
+    memcpy(out, bytes_.data() + offset, k);
+    return static_cast<ssize_t>(k);
+  }
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pread(fd_, out + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) break;
+    done += static_cast<size_t>(r);
+  }
+  return static_cast<ssize_t>(done);
+}
+
+// The n bytes at offset (fewer at the end of the data): a view of bytes_, or
+// read into *buffer.
+std::span<const uint8_t> TraceReader::View(uint64_t offset, size_t n, std::vector<uint8_t>* buffer,
+                                           bool* io_error) const {
+  *io_error = false;
+  if (fd_ < 0) {
+    if (offset >= bytes_.size()) return {};
+    return bytes_.subspan(offset, std::min<uint64_t>(n, bytes_.size() - offset));
+  }
+  buffer->resize(n);
+  ssize_t r = ReadAt(offset, n, buffer->data());
+  if (r < 0) {
+    *io_error = true;
+    return {};
+  }
+  return std::span<const uint8_t>(buffer->data(), static_cast<size_t>(r));
 }
 
 ReadResult TraceReader::NextChunk(Chunk* chunk) {
   if (!error_.empty()) return error_result_;  // errors are sticky
-  size_t size = bytes_.size();
+  uint64_t size = size_;
   if (offset_ == size) return ReadResult::kEnd;
-  const uint8_t* b = bytes_.data() + offset_;
-  size_t left = size - offset_;
   auto fail = [&](ReadResult result, std::string what) {
     error_offset_ = offset_;
     error_ = std::move(what);
     error_result_ = result;
     return result;
   };
+  uint64_t left = size - offset_;
+  bool io_error = false;
+  // The header first, then the whole chunk once its length is known and
+  // checked, so a damaged length never makes us read (or allocate) more
+  // than kMaxChunkBytes.
+  std::span<const uint8_t> head =
+      View(offset_, std::min<uint64_t>(left, kChunkHeaderBytes), &buffer_, &io_error);
+  if (io_error) return fail(ReadResult::kCorrupt, std::string("read error: ") + strerror(errno));
+  if (head.size() < std::min<uint64_t>(left, kChunkHeaderBytes)) {
+    return fail(ReadResult::kCorrupt, "file changed while being read (it shrank below " +
+                                          std::to_string(size) + " bytes)");
+  }
+  const uint8_t* b = head.data();
   // A partial chunk magic at the end is a truncation; anything else is not.
   uint8_t magic[4];
   wire::Store32(magic, kChunkMagic);
@@ -176,6 +226,15 @@ ReadResult TraceReader::NextChunk(Chunk* chunk) {
     }
     if (left >= kChunkHeaderBytes + payload) {
       size_t total = kChunkHeaderBytes + payload;
+      std::span<const uint8_t> whole = View(offset_, total, &buffer_, &io_error);
+      if (io_error) {
+        return fail(ReadResult::kCorrupt, std::string("read error: ") + strerror(errno));
+      }
+      if (whole.size() < total) {
+        return fail(ReadResult::kCorrupt, "file changed while being read (it shrank below " +
+                                              std::to_string(size) + " bytes)");
+      }
+      b = whole.data();
       uint32_t crc = Crc32c(b + wire::kChkCrcStart, total - wire::kChkCrcStart);
       if (crc != wire::Load32(b + wire::kChkCrc)) {
         return fail(ReadResult::kCorrupt, "corrupt chunk at offset " + std::to_string(offset_) +
@@ -186,7 +245,9 @@ ReadResult TraceReader::NextChunk(Chunk* chunk) {
       chunk->sequence = wire::Load32(b + wire::kChkSequence);
       chunk->event_count = wire::Load32(b + wire::kChkEvents);
       chunk->base_timestamp_ns = wire::Load64(b + wire::kChkBaseTs);
-      chunk->payload = std::span<const uint8_t>(b + kChunkHeaderBytes, payload);
+      chunk->payload_bytes = payload;
+      chunk->crc = crc;
+      chunk->payload = whole.subspan(kChunkHeaderBytes, payload);
       offset_ += total;
       return ReadResult::kChunk;
     }
@@ -194,6 +255,38 @@ ReadResult TraceReader::NextChunk(Chunk* chunk) {
   return fail(ReadResult::kTruncated, "truncated chunk at offset " + std::to_string(offset_) +
                                           " (file ends after " + std::to_string(left) +
                                           " of its bytes)");
+}
+
+bool TraceReader::LoadPayload(const Chunk& chunk, std::vector<uint8_t>* buffer, Chunk* loaded,
+                              std::string* error) const {
+  *loaded = chunk;
+  size_t total = kChunkHeaderBytes + chunk.payload_bytes;
+  if (fd_ < 0) {
+    if (chunk.file_offset > bytes_.size() || bytes_.size() - chunk.file_offset < total) {
+      *error = name_ + ": chunk at offset " + std::to_string(chunk.file_offset) +
+               " is outside the trace";
+      return false;
+    }
+    loaded->payload = bytes_.subspan(chunk.file_offset + kChunkHeaderBytes, chunk.payload_bytes);
+    return true;
+  }
+  buffer->resize(total);
+  ssize_t r = ReadAt(chunk.file_offset, total, buffer->data());
+  if (r < 0) {
+    *error = name_ + ": read error at offset " + std::to_string(chunk.file_offset) + ": " +
+             strerror(errno);
+    return false;
+  }
+  const uint8_t* b = buffer->data();
+  if (static_cast<size_t>(r) < total ||
+      Crc32c(b + wire::kChkCrcStart, total - wire::kChkCrcStart) != chunk.crc ||
+      wire::Load32(b + wire::kChkCrc) != chunk.crc) {
+    *error = name_ + ": file changed while being read (chunk at offset " +
+             std::to_string(chunk.file_offset) + ")";
+    return false;
+  }
+  loaded->payload = std::span<const uint8_t>(b + kChunkHeaderBytes, chunk.payload_bytes);
+  return true;
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
 #include <vector>
 
 #include "format/trace_format.h"
@@ -71,14 +72,20 @@ class RecordVisitor {
   virtual void OnCentral(const CentralEvent& /*event*/) {}
 };
 
-// A complete, checksum-verified chunk. payload points into the reader's
-// mapping and lives as long as the reader.
+// A complete, checksum-verified chunk. Where payload points depends on the
+// reader: into the caller's bytes for FromBytes() (valid as long as they
+// are); into the reader's own buffer for Open() (valid until the next
+// NextChunk() call). To decode a chunk later, keep the Chunk and call
+// TraceReader::LoadPayload(), which reads it again.
 struct Chunk {
   uint64_t file_offset = 0;  // offset of the chunk header in the file
   uint32_t tid = 0;
   uint32_t sequence = 0;     // per-thread chunk number, from 0
   uint64_t base_timestamp_ns = 0;
-  uint32_t event_count = 0;  // allocation/free events (a realloc counts 2)
+  uint32_t event_count = 0;  // allocation/free events (a realloc counts 2); a claim, never
+                             // a size to allocate by
+  uint32_t payload_bytes = 0;
+  uint32_t crc = 0;          // the chunk's checksum, as verified
   std::span<const uint8_t> payload;
 };
 
@@ -90,8 +97,12 @@ enum class ReadResult {
 };
 
 // Reads one trace file. Open() validates the header; NextChunk() walks the
-// chunks in file order. Not thread-safe; decoding of distinct chunks may be
-// done on several threads at once (DecodeChunk is a free function).
+// chunks in file order. A file is read with pread() in chunk-sized pieces,
+// never mapped: memory stays bounded by the largest chunk whatever the file
+// size, and a file that shrinks or changes while it is read is an error
+// ("file changed while being read"), not a SIGBUS. NextChunk() is for one
+// thread; LoadPayload() may be called from several threads at once, and
+// decoding of distinct chunks too (DecodeChunk is a free function).
 class TraceReader {
  public:
   // Returns null and sets *error to one line naming the file and the problem
@@ -102,21 +113,41 @@ class TraceReader {
                                                 std::string name, std::string* error);
   ~TraceReader();
 
+  // Owns a file descriptor and buffers: not copyable.
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
   const FileHeader& header() const { return header_; }
   const std::string& name() const { return name_; }
-  uint64_t file_size() const { return bytes_.size(); }
+  uint64_t file_size() const { return size_; }
 
   ReadResult NextChunk(Chunk* chunk);
+
+  // Makes chunk (from an earlier NextChunk() of this reader) decodable:
+  // *loaded is the chunk with its payload in *buffer (for FromBytes(), in
+  // the caller's bytes; *buffer is not touched). Fails with *error naming
+  // the file and offset when the bytes on disk are no longer those that
+  // were verified. Thread-safe.
+  bool LoadPayload(const Chunk& chunk, std::vector<uint8_t>* buffer, Chunk* loaded,
+                   std::string* error) const;
   // After kTruncated or kCorrupt: where and what.
   uint64_t error_offset() const { return error_offset_; }
   const std::string& error() const { return error_; }
 
  private:
   TraceReader() = default;
+  // Reads [offset, offset + n) of the trace into out: from bytes_, or with
+  // pread from fd_. Returns the bytes read (fewer at the end of the file, or
+  // when the file shrank); -1 on an I/O error (errno set).
+  ssize_t ReadAt(uint64_t offset, size_t n, uint8_t* out) const;
+  std::span<const uint8_t> View(uint64_t offset, size_t n, std::vector<uint8_t>* buffer,
+                                bool* io_error) const;
+
   std::string name_;
-  std::span<const uint8_t> bytes_;
-  void* mapping_ = nullptr;
-  size_t mapping_size_ = 0;
+  std::span<const uint8_t> bytes_;  // FromBytes()
+  int fd_ = -1;                     // Open()
+  uint64_t size_ = 0;               // file size at Open()
+  std::vector<uint8_t> buffer_;     // NextChunk()'s current chunk, for fd_ readers
   FileHeader header_;
   uint64_t offset_ = 0;
   uint64_t error_offset_ = 0;

@@ -3,6 +3,7 @@
 // headers and versions, malformed and unknown records.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -203,7 +204,14 @@ TEST_CASE("Open reports files it cannot use", "[reader]") {
   CHECK(TraceReader::Open("/nonexistent/x.trace", &error) == nullptr);
   CHECK(error == "/nonexistent/x.trace: No such file or directory");
   CHECK(TraceReader::Open("/tmp", &error) == nullptr);
-  CHECK(error == "/tmp: not a regular file");
+  CHECK(error == "/tmp: not a regular file (a directory)");
+
+  // A FIFO: opening it for reading used to block until a writer came.
+  std::string fifo = TempPath("fifo");
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(TraceReader::Open(fifo, &error) == nullptr);
+  CHECK(error == fifo + ": not a regular file (a FIFO)");
+  std::remove(fifo.c_str());
 
   std::string header_only = TempPath("short");
   std::vector<uint8_t> good = testing::SmallTrace();
@@ -221,6 +229,46 @@ TEST_CASE("Open reports files it cannot use", "[reader]") {
   Walk w = WalkChunks(*reader);
   CHECK(w.end == ReadResult::kEnd);
   CHECK(w.chunks.size() == testing::kSmallTraceChunks);
+  std::remove(path.c_str());
+}
+
+// The file shrinks, or is rewritten, between indexing and decoding: the
+// reader used to map the file, so this was a SIGBUS; now it is an error.
+TEST_CASE("a file that changes while it is read is an error, not a crash", "[reader]") {
+  std::vector<uint8_t> good = testing::SmallTrace();
+  std::string path = TempPath("changing");
+  WriteFile(path, good);
+  std::string error;
+  auto reader = TraceReader::Open(path, &error);
+  REQUIRE(reader != nullptr);
+  Walk w = WalkChunks(*reader);
+  REQUIRE(w.chunks.size() == testing::kSmallTraceChunks);
+  std::vector<uint8_t> buffer;
+  Chunk loaded;
+  REQUIRE(reader->LoadPayload(w.chunks.back(), &buffer, &loaded, &error));
+  CHECK(loaded.payload.size() == w.chunks.back().payload_bytes);
+
+  // Shrunk below the last chunk.
+  REQUIRE(truncate(path.c_str(), static_cast<off_t>(w.chunks.back().file_offset + 5)) == 0);
+  CHECK_FALSE(reader->LoadPayload(w.chunks.back(), &buffer, &loaded, &error));
+  CHECK(error.find("file changed while being read") != std::string::npos);
+  CHECK(error.find(path) == 0);
+
+  // Same length, other bytes.
+  std::vector<uint8_t> flipped = good;
+  flipped[w.chunks[0].file_offset + kChunkHeaderBytes] ^= 0x40;
+  WriteFile(path, flipped);
+  CHECK_FALSE(reader->LoadPayload(w.chunks[0], &buffer, &loaded, &error));
+  CHECK(error.find("file changed while being read") != std::string::npos);
+
+  // Shrunk while NextChunk walks it.
+  WriteFile(path, good);
+  auto walker = TraceReader::Open(path, &error);
+  REQUIRE(walker != nullptr);
+  REQUIRE(truncate(path.c_str(), static_cast<off_t>(walker->header().size_bytes + 8)) == 0);
+  Chunk c;
+  CHECK(walker->NextChunk(&c) == ReadResult::kCorrupt);
+  CHECK(walker->error().find("file changed while being read") != std::string::npos);
   std::remove(path.c_str());
 }
 
