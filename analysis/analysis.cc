@@ -83,6 +83,8 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
     info.events = results[t].counts.events;
     info.threads = trace.streams.size();
     info.truncated = trace.truncated;
+    info.truncated_offset = trace.truncated_offset;
+    info.file_bytes = trace.reader->file_size();
     out->traces.push_back(std::move(info));
   }
 
@@ -132,18 +134,18 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
   std::map<std::pair<std::string, int>, AsymmetryRow> rows;
   for (size_t t = 0; t < results.size(); ++t) {
     const ProcessTrace& trace = *set.traces()[t];
-    for (size_t th = 0; th < trace.streams.size(); ++th) {
-      std::string label = ThreadLabel(trace, trace.streams[th].tid, options.by);
-      for (int c = 0; c < kSizeClassCount; ++c) {
-        uint64_t a = results[t].allocs_by_class[th][c], f = results[t].frees_by_class[th][c];
-        if (a == 0 && f == 0) continue;
-        AsymmetryRow& r = rows[{label, c}];
-        r.role = label;
-        r.size_class = c;
-        r.allocs += a;
-        r.frees += f;
-      }
-    }
+    std::unordered_map<uint32_t, std::string> labels;
+    results[t].by_class.ForEach([&](const ThreadClass& k, const AllocsFrees& v) {
+      if (v.allocs == 0 && v.frees == 0) return;
+      auto [it, inserted] = labels.try_emplace(k.thread);
+      if (inserted) it->second = ThreadLabel(trace, trace.streams[k.thread].tid, options.by);
+      int c = static_cast<int>(k.size_class);
+      AsymmetryRow& r = rows[{it->second, c}];
+      r.role = it->second;
+      r.size_class = c;
+      r.allocs += v.allocs;
+      r.frees += v.frees;
+    });
   }
   for (auto& [k, r] : rows) {
     r.net = static_cast<int64_t>(r.allocs) - static_cast<int64_t>(r.frees);

@@ -38,6 +38,8 @@ struct TraceInfo {
   uint64_t events = 0;
   size_t threads = 0;
   bool truncated = false;
+  uint64_t truncated_offset = 0;  // where the incomplete chunk starts
+  uint64_t file_bytes = 0;        // so the bytes lost are file_bytes - truncated_offset
 };
 
 // A cross-thread pair: objects allocated at one site by one role (or

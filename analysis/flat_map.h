@@ -49,6 +49,7 @@ class FlatMap {
     }
     return nullptr;
   }
+  const Value* Find(const Key& key) const { return const_cast<FlatMap*>(this)->Find(key); }
 
   size_t size() const { return size_; }
 

@@ -248,11 +248,7 @@ struct Cursor {
 
 class Worker {
  public:
-  Worker(Shared* shared, int index) : shared_(shared), index_(index) {
-    size_t threads = shared->trace->streams.size();
-    allocs_by_class_.assign(threads * kSizeClassCount, 0);
-    frees_by_class_.assign(threads * kSizeClassCount, 0);
-  }
+  Worker(Shared* shared, int index) : shared_(shared), index_(index) {}
 
   // Never throws: an exception leaving a worker thread would terminate the
   // process while its siblings are still joinable.
@@ -290,12 +286,11 @@ class Worker {
     merge(live_sites_, result->live);
     merge(unknown_, result->unknown_frees);
     merge(double_, result->double_frees);
-    for (size_t t = 0; t < result->allocs_by_class.size(); ++t) {
-      for (int c = 0; c < kSizeClassCount; ++c) {
-        result->allocs_by_class[t][c] += allocs_by_class_[t * kSizeClassCount + c];
-        result->frees_by_class[t][c] += frees_by_class_[t * kSizeClassCount + c];
-      }
-    }
+    by_class_.ForEach([result](const ThreadClass& k, const AllocsFrees& v) {
+      AllocsFrees& t = result->by_class[k];
+      t.allocs += v.allocs;
+      t.frees += v.frees;
+    });
   }
 
  private:
@@ -364,7 +359,7 @@ class Worker {
       s.size = e.size;
       s.stack = e.stack;
       s.thread = thread;
-      ++allocs_by_class_[thread * kSizeClassCount + SizeClassIndex(e.size)];
+      ++by_class_[ThreadClass{thread, static_cast<uint32_t>(SizeClassIndex(e.size))}].allocs;
       return;
     }
     ++counts_.frees;
@@ -372,7 +367,7 @@ class Worker {
       s.state = kFreed;
       ++counts_.paired;
       int size_class = SizeClassIndex(s.size);
-      ++frees_by_class_[thread * kSizeClassCount + size_class];
+      ++by_class_[ThreadClass{thread, static_cast<uint32_t>(size_class)}].frees;
       if (s.thread != thread) ++counts_.cross_thread;
       CountBytes& cb = pairs_[PairKey{s.stack, e.stack, s.thread, thread,
                                       static_cast<uint32_t>(size_class)}];
@@ -398,8 +393,7 @@ class Worker {
   FlatMap<StackThread, CountBytes, StackThreadHash> live_sites_;
   FlatMap<StackThread, CountBytes, StackThreadHash> unknown_;
   FlatMap<StackThread, CountBytes, StackThreadHash> double_;
-  std::vector<uint64_t> allocs_by_class_;  // [thread * kSizeClassCount + class]
-  std::vector<uint64_t> frees_by_class_;
+  FlatMap<ThreadClass, AllocsFrees, ThreadClassHash> by_class_;
 };
 
 }  // namespace
@@ -424,9 +418,6 @@ bool PairTrace(ProcessTrace& trace, const PairingOptions& options, PairingResult
       shared.slots[s].push_back(std::make_unique<Slot>());
     }
   }
-  size_t threads = trace.streams.size();
-  result->allocs_by_class.assign(threads, std::vector<uint64_t>(kSizeClassCount, 0));
-  result->frees_by_class.assign(threads, std::vector<uint64_t>(kSizeClassCount, 0));
 
   std::vector<std::unique_ptr<Worker>> workers;
   for (int w = 0; w < jobs; ++w) workers.push_back(std::make_unique<Worker>(&shared, w));

@@ -65,6 +65,22 @@ struct CountBytes {
   uint64_t bytes = 0;
 };
 
+// A (thread, size class) pair, and what that thread did in that class.
+struct ThreadClass {
+  uint32_t thread = 0;
+  uint32_t size_class = 0;
+  bool operator==(const ThreadClass&) const = default;
+};
+struct ThreadClassHash {
+  uint64_t operator()(const ThreadClass& k) const {
+    return MixBits(uint64_t{k.thread} << 8 | k.size_class);
+  }
+};
+struct AllocsFrees {
+  uint64_t allocs = 0;
+  uint64_t frees = 0;
+};
+
 struct PairingCounts {
   uint64_t events = 0;
   uint64_t allocations = 0;
@@ -89,11 +105,17 @@ struct PairingResult {
   FlatMap<StackThread, CountBytes, StackThreadHash> live;
   FlatMap<StackThread, CountBytes, StackThreadHash> unknown_frees;
   FlatMap<StackThread, CountBytes, StackThreadHash> double_frees;
-  // [thread][size class]: allocations made and frees done by each thread
-  // (a paired free counts in the class of the allocation it ends; unknown
-  // and double frees, whose size is unknown, are not counted here).
-  std::vector<std::vector<uint64_t>> allocs_by_class;
-  std::vector<std::vector<uint64_t>> frees_by_class;
+  // Allocations made and frees done by each thread per size class (a
+  // paired free counts in the class of the allocation it ends; unknown and
+  // double frees, whose size is unknown, are not counted here). Sparse: a
+  // thread costs memory only for the classes it used, so a trace of many
+  // threads (crafted or not) stays small.
+  FlatMap<ThreadClass, AllocsFrees, ThreadClassHash> by_class;
+
+  AllocsFrees ByClass(uint32_t thread, int size_class) const {
+    const AllocsFrees* v = by_class.Find(ThreadClass{thread, static_cast<uint32_t>(size_class)});
+    return v ? *v : AllocsFrees{};
+  }
 };
 
 struct PairingOptions {

@@ -9,6 +9,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <unistd.h>
@@ -21,6 +22,27 @@
 
 namespace crossfree::analyzer {
 namespace {
+
+// Opens a module file named by a trace for reading, only if it is a regular
+// file: the path comes from the trace, and a FIFO or device there would
+// block open() or read() forever. O_NONBLOCK makes the open itself safe; the
+// type is checked on the descriptor. Returns -1 with *reason set otherwise.
+int OpenRegularFile(const std::string& path, std::string* reason) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    *reason = std::string("file missing or unreadable (") + std::strerror(errno) + ")";
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    *reason = "not a regular file";
+    return -1;
+  }
+  // Reads of a regular file never block; clear the flag for libelf anyway.
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
 
 std::string HexBytes(const uint8_t* bytes, size_t size) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -231,7 +253,8 @@ struct Symbolizer::Impl {
     bool added = false;
     for (ModuleState& m : modules) {
       if (!m.module.segments.empty() || m.module.path.empty()) continue;
-      int fd = open(m.module.path.c_str(), O_RDONLY | O_CLOEXEC);
+      std::string reason;
+      int fd = OpenRegularFile(m.module.path, &reason);
       if (fd < 0) continue;
       Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
       size_t count = 0;
@@ -440,17 +463,22 @@ struct Symbolizer::Impl {
   void Open(ModuleState& m) {
     const format::Module& rec = m.module;
     if (rec.path.empty()) return FallBack(m, "no file path recorded");
-    if (access(rec.path.c_str(), R_OK) != 0) {
-      return FallBack(m, std::string("file missing or unreadable (") + std::strerror(errno) + ")");
-    }
+    std::string reason;
+    int fd = OpenRegularFile(rec.path, &reason);
+    if (fd < 0) return FallBack(m, reason);
     m.dwfl = dwfl_begin(&callbacks);
-    if (m.dwfl == nullptr) return FallBack(m, std::string("libdw: ") + dwfl_errmsg(-1));
+    if (m.dwfl == nullptr) {
+      close(fd);
+      return FallBack(m, std::string("libdw: ") + dwfl_errmsg(-1));
+    }
     dwfl_report_begin(m.dwfl);
     // add_p_vaddr: the base is the load bias (added to p_vaddr), as recorded,
     // also for objects whose first PT_LOAD is not at 0. ET_EXEC ignores it.
-    m.dwfl_module = dwfl_report_elf(m.dwfl, rec.path.c_str(), rec.path.c_str(), -1,
+    // libdwfl takes the descriptor over when it succeeds.
+    m.dwfl_module = dwfl_report_elf(m.dwfl, rec.path.c_str(), rec.path.c_str(), fd,
                                     rec.load_bias, /*add_p_vaddr=*/true);
     if (m.dwfl_module == nullptr) {
+      close(fd);
       return FallBack(m, std::string("not a usable ELF file (") + dwfl_errmsg(-1) + ")");
     }
     dwfl_report_end(m.dwfl, nullptr, nullptr);

@@ -2,10 +2,15 @@
 // Analyzer CLI: shared options and error reporting (see cli_common.h).
 #include "cli/cli_common.h"
 
+
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 namespace crossfree::cli {
 
@@ -44,24 +49,35 @@ bool RunAnalysis(const std::string& command, const std::vector<std::string>& tra
   std::string error;
   bool ok = analyzer::AnalyzeFiles(traces, ToAnalysisOptions(options), out, &error);
   if (!ok) {
-    fmt::print(stderr, "crossfree {}: {}\n", command, error);
+    fmt::print(stderr, "crossfree {}: {}\n", command, Printable(error));
     return false;
   }
   for (const std::string& w : out->warnings) {
-    fmt::print(stderr, "crossfree {}: warning: {}\n", command, w);
+    fmt::print(stderr, "crossfree {}: warning: {}\n", command, Printable(w));
   }
   return true;
 }
 
-bool WriteOutput(const std::string& command, const std::string& path, const std::string& text) {
+bool WriteOutput(const std::string& command, const std::string& path, const std::string& raw,
+                 Escape escape) {
+  const std::string text = escape == Escape::kControls ? analyzer::PrintableText(raw) : raw;
   if (path.empty() || path == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     return true;
   }
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0) {
-    fmt::print(stderr, "crossfree {}: cannot write {}\n", command, path);
+  // Written beside the target and renamed over it: a failed write (disk
+  // full) leaves the previous file as it was.
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  bool ok = f != nullptr && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (f != nullptr && std::fclose(f) != 0) ok = false;
+  if (ok && std::rename(tmp.c_str(), path.c_str()) != 0) ok = false;
+  if (!ok) {
+    int saved = errno;
+    std::remove(tmp.c_str());
+    fmt::print(stderr, "crossfree {}: cannot write {}: {}\n", command, Printable(path),
+               std::strerror(saved));
     return false;
   }
   return true;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "render/output.h"
 
 namespace CLI {
 class App;
@@ -33,7 +34,16 @@ analyzer::AnalysisOptions ToAnalysisOptions(const CommonOptions& options);
 bool RunAnalysis(const std::string& command, const std::vector<std::string>& traces,
                  const CommonOptions& options, analyzer::Analysis* out);
 
-// Writes text to a file, or stdout for "" or "-". False (message printed) on error.
-bool WriteOutput(const std::string& command, const std::string& path, const std::string& text);
+// How WriteOutput treats control characters: a report or diff is for eyes
+// and escapes them (render/output.h, PrintableText); a file that a program
+// reads back byte for byte (a baseline) is written as is.
+enum class Escape { kControls, kNone };
+
+// Writes text to a file (replacing it only once the whole text is written),
+// or to stdout for "" or "-". False (message printed) on error.
+bool WriteOutput(const std::string& command, const std::string& path, const std::string& text,
+                 Escape escape = Escape::kControls);
+
+using analyzer::Printable;
 
 }  // namespace crossfree::cli

@@ -21,8 +21,36 @@ struct GateArgs {
   double max_growth = 1.5;
   bool write_baseline = false;
   std::string suppressions;
+  bool accept_truncated = false;
   CommonOptions common;
 };
+
+// A gate must never pass because its input is damaged: a truncated trace
+// (the process was killed, the disk filled up, or a damaged length made the
+// rest of the file unreadable) fails unless the user accepts truncation,
+// and then the loss is stated. Corrupt chunks already fail the analysis.
+bool CheckTruncation(const GateArgs& a, const analyzer::Analysis& analysis) {
+  bool ok = true;
+  for (const analyzer::TraceInfo& t : analysis.traces) {
+    if (!t.truncated) continue;
+    uint64_t lost = t.file_bytes - t.truncated_offset;
+    std::string what = fmt::format(
+        "{}: truncated at offset {}: {} of its {} bytes ({:.1f}%) after the last complete chunk "
+        "were not analysed ({} complete chunks were)",
+        Printable(t.path), t.truncated_offset, lost, t.file_bytes,
+        t.file_bytes ? lost * 100.0 / t.file_bytes : 0.0, t.chunks);
+    if (a.accept_truncated) {
+      fmt::print(stderr, "crossfree gate: warning: {}; gating on the rest (--accept-truncated)\n",
+                 what);
+    } else {
+      fmt::print(stderr, "crossfree gate: {}; the gate does not pass on a damaged trace "
+                         "(--accept-truncated gates on the complete chunks)\n",
+                 what);
+      ok = false;
+    }
+  }
+  return ok;
+}
 
 std::string ShellQuote(const std::string& s) {
   bool plain = !s.empty() && s.find_first_not_of(
@@ -52,7 +80,7 @@ int RunGate(const GateArgs& a) {
   std::vector<analyzer::Suppression> suppressions;
   std::string error;
   if (!a.suppressions.empty() && !analyzer::ReadSuppressions(a.suppressions, &suppressions, &error)) {
-    fmt::print(stderr, "crossfree gate: {}\n", error);
+    fmt::print(stderr, "crossfree gate: {}\n", Printable(error));
     return kExitUsage;
   }
   analyzer::Baseline baseline;
@@ -62,29 +90,30 @@ int RunGate(const GateArgs& a) {
       if (!have_baseline) {
         error += fmt::format(" (create it with: {})", AcceptCommand(a));
       }
-      fmt::print(stderr, "crossfree gate: {}\n", error);
+      fmt::print(stderr, "crossfree gate: {}\n", Printable(error));
       return kExitUsage;
     }
   }
   analyzer::Analysis analysis;
   if (!RunAnalysis("gate", a.traces, a.common, &analysis)) return kExitUsage;
+  if (!CheckTruncation(a, analysis)) return kExitUsage;
 
   analyzer::GateResult result =
       analyzer::EvaluateGate(analysis, baseline, suppressions, a.max_growth);
   if (a.write_baseline) {
     std::string text = analyzer::FormatBaseline(
         analyzer::UnsuppressedPairs(analysis, suppressions), analysis, AcceptCommand(a));
-    if (!WriteOutput("gate", a.baseline, text)) return kExitUsage;
+    if (!WriteOutput("gate", a.baseline, text, Escape::kNone)) return kExitUsage;
     size_t added = std::count_if(result.offenses.begin(), result.offenses.end(),
                                  [](const analyzer::GateOffense& o) { return o.is_new; });
     fmt::print("crossfree gate: wrote {} ({} pairs allowed: {} new, {} re-rated, {} dropped; "
                "{} suppressed)\n",
-               a.baseline, analysis.pairs.size() - result.suppressed.size(), added,
+               Printable(a.baseline), analysis.pairs.size() - result.suppressed.size(), added,
                result.offenses.size() - added, result.gone.size(), result.suppressed.size());
     return kExitOk;
   }
   std::string text = analyzer::RenderGateText(analysis, result, a.max_growth, AcceptCommand(a));
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (!WriteOutput("gate", "-", text)) return kExitUsage;
   return result.passed() ? kExitOk : kExitGateFailed;
 }
 
@@ -106,6 +135,8 @@ void RegisterGateCommand(CLI::App& app, int* exit_code) {
                 "Create or rewrite the baseline from this run instead of checking");
   sub->add_option("--suppressions", args->suppressions,
                   "File of pair patterns to ignore, each with a mandatory reason");
+  sub->add_flag("--accept-truncated", args->accept_truncated,
+                "Gate on the complete chunks of a truncated trace (default: exit 2)");
   AddCommonOptions(sub, &args->common);
   sub->callback([args, exit_code] { *exit_code = RunGate(*args); });
 }

@@ -62,12 +62,12 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
     simulate::SimulationResult result;
     std::string error;
     if (!simulate::SimulateFiles(args->traces, options, &result, &error)) {
-      fmt::print(stderr, "crossfree simulate: {}\n", error);
+      fmt::print(stderr, "crossfree simulate: {}\n", Printable(error));
       *exit_code = kExitUsage;
       return;
     }
     for (const std::string& w : result.warnings) {
-      fmt::print(stderr, "crossfree simulate: warning: {}\n", w);
+      fmt::print(stderr, "crossfree simulate: warning: {}\n", Printable(w));
     }
     std::string text = args->format == "json" ? simulate::RenderSimulationJson(result, options)
                                               : simulate::RenderSimulationText(result, options);

@@ -68,8 +68,22 @@ bool ParseHeader(std::span<const uint8_t> bytes, const std::string& name, FileHe
     return false;
   }
   uint32_t exe_len = wire::Load32(b + wire::kHdrExeLen);
-  if (exe_len > length - wire::kHdrMinBytes) {
-    *error = name + ": corrupt trace header (exe path length " + std::to_string(exe_len) + ")";
+  if (exe_len > length - wire::kHdrMinBytes || exe_len > wire::kMaxExePathBytes) {
+    *error = name + ": corrupt trace header (exe path length " + std::to_string(exe_len) +
+             (exe_len > wire::kMaxExePathBytes
+                  ? ", the format allows " + std::to_string(wire::kMaxExePathBytes) + ")"
+                  : ")");
+    return false;
+  }
+  // Values the format defines; anything else was not written by a tracer.
+  uint8_t clock = b[wire::kHdrClock];
+  if (clock != static_cast<uint8_t>(Clock::kMonotonic)) {
+    *error = name + ": corrupt trace header (unknown clock " + std::to_string(clock) + ")";
+    return false;
+  }
+  uint8_t unwinder = b[wire::kHdrUnwinder];
+  if (unwinder > static_cast<uint8_t>(Unwinder::kHybrid)) {
+    *error = name + ": corrupt trace header (unknown unwinder " + std::to_string(unwinder) + ")";
     return false;
   }
   header->version = kFormatVersion;
@@ -239,6 +253,16 @@ ReadResult TraceReader::NextChunk(Chunk* chunk) {
       if (crc != wire::Load32(b + wire::kChkCrc)) {
         return fail(ReadResult::kCorrupt, "corrupt chunk at offset " + std::to_string(offset_) +
                                               " (checksum mismatch)");
+      }
+      uint64_t id = uint64_t{wire::Load32(b + wire::kChkTid)} << 32 |
+                    wire::Load32(b + wire::kChkSequence);
+      auto [first, inserted] = seen_.try_emplace(id, crc, offset_);
+      if (!inserted && first->second.first == crc) {
+        return fail(ReadResult::kCorrupt,
+                    "corrupt trace: the chunk at offset " + std::to_string(offset_) +
+                        " duplicates the chunk at offset " + std::to_string(first->second.second) +
+                        " (thread " + std::to_string(id >> 32) + ", sequence " +
+                        std::to_string(id & 0xffffffff) + ")");
       }
       chunk->file_offset = offset_;
       chunk->tid = wire::Load32(b + wire::kChkTid);

@@ -10,6 +10,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <sys/types.h>
 #include <vector>
 
@@ -148,6 +150,10 @@ class TraceReader {
   int fd_ = -1;                     // Open()
   uint64_t size_ = 0;               // file size at Open()
   std::vector<uint8_t> buffer_;     // NextChunk()'s current chunk, for fd_ readers
+  // (tid << 32 | sequence) -> (checksum, offset) of the first chunk seen with
+  // it: a byte-identical repeat is a duplicated chunk (it would count twice).
+  // A thread id the kernel reused starts again at sequence 0 with other bytes.
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint64_t>> seen_;
   FileHeader header_;
   uint64_t offset_ = 0;
   uint64_t error_offset_ = 0;

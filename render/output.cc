@@ -43,6 +43,32 @@ std::string SizeClassLabel(int size_class) {
   return fmt::format("{} B", bytes);
 }
 
+namespace {
+
+std::string EscapeControls(std::string_view s, bool keep_newlines) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    bool c1 = c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+              static_cast<unsigned char>(s[i + 1]) <= 0x9f;
+    if (c1) {
+      out += fmt::format("\\xc2\\x{:02x}", static_cast<unsigned char>(s[++i]));
+    } else if ((c < 0x20 && !(keep_newlines && c == '\n')) || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Printable(std::string_view s) { return EscapeControls(s, false); }
+
+std::string PrintableText(std::string_view text) { return EscapeControls(text, true); }
+
 std::string JsonString(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {

@@ -20,6 +20,11 @@ std::string HumanBytes(uint64_t n);
 std::string SizeClassLabel(int size_class);
 // A JSON string literal, quotes included.
 std::string JsonString(std::string_view s);
+// s with every control character (C0, DEL, and C1 as UTF-8) written as \xHH,
+// so a thread name, path or symbol from a trace cannot drive the terminal.
+std::string Printable(std::string_view s);
+// The same for a whole rendered text: its own line breaks are kept.
+std::string PrintableText(std::string_view text);
 // Shortens s to at most width columns, ending in "..." when cut.
 std::string Fit(std::string_view s, size_t width);
 // "file.cc:42" or "" (basename of the file).

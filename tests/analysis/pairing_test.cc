@@ -7,7 +7,7 @@
 
 #include "analysis/pairing.h"
 #include "analysis/trace_set.h"
-#include "tests/analysis/synthetic_trace.h"
+#include "tests/support/synthetic_trace.h"
 
 namespace crossfree::analyzer {
 namespace {
@@ -97,11 +97,12 @@ TEST_CASE("producer/consumer: N cross-thread, M same-thread, to the object") {
     CHECK(bytes == n * 48);
     const ProcessTrace& trace = *run.set.traces()[0];
     uint32_t a = ThreadIndex(trace, kA), b = ThreadIndex(trace, kB);
-    CHECK(run.results[0].allocs_by_class[a][SizeClassIndex(48)] == n);
-    CHECK(run.results[0].allocs_by_class[a][SizeClassIndex(24)] == m);
-    CHECK(run.results[0].frees_by_class[b][SizeClassIndex(48)] == n);
-    CHECK(run.results[0].frees_by_class[a][SizeClassIndex(24)] == m);
-    CHECK(run.results[0].frees_by_class[a][SizeClassIndex(48)] == 0);
+    const PairingResult& r = run.results[0];
+    CHECK(r.ByClass(a, SizeClassIndex(48)).allocs == n);
+    CHECK(r.ByClass(a, SizeClassIndex(24)).allocs == m);
+    CHECK(r.ByClass(b, SizeClassIndex(48)).frees == n);
+    CHECK(r.ByClass(a, SizeClassIndex(24)).frees == m);
+    CHECK(r.ByClass(a, SizeClassIndex(48)).frees == 0);
   }
 }
 

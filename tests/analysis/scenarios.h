@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "analysis/sites.h"
-#include "tests/analysis/synthetic_trace.h"
+#include "tests/support/synthetic_trace.h"
 
 namespace crossfree::analyzer::testing {
 

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "tests/analysis/synthetic_trace.h"
+#include "tests/support/synthetic_trace.h"
 
 namespace crossfree::simulate {
 namespace {

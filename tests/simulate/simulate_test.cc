@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "simulate/simulate.h"
-#include "tests/analysis/synthetic_trace.h"
+#include "tests/support/synthetic_trace.h"
 
 namespace crossfree::simulate {
 namespace {

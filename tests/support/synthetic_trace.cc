@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Test helper: in-memory trace builder (see synthetic_trace.h).
-#include "tests/analysis/synthetic_trace.h"
+#include "tests/support/synthetic_trace.h"
 
 #include <cstdio>
 #include <stdexcept>
