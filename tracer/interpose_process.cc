@@ -34,6 +34,26 @@ extern "C" __attribute__((visibility("default"))) int pthread_setname_np(pthread
   return rc;
 }
 
+extern "C" __thread int crossfree_in_getattr __attribute__((tls_model("initial-exec")));
+
+// glibc's pthread_getattr_np holds the thread's lock while it allocates (a
+// cpu set; for the main thread also fopen of /proc/self/maps). The tracer's
+// first stack capture on a thread calls pthread_getattr_np itself for the
+// stack bounds, which would wait for that lock forever when the allocation
+// came from inside the target's own call: while it runs, the capture does
+// not compute bounds (unwind_fp.h).
+extern "C" __attribute__((visibility("default"))) int pthread_getattr_np(pthread_t thread,
+                                                                         pthread_attr_t* attr) {
+  auto next = Real().pthread_getattr_np;
+  if (next == nullptr) return ENOSYS;
+  __atomic_store_n(&crossfree_in_getattr, crossfree_in_getattr + 1, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  int rc = next(static_cast<unsigned long>(thread), attr);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  __atomic_store_n(&crossfree_in_getattr, crossfree_in_getattr - 1, __ATOMIC_RELAXED);
+  return rc;
+}
+
 extern "C" __attribute__((visibility("default"))) int prctl(int option, ...) {
   // prctl takes up to four more machine words; reading unused ones is what
   // glibc's own variadic wrapper does too.

@@ -36,6 +36,7 @@
 #include "tracer/modules.h"
 #include "tracer/stacks.h"
 #include "tracer/sys.h"
+#include "tracer/unwind_fp.h"
 
 extern "C" {
 __thread int crossfree_tracer_guard __attribute__((tls_model("initial-exec"))) = 0;
@@ -208,6 +209,25 @@ inline __attribute__((always_inline)) void Leave(ThreadState* s) {
     FlushChunk(s);
   }
   s->busy.store(0, std::memory_order_release);
+}
+
+// True if the calling task must not use this thread's state: it runs on a
+// stack that is not the thread's own and its kernel tid is not the state's.
+// That is a thread created with clone(2) without CLONE_SETTLS: it shares
+// this thread's TLS (t_state included) without being this thread, so its
+// events would go, under the wrong tid, into a buffer another thread owns.
+// Coroutines and handlers on an alternate signal stack are the same thread
+// and record normally; telling them apart costs one gettid, only when the
+// hook runs off the thread's stack.
+inline bool ForeignTask(const CallSite& site) {
+  ThreadState* s = t_state;
+  if (s == nullptr || s == kExitedState) return false;
+  if (__builtin_expect(OnThreadStack(reinterpret_cast<uintptr_t>(site.frame_address)), 1)) {
+    return false;
+  }
+  if (CurrentTid() == s->tid) return false;
+  g.foreign_events.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 uint32_t CaptureAndIntern(ThreadState* s, const CallSite& site, uint64_t ts) {
@@ -388,6 +408,7 @@ using internal::Leave;
 using internal::ThreadState;
 
 void RecordAlloc(format::AllocFn fn, const void* address, uint64_t size, const CallSite& site) {
+  if (internal::ForeignTask(site)) return;
   ThreadState* s = Enter();
   if (s == nullptr) return;
   uint64_t ts = NowNs();
@@ -402,6 +423,7 @@ void RecordAlloc(format::AllocFn fn, const void* address, uint64_t size, const C
 
 void RecordFree(format::FreeFn fn, uint64_t ts_ns, const void* address, uint64_t size,
                 const CallSite& site) {
+  if (internal::ForeignTask(site)) return;
   ThreadState* s = Enter();
   if (s == nullptr) return;
   uint32_t stack =
@@ -415,6 +437,7 @@ void RecordFree(format::FreeFn fn, uint64_t ts_ns, const void* address, uint64_t
 
 void RecordRealloc(format::AllocFn fn, uint64_t ts_free_ns, const void* old_address,
                    const void* new_address, uint64_t size, const CallSite& site) {
+  if (internal::ForeignTask(site)) return;
   ThreadState* s = Enter();
   if (s == nullptr) return;
   uint64_t ts = NowNs();
@@ -487,6 +510,7 @@ void RecordCentral(format::CentralOp op, uint32_t size_class, uint64_t count,
     return;
   }
   GuardScope guard;
+  if (internal::ForeignTask(site)) return;
   ThreadState* s = Enter();
   if (s == nullptr) return;
   uint64_t ts = NowNs();

@@ -60,6 +60,9 @@ struct Globals {
   char output_path[4096] = {};
   std::atomic<bool> modules_pending{false};
   std::atomic<bool> write_failed{false};
+  // Events not recorded because the calling task shared another thread's
+  // TLS (clone(2) without CLONE_SETTLS); see ForeignTask in recorder.cc.
+  std::atomic<uint64_t> foreign_events{0};
   std::atomic<ThreadState*> registry{nullptr};
   // Set at start-up when membarrier(PRIVATE_EXPEDITED) is registered: the
   // owners' busy store is then a plain store (no locked instruction per

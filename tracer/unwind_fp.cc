@@ -3,6 +3,12 @@
 #include "tracer/unwind_fp.h"
 
 #include <pthread.h>
+#include <signal.h>
+
+// Non-zero while this thread runs pthread_getattr_np (interpose_process.cc).
+extern "C" {
+__thread int crossfree_in_getattr __attribute__((tls_model("initial-exec"))) = 0;
+}
 
 namespace crossfree::tracer {
 namespace {
@@ -22,7 +28,9 @@ thread_local constinit ThreadBoundsCache tls_bounds
 StackBounds CurrentThreadStackBounds() {
   ThreadBoundsCache& c = tls_bounds;
   if (__builtin_expect(c.state == 2, 1)) return {c.low, c.high};
-  if (c.state != 0) return {0, 0};
+  if (c.state != 0 || __atomic_load_n(&crossfree_in_getattr, __ATOMIC_RELAXED) != 0) {
+    return {0, 0};
+  }
   c.state = 1;  // a nested hook on this thread sees "unknown", not a loop
   pthread_attr_t attr;
   void* addr = nullptr;
@@ -41,10 +49,32 @@ StackBounds CurrentThreadStackBounds() {
   return {c.low, c.high};
 }
 
+StackBounds WalkBoundsFor(uintptr_t fp) {
+  const StackBounds thread = CurrentThreadStackBounds();
+  if (thread.high != 0 && fp >= thread.low && fp < thread.high) return {fp, thread.high};
+  stack_t alt;
+  if (sigaltstack(nullptr, &alt) == 0 && (alt.ss_flags & SS_ONSTACK) != 0) {
+    const auto lo = reinterpret_cast<uintptr_t>(alt.ss_sp);
+    uintptr_t hi = 0;
+    if (!__builtin_add_overflow(lo, alt.ss_size, &hi) && fp >= lo && fp < hi) return {fp, hi};
+  }
+  // Unknown stack: the record [fp, fp + 16) is ours and mapped, and so is
+  // the rest of the page holding its last byte. fp is a real stack address
+  // (far below 2^64 - 4096), so none of this wraps.
+  constexpr uintptr_t kPage = 4096;
+  return {fp, ((fp + 15) | (kPage - 1)) + 1};
+}
+
+bool OnThreadStack(uintptr_t fp) {
+  const StackBounds thread = CurrentThreadStackBounds();
+  return thread.high != 0 && fp >= thread.low && fp < thread.high;
+}
+
 int WalkFramePointers(uintptr_t fp, const StackBounds& bounds, uint64_t* frames,
                       int depth, int max, uintptr_t* last_fp) {
   if (!PlausibleFrame(fp, bounds)) return depth;
   while (depth < max) {
+    // fp passed PlausibleFrame: both words of its record are in bounds.
     uintptr_t next = reinterpret_cast<const uintptr_t*>(fp)[0];
     if (next <= fp || !PlausibleFrame(next, bounds)) break;
     uintptr_t ret = reinterpret_cast<const uintptr_t*>(next)[1];
