@@ -16,6 +16,8 @@
 #include "tracer/recorder.h"
 #include "tracer/sys.h"
 
+extern char** environ;
+
 using crossfree::tracer::ErrnoSaver;
 using crossfree::tracer::GuardScope;
 using crossfree::tracer::Real;
@@ -100,9 +102,50 @@ extern "C" __attribute__((visibility("default"))) void _Exit(int status) { ExitN
 
 namespace {
 
+bool Contains(const char* s, const char* needle) {
+  for (; *s != '\0'; ++s) {
+    size_t i = 0;
+    while (needle[i] != '\0' && s[i] == needle[i]) ++i;
+    if (needle[i] == '\0') return true;
+  }
+  return false;
+}
+
+// A program that starts another with an LD_PRELOAD of its own (`env
+// LD_PRELOAD=libtcmalloc.so.4 CMD`) drops the tracer from it: say so once,
+// with what to do. An environment without LD_PRELOAD (env -i, a sanitising
+// daemon) is a deliberate choice and passes silently.
+void CheckPreloadKept(const char* path, char* const envp[]) {
+  if (envp == nullptr || !ShouldRecord()) return;
+  for (char* const* e = envp; *e != nullptr; ++e) {
+    const char* kv = *e;
+    static const char kKey[] = "LD_PRELOAD=";
+    size_t k = 0;
+    while (kKey[k] != '\0' && kv[k] == kKey[k]) ++k;
+    if (kKey[k] != '\0') continue;
+    if (Contains(kv + 11, "libcrossfree-trace")) return;
+    static int warned = 0;
+    if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED) != 0) return;
+    GuardScope guard;
+    crossfree::tracer::MessageLine()
+        .Add(path)
+        .Add(" is started with ")
+        .Add(kv)
+        .Add(", which drops libcrossfree-trace.so: it is not traced; to preload another library, "
+             "use `crossfree record --preload LIB -- CMD` (or put libcrossfree-trace.so first in "
+             "LD_PRELOAD)")
+        .Print();
+    return;
+  }
+}
+
 // Runs one exec call: flush, exec, and resume if it returned (failed).
 template <typename Call>
-int Exec(Call&& call) {
+int Exec(const char* path, char* const envp[], Call&& call) {
+  {
+    ErrnoSaver saved;
+    CheckPreloadKept(path, envp);
+  }
   bool flushed = crossfree::tracer::PrepareExec();
   int rc = call();
   if (flushed) {
@@ -117,21 +160,21 @@ int Exec(Call&& call) {
 extern "C" __attribute__((visibility("default"))) int execve(const char* path, char* const argv[],
                                                              char* const envp[]) {
   auto next = Real().execve;
-  return Exec([&] { return next(path, argv, envp); });
+  return Exec(path, envp, [&] { return next(path, argv, envp); });
 }
 
 extern "C" __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
   auto next = Real().execv;
-  return Exec([&] { return next(path, argv); });
+  return Exec(path, environ, [&] { return next(path, argv); });
 }
 
 extern "C" __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
   auto next = Real().execvp;
-  return Exec([&] { return next(file, argv); });
+  return Exec(file, environ, [&] { return next(file, argv); });
 }
 
 extern "C" __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[],
                                                               char* const envp[]) {
   auto next = Real().execvpe;
-  return Exec([&] { return next(file, argv, envp); });
+  return Exec(file, envp, [&] { return next(file, argv, envp); });
 }
