@@ -162,7 +162,9 @@ void PrintSummary(const internal::ExitStats& stats) {
       .AddNumber(DroppedStackCount())
       .Add(" dropped), ")
       .AddNumber(stats.threads_skipped)
-      .Add(" busy threads skipped -> ")
+      .Add(" busy threads skipped, ")
+      .AddNumber(g.foreign_events.load(std::memory_order_relaxed))
+      .Add(" events of clone(2) tasks sharing a thread's TLS not recorded -> ")
       .Add(g.output_path)
       .Print();
 }
