@@ -6,6 +6,7 @@
 // (shells and fork children use them), so they flush first; so do the exec
 // functions (exec runs no destructors). A failed exec resumes recording.
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
@@ -53,6 +54,31 @@ extern "C" __attribute__((visibility("default"))) int pthread_getattr_np(pthread
   int rc = next(static_cast<unsigned long>(thread), attr);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   __atomic_store_n(&crossfree_in_getattr, crossfree_in_getattr - 1, __ATOMIC_RELAXED);
+  return rc;
+}
+
+extern "C" __thread int crossfree_in_unwinder __attribute__((tls_model("initial-exec")));
+
+// libunwind's address-validation pipe (see unwind_libunwind.h): created with
+// the lowest free descriptors, it would shift the target's own and be read
+// from and written into once the target closed and reused those numbers.
+// Made for the tracer, it is moved to 500 and above (like the trace file);
+// every other pipe2 call is forwarded untouched.
+extern "C" __attribute__((visibility("default"))) int pipe2(int fds[2], int flags) {
+  auto next = Real().pipe2;
+  if (next == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  int rc = next(fds, flags);
+  if (rc != 0 || __atomic_load_n(&crossfree_in_unwinder, __ATOMIC_RELAXED) == 0) return rc;
+  for (int i = 0; i < 2; ++i) {
+    int high = fcntl(fds[i], F_DUPFD_CLOEXEC, 500);
+    if (high >= 0) {
+      close(fds[i]);
+      fds[i] = high;
+    }
+  }
   return rc;
 }
 

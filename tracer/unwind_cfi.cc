@@ -196,6 +196,13 @@ const Module* ModuleFor(uintptr_t pc) {
   // The vDSO and other modules without a file keep cfi == null.
   int fd = arg.path[0] == '/' ? open(arg.path, O_RDONLY | O_CLOEXEC) : -1;
   if (fd >= 0) {
+    // Kept open for the rest of the process: out of the way of the target's
+    // descriptors (500 and above, like the trace file).
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 500);
+    if (high >= 0) {
+      close(fd);
+      fd = high;
+    }
     // The Elf and its CFI live for the rest of the process.
     Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
     if (elf != nullptr) m.cfi = dwarf_getcfi_elf(elf);

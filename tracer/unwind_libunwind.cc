@@ -7,8 +7,25 @@
 
 #include <cstring>
 
+extern "C" {
+__thread int crossfree_in_unwinder __attribute__((tls_model("initial-exec"))) = 0;
+}
+
 namespace crossfree::tracer {
 namespace {
+
+// Marks the scope in which libunwind runs for the tracer.
+class InUnwinder {
+ public:
+  InUnwinder() {
+    __atomic_store_n(&crossfree_in_unwinder, crossfree_in_unwinder + 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  }
+  ~InUnwinder() {
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&crossfree_in_unwinder, crossfree_in_unwinder - 1, __ATOMIC_RELAXED);
+  }
+};
 
 // How many frames (our own and the hook's) may sit between unw_getcontext
 // and the hook's caller before we give up looking for the caller.
@@ -20,6 +37,7 @@ constexpr int kMaxDepth = 256 + 64;
 }  // namespace
 
 bool InitLibunwind() {
+  InUnwinder in_unwinder;
   // The default global cache takes a lock and masks signals on every
   // lookup; a per-thread cache avoids both.
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
@@ -40,6 +58,7 @@ __attribute__((noinline)) int CaptureWithLibunwind(uintptr_t hook_return_address
   // It starts at this function: drop entries up to the hook's return
   // address, which the caller's frame is the first to execute at.
   if (max_depth > kMaxDepth) max_depth = kMaxDepth;
+  InUnwinder in_unwinder;
   void* ips[kMaxDepth + kMaxSkippedFrames];
   int n = unw_backtrace(ips, max_depth + kMaxSkippedFrames);
   for (int i = 0; i < n && i < kMaxSkippedFrames; ++i) {
@@ -56,6 +75,7 @@ __attribute__((noinline)) int CaptureWithLibunwind(uintptr_t hook_return_address
 int ContinueWithLibunwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, const StackBounds& bounds,
                           uint64_t* frames, int depth, int max_depth) {
   if (depth >= max_depth || sp < bounds.low || sp >= bounds.high) return depth;
+  InUnwinder in_unwinder;
   // On x86-64 unw_context_t is a ucontext_t: seed it with the three
   // registers that CFA rules in practice depend on. libunwind treats the
   // seeded frame as interrupted at rip, so point rip into the call

@@ -7,6 +7,14 @@
 
 #include "tracer/unwind_fp.h"
 
+// Non-zero while this thread runs libunwind for the tracer. libunwind
+// validates addresses by writing them into a pipe it creates with pipe2:
+// the pipe2 hook (interpose_process.cc) moves those descriptors to 500 and
+// above, out of the way of the target's own (which would otherwise start at
+// 5, and which libunwind would read from and write into once the target
+// reused the numbers).
+extern "C" __thread int crossfree_in_unwinder __attribute__((tls_model("initial-exec")));
+
 namespace crossfree::tracer {
 
 // Sets per-thread caching for the local address space and runs one warm-up
