@@ -26,13 +26,13 @@ constinit bool g_cfi_ok = false;
 
 int CaptureFramePointer(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth) {
   frames[0] = ret;
-  const StackBounds bounds = WalkBoundsFor(fp);
+  const StackBounds bounds = CurrentWalkBounds();
   return WalkFramePointers(fp, bounds, frames, 1, max_depth, nullptr);
 }
 
 int CaptureHybrid(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth) {
   frames[0] = ret;
-  const StackBounds bounds = WalkBoundsFor(fp);
+  const StackBounds bounds = CurrentWalkBounds();
   // The hook has a frame record, so the caller's state is exact: it
   // resumes at ret with rsp just above the record and its own rbp saved in
   // it (a value only: it is checked before anything is read through it).

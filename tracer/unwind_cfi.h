@@ -30,8 +30,8 @@ bool InitCfiUnwinder();
 // libunwind, which continues only while the stack pointer stays inside
 // bounds. Code without any CFI (JIT, hand-written assembly) is walked by
 // frame pointer, only through records inside bounds. Every address this
-// walker reads is checked against `bounds` (WalkBoundsFor: from the
-// current frame to the top of the current stack) first, without overflow.
+// walker reads is checked against `bounds` (CurrentWalkBounds: from
+// the current frame to the top of the current stack) first, without overflow.
 int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bounds,
                 uint64_t* frames, int depth, int max_depth);
 

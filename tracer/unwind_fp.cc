@@ -49,20 +49,20 @@ StackBounds CurrentThreadStackBounds() {
   return {c.low, c.high};
 }
 
-StackBounds WalkBoundsFor(uintptr_t fp) {
+__attribute__((noinline)) StackBounds CurrentWalkBounds() {
+  const auto sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   const StackBounds thread = CurrentThreadStackBounds();
-  if (thread.high != 0 && fp >= thread.low && fp < thread.high) return {fp, thread.high};
+  if (thread.high != 0 && sp >= thread.low && sp < thread.high) return {sp, thread.high};
   stack_t alt;
   if (sigaltstack(nullptr, &alt) == 0 && (alt.ss_flags & SS_ONSTACK) != 0) {
     const auto lo = reinterpret_cast<uintptr_t>(alt.ss_sp);
     uintptr_t hi = 0;
-    if (!__builtin_add_overflow(lo, alt.ss_size, &hi) && fp >= lo && fp < hi) return {fp, hi};
+    if (!__builtin_add_overflow(lo, alt.ss_size, &hi) && sp >= lo && sp < hi) return {sp, hi};
   }
-  // Unknown stack: the record [fp, fp + 16) is ours and mapped, and so is
-  // the rest of the page holding its last byte. fp is a real stack address
-  // (far below 2^64 - 4096), so none of this wraps.
+  // Unknown stack: only the page holding our own frame is known to be
+  // mapped. sp is a real stack address, far below 2^64 - 4096: no wrap.
   constexpr uintptr_t kPage = 4096;
-  return {fp, ((fp + 15) | (kPage - 1)) + 1};
+  return {sp, (sp | (kPage - 1)) + 1};
 }
 
 bool OnThreadStack(uintptr_t fp) {

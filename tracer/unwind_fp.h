@@ -35,18 +35,20 @@ inline bool PlausibleFrame(uintptr_t fp, const StackBounds& b) {
          fp <= b.high - 16;
 }
 
-// The part of the current stack a walk that starts at the hook's own frame
-// record `fp` may read: [fp, top of the stack holding fp). Everything in it
-// is mapped, because the stack is mapped from the running frame up to its
-// top. Which stack holds fp:
+// The part of the current stack that a walk may read: [sp, top of the stack
+// the caller runs on), where sp is this function's own frame (live, so
+// mapped, whatever frame address the caller was handed). Everything in it
+// is mapped: a stack is mapped from its running frame up to its top. Which
+// stack the caller runs on:
 //  - the thread's own (pthread bounds): its top;
 //  - the alternate signal stack, while a handler runs on it (sigaltstack(2)
 //    says so: one system call, only off the thread's stack): its top;
 //  - anything else (a makecontext/swapcontext coroutine, a thread created
-//    with clone(2) that shares this thread's TLS): the top is unknown, and
-//    only the page(s) holding the record at fp are known to be mapped.
-// fp itself must be the address of a live frame record of the caller.
-StackBounds WalkBoundsFor(uintptr_t fp);
+//    with clone(2) that shares this thread's TLS): its top is unknown, and
+//    only the rest of the page holding sp is known to be mapped.
+// A frame record handed to a walker must then lie inside these bounds
+// (PlausibleFrame) before it is read.
+StackBounds CurrentWalkBounds();
 
 // True if fp lies on the calling thread's own stack (its pthread bounds).
 // False when the bounds are unknown.
