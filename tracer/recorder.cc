@@ -35,6 +35,7 @@
 #include <pthread.h>
 #include <linux/membarrier.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -361,6 +362,13 @@ void FlushCurrentThreadModules() {
   if (ThreadState* s = Enter()) Leave(s);
 }
 
+void FlushCurrentThreadChunk() {
+  ThreadState* s = t_state;
+  if (s == nullptr || s == kExitedState || !Claim(s)) return;
+  FlushChunk(s);
+  Leave(s);
+}
+
 void ResetStatesInForkChild() {
   ThreadState* self = t_state;
   for (ThreadState* it = g.registry.load(std::memory_order_acquire); it != nullptr;
@@ -416,12 +424,13 @@ ExitStats CloseAndFlushAll(uint64_t wait_budget_ns) {
   // heavy fence, then wait for and flush each.
   ThreadState* const head = g.registry.load(std::memory_order_acquire);
   for (ThreadState* it = head; it != nullptr; it = it->next) {
-    // A state borrowed by the idle flusher is handed back within a write.
+    // A state borrowed by the idle flusher is handed back within a write;
+    // one still borrowed at the deadline is left alone (skipped below).
     for (;;) {
       uint32_t expected = kOpen;
       if (it->closed.compare_exchange_strong(expected, kClosedForExit,
                                              std::memory_order_seq_cst) ||
-          expected == kClosedForExit) {
+          expected == kClosedForExit || NowNs() >= deadline) {
         break;
       }
       sched_yield();
@@ -430,7 +439,8 @@ ExitStats CloseAndFlushAll(uint64_t wait_budget_ns) {
   HeavyFence();
   for (ThreadState* it = head; it != nullptr; it = it->next) {
     while (it->busy.load(std::memory_order_seq_cst) != 0 && NowNs() < deadline) sched_yield();
-    if (it->busy.load(std::memory_order_seq_cst) != 0) {
+    if (it->busy.load(std::memory_order_seq_cst) != 0 ||
+        it->closed.load(std::memory_order_seq_cst) != kClosedForExit) {
       ++stats.threads_skipped;  // its owner flushes when the record ends
     } else if (it->flush_token.exchange(1, std::memory_order_acq_rel) == 0) {
       FlushChunk(it);
@@ -461,6 +471,12 @@ void FlushIdleStates(uint64_t now) {
     }
   }
   if (borrowed == 0) return;
+  // No signal handler may run on this thread while it holds borrows: one
+  // that longjmp'd out (or waited for an owner) would leave the owners
+  // waiting for ever.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   HeavyFence();
   for (ThreadState* it = head; it != nullptr; it = it->next) {
     if (it == self || it->closed.load(std::memory_order_relaxed) != kBorrowed) continue;
@@ -469,6 +485,7 @@ void FlushIdleStates(uint64_t now) {
     if (it->busy.load(std::memory_order_seq_cst) == 0) FlushChunk(it);
     it->closed.store(kOpen, std::memory_order_release);
   }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 void ReopenStates() {

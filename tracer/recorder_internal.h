@@ -103,6 +103,10 @@ void OnThreadExit(void* arg);
 // Gives the calling thread a state and writes what is pending (its name,
 // the module map).
 void FlushCurrentThreadModules();
+// Writes the calling thread's open chunk now (before fork: a process that
+// forks its workers and then idles, like a server's master, keeps nothing
+// buffered).
+void FlushCurrentThreadChunk();
 // Fork child: drops every buffer (the parent flushes them to its file).
 void ResetStatesInForkChild();
 // Exit: closes every state and writes every open chunk, waiting up to

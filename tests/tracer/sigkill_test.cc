@@ -45,7 +45,8 @@ struct Killed {
 };
 
 // Starts the server traced, lets it run for run_ms after "ready", SIGKILLs it.
-Killed RunAndKill(const std::string& dir, const std::vector<std::string>& env_extra, int run_ms) {
+Killed RunAndKill(const std::string& dir, const std::vector<std::string>& env_extra, int run_ms,
+                  std::vector<std::string> args = {}) {
   const std::string out = dir + "/out";
   std::vector<std::string> env = env_extra;
   env.push_back("CROSSFREE_OUTPUT=" + dir + "/trace");
@@ -54,13 +55,15 @@ Killed RunAndKill(const std::string& dir, const std::vector<std::string>& env_ex
   std::vector<char*> envp;
   for (std::string& kv : env) envp.push_back(kv.data());
   envp.push_back(nullptr);
-  std::string path = TargetPath("tt_server");
-  char* argv[] = {path.data(), nullptr};
+  if (args.empty()) args.push_back(TargetPath("tt_server"));
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = -1;
-  REQUIRE(posix_spawn(&pid, argv[0], &actions, nullptr, argv, envp.data()) == 0);
+  REQUIRE(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()) == 0);
   posix_spawn_file_actions_destroy(&actions);
   for (int i = 0; i < 2000 && ReadAll(out).find("ready") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -113,6 +116,21 @@ TEST_CASE("CROSSFREE_FLUSH_MS sets the bound", "[safety][sigkill]") {
   for (const format::Event& e : EventsFrom(t, fns["tt_server_work"])) newest = std::max(newest, e.timestamp_ns);
   INFO("newest worker event " << (k.kill_ns - newest) / 1'000'000 << " ms before the kill");
   CHECK(newest + 600'000'000 >= k.kill_ns);
+}
+
+TEST_CASE("a process that forks and then idles keeps nothing buffered", "[safety][sigkill]") {
+  // The shell allocates at start-up, forks `sleep` (the tracer writes the
+  // parent's chunk before fork) and waits without allocating: the pattern
+  // of a server's master process.
+  const std::string dir = MakeTempDir();
+  Killed k = RunAndKill(dir, {}, 300,
+                        {"/bin/sh", "-c", "sleep 30 & echo \"ready $!\"; wait"});
+  const size_t at = k.out.find("ready ");
+  REQUIRE(at != std::string::npos);
+  kill(std::stoi(k.out.substr(at + 6)), SIGKILL);
+  Trace t = LoadTrace(dir + "/trace");
+  INFO("trace: " << t.error);
+  CHECK(t.events.size() >= 10);
 }
 
 }  // namespace
