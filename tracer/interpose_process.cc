@@ -6,6 +6,7 @@
 // (shells and fork children use them), so they flush first; so do the exec
 // functions (exec runs no destructors). A failed exec resumes recording.
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
@@ -15,6 +16,8 @@
 #include "tracer/real_alloc.h"
 #include "tracer/recorder.h"
 #include "tracer/sys.h"
+
+extern char** environ;
 
 using crossfree::tracer::ErrnoSaver;
 using crossfree::tracer::GuardScope;
@@ -30,6 +33,51 @@ extern "C" __attribute__((visibility("default"))) int pthread_setname_np(pthread
     GuardScope guard;
     ErrnoSaver saved;
     crossfree::tracer::NoteThreadName(static_cast<unsigned long>(thread), name);
+  }
+  return rc;
+}
+
+extern "C" __thread int crossfree_in_getattr __attribute__((tls_model("initial-exec")));
+
+// glibc's pthread_getattr_np holds the thread's lock while it allocates (a
+// cpu set; for the main thread also fopen of /proc/self/maps). The tracer's
+// first stack capture on a thread calls pthread_getattr_np itself for the
+// stack bounds, which would wait for that lock forever when the allocation
+// came from inside the target's own call: while it runs, the capture does
+// not compute bounds (unwind_fp.h).
+extern "C" __attribute__((visibility("default"))) int pthread_getattr_np(pthread_t thread,
+                                                                         pthread_attr_t* attr) {
+  auto next = Real().pthread_getattr_np;
+  if (next == nullptr) return ENOSYS;
+  __atomic_store_n(&crossfree_in_getattr, crossfree_in_getattr + 1, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  int rc = next(static_cast<unsigned long>(thread), attr);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  __atomic_store_n(&crossfree_in_getattr, crossfree_in_getattr - 1, __ATOMIC_RELAXED);
+  return rc;
+}
+
+extern "C" __thread int crossfree_in_unwinder __attribute__((tls_model("initial-exec")));
+
+// libunwind's address-validation pipe (see unwind_libunwind.h): created with
+// the lowest free descriptors, it would shift the target's own and be read
+// from and written into once the target closed and reused those numbers.
+// Made for the tracer, it is moved to 500 and above (like the trace file);
+// every other pipe2 call is forwarded untouched.
+extern "C" __attribute__((visibility("default"))) int pipe2(int fds[2], int flags) {
+  auto next = Real().pipe2;
+  if (next == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  int rc = next(fds, flags);
+  if (rc != 0 || __atomic_load_n(&crossfree_in_unwinder, __ATOMIC_RELAXED) == 0) return rc;
+  for (int i = 0; i < 2; ++i) {
+    int high = fcntl(fds[i], F_DUPFD_CLOEXEC, 500);
+    if (high >= 0) {
+      close(fds[i]);
+      fds[i] = high;
+    }
   }
   return rc;
 }
@@ -80,9 +128,50 @@ extern "C" __attribute__((visibility("default"))) void _Exit(int status) { ExitN
 
 namespace {
 
+bool Contains(const char* s, const char* needle) {
+  for (; *s != '\0'; ++s) {
+    size_t i = 0;
+    while (needle[i] != '\0' && s[i] == needle[i]) ++i;
+    if (needle[i] == '\0') return true;
+  }
+  return false;
+}
+
+// A program that starts another with an LD_PRELOAD of its own (`env
+// LD_PRELOAD=libtcmalloc.so.4 CMD`) drops the tracer from it: say so once,
+// with what to do. An environment without LD_PRELOAD (env -i, a sanitising
+// daemon) is a deliberate choice and passes silently.
+void CheckPreloadKept(const char* path, char* const envp[]) {
+  if (envp == nullptr || !ShouldRecord()) return;
+  for (char* const* e = envp; *e != nullptr; ++e) {
+    const char* kv = *e;
+    static const char kKey[] = "LD_PRELOAD=";
+    size_t k = 0;
+    while (kKey[k] != '\0' && kv[k] == kKey[k]) ++k;
+    if (kKey[k] != '\0') continue;
+    if (Contains(kv + 11, "libcrossfree-trace")) return;
+    static int warned = 0;
+    if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED) != 0) return;
+    GuardScope guard;
+    crossfree::tracer::MessageLine()
+        .Add(path)
+        .Add(" is started with ")
+        .Add(kv)
+        .Add(", which drops libcrossfree-trace.so: it is not traced; to preload another library, "
+             "use `crossfree record --preload LIB -- CMD` (or put libcrossfree-trace.so first in "
+             "LD_PRELOAD)")
+        .Print();
+    return;
+  }
+}
+
 // Runs one exec call: flush, exec, and resume if it returned (failed).
 template <typename Call>
-int Exec(Call&& call) {
+int Exec(const char* path, char* const envp[], Call&& call) {
+  {
+    ErrnoSaver saved;
+    CheckPreloadKept(path, envp);
+  }
   bool flushed = crossfree::tracer::PrepareExec();
   int rc = call();
   if (flushed) {
@@ -97,21 +186,21 @@ int Exec(Call&& call) {
 extern "C" __attribute__((visibility("default"))) int execve(const char* path, char* const argv[],
                                                              char* const envp[]) {
   auto next = Real().execve;
-  return Exec([&] { return next(path, argv, envp); });
+  return Exec(path, envp, [&] { return next(path, argv, envp); });
 }
 
 extern "C" __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
   auto next = Real().execv;
-  return Exec([&] { return next(path, argv); });
+  return Exec(path, environ, [&] { return next(path, argv); });
 }
 
 extern "C" __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
   auto next = Real().execvp;
-  return Exec([&] { return next(file, argv); });
+  return Exec(file, environ, [&] { return next(file, argv); });
 }
 
 extern "C" __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[],
                                                               char* const envp[]) {
   auto next = Real().execvpe;
-  return Exec([&] { return next(file, argv, envp); });
+  return Exec(file, envp, [&] { return next(file, argv, envp); });
 }

@@ -123,6 +123,16 @@ bool OpenTrace(bool fork_child) {
   return true;
 }
 
+// Before fork, in the parent: its buffered events are written, so a
+// process that forks its workers and then idles loses nothing to SIGKILL.
+void AtForkPrepare() {
+  if (g.phase.load(std::memory_order_acquire) != internal::kActive) return;
+  GuardScope guard;
+  int saved_errno = errno;
+  internal::FlushCurrentThreadChunk();
+  errno = saved_errno;
+}
+
 void AtForkChild() {
   if (g.phase.load(std::memory_order_acquire) != internal::kActive) return;
   GuardScope guard;
@@ -162,7 +172,9 @@ void PrintSummary(const internal::ExitStats& stats) {
       .AddNumber(DroppedStackCount())
       .Add(" dropped), ")
       .AddNumber(stats.threads_skipped)
-      .Add(" busy threads skipped -> ")
+      .Add(" busy threads skipped, ")
+      .AddNumber(g.foreign_events.load(std::memory_order_relaxed))
+      .Add(" events of clone(2) tasks sharing a thread's TLS not recorded -> ")
       .Add(g.output_path)
       .Print();
 }
@@ -187,7 +199,7 @@ void InitRecorder() {
     if (!g.stacks) MessageLine().Add("stack capture unavailable; recording without stacks").Print();
   }
   g.key_ok = pthread_key_create(&g.key, internal::OnThreadExit) == 0;
-  pthread_atfork(nullptr, nullptr, AtForkChild);
+  pthread_atfork(AtForkPrepare, nullptr, AtForkChild);
   g.malloc_hook = g.settings.malloc_hook && ProbeMallocHook();
   if (!OpenTrace(/*fork_child=*/false)) {
     g.phase.store(internal::kStopped, std::memory_order_release);

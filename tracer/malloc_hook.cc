@@ -172,12 +172,13 @@ void ReadSymtab(SymtabResult* out) {
   if (ok) {
     const auto* sh = reinterpret_cast<const ElfW(Shdr)*>(base + eh->e_shoff);
     for (unsigned i = 0; i < eh->e_shnum; ++i) {
-      if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
+      const bool dynsym = sh[i].sh_type == SHT_DYNSYM;
+      if ((sh[i].sh_type != SHT_SYMTAB && !dynsym) || sh[i].sh_link >= eh->e_shnum) continue;
       const ElfW(Shdr)& strtab = sh[sh[i].sh_link];
       if (sh[i].sh_offset + sh[i].sh_size > size || strtab.sh_offset + strtab.sh_size > size) {
         continue;
       }
-      out->had_symtab = true;
+      if (!dynsym) out->had_symtab = true;
       const auto* syms = reinterpret_cast<const ElfW(Sym)*>(base + sh[i].sh_offset);
       const char* names = reinterpret_cast<const char*>(base + strtab.sh_offset);
       size_t count = sh[i].sh_size / sizeof(ElfW(Sym));
@@ -190,7 +191,14 @@ void ReadSymtab(SymtabResult* out) {
           allocator_file = IsAllocatorFile(name);
           continue;
         }
+        // Only definitions count: a non-PIE executable that merely takes
+        // malloc's address has an undefined malloc with a value (its
+        // canonical PLT entry), and dlsym finds that entry in the executable.
         if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF) continue;
+        if (dynsym) {
+          if (StrEq(name, "malloc")) out->defines_malloc = true;
+          continue;
+        }
         if (StrEq(name, "MallocHook_AddNewHook")) out->add_new = sym.st_value;
         if (StrEq(name, "MallocHook_AddDeleteHook")) out->add_delete = sym.st_value;
         if (StrEq(name, "malloc")) out->defines_malloc = true;
@@ -228,6 +236,28 @@ __attribute__((noinline)) void OnDelete(const void* ptr) {
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
+// The malloc that the program's calls reach (dlsym(RTLD_DEFAULT)) must be
+// the tracer's, unless the executable defines its own (handled below). A
+// shared object preloaded BEFORE the tracer that defines malloc (e.g.
+// LD_PRELOAD=libtcmalloc.so.4:libcrossfree-trace.so) takes every call and
+// the tracer records nothing: say so, with what to do.
+void CheckPreloadOrder(const ExeInfo& exe, void* dyn_malloc) {
+  if (dyn_malloc == nullptr || InExe(exe, dyn_malloc)) return;
+  Dl_info ours;
+  Dl_info theirs;
+  if (dladdr(reinterpret_cast<void*>(&CheckPreloadOrder), &ours) == 0 ||
+      dladdr(dyn_malloc, &theirs) == 0 || theirs.dli_fbase == ours.dli_fbase) {
+    return;
+  }
+  MessageLine()
+      .Add("malloc is taken by ")
+      .Add(theirs.dli_fname != nullptr ? theirs.dli_fname : "another library")
+      .Add(", loaded before libcrossfree-trace.so, so allocations are not traced; put "
+           "libcrossfree-trace.so first in LD_PRELOAD (crossfree record --preload LIB -- CMD "
+           "does)")
+      .Print();
+}
+
 }  // namespace
 
 bool ProbeMallocHook() {
@@ -237,9 +267,7 @@ bool ProbeMallocHook() {
   void* dyn_new = dlsym(RTLD_DEFAULT, "MallocHook_AddNewHook");
   void* dyn_delete = dlsym(RTLD_DEFAULT, "MallocHook_AddDeleteHook");
   void* dyn_malloc = dlsym(RTLD_DEFAULT, "malloc");
-  // Only the executable's own tcmalloc needs this: a shared libtcmalloc is
-  // reached by interposition like any other allocator.
-  const bool exe_defines_malloc = dyn_malloc != nullptr && InExe(exe, dyn_malloc);
+  CheckPreloadOrder(exe, dyn_malloc);
   g_bias = exe.bias;
   SymtabResult symtab;
   ReadSymtab(&symtab);
@@ -255,7 +283,11 @@ bool ProbeMallocHook() {
     g_add_delete = reinterpret_cast<AddDeleteHookFn>(exe.bias + symtab.add_delete);
     return true;
   }
-  if (exe_defines_malloc || symtab.defines_malloc) {
+  // Only the executable's own allocator needs this (a shared libtcmalloc is
+  // reached by interposition like any other allocator), and only a real
+  // definition of malloc in it (.symtab or .dynsym) takes calls away from
+  // the tracer.
+  if (symtab.defines_malloc) {
     MessageLine()
         .Add(MainExePath())
         .Add(" defines its own malloc (static allocator) and does not expose gperftools' "

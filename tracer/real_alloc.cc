@@ -80,6 +80,8 @@ void Resolve() {
   Lookup(&r.op_delete_array_aligned_nothrow, "_ZdaPvSt11align_val_tRKSt9nothrow_t", false);
   Lookup(&r.pthread_setname_np, "pthread_setname_np", false);
   Lookup(&r.prctl, "prctl", false);
+  Lookup(&r.pthread_getattr_np, "pthread_getattr_np", false);
+  Lookup(&r.pipe2, "pipe2", false);
   Lookup(&r.exit_now, "_exit", false);
   Lookup(&r.execve, "execve", false);
   Lookup(&r.execv, "execv", false);

@@ -47,6 +47,8 @@ struct RealFunctions {
   // Threads and names.
   int (*pthread_setname_np)(unsigned long, const char*);
   int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
+  int (*pthread_getattr_np)(unsigned long, void*);
+  int (*pipe2)(int*, int);
   [[noreturn]] void (*exit_now)(int);  // _exit
   int (*execve)(const char*, char* const[], char* const[]);
   int (*execv)(const char*, char* const[]);

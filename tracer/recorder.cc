@@ -20,12 +20,22 @@
 // passed through a context switch, itself a full barrier). After it, any
 // owner whose busy store is not yet visible to the flusher has not yet
 // executed its load of closed, so that load sees closed=1.
+//
+// The same hand-off bounds how old a buffered event gets (settings.flush_ns,
+// so that SIGKILL loses about that much): a thread writes its own chunk at
+// its first record after the chunk's first one is that old, and, at most
+// twice per bound, some thread's event also looks at the others. It borrows
+// each old chunk of another thread (closed 0 -> kBorrowed by CAS, so it
+// never clobbers the exit flusher's kClosedForExit), one heavy fence for
+// all, and writes those whose owner is not busy; an owner that finds its
+// state borrowed waits for the few microseconds of that write and goes on.
 #include "tracer/recorder_internal.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <linux/membarrier.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -36,6 +46,7 @@
 #include "tracer/modules.h"
 #include "tracer/stacks.h"
 #include "tracer/sys.h"
+#include "tracer/unwind_fp.h"
 
 extern "C" {
 __thread int crossfree_tracer_guard __attribute__((tls_model("initial-exec"))) = 0;
@@ -99,6 +110,8 @@ ThreadState* Acquire() {
   s->chunk_open = false;
   s->name_pending.store(0, std::memory_order_relaxed);
   s->needs_name = !t_named;
+  s->last_name[0] = '\0';
+  s->open_since_ns.store(0, std::memory_order_relaxed);
   t_named = true;
   t_state = s;
   if (g.key_ok) pthread_setspecific(g.key, s);
@@ -108,15 +121,36 @@ ThreadState* Acquire() {
 void BeginChunk(ThreadState* s, uint64_t ts) {
   s->writer.Begin(s->tid, t_next_sequence++, ts);
   s->chunk_open = true;
+  s->open_since_ns.store(ts != 0 ? ts : 1, std::memory_order_relaxed);
 }
 
 template <typename AppendFn>
 void AppendRecord(ThreadState* s, uint64_t ts, AppendFn&& append) {
   if (!s->chunk_open) BeginChunk(s, ts);
-  if (append(s->writer)) return;
+  if (append(s->writer)) {
+    // Age bound: the chunk's first record is flush_ns old, write it now.
+    const uint64_t since = s->open_since_ns.load(std::memory_order_relaxed);
+    if (__builtin_expect(g.settings.flush_ns != 0 && ts > since &&
+                             ts - since >= g.settings.flush_ns, 0)) {
+      FlushChunk(s);
+    }
+    return;
+  }
   FlushChunk(s);
   BeginChunk(s, ts);
   append(s->writer);  // an empty chunk holds any single record
+}
+
+// Appends a thread-name record unless it is the name last recorded for
+// this thread: a name is recorded once per change.
+void AppendName(ThreadState* s, uint64_t ts, const char* name, size_t len) {
+  if (len >= sizeof(s->last_name)) len = sizeof(s->last_name) - 1;
+  size_t i = 0;
+  while (i < len && s->last_name[i] == name[i]) ++i;
+  if (i == len && s->last_name[len] == '\0') return;
+  for (i = 0; i < len; ++i) s->last_name[i] = name[i];
+  s->last_name[len] = '\0';
+  AppendRecord(s, ts, [&](format::ChunkWriter& w) { return w.AppendThreadName(ts, name, len); });
 }
 
 void EmitModule(const format::ModuleView& module, void* context) {
@@ -129,10 +163,26 @@ void AppendOwnName(ThreadState* s) {
   char name[64];
   long n = ReadSmallFile("/proc/thread-self/comm", name, sizeof(name));
   if (n <= 0) return;
-  uint64_t ts = NowNs();
-  AppendRecord(s, ts, [&](format::ChunkWriter& w) {
-    return w.AppendThreadName(ts, name, static_cast<size_t>(n));
-  });
+  AppendName(s, NowNs(), name, static_cast<size_t>(n));
+}
+
+// Sets busy on the calling thread's state s and returns true if the owner
+// may use its buffer: false once the exit flush closed it; while another
+// thread has it borrowed (writing its old chunk), waits for that to end.
+inline __attribute__((always_inline)) bool Claim(ThreadState* s) {
+  for (;;) {
+    if (__builtin_expect(g.asym_fence, 1)) {
+      s->busy.store(1, std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+    } else {
+      s->busy.store(1, std::memory_order_seq_cst);
+    }
+    const uint32_t closed = s->closed.load(std::memory_order_seq_cst);
+    if (__builtin_expect(closed == kOpen, 1)) return true;
+    s->busy.store(0, std::memory_order_release);
+    if (closed != kBorrowed) return false;
+    while (s->closed.load(std::memory_order_acquire) == kBorrowed) sched_yield();
+  }
 }
 
 // Marks the calling thread's state busy and returns it, or null if this
@@ -145,16 +195,7 @@ __attribute__((noinline)) ThreadState* EnterSlow() {
     s = Acquire();
     if (s == nullptr) return nullptr;
   }
-  if (__builtin_expect(g.asym_fence, 1)) {
-    s->busy.store(1, std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-  } else {
-    s->busy.store(1, std::memory_order_seq_cst);
-  }
-  if (s->closed.load(std::memory_order_seq_cst) != 0) {
-    s->busy.store(0, std::memory_order_release);
-    return nullptr;
-  }
+  if (!Claim(s)) return nullptr;
   if (s->needs_name) {
     s->needs_name = false;
     AppendOwnName(s);
@@ -164,10 +205,7 @@ __attribute__((noinline)) ThreadState* EnterSlow() {
     char name[sizeof(s->pending_name)];
     for (size_t i = 0; i < sizeof(name); ++i) name[i] = s->pending_name[i];
     name[sizeof(name) - 1] = '\0';
-    uint64_t ts = NowNs();
-    AppendRecord(s, ts, [&](format::ChunkWriter& w) {
-      return w.AppendThreadName(ts, name, StrLen(name));
-    });
+    AppendName(s, NowNs(), name, StrLen(name));
   }
   if (g.modules_pending.load(std::memory_order_relaxed) &&
       g.modules_pending.exchange(false, std::memory_order_acq_rel)) {
@@ -189,25 +227,43 @@ inline __attribute__((always_inline)) ThreadState* Enter() {
                        0)) {
     return EnterSlow();
   }
-  if (__builtin_expect(g.asym_fence, 1)) {
-    s->busy.store(1, std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-  } else {
-    s->busy.store(1, std::memory_order_seq_cst);
-  }
-  if (__builtin_expect(s->closed.load(std::memory_order_seq_cst) != 0, 0)) {
-    s->busy.store(0, std::memory_order_release);
-    return nullptr;
-  }
-  return s;
+  return Claim(s) ? s : nullptr;
 }
 
 inline __attribute__((always_inline)) void Leave(ThreadState* s) {
-  if (s->closed.load(std::memory_order_seq_cst) != 0 &&
+  if (s->closed.load(std::memory_order_seq_cst) == kClosedForExit &&
       s->flush_token.exchange(1, std::memory_order_acq_rel) == 0) {
     FlushChunk(s);
   }
   s->busy.store(0, std::memory_order_release);
+}
+
+// Age bound for other threads' chunks: one load and compare per event.
+inline void MaybeFlushIdle(uint64_t now) {
+  if (__builtin_expect(g.settings.flush_ns != 0 &&
+                           now >= g.next_idle_scan_ns.load(std::memory_order_relaxed),
+                       0)) {
+    FlushIdleStates(now);
+  }
+}
+
+// True if the calling task must not use this thread's state: it runs on a
+// stack that is not the thread's own and its kernel tid is not the state's.
+// That is a thread created with clone(2) without CLONE_SETTLS: it shares
+// this thread's TLS (t_state included) without being this thread, so its
+// events would go, under the wrong tid, into a buffer another thread owns.
+// Coroutines and handlers on an alternate signal stack are the same thread
+// and record normally; telling them apart costs one gettid, only when the
+// hook runs off the thread's stack.
+inline bool ForeignTask(const CallSite& site) {
+  ThreadState* s = t_state;
+  if (s == nullptr || s == kExitedState) return false;
+  if (__builtin_expect(OnThreadStack(reinterpret_cast<uintptr_t>(site.frame_address)), 1)) {
+    return false;
+  }
+  if (CurrentTid() == s->tid) return false;
+  g.foreign_events.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 uint32_t CaptureAndIntern(ThreadState* s, const CallSite& site, uint64_t ts) {
@@ -256,6 +312,7 @@ void ReportWriteFailure(int error) {
 void FlushChunk(ThreadState* s) {
   if (!s->chunk_open) return;
   s->chunk_open = false;
+  s->open_since_ns.store(0, std::memory_order_relaxed);
   if (s->writer.empty()) return;
   uint32_t events = s->writer.event_count();
   size_t n = s->writer.Finish();
@@ -281,16 +338,19 @@ void OnThreadExit(void* arg) {
   if (s == nullptr || s != t_state) return;
   GuardScope guard;
   int saved_errno = errno;
-  s->busy.store(1, std::memory_order_seq_cst);
-  if (s->closed.load(std::memory_order_seq_cst) == 0) {
+  if (Claim(s)) {
     if (!t_exit_written) {
       t_exit_written = true;
       uint64_t ts = NowNs();
       AppendRecord(s, ts, [&](format::ChunkWriter& w) { return w.AppendThreadExit(ts); });
     }
     FlushChunk(s);
+    Leave(s);
+  } else {
+    // Closed by the exit flush: Leave writes the chunk if the flusher left it.
+    s->busy.store(1, std::memory_order_seq_cst);
+    Leave(s);
   }
-  Leave(s);
   // Events after this point (later TLS destructors) take a state again and
   // set the key again, so glibc runs this destructor once more for them.
   t_state = kExitedState;
@@ -302,6 +362,13 @@ void FlushCurrentThreadModules() {
   if (ThreadState* s = Enter()) Leave(s);
 }
 
+void FlushCurrentThreadChunk() {
+  ThreadState* s = t_state;
+  if (s == nullptr || s == kExitedState || !Claim(s)) return;
+  FlushChunk(s);
+  Leave(s);
+}
+
 void ResetStatesInForkChild() {
   ThreadState* self = t_state;
   for (ThreadState* it = g.registry.load(std::memory_order_acquire); it != nullptr;
@@ -311,6 +378,8 @@ void ResetStatesInForkChild() {
     it->closed.store(0, std::memory_order_relaxed);
     it->flush_token.store(0, std::memory_order_relaxed);
     it->name_pending.store(0, std::memory_order_relaxed);
+    it->open_since_ns.store(0, std::memory_order_relaxed);
+    it->last_name[0] = '\0';  // the child's own trace needs the names again
     it->events_written = 0;
     it->chunks_written = 0;
     if (it != self) it->in_use.store(0, std::memory_order_relaxed);
@@ -355,12 +424,23 @@ ExitStats CloseAndFlushAll(uint64_t wait_budget_ns) {
   // heavy fence, then wait for and flush each.
   ThreadState* const head = g.registry.load(std::memory_order_acquire);
   for (ThreadState* it = head; it != nullptr; it = it->next) {
-    it->closed.store(1, std::memory_order_seq_cst);
+    // A state borrowed by the idle flusher is handed back within a write;
+    // one still borrowed at the deadline is left alone (skipped below).
+    for (;;) {
+      uint32_t expected = kOpen;
+      if (it->closed.compare_exchange_strong(expected, kClosedForExit,
+                                             std::memory_order_seq_cst) ||
+          expected == kClosedForExit || NowNs() >= deadline) {
+        break;
+      }
+      sched_yield();
+    }
   }
   HeavyFence();
   for (ThreadState* it = head; it != nullptr; it = it->next) {
     while (it->busy.load(std::memory_order_seq_cst) != 0 && NowNs() < deadline) sched_yield();
-    if (it->busy.load(std::memory_order_seq_cst) != 0) {
+    if (it->busy.load(std::memory_order_seq_cst) != 0 ||
+        it->closed.load(std::memory_order_seq_cst) != kClosedForExit) {
       ++stats.threads_skipped;  // its owner flushes when the record ends
     } else if (it->flush_token.exchange(1, std::memory_order_acq_rel) == 0) {
       FlushChunk(it);
@@ -370,6 +450,42 @@ ExitStats CloseAndFlushAll(uint64_t wait_budget_ns) {
     stats.chunks += it->chunks_written;
   }
   return stats;
+}
+
+void FlushIdleStates(uint64_t now) {
+  uint64_t due = g.next_idle_scan_ns.load(std::memory_order_relaxed);
+  if (now < due || !g.next_idle_scan_ns.compare_exchange_strong(
+                       due, now + g.settings.flush_ns / 2, std::memory_order_relaxed)) {
+    return;  // not due, or another thread scans now
+  }
+  if (g.phase.load(std::memory_order_acquire) != kActive) return;
+  ThreadState* const self = t_state;
+  ThreadState* const head = g.registry.load(std::memory_order_acquire);
+  int borrowed = 0;
+  for (ThreadState* it = head; it != nullptr; it = it->next) {
+    const uint64_t since = it->open_since_ns.load(std::memory_order_relaxed);
+    if (it == self || since == 0 || now <= since || now - since < g.settings.flush_ns) continue;
+    uint32_t expected = kOpen;
+    if (it->closed.compare_exchange_strong(expected, kBorrowed, std::memory_order_seq_cst)) {
+      ++borrowed;
+    }
+  }
+  if (borrowed == 0) return;
+  // No signal handler may run on this thread while it holds borrows: one
+  // that longjmp'd out (or waited for an owner) would leave the owners
+  // waiting for ever.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  HeavyFence();
+  for (ThreadState* it = head; it != nullptr; it = it->next) {
+    if (it == self || it->closed.load(std::memory_order_relaxed) != kBorrowed) continue;
+    // busy now means the owner is inside a record: it writes its own chunk
+    // at that record's end (age bound), leave it.
+    if (it->busy.load(std::memory_order_seq_cst) == 0) FlushChunk(it);
+    it->closed.store(kOpen, std::memory_order_release);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 void ReopenStates() {
@@ -388,6 +504,7 @@ using internal::Leave;
 using internal::ThreadState;
 
 void RecordAlloc(format::AllocFn fn, const void* address, uint64_t size, const CallSite& site) {
+  if (internal::ForeignTask(site)) return;
   ThreadState* s = Enter();
   if (s == nullptr) return;
   uint64_t ts = NowNs();
@@ -398,10 +515,12 @@ void RecordAlloc(format::AllocFn fn, const void* address, uint64_t size, const C
     return w.AppendAlloc(fn, ts, addr, size, stack);
   });
   Leave(s);
+  internal::MaybeFlushIdle(ts);
 }
 
 void RecordFree(format::FreeFn fn, uint64_t ts_ns, const void* address, uint64_t size,
                 const CallSite& site) {
+  if (internal::ForeignTask(site)) return;
   ThreadState* s = Enter();
   if (s == nullptr) return;
   uint32_t stack =
@@ -411,10 +530,12 @@ void RecordFree(format::FreeFn fn, uint64_t ts_ns, const void* address, uint64_t
     return w.AppendFree(fn, ts_ns, addr, size, stack);
   });
   Leave(s);
+  internal::MaybeFlushIdle(ts_ns);
 }
 
 void RecordRealloc(format::AllocFn fn, uint64_t ts_free_ns, const void* old_address,
                    const void* new_address, uint64_t size, const CallSite& site) {
+  if (internal::ForeignTask(site)) return;
   ThreadState* s = Enter();
   if (s == nullptr) return;
   uint64_t ts = NowNs();
@@ -426,14 +547,13 @@ void RecordRealloc(format::AllocFn fn, uint64_t ts_free_ns, const void* old_addr
     return w.AppendRealloc(fn, ts_free_ns, ts, old_addr, new_addr, size, stack);
   });
   Leave(s);
+  internal::MaybeFlushIdle(ts);
 }
 
 void RecordThreadName(const char* name) {
   ThreadState* s = Enter();
   if (s == nullptr) return;
-  uint64_t ts = NowNs();
-  size_t len = StrLen(name);
-  AppendRecord(s, ts, [&](format::ChunkWriter& w) { return w.AppendThreadName(ts, name, len); });
+  internal::AppendName(s, NowNs(), name, StrLen(name));
   Leave(s);
 }
 
@@ -487,6 +607,7 @@ void RecordCentral(format::CentralOp op, uint32_t size_class, uint64_t count,
     return;
   }
   GuardScope guard;
+  if (internal::ForeignTask(site)) return;
   ThreadState* s = Enter();
   if (s == nullptr) return;
   uint64_t ts = NowNs();

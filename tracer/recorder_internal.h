@@ -15,6 +15,14 @@
 
 namespace crossfree::tracer::internal {
 
+// ThreadState::closed. kBorrowed: another thread is writing this state's
+// open chunk for it (the age bound, FlushIdleStates); the owner waits.
+enum Closed : uint32_t {
+  kOpen = 0,
+  kClosedForExit = 1,
+  kBorrowed = 2,
+};
+
 enum Phase : int {
   kUninit = 0,
   kStarting = 1,
@@ -29,10 +37,15 @@ struct ThreadState {
 
   std::atomic<uint32_t> in_use{0};       // owned by a live thread
   std::atomic<uint32_t> busy{0};         // owner is inside Enter..Leave
-  std::atomic<uint32_t> closed{0};       // exit flush reached this state
+  std::atomic<uint32_t> closed{0};       // kOpen, kClosedForExit or kBorrowed
   std::atomic<uint32_t> flush_token{0};  // who writes the final chunk
   std::atomic<uint32_t> name_pending{0};
   char pending_name[16] = {};
+  char last_name[16] = {};  // the name last recorded for this thread ("" = none)
+  // When the open chunk began (its first record's time), 0 when none is
+  // open. Written by whoever holds the buffer; read racily by the idle
+  // flusher (FlushIdleStates) only to pick candidates.
+  std::atomic<uint64_t> open_since_ns{0};
   ThreadState* next = nullptr;  // registry link, fixed once published
   unsigned long pthread_id = 0;
   uint32_t tid = 0;
@@ -60,7 +73,13 @@ struct Globals {
   char output_path[4096] = {};
   std::atomic<bool> modules_pending{false};
   std::atomic<bool> write_failed{false};
+  // Events not recorded because the calling task shared another thread's
+  // TLS (clone(2) without CLONE_SETTLS); see ForeignTask in recorder.cc.
+  std::atomic<uint64_t> foreign_events{0};
   std::atomic<ThreadState*> registry{nullptr};
+  // Age bound (settings.flush_ns, 0 = none): the next time any thread's
+  // event looks for other threads' chunks older than the bound.
+  std::atomic<uint64_t> next_idle_scan_ns{0};
   // Set at start-up when membarrier(PRIVATE_EXPEDITED) is registered: the
   // owners' busy store is then a plain store (no locked instruction per
   // event) and the exit flusher pays for the ordering (recorder.cc).
@@ -84,11 +103,19 @@ void OnThreadExit(void* arg);
 // Gives the calling thread a state and writes what is pending (its name,
 // the module map).
 void FlushCurrentThreadModules();
+// Writes the calling thread's open chunk now (before fork: a process that
+// forks its workers and then idles, like a server's master, keeps nothing
+// buffered).
+void FlushCurrentThreadChunk();
 // Fork child: drops every buffer (the parent flushes them to its file).
 void ResetStatesInForkChild();
 // Exit: closes every state and writes every open chunk, waiting up to
 // wait_budget_ns in total for threads in the middle of a record.
 ExitStats CloseAndFlushAll(uint64_t wait_budget_ns);
+// Writes the open chunk of every other thread whose oldest buffered record
+// is older than the age bound, through the borrow hand-off (recorder.cc).
+// Called after an event when g.next_idle_scan_ns has passed.
+void FlushIdleStates(uint64_t now);
 // After a failed exec: lets every state record again.
 void ReopenStates();
 // Registers the process for membarrier(PRIVATE_EXPEDITED) and sets

@@ -62,6 +62,14 @@ void LoadSettings(Settings* s) {
       Invalid("CROSSFREE_BUFFER_KB", v, "128");
     }
   }
+  if (const char* v = getenv("CROSSFREE_FLUSH_MS"); v != nullptr && *v != '\0') {
+    uint64_t ms;
+    if (ParseDecimal(v, &ms) && ms <= 600000) {
+      s->flush_ns = ms * 1'000'000;
+    } else {
+      Invalid("CROSSFREE_FLUSH_MS", v, "1000");
+    }
+  }
   s->malloc_hook = ReadBool("CROSSFREE_MALLOC_HOOK", true);
   s->verbose = ReadBool("CROSSFREE_VERBOSE", false);
   s->central = ReadBool("CROSSFREE_CENTRAL", true);

@@ -18,6 +18,11 @@
 //   CROSSFREE_ENABLE_STACKS  0 disables stack capture. Default 1.
 //   CROSSFREE_BUFFER_KB      Per-thread chunk buffer in KiB, 16..4096.
 //                            Default 128.
+//   CROSSFREE_FLUSH_MS       Age bound in ms, 0..600000: a thread's buffered
+//                            events are written once the oldest is this old
+//                            (at the thread's next event, or another
+//                            thread's), so SIGKILL loses about this much.
+//                            0 = only when full. Default 1000.
 //   CROSSFREE_MALLOC_HOOK    0 never registers gperftools MallocHook hooks
 //                            (static tcmalloc). Default 1 (auto-detect).
 //   CROSSFREE_CENTRAL        0 does not record tcmalloc central free-list
@@ -46,6 +51,7 @@ struct Settings {
   int depth = 32;
   bool stacks = true;
   size_t buffer_bytes = 128 * 1024;
+  uint64_t flush_ns = 1'000'000'000;
   bool malloc_hook = true;
   bool verbose = false;
   bool central = true;

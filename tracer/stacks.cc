@@ -26,17 +26,17 @@ constinit bool g_cfi_ok = false;
 
 int CaptureFramePointer(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth) {
   frames[0] = ret;
-  StackBounds bounds = CurrentThreadStackBounds();
-  if (bounds.high == 0) return 1;
+  const StackBounds bounds = CurrentWalkBounds();
   return WalkFramePointers(fp, bounds, frames, 1, max_depth, nullptr);
 }
 
 int CaptureHybrid(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth) {
   frames[0] = ret;
-  StackBounds bounds = CurrentThreadStackBounds();
+  const StackBounds bounds = CurrentWalkBounds();
   // The hook has a frame record, so the caller's state is exact: it
-  // resumes at ret with rsp just above the record and its own rbp saved in it.
-  if (bounds.high == 0 || !PlausibleFrame(fp, bounds)) return 1;
+  // resumes at ret with rsp just above the record and its own rbp saved in
+  // it (a value only: it is checked before anything is read through it).
+  if (!PlausibleFrame(fp, bounds)) return 1;
   if (!g_cfi_ok) return WalkFramePointers(fp, bounds, frames, 1, max_depth, nullptr);
   uintptr_t caller_fp = reinterpret_cast<const uintptr_t*>(fp)[0];
   return WalkWithCfi(ret, fp + 16, caller_fp, bounds, frames, 1, max_depth);

@@ -196,6 +196,13 @@ const Module* ModuleFor(uintptr_t pc) {
   // The vDSO and other modules without a file keep cfi == null.
   int fd = arg.path[0] == '/' ? open(arg.path, O_RDONLY | O_CLOEXEC) : -1;
   if (fd >= 0) {
+    // Kept open for the rest of the process: out of the way of the target's
+    // descriptors (500 and above, like the trace file).
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 500);
+    if (high >= 0) {
+      close(fd);
+      fd = high;
+    }
     // The Elf and its CFI live for the rest of the process.
     Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
     if (elf != nullptr) m.cfi = dwarf_getcfi_elf(elf);
@@ -281,7 +288,8 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
     if (packed == kRuleEmpty) {
       if (!TryLockFill()) {
         g_fallbacks.fetch_add(1, std::memory_order_relaxed);
-        return ContinueWithLibunwind(pc, sp, fp, frames, depth, max_depth);
+        return ContinueWithLibunwind(pc, sp, fp, StackBounds{sp, bounds.high}, frames, depth,
+                                     max_depth);
       }
       packed = CacheFind(pc);  // another thread may have just added it
       if (packed == kRuleEmpty) {
@@ -294,28 +302,39 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
     front.pc[front_index] = pc;
     front.rule[front_index] = packed;
     Rule rule = Unpack(packed);
+    // Every load below is proven inside [sp, bounds.high) first, with
+    // overflow-checked arithmetic: sp only grows (cfa > sp), and sp starts
+    // at the hook's frame, so nothing below the running frame is read.
     uintptr_t cfa;
     uintptr_t next_fp = fp;
     switch (rule.kind) {
-      case kRuleSimple:
-        cfa = (rule.cfa_rbp ? fp : sp) + rule.cfa_offset;
-        if (cfa <= sp || cfa - 8 < bounds.low || cfa > bounds.high) return depth;
+      case kRuleSimple: {
+        const uintptr_t base = rule.cfa_rbp ? fp : sp;
+        if (__builtin_add_overflow(base, static_cast<uintptr_t>(rule.cfa_offset), &cfa) ||
+            cfa <= sp || cfa > bounds.high || cfa - sp < 8) {
+          return depth;
+        }
         if (rule.rbp_saved) {
           // A saved register lies between this frame's sp and its CFA.
-          uintptr_t at = cfa + rule.rbp_offset;
-          if (at < sp || at < bounds.low || at + 8 > bounds.high) return depth;
+          const uintptr_t back = static_cast<uintptr_t>(-static_cast<int64_t>(rule.rbp_offset));
+          if (back > cfa - sp) return depth;
+          const uintptr_t at = cfa - back;
+          if (at < sp || at < bounds.low || bounds.high - at < 8) return depth;
           next_fp = *reinterpret_cast<const uintptr_t*>(at);
         }
         break;
+      }
       case kRuleNoInfo:
-        // No CFI (JIT code, stripped .eh_frame): trust a sound fp record.
-        if (!PlausibleFrame(fp, bounds) || fp < sp) return depth;
+        // No CFI (JIT code, stripped .eh_frame): follow a sound fp record
+        // only; %rbp may be any value in such code.
+        if (fp < sp || !PlausibleFrame(fp, bounds)) return depth;
         cfa = fp + 16;
         next_fp = *reinterpret_cast<const uintptr_t*>(fp);
         break;
       case kRuleComplex:
         g_fallbacks.fetch_add(1, std::memory_order_relaxed);
-        return ContinueWithLibunwind(pc, sp, fp, frames, depth, max_depth);
+        return ContinueWithLibunwind(pc, sp, fp, StackBounds{sp, bounds.high}, frames, depth,
+                                     max_depth);
       case kRuleOutermost:
       default:
         return depth;

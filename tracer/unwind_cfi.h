@@ -27,9 +27,11 @@ bool InitCfiUnwinder();
 // continues with libunwind instead. Frames with rules outside the simple
 // "CFA = rsp/rbp + offset, rbp and return address saved at CFA offsets"
 // form (signal trampolines, hand-written assembly) are also handed to
-// libunwind. Code without any CFI (JIT) is walked by frame pointer.
-// Every address is checked against the thread's stack bounds before it is
-// read.
+// libunwind, which continues only while the stack pointer stays inside
+// bounds. Code without any CFI (JIT, hand-written assembly) is walked by
+// frame pointer, only through records inside bounds. Every address this
+// walker reads is checked against `bounds` (CurrentWalkBounds: from
+// the current frame to the top of the current stack) first, without overflow.
 int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bounds,
                 uint64_t* frames, int depth, int max_depth);
 

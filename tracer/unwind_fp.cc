@@ -3,6 +3,12 @@
 #include "tracer/unwind_fp.h"
 
 #include <pthread.h>
+#include <signal.h>
+
+// Non-zero while this thread runs pthread_getattr_np (interpose_process.cc).
+extern "C" {
+__thread int crossfree_in_getattr __attribute__((tls_model("initial-exec"))) = 0;
+}
 
 namespace crossfree::tracer {
 namespace {
@@ -22,7 +28,9 @@ thread_local constinit ThreadBoundsCache tls_bounds
 StackBounds CurrentThreadStackBounds() {
   ThreadBoundsCache& c = tls_bounds;
   if (__builtin_expect(c.state == 2, 1)) return {c.low, c.high};
-  if (c.state != 0) return {0, 0};
+  if (c.state != 0 || __atomic_load_n(&crossfree_in_getattr, __ATOMIC_RELAXED) != 0) {
+    return {0, 0};
+  }
   c.state = 1;  // a nested hook on this thread sees "unknown", not a loop
   pthread_attr_t attr;
   void* addr = nullptr;
@@ -41,10 +49,32 @@ StackBounds CurrentThreadStackBounds() {
   return {c.low, c.high};
 }
 
+__attribute__((noinline)) StackBounds CurrentWalkBounds() {
+  const auto sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  const StackBounds thread = CurrentThreadStackBounds();
+  if (thread.high != 0 && sp >= thread.low && sp < thread.high) return {sp, thread.high};
+  stack_t alt;
+  if (sigaltstack(nullptr, &alt) == 0 && (alt.ss_flags & SS_ONSTACK) != 0) {
+    const auto lo = reinterpret_cast<uintptr_t>(alt.ss_sp);
+    uintptr_t hi = 0;
+    if (!__builtin_add_overflow(lo, alt.ss_size, &hi) && sp >= lo && sp < hi) return {sp, hi};
+  }
+  // Unknown stack: only the page holding our own frame is known to be
+  // mapped. sp is a real stack address, far below 2^64 - 4096: no wrap.
+  constexpr uintptr_t kPage = 4096;
+  return {sp, (sp | (kPage - 1)) + 1};
+}
+
+bool OnThreadStack(uintptr_t fp) {
+  const StackBounds thread = CurrentThreadStackBounds();
+  return thread.high != 0 && fp >= thread.low && fp < thread.high;
+}
+
 int WalkFramePointers(uintptr_t fp, const StackBounds& bounds, uint64_t* frames,
                       int depth, int max, uintptr_t* last_fp) {
   if (!PlausibleFrame(fp, bounds)) return depth;
   while (depth < max) {
+    // fp passed PlausibleFrame: both words of its record are in bounds.
     uintptr_t next = reinterpret_cast<const uintptr_t*>(fp)[0];
     if (next <= fp || !PlausibleFrame(next, bounds)) break;
     uintptr_t ret = reinterpret_cast<const uintptr_t*>(next)[1];

@@ -19,19 +19,48 @@ struct StackBounds {
 // /proc/self/maps): call it inside the tracer's recursion guard, or once
 // from InitStacks / thread start. A nested call on the same thread while the
 // bounds are being computed gets {0, 0}.
+// While the thread is inside pthread_getattr_np (the target's call, see
+// crossfree_in_getattr), the bounds are not computed now: glibc holds the
+// thread's lock there and allocates (our hook runs), and our own
+// pthread_getattr_np call would wait for that lock forever. That call
+// returns {0, 0} and a later one computes them.
 StackBounds CurrentThreadStackBounds();
 
 // True if fp may be dereferenced as a frame record {saved fp, return
-// address} on a stack with the given bounds.
+// address} on a stack with the given bounds: [fp, fp + 16) lies inside
+// [low, high). Written so that no term can wrap around (fp + 16 would for
+// fp = -8 or -16, and the walk would then read address 0).
 inline bool PlausibleFrame(uintptr_t fp, const StackBounds& b) {
-  return (fp & 7) == 0 && fp >= b.low && fp + 16 <= b.high;
+  return (fp & 7) == 0 && b.low <= b.high && b.high - b.low >= 16 && fp >= b.low &&
+         fp <= b.high - 16;
 }
+
+// The part of the current stack that a walk may read: [sp, top of the stack
+// the caller runs on), where sp is this function's own frame (live, so
+// mapped, whatever frame address the caller was handed). Everything in it
+// is mapped: a stack is mapped from its running frame up to its top. Which
+// stack the caller runs on:
+//  - the thread's own (pthread bounds): its top;
+//  - the alternate signal stack, while a handler runs on it (sigaltstack(2)
+//    says so: one system call, only off the thread's stack): its top;
+//  - anything else (a makecontext/swapcontext coroutine, a thread created
+//    with clone(2) that shares this thread's TLS): its top is unknown, and
+//    only the rest of the page holding sp is known to be mapped.
+// A frame record handed to a walker must then lie inside these bounds
+// (PlausibleFrame) before it is read.
+StackBounds CurrentWalkBounds();
+
+// True if fp lies on the calling thread's own stack (its pthread bounds).
+// False when the bounds are unknown.
+bool OnThreadStack(uintptr_t fp);
 
 // Walks saved frame pointers outward from frame record `fp` (whose return
 // address is NOT recorded: it is the frame the caller already has).
 // Appends the return addresses of the following frames to frames[depth..max)
-// and returns the new depth. Stops at a null, misaligned, out-of-bounds or
-// non-increasing frame pointer, or a return address below 4 KiB.
+// and returns the new depth. Every load is proven inside `bounds` first
+// (PlausibleFrame); the walk stops at a null, misaligned, out-of-bounds or
+// non-increasing frame pointer (so a self-loop or cycle ends it), or a
+// return address below 4 KiB.
 // If last_fp is not null it receives the last frame record used (the one
 // whose return address was recorded last), for handing over to DWARF.
 int WalkFramePointers(uintptr_t fp, const StackBounds& bounds, uint64_t* frames,

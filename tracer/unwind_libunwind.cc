@@ -7,8 +7,25 @@
 
 #include <cstring>
 
+extern "C" {
+__thread int crossfree_in_unwinder __attribute__((tls_model("initial-exec"))) = 0;
+}
+
 namespace crossfree::tracer {
 namespace {
+
+// Marks the scope in which libunwind runs for the tracer.
+class InUnwinder {
+ public:
+  InUnwinder() {
+    __atomic_store_n(&crossfree_in_unwinder, crossfree_in_unwinder + 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  }
+  ~InUnwinder() {
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&crossfree_in_unwinder, crossfree_in_unwinder - 1, __ATOMIC_RELAXED);
+  }
+};
 
 // How many frames (our own and the hook's) may sit between unw_getcontext
 // and the hook's caller before we give up looking for the caller.
@@ -17,18 +34,10 @@ constexpr int kMaxSkippedFrames = 32;
 // the tracer asks for when it drops allocator frames).
 constexpr int kMaxDepth = 256 + 64;
 
-int StepAndRecord(unw_cursor_t* cursor, uint64_t* frames, int depth, int max_depth) {
-  while (depth < max_depth && unw_step(cursor) > 0) {
-    unw_word_t ip = 0;
-    if (unw_get_reg(cursor, UNW_REG_IP, &ip) < 0 || ip < 4096) break;
-    frames[depth++] = ip;
-  }
-  return depth;
-}
-
 }  // namespace
 
 bool InitLibunwind() {
+  InUnwinder in_unwinder;
   // The default global cache takes a lock and masks signals on every
   // lookup; a per-thread cache avoids both.
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
@@ -49,6 +58,7 @@ __attribute__((noinline)) int CaptureWithLibunwind(uintptr_t hook_return_address
   // It starts at this function: drop entries up to the hook's return
   // address, which the caller's frame is the first to execute at.
   if (max_depth > kMaxDepth) max_depth = kMaxDepth;
+  InUnwinder in_unwinder;
   void* ips[kMaxDepth + kMaxSkippedFrames];
   int n = unw_backtrace(ips, max_depth + kMaxSkippedFrames);
   for (int i = 0; i < n && i < kMaxSkippedFrames; ++i) {
@@ -62,9 +72,10 @@ __attribute__((noinline)) int CaptureWithLibunwind(uintptr_t hook_return_address
   return -1;
 }
 
-int ContinueWithLibunwind(uintptr_t ip, uintptr_t sp, uintptr_t bp,
+int ContinueWithLibunwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, const StackBounds& bounds,
                           uint64_t* frames, int depth, int max_depth) {
-  if (depth >= max_depth) return depth;
+  if (depth >= max_depth || sp < bounds.low || sp >= bounds.high) return depth;
+  InUnwinder in_unwinder;
   // On x86-64 unw_context_t is a ucontext_t: seed it with the three
   // registers that CFA rules in practice depend on. libunwind treats the
   // seeded frame as interrupted at rip, so point rip into the call
@@ -77,7 +88,19 @@ int ContinueWithLibunwind(uintptr_t ip, uintptr_t sp, uintptr_t bp,
   context.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(bp);
   unw_cursor_t cursor;
   if (unw_init_local(&cursor, &context) != 0) return depth;
-  return StepAndRecord(&cursor, frames, depth, max_depth);
+  uintptr_t last_sp = sp;
+  while (depth < max_depth && unw_step(&cursor) > 0) {
+    unw_word_t next_ip = 0;
+    unw_word_t next_sp = 0;
+    if (unw_get_reg(&cursor, UNW_REG_IP, &next_ip) < 0 || next_ip < 4096) break;
+    if (unw_get_reg(&cursor, UNW_REG_SP, &next_sp) < 0 || next_sp <= last_sp ||
+        next_sp > bounds.high) {
+      break;
+    }
+    frames[depth++] = next_ip;
+    last_sp = next_sp;
+  }
+  return depth;
 }
 
 }  // namespace crossfree::tracer

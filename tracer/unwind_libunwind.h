@@ -5,6 +5,16 @@
 
 #include <cstdint>
 
+#include "tracer/unwind_fp.h"
+
+// Non-zero while this thread runs libunwind for the tracer. libunwind
+// validates addresses by writing them into a pipe it creates with pipe2:
+// the pipe2 hook (interpose_process.cc) moves those descriptors to 500 and
+// above, out of the way of the target's own (which would otherwise start at
+// 5, and which libunwind would read from and write into once the target
+// reused the numbers).
+extern "C" __thread int crossfree_in_unwinder __attribute__((tls_model("initial-exec")));
+
 namespace crossfree::tracer {
 
 // Sets per-thread caching for the local address space and runs one warm-up
@@ -25,9 +35,11 @@ int CaptureWithLibunwind(uintptr_t hook_return_address,
 // Continues an unwind from a known register state (the frame that will
 // resume at return address `ip`, with stack pointer `sp` and frame pointer
 // `bp`), appending return addresses after frames[depth-1]; `ip` itself must
-// already be recorded.
+// already be recorded. Stops as soon as a step leaves `bounds` (the stack
+// pointer must stay inside it and grow). libunwind validates the loads of
+// frames without CFI itself (a probe write of the address to a pipe).
 // Returns the new depth.
-int ContinueWithLibunwind(uintptr_t ip, uintptr_t sp, uintptr_t bp,
+int ContinueWithLibunwind(uintptr_t ip, uintptr_t sp, uintptr_t bp, const StackBounds& bounds,
                           uint64_t* frames, int depth, int max_depth);
 
 }  // namespace crossfree::tracer

@@ -609,8 +609,10 @@ TEST_CASE("crossfree record: traces, children, exit status", "[tracer]") {
   std::string child_pid = std::to_string(std::stoul(run.out.substr(pos + 6)));
   CHECK(Exists(out));
   CHECK(Exists(out + "." + child_pid));
-  CHECK(run.err.find("trace " + out + ":") != std::string::npos);
-  CHECK(run.err.find("fork child pid " + child_pid) != std::string::npos);
+  CHECK(run.err.find(": " + out + " (pid ") != std::string::npos);
+  CHECK(run.err.find(out + "." + child_pid + " (pid " + child_pid + ", fork child)") !=
+        std::string::npos);
+  CHECK(run.err.find("main trace " + out) != std::string::npos);
   Trace t = LoadTrace(out);
   REQUIRE(t.complete);
   CHECK(t.header.fields.unwinder == format::Unwinder::kHybrid);

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: Apache-2.0
+// `crossfree record` as a supervisor: signals reach the command, killing
+// signals are named, one summary per run, no mixing with an earlier run's
+// files, a status CI notices when no trace was written, 127/126 for
+// commands that cannot start, --preload and LD_PRELOAD mistakes; and the
+// tracer's "defines its own malloc" warning only when events are lost.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "tests/tracer/tracer_test_util.h"
+
+extern char** environ;
+
+namespace crossfree::tracer_test {
+namespace {
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+int Count(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+RunResult Record(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+  std::vector<std::string> argv = {CROSSFREE_CLI, "record"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> e = env;
+  e.push_back(std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB);
+  return Run(argv, e, "");
+}
+
+std::vector<std::string> Ls(const std::string& dir) {
+  RunResult r = Run({"ls", "-1", dir}, {}, "");
+  std::vector<std::string> out;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// Starts `record` in the background with stdout/stderr in files.
+pid_t Spawn(const std::vector<std::string>& args, const std::string& out,
+            const std::string& err) {
+  std::vector<std::string> argv = {CROSSFREE_CLI, "record"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> argp;
+  for (std::string& a : argv) argp.push_back(a.data());
+  argp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  int rc = posix_spawnp(&pid, argp[0], &actions, nullptr, argp.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
+bool WaitFor(const std::string& path, const std::string& text, int ms) {
+  for (int i = 0; i < ms / 10; ++i) {
+    if (ReadAll(path).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST_CASE("record: SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to record reach the command",
+          "[safety][record]") {
+  const std::string dir = MakeTempDir();
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) {
+    INFO("signal " << sig);
+    const std::string out = dir + "/out", err = dir + "/err", pidfile = dir + "/pid";
+    const std::string script = "trap 'echo got signal; exit 7' HUP INT QUIT TERM; echo $$ > " +
+                               pidfile + "; echo ready; while :; do sleep 0.05; done";
+    pid_t record = Spawn({"-o", dir + "/t", "--", "sh", "-c", script}, out, err);
+    REQUIRE(record > 0);
+    REQUIRE(WaitFor(out, "ready", 20000));
+    const std::string child = ReadAll(pidfile);
+    REQUIRE(kill(record, sig) == 0);
+    int status = 0;
+    REQUIRE(waitpid(record, &status, 0) == record);
+    INFO("stderr: " << ReadAll(err));
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 7);
+    CHECK(ReadAll(out).find("got signal") != std::string::npos);
+    // No orphan: the command is gone once record returned.
+    CHECK(kill(std::stoi(child), 0) != 0);
+  }
+}
+
+TEST_CASE("record: a command killed by a signal is named", "[safety][record]") {
+  const std::string dir = MakeTempDir();
+  RunResult r = Record({"-o", dir + "/t", "--", "sh", "-c", "kill -SEGV $$"});
+  CHECK(r.exit_code == 128 + SIGSEGV);
+  CHECK(r.err.find("killed by SIGSEGV") != std::string::npos);
+}
+
+TEST_CASE("record: one summary for the run, exec'd images included, biggest first",
+          "[safety][record]") {
+  const std::string dir = MakeTempDir();
+  const std::string script = "for i in 1 2 3 4 5 6 7 8; do /bin/true; done; exec sh -c 'exec /bin/true'";
+  SECTION("with -o") {
+    RunResult r = Record({"-o", dir + "/t", "--", "sh", "-c", script});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(Count(r.err, "crossfree record: total ") == 1);
+    CHECK(Count(r.err, "crossfree record:") <= 7);
+    CHECK(r.err.find("11 trace files") != std::string::npos);  // sh, 8 children, 2 images
+    CHECK(r.err.find("smaller traces") != std::string::npos);
+  }
+  SECTION("without -o") {
+    RunResult r = Run({"sh", "-c", "cd " + dir + " && exec " + CROSSFREE_CLI + " record -- sh -c \"" + script + "\""},
+                      {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB}, "");
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(Count(r.err, "crossfree record: total ") == 1);
+    CHECK(r.err.find("11 trace files") != std::string::npos);
+    CHECK(r.err.find("exec'd image") != std::string::npos);
+  }
+  // Biggest first: the event counts of the listed files never increase.
+  RunResult r = Record({"-o", dir + "/u", "--", "sh", "-c", script});
+  std::istringstream in(r.err);
+  uint64_t last = UINT64_MAX;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("crossfree record:   ", 0) != 0 || line.find(" events on ") == std::string::npos) {
+      continue;
+    }
+    uint64_t n = std::stoull(line.substr(20));
+    CHECK(n <= last);
+    last = n;
+  }
+}
+
+TEST_CASE("record: the FILE.* traces of an earlier run are removed and listed",
+          "[safety][record]") {
+  const std::string dir = MakeTempDir();
+  RunResult first = Record({"-o", dir + "/t", "--", "sh", "-c", "/bin/true; /bin/true"});
+  REQUIRE(first.exit_code == 0);
+  std::vector<std::string> before = Ls(dir);
+  REQUIRE(before.size() == 3);  // t and one file per child
+  std::ofstream(dir + "/t.notes") << "not a trace";
+  RunResult second = Record({"-o", dir + "/t", "--", "/bin/true"});
+  INFO(second.err);
+  CHECK(second.exit_code == 0);
+  CHECK(second.err.find("removed 2 trace files of an earlier run") != std::string::npos);
+  for (const std::string& f : before) {
+    if (f != "t") CHECK(second.err.find(f) != std::string::npos);
+  }
+  std::vector<std::string> after = Ls(dir);
+  CHECK(after == std::vector<std::string>{"t", "t.notes"});
+  CHECK(second.err.find("1 trace file") != std::string::npos);
+}
+
+TEST_CASE("record: an unwritable -o is reported and exits 2 after the command",
+          "[safety][record]") {
+  const std::string dir = MakeTempDir();
+  std::ofstream(dir + "/file") << "x";
+  RunResult ok = Record({"-o", dir + "/file/t", "--", "sh", "-c", "echo ran"});
+  INFO(ok.err);
+  CHECK(ok.out == "ran\n");
+  CHECK(ok.exit_code == 2);
+  CHECK(ok.err.find("no trace written to " + dir + "/file/t") != std::string::npos);
+  CHECK(ok.err.find("cannot write to " + dir + "/file") != std::string::npos);
+  RunResult failed = Record({"-o", dir + "/file/t", "--", "sh", "-c", "exit 3"});
+  CHECK(failed.exit_code == 3);
+}
+
+TEST_CASE("record: commands that cannot start get 127 or 126 and one message",
+          "[safety][record]") {
+  const std::string dir = MakeTempDir();
+  RunResult missing = Record({"-o", dir + "/t", "--", dir + "/no-such-command"});
+  CHECK(missing.exit_code == 127);
+  CHECK(CountLines(missing.err) == 1);
+  CHECK(missing.err.find("cannot run") != std::string::npos);
+  CHECK(missing.err.find("tracer's message") == std::string::npos);
+  std::ofstream(dir + "/plain") << "echo hi\n";
+  RunResult noexec = Record({"-o", dir + "/t", "--", dir + "/plain"});
+  CHECK(noexec.exit_code == 126);
+  CHECK(CountLines(noexec.err) == 1);
+  RunResult path_missing = Record({"-o", dir + "/t", "--", "no-such-command-crossfree"});
+  CHECK(path_missing.exit_code == 127);
+  CHECK(CountLines(path_missing.err) == 1);
+}
+
+TEST_CASE("record: --preload puts libraries after the tracer; LD_PRELOAD mistakes are named",
+          "[safety][record]") {
+  const std::string dir = MakeTempDir();
+  const std::string tcmalloc = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4";
+  if (!Exists(tcmalloc)) {
+    WARN("no libtcmalloc.so.4: skipped");
+    return;
+  }
+  RunResult order = Record({"-o", dir + "/a", "--preload", tcmalloc, "--", "sh", "-c",
+                            "echo $LD_PRELOAD"});
+  CHECK(order.out == std::string(CROSSFREE_TRACER_LIB) + ":" + tcmalloc + "\n");
+  RunResult churn = Record({"-o", dir + "/b", "--preload", tcmalloc, "--", TargetPath("tt_churn")});
+  CHECK(churn.exit_code == 0);
+  Trace t = LoadTrace(dir + "/b");
+  REQUIRE(t.complete);
+  CHECK(t.events.size() >= 3000);
+  // `env LD_PRELOAD=X CMD` drops the tracer from CMD.
+  RunResult env = Record({"-o", dir + "/c", "--", "env", "LD_PRELOAD=" + tcmalloc, "/bin/true"});
+  CHECK(env.err.find("drops libcrossfree-trace.so") != std::string::npos);
+  CHECK(env.err.find("--preload") != std::string::npos);
+  // The tracer after an allocator in LD_PRELOAD records nothing: say why.
+  RunResult late = Run({TargetPath("tt_churn")}, {"CROSSFREE_OUTPUT=" + dir + "/d"},
+                       tcmalloc + ":" + CROSSFREE_TRACER_LIB);
+  CHECK(late.exit_code == 0);
+  CHECK(late.err.find("malloc is taken by " + tcmalloc) != std::string::npos);
+}
+
+TEST_CASE("tracer: no 'defines its own malloc' warning for a non-PIE program taking malloc's address",
+          "[safety]") {
+  const std::string dir = MakeTempDir();
+  RunResult r = RunTraced("tt_nopie", dir);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("defines its own malloc") == std::string::npos);
+  Trace t = LoadTrace(dir + "/trace");
+  REQUIRE(t.complete);
+  CHECK(t.events.size() >= 200);
+}
+
+}  // namespace
+}  // namespace crossfree::tracer_test

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+// Bounded loss on SIGKILL: a traced server whose threads never fill a
+// buffer is killed; the trace still holds the idle main thread's start-up
+// events and each worker's events up to about the age bound (1 s) before
+// the kill. Also: each thread name is recorded once per change.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "tests/tracer/tracer_test_util.h"
+
+namespace crossfree::tracer_test {
+namespace {
+
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Killed {
+  uint64_t kill_ns = 0;
+  std::string out;
+};
+
+// Starts the server traced, lets it run for run_ms after "ready", SIGKILLs it.
+Killed RunAndKill(const std::string& dir, const std::vector<std::string>& env_extra, int run_ms,
+                  std::vector<std::string> args = {}) {
+  const std::string out = dir + "/out";
+  std::vector<std::string> env = env_extra;
+  env.push_back("CROSSFREE_OUTPUT=" + dir + "/trace");
+  env.push_back(std::string("LD_PRELOAD=") + CROSSFREE_TRACER_LIB);
+  env.push_back("PATH=/usr/bin:/bin");
+  std::vector<char*> envp;
+  for (std::string& kv : env) envp.push_back(kv.data());
+  envp.push_back(nullptr);
+  if (args.empty()) args.push_back(TargetPath("tt_server"));
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  REQUIRE(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()) == 0);
+  posix_spawn_file_actions_destroy(&actions);
+  for (int i = 0; i < 2000 && ReadAll(out).find("ready") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(run_ms));
+  Killed k;
+  k.kill_ns = MonotonicNs();
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFSIGNALED(status));
+  k.out = ReadAll(out);
+  return k;
+}
+
+TEST_CASE("SIGKILL loses at most about one second of each thread's events", "[safety][sigkill]") {
+  const std::string dir = MakeTempDir();
+  Killed k = RunAndKill(dir, {}, 3000);
+  Trace t = LoadTrace(dir + "/trace");  // a chunk cut by the kill ends the read
+  INFO("trace: " << t.error);
+  auto fns = ParseFunctions(k.out);
+  REQUIRE(fns.count("tt_server_start") == 1);
+  // The idle main thread's start-up events were written by a worker's
+  // event once they were a second old.
+  CHECK(EventsFrom(t, fns["tt_server_start"]).size() == 100);
+  std::map<uint32_t, uint64_t> latest;  // worker tid -> newest event
+  for (const format::Event& e : EventsFrom(t, fns["tt_server_work"])) {
+    latest[e.tid] = std::max(latest[e.tid], e.timestamp_ns);
+  }
+  REQUIRE(latest.size() == 2);
+  for (const auto& [tid, ts] : latest) {
+    INFO("worker " << tid << ": newest event " << (k.kill_ns - ts) / 1'000'000
+                   << " ms before the kill");
+    CHECK(ts + 1'600'000'000 >= k.kill_ns);
+  }
+  // A name is recorded once per change: each worker set its name once.
+  for (const auto& [tid, ts] : latest) {
+    INFO("worker " << tid);
+    REQUIRE(t.thread_names.count(tid) == 1);
+    CHECK(t.thread_names[tid].size() == 1);
+  }
+}
+
+TEST_CASE("CROSSFREE_FLUSH_MS sets the bound", "[safety][sigkill]") {
+  const std::string dir = MakeTempDir();
+  Killed k = RunAndKill(dir, {"CROSSFREE_FLUSH_MS=200"}, 1200);
+  Trace t = LoadTrace(dir + "/trace");
+  auto fns = ParseFunctions(k.out);
+  uint64_t newest = 0;
+  for (const format::Event& e : EventsFrom(t, fns["tt_server_work"])) newest = std::max(newest, e.timestamp_ns);
+  INFO("newest worker event " << (k.kill_ns - newest) / 1'000'000 << " ms before the kill");
+  CHECK(newest + 600'000'000 >= k.kill_ns);
+}
+
+TEST_CASE("a process that forks and then idles keeps nothing buffered", "[safety][sigkill]") {
+  // The shell allocates at start-up, forks `sleep` (the tracer writes the
+  // parent's chunk before fork) and waits without allocating: the pattern
+  // of a server's master process.
+  const std::string dir = MakeTempDir();
+  Killed k = RunAndKill(dir, {}, 300,
+                        {"/bin/sh", "-c", "sleep 30 & echo \"ready $!\"; wait"});
+  const size_t at = k.out.find("ready ");
+  REQUIRE(at != std::string::npos);
+  kill(std::stoi(k.out.substr(at + 6)), SIGKILL);
+  Trace t = LoadTrace(dir + "/trace");
+  INFO("trace: " << t.error);
+  CHECK(t.events.size() >= 10);
+}
+
+}  // namespace
+}  // namespace crossfree::tracer_test
