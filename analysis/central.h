@@ -63,18 +63,4 @@ struct CentralSummary {
 bool CollectCentral(TraceSet& set, GroupBy by, size_t top, SiteBuilder& sites,
                     CentralSummary* out, std::string* error);
 
-// Report section (text; empty when nothing was recorded) and the JSON value
-// of the report's "central" key.
-std::string RenderCentralText(const CentralSummary& c, GroupBy by, size_t width);
-std::string RenderCentralJson(const CentralSummary& c);
-
-// `crossfree diff`: fetch and release calls per role, before and after, per
-// 1000 allocations of each run too. Empty ("" / no key) when neither run
-// has central records. The JSON form is the value of the diff's "central" key.
-std::string RenderCentralDiffText(const CentralSummary& before, uint64_t before_allocs,
-                                  const CentralSummary& after, uint64_t after_allocs);
-std::string RenderCentralDiffJson(const CentralSummary& before, const CentralSummary& after);
-
-const char* CentralOpName(format::CentralOp op);
-
 }  // namespace crossfree::analyzer

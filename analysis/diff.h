@@ -11,7 +11,6 @@
 
 namespace crossfree::analyzer {
 
-inline constexpr int kDiffSchemaVersion = 1;
 
 enum class DiffStatus { kGone, kNew, kGrown, kShrunk, kUnchanged };
 const char* DiffStatusName(DiffStatus status);
@@ -36,7 +35,5 @@ struct DiffResult {
 // than min_change (a fraction: 0.1 = 10%). The analyses must outlive the result.
 DiffResult ComputeDiff(const Analysis& before, const Analysis& after, double min_change);
 
-std::string RenderDiffText(const Analysis& before, const Analysis& after, const DiffResult& d);
-std::string RenderDiffJson(const Analysis& before, const Analysis& after, const DiffResult& d);
 
 }  // namespace crossfree::analyzer

@@ -41,9 +41,5 @@ std::vector<const CrossPair*> UnsuppressedPairs(const Analysis& analysis,
 GateResult EvaluateGate(const Analysis& analysis, const Baseline& baseline,
                         const std::vector<Suppression>& suppressions, double max_growth);
 
-// The verdict, each offending pair with its stacks, and accept_command (the
-// exact command that accepts them into the baseline).
-std::string RenderGateText(const Analysis& analysis, const GateResult& result,
-                           double max_growth, const std::string& accept_command);
 
 }  // namespace crossfree::analyzer

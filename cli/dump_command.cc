@@ -18,6 +18,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include "format/names.h"
 #include "analysis/central.h"
 #include "cli/commands.h"
 #include "format/trace_reader.h"
@@ -34,48 +35,6 @@ using format::Module;
 using format::ReadResult;
 using format::TraceReader;
 
-const char* AllocFnName(uint8_t fn) {
-  switch (static_cast<AllocFn>(fn)) {
-    case AllocFn::kMalloc: return "malloc";
-    case AllocFn::kCalloc: return "calloc";
-    case AllocFn::kRealloc: return "realloc";
-    case AllocFn::kReallocArray: return "reallocarray";
-    case AllocFn::kPosixMemalign: return "posix_memalign";
-    case AllocFn::kAlignedAlloc: return "aligned_alloc";
-    case AllocFn::kMemalign: return "memalign";
-    case AllocFn::kValloc: return "valloc";
-    case AllocFn::kPvalloc: return "pvalloc";
-    case AllocFn::kNew: return "new";
-    case AllocFn::kNewArray: return "new[]";
-    case AllocFn::kMallocHook: return "malloc-hook";
-  }
-  return "?";
-}
-
-const char* FreeFnName(uint8_t fn) {
-  switch (static_cast<FreeFn>(fn)) {
-    case FreeFn::kFree: return "free";
-    case FreeFn::kRealloc: return "realloc";
-    case FreeFn::kDelete: return "delete";
-    case FreeFn::kDeleteArray: return "delete[]";
-    case FreeFn::kMallocHook: return "malloc-hook";
-  }
-  return "?";
-}
-
-const char* ClockName(format::Clock clock) {
-  return clock == format::Clock::kMonotonic ? "monotonic" : "unknown";
-}
-
-const char* UnwinderName(format::Unwinder unwinder) {
-  switch (unwinder) {
-    case format::Unwinder::kNone: return "none";
-    case format::Unwinder::kFramePointer: return "frame-pointer";
-    case format::Unwinder::kLibunwind: return "libunwind";
-    case format::Unwinder::kHybrid: return "hybrid";
-  }
-  return "unknown";
-}
 
 std::string FlagNames(uint32_t flags) {
   std::string names;
@@ -153,7 +112,7 @@ class DumpVisitor : public format::RecordVisitor {
     bool alloc = e.op == EventOp::kAlloc;
     fmt::format_to(std::back_inserter(out_),
                    "  {:<5} {:<14} tid {} ts {} addr {:#x} size {} stack {}{}\n",
-                   alloc ? "alloc" : "free", alloc ? AllocFnName(e.fn) : FreeFnName(e.fn), e.tid,
+                   alloc ? "alloc" : "free", alloc ? format::AllocFnName(e.fn) : format::FreeFnName(e.fn), e.tid,
                    e.timestamp_ns, e.address, e.size, e.stack_id,
                    e.from_realloc ? " (realloc)" : "");
   }
@@ -199,7 +158,7 @@ class DumpVisitor : public format::RecordVisitor {
     if (c.stack_id != format::kNoStack) totals_->stacks_used.insert(c.stack_id);
     if (!print_) return;
     fmt::format_to(std::back_inserter(out_), "  central {} tid {} ts {} class {} count {} stack {}{}\n",
-                   analyzer::CentralOpName(c.op), c.tid, c.timestamp_ns, c.size_class, c.count, c.stack_id,
+                   format::CentralOpName(c.op), c.tid, c.timestamp_ns, c.size_class, c.count, c.stack_id,
                    c.by_tracer ? " (tracer)" : "");
   }
 
@@ -216,8 +175,8 @@ void PrintHeader(const TraceReader& reader) {
   fmt::print("  format version {}, header {} bytes, file {} bytes\n", h.version, h.size_bytes,
              reader.file_size());
   fmt::print("  pid {} ppid {} exe {}\n", f.pid, f.ppid, Quoted(h.exe_path));
-  fmt::print("  clock {} unwinder {} max-depth {} flags {}\n", ClockName(f.clock),
-             UnwinderName(f.unwinder), f.max_depth, FlagNames(f.flags));
+  fmt::print("  clock {} unwinder {} max-depth {} flags {}\n", format::ClockName(f.clock),
+             format::UnwinderName(f.unwinder), f.max_depth, FlagNames(f.flags));
   fmt::print("  start monotonic {} ns, realtime {} ns ({})\n", f.start_monotonic_ns,
              f.start_realtime_ns, Utc(f.start_realtime_ns));
 }

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <memory>
 
+#include "render/json.h"
+#include "render/text.h"
 #include "analysis/baseline.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"

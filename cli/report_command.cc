@@ -8,7 +8,8 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
-#include "analysis/report.h"
+#include "render/text.h"
+#include "render/json.h"
 
 namespace crossfree::cli {
 namespace {

@@ -6,6 +6,8 @@
 
 #include <memory>
 
+#include "render/json.h"
+#include "render/text.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "simulate/simulate.h"

@@ -65,6 +65,10 @@ std::string EscapeControls(std::string_view s, bool keep_newlines) {
 
 }  // namespace
 
+const char* AsymmetryEffect(int64_t net) {
+  return net > 0 ? "drains" : net < 0 ? "overflows" : "balanced";
+}
+
 std::string Printable(std::string_view s) { return EscapeControls(s, false); }
 
 std::string PrintableText(std::string_view text) { return EscapeControls(text, true); }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Analyzer: small helpers shared by the text and JSON renderers of report,
+// Render: small helpers shared by the renderers (text, JSON) of report,
 // diff and gate. Stateless.
 #pragma once
 
@@ -7,9 +7,25 @@
 #include <string>
 #include <string_view>
 
+#include "analysis/roles.h"
 #include "analysis/sites.h"
 
 namespace crossfree::analyzer {
+
+// JSON schema versions: bump on any incompatible change of the document.
+inline constexpr int kReportSchemaVersion = 1;
+inline constexpr int kDiffSchemaVersion = 1;
+
+// How much of a report to show (text and JSON alike).
+struct ReportOptions {
+  size_t top = 10;             // cross-thread pairs shown; 0 = all
+  size_t asymmetry_rows = 12;  // asymmetry rows shown (text); 0 = all
+  GroupBy by = GroupBy::kRole;
+  int site_depth = 3;
+};
+
+// "drains" for net > 0, "overflows" for net < 0.
+const char* AsymmetryEffect(int64_t net);
 
 // 1234567 -> "1,234,567".
 std::string Commas(uint64_t n);

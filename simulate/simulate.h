@@ -101,9 +101,4 @@ bool Simulate(analyzer::TraceSet& set, const SimulateOptions& options,
 bool SimulateFiles(const std::vector<std::string>& paths, const SimulateOptions& options,
                    SimulationResult* out, std::string* error);
 
-// The result for people, and as JSON for scripts that compare predicted
-// with measured counts per group (see docs/guide/simulate.md for the schema).
-std::string RenderSimulationText(const SimulationResult& result, const SimulateOptions& options);
-std::string RenderSimulationJson(const SimulationResult& result, const SimulateOptions& options);
-
 }  // namespace crossfree::simulate

@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "analysis/analysis.h"
-#include "analysis/report.h"
+#include "render/text.h"
+#include "render/json.h"
 #include "format/trace_writer.h"
 
 namespace crossfree::analyzer {

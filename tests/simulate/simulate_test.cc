@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "render/json.h"
+#include "render/text.h"
 #include "simulate/simulate.h"
 #include "tests/support/synthetic_trace.h"
 

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+// crossfree trace format: names of the format's enumerations (see names.h).
+#include "format/names.h"
+
+namespace crossfree::format {
+
+const char* AllocFnName(uint8_t fn) {
+  switch (static_cast<AllocFn>(fn)) {
+    case AllocFn::kMalloc: return "malloc";
+    case AllocFn::kCalloc: return "calloc";
+    case AllocFn::kRealloc: return "realloc";
+    case AllocFn::kReallocArray: return "reallocarray";
+    case AllocFn::kPosixMemalign: return "posix_memalign";
+    case AllocFn::kAlignedAlloc: return "aligned_alloc";
+    case AllocFn::kMemalign: return "memalign";
+    case AllocFn::kValloc: return "valloc";
+    case AllocFn::kPvalloc: return "pvalloc";
+    case AllocFn::kNew: return "new";
+    case AllocFn::kNewArray: return "new[]";
+    case AllocFn::kMallocHook: return "malloc-hook";
+  }
+  return "?";
+}
+
+const char* FreeFnName(uint8_t fn) {
+  switch (static_cast<FreeFn>(fn)) {
+    case FreeFn::kFree: return "free";
+    case FreeFn::kRealloc: return "realloc";
+    case FreeFn::kDelete: return "delete";
+    case FreeFn::kDeleteArray: return "delete[]";
+    case FreeFn::kMallocHook: return "malloc-hook";
+  }
+  return "?";
+}
+
+const char* ClockName(Clock clock) {
+  return clock == Clock::kMonotonic ? "monotonic" : "unknown";
+}
+
+const char* UnwinderName(Unwinder unwinder) {
+  switch (unwinder) {
+    case Unwinder::kNone: return "none";
+    case Unwinder::kFramePointer: return "frame-pointer";
+    case Unwinder::kLibunwind: return "libunwind";
+    case Unwinder::kHybrid: return "hybrid";
+  }
+  return "unknown";
+}
+
+const char* CentralOpName(CentralOp op) {
+  switch (op) {
+    case CentralOp::kFetch:
+      return "fetch";
+    case CentralOp::kRelease:
+      return "release";
+    case CentralOp::kInsertRange:
+      return "insert_range";
+    case CentralOp::kRemoveRange:
+      return "remove_range";
+  }
+  return "?";
+}
+
+}  // namespace crossfree::format

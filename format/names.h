@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: Apache-2.0
+// crossfree trace format: the names of the allocation and free functions,
+// central free-list operations, clocks and unwinders that the format's
+// enumerations stand for, as `crossfree dump` and the reports print them.
+// Next to trace_format.h so that adding an enumerator and its name is one
+// change in one folder. "?" for a value the format does not define.
+#pragma once
+
+#include <cstdint>
+
+#include "format/trace_format.h"
+
+namespace crossfree::format {
+
+const char* AllocFnName(uint8_t fn);  // an AllocFn value
+const char* FreeFnName(uint8_t fn);   // a FreeFn value
+const char* CentralOpName(CentralOp op);
+const char* ClockName(Clock clock);
+const char* UnwinderName(Unwinder unwinder);
+
+}  // namespace crossfree::format

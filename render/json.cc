@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: Apache-2.0
+// The JSON renderer: every model (report, diff, central transfers,
+// simulation) as the JSON documents of docs/guide/analyzer.md, each with its
+// schema_version.
+#include "format/names.h"
+#include "render/json.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+#include "analysis/size_class.h"
+#include "render/output.h"
+
+namespace crossfree::analyzer {
+namespace {
+
+double Share(uint64_t part, uint64_t whole) {
+  return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+std::string LoneJson(const std::vector<LoneSite>& sites) {
+  std::string out = "[";
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const LoneSite& s = sites[i];
+    out += fmt::format("{}\n    {{\"role\": {}, \"count\": {}, \"bytes\": {}, \"site\": {}}}",
+                       i ? "," : "", JsonString(s.role), s.count, s.bytes, SiteJson(s.site));
+  }
+  return out + (sites.empty() ? "]" : "\n  ]");
+}
+
+std::string CountsJson(const CentralCounts& n) {
+  return fmt::format(
+      "\"fetch\": {}, \"release\": {}, \"remove_range\": {}, \"insert_range\": {}, "
+      "\"fetched_objects\": {}, \"released_objects\": {}",
+      n.fetch, n.release, n.remove_range, n.insert_range, n.fetched_objects, n.released_objects);
+}
+
+std::string RunJson(const Analysis& a) {
+  std::string traces;
+  for (const TraceInfo& t : a.traces) traces += (traces.empty() ? "" : ", ") + JsonString(t.path);
+  return fmt::format(
+      "{{\"traces\": [{}], \"allocations\": {}, \"cross_thread_frees\": {}, "
+      "\"cross_thread_per_1000_allocs\": {:.3f}, \"pairs\": {}}}",
+      traces, a.counts.allocations, a.counts.cross_thread, a.PerThousand(a.counts.cross_thread),
+      a.pairs.size());
+}
+
+}  // namespace
+
+std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
+  const PairingCounts& c = a.counts;
+  std::string out = "{\n";
+  out += fmt::format("  \"schema_version\": {},\n  \"command\": \"report\",\n",
+                     kReportSchemaVersion);
+  out += fmt::format("  \"options\": {{\"by\": \"{}\", \"site_depth\": {}, \"top\": {}}},\n",
+                     options.by == GroupBy::kRole ? "role" : "thread", options.site_depth,
+                     options.top);
+  out += "  \"traces\": [";
+  for (size_t i = 0; i < a.traces.size(); ++i) {
+    const TraceInfo& t = a.traces[i];
+    out += fmt::format(
+        "{}\n    {{\"path\": {}, \"exe\": {}, \"pid\": {}, \"ppid\": {}, \"chunks\": {}, "
+        "\"events\": {}, \"threads\": {}, \"truncated\": {}}}",
+        i ? "," : "", JsonString(t.path), JsonString(t.exe), t.pid, t.ppid, t.chunks, t.events,
+        t.threads, t.truncated ? "true" : "false");
+  }
+  out += "\n  ],\n";
+  out += fmt::format(
+      "  \"summary\": {{\"events\": {}, \"threads\": {}, \"allocations\": {}, \"frees\": {}, "
+      "\"cross_thread_frees\": {}, \"cross_thread_share\": {:.4f}, "
+      "\"cross_thread_per_1000_allocs\": {:.3f}, \"same_thread_frees\": {}, "
+      "\"live_at_exit\": {}, \"live_at_exit_bytes\": {}, \"unknown_frees\": {}, "
+      "\"double_frees\": {}, \"allocs_over_live\": {}, \"realloc_events\": {}, "
+      "\"null_address_events\": {}}},\n",
+      c.events, a.threads, c.allocations, c.frees, c.cross_thread, Share(c.cross_thread, c.frees),
+      a.PerThousand(c.cross_thread), c.paired - c.cross_thread, c.live_at_exit, c.live_bytes,
+      c.unknown_frees, c.double_frees, c.alloc_over_live, c.realloc_events, c.ignored_null);
+  size_t shown = options.top == 0 ? a.pairs.size() : std::min(options.top, a.pairs.size());
+  out += fmt::format("  \"pairs_total\": {},\n  \"pairs\": [", a.pairs.size());
+  for (size_t i = 0; i < shown; ++i) {
+    const CrossPair& p = a.pairs[i];
+    std::string classes;
+    for (auto [cls, n] : p.size_classes) {
+      if (!classes.empty()) classes += ", ";
+      classes += fmt::format("{{\"class\": {}, \"class_bytes\": {}, \"count\": {}}}",
+                             JsonString(SizeClassLabel(cls)), SizeClassBytes(cls), n);
+    }
+    out += fmt::format(
+        "{}\n    {{\"rank\": {}, \"key\": {}, \"alloc_role\": {}, \"free_role\": {}, "
+        "\"count\": {}, \"bytes\": {}, \"share\": {:.4f}, \"per_1000_allocs\": {:.3f},\n"
+        "     \"size_classes\": [{}],\n     \"alloc_site\": {},\n     \"free_site\": {}}}",
+        i ? "," : "", i + 1, JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role),
+        p.count, p.bytes, Share(p.count, c.cross_thread), a.PerThousand(p.count), classes,
+        SiteJson(p.alloc_site), SiteJson(p.free_site));
+  }
+  out += shown ? "\n  ],\n" : "],\n";
+  out += "  \"asymmetry\": [";
+  for (size_t i = 0; i < a.asymmetry.size(); ++i) {
+    const AsymmetryRow& r = a.asymmetry[i];
+    out += fmt::format(
+        "{}\n    {{\"role\": {}, \"class\": {}, \"class_bytes\": {}, \"allocs\": {}, "
+        "\"frees\": {}, \"net\": {}, \"effect\": \"{}\", \"top_site\": {}}}",
+        i ? "," : "", JsonString(r.role), JsonString(SizeClassLabel(r.size_class)),
+        SizeClassBytes(r.size_class), r.allocs, r.frees, r.net, AsymmetryEffect(r.net),
+        JsonString(r.top_site));
+  }
+  out += a.asymmetry.empty() ? "],\n" : "\n  ],\n";
+  out += "  \"live_at_exit_sites\": " + LoneJson(a.live) + ",\n";
+  out += "  \"unknown_free_sites\": " + LoneJson(a.unknown_frees) + ",\n";
+  out += "  \"double_free_sites\": " + LoneJson(a.double_frees) + ",\n";
+  // Only for traces with central records, so older outputs stay the same.
+  if (a.central.present()) out += "  \"central\": " + RenderCentralJson(a.central) + ",\n";
+  out += "  \"warnings\": [";
+  for (size_t i = 0; i < a.warnings.size(); ++i) {
+    out += (i ? ", " : "") + JsonString(a.warnings[i]);
+  }
+  out += "]\n}\n";
+  return out;
+}
+
+std::string RenderCentralJson(const CentralSummary& c) {
+  std::string out = "{" + CountsJson(c.total) + ",\n    \"by_tracer\": {" +
+                    CountsJson(c.by_tracer) + "},\n    \"roles\": [";
+  for (size_t i = 0; i < c.roles.size(); ++i) {
+    out += fmt::format("{}\n      {{\"role\": {}, {}}}", i ? "," : "", JsonString(c.roles[i].role),
+                       CountsJson(c.roles[i].counts));
+  }
+  out += c.roles.empty() ? "],\n" : "\n    ],\n";
+  out += fmt::format("    \"sites_total\": {},\n    \"sites\": [", c.sites_total);
+  for (size_t i = 0; i < c.sites.size(); ++i) {
+    const CentralSite& s = c.sites[i];
+    out += fmt::format("{}\n      {{\"op\": \"{}\", \"role\": {}, \"calls\": {}, \"objects\": {}, "
+                       "\"site\": {}}}",
+                       i ? "," : "", format::CentralOpName(s.op), JsonString(s.role), s.calls, s.objects,
+                       SiteJson(s.site));
+  }
+  out += c.sites.empty() ? "]}" : "\n    ]}";
+  return out;
+}
+
+std::string RenderCentralDiffJson(const CentralSummary& before, const CentralSummary& after) {
+  std::map<std::string, std::pair<CentralCounts, CentralCounts>> rows;
+  for (const CentralRoleRow& r : before.roles) rows[r.role].first = r.counts;
+  for (const CentralRoleRow& r : after.roles) rows[r.role].second = r.counts;
+  std::string out = "{\"before\": {" + CountsJson(before.total) + "}, \"after\": {" +
+                    CountsJson(after.total) + "},\n    \"roles\": [";
+  size_t i = 0;
+  for (const auto& [role, ba] : rows) {
+    out += fmt::format("{}\n      {{\"role\": {}, \"before\": {{{}}}, \"after\": {{{}}}}}",
+                       i++ ? "," : "", JsonString(role), CountsJson(ba.first),
+                       CountsJson(ba.second));
+  }
+  out += rows.empty() ? "]}" : "\n    ]}";
+  return out;
+}
+
+std::string RenderDiffJson(const Analysis& before, const Analysis& after, const DiffResult& d) {
+  std::string out = "{\n";
+  out += fmt::format("  \"schema_version\": {},\n  \"command\": \"diff\",\n", kDiffSchemaVersion);
+  out += fmt::format("  \"min_change\": {:.4f},\n", d.min_change);
+  out += "  \"before\": " + RunJson(before) + ",\n";
+  out += "  \"after\": " + RunJson(after) + ",\n";
+  out += "  \"pairs\": [";
+  for (size_t i = 0; i < d.rows.size(); ++i) {
+    const DiffRow& r = d.rows[i];
+    const CrossPair& p = r.pair();
+    out += fmt::format(
+        "{}\n    {{\"status\": \"{}\", \"key\": {}, \"alloc_role\": {}, \"free_role\": {}, "
+        "\"alloc_site\": {}, \"free_site\": {},\n     \"before\": {{\"count\": {}, "
+        "\"per_1000_allocs\": {:.3f}}}, \"after\": {{\"count\": {}, \"per_1000_allocs\": {:.3f}}}}}",
+        i ? "," : "", DiffStatusName(r.status), JsonString(p.key), JsonString(p.alloc_role),
+        JsonString(p.free_role), JsonString(p.alloc_site.key), JsonString(p.free_site.key),
+        r.before ? r.before->count : 0, r.before_rate, r.after ? r.after->count : 0,
+        r.after_rate);
+  }
+  out += d.rows.empty() ? "]" : "\n  ]";
+  if (before.central.present() || after.central.present()) {  // only then: older outputs unchanged
+    out += ",\n  \"central\": " + RenderCentralDiffJson(before.central, after.central);
+  }
+  out += "\n}\n";
+  return out;
+}
+
+}  // namespace crossfree::analyzer
+
+namespace crossfree::simulate {
+
+using analyzer::JsonString;
+using analyzer::SiteJson;
+using analyzer::SizeClassLabel;
+
+namespace {
+
+std::string CountsJson(const TransferCounts& c) {
+  return fmt::format(
+      "\"allocations\": {}, \"frees\": {}, \"large_allocations\": {}, "
+      "\"fetch_calls\": {}, \"fetched_objects\": {}, \"short_fetches\": {}, \"release_calls\": {}, "
+      "\"released_objects\": {}, \"release_calls_by_cause\": {{\"{}\": {}, \"{}\": {}, "
+      "\"{}\": {}}}, \"direct_central_frees\": {}",
+      c.allocations, c.frees, c.large_allocations, c.fetch_calls, c.fetched_objects,
+      c.short_fetches, c.release_calls, c.released_objects, ReleaseCauseName(ReleaseCause::kListTooLong),
+      c.release_calls_by_cause[0], ReleaseCauseName(ReleaseCause::kScavenge),
+      c.release_calls_by_cause[1], ReleaseCauseName(ReleaseCause::kThreadExit),
+      c.release_calls_by_cause[2], c.direct_central_frees);
+}
+
+std::string SitesJson(const std::vector<SiteTransfers>& sites) {
+  std::string out;
+  for (const SiteTransfers& s : sites) {
+    if (!out.empty()) out += ",\n";
+    out += fmt::format("    {{\"group\": {}, \"calls\": {}, \"objects\": {}, \"site\": {}}}",
+                       analyzer::JsonString(s.group), s.calls, s.objects,
+                       analyzer::SiteJson(s.site));
+  }
+  return out.empty() ? "[]" : "[\n" + out + "\n  ]";
+}
+
+}  // namespace
+
+std::string RenderSimulationJson(const SimulationResult& r, const SimulateOptions& options) {
+  std::string traces;
+  for (const SimTraceInfo& t : r.traces) {
+    if (!traces.empty()) traces += ",\n";
+    traces += fmt::format(
+        "    {{\"path\": {}, \"pid\": {}, \"threads\": {}, \"events\": {}, \"truncated\": {}}}",
+        analyzer::JsonString(t.path), t.pid, t.threads, t.events, t.truncated);
+  }
+  const SizeMap map(options.allocator.transfer_num_objects);
+  std::string groups;
+  for (const GroupResult& g : r.groups) {
+    std::string classes;
+    for (const auto& [cl, c] : g.by_class) {
+      if (c.fetch_calls == 0 && c.release_calls == 0 && c.direct_central_frees == 0) continue;
+      if (!classes.empty()) classes += ",\n";
+      classes += fmt::format("        {{\"class\": {}, \"bytes\": {}, {}}}", cl,
+                             cl < map.num_classes() ? map.ClassSize(cl) : 0, CountsJson(c));
+    }
+    if (!groups.empty()) groups += ",\n";
+    groups += fmt::format("    {{\"name\": {}, \"threads\": {}, {}, \"size_classes\": [{}{}{}]}}",
+                          analyzer::JsonString(g.name), g.threads, CountsJson(g.counts),
+                          classes.empty() ? "" : "\n", classes,
+                          classes.empty() ? "" : "\n      ");
+  }
+  std::string warnings;
+  for (const std::string& w : r.warnings) {
+    if (!warnings.empty()) warnings += ", ";
+    warnings += analyzer::JsonString(w);
+  }
+  return fmt::format(
+      "{{\n  \"tool\": \"crossfree simulate\",\n  \"schema\": 1,\n"
+      "  \"model\": {{\"allocator\": \"gperftools-2.10\", \"page_shift\": {}, \"max_size\": {}, "
+      "\"max_total_thread_cache_bytes\": {}, \"transfer_num_objects\": {}}},\n"
+      "  \"by\": \"{}\",\n  \"traces\": [\n{}\n  ],\n"
+      "  \"totals\": {{{}, \"unknown_frees\": {}, \"inplace_reallocs\": {}}},\n"
+      "  \"groups\": [\n{}\n  ],\n  \"fetch_sites\": {},\n  \"release_sites\": {},\n"
+      "  \"warnings\": [{}]\n}}\n",
+      kPageShift, kMaxSize, options.allocator.max_total_thread_cache_bytes,
+      options.allocator.transfer_num_objects,
+      options.by == analyzer::GroupBy::kRole ? "role" : "thread", traces, CountsJson(r.totals),
+      r.unknown_frees, r.inplace_reallocs, groups, SitesJson(r.fetch_sites),
+      SitesJson(r.release_sites), warnings);
+}
+
+}  // namespace crossfree::simulate

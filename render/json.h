@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// The JSON renderer: each command's model as a JSON document for scripts
+// (schemas in docs/guide/analyzer.md and docs/guide/simulate.md; the
+// schema_version constants in render/output.h bump on any incompatible
+// change). Stateless; any thread.
+#pragma once
+
+#include <string>
+
+#include "analysis/analysis.h"
+#include "analysis/central.h"
+#include "analysis/diff.h"
+#include "render/output.h"
+#include "simulate/simulate.h"
+
+namespace crossfree::analyzer {
+
+// `crossfree report --format json`.
+std::string RenderReportJson(const Analysis& analysis, const ReportOptions& options);
+
+// The value of the report's and the diff's "central" key.
+std::string RenderCentralJson(const CentralSummary& c);
+std::string RenderCentralDiffJson(const CentralSummary& before, const CentralSummary& after);
+
+// `crossfree diff --format json`.
+std::string RenderDiffJson(const Analysis& before, const Analysis& after, const DiffResult& d);
+
+}  // namespace crossfree::analyzer
+
+namespace crossfree::simulate {
+
+// `crossfree simulate --format json`: predicted counts per group, for
+// scripts that compare them with measured ones.
+std::string RenderSimulationJson(const SimulationResult& result, const SimulateOptions& options);
+
+}  // namespace crossfree::simulate

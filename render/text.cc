@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: Apache-2.0
+// The text renderer: every model (report, diff, gate, central transfers,
+// simulation) as the text the commands print, fitted to 100 columns.
+#include "format/names.h"
+#include "render/text.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
+#include "analysis/size_class.h"
+#include "render/output.h"
+
+namespace crossfree::analyzer {
+namespace {
+
+constexpr size_t kWidth = 100;
+
+double Share(uint64_t part, uint64_t whole) {
+  return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+std::string SizeClassesText(const CrossPair& p) {
+  std::vector<std::pair<uint64_t, int>> by_count;
+  for (auto [c, n] : p.size_classes) by_count.push_back({n, c});
+  std::stable_sort(by_count.begin(), by_count.end(),
+                   [](auto& a, auto& b) { return a.first > b.first; });
+  std::string out;
+  size_t shown = 0;
+  for (auto [n, c] : by_count) {
+    if (shown == 4) {
+      out += fmt::format(", +{} more", by_count.size() - shown);
+      break;
+    }
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {:.1f}%", SizeClassLabel(c), 100.0 * Share(n, p.count));
+    ++shown;
+  }
+  return out;
+}
+
+std::string TraceLine(const TraceInfo& t) {
+  std::string notes;
+  if (t.ppid != 0 && t.ppid != 1) notes += fmt::format("parent {}", t.ppid);
+  if (t.truncated) notes += notes.empty() ? "truncated" : ", truncated";
+  std::string line = fmt::format("  pid {:<7} {}  {}", t.pid, t.path, t.exe);
+  if (!notes.empty()) line += fmt::format("  ({})", notes);
+  return Fit(line, kWidth) + "\n";
+}
+
+void LoneText(std::string& out, const char* title, const std::vector<LoneSite>& sites,
+              uint64_t total, bool with_bytes) {
+  if (total == 0) return;
+  out += fmt::format("\n{} (top {} site{})\n", title, sites.size(), sites.size() == 1 ? "" : "s");
+  for (const LoneSite& s : sites) {
+    // Frees rarely know their size (only sized delete does): bytes only for live ones.
+    std::string head = fmt::format("  {:>11}  {:>10}  {:<14} ", Commas(s.count),
+                                   with_bytes ? HumanBytes(s.bytes) : "", Fit(s.role, 14));
+    out += head + Fit(s.site.key, kWidth - head.size()) + "\n";
+  }
+}
+
+std::string RunNames(const Analysis& a) {
+  std::string out;
+  for (const TraceInfo& t : a.traces) out += (out.empty() ? "" : " ") + t.path;
+  return out;
+}
+
+// One frame per line, so long C++ names stay readable in 100 columns.
+std::string SiteLines(const Site& site, const std::string& label) {
+  if (site.frames.empty()) return Fit(label + site.key, kWidth) + "\n";
+  std::string out;
+  std::string pad(label.size() - 3, ' ');
+  for (size_t i = 0; i < site.frames.size(); ++i) {
+    out += Fit((i == 0 ? label : pad + "<- ") + FrameName(site.frames[i], false), kWidth) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
+  const PairingCounts& c = a.counts;
+  std::string out;
+  out += fmt::format("crossfree report: {} trace{}, {} threads, {} events\n", a.traces.size(),
+                     a.traces.size() == 1 ? "" : "s", a.threads, Commas(c.events));
+  for (const TraceInfo& t : a.traces) out += TraceLine(t);
+
+  out += "\nSummary\n";
+  auto row = [&out](std::string_view label, uint64_t n, std::string note) {
+    out += fmt::format("  {:<22}{:>15}{}{}\n", label, Commas(n), note.empty() ? "" : "   ", note);
+  };
+  row("allocations", c.allocations, "");
+  row("frees", c.frees, "");
+  row("  cross-thread", c.cross_thread,
+      fmt::format("{:.1f}% of frees, {:.1f} per 1000 allocations",
+                  100.0 * Share(c.cross_thread, c.frees), a.PerThousand(c.cross_thread)));
+  row("  same-thread", c.paired - c.cross_thread, "");
+  row("live at exit", c.live_at_exit, c.live_at_exit ? HumanBytes(c.live_bytes) : "");
+  row("unknown frees", c.unknown_frees,
+      c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
+  row("double frees", c.double_frees, "");
+  if (c.ignored_null) {
+    row("null-address events", c.ignored_null, "free(NULL) or failed allocations, ignored");
+  }
+  if (c.alloc_over_live) {
+    row("allocs over live", c.alloc_over_live, "address allocated again without a free");
+  }
+
+  size_t shown = options.top == 0 ? a.pairs.size() : std::min(options.top, a.pairs.size());
+  if (a.pairs.empty()) {
+    out += "\nNo cross-thread pairs.\n";
+  } else {
+    out += fmt::format("\nTop cross-thread pairs ({} of {}, by frees; allocating -> freeing {})\n",
+                       shown, a.pairs.size(), options.by == GroupBy::kRole ? "role" : "thread");
+  }
+  for (size_t i = 0; i < shown; ++i) {
+    const CrossPair& p = a.pairs[i];
+    out += "\n";
+    out += Fit(fmt::format("#{:<3}{} -> {}", i + 1, p.alloc_role, p.free_role), kWidth) + "\n";
+    out += fmt::format("    {} frees ({:.1f}% of cross-thread, {:.1f} per 1000 allocs), {}\n",
+                       Commas(p.count), 100.0 * Share(p.count, c.cross_thread),
+                       a.PerThousand(p.count), HumanBytes(p.bytes));
+    out += Fit("    size classes: " + SizeClassesText(p), kWidth) + "\n";
+    out += SiteText(p.alloc_site, "allocated at  ", 4, kWidth);
+    out += SiteText(p.free_site, "freed at      ", 4, kWidth);
+  }
+
+  if (!a.asymmetry.empty()) {
+    size_t rows = options.asymmetry_rows == 0 ? a.asymmetry.size()
+                                              : std::min(options.asymmetry_rows, a.asymmetry.size());
+    out += fmt::format(
+        "\nCache asymmetry: allocations minus frees per {} and size class ({} of {})\n",
+        options.by == GroupBy::kRole ? "role" : "thread", rows, a.asymmetry.size());
+    out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14}  {}\n", "role", "class", "allocs",
+                       "frees", "net", "effect");
+    for (size_t i = 0; i < rows; ++i) {
+      const AsymmetryRow& r = a.asymmetry[i];
+      out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14}  {}\n", Fit(r.role, 20),
+                         SizeClassLabel(r.size_class), Commas(r.allocs), Commas(r.frees),
+                         SignedCommas(r.net), AsymmetryEffect(r.net));
+      if (!r.top_site.empty()) {
+        out += Fit(fmt::format("      {} {}", r.net > 0 ? "allocated at" : "freed at",
+                               r.top_site),
+                   kWidth) +
+               "\n";
+      }
+    }
+    out +=
+        "  drains: allocates more than it frees, so its thread cache refills from the central\n"
+        "  free list; overflows: frees more than it allocates, so it releases to the central list.\n";
+  }
+
+  out += RenderCentralText(a.central, options.by, kWidth);  // empty without central records
+  LoneText(out, "Live at exit", a.live, c.live_at_exit, true);
+  LoneText(out, "Unknown frees", a.unknown_frees, c.unknown_frees, false);
+  LoneText(out, "Double frees", a.double_frees, c.double_frees, false);
+  // Warnings go to stderr (the command prints them), not into the text.
+  return out;
+}
+
+std::string RenderCentralText(const CentralSummary& c, GroupBy by, size_t width) {
+  if (!c.present()) return "";
+  std::string out = fmt::format(
+      "\nCentral free-list transfers (tcmalloc): {} fetches, {} releases per {}\n",
+      Commas(c.total.fetch), Commas(c.total.release), by == GroupBy::kRole ? "role" : "thread");
+  auto row = [&](const std::string& role, const CentralCounts& n) {
+    out += fmt::format("  {:<20} {:>11} {:>11} {:>12} {:>12} {:>11} {:>11}\n", Fit(role, 20),
+                       Commas(n.fetch), Commas(n.release), Commas(n.remove_range),
+                       Commas(n.insert_range), Commas(n.fetched_objects),
+                       Commas(n.released_objects));
+  };
+  out += fmt::format("  {:<20} {:>11} {:>11} {:>12} {:>12} {:>11} {:>11}\n",
+                     by == GroupBy::kRole ? "role" : "thread", "fetch", "release",
+                     "remove_range", "insert_range", "fetched", "released");
+  for (const CentralRoleRow& r : c.roles) row(r.role, r.counts);
+  if (c.roles.size() > 1) row("total", c.total);
+  if (c.by_tracer.transfers() > 0) {
+    out += fmt::format("  (not counted above: {} fetches, {} releases caused by the tracer itself)\n",
+                       Commas(c.by_tracer.fetch), Commas(c.by_tracer.release));
+  }
+  if (!c.sites.empty()) {
+    out += fmt::format("  Call sites that triggered them (top {} of {})\n", c.sites.size(),
+                       c.sites_total);
+    for (const CentralSite& s : c.sites) {
+      std::string head = fmt::format("  {:>11}  {:<7} {:<14} ", Commas(s.calls),
+                                     format::CentralOpName(s.op), Fit(s.role, 14));
+      out += head + Fit(s.site.key, width > head.size() ? width - head.size() : 10) + "\n";
+    }
+  }
+  out +=
+      "  fetch: the thread cache was empty and refilled from the central list (RemoveRange);\n"
+      "  release: its list grew too long and went back (InsertRange).\n";
+  return out;
+}
+
+std::string RenderCentralDiffText(const CentralSummary& before, uint64_t before_allocs,
+                                  const CentralSummary& after, uint64_t after_allocs) {
+  if (!before.present() && !after.present()) return "";
+  std::map<std::string, std::pair<CentralCounts, CentralCounts>> rows;
+  for (const CentralRoleRow& r : before.roles) rows[r.role].first = r.counts;
+  for (const CentralRoleRow& r : after.roles) rows[r.role].second = r.counts;
+  auto per_k = [](uint64_t n, uint64_t allocs) { return allocs ? n * 1000.0 / allocs : 0.0; };
+  std::string out =
+      "\nCentral free-list transfers (tcmalloc): calls before -> after (per 1000 allocations)\n";
+  out += fmt::format("  {:<20} {:>30} {:>30}\n", "role", "fetch", "release");
+  auto line = [&](const std::string& role, const CentralCounts& b, const CentralCounts& a) {
+    out += fmt::format("  {:<20} {:>30} {:>30}\n", Fit(role, 20),
+                       fmt::format("{} -> {} ({:.1f} -> {:.1f})", Commas(b.fetch), Commas(a.fetch),
+                                   per_k(b.fetch, before_allocs), per_k(a.fetch, after_allocs)),
+                       fmt::format("{} -> {} ({:.1f} -> {:.1f})", Commas(b.release),
+                                   Commas(a.release), per_k(b.release, before_allocs),
+                                   per_k(a.release, after_allocs)));
+  };
+  for (const auto& [role, ba] : rows) line(role, ba.first, ba.second);
+  line("total", before.total, after.total);
+  return out;
+}
+
+std::string RenderDiffText(const Analysis& before, const Analysis& after, const DiffResult& d) {
+  std::string out;
+  out += Fit("crossfree diff: before " + RunNames(before), kWidth) + "\n";
+  out += Fit("                after  " + RunNames(after), kWidth) + "\n\n";
+  out += fmt::format("  {:<30}{:>15}{:>15}\n", "", "before", "after");
+  out += fmt::format("  {:<30}{:>15}{:>15}\n", "allocations", Commas(before.counts.allocations),
+                     Commas(after.counts.allocations));
+  out += fmt::format("  {:<30}{:>15}{:>15}\n", "cross-thread frees",
+                     Commas(before.counts.cross_thread), Commas(after.counts.cross_thread));
+  double br = before.PerThousand(before.counts.cross_thread);
+  double ar = after.PerThousand(after.counts.cross_thread);
+  std::string change = br > 0 ? fmt::format("   ({:+.1f}%)", 100.0 * (ar - br) / br) : "";
+  out += fmt::format("  {:<30}{:>15.1f}{:>15.1f}{}\n", "  per 1000 allocations", br, ar, change);
+  out += fmt::format("  {:<30}{:>15}{:>15}\n", "cross-thread pairs", before.pairs.size(),
+                     after.pairs.size());
+
+  // tcmalloc central transfers per role, when either run recorded them.
+  out += RenderCentralDiffText(before.central, before.counts.allocations, after.central,
+                               after.counts.allocations);
+
+  static const DiffStatus kOrder[] = {DiffStatus::kGone, DiffStatus::kNew, DiffStatus::kGrown,
+                                      DiffStatus::kShrunk, DiffStatus::kUnchanged};
+  static const char* kTitles[] = {"Gone: pairs of BEFORE that AFTER no longer has",
+                                  "New: pairs only AFTER has",
+                                  "Grown: rate up by more than {:.0f}%",
+                                  "Shrunk: rate down by more than {:.0f}%",
+                                  "Unchanged: rate within {:.0f}%"};
+  for (int s = 0; s < 5; ++s) {
+    size_t n = std::count_if(d.rows.begin(), d.rows.end(),
+                             [&](const DiffRow& r) { return r.status == kOrder[s]; });
+    out += "\n" + fmt::format(fmt::runtime(kTitles[s]), 100.0 * d.min_change) +
+           fmt::format(" ({})\n", n);
+    if (n == 0) continue;
+    out += fmt::format("  {:>10} {:>10} {:>12} {:>12}  {}\n", "before/1k", "after/1k", "before",
+                       "after", "alloc role -> free role");
+    for (const DiffRow& r : d.rows) {
+      if (r.status != kOrder[s]) continue;
+      const CrossPair& p = r.pair();
+      std::string head = fmt::format("  {:>10.1f} {:>10.1f} {:>12} {:>12}  ", r.before_rate,
+                                     r.after_rate, Commas(r.before ? r.before->count : 0),
+                                     Commas(r.after ? r.after->count : 0));
+      out += head + Fit(p.alloc_role + " -> " + p.free_role, kWidth - head.size()) + "\n";
+      out += SiteLines(p.alloc_site, "        alloc: ");
+      out += SiteLines(p.free_site, "        free:  ");
+    }
+  }
+  return out;
+}
+
+std::string RenderGateText(const Analysis& analysis, const GateResult& r, double max_growth,
+                           const std::string& accept_command) {
+  std::string out;
+  size_t new_count = std::count_if(r.offenses.begin(), r.offenses.end(),
+                                   [](const GateOffense& o) { return o.is_new; });
+  if (r.passed()) {
+    out += fmt::format(
+        "crossfree gate: PASSED: {} cross-thread pairs, {} allowed by the baseline, {} "
+        "suppressed\n",
+        analysis.pairs.size(), r.allowed.size(), r.suppressed.size());
+  } else {
+    out += fmt::format(
+        "crossfree gate: FAILED: {} new cross-thread pair{}, {} grown beyond {:g}x the baseline "
+        "rate\n",
+        new_count, new_count == 1 ? "" : "s", r.offenses.size() - new_count, max_growth);
+  }
+  for (size_t i = 0; i < r.offenses.size(); ++i) {
+    const GateOffense& o = r.offenses[i];
+    const CrossPair& p = *o.pair;
+    out += "\n";
+    out += Fit(fmt::format("{} {} -> {}", o.is_new ? "NEW  " : "GROWN", p.alloc_role,
+                           p.free_role),
+               kWidth) +
+           "\n";
+    if (o.is_new) {
+      out += fmt::format("    {} frees, {:.3f} per 1000 allocations; not in the baseline\n",
+                         Commas(p.count), o.rate);
+    } else {
+      out += fmt::format(
+          "    {} frees, {:.3f} per 1000 allocations; baseline {:.3f} ({:.2f}x, limit {:g}x)\n",
+          Commas(p.count), o.rate, o.baseline_rate,
+          o.rate / std::max(o.baseline_rate, kMinBaselineRate), max_growth);
+    }
+    out += SiteText(p.alloc_site, "allocated at  ", 4, kWidth);
+    out += SiteText(p.free_site, "freed at      ", 4, kWidth);
+    out += "    key: " + p.key + "\n";
+  }
+  if (!r.gone.empty()) {
+    out += fmt::format(
+        "\n{} baseline pair{} not seen in this run (tighten the baseline with "
+        "--write-baseline):\n",
+        r.gone.size(), r.gone.size() == 1 ? "" : "s");
+    for (const std::string& k : r.gone) out += "  " + k + "\n";
+  }
+  if (!r.suppressed.empty()) {
+    out += fmt::format("\n{} suppressed pair{}:\n", r.suppressed.size(),
+                       r.suppressed.size() == 1 ? "" : "s");
+    for (const auto& [pair, s] : r.suppressed) {
+      out += fmt::format("  {} ({} frees)\n    reason: {}\n", pair->key, Commas(pair->count),
+                         s->reason);
+    }
+  }
+  if (!r.passed()) {
+    out += "\nIf these pairs are intended, accept them into the baseline with:\n  " +
+           accept_command + "\n";
+  }
+  return out;
+}
+
+}  // namespace crossfree::analyzer
+
+namespace crossfree::simulate {
+
+using analyzer::Commas;
+using analyzer::Fit;
+using analyzer::FrameName;
+using analyzer::SiteText;
+using analyzer::SizeClassLabel;
+
+namespace {
+
+std::string CountsRow(const std::string& name, size_t threads, const TransferCounts& c) {
+  return fmt::format("{:<24} {:>7} {:>12} {:>12} {:>10} {:>11} {:>10} {:>11} {:>9} {:>9} {:>7} {:>9}\n",
+                     analyzer::Fit(name, 24), threads, analyzer::Commas(c.allocations),
+                     analyzer::Commas(c.frees), analyzer::Commas(c.fetch_calls),
+                     analyzer::Commas(c.fetched_objects), analyzer::Commas(c.release_calls),
+                     analyzer::Commas(c.released_objects),
+                     analyzer::Commas(c.release_calls_by_cause[0]),
+                     analyzer::Commas(c.release_calls_by_cause[1]),
+                     analyzer::Commas(c.release_calls_by_cause[2]),
+                     analyzer::Commas(c.direct_central_frees));
+}
+
+std::string SitesText(const std::vector<SiteTransfers>& sites, const char* what,
+                      const char* label) {
+  std::string out;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const SiteTransfers& s = sites[i];
+    out += fmt::format("  {:>2}. {} {} ({} objects)  [{}]\n", i + 1, analyzer::Commas(s.calls),
+                       what, analyzer::Commas(s.objects), s.group);
+    out += analyzer::SiteText(s.site, label, 6, 110);
+  }
+  return out.empty() ? "  (none)\n" : out;
+}
+
+}  // namespace
+
+std::string RenderSimulationText(const SimulationResult& r, const SimulateOptions& options) {
+  std::string out = fmt::format(
+      "crossfree simulate: gperftools 2.10 thread caches (max total {}, batches of at most {} "
+      "objects)\n",
+      analyzer::HumanBytes(options.allocator.max_total_thread_cache_bytes),
+      options.allocator.transfer_num_objects);
+  for (const SimTraceInfo& t : r.traces) {
+    out += fmt::format("trace {}: pid {}, {} threads, {} events{}\n", t.path, t.pid, t.threads,
+                       analyzer::Commas(t.events), t.truncated ? " (truncated)" : "");
+  }
+  const TransferCounts& c = r.totals;
+  out += fmt::format(
+      "\npredicted central free-list transfers: {} fetches ({} objects; {} short), {} releases "
+      "({} objects)\n",
+      analyzer::Commas(c.fetch_calls), analyzer::Commas(c.fetched_objects),
+      analyzer::Commas(c.short_fetches),
+      analyzer::Commas(c.release_calls), analyzer::Commas(c.released_objects));
+  out += fmt::format(
+      "  releases: {} list too long, {} scavenge, {} thread exit; {} frees without a thread "
+      "cache\n",
+      analyzer::Commas(c.release_calls_by_cause[0]), analyzer::Commas(c.release_calls_by_cause[1]),
+      analyzer::Commas(c.release_calls_by_cause[2]), analyzer::Commas(c.direct_central_frees));
+  out += fmt::format(
+      "  {} allocations ({} large, page heap), {} frees, {} unknown frees skipped, {} reallocs in "
+      "place\n\n",
+      analyzer::Commas(c.allocations), analyzer::Commas(c.large_allocations),
+      analyzer::Commas(c.frees), analyzer::Commas(r.unknown_frees),
+      analyzer::Commas(r.inplace_reallocs));
+  out += fmt::format("{:<24} {:>7} {:>12} {:>12} {:>10} {:>11} {:>10} {:>11} {:>9} {:>9} {:>7} {:>9}\n",
+                     options.by == analyzer::GroupBy::kRole ? "role" : "thread", "threads",
+                     "allocs", "frees", "fetches", "fetched", "releases", "released",
+                     "too-long", "scavenge", "exit", "no-cache");
+  for (const GroupResult& g : r.groups) out += CountsRow(g.name, g.threads, g.counts);
+  size_t threads = 0;
+  for (const GroupResult& g : r.groups) threads += g.threads;
+  out += CountsRow("total", threads, c);
+  out += "\nTop fetch sites (the allocation whose thread-cache miss fetched a batch):\n";
+  out += SitesText(r.fetch_sites, "fetches", "alloc: ");
+  out += "\nTop release sites (the free that overflowed its list or cache):\n";
+  out += SitesText(r.release_sites, "releases", "free: ");
+  return out;
+}
+
+}  // namespace crossfree::simulate
