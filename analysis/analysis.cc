@@ -95,6 +95,9 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
   }
   std::unique_ptr<SiteBuilder> sites = SiteBuilder::Create(options.sites, resolver, error);
   if (!sites) return false;
+  for (size_t t = 0; t < results.size(); ++t) {
+    AssignEntryRoles(*set.traces()[t], t, results[t].entry_stack, *resolver);
+  }
 
   // Cross-thread pairs: symbolize their stacks and merge by symbolic key.
   std::unordered_map<std::string, size_t> pair_index;

@@ -248,7 +248,8 @@ struct Cursor {
 
 class Worker {
  public:
-  Worker(Shared* shared, int index) : shared_(shared), index_(index) {}
+  Worker(Shared* shared, int index)
+      : shared_(shared), index_(index), entry_stack_(shared->trace->streams.size(), format::kNoStack) {}
 
   // Never throws: an exception leaving a worker thread would terminate the
   // process while its siblings are still joinable.
@@ -286,6 +287,10 @@ class Worker {
     merge(live_sites_, result->live);
     merge(unknown_, result->unknown_frees);
     merge(double_, result->double_frees);
+    if (result->entry_stack.empty()) result->entry_stack.assign(entry_stack_.size(), format::kNoStack);
+    for (size_t t = 0; t < entry_stack_.size(); ++t) {
+      if (result->entry_stack[t] == format::kNoStack) result->entry_stack[t] = entry_stack_[t];
+    }
     by_class_.ForEach([result](const ThreadClass& k, const AllocsFrees& v) {
       AllocsFrees& t = result->by_class[k];
       t.allocs += v.allocs;
@@ -350,6 +355,7 @@ class Worker {
 
   void Process(const Ev& e, uint32_t thread) {
     ++counts_.events;
+    if (entry_stack_[thread] == format::kNoStack) entry_stack_[thread] = e.stack;
     counts_.realloc_events += e.from_realloc;
     AddressState& s = live_.FindOrInsert(e.address);
     if (IsAlloc(e)) {
@@ -394,6 +400,7 @@ class Worker {
   FlatMap<StackThread, CountBytes, StackThreadHash> unknown_;
   FlatMap<StackThread, CountBytes, StackThreadHash> double_;
   FlatMap<ThreadClass, AllocsFrees, ThreadClassHash> by_class_;
+  std::vector<uint32_t> entry_stack_;  // [stream index]
 };
 
 }  // namespace

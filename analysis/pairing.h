@@ -111,6 +111,9 @@ struct PairingResult {
   // thread costs memory only for the classes it used, so a trace of many
   // threads (crafted or not) stays small.
   FlatMap<ThreadClass, AllocsFrees, ThreadClassHash> by_class;
+  // [stream index]: a stack the thread recorded (its first), kNoStack if
+  // none; what names an unnamed thread's role (roles.h).
+  std::vector<uint32_t> entry_stack;
 
   AllocsFrees ByClass(uint32_t thread, int size_class) const {
     const AllocsFrees* v = by_class.Find(ThreadClass{thread, static_cast<uint32_t>(size_class)});

@@ -62,6 +62,13 @@ const std::vector<std::string>& DefaultSkipPatterns() {
       R"(^__cxxabiv1::)",
       // Thread and process start-up frames at the outer end of every stack.
       R"(^(start_thread|clone|clone3|_start|__libc_start_main|__libc_start_call_main)$)",
+      // Allocation wrappers of common libraries: the site is their caller.
+      R"(^gpr_(malloc|zalloc|realloc|free|malloc_aligned|free_aligned|strdup)$)",    // gRPC core
+      R"(^x(malloc|calloc|realloc|zalloc|strdup|strndup|memdup)$)",                  // libiberty (binutils, gcc)
+      R"(^(z|zt)(malloc|calloc|realloc|free|strdup|trymalloc|trycalloc|tryrealloc)(_usable)?$)",  // redis
+      R"(^(z|zt)rymalloc_usable_internal$)",
+      R"(^sqlite3(Malloc|MallocZero|Realloc|DbMalloc\w*|DbRealloc\w*|MemMalloc|MemRealloc|_malloc|_malloc64|_realloc|_realloc64|DbStrDup|DbStrNDup|StrDup)$)",
+      R"(^_?(PyMem_\w+|PyObject_(Malloc|Calloc|Realloc)|pymalloc_\w+))",             // CPython
       // The tracer and allocator libraries, by module file name.
       R"(^crossfree::tracer::)",
       R"(^libcrossfree-trace\.so)",
@@ -71,6 +78,62 @@ const std::vector<std::string>& DefaultSkipPatterns() {
       R"(^ld-linux)",
   };
   return patterns;
+}
+
+std::string_view CallableName(std::string_view name) {
+  // The first space outside <>, () and [] ends a return type: a qualified
+  // name has no top-level space otherwise, except after "operator"
+  // ("ns::operator new", "operator delete[]"), and a return type may go on
+  // with "const", "&" or "*" ("char const* f()").
+  int depth = 0;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (c == '<' || c == '(' || c == '[') {
+      ++depth;
+    } else if (c == '>' || c == ')' || c == ']') {
+      --depth;
+    } else if (c == ' ' && depth == 0) {
+      std::string_view before = name.substr(0, i);
+      std::string_view rest = name.substr(i + 1);
+      if (before.ends_with("operator") || rest.starts_with("const") ||
+          rest.starts_with("volatile") || rest.starts_with("&") || rest.starts_with("*")) {
+        continue;
+      }
+      return rest;
+    }
+  }
+  return name;
+}
+
+std::string BareFunctionName(std::string_view demangled) {
+  std::string_view name = CallableName(demangled);
+  // Cut the parameter list: the last top-level '(' whose match ends the name.
+  int depth = 0;
+  size_t end = name.size();
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (c == '(' && depth == 0 && i > 0 && !name.substr(0, i).ends_with("(anonymous namespace")) {
+      // "(anonymous namespace)::" opens at 0 and is a scope, not parameters
+      end = i;
+      break;
+    }
+    if (c == '<' || c == '(' || c == '[') ++depth;
+    if (c == '>' || c == ')' || c == ']') --depth;
+  }
+  name = name.substr(0, end);
+  // The last scope component outside template arguments.
+  depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i + 1 < name.size(); ++i) {
+    char c = name[i];
+    if (c == '<' || c == '(') ++depth;
+    if (c == '>' || c == ')') --depth;
+    if (depth == 0 && c == ':' && name[i + 1] == ':') start = i + 2;
+  }
+  name = name.substr(start);
+  size_t angle = name.find('<');
+  if (angle != std::string_view::npos && angle > 0) name = name.substr(0, angle);
+  return std::string(name);
 }
 
 std::string FrameName(const SymbolFrame& frame, bool with_line) {
@@ -111,8 +174,11 @@ bool SiteBuilder::Skipped(const SymbolFrame& frame) {
   std::string cache_key = frame.function + '\0' + module;
   auto [it, inserted] = skip_cache_.try_emplace(cache_key, false);
   if (!inserted) return it->second;
+  // Patterns anchored at the start (^std::) must see the name, not the
+  // return type in front of a template instance.
+  std::string callable(CallableName(frame.function));
   for (const std::regex& re : patterns_) {
-    if ((!frame.function.empty() && std::regex_search(frame.function, re)) ||
+    if ((!callable.empty() && std::regex_search(callable, re)) ||
         (!module.empty() && std::regex_search(module, re))) {
       it->second = true;
       break;

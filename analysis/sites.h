@@ -15,6 +15,7 @@
 #include <memory>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -48,10 +49,25 @@ struct SiteOptions {
   bool key_lines = false;            // key frames include file:line
 };
 
-// The built-in skip list: allocation functions, operator new/delete, std::
-// and __gnu_cxx:: code, libc/ld.so internals, thread start-up frames and the
-// tracer/allocator libraries (matched on the module's file name).
+// The built-in skip list, the one place it is kept (docs/guide/analyzer.md,
+// "Skip rules"; `crossfree report --list-skips` prints it): allocation
+// functions, operator new/delete, std:: and __gnu_cxx:: code, libc/ld.so
+// internals, thread start-up frames, the tracer/allocator libraries (matched
+// on the module's file name), and the allocation wrappers of common
+// libraries (gRPC, binutils/gcc, redis, SQLite, CPython), so that a site
+// names the wrapper's caller. --no-default-skips drops it; --skip adds to it.
 const std::vector<std::string>& DefaultSkipPatterns();
+
+// A demangled name without the return type that the demangler writes in
+// front of template instances ("void std::vector<int>::_M_realloc_insert<>(...)"
+// -> "std::vector<int>::_M_realloc_insert<>(...)"); other names unchanged.
+// Skip patterns and roles are matched against this.
+std::string_view CallableName(std::string_view demangled);
+
+// The bare name of a function: CallableName without parameters, template
+// arguments and enclosing scopes ("(anonymous namespace)::Producer(int)" ->
+// "Producer").
+std::string BareFunctionName(std::string_view demangled);
 
 struct Site {
   std::string key;                  // frames joined by " <- " (callee first)

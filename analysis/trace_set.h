@@ -48,6 +48,9 @@ struct ProcessTrace {
   // thread_names by FinishMetadata, which also sets metadata_complete.
   std::unordered_map<uint32_t, std::pair<uint64_t, std::string>> name_log;
   std::atomic<bool> metadata_complete{false};
+  // tid -> the entry function of a thread that has no name of its own
+  // (roles.h, AssignEntryRoles).
+  std::unordered_map<uint32_t, std::string> entry_roles;
   // Whether any chunk holds tcmalloc central free-list records, so the
   // central pass (central.cc) decodes only traces that have them.
   std::atomic<bool> has_central{false};

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,8 +30,30 @@ void AddCommonOptions(CLI::App* sub, CommonOptions* o) {
                 "Do not skip allocator, tracer and standard-library frames");
   sub->add_flag("--key-lines", o->key_lines,
                 "Include file:line in site keys (default: function names only)");
-  sub->add_option("--jobs,-j", o->jobs, "Pairing workers (default: number of cores)")
+  sub->add_option("--jobs,-j", o->jobs, "Pairing workers (default: number of cores, at most 8)")
       ->check(CLI::Range(0, 64));
+  sub->add_option("--width", o->width,
+                  "Text width in columns (default: the terminal's; unlimited into a file or pipe)")
+      ->check(CLI::Range(0, 100000));
+  sub->add_flag("--list-skips", o->list_skips,
+                "Print the default skip rules (allocator, std::, start-up and library "
+                "allocation-wrapper frames) and exit");
+}
+
+size_t TextWidth(const CommonOptions& o, const std::string& path) {
+  if (o.width >= 0) return static_cast<size_t>(o.width);
+  if ((path.empty() || path == "-") && isatty(STDOUT_FILENO)) {
+    winsize ws{};
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40) return ws.ws_col;
+    return 100;
+  }
+  return 0;
+}
+
+bool ListSkips(const CommonOptions& o) {
+  if (!o.list_skips) return false;
+  for (const std::string& p : analyzer::DefaultSkipPatterns()) fmt::print("{}\n", p);
+  return true;
 }
 
 analyzer::AnalysisOptions ToAnalysisOptions(const CommonOptions& o) {

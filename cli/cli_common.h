@@ -22,7 +22,18 @@ struct CommonOptions {
   bool no_default_skips = false;
   bool key_lines = false;
   int jobs = 0;
+  int width = -1;          // --width; -1: the terminal's, or unlimited when not a terminal
+  bool list_skips = false; // --list-skips: print the default skip rules and exit
 };
+
+// The text width for output to path ("" or "-": stdout): --width when given,
+// else the terminal's columns when stdout is a terminal, else 0 (unlimited:
+// files and pipes get whole lines).
+size_t TextWidth(const CommonOptions& options, const std::string& path);
+
+// --list-skips: prints the default skip rules, one per line. True if it did
+// (the command then exits 0).
+bool ListSkips(const CommonOptions& options);
 
 // Registers --by, --site-depth, --skip, --no-default-skips, --key-lines, --jobs.
 void AddCommonOptions(CLI::App* sub, CommonOptions* options);

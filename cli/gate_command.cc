@@ -24,6 +24,7 @@ struct GateArgs {
   bool write_baseline = false;
   std::string suppressions;
   bool accept_truncated = false;
+  std::string format = "text";
   CommonOptions common;
 };
 
@@ -114,7 +115,11 @@ int RunGate(const GateArgs& a) {
                result.offenses.size() - added, result.gone.size(), result.suppressed.size());
     return kExitOk;
   }
-  std::string text = analyzer::RenderGateText(analysis, result, a.max_growth, AcceptCommand(a));
+  std::string text =
+      a.format == "json"
+          ? analyzer::RenderGateJson(analysis, result, a.max_growth, AcceptCommand(a))
+          : analyzer::RenderGateText(analysis, result, a.max_growth, AcceptCommand(a),
+                                     TextWidth(a.common, "-"));
   if (!WriteOutput("gate", "-", text)) return kExitUsage;
   return result.passed() ? kExitOk : kExitGateFailed;
 }
@@ -125,10 +130,11 @@ void RegisterGateCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<GateArgs>();
   CLI::App* sub = app.add_subcommand(
       "gate", "Fail (exit 1) on cross-thread pairs the baseline does not allow, for CI");
-  sub->add_option("--baseline", args->baseline, "Baseline file (see docs/analyzer.md)")
-      ->required();
-  sub->add_option("traces", args->traces, "Trace files (one per process of the run)")
-      ->required();
+  sub->add_option("--baseline", args->baseline, "Baseline file (see docs/guide/analyzer.md)");
+  sub->add_option("traces", args->traces, "Trace files (one per process of the run)");
+  sub->add_option("--format", args->format, "Output format of the verdict")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   sub->add_option("--max-growth", args->max_growth,
                   "Fail when an allowed pair's rate per 1000 allocations grew beyond this factor")
       ->check(CLI::Range(1.0, 1e9))
@@ -140,7 +146,15 @@ void RegisterGateCommand(CLI::App& app, int* exit_code) {
   sub->add_flag("--accept-truncated", args->accept_truncated,
                 "Gate on the complete chunks of a truncated trace (default: exit 2)");
   AddCommonOptions(sub, &args->common);
-  sub->callback([args, exit_code] { *exit_code = RunGate(*args); });
+  sub->callback([args, exit_code] {
+    if (ListSkips(args->common)) return;
+    if (args->baseline.empty() || args->traces.empty()) {
+      fmt::print(stderr, "crossfree gate: usage: crossfree gate --baseline FILE TRACE...\n");
+      *exit_code = kExitUsage;
+      return;
+    }
+    *exit_code = RunGate(*args);
+  });
 }
 
 }  // namespace crossfree::cli

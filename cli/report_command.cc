@@ -28,8 +28,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* sub = app.add_subcommand(
       "report", "Report the objects allocated on one thread and freed on another");
-  sub->add_option("traces", args->traces, "Trace files (one per process of the run)")
-      ->required();
+  sub->add_option("traces", args->traces, "Trace files (one per process of the run)");
   sub->add_option("--top", args->top, "Cross-thread pairs shown (0 = all)")->capture_default_str();
   sub->add_option("--format", args->format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
@@ -37,6 +36,12 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--output,-o", args->output, "Write the report to this file (default stdout)");
   AddCommonOptions(sub, &args->common);
   sub->callback([args, exit_code] {
+    if (ListSkips(args->common)) return;
+    if (args->traces.empty()) {
+      fmt::print(stderr, "crossfree report: no trace given (crossfree report TRACE...)\n");
+      *exit_code = kExitUsage;
+      return;
+    }
     analyzer::Analysis analysis;
     if (!RunAnalysis("report", args->traces, args->common, &analysis)) {
       *exit_code = kExitUsage;
@@ -46,6 +51,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
     options.top = args->top;
     options.by = ToAnalysisOptions(args->common).by;
     options.site_depth = args->common.site_depth;
+    options.width = TextWidth(args->common, args->output);
     std::string text = args->format == "json" ? analyzer::RenderReportJson(analysis, options)
                                               : analyzer::RenderReportText(analysis, options);
     *exit_code = WriteOutput("report", args->output, text) ? kExitOk : kExitUsage;

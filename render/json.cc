@@ -182,6 +182,46 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
   return out;
 }
 
+std::string RenderGateJson(const Analysis& a, const GateResult& r, double max_growth,
+                           const std::string& accept_command) {
+  auto pair = [&a](const CrossPair& p) {
+    return fmt::format(
+        "{{\"key\": {}, \"alloc_role\": {}, \"free_role\": {}, \"count\": {}, \"bytes\": {}, "
+        "\"per_1000_allocs\": {:.3f}, \"alloc_site\": {}, \"free_site\": {}}}",
+        JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), p.count, p.bytes,
+        a.PerThousand(p.count), SiteJson(p.alloc_site), SiteJson(p.free_site));
+  };
+  std::string out = fmt::format("{{\n  \"schema_version\": {},\n  \"passed\": {},\n", kGateSchemaVersion,
+                                r.passed() ? "true" : "false");
+  out += fmt::format("  \"max_growth\": {},\n  \"allocations\": {},\n", max_growth,
+                     a.counts.allocations);
+  out += "  \"offenses\": [";
+  for (size_t i = 0; i < r.offenses.size(); ++i) {
+    const GateOffense& o = r.offenses[i];
+    out += fmt::format("{}\n    {{\"new\": {}, \"rate\": {:.3f}, \"baseline_rate\": {:.3f}, \"pair\": {}}}",
+                       i ? "," : "", o.is_new ? "true" : "false", o.rate, o.baseline_rate,
+                       pair(*o.pair));
+  }
+  out += r.offenses.empty() ? "],\n" : "\n  ],\n";
+  out += "  \"allowed\": [";
+  for (size_t i = 0; i < r.allowed.size(); ++i) {
+    out += fmt::format("{}\n    {}", i ? "," : "", pair(*r.allowed[i]));
+  }
+  out += r.allowed.empty() ? "],\n" : "\n  ],\n";
+  out += "  \"suppressed\": [";
+  for (size_t i = 0; i < r.suppressed.size(); ++i) {
+    out += fmt::format("{}\n    {{\"pattern\": {}, \"reason\": {}, \"pair\": {}}}", i ? "," : "",
+                       JsonString(r.suppressed[i].second->pattern),
+                       JsonString(r.suppressed[i].second->reason), pair(*r.suppressed[i].first));
+  }
+  out += r.suppressed.empty() ? "],\n" : "\n  ],\n";
+  out += "  \"gone\": [";
+  for (size_t i = 0; i < r.gone.size(); ++i) out += (i ? ", " : "") + JsonString(r.gone[i]);
+  out += "],\n";
+  out += fmt::format("  \"accept_command\": {}\n}}\n", JsonString(accept_command));
+  return out;
+}
+
 }  // namespace crossfree::analyzer
 
 namespace crossfree::simulate {

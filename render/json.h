@@ -10,6 +10,7 @@
 #include "analysis/analysis.h"
 #include "analysis/central.h"
 #include "analysis/diff.h"
+#include "analysis/gate.h"
 #include "render/output.h"
 #include "simulate/simulate.h"
 
@@ -24,6 +25,11 @@ std::string RenderCentralDiffJson(const CentralSummary& before, const CentralSum
 
 // `crossfree diff --format json`.
 std::string RenderDiffJson(const Analysis& before, const Analysis& after, const DiffResult& d);
+
+// `crossfree gate --format json`: the verdict, the offending, allowed,
+// suppressed and gone pairs, and the command that accepts the offenders.
+std::string RenderGateJson(const Analysis& analysis, const GateResult& result, double max_growth,
+                           const std::string& accept_command);
 
 }  // namespace crossfree::analyzer
 

@@ -4,6 +4,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include "analysis/size_class.h"
 
 namespace crossfree::analyzer {
@@ -95,7 +97,7 @@ std::string JsonString(std::string_view s) {
 }
 
 std::string Fit(std::string_view s, size_t width) {
-  if (s.size() <= width) return std::string(s);
+  if (width == 0 || s.size() <= width) return std::string(s);
   if (width <= 3) return std::string(s.substr(0, width));
   return std::string(s.substr(0, width - 3)) + "...";
 }
@@ -137,15 +139,22 @@ std::string SiteText(const Site& site, std::string_view label, size_t indent, si
     std::string name = FrameName(f, false);
     if (f.inlined) name += " [inlined]";
     std::string loc = FrameLocation(f);
+    if (width == 0) {  // unlimited: nothing is cut
+      out += loc.empty() ? fmt::format("{}{}\n", prefix, name)
+                         : fmt::format("{}{}  {}\n", prefix, name, loc);
+      first = false;
+      continue;
+    }
     size_t room = width > prefix.size() + 30 ? width - prefix.size() : 30;
-    // Locations line up in a column of their own at the right.
+    // Locations line up in a column of their own at the right, and are
+    // never cut: a long one takes its room from the function name.
     constexpr size_t kLocationWidth = 24;
     if (loc.empty()) {
       out += fmt::format("{}{}\n", prefix, Fit(name, room));
     } else {
-      size_t name_room = room - kLocationWidth;
-      out += fmt::format("{}{:<{}}  {}\n", prefix, Fit(name, name_room), name_room,
-                         Fit(loc, kLocationWidth - 2));
+      size_t loc_room = std::max(kLocationWidth, loc.size() + 2);
+      size_t name_room = room > loc_room + 12 ? room - loc_room : 12;
+      out += fmt::format("{}{:<{}}  {}\n", prefix, Fit(name, name_room), name_room, loc);
     }
     first = false;
   }

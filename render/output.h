@@ -15,6 +15,7 @@ namespace crossfree::analyzer {
 // JSON schema versions: bump on any incompatible change of the document.
 inline constexpr int kReportSchemaVersion = 1;
 inline constexpr int kDiffSchemaVersion = 1;
+inline constexpr int kGateSchemaVersion = 1;
 
 // How much of a report to show (text and JSON alike).
 struct ReportOptions {
@@ -22,6 +23,7 @@ struct ReportOptions {
   size_t asymmetry_rows = 12;  // asymmetry rows shown (text); 0 = all
   GroupBy by = GroupBy::kRole;
   int site_depth = 3;
+  size_t width = 100;          // text columns; 0 = unlimited
 };
 
 // "drains" for net > 0, "overflows" for net < 0.
@@ -42,7 +44,7 @@ std::string Printable(std::string_view s);
 // The same for a whole rendered text: its own line breaks are kept.
 std::string PrintableText(std::string_view text);
 // Shortens s to at most width columns, ending in "..." when cut.
-std::string Fit(std::string_view s, size_t width);
+std::string Fit(std::string_view s, size_t width);  // width 0: s whole
 // "file.cc:42" or "" (basename of the file).
 std::string FrameLocation(const SymbolFrame& frame);
 // A frame as a JSON object.

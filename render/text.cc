@@ -16,7 +16,24 @@
 namespace crossfree::analyzer {
 namespace {
 
-constexpr size_t kWidth = 100;
+// The line width of the text being rendered (0: unlimited). Set for the
+// duration of one public Render*Text call by WidthScope, so the helpers
+// below need no extra parameter; renderers are stateless otherwise, and the
+// variable is per thread.
+thread_local size_t tl_width = 100;
+
+class WidthScope {
+ public:
+  explicit WidthScope(size_t width) : saved_(tl_width) { tl_width = width; }
+  ~WidthScope() { tl_width = saved_; }
+
+ private:
+  size_t saved_;
+};
+
+size_t Width() { return tl_width; }
+// The room left after `used` columns (0, unlimited, stays 0).
+size_t Room(size_t used) { return tl_width == 0 ? 0 : tl_width > used + 8 ? tl_width - used : 8; }
 
 double Share(uint64_t part, uint64_t whole) {
   return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
@@ -47,7 +64,7 @@ std::string TraceLine(const TraceInfo& t) {
   if (t.truncated) notes += notes.empty() ? "truncated" : ", truncated";
   std::string line = fmt::format("  pid {:<7} {}  {}", t.pid, t.path, t.exe);
   if (!notes.empty()) line += fmt::format("  ({})", notes);
-  return Fit(line, kWidth) + "\n";
+  return Fit(line, Width()) + "\n";
 }
 
 void LoneText(std::string& out, const char* title, const std::vector<LoneSite>& sites,
@@ -58,7 +75,7 @@ void LoneText(std::string& out, const char* title, const std::vector<LoneSite>& 
     // Frees rarely know their size (only sized delete does): bytes only for live ones.
     std::string head = fmt::format("  {:>11}  {:>10}  {:<14} ", Commas(s.count),
                                    with_bytes ? HumanBytes(s.bytes) : "", Fit(s.role, 14));
-    out += head + Fit(s.site.key, kWidth - head.size()) + "\n";
+    out += head + Fit(s.site.key, Room(head.size())) + "\n";
   }
 }
 
@@ -70,11 +87,11 @@ std::string RunNames(const Analysis& a) {
 
 // One frame per line, so long C++ names stay readable in 100 columns.
 std::string SiteLines(const Site& site, const std::string& label) {
-  if (site.frames.empty()) return Fit(label + site.key, kWidth) + "\n";
+  if (site.frames.empty()) return Fit(label + site.key, Width()) + "\n";
   std::string out;
   std::string pad(label.size() - 3, ' ');
   for (size_t i = 0; i < site.frames.size(); ++i) {
-    out += Fit((i == 0 ? label : pad + "<- ") + FrameName(site.frames[i], false), kWidth) + "\n";
+    out += Fit((i == 0 ? label : pad + "<- ") + FrameName(site.frames[i], false), Width()) + "\n";
   }
   return out;
 }
@@ -82,6 +99,7 @@ std::string SiteLines(const Site& site, const std::string& label) {
 }  // namespace
 
 std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
+  WidthScope scope(options.width);
   const PairingCounts& c = a.counts;
   std::string out;
   out += fmt::format("crossfree report: {} trace{}, {} threads, {} events\n", a.traces.size(),
@@ -119,13 +137,13 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   for (size_t i = 0; i < shown; ++i) {
     const CrossPair& p = a.pairs[i];
     out += "\n";
-    out += Fit(fmt::format("#{:<3}{} -> {}", i + 1, p.alloc_role, p.free_role), kWidth) + "\n";
+    out += Fit(fmt::format("#{:<3}{} -> {}", i + 1, p.alloc_role, p.free_role), Width()) + "\n";
     out += fmt::format("    {} frees ({:.1f}% of cross-thread, {:.1f} per 1000 allocs), {}\n",
                        Commas(p.count), 100.0 * Share(p.count, c.cross_thread),
                        a.PerThousand(p.count), HumanBytes(p.bytes));
-    out += Fit("    size classes: " + SizeClassesText(p), kWidth) + "\n";
-    out += SiteText(p.alloc_site, "allocated at  ", 4, kWidth);
-    out += SiteText(p.free_site, "freed at      ", 4, kWidth);
+    out += Fit("    size classes: " + SizeClassesText(p), Width()) + "\n";
+    out += SiteText(p.alloc_site, "allocated at  ", 4, Width());
+    out += SiteText(p.free_site, "freed at      ", 4, Width());
   }
 
   if (!a.asymmetry.empty()) {
@@ -144,7 +162,7 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
       if (!r.top_site.empty()) {
         out += Fit(fmt::format("      {} {}", r.net > 0 ? "allocated at" : "freed at",
                                r.top_site),
-                   kWidth) +
+                   Width()) +
                "\n";
       }
     }
@@ -153,7 +171,7 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
         "  free list; overflows: frees more than it allocates, so it releases to the central list.\n";
   }
 
-  out += RenderCentralText(a.central, options.by, kWidth);  // empty without central records
+  out += RenderCentralText(a.central, options.by, Width());  // empty without central records
   LoneText(out, "Live at exit", a.live, c.live_at_exit, true);
   LoneText(out, "Unknown frees", a.unknown_frees, c.unknown_frees, false);
   LoneText(out, "Double frees", a.double_frees, c.double_frees, false);
@@ -219,10 +237,12 @@ std::string RenderCentralDiffText(const CentralSummary& before, uint64_t before_
   return out;
 }
 
-std::string RenderDiffText(const Analysis& before, const Analysis& after, const DiffResult& d) {
+std::string RenderDiffText(const Analysis& before, const Analysis& after, const DiffResult& d,
+                           size_t width) {
+  WidthScope scope(width);
   std::string out;
-  out += Fit("crossfree diff: before " + RunNames(before), kWidth) + "\n";
-  out += Fit("                after  " + RunNames(after), kWidth) + "\n\n";
+  out += Fit("crossfree diff: before " + RunNames(before), Width()) + "\n";
+  out += Fit("                after  " + RunNames(after), Width()) + "\n\n";
   out += fmt::format("  {:<30}{:>15}{:>15}\n", "", "before", "after");
   out += fmt::format("  {:<30}{:>15}{:>15}\n", "allocations", Commas(before.counts.allocations),
                      Commas(after.counts.allocations));
@@ -260,7 +280,7 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
       std::string head = fmt::format("  {:>10.1f} {:>10.1f} {:>12} {:>12}  ", r.before_rate,
                                      r.after_rate, Commas(r.before ? r.before->count : 0),
                                      Commas(r.after ? r.after->count : 0));
-      out += head + Fit(p.alloc_role + " -> " + p.free_role, kWidth - head.size()) + "\n";
+      out += head + Fit(p.alloc_role + " -> " + p.free_role, Room(head.size())) + "\n";
       out += SiteLines(p.alloc_site, "        alloc: ");
       out += SiteLines(p.free_site, "        free:  ");
     }
@@ -269,7 +289,8 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
 }
 
 std::string RenderGateText(const Analysis& analysis, const GateResult& r, double max_growth,
-                           const std::string& accept_command) {
+                           const std::string& accept_command, size_t width) {
+  WidthScope scope(width);
   std::string out;
   size_t new_count = std::count_if(r.offenses.begin(), r.offenses.end(),
                                    [](const GateOffense& o) { return o.is_new; });
@@ -290,7 +311,7 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r, double
     out += "\n";
     out += Fit(fmt::format("{} {} -> {}", o.is_new ? "NEW  " : "GROWN", p.alloc_role,
                            p.free_role),
-               kWidth) +
+               Width()) +
            "\n";
     if (o.is_new) {
       out += fmt::format("    {} frees, {:.3f} per 1000 allocations; not in the baseline\n",
@@ -301,8 +322,8 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r, double
           Commas(p.count), o.rate, o.baseline_rate,
           o.rate / std::max(o.baseline_rate, kMinBaselineRate), max_growth);
     }
-    out += SiteText(p.alloc_site, "allocated at  ", 4, kWidth);
-    out += SiteText(p.free_site, "freed at      ", 4, kWidth);
+    out += SiteText(p.alloc_site, "allocated at  ", 4, Width());
+    out += SiteText(p.free_site, "freed at      ", 4, Width());
     out += "    key: " + p.key + "\n";
   }
   if (!r.gone.empty()) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The text renderer: each command's model as the text it prints (100
-// columns; file:line never cut, function names shortened instead). Stateless;
-// any thread. A renderer reads a model and computes nothing the model does
+// The text renderer: each command's model as the text it prints, fitted to
+// a width (100 columns unless told; 0 = unlimited): file:line is never cut,
+// function names are shortened instead. Stateless; any thread. A renderer reads a model and computes nothing the model does
 // not hold.
 #pragma once
 
@@ -28,12 +28,14 @@ std::string RenderCentralDiffText(const CentralSummary& before, uint64_t before_
                                   const CentralSummary& after, uint64_t after_allocs);
 
 // `crossfree diff`.
-std::string RenderDiffText(const Analysis& before, const Analysis& after, const DiffResult& d);
+std::string RenderDiffText(const Analysis& before, const Analysis& after, const DiffResult& d,
+                           size_t width = 100);
 
 // `crossfree gate`: the verdict, each offending pair with its stacks, and
 // accept_command (the exact command that accepts them into the baseline).
 std::string RenderGateText(const Analysis& analysis, const GateResult& result,
-                           double max_growth, const std::string& accept_command);
+                           double max_growth, const std::string& accept_command,
+                           size_t width = 100);
 
 }  // namespace crossfree::analyzer
 

@@ -123,6 +123,7 @@ class Replayer : public TransferSink {
         streams_(trace->streams.size()),
         cache_from_first_event_(options.cache_from_first_event) {
     out->threads.assign(streams_.size(), ThreadTransfers());
+    entry_stack_.assign(streams_.size(), format::kNoStack);
     for (size_t s = 0; s < streams_.size(); ++s) streams_[s].out = &out->threads[s];
   }
 
@@ -173,6 +174,7 @@ class Replayer : public TransferSink {
   }
 
   const std::vector<StreamState>& streams() const { return streams_; }
+  std::vector<uint32_t>& entry_stack() { return entry_stack_; }
   const SiteMap& fetch_sites() const { return fetch_sites_; }
   const SiteMap& release_sites() const { return release_sites_; }
   uint64_t events() const { return events_; }
@@ -211,6 +213,7 @@ class Replayer : public TransferSink {
   }
 
   void Process(size_t s, const SimEvent& e) {
+    if (entry_stack_[s] == format::kNoStack && e.kind != kExit) entry_stack_[s] = e.stack;
     current_ = s;
     current_stack_ = e.stack;
     if (cache_from_first_event_ && streams_[s].heap < 0 && e.kind != kExit) {
@@ -320,6 +323,7 @@ class Replayer : public TransferSink {
   ProcessTrace* trace_;
   TcmallocModel model_;
   std::vector<StreamState> streams_;
+  std::vector<uint32_t> entry_stack_;
   std::unordered_map<uint64_t, Block> live_;
   SiteMap fetch_sites_;
   SiteMap release_sites_;
@@ -343,6 +347,7 @@ bool ReplayTrace(ProcessTrace& trace, const SimulateOptions& options, ReplayResu
   out->events = replayer->events();
   out->unknown_frees = replayer->unknown_frees();
   out->inplace_reallocs = replayer->inplace_reallocs();
+  out->entry_stack = std::move(replayer->entry_stack());
   return true;
 }
 

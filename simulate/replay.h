@@ -52,6 +52,7 @@ struct ReplayResult {
   uint64_t events = 0;
   uint64_t unknown_frees = 0;
   uint64_t inplace_reallocs = 0;
+  std::vector<uint32_t> entry_stack;  // [stream]: the thread's first stack (roles.h)
 };
 
 // Replays every event of trace (publishing its metadata if no pass has).

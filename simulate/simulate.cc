@@ -35,6 +35,11 @@ bool Simulate(TraceSet& set, const SimulateOptions& options, analyzer::SymbolRes
               SimulationResult* out, std::string* error) {
   *out = SimulationResult();
   out->warnings = set.warnings();
+  std::unique_ptr<analyzer::SymbolResolver> default_resolver;
+  if (!resolver) {
+    default_resolver = analyzer::MakeDefaultResolver(set);
+    resolver = default_resolver.get();
+  }
   std::map<std::string, GroupResult> groups;
   std::vector<RawSite> fetch_raw, release_raw;
   for (size_t t = 0; t < set.traces().size(); ++t) {
@@ -50,6 +55,7 @@ bool Simulate(TraceSet& set, const SimulateOptions& options, analyzer::SymbolRes
     out->traces.push_back(info);
     out->unknown_frees += replay.unknown_frees;
     out->inplace_reallocs += replay.inplace_reallocs;
+    analyzer::AssignEntryRoles(trace, t, replay.entry_stack, *resolver);
     for (size_t s = 0; s < trace.streams.size(); ++s) {
       const ThreadTransfers& st = replay.threads[s];
       std::string name = analyzer::ThreadLabel(trace, trace.streams[s].tid, options.by);
@@ -70,11 +76,6 @@ bool Simulate(TraceSet& set, const SimulateOptions& options, analyzer::SymbolRes
                             b.counts.fetch_calls + b.counts.release_calls;
                    });
 
-  std::unique_ptr<analyzer::SymbolResolver> default_resolver;
-  if (!resolver) {
-    default_resolver = analyzer::MakeDefaultResolver(set);
-    resolver = default_resolver.get();
-  }
   auto builder = analyzer::SiteBuilder::Create(options.sites, resolver, error);
   if (!builder) return false;
   out->fetch_sites = TopSites(std::move(fetch_raw), set, options, *builder);

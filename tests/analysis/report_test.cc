@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "analysis/analysis.h"
@@ -267,6 +268,90 @@ TEST_CASE("roles fold digit runs; unnamed threads are main or thread") {
   CHECK(IsInheritedName("rpc-demo", "/usr/bin/rpc-demo"));
   CHECK_FALSE(IsInheritedName("reactor-0", "/usr/bin/rpc-demo"));
   CHECK_FALSE(IsInheritedName("", "/usr/bin/rpc-demo"));
+}
+
+TEST_CASE("a name that is inherited through a versioned symlink is no name") {
+  // /usr/bin/python3 -> python3.11: threads are called "python3".
+  CHECK(IsInheritedName("python3", "/usr/bin/python3.11"));
+  CHECK(IsInheritedName("gcc", "/usr/bin/gcc-12"));
+  CHECK(IsInheritedName("launcher", "/opt/x/real-binary", "launcher"));
+  CHECK_FALSE(IsInheritedName("py", "/usr/bin/python3.11"));
+  CHECK_FALSE(IsInheritedName("worker", "/opt/x/real-binary", "launcher"));
+}
+
+TEST_CASE("names lose the return type the demangler puts before template instances") {
+  CHECK(CallableName("void std::vector<int, std::allocator<int> >::_M_realloc_insert<int const&>("
+                     "__gnu_cxx::__normal_iterator<int*, std::vector<int> >, int const&)") ==
+        "std::vector<int, std::allocator<int> >::_M_realloc_insert<int const&>("
+        "__gnu_cxx::__normal_iterator<int*, std::vector<int> >, int const&)");
+  CHECK(CallableName("long std::__invoke_impl<long, F>(std::__invoke_other, F&&)") ==
+        "std::__invoke_impl<long, F>(std::__invoke_other, F&&)");
+  CHECK(CallableName("char const* Name<int>()") == "Name<int>()");
+  CHECK(CallableName("operator new(unsigned long)") == "operator new(unsigned long)");
+  CHECK(CallableName("ns::operator delete[](void*)") == "ns::operator delete[](void*)");
+  CHECK(CallableName("(anonymous namespace)::Producer(int)") == "(anonymous namespace)::Producer(int)");
+  CHECK(CallableName("gpr_malloc") == "gpr_malloc");
+  CHECK(BareFunctionName("(anonymous namespace)::Producer(int)") == "Producer");
+  CHECK(BareFunctionName("void Pool<int>::Run<Task>(Task&&)") == "Run");
+  CHECK(BareFunctionName("consumer") == "consumer");
+}
+
+namespace {
+class TableResolver : public SymbolResolver {
+ public:
+  explicit TableResolver(std::map<uint64_t, std::string> names) {
+    for (auto& [a, n] : names) {
+      SymbolFrame f;
+      f.address = a;
+      f.function = n;
+      table_[a] = {f};
+    }
+  }
+  const std::vector<SymbolFrame>& Resolve(size_t, uint64_t address) override {
+    return table_.at(address);
+  }
+
+ private:
+  std::map<uint64_t, std::vector<SymbolFrame>> table_;
+};
+}  // namespace
+
+TEST_CASE("default skips see through return types and library allocation wrappers") {
+  TableResolver resolver({
+      {1, "gpr_malloc"},
+      {2, "void std::vector<int, std::allocator<int> >::_M_realloc_insert<int const&>(int const&)"},
+      {3, "long std::__invoke_impl<long, F>(std::__invoke_other, F&&)"},
+      {4, "void std::__new_allocator<Call>::construct<Call>(Call*)"},
+      {5, "xstrdup"},
+      {6, "sqlite3Malloc"},
+      {7, "PyObject_Malloc"},
+      {8, "zmalloc"},
+      {9, "Server::Handle(Request const&)"},
+      {10, "main"},
+  });
+  ProcessTrace trace;
+  trace.stacks[1] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  SiteOptions options;
+  options.depth = 2;
+  std::string error;
+  auto sites = SiteBuilder::Create(options, &resolver, &error);
+  REQUIRE(sites);
+  CHECK(sites->Get(0, trace, 1).key == "Server::Handle(Request const&) <- main");
+}
+
+TEST_CASE("text never cuts file:line; the function name gives way") {
+  Site site;
+  SymbolFrame f;
+  f.function = "very::long::name::space::Function<with, many, template, arguments>(int, long)";
+  f.file = "/src/a_rather_long_source_file_name_for_the_test.cc";
+  f.line = 12345;
+  site.frames = {f};
+  std::string narrow = SiteText(site, "allocated at  ", 4, 70);
+  CHECK(narrow.find("a_rather_long_source_file_name_for_the_test.cc:12345") != std::string::npos);
+  CHECK(narrow.find("...") != std::string::npos);  // the name was shortened
+  std::string whole = SiteText(site, "allocated at  ", 4, 0);
+  CHECK(whole.find(f.function) != std::string::npos);
+  CHECK(whole.find("...") == std::string::npos);
 }
 
 TEST_CASE("size classes follow the documented table") {

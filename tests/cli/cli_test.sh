@@ -98,6 +98,40 @@ printf 'allow 1.0 x\n' >bad-base.txt
 expect 2 "$crossfree" gate --baseline bad-base.txt after.trc
 has err "bad-base.txt:1: not a crossfree baseline"
 
+# gate --format json: the same verdict for scripts.
+expect 0 "$crossfree" gate --write-baseline --baseline before-base.txt before.trc
+expect 1 "$crossfree" gate --format json --baseline before-base.txt after.trc
+json out "d['schema_version']" 1
+json out "d['passed']" False
+json out "len(d['offenses']) > 0" True
+expect 0 "$crossfree" gate --format json --baseline base.txt after.trc
+json out "d['passed']" True
+
+# diff with several traces per side (a run of several processes): the same
+# trace twice on each side doubles both runs, so nothing changes.
+expect 0 "$crossfree" diff --before before.trc --before before.trc --after after.trc --format json
+json out "len(d['before']['traces'])" 2
+json out "d['before']['cross_thread_frees']" 3200
+expect 0 "$crossfree" diff --before before.trc --after after.trc --after after.trc
+expect 2 "$crossfree" diff before.trc
+has err "give the runs to compare"
+
+# The default skip rules are listed, wrappers of common libraries among them.
+expect 0 "$crossfree" report --list-skips
+has out "gpr_"
+has out "sqlite3"
+has out "PyMem_"
+expect 2 "$crossfree" report
+has err "no trace given"
+
+# Into a pipe or file, text lines are whole; --width fits them.
+expect 0 "$crossfree" report --width 60 before.trc
+# (stack lines are fitted; the fixed-column tables keep their layout)
+awk '/allocated at|freed at/ && length > 60 { bad = 1 } END { exit bad }' out ||
+  fail "report --width 60 has longer stack lines"
+expect 0 "$crossfree" report before.trc
+if grep -q '\.\.\.$' out; then fail "report into a pipe cut a line"; fi
+
 # Damaged traces: every byte flip or cut is either analyzed (exit 0) or
 # refused with one line (exit 2); nothing crashes.
 python3 - <<'PY'
