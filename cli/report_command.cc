@@ -8,6 +8,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "render/folded.h"
 #include "render/text.h"
 #include "render/json.h"
 
@@ -31,7 +32,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   sub->add_option("traces", args->traces, "Trace files (one per process of the run)");
   sub->add_option("--top", args->top, "Cross-thread pairs shown (0 = all)")->capture_default_str();
   sub->add_option("--format", args->format, "Output format")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->check(CLI::IsMember({"text", "json", "folded"}))
       ->capture_default_str();
   sub->add_option("--output,-o", args->output, "Write the report to this file (default stdout)");
   AddCommonOptions(sub, &args->common);
@@ -52,8 +53,9 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
     options.by = ToAnalysisOptions(args->common).by;
     options.site_depth = args->common.site_depth;
     options.width = TextWidth(args->common, args->output);
-    std::string text = args->format == "json" ? analyzer::RenderReportJson(analysis, options)
-                                              : analyzer::RenderReportText(analysis, options);
+    std::string text = args->format == "json"     ? analyzer::RenderReportJson(analysis, options)
+                       : args->format == "folded" ? analyzer::RenderReportFolded(analysis)
+                                                  : analyzer::RenderReportText(analysis, options);
     *exit_code = WriteOutput("report", args->output, text) ? kExitOk : kExitUsage;
   });
 }

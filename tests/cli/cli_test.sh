@@ -132,6 +132,13 @@ awk '/allocated at|freed at/ && length > 60 { bad = 1 } END { exit bad }' out ||
 expect 0 "$crossfree" report before.trc
 if grep -q '\.\.\.$' out; then fail "report into a pipe cut a line"; fi
 
+# Folded stacks: one line per cross-thread pair, counts adding up to the
+# report's total, the allocating side, "-> ", then the freeing side.
+expect 0 "$crossfree" report --format folded before.trc
+lines out 3
+[[ $(awk '{ n += $NF } END { print n }' out) == 1600 ]] || fail "folded counts do not add up to 1600"
+grep -q '^worker-N;.*;-> reactor-N;.* [0-9]*$' out || fail "folded lines lack 'alloc;-> free count'"
+
 # Damaged traces: every byte flip or cut is either analyzed (exit 0) or
 # refused with one line (exit 2); nothing crashes.
 python3 - <<'PY'

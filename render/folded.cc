@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// The folded-stacks renderer (see folded.h).
+#include "render/folded.h"
+
+#include <fmt/core.h>
+
+#include "analysis/sites.h"
+
+namespace crossfree::analyzer {
+namespace {
+
+// A frame as one field: ';' separates frames and a line break ends the
+// record, so neither may appear inside one.
+std::string Field(std::string s) {
+  for (char& c : s) {
+    if (c == ';') c = ':';
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return s;
+}
+
+// Outermost frame first, as folded stacks are written.
+void AppendSite(std::string& out, const std::string& role, const Site& site) {
+  out += Field(role);
+  if (site.frames.empty()) {
+    out += ';' + Field(site.key);
+    return;
+  }
+  for (size_t i = site.frames.size(); i-- > 0;) out += ';' + Field(FrameName(site.frames[i], false));
+}
+
+}  // namespace
+
+std::string RenderReportFolded(const Analysis& a) {
+  std::string out;
+  for (const CrossPair& p : a.pairs) {
+    AppendSite(out, p.alloc_role, p.alloc_site);
+    out += ";-> ";
+    std::string free_side;
+    AppendSite(free_side, p.free_role, p.free_site);
+    out += free_side;
+    out += fmt::format(" {}\n", p.count);
+  }
+  return out;
+}
+
+}  // namespace crossfree::analyzer
