@@ -2,6 +2,7 @@
 // `crossfree report TRACE...`: the cross-thread pairs of one run (one trace
 // per process), as text or JSON.
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 #include <fmt/core.h>
 
 #include <memory>
@@ -9,6 +10,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "render/folded.h"
+#include "render/pprof.h"
 #include "render/text.h"
 #include "render/json.h"
 
@@ -32,7 +34,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   sub->add_option("traces", args->traces, "Trace files (one per process of the run)");
   sub->add_option("--top", args->top, "Cross-thread pairs shown (0 = all)")->capture_default_str();
   sub->add_option("--format", args->format, "Output format")
-      ->check(CLI::IsMember({"text", "json", "folded"}))
+      ->check(CLI::IsMember({"text", "json", "folded", "pprof"}))
       ->capture_default_str();
   sub->add_option("--output,-o", args->output, "Write the report to this file (default stdout)");
   AddCommonOptions(sub, &args->common);
@@ -55,8 +57,19 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
     options.width = TextWidth(args->common, args->output);
     std::string text = args->format == "json"     ? analyzer::RenderReportJson(analysis, options)
                        : args->format == "folded" ? analyzer::RenderReportFolded(analysis)
+                       : args->format == "pprof"  ? analyzer::RenderReportPprof(analysis)
                                                   : analyzer::RenderReportText(analysis, options);
-    *exit_code = WriteOutput("report", args->output, text) ? kExitOk : kExitUsage;
+    if (args->format == "pprof" && (args->output.empty() || args->output == "-") &&
+        isatty(STDOUT_FILENO)) {
+      fmt::print(stderr, "crossfree report: --format pprof is binary: give -o FILE.pb.gz\n");
+      *exit_code = kExitUsage;
+      return;
+    }
+    // Binary and machine formats are written byte for byte.
+    *exit_code = WriteOutput("report", args->output, text,
+                             args->format == "pprof" ? Escape::kNone : Escape::kControls)
+                     ? kExitOk
+                     : kExitUsage;
   });
 }
 
