@@ -100,6 +100,15 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
   }
 
   // Cross-thread pairs: symbolize their stacks and merge by symbolic key.
+  // Timelines of all traces at one width: the coarsest any trace needed.
+  int shift = 0;
+  for (PairingResult& r : results) shift = std::max(shift, r.timeline_shift);
+  for (PairingResult& r : results) {
+    for (; r.timeline_shift < shift; ++r.timeline_shift) {
+      r.timelines.ForEach([](const PairKey&, Timeline& tl) { tl.Fold(); });
+    }
+  }
+  out->timeline_bucket_ns = uint64_t{1} << shift;
   std::unordered_map<std::string, size_t> pair_index;
   for (size_t t = 0; t < results.size(); ++t) {
     const ProcessTrace& trace = *set.traces()[t];
@@ -126,6 +135,10 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
       p.count += v.count;
       p.bytes += v.bytes;
       p.size_classes[static_cast<int>(k.size_class)] += v.count;
+      if (const Timeline* tl = results[t].timelines.Find(k)) {
+        p.timeline.resize(kTimelineBuckets);
+        for (int b = 0; b < kTimelineBuckets; ++b) p.timeline[b] += tl->buckets[b];
+      }
     });
   }
   std::sort(out->pairs.begin(), out->pairs.end(), [](const CrossPair& a, const CrossPair& b) {

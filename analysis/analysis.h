@@ -53,6 +53,10 @@ struct CrossPair {
   uint64_t count = 0;
   uint64_t bytes = 0;
   std::map<int, uint64_t> size_classes;  // size class index -> frees
+  // Cross-thread frees per time bucket since the start of each trace
+  // (Analysis::timeline_bucket_ns wide): start-up and shutdown pairs stand
+  // apart from per-request ones.
+  std::vector<uint64_t> timeline;
 };
 
 // Per role (or thread) and size class: allocations made minus frees done.
@@ -87,6 +91,7 @@ struct Analysis {
   std::vector<LoneSite> double_frees;
   std::vector<std::string> warnings;      // truncation, symbolization
   CentralSummary central;                 // tcmalloc central transfers (central.h)
+  uint64_t timeline_bucket_ns = 0;        // width of CrossPair::timeline buckets
 
   // count per 1000 allocations of this run (0 when there are none).
   double PerThousand(uint64_t count) const {

@@ -59,6 +59,13 @@ class FlatMap {
       if (used_[i]) fn(keys_[i], values_[i]);
     }
   }
+  // The same with the values open to change (not the keys).
+  template <typename Fn>
+  void ForEach(Fn&& fn) {
+    for (size_t i = 0; i < capacity_; ++i) {
+      if (used_[i]) fn(static_cast<const Key&>(keys_[i]), values_[i]);
+    }
+  }
 
  private:
   void Rehash(size_t capacity) {

@@ -60,6 +60,7 @@ struct Slot {
 
 struct Shared {
   ProcessTrace* trace = nullptr;
+  uint64_t origin_ns = 0;  // timelines start here
   int jobs = 1;
   uint64_t max_buffered = 0;
   std::vector<std::vector<std::unique_ptr<Slot>>> slots;  // [stream][chunk]
@@ -291,6 +292,18 @@ class Worker {
     for (size_t t = 0; t < entry_stack_.size(); ++t) {
       if (result->entry_stack[t] == format::kNoStack) result->entry_stack[t] = entry_stack_[t];
     }
+    // Timelines at the coarsest width any worker reached.
+    while (result->timeline_shift < timeline_shift_) {
+      ++result->timeline_shift;
+      result->timelines.ForEach([](const PairKey&, Timeline& t) { t.Fold(); });
+    }
+    for (; timeline_shift_ < result->timeline_shift; ++timeline_shift_) {
+      timelines_.ForEach([](const PairKey&, Timeline& t) { t.Fold(); });
+    }
+    timelines_.ForEach([result](const PairKey& k, const Timeline& t) {
+      Timeline& into = result->timelines[k];
+      for (int i = 0; i < kTimelineBuckets; ++i) into.buckets[i] += t.buckets[i];
+    });
     by_class_.ForEach([result](const ThreadClass& k, const AllocsFrees& v) {
       AllocsFrees& t = result->by_class[k];
       t.allocs += v.allocs;
@@ -374,7 +387,11 @@ class Worker {
       ++counts_.paired;
       int size_class = SizeClassIndex(s.size);
       ++by_class_[ThreadClass{thread, static_cast<uint32_t>(size_class)}].frees;
-      if (s.thread != thread) ++counts_.cross_thread;
+      if (s.thread != thread) {
+        ++counts_.cross_thread;
+        NoteTimeline(PairKey{s.stack, e.stack, s.thread, thread, static_cast<uint32_t>(size_class)},
+                     e.timestamp_ns);
+      }
       CountBytes& cb = pairs_[PairKey{s.stack, e.stack, s.thread, thread,
                                       static_cast<uint32_t>(size_class)}];
       ++cb.count;
@@ -391,9 +408,20 @@ class Worker {
     ++(is_double ? counts_.double_frees : counts_.unknown_frees);
   }
 
+  void NoteTimeline(const PairKey& key, uint64_t ts) {
+    uint64_t since = ts > shared_->origin_ns ? ts - shared_->origin_ns : 0;
+    while ((since >> timeline_shift_) >= kTimelineBuckets) {
+      ++timeline_shift_;
+      timelines_.ForEach([](const PairKey&, Timeline& t) { t.Fold(); });
+    }
+    ++timelines_[key].buckets[since >> timeline_shift_];
+  }
+
   Shared* shared_;
   int index_;
   PairingCounts counts_;
+  FlatMap<PairKey, Timeline, PairKeyHash> timelines_;
+  int timeline_shift_ = 20;  // 1 ms buckets to begin with
   AddressMap live_;
   FlatMap<PairKey, CountBytes, PairKeyHash> pairs_;
   FlatMap<StackThread, CountBytes, StackThreadHash> live_sites_;
@@ -419,6 +447,15 @@ bool PairTrace(ProcessTrace& trace, const PairingOptions& options, PairingResult
     shared.released[w].store(0);
     shared.done[w].store(false);
   }
+  shared.origin_ns = ~uint64_t{0};
+  for (const ThreadStream& stream : trace.streams) {
+    for (const format::Chunk& c : stream.chunks) {
+      shared.origin_ns = std::min(shared.origin_ns, c.base_timestamp_ns);
+    }
+  }
+  if (shared.origin_ns == ~uint64_t{0}) shared.origin_ns = 0;
+  result->timeline_origin_ns = shared.origin_ns;
+  result->timeline_shift = 20;
   shared.slots.resize(trace.streams.size());
   for (size_t s = 0; s < trace.streams.size(); ++s) {
     for (size_t i = 0; i < trace.streams[s].chunks.size(); ++i) {

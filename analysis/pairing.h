@@ -65,6 +65,19 @@ struct CountBytes {
   uint64_t bytes = 0;
 };
 
+// When a pair's cross-thread frees happened: kTimelineBuckets buckets of
+// 2^shift ns each from the trace's first chunk. The width doubles (and the
+// buckets fold in pairs) as the trace goes on, so any duration fits.
+inline constexpr int kTimelineBuckets = 64;
+struct Timeline {
+  uint64_t buckets[kTimelineBuckets] = {};
+  // Halves the resolution: bucket i takes buckets 2i and 2i+1.
+  void Fold() {
+    for (int i = 0; i < kTimelineBuckets / 2; ++i) buckets[i] = buckets[2 * i] + buckets[2 * i + 1];
+    for (int i = kTimelineBuckets / 2; i < kTimelineBuckets; ++i) buckets[i] = 0;
+  }
+};
+
 // A (thread, size class) pair, and what that thread did in that class.
 struct ThreadClass {
   uint32_t thread = 0;
@@ -114,6 +127,11 @@ struct PairingResult {
   // [stream index]: a stack the thread recorded (its first), kNoStack if
   // none; what names an unnamed thread's role (roles.h).
   std::vector<uint32_t> entry_stack;
+  // The cross-thread pairs' timelines, buckets of 2^timeline_shift ns from
+  // timeline_origin_ns (the earliest chunk's base timestamp).
+  FlatMap<PairKey, Timeline, PairKeyHash> timelines;
+  int timeline_shift = 0;
+  uint64_t timeline_origin_ns = 0;
 
   AllocsFrees ByClass(uint32_t thread, int size_class) const {
     const AllocsFrees* v = by_class.Find(ThreadClass{thread, static_cast<uint32_t>(size_class)});
