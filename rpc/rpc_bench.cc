@@ -56,7 +56,7 @@ uint64_t MicrosSince(Clock::time_point t0) {
 // issued from the previous one's callback on the client reactor.
 class Workload {
  public:
-  Workload(std::shared_ptr<Messenger> client, const sockaddr_in& server, const Flags& f,
+  Workload(std::shared_ptr<Messenger> client, const Sockaddr& server, const Flags& f,
            std::atomic<bool>* stop, Log2Histogram* latency)
       : proxy_(std::move(client), server), flags_(f), stop_(stop), latency_(latency) {
     if (f.payload_bytes > 0) echo_req_.set_data(std::string(f.payload_bytes, 'p'));
@@ -172,7 +172,7 @@ int Run(const Flags& f) {
     po.queue_length = f.queue_length;
     s = server->RegisterService(std::make_unique<test::CalculatorService>(), po);
   }
-  sockaddr_in addr;
+  Sockaddr addr;
   if (s.ok()) s = server->StartAcceptor("127.0.0.1", 0, &addr);
   if (!s.ok()) {
     fprintf(stderr, "rpc-bench: server setup failed: %s\n", s.ToString().c_str());

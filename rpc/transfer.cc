@@ -9,12 +9,40 @@
 #include <cstring>
 #include <string>
 
+#include "rpc/memory_budget.h"
 #include "rpc/serialization.h"
 
 namespace crossfree::rpc {
 
+InboundTransfer::~InboundTransfer() {
+  if (budget_ != nullptr && charged_ > 0) budget_->Release(charged_);
+}
+
+bool InboundTransfer::Grow(size_t needed) {
+  if (needed <= capacity_) return true;
+  // Doubling keeps the copies linear in the frame size; the cap at the
+  // frame length and at `needed` (what has actually arrived) keeps a
+  // length prefix alone from reserving anything.
+  size_t doubled = std::max<size_t>(2 * capacity_, 256);
+  size_t new_cap = std::max(needed, std::min<size_t>(length_, doubled));
+  size_t delta = new_cap - capacity_;
+  if (budget_ != nullptr) {
+    if (!budget_->TryCharge(delta)) {
+      blocked_on_memory_ = true;
+      return false;
+    }
+    charged_ += delta;
+  }
+  std::unique_ptr<uint8_t[]> nb(new uint8_t[new_cap]);
+  if (received_ > 0) memcpy(nb.get(), buf_.get(), received_);
+  buf_ = std::move(nb);
+  capacity_ = new_cap;
+  return true;
+}
+
 Status InboundTransfer::Consume(const uint8_t* data, size_t len, size_t* used) {
   size_t taken = 0;
+  blocked_on_memory_ = false;
   if (!have_length_) {
     size_t n = std::min(len, kFrameLengthPrefix - prefix_received_);
     memcpy(prefix_ + prefix_received_, data, n);
@@ -39,21 +67,32 @@ Status InboundTransfer::Consume(const uint8_t* data, size_t len, size_t* used) {
     }
     length_ = length;
     have_length_ = true;
-    if (length_ > capacity_) {
-      buf_.reset(new uint8_t[length_]);
-      capacity_ = length_;
-    }
   }
   size_t n = std::min(len - taken, body_remaining());
-  memcpy(buf_.get() + received_, data + taken, n);
+  if (n > 0 && !Grow(received_ + n)) {
+    *used = taken;
+    return Status::OK();
+  }
+  if (n > 0) memcpy(buf_.get() + received_, data + taken, n);
   received_ += n;
   *used = taken + n;
   return Status::OK();
 }
 
+size_t InboundTransfer::PrepareDirectRead(size_t want, uint8_t** dst) {
+  blocked_on_memory_ = false;
+  // At least `want`, and as much as has arrived already: doubling.
+  size_t n = std::min(std::max(want, received_), body_remaining());
+  if (n == 0) return 0;
+  if (!Grow(received_ + n)) return 0;
+  *dst = buf_.get() + received_;
+  return std::min(capacity_, static_cast<size_t>(length_)) - received_;
+}
+
 void InboundTransfer::Reset() {
   prefix_received_ = 0;
   have_length_ = false;
+  blocked_on_memory_ = false;
   length_ = 0;
   received_ = 0;
 }
