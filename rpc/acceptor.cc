@@ -87,7 +87,7 @@ void Acceptor::Run() {
       backing_off = o.accept_backoff_ms > 0;
       int suppressed = 0;
       if (failure_log.ShouldLog(&suppressed)) {
-        std::string msg = "accept failed: " + Status::NetworkError("", err).ToString() +
+        std::string msg = Status::NetworkError("accept failed", err).ToString() +
                           "; not accepting for " + std::to_string(o.accept_backoff_ms) + " ms";
         if (suppressed > 0) {
           msg += " (" + std::to_string(suppressed) + " more failures not logged)";
