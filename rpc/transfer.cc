@@ -81,8 +81,8 @@ Status InboundTransfer::Consume(const uint8_t* data, size_t len, size_t* used) {
 
 size_t InboundTransfer::PrepareDirectRead(size_t want, uint8_t** dst) {
   blocked_on_memory_ = false;
-  // At least `want`, and as much as has arrived already: doubling.
-  size_t n = std::min(std::max(want, received_), body_remaining());
+  // Grow() doubles, so asking for one chunk more still grows geometrically.
+  size_t n = std::min(want, body_remaining());
   if (n == 0) return 0;
   if (!Grow(received_ + n)) return 0;
   *dst = buf_.get() + received_;

@@ -22,7 +22,7 @@ class MemoryBudget;
 // as bytes arrive (doubling, capped at the frame length), never from the
 // length prefix alone, so a peer that announces a 50 MiB frame and sends 10
 // bytes costs 10 bytes; the capacity stays below twice the bytes received
-// plus one read chunk. Each growth is charged to `budget` (when given) and
+// plus the next read (at most 64 KiB on the direct-read path). Each growth is charged to `budget` (when given) and
 // released when the buffer is freed.
 // Owner: the Connection while reading; then the InboundCall (server) or the
 // client call path (freed on the client reactor after parsing, or handed to
@@ -51,9 +51,10 @@ class InboundTransfer {
   // Body bytes still missing (0 until the prefix is known).
   size_t body_remaining() const { return have_length_ ? length_ - received_ : 0; }
   // For large bodies the connection reads straight into the buffer: makes
-  // room for max(want, bytes received so far) more body bytes at most
-  // (growing the buffer, charged to the budget), sets *dst and returns how
-  // many fit; 0 when the budget refused (blocked_on_memory()).
+  // room for at least min(want, body_remaining()) more body bytes (growing
+  // the buffer, charged to the budget), sets *dst and returns how many fit
+  // (more than `want` when the buffer has grown ahead); 0 when the budget
+  // refused (blocked_on_memory()).
   size_t PrepareDirectRead(size_t want, uint8_t** dst);
   void BodyAdvance(size_t n) { received_ += n; }
 
