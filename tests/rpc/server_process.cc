@@ -62,7 +62,10 @@ std::unique_ptr<ServerProcess> ServerProcess::Start(const std::vector<std::strin
     *error = "pipe failed";
     return nullptr;
   }
-  std::vector<std::string> argv_s = {CROSSFREE_RPC_SERVER, "--port", "0"};
+  // CROSSFREE_RPC_SERVER in the environment runs another build of the
+  // server (e.g. a ThreadSanitizer one) under the same tests.
+  const char* bin = getenv("CROSSFREE_RPC_SERVER");
+  std::vector<std::string> argv_s = {bin != nullptr ? bin : CROSSFREE_RPC_SERVER, "--port", "0"};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : argv_s) argv.push_back(a.data());
@@ -116,6 +119,10 @@ ServerProcess::~ServerProcess() {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
   }
+  // A sanitizer build of the server reports into its stderr file, which is
+  // deleted below: pass the report on.
+  std::string err = Stderr();
+  if (err.find("Sanitizer") != std::string::npos) fprintf(stderr, "%s\n", err.c_str());
   if (!stderr_path_.empty()) unlink(stderr_path_.c_str());
 }
 
