@@ -190,7 +190,8 @@ TEST_CASE("attack: stalled partial frames are timed out and an announced length 
   }
   std::this_thread::sleep_for(200ms);
   long data = server->VmDataKb();
-  INFO("VmData " << base_data / 1024 << " -> " << data / 1024 << " MiB after 20 prefixes");
+  WARN("stall: VmData " << base_data / 1024 << " -> " << data / 1024
+                        << " MiB after 20 prefixes of 50 MiB frames");
   // Reserving on the prefix alone would add 20 x 50 MiB = 1000 MiB.
   CHECK(data - base_data < 100 * 1024);
   // 12 more send 4 MiB of such a frame and stall.
@@ -204,13 +205,14 @@ TEST_CASE("attack: stalled partial frames are timed out and an announced length 
   auto t_stall = Clock::now();
   std::this_thread::sleep_for(200ms);
   long rss = server->RssKb();
-  INFO("RSS " << rss / 1024 << " MiB with 12 x 4 MiB stalled");
+  WARN("stall: RSS " << rss / 1024 << " MiB with 12 x 4 MiB more stalled");
   CHECK(rss < kRssBoundKb);
   // A well-behaved client is served while they stall.
   CHECK(WellBehavedCalls(server->address(), 10) == "");
   int closed = 0;
   for (int fd : fds) closed += WaitClosed(fd, 4s) ? 1 : 0;
   double took = SecondsSince(t_stall);
+  WARN("stall: all closed " << took << " s after the stall");
   CHECK(closed == 32);
   CHECK(took >= 0.9);  // not before the timeout
   CHECK(took < 4.0);
@@ -293,7 +295,8 @@ TEST_CASE("attack: running out of file descriptors does not make the acceptor sp
   std::this_thread::sleep_for(2s);
   double cpu = server->CpuSeconds() - cpu0;
   int failures = server->CountStderrLines("accept failed");
-  INFO("server CPU over 2 s: " << cpu << " s; 'accept failed' lines: " << failures);
+  WARN("fd exhaustion: server CPU over 2 s: " << cpu << " s; 'accept failed' lines: "
+                                               << failures);
   CHECK(server->FdCount() <= base_fds + 10);
   CHECK(cpu < 0.3);  // spinning costs ~2 s of CPU in 2 s
   CHECK(failures >= 1);
@@ -378,8 +381,9 @@ TEST_CASE("attack: 300 deferred calls run on a bounded pool, not a thread each",
   REQUIRE(done.load() == kCalls);
   int ok = 0;
   for (auto& c : ctl) ok += c->status().ok() ? 1 : 0;
-  INFO("threads " << base_threads << " -> max " << max_threads << "; " << ok << " of " << kCalls
-                  << " OK in " << SecondsSince(t0) << " s");
+  WARN("deferred: server threads " << base_threads << " -> max " << max_threads << "; " << ok
+                                    << " of " << kCalls << " OK in " << SecondsSince(t0)
+                                    << " s");
   CHECK(ok == kCalls);
   CHECK(max_threads <= base_threads + 4);
   CHECK(max_threads >= base_threads + 1);  // the pool did start threads
