@@ -139,7 +139,7 @@ TEST_CASE("attack: clients that never read their responses cannot grow the serve
     long max_rss = 0;
     int closed = 0;
     uint64_t sent = Flood(server.get(), batch, 2, 3.0, &max_rss, &closed, check_during);
-    // Printed, not only on failure: docs/results-rpc.md quotes it.
+    // Printed, not only on failure: docs/results/rpc.md quotes it.
     WARN("Echo flood: sent " << sent / (1024 * 1024) << " MiB in 3 s; server RSS "
                              << base_rss / 1024 << " -> max " << max_rss / 1024 << " MiB");
     CHECK(max_rss < kRssBoundKb);
