@@ -73,8 +73,12 @@ class InboundTransfer {
   void Reset();
 
  private:
-  // Makes capacity_ >= needed (needed <= length_); false if the budget refused.
-  bool Grow(size_t needed);
+  // Growth in two steps, so that the allocation itself happens in Consume /
+  // PrepareDirectRead: the new capacity for `needed` bytes (<= length_),
+  // charged to the budget (false if it refused); then the new buffer takes
+  // the bytes received so far.
+  bool ReserveGrowth(size_t needed, size_t* new_cap);
+  void AdoptBuffer(uint8_t* new_buf, size_t new_cap);
 
   size_t max_message_size_;
   MemoryBudget* budget_;
