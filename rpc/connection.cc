@@ -488,6 +488,7 @@ void Connection::Shutdown(const Status& why) {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   if (shut_down_) return;
   shut_down_ = true;
+  closed_.store(true, std::memory_order_relaxed);
   ev_io_stop(reactor_->loop(), &read_watcher_);
   read_paused_ = 0;
   if (write_watcher_active_) {
@@ -522,8 +523,7 @@ void Connection::Shutdown(const Status& why) {
     });
   }
   // Server calls still at the workers find shut_down_ when they respond;
-  // until then their handlers can see that the client is gone.
-  if (direction_ == Direction::kServer) CancelInboundCalls();
+  // until then their handlers see closed() (RpcContext::cancelled()).
 }
 
 }  // namespace crossfree::rpc

@@ -50,7 +50,8 @@ class Reactor;
 // buffer; it resumes when the cause goes away. The reactor's tick closes a
 // connection whose current frame (or connection header) makes no progress
 // for frame_timeout_ms, or that has no call and receives nothing for
-// idle_timeout_ms. Closing marks the calls still being handled cancelled.
+// idle_timeout_ms. Once closed, its calls still being handled read as
+// cancelled (closed()).
 class Connection {
  public:
   enum class Direction { kClient, kServer };
@@ -79,8 +80,9 @@ class Connection {
   // deletes it. May drop the last reference to this connection: the caller
   // must not touch the connection afterwards unless it holds a reference.
   void ReleaseInboundCall(InboundCall* call);
-  // Server, reactor thread only: marks every call still being handled as
-  // cancelled (RpcContext::cancelled()).
+  // Server, reactor thread only, while the reactor runs normally (the
+  // messenger's shutdown grace period ended): marks every call still being
+  // handled as cancelled (RpcContext::cancelled()).
   void CancelInboundCalls();
 
   // Reactor thread only, from the reactor's tick (`now` is the loop time in
@@ -89,10 +91,16 @@ class Connection {
   // room.
   void OnTick(double now);
 
-  // Reactor thread only: closes the socket; fails waiting client calls,
-  // aborts queued transfers and cancels server calls with `why`. Idempotent.
+  // Reactor thread only: closes the socket; fails waiting client calls and
+  // aborts queued transfers with `why`; server calls still being handled
+  // then see closed(). Idempotent.
   void Shutdown(const Status& why);
   bool is_shut_down() const { return shut_down_; }
+  // Any thread holding a reference: true once the connection is closed, so
+  // its calls can no longer be answered (InboundCall::cancelled()). A flag
+  // rather than a walk over the calls: a call may already be gone on the
+  // thread that answered it when the connection closes.
+  bool closed() const { return closed_.load(std::memory_order_relaxed); }
 
   Reactor* reactor() const { return reactor_; }
   Direction direction() const { return direction_; }
@@ -148,6 +156,9 @@ class Connection {
   const Sockaddr remote_;
   std::atomic<int> refs_{0};
   bool shut_down_ = false;
+  // shut_down_, readable from any thread. On a line of its own: workers read
+  // it for every call, and refs_ next to it changes with every call.
+  alignas(64) std::atomic<bool> closed_{false};
   bool connecting_ = false;
   ev_io read_watcher_;
   ev_io write_watcher_;

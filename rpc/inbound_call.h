@@ -59,11 +59,14 @@ class InboundCall final : public TransferCallbacks {
   void Recycle();
   void Reuse(std::unique_ptr<InboundTransfer> transfer);
 
-  // Cancellation: the reactor marks a call whose client disconnected (or
-  // the messenger when its shutdown grace period ends); the handler polls
-  // cancelled() through RpcContext. Any thread.
+  // Cancellation, polled by the handler through RpcContext: true once the
+  // client's connection closed, or once the messenger's shutdown grace
+  // period ended (Cancel, on the reactor). Any thread, while the call is
+  // live (it holds a connection reference).
   void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
-  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+  bool cancelled() const {
+    return cancelled_.load(std::memory_order_relaxed) || conn_->closed();
+  }
 
   // Reactor thread: parses header, method and sidecars. Corruption naming
   // the problem; the connection then closes.
