@@ -3,7 +3,6 @@
 // eventfd used to stop.
 #include "rpc/acceptor.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -16,38 +15,25 @@
 
 namespace crossfree::rpc {
 
-Status ParseAddress(const std::string& host, uint16_t port, sockaddr_in* out) {
-  *out = sockaddr_in{};
-  out->sin_family = AF_INET;
-  out->sin_port = htons(port);
-  if (inet_pton(AF_INET, host.c_str(), &out->sin_addr) != 1) {
-    return Status::InvalidArgument("not an IPv4 address: '" + host + "'");
-  }
-  return Status::OK();
-}
-
-std::string AddressToString(const sockaddr_in& addr) {
-  char buf[INET_ADDRSTRLEN] = "?";
-  inet_ntop(AF_INET, &addr.sin_addr, buf, sizeof(buf));
-  return std::string(buf) + ":" + std::to_string(ntohs(addr.sin_port));
-}
-
 Acceptor::~Acceptor() { Shutdown(); }
 
-Status Acceptor::Start(const std::string& host, uint16_t port, sockaddr_in* bound) {
-  sockaddr_in addr;
-  CROSSFREE_RETURN_NOT_OK(ParseAddress(host, port, &addr));
-  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+Status Acceptor::Start(const std::string& host, uint16_t port, Sockaddr* bound) {
+  Sockaddr addr;
+  CROSSFREE_RETURN_NOT_OK(Sockaddr::Parse(host, port, &addr));
+  // Non-blocking: a connection reset between poll() and accept() must not
+  // block the thread.
+  listen_fd_ = ::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (listen_fd_ < 0) return Status::NetworkError("socket() failed", errno);
   int one = 1;
   setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0) {
+  if (addr.is_ipv6()) setsockopt(listen_fd_, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+  if (::bind(listen_fd_, addr.addr(), addr.addr_len()) < 0) {
     int err = errno;
-    return Status::NetworkError("bind to " + AddressToString(addr) + " failed", err);
+    return Status::NetworkError("bind to " + addr.ToString() + " failed", err);
   }
   if (::listen(listen_fd_, 512) < 0) return Status::NetworkError("listen failed", errno);
-  socklen_t len = sizeof(addr);
-  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  socklen_t len = Sockaddr::kStorageLen;
+  getsockname(listen_fd_, addr.mutable_addr(), &len);
   if (bound != nullptr) *bound = addr;
   wake_fd_ = eventfd(0, EFD_CLOEXEC);
   if (wake_fd_ < 0) return Status::RuntimeError("eventfd failed", errno);
@@ -69,34 +55,70 @@ void Acceptor::Shutdown() {
 
 void Acceptor::Run() {
   SetCurrentThreadName(messenger_->options().acceptor_name);
+  const MessengerOptions& o = messenger_->options();
+  RateLimitedLog failure_log(1000);
+  RateLimitedLog limit_log(1000);
+  bool backing_off = false;
   for (;;) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    int n = ::poll(fds, 2, -1);
+    // While backing off only the wake-up fd is watched, for a while.
+    pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+    int n = ::poll(fds, backing_off ? 1 : 2, backing_off ? o.accept_backoff_ms : -1);
     if (n < 0) {
       if (errno == EINTR) continue;
       Log(LogLevel::kError, "acceptor poll failed; stopping");
       return;
     }
-    if (fds[1].revents != 0) return;
-    if ((fds[0].revents & POLLIN) == 0) continue;
-    sockaddr_in remote;
-    socklen_t len = sizeof(remote);
-    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&remote), &len,
-                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fds[0].revents != 0) return;
+    if (backing_off) {
+      backing_off = false;
+      continue;
+    }
+    if ((fds[1].revents & POLLIN) == 0) continue;
+    Sockaddr remote;
+    socklen_t len = Sockaddr::kStorageLen;
+    int fd = ::accept4(listen_fd_, remote.mutable_addr(), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
-        Log(LogLevel::kWarning, "accept failed: " + Status::NetworkError("", errno).ToString());
+      int err = errno;
+      if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ECONNABORTED) continue;
+      accept_failures_.fetch_add(1, std::memory_order_relaxed);
+      // Out of descriptors or memory: the connection stays queued and poll
+      // would report it again at once. Any other error is backed off too,
+      // so no error can make this loop spin.
+      backing_off = o.accept_backoff_ms > 0;
+      int suppressed = 0;
+      if (failure_log.ShouldLog(&suppressed)) {
+        std::string msg = Status::NetworkError("accept failed", err).ToString() +
+                          "; not accepting for " + std::to_string(o.accept_backoff_ms) + " ms";
+        if (suppressed > 0) {
+          msg += " (" + std::to_string(suppressed) + " more failures not logged)";
+        }
+        Log(LogLevel::kWarning, msg);
+      }
+      continue;
+    }
+    if (!messenger_->TryAddServerConnection()) {
+      ::close(fd);
+      rejected_.fetch_add(1, std::memory_order_relaxed);
+      int suppressed = 0;
+      if (limit_log.ShouldLog(&suppressed)) {
+        std::string msg = "rejected connection from " + remote.ToString() + ": " +
+                          std::to_string(o.max_connections) +
+                          " connections open (max_connections)";
+        if (suppressed > 0) msg += " (" + std::to_string(suppressed) + " more not logged)";
+        Log(LogLevel::kWarning, msg);
       }
       continue;
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     Reactor* reactor = messenger_->ReactorFor(remote);
-    reactor->ScheduleTask([reactor, fd, remote](const Status& s) {
+    Messenger* m = messenger_;
+    reactor->ScheduleTask([reactor, m, fd, remote](const Status& s) {
       if (s.ok()) {
         reactor->RegisterInboundSocket(fd, remote);
       } else {
         ::close(fd);
+        m->RemoveServerConnection();
       }
     });
   }

@@ -2,6 +2,7 @@
 // CalculatorService implementation.
 #include "rpc/calculator_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -36,8 +37,21 @@ void CalculatorService::Sleep(const SleepRequestPB* req, SleepResponsePB* resp,
                               RpcContext* context) {
   calls_.fetch_add(1, std::memory_order_relaxed);
   resp->set_had_deadline(context->has_deadline());
-  auto finish = [req, context] {
-    std::this_thread::sleep_for(std::chrono::microseconds(req->sleep_micros()));
+  auto finish = [this, req, context] {
+    // Sleeps in slices, so a call whose client went away stops early (the
+    // server's worker is then free for the next call).
+    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(req->sleep_micros());
+    for (;;) {
+      auto now = std::chrono::steady_clock::now();
+      if (now >= until) break;
+      if (context->cancelled()) {
+        cancelled_.fetch_add(1, std::memory_order_relaxed);
+        context->RespondFailure(Status::Aborted("Sleep cancelled: the call was cancelled"));
+        return;
+      }
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+          until - now, std::chrono::milliseconds(10)));
+    }
     if (req->has_fail_with()) {
       context->RespondFailure(Status::RuntimeError(req->fail_with()));
     } else {
@@ -45,7 +59,7 @@ void CalculatorService::Sleep(const SleepRequestPB* req, SleepResponsePB* resp,
     }
   };
   if (req->deferred()) {
-    std::thread(finish).detach();
+    context->Defer(finish);  // answers SERVER_TOO_BUSY itself when the pool is full
   } else {
     finish();
   }

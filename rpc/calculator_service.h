@@ -12,8 +12,10 @@ namespace crossfree::rpc::test {
 // Thread-safe; handlers run on worker threads.
 //  Add:   result = x + y, answered on the worker.
 //  Echo:  data echoed; request sidecars echoed as response sidecars on demand.
-//  Sleep: sleeps, then answers on the worker or (deferred) on a new thread;
-//         can fail with ERROR_APPLICATION.
+//  Sleep: sleeps, then answers on the worker or (deferred) on the
+//         messenger's deferred pool; can fail with ERROR_APPLICATION; stops
+//         early with ERROR_APPLICATION "Sleep cancelled" when the call is
+//         cancelled (client gone).
 class CalculatorService : public CalculatorServiceIf {
  public:
   void Add(const AddRequestPB* req, AddResponsePB* resp, RpcContext* context) override;
@@ -22,9 +24,12 @@ class CalculatorService : public CalculatorServiceIf {
 
   // Number of handler invocations, for tests.
   int calls_handled() const { return calls_.load(); }
+  // Sleep calls that stopped early because they were cancelled.
+  int sleeps_cancelled() const { return cancelled_.load(); }
 
  private:
   std::atomic<int> calls_{0};
+  std::atomic<int> cancelled_{0};
 };
 
 }  // namespace crossfree::rpc::test

@@ -7,12 +7,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cassert>
 #include <cstring>
 
-#include "rpc/acceptor.h"
+#include "rpc/dcheck.h"
 #include "rpc/inbound_call.h"
 #include "rpc/logging.h"
+#include "rpc/memory_budget.h"
 #include "rpc/messenger.h"
 #include "rpc/outbound_call.h"
 #include "rpc/reactor.h"
@@ -29,24 +29,21 @@ class NoopCallbacks final : public TransferCallbacks {
 };
 NoopCallbacks g_noop_callbacks;
 
-// Keeps a connection alive while one of its handlers runs, because a handler
-// may close it (and a closed connection may lose its last reference).
-class ScopedRef {
- public:
-  explicit ScopedRef(Connection* c) : c_(c) { c_->AddRef(); }
-  ~ScopedRef() { c_->Release(); }
-
- private:
-  Connection* c_;
-};
-
 }  // namespace
 
-Connection::Connection(Reactor* reactor, Direction direction, int fd, const sockaddr_in& remote)
-    : reactor_(reactor), direction_(direction), fd_(fd), remote_(remote) {
+Connection::Connection(Reactor* reactor, Direction direction, int fd, const Sockaddr& remote)
+    : reactor_(reactor),
+      direction_(direction),
+      fd_(fd),
+      remote_(remote),
+      budget_(direction == Direction::kServer ? reactor->messenger()->buffer_budget() : nullptr),
+      max_calls_in_flight_(reactor->messenger()->options().max_calls_in_flight_per_connection),
+      max_out_bytes_(reactor->messenger()->options().max_queued_response_bytes_per_connection),
+      frame_timeout_s_(reactor->messenger()->options().frame_timeout_ms / 1000.0),
+      idle_timeout_s_(reactor->messenger()->options().idle_timeout_ms / 1000.0),
+      call_pool_(direction == Direction::kServer ? kMaxPooledCalls : 0) {
   read_buf_.reset(new uint8_t[kReadBufferSize]);
   spare_transfers_.reserve(kMaxPooledTransfers);
-  if (direction_ == Direction::kServer) spare_calls_.reserve(kMaxPooledCalls);
   ev_io_init(&read_watcher_, &Connection::ReadCallback, fd_, EV_READ);
   read_watcher_.data = this;
   ev_io_init(&write_watcher_, &Connection::WriteCallback, fd_, EV_WRITE);
@@ -54,32 +51,13 @@ Connection::Connection(Reactor* reactor, Direction direction, int fd, const sock
 }
 
 Connection::~Connection() {
-  FreeSpareCalls();
+  call_pool_.Clear();
+  SyncOutCharge();
   if (fd_ >= 0) ::close(fd_);
 }
 
-void Connection::FreeSpareCalls() {
-  for (InboundCall* c : spare_calls_) delete c;
-  spare_calls_.clear();
-}
-
-bool Connection::TakeBackInboundCall(InboundCall* call) {
-  assert(reactor_->IsCurrentThread());
-  if (shut_down_ || spare_calls_.size() >= kMaxPooledCalls) return false;
-  // Push before Recycle: Recycle drops the call's reference, which may be
-  // the last one and delete this connection (and its pool) with it.
-  spare_calls_.push_back(call);
-  if (!call->Recycle()) {
-    spare_calls_.pop_back();
-    return false;
-  }
-  return true;
-}
-
-std::string Connection::RemoteToString() const { return AddressToString(remote_); }
-
 void Connection::RecycleInboundTransfer(std::unique_ptr<InboundTransfer> t) {
-  assert(reactor_->IsCurrentThread());
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   if (shut_down_ || spare_transfers_.size() >= kMaxPooledTransfers ||
       t->buffer_capacity() > kMaxPooledBufferBytes ||
       spare_transfer_bytes_ + t->buffer_capacity() > kMaxPooledBufferTotal) {
@@ -91,7 +69,9 @@ void Connection::RecycleInboundTransfer(std::unique_ptr<InboundTransfer> t) {
 }
 
 void Connection::Start(bool connecting) {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   connecting_ = connecting;
+  last_progress_ = last_activity_ = ev_now(reactor_->loop());
   ev_io_start(reactor_->loop(), &read_watcher_);
   if (direction_ == Direction::kClient) {
     WriteConnHeader(conn_header_);
@@ -112,6 +92,7 @@ void Connection::WriteCallback(struct ev_loop*, ev_io* w, int) {
 
 void Connection::EnqueueTransfer(OutboundTransfer* t) {
   t->next_in_queue = nullptr;
+  out_bytes_ += t->total_bytes();
   if (out_tail_ == nullptr) {
     out_head_ = out_tail_ = t;
   } else {
@@ -127,8 +108,11 @@ void Connection::EnqueueTransfer(OutboundTransfer* t) {
   }
   // Send at once when the queue was idle; otherwise the write watcher is on.
   if (out_head_ == t) {
-    ScopedRef ref(this);
+    ConnectionRef ref(this);
     WriteQueued();
+  } else {
+    UpdateBackPressure();
+    SyncOutCharge();
   }
 }
 
@@ -145,21 +129,28 @@ void Connection::WriteQueued() {
         ev_io_start(reactor_->loop(), &write_watcher_);
         write_watcher_active_ = true;
       }
+      // The peer is not reading fast enough: stop reading its requests
+      // once too much is queued, and count what stays queued.
+      UpdateBackPressure();
+      SyncOutCharge();
       return;
     }
     out_head_ = t->next_in_queue;
     if (out_head_ == nullptr) out_tail_ = nullptr;
     t->next_in_queue = nullptr;
+    out_bytes_ -= t->total_bytes();
     t->callbacks()->NotifyTransferFinished();
   }
   if (write_watcher_active_ && !shut_down_) {
     ev_io_stop(reactor_->loop(), &write_watcher_);
     write_watcher_active_ = false;
   }
+  UpdateBackPressure();
+  SyncOutCharge();
 }
 
 void Connection::HandleWritable() {
-  ScopedRef ref(this);
+  ConnectionRef ref(this);
   if (connecting_) {
     int err = 0;
     socklen_t len = sizeof(err);
@@ -175,14 +166,23 @@ void Connection::HandleWritable() {
 }
 
 void Connection::HandleReadable() {
-  ScopedRef ref(this);
+  ConnectionRef ref(this);
   const size_t max_size = reactor_->messenger()->max_message_size();
-  while (!shut_down_) {
+  // read_paused_ is checked per frame: a pause that starts in the middle of
+  // a read leaves the rest of the bytes in read_buf_ for the resume.
+  while (!shut_down_ && read_paused_ == 0) {
     if (read_pos_ == read_len_) {
       // A large body is read straight into its buffer, skipping the copy.
       if (inbound_ != nullptr && inbound_->body_remaining() >= kReadBufferSize) {
-        ssize_t n = ::read(fd_, inbound_->body_write_ptr(), inbound_->body_remaining());
+        uint8_t* dst = nullptr;
+        size_t room = inbound_->PrepareDirectRead(kReadBufferSize, &dst);
+        if (room == 0) {
+          SetReadPause(read_paused_ | kPauseMemory);
+          return;
+        }
+        ssize_t n = ::read(fd_, dst, room);
         if (n > 0) {
+          last_progress_ = last_activity_ = ev_now(reactor_->loop());
           inbound_->BodyAdvance(static_cast<size_t>(n));
           if (inbound_->complete() && !HandleFrame(std::move(inbound_))) return;
           continue;
@@ -210,6 +210,7 @@ void Connection::HandleReadable() {
             this, Status::NetworkError("recv got EOF from " + RemoteToString(), ESHUTDOWN));
         return;
       }
+      last_progress_ = last_activity_ = ev_now(reactor_->loop());
       read_pos_ = 0;
       read_len_ = static_cast<size_t>(n);
     }
@@ -233,7 +234,7 @@ void Connection::HandleReadable() {
         spare_transfers_.pop_back();
         spare_transfer_bytes_ -= inbound_->buffer_capacity();
       } else {
-        inbound_.reset(new InboundTransfer(max_size));
+        inbound_.reset(new InboundTransfer(max_size, budget_));
       }
     }
     size_t used = 0;
@@ -243,7 +244,89 @@ void Connection::HandleReadable() {
       FailWithBadData(s);
       return;
     }
+    if (inbound_->blocked_on_memory()) {
+      // The rest stays in read_buf_; the tick resumes once the budget has room.
+      SetReadPause(read_paused_ | kPauseMemory);
+      return;
+    }
     if (inbound_->complete() && !HandleFrame(std::move(inbound_))) return;
+  }
+}
+
+void Connection::UpdateBackPressure() {
+  if (direction_ != Direction::kServer || shut_down_) return;
+  uint8_t want = read_paused_ & kPauseMemory;
+  if (max_calls_in_flight_ > 0 && calls_in_flight_ >= max_calls_in_flight_) want |= kPauseCalls;
+  if (max_out_bytes_ > 0 && out_bytes_ >= max_out_bytes_) want |= kPauseOutBytes;
+  if (want != read_paused_) SetReadPause(want);
+}
+
+void Connection::SetReadPause(uint8_t reasons) {
+  if (shut_down_) return;
+  const uint8_t ours = kPauseCalls | kPauseOutBytes;
+  if ((read_paused_ & ours) != 0 && (reasons & ours) == 0) {
+    // The peer was not stalling while we refused to read: restart its clock.
+    last_progress_ = ev_now(reactor_->loop());
+  }
+  const bool was = read_paused_ != 0;
+  read_paused_ = reasons;
+  if (!was && reasons != 0) {
+    ev_io_stop(reactor_->loop(), &read_watcher_);
+  } else if (was && reasons == 0) {
+    ev_io_start(reactor_->loop(), &read_watcher_);
+    // Frames may be waiting in read_buf_ already: run the read handler from
+    // the loop (not from here, which may be deep inside a write or a call's
+    // end).
+    ev_feed_event(reactor_->loop(), &read_watcher_, EV_READ);
+  }
+}
+
+void Connection::SyncOutCharge() {
+  if (budget_ == nullptr || out_bytes_ == out_charged_) return;
+  if (out_bytes_ > out_charged_) {
+    budget_->ForceCharge(out_bytes_ - out_charged_);
+  } else {
+    budget_->Release(out_charged_ - out_bytes_);
+  }
+  out_charged_ = out_bytes_;
+}
+
+void Connection::OnTick(double now) {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
+  if (direction_ != Direction::kServer || shut_down_) return;
+  ConnectionRef ref(this);  // DestroyConnection below drops the reactor's
+  if ((read_paused_ & kPauseMemory) != 0 && !budget_->exhausted()) {
+    SetReadPause(read_paused_ & ~kPauseMemory);
+  }
+  if ((read_paused_ & (kPauseCalls | kPauseOutBytes)) != 0) {
+    // We are not reading: that is no stall of the peer's.
+    last_progress_ = now;
+    return;
+  }
+  const bool mid_frame = conn_header_received_ < kConnHeaderLength ||
+                         (inbound_ != nullptr && inbound_->started());
+  if (mid_frame) {
+    if (frame_timeout_s_ > 0 && now - last_progress_ >= frame_timeout_s_) {
+      char buf[96];
+      snprintf(buf, sizeof(buf), " made no progress for %.3f s (frame timeout %.3f s)",
+               now - last_progress_, frame_timeout_s_);
+      std::string what = conn_header_received_ < kConnHeaderLength
+                             ? "the connection header from "
+                             : "a frame from ";
+      Log(LogLevel::kInfo, "closing connection from " + RemoteToString() + ": " + what +
+                               RemoteToString() + buf);
+      reactor_->DestroyConnection(this, Status::TimedOut(what + RemoteToString() + buf));
+    }
+    return;
+  }
+  if (calls_in_flight_ == 0 && out_head_ == nullptr && idle_timeout_s_ > 0 &&
+      now - last_activity_ >= idle_timeout_s_) {
+    char buf[96];
+    snprintf(buf, sizeof(buf), " was idle for %.3f s (idle timeout %.3f s)",
+             now - last_activity_, idle_timeout_s_);
+    Log(LogLevel::kInfo, "closing connection from " + RemoteToString() + buf);
+    reactor_->DestroyConnection(this,
+                                Status::TimedOut("connection from " + RemoteToString() + buf));
   }
 }
 
@@ -260,14 +343,8 @@ bool Connection::HandleFrame(std::unique_ptr<InboundTransfer> transfer) {
 }
 
 bool Connection::HandleInboundCall(std::unique_ptr<InboundTransfer> transfer) {
-  InboundCall* call;
-  if (!spare_calls_.empty()) {
-    call = spare_calls_.back();
-    spare_calls_.pop_back();
-    call->Reuse(std::move(transfer));
-  } else {
-    call = new InboundCall(this, std::move(transfer));
-  }
+  InboundCall* call = call_pool_.Get(this, std::move(transfer));
+  ++calls_in_flight_;
   Status s = call->Parse();
   if (!s.ok()) {
     InboundCall::Destroy(call);
@@ -281,8 +358,23 @@ bool Connection::HandleInboundCall(std::unique_ptr<InboundTransfer> transfer) {
                                             " while that call is still in flight"));
     return false;
   }
+  UpdateBackPressure();
   reactor_->messenger()->QueueInboundCall(call);
   return !shut_down_;
+}
+
+void Connection::ReleaseInboundCall(InboundCall* call) {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
+  --calls_in_flight_;
+  last_activity_ = ev_now(reactor_->loop());
+  UpdateBackPressure();
+  // Last: deleting the call may drop the last reference to this connection.
+  if (shut_down_ || !call_pool_.Put(call)) delete call;
+}
+
+void Connection::CancelInboundCalls() {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
+  calls_being_handled_.ForEach([](int32_t, InboundCall* call) { call->Cancel(); });
 }
 
 bool Connection::HandleCallResponse(std::unique_ptr<InboundTransfer> transfer) {
@@ -321,7 +413,7 @@ bool Connection::HandleCallResponse(std::unique_ptr<InboundTransfer> transfer) {
 }
 
 void Connection::QueueOutboundCall(OutboundCall* call) {
-  assert(reactor_->IsCurrentThread());
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   if (shut_down_) {
     call->Finish(OutboundCall::State::kFinishedError,
                  Status::NetworkError("connection to " + RemoteToString() + " is closed"));
@@ -345,7 +437,7 @@ void Connection::QueueOutboundCall(OutboundCall* call) {
 }
 
 void Connection::AbandonCall(OutboundCall* call, const Status& status) {
-  assert(reactor_->IsCurrentThread());
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   OutboundCall::State st =
       status.IsTimedOut() ? OutboundCall::State::kTimedOut : OutboundCall::State::kCancelled;
   if (call->in_awaiting_map) {
@@ -373,6 +465,7 @@ void Connection::AbandonCall(OutboundCall* call, const Status& status) {
         }
         if (out_tail_ == cur) out_tail_ = prev;
         cur->next_in_queue = nullptr;
+        out_bytes_ -= cur->total_bytes();
         break;
       }
       prev = cur;
@@ -382,19 +475,22 @@ void Connection::AbandonCall(OutboundCall* call, const Status& status) {
 }
 
 void Connection::QueueResponseForCall(InboundCall* call) {
-  assert(reactor_->IsCurrentThread());
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   calls_being_handled_.Erase(call->call_id());
   if (shut_down_) {
-    delete call;  // no pool once shut down
+    InboundCall::Destroy(call);  // no pool once shut down
     return;
   }
   EnqueueTransfer(call->response_transfer());
 }
 
 void Connection::Shutdown(const Status& why) {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   if (shut_down_) return;
   shut_down_ = true;
+  closed_.store(true, std::memory_order_relaxed);
   ev_io_stop(reactor_->loop(), &read_watcher_);
+  read_paused_ = 0;
   if (write_watcher_active_) {
     ev_io_stop(reactor_->loop(), &write_watcher_);
     write_watcher_active_ = false;
@@ -404,9 +500,11 @@ void Connection::Shutdown(const Status& why) {
   inbound_.reset();
   spare_transfers_.clear();
   spare_transfer_bytes_ = 0;
-  FreeSpareCalls();
+  call_pool_.Clear();
   OutboundTransfer* t = out_head_;
   out_head_ = out_tail_ = nullptr;
+  out_bytes_ = 0;
+  SyncOutCharge();
   while (t != nullptr) {
     OutboundTransfer* next = t->next_in_queue;
     t->next_in_queue = nullptr;
@@ -424,7 +522,8 @@ void Connection::Shutdown(const Status& why) {
       call->Finish(OutboundCall::State::kFinishedError, why);
     });
   }
-  // Server calls still at the workers find shut_down_ when they respond.
+  // Server calls still at the workers find shut_down_ when they respond;
+  // until then their handlers see closed() (RpcContext::cancelled()).
 }
 
 }  // namespace crossfree::rpc

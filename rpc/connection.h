@@ -3,8 +3,6 @@
 // exactly one reactor thread.
 #pragma once
 
-#include <netinet/in.h>
-
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -14,21 +12,28 @@
 #include <ev.h>
 
 #include "rpc/call_id_map.h"
+#include "rpc/inbound_call_pool.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
+#include "rpc/sockaddr.h"
 #include "rpc/status.h"
 #include "rpc/transfer.h"
 
 namespace crossfree::rpc {
 
 class InboundCall;
+class MemoryBudget;
 class OutboundCall;
 class Reactor;
 
-// Owner: its Reactor holds one reference; each server InboundCall holds
-// another, so a call answered after the connection closed can still reach
-// it. The last Release() deletes it (normally on the reactor thread).
-// Thread: every method except AddRef/Release runs on the reactor thread.
+// Owner: shared through ConnectionRef. Its Reactor holds one while the
+// connection is open; each live server InboundCall holds another, so a call
+// answered after the connection closed can still reach it; a handler of the
+// connection holds one while it runs, because the handler may close it. The
+// last reference deletes it (normally on the reactor thread).
+// Thread: every method runs on the reactor thread (checked with
+// CROSSFREE_DCHECK where it matters); only ConnectionRef's counting is
+// thread-safe.
 //
 // Client side: QueueOutboundCall assigns the call id, serializes the request
 // header, arms the call timer and queues the request frame; responses are
@@ -36,11 +41,22 @@ class Reactor;
 // connection header; each frame becomes an InboundCall handed to the
 // Messenger; responses come back through QueueResponseForCall.
 // Any protocol violation closes the connection with a logged reason.
+//
+// Server bounds (MessengerOptions): reading stops (the read watcher is
+// stopped; nothing is queued instead) while the connection has
+// max_calls_in_flight_per_connection calls, or
+// max_queued_response_bytes_per_connection bytes of responses not yet
+// written, or while the messenger's buffer budget refuses to grow a receive
+// buffer; it resumes when the cause goes away. The reactor's tick closes a
+// connection whose current frame (or connection header) makes no progress
+// for frame_timeout_ms, or that has no call and receives nothing for
+// idle_timeout_ms. Once closed, its calls still being handled read as
+// cancelled (closed()).
 class Connection {
  public:
   enum class Direction { kClient, kServer };
 
-  Connection(Reactor* reactor, Direction direction, int fd, const sockaddr_in& remote);
+  Connection(Reactor* reactor, Direction direction, int fd, const Sockaddr& remote);
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
@@ -56,24 +72,43 @@ class Connection {
   void AbandonCall(OutboundCall* call, const Status& status);
 
   // Server, reactor thread only: sends the response the call has prepared,
-  // or deletes the call if the connection is closed.
+  // or ends the call if the connection is closed.
   void QueueResponseForCall(InboundCall* call);
+  // Server, reactor thread only (InboundCall::Destroy): the call is over
+  // (response written or dropped). Counts it out, resumes reading if the
+  // call limit was what stopped it, and keeps the call in the pool or
+  // deletes it. May drop the last reference to this connection: the caller
+  // must not touch the connection afterwards unless it holds a reference.
+  void ReleaseInboundCall(InboundCall* call);
+  // Server, reactor thread only, while the reactor runs normally (the
+  // messenger's shutdown grace period ended): marks every call still being
+  // handled as cancelled (RpcContext::cancelled()).
+  void CancelInboundCalls();
+
+  // Reactor thread only, from the reactor's tick (`now` is the loop time in
+  // seconds): applies the frame-progress and idle timeouts (closing the
+  // connection) and resumes reading stopped for memory once the budget has
+  // room.
+  void OnTick(double now);
 
   // Reactor thread only: closes the socket; fails waiting client calls and
-  // aborts queued transfers with `why`. Idempotent.
+  // aborts queued transfers with `why`; server calls still being handled
+  // then see closed(). Idempotent.
   void Shutdown(const Status& why);
   bool is_shut_down() const { return shut_down_; }
-
-  void AddRef() { refs_.fetch_add(1, std::memory_order_relaxed); }
-  void Release() {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
-  }
+  // Any thread holding a reference: true once the connection is closed, so
+  // its calls can no longer be answered (InboundCall::cancelled()). A flag
+  // rather than a walk over the calls: a call may already be gone on the
+  // thread that answered it when the connection closes.
+  bool closed() const { return closed_.load(std::memory_order_relaxed); }
 
   Reactor* reactor() const { return reactor_; }
   Direction direction() const { return direction_; }
-  const sockaddr_in& remote() const { return remote_; }
-  std::string RemoteToString() const;
+  const Sockaddr& remote() const { return remote_; }
+  std::string RemoteToString() const { return remote_.ToString(); }
   int fd() const { return fd_; }
+  // Reactor thread only: whether reading is stopped, for tests and logs.
+  bool read_paused() const { return read_paused_ != 0; }
 
   // Reactor thread only: a frame transfer whose object and buffer were made
   // by this reactor, returned here once its frame is no longer needed (the
@@ -81,13 +116,19 @@ class Connection {
   // the next frame if the pool has room and its buffer is at most
   // kMaxPooledBufferBytes, else freed.
   void RecycleInboundTransfer(std::unique_ptr<InboundTransfer> t);
-  // Server, reactor thread only (InboundCall::Destroy): keeps a finished
-  // call for the next request if the connection is open and the pool has
-  // room; false if the caller must delete it.
-  bool TakeBackInboundCall(InboundCall* call);
 
  private:
+  friend class ConnectionRef;
   ~Connection();
+  void AddRef() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void Release() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  // Why reading is stopped (bits of read_paused_).
+  static constexpr uint8_t kPauseCalls = 1;     // too many calls in flight
+  static constexpr uint8_t kPauseOutBytes = 2;  // too many response bytes queued
+  static constexpr uint8_t kPauseMemory = 4;    // the messenger's budget is spent
 
   static void ReadCallback(struct ev_loop* loop, ev_io* w, int revents);
   static void WriteCallback(struct ev_loop* loop, ev_io* w, int revents);
@@ -101,19 +142,40 @@ class Connection {
   bool HandleCallResponse(std::unique_ptr<InboundTransfer> transfer);
   bool HandleInboundCall(std::unique_ptr<InboundTransfer> transfer);
   void FailWithBadData(const Status& s);
-  // Finishes a client call that is no longer referenced by the queue.
-  void CompleteClientCall(OutboundCall* call, const Status& s);
+  // Server: recomputes the call and response-byte pause bits.
+  void UpdateBackPressure();
+  // Starts or stops the read watcher for the new set of pause bits.
+  void SetReadPause(uint8_t reasons);
+  // Server: makes the budget's count of this connection's queued response
+  // bytes match out_bytes_ (no atomic operation when nothing stays queued).
+  void SyncOutCharge();
 
   Reactor* const reactor_;
   const Direction direction_;
   int fd_;
-  const sockaddr_in remote_;
-  std::atomic<int> refs_{1};
+  const Sockaddr remote_;
+  std::atomic<int> refs_{0};
   bool shut_down_ = false;
+  // shut_down_, readable from any thread. On a line of its own: workers read
+  // it for every call, and refs_ next to it changes with every call.
+  alignas(64) std::atomic<bool> closed_{false};
   bool connecting_ = false;
   ev_io read_watcher_;
   ev_io write_watcher_;
   bool write_watcher_active_ = false;
+
+  // Bounds (copied from MessengerOptions; server side).
+  MemoryBudget* const budget_;  // nullptr on client connections
+  const int max_calls_in_flight_;
+  const size_t max_out_bytes_;
+  const double frame_timeout_s_;  // 0: none
+  const double idle_timeout_s_;   // 0: none
+  uint8_t read_paused_ = 0;
+  int calls_in_flight_ = 0;       // server: InboundCalls not yet released
+  size_t out_bytes_ = 0;          // bytes of queued transfers not fully written
+  size_t out_charged_ = 0;        // of them, counted in budget_
+  double last_progress_ = 0;      // loop time of the last byte received
+  double last_activity_ = 0;      // ... or of the last call ending
 
   // Reading: a per-connection buffer allocated once, so a small frame costs
   // one memcpy rather than one read() per part.
@@ -132,14 +194,10 @@ class Connection {
   static constexpr size_t kMaxPooledBufferTotal = 64 * 1024;
   std::vector<std::unique_ptr<InboundTransfer>> spare_transfers_;
   size_t spare_transfer_bytes_ = 0;
-  // Server: finished InboundCalls (about 1.4 KiB each) kept for the next
-  // requests, so a call costs no allocation for its object, its parsed
-  // header's submessage and strings. Reactor only; at most kMaxPooledCalls
-  // (enough for 64 calls in flight per connection, ~90 KiB); freed on this
-  // reactor by Shutdown (or the destructor).
+  // Server: finished calls for the next requests (enough for 64 calls in
+  // flight, ~90 KiB); cleared by Shutdown.
   static constexpr size_t kMaxPooledCalls = 64;
-  std::vector<InboundCall*> spare_calls_;
-  void FreeSpareCalls();
+  InboundCallPool call_pool_;
   size_t conn_header_received_ = 0;  // server: bytes of the connection header seen
   uint8_t conn_header_[kConnHeaderLength];
 
@@ -154,6 +212,44 @@ class Connection {
   RequestHeader scratch_request_header_;  // reused to serialize request headers
   // Server: calls being handled, by call id.
   CallIdMap<InboundCall> calls_being_handled_;
+};
+
+// A counted reference to a Connection: adds one when made from a pointer,
+// drops it when destroyed or reset; move-only. Replaces manual
+// AddRef/Release so that every early return drops what it took.
+// Thread: any (the count is atomic); what the holder may do with the
+// connection is still governed by Connection's thread rules.
+class ConnectionRef {
+ public:
+  ConnectionRef() = default;
+  explicit ConnectionRef(Connection* c) : c_(c) {
+    if (c_ != nullptr) c_->AddRef();
+  }
+  ConnectionRef(ConnectionRef&& o) noexcept : c_(o.c_) { o.c_ = nullptr; }
+  ConnectionRef& operator=(ConnectionRef&& o) noexcept {
+    if (this != &o) {
+      reset();
+      c_ = o.c_;
+      o.c_ = nullptr;
+    }
+    return *this;
+  }
+  ConnectionRef(const ConnectionRef&) = delete;
+  ConnectionRef& operator=(const ConnectionRef&) = delete;
+  ~ConnectionRef() { reset(); }
+
+  // Drops the reference (which may delete the connection).
+  void reset() {
+    Connection* c = c_;
+    c_ = nullptr;
+    if (c != nullptr) c->Release();
+  }
+  Connection* get() const { return c_; }
+  Connection* operator->() const { return c_; }
+  explicit operator bool() const { return c_ != nullptr; }
+
+ private:
+  Connection* c_ = nullptr;
 };
 
 }  // namespace crossfree::rpc

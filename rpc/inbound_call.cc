@@ -30,14 +30,12 @@ class LegacyResponseCallbacks final : public TransferCallbacks {
 };
 
 InboundCall::InboundCall(Connection* conn, std::unique_ptr<InboundTransfer> transfer)
-    : conn_(conn), transfer_(std::move(transfer)) {
-  conn_->AddRef();
-}
+    : conn_(conn), conn_ref_(conn), transfer_(std::move(transfer)) {}
 
 InboundCall::~InboundCall() {
-  if (pooled_) return;  // state already released, no connection reference
-  ReleaseCallState();
-  conn_->Release();
+  // Pooled: state already released. conn_ref_ (if any) is dropped after
+  // this body, once nothing here needs the connection.
+  if (!pooled_) ReleaseCallState();
 }
 
 void InboundCall::ReleaseCallState() {
@@ -61,21 +59,25 @@ void InboundCall::ReleaseCallState() {
 
 void InboundCall::Destroy(InboundCall* call) {
   // IsCurrentThread first: only the reactor may read the connection state.
-  if (call->conn_->reactor()->IsCurrentThread() && call->conn_->TakeBackInboundCall(call)) return;
+  if (call->conn_->reactor()->IsCurrentThread()) {
+    call->conn_->ReleaseInboundCall(call);
+    return;
+  }
   delete call;
 }
 
-bool InboundCall::Recycle() {
+bool InboundCall::CanRecycle() const {
   // Bounded retention: keep only calls whose reusable parts are small.
   constexpr size_t kMaxKeptSidecars = 8;
   constexpr size_t kMaxKeptNameBytes = 256;
-  if (sidecars_.capacity() > kMaxKeptSidecars ||
-      outbound_sidecars_.capacity() > kMaxKeptSidecars ||
-      static_cast<size_t>(header_.sidecar_offsets_size()) > kMaxKeptSidecars ||
-      service_name().capacity() > kMaxKeptNameBytes ||
-      method_name().capacity() > kMaxKeptNameBytes) {
-    return false;
-  }
+  return sidecars_.capacity() <= kMaxKeptSidecars &&
+         outbound_sidecars_.capacity() <= kMaxKeptSidecars &&
+         static_cast<size_t>(header_.sidecar_offsets_size()) <= kMaxKeptSidecars &&
+         service_name().capacity() <= kMaxKeptNameBytes &&
+         method_name().capacity() <= kMaxKeptNameBytes;
+}
+
+void InboundCall::Recycle() {
   ReleaseCallState();
   body_pb_ = std::string_view();
   sidecars_.clear();
@@ -85,13 +87,13 @@ bool InboundCall::Recycle() {
   response_transfer_.Reset();
   response_transfer_ptr_ = nullptr;
   pooled_ = true;
-  conn_->Release();
-  return true;
+  conn_ref_.reset();
 }
 
 void InboundCall::Reuse(std::unique_ptr<InboundTransfer> transfer) {
-  conn_->AddRef();
+  conn_ref_ = ConnectionRef(conn_);
   pooled_ = false;
+  cancelled_.store(false, std::memory_order_relaxed);
   transfer_ = std::move(transfer);
 }
 

@@ -3,6 +3,7 @@
 // the written response. Created and destroyed by the server reactor.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <google/protobuf/arena.h>
 #include <google/protobuf/message_lite.h>
 
+#include "rpc/connection.h"
 #include "rpc/rpc_context.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/status.h"
@@ -21,18 +23,19 @@
 
 namespace crossfree::rpc {
 
-class Connection;
 class LegacyResponseCallbacks;
 
 // Owner: its Connection's reactor. The reactor allocates it when a request
-// frame arrives (or takes one from the connection's pool of finished calls)
-// and, after the response is written (or the connection dies), returns it
-// to that pool or deletes it (Destroy), so in the fixed pattern the call,
+// frame arrives (or takes one from the connection's InboundCallPool) and,
+// after the response is written (or the connection dies), returns it to
+// that pool or deletes it (Destroy), so in the fixed pattern the call,
 // its request buffer, its embedded RpcContext and its embedded response
 // transfer are all allocated and freed by the same server reactor thread.
 // Threads: Parse and the TransferCallbacks on the reactor; the service pool
 // worker reads the request and any thread may respond, once; after
-// responding the responder must not touch the call.
+// responding the responder must not touch the call. While live (not pooled)
+// it holds a ConnectionRef, so a response made after the connection closed
+// still finds it.
 class InboundCall final : public TransferCallbacks {
  public:
   InboundCall(Connection* conn, std::unique_ptr<InboundTransfer> transfer);
@@ -40,17 +43,30 @@ class InboundCall final : public TransferCallbacks {
   InboundCall(const InboundCall&) = delete;
   InboundCall& operator=(const InboundCall&) = delete;
 
-  // The end of a call, in place of delete: on the connection's reactor, a
-  // live connection with room in its pool takes the call back for reuse
-  // (Connection::TakeBackInboundCall); otherwise it is deleted.
+  // The end of a call, in place of delete: on the connection's reactor the
+  // connection counts it out and pools or deletes it
+  // (Connection::ReleaseInboundCall); on any other thread (a reactor that
+  // is shutting down aborted the response task) it is deleted.
   static void Destroy(InboundCall* call);
 
-  // Connection's pool only, reactor thread. Recycle: frees the per-call
-  // state (as the destructor would) but keeps the object, its parsed-header
-  // storage and its buffers' capacity; false if the call is too big to keep
-  // (many sidecars, long names). Reuse: starts a new call on `transfer`.
-  bool Recycle();
+  // InboundCallPool only, reactor thread. CanRecycle: false if the call is
+  // too big to keep (many sidecars, long names). Recycle: frees the
+  // per-call state (as the destructor would) and drops the connection
+  // reference, but keeps the object, its parsed-header storage and its
+  // buffers' capacity. Reuse: starts a new call on `transfer` and takes a
+  // connection reference again.
+  bool CanRecycle() const;
+  void Recycle();
   void Reuse(std::unique_ptr<InboundTransfer> transfer);
+
+  // Cancellation, polled by the handler through RpcContext: true once the
+  // client's connection closed, or once the messenger's shutdown grace
+  // period ended (Cancel, on the reactor). Any thread, while the call is
+  // live (it holds a connection reference).
+  void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
+  bool cancelled() const {
+    return cancelled_.load(std::memory_order_relaxed) || conn_->closed();
+  }
 
   // Reactor thread: parses header, method and sidecars. Corruption naming
   // the problem; the connection then closes.
@@ -110,7 +126,9 @@ class InboundCall final : public TransferCallbacks {
   void ReleaseCallState();
 
   Connection* const conn_;
-  bool pooled_ = false;  // in the connection's pool: holds no reference
+  ConnectionRef conn_ref_;  // empty while pooled
+  bool pooled_ = false;     // in the connection's pool
+  std::atomic<bool> cancelled_{false};
   std::unique_ptr<InboundTransfer> transfer_;
   RequestHeader header_;
   std::string_view body_pb_;

@@ -42,6 +42,19 @@ void SetLogSinkForTests(std::function<void(std::string_view)> sink) {
   g_sink = std::move(sink);
 }
 
+bool RateLimitedLog::ShouldLog(int* suppressed) {
+  auto now = std::chrono::steady_clock::now();
+  if (logged_once_ && now - last_ < interval_) {
+    ++suppressed_;
+    return false;
+  }
+  logged_once_ = true;
+  last_ = now;
+  *suppressed = suppressed_;
+  suppressed_ = 0;
+  return true;
+}
+
 void SetCurrentThreadName(const std::string& name) {
   pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
 }

@@ -4,11 +4,16 @@
 
 #include "rpc/acceptor.h"
 #include "rpc/inbound_call.h"
+#include "rpc/logging.h"
 #include "rpc/outbound_call.h"
 
 namespace crossfree::rpc {
 
-Messenger::Messenger(const MessengerOptions& options) : options_(options) {}
+Messenger::Messenger(const MessengerOptions& options)
+    : options_(options),
+      budget_(options.max_buffer_bytes),
+      deferred_(options.deferred_prefix, options.deferred_threads,
+                options.deferred_queue_length) {}
 
 Status Messenger::Create(const MessengerOptions& options, std::shared_ptr<Messenger>* out) {
   if (options.num_reactors < 1) {
@@ -36,7 +41,7 @@ Messenger::~Messenger() {
   reactors_.clear();
 }
 
-Status Messenger::StartAcceptor(const std::string& host, uint16_t port, sockaddr_in* bound) {
+Status Messenger::StartAcceptor(const std::string& host, uint16_t port, Sockaddr* bound) {
   if (acceptor_ != nullptr) return Status::IllegalState("acceptor already started");
   acceptor_ = std::make_unique<Acceptor>(this);
   return acceptor_->Start(host, port, bound);
@@ -61,16 +66,40 @@ void Messenger::Shutdown() {
   std::lock_guard<std::mutex> l(shutdown_mu_);
   if (shut_down_.exchange(true)) return;
   if (acceptor_ != nullptr) acceptor_->Shutdown();
-  {
-    std::shared_lock<std::shared_mutex> sl(services_mu_);
-    for (auto& [name, pool] : services_) pool->Shutdown();
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.shutdown_grace_ms);
+  std::shared_lock<std::shared_mutex> sl(services_mu_);
+  deferred_.BeginShutdown();
+  for (auto& [name, pool] : services_) pool->BeginShutdown();
+  bool idle = deferred_.WaitIdle(deadline);
+  for (auto& [name, pool] : services_) idle = pool->WaitIdle(deadline) && idle;
+  if (!idle) {
+    // Handlers that watch RpcContext::cancelled() stop now; the others are
+    // waited for below, however long they take.
+    Log(LogLevel::kWarning, "messenger " + options_.name + ": handlers still running after the " +
+                                std::to_string(options_.shutdown_grace_ms) +
+                                " ms shutdown grace period; cancelling their calls");
+    for (auto& r : reactors_) {
+      Reactor* reactor = r.get();
+      reactor->RunAndWait([reactor] { reactor->CancelInboundCalls(); });
+    }
   }
+  deferred_.Shutdown();
+  for (auto& [name, pool] : services_) pool->Shutdown();
+  sl.unlock();
   for (auto& r : reactors_) r->Shutdown();
 }
 
-Reactor* Messenger::ReactorFor(const sockaddr_in& addr) const {
-  uint64_t h = RemoteKey(addr) * 0x9E3779B97F4A7C15ull;
-  return reactors_[(h >> 32) % reactors_.size()].get();
+bool Messenger::TryAddServerConnection() {
+  int cur = server_connections_.load(std::memory_order_relaxed);
+  do {
+    if (options_.max_connections > 0 && cur >= options_.max_connections) return false;
+  } while (!server_connections_.compare_exchange_weak(cur, cur + 1, std::memory_order_relaxed));
+  return true;
+}
+
+Reactor* Messenger::ReactorFor(const Sockaddr& addr) const {
+  return reactors_[(addr.Hash() >> 32) % reactors_.size()].get();
 }
 
 void Messenger::QueueInboundCall(InboundCall* call) {
@@ -108,6 +137,13 @@ uint64_t Messenger::queue_overflows() const {
 }  // namespace crossfree::rpc
 
 namespace crossfree::rpc {
+
+uint64_t Messenger::cancelled_in_queue() const {
+  std::shared_lock<std::shared_mutex> l(services_mu_);
+  uint64_t n = 0;
+  for (auto& [name, pool] : services_) n += pool->cancelled_in_queue();
+  return n;
+}
 
 int Messenger::queued_calls() const {
   std::shared_lock<std::shared_mutex> l(services_mu_);

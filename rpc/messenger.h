@@ -3,9 +3,8 @@
 // and the registered services; used by both clients and servers.
 #pragma once
 
-#include <netinet/in.h>
-
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -13,8 +12,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rpc/deferred_pool.h"
+#include "rpc/memory_budget.h"
 #include "rpc/reactor.h"
 #include "rpc/service_pool.h"
+#include "rpc/sockaddr.h"
 #include "rpc/status.h"
 
 namespace crossfree::rpc {
@@ -23,23 +25,70 @@ class Acceptor;
 class InboundCall;
 class OutboundCall;
 
+// Settings of one messenger. The bounds protect a server from clients that
+// misbehave (by accident or on purpose); each has a default meant for a
+// real server, and 0 turns a bound off unless said otherwise. They apply to
+// the server side (accepted connections) unless said otherwise.
 struct MessengerOptions {
   std::string name = "messenger";
   int num_reactors = 4;
-  // Thread names: "<reactor_prefix>-N", "<worker_prefix>-N", acceptor_name.
+  // Thread names: "<reactor_prefix>-N", "<worker_prefix>-N",
+  // "<deferred_prefix>-N", acceptor_name.
   std::string reactor_prefix = "reactor";
   std::string worker_prefix = "worker";
+  std::string deferred_prefix = "deferred";
   std::string acceptor_name = "acceptor";
-  // Frames larger than this (prefix included) close the connection.
+  // Frames larger than this (prefix included) close the connection (both
+  // sides). Receive buffers grow as the bytes arrive, so a large announced
+  // length alone costs nothing.
   size_t max_message_size = 50 * 1024 * 1024;
+
+  // Calls of one connection between the arrival of the request and the end
+  // of writing its response. At the limit the connection's socket is no
+  // longer read (back-pressure: the client's sends block in TCP) until a
+  // call ends.
+  int max_calls_in_flight_per_connection = 100;
+  // Response bytes queued on one connection and not yet written (the client
+  // does not read). At the limit its requests are no longer read until the
+  // queue drains below it.
+  size_t max_queued_response_bytes_per_connection = 4 * 1024 * 1024;
+  // Bytes of receive buffers plus queued responses over all connections of
+  // the messenger. When a receive buffer cannot grow within it, that
+  // connection stops reading until the budget has room (checked every
+  // 100 ms); the frame timeout still applies to it. Not counted: the fixed
+  // 64 KiB read buffer of each connection (bounded by max_connections).
+  size_t max_buffer_bytes = 128 * 1024 * 1024;
+  // A connection whose current frame (or, before it, the 8-byte connection
+  // header) receives no byte for this long is closed. Time spent with
+  // reading stopped by the two per-connection bounds above does not count.
+  int frame_timeout_ms = 10000;
+  // A connection with no call in flight, no response queued and no byte
+  // received for this long is closed (KRPC's default keepalive is 65 s).
+  int idle_timeout_ms = 65000;
+  // Open server connections; one more is accepted and closed at once.
+  int max_connections = 1000;
+  // How long the acceptor stops watching the listening socket after
+  // accept() fails (EMFILE, ENFILE, ENOBUFS, ENOMEM, ...).
+  int accept_backoff_ms = 100;
+  // The pool for RpcContext::Defer: threads (started on demand) and tasks
+  // waiting; beyond it Defer answers ERROR_SERVER_TOO_BUSY.
+  int deferred_threads = 4;
+  int deferred_queue_length = 1000;
+  // Shutdown waits this long for running handlers and deferred tasks to
+  // finish by themselves, then marks every call still in flight cancelled
+  // (RpcContext::cancelled()) and waits for them to return.
+  int shutdown_grace_ms = 5000;
 };
 
 // Owner: whoever Create()d it (shared_ptr so proxies can keep it alive).
 // Threads: all public methods are thread-safe. Shutdown() (also run by the
 // destructor) must not be called from one of its own threads.
-// Shutdown order: acceptor, service pools (queued calls answered with
-// FATAL_SERVER_SHUTTING_DOWN), then reactors (connections closed, waiting
-// client calls finish with Aborted, queued tasks aborted).
+// Shutdown order: acceptor; deferred pool and service pools stop taking
+// work (queued deferred tasks and queued calls are answered
+// FATAL_SERVER_SHUTTING_DOWN); running handlers get shutdown_grace_ms to
+// finish, then their calls are marked cancelled and waited for; then the
+// reactors (queued tasks run, e.g. those responses; connections closed,
+// waiting client calls finish with Aborted).
 class Messenger {
  public:
   static Status Create(const MessengerOptions& options, std::shared_ptr<Messenger>* out);
@@ -47,8 +96,9 @@ class Messenger {
   Messenger(const Messenger&) = delete;
   Messenger& operator=(const Messenger&) = delete;
 
-  // Listens on host:port (port 0 = any); *bound gets the address.
-  Status StartAcceptor(const std::string& host, uint16_t port, sockaddr_in* bound);
+  // Listens on host:port (numeric IPv4 or IPv6; port 0 = any); *bound gets
+  // the address.
+  Status StartAcceptor(const std::string& host, uint16_t port, Sockaddr* bound);
   // Registers a service with its own worker pool and queue. AlreadyPresent
   // if a service of the same name exists.
   Status RegisterService(std::unique_ptr<ServiceIf> service, const ServicePoolOptions& options);
@@ -56,7 +106,7 @@ class Messenger {
   bool is_shut_down() const { return shut_down_.load(); }
 
   // The reactor owning connections to/from `addr` (hash of the address).
-  Reactor* ReactorFor(const sockaddr_in& addr) const;
+  Reactor* ReactorFor(const Sockaddr& addr) const;
   const std::vector<std::unique_ptr<Reactor>>& reactors() const { return reactors_; }
   const MessengerOptions& options() const { return options_; }
   size_t max_message_size() const { return options_.max_message_size; }
@@ -70,12 +120,29 @@ class Messenger {
   // Totals over all pools, for tests and the bench.
   uint64_t queue_overflows() const;
   int queued_calls() const;
+  uint64_t cancelled_in_queue() const;
+
+  // The budget of max_buffer_bytes (any thread).
+  MemoryBudget* buffer_budget() { return &budget_; }
+  // The RpcContext::Defer pool (any thread).
+  DeferredPool* deferred_pool() { return &deferred_; }
+  // Open server connections. The acceptor adds one before handing a socket
+  // to a reactor (false at max_connections); the reactor removes it when
+  // the connection ends. Any thread.
+  bool TryAddServerConnection();
+  void RemoveServerConnection() { server_connections_.fetch_sub(1, std::memory_order_relaxed); }
+  int server_connections() const { return server_connections_.load(std::memory_order_relaxed); }
 
  private:
   explicit Messenger(const MessengerOptions& options);
   Status Init();
 
   const MessengerOptions options_;
+  // Before the reactors: connections and calls release into them until
+  // the reactors are gone.
+  MemoryBudget budget_;
+  DeferredPool deferred_;
+  std::atomic<int> server_connections_{0};
   std::vector<std::unique_ptr<Reactor>> reactors_;
   std::unique_ptr<Acceptor> acceptor_;
   mutable std::shared_mutex services_mu_;

@@ -3,10 +3,8 @@
 // parsing and the exactly-once callback.
 #include "rpc/outbound_call.h"
 
-#include <cassert>
 #include <cmath>
 
-#include "rpc/acceptor.h"
 #include "rpc/alloc_pattern.h"
 #include "rpc/connection.h"
 #include "rpc/reactor.h"
@@ -29,7 +27,7 @@ const char* OutboundCall::StateName(State s) {
 
 OutboundCall::~OutboundCall() { Reset(); }
 
-Status OutboundCall::Prepare(const sockaddr_in& remote, const RemoteMethod* method,
+Status OutboundCall::Prepare(const Sockaddr& remote, const RemoteMethod* method,
                              const google::protobuf::MessageLite& request,
                              google::protobuf::MessageLite* response, ResponseCallback callback,
                              std::chrono::nanoseconds timeout) {
@@ -249,7 +247,7 @@ void OutboundCall::TimerCallback(struct ev_loop* loop, ev_timer* w, int) {
   snprintf(buf, sizeof(buf), "%.3f ms", ms);
   call->timer_conn_->AbandonCall(
       call, Status::TimedOut(call->method_->method_name + " RPC to " +
-                             AddressToString(call->remote_) + " timed out after " + buf +
+                             call->remote_.ToString() + " timed out after " + buf +
                              " (" + StateName(call->state()) + ")"));
 }
 

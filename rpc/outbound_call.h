@@ -3,8 +3,6 @@
 // to the callback. Embedded in the RpcController that owns it.
 #pragma once
 
-#include <netinet/in.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -19,6 +17,7 @@
 #include "rpc/inline_function.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
+#include "rpc/sockaddr.h"
 #include "rpc/status.h"
 #include "rpc/transfer.h"
 
@@ -73,7 +72,7 @@ class OutboundCall final : public TransferCallbacks {
   OutboundCall& operator=(const OutboundCall&) = delete;
 
   // Caller thread: serializes the request body and keeps the rest.
-  Status Prepare(const sockaddr_in& remote, const RemoteMethod* method,
+  Status Prepare(const Sockaddr& remote, const RemoteMethod* method,
                  const google::protobuf::MessageLite& request,
                  google::protobuf::MessageLite* response, ResponseCallback callback,
                  std::chrono::nanoseconds timeout);
@@ -104,7 +103,7 @@ class OutboundCall final : public TransferCallbacks {
   void set_state(State s) { state_.store(s, std::memory_order_release); }
   bool is_finished() const { return state() >= State::kFinishedSuccess; }
   const Status& status() const { return status_; }
-  const sockaddr_in& remote() const { return remote_; }
+  const Sockaddr& remote() const { return remote_; }
   const RemoteMethod* method() const { return method_; }
   int32_t call_id() const { return call_id_; }
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
@@ -134,7 +133,7 @@ class OutboundCall final : public TransferCallbacks {
   static void TimerCallback(struct ev_loop* loop, ev_timer* w, int revents);
 
   RpcController* const controller_;
-  sockaddr_in remote_{};
+  Sockaddr remote_;
   const RemoteMethod* method_ = nullptr;
   google::protobuf::MessageLite* response_pb_ = nullptr;
   std::string request_body_;

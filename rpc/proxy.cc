@@ -34,7 +34,7 @@ class Notification {
 
 }  // namespace
 
-Proxy::Proxy(std::shared_ptr<Messenger> messenger, const sockaddr_in& remote)
+Proxy::Proxy(std::shared_ptr<Messenger> messenger, const Sockaddr& remote)
     : messenger_(std::move(messenger)), remote_(remote) {}
 
 void Proxy::AsyncRequest(const RemoteMethod& method, const google::protobuf::MessageLite& request,

@@ -3,8 +3,6 @@
 // proxies derive from it.
 #pragma once
 
-#include <netinet/in.h>
-
 #include <memory>
 #include <string>
 
@@ -12,6 +10,7 @@
 
 #include "rpc/outbound_call.h"
 #include "rpc/rpc_controller.h"
+#include "rpc/sockaddr.h"
 #include "rpc/status.h"
 
 namespace crossfree::rpc {
@@ -22,7 +21,7 @@ class Messenger;
 // calls concurrently, each with its own controller.
 class Proxy {
  public:
-  Proxy(std::shared_ptr<Messenger> messenger, const sockaddr_in& remote);
+  Proxy(std::shared_ptr<Messenger> messenger, const Sockaddr& remote);
   virtual ~Proxy() = default;
 
   // Starts a call; `callback` runs exactly once on the client reactor (or on
@@ -36,12 +35,12 @@ class Proxy {
   Status SyncRequest(const RemoteMethod& method, const google::protobuf::MessageLite& request,
                      google::protobuf::MessageLite* response, RpcController* controller);
 
-  const sockaddr_in& remote() const { return remote_; }
+  const Sockaddr& remote() const { return remote_; }
   Messenger* messenger() const { return messenger_.get(); }
 
  private:
   std::shared_ptr<Messenger> messenger_;
-  sockaddr_in remote_;
+  Sockaddr remote_;
 };
 
 }  // namespace crossfree::rpc

@@ -9,13 +9,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cassert>
 #include <condition_variable>
 #include <utility>
 
-#include "rpc/acceptor.h"
 #include "rpc/alloc_pattern.h"
 #include "rpc/connection.h"
+#include "rpc/dcheck.h"
 #include "rpc/logging.h"
 #include "rpc/messenger.h"
 #include "rpc/outbound_call.h"
@@ -40,10 +39,6 @@ uint64_t MonoNanos() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
-uint64_t RemoteKey(const sockaddr_in& addr) {
-  return (uint64_t{addr.sin_addr.s_addr} << 16) | addr.sin_port;
 }
 
 Reactor::Reactor(Messenger* messenger, int index, std::string thread_name)
@@ -89,20 +84,27 @@ void Reactor::RunThread() {
   DrainTasks();
 }
 
+void Reactor::RunAndWait(InlineFunction<void(), 40> fn) {
+  CROSSFREE_DCHECK(!IsCurrentThread());
+  if (!thread_.joinable()) return;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool ran = false;
+  ScheduleTask([&](const Status& s) {
+    if (s.ok() && fn) fn();
+    std::lock_guard<std::mutex> l(mu);
+    ran = true;
+    cv.notify_one();
+  });
+  std::unique_lock<std::mutex> l(mu);
+  cv.wait(l, [&] { return ran; });
+}
+
 void Reactor::Shutdown() {
   if (thread_.joinable() && !IsCurrentThread()) {
     // Let the tasks queued so far run normally first (e.g. the error
     // responses a service pool sends while shutting down), then close.
-    std::mutex mu;
-    std::condition_variable cv;
-    bool ran = false;
-    ScheduleTask([&](const Status&) {
-      std::lock_guard<std::mutex> l(mu);
-      ran = true;
-      cv.notify_one();
-    });
-    std::unique_lock<std::mutex> l(mu);
-    cv.wait(l, [&] { return ran; });
+    RunAndWait(nullptr);
   }
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -177,8 +179,8 @@ void Reactor::ShutdownOnReactor() {
   Status why = Status::Aborted("reactor " + name_ + " is shutting down");
   // Copy the sets: DestroyConnection erases from them.
   std::vector<Connection*> conns;
-  for (auto& [key, c] : client_conns_) conns.push_back(c);
-  for (Connection* c : server_conns_) conns.push_back(c);
+  for (auto& [key, c] : client_conns_) conns.push_back(c.get());
+  for (auto& [c, ref] : server_conns_) conns.push_back(c);
   for (Connection* c : conns) DestroyConnection(c, why);
   ev_timer_stop(loop_, &tick_);
   ev_break(loop_, EVBREAK_ALL);
@@ -198,6 +200,21 @@ void Reactor::TickCallback(struct ev_loop*, ev_timer* w, int) {
   r->busy_ns_in_tick_ = 0;
   r->tick_start_ns_ = now;
   r->wake_ns_ = now;
+  r->CheckConnections();
+}
+
+void Reactor::CheckConnections() {
+  if (server_conns_.empty()) return;
+  // A copy: OnTick may close (and erase) its connection.
+  tick_scratch_.clear();
+  for (auto& [c, ref] : server_conns_) tick_scratch_.push_back(c);
+  double now = ev_now(loop_);
+  for (Connection* c : tick_scratch_) c->OnTick(now);
+}
+
+void Reactor::CancelInboundCalls() {
+  CROSSFREE_DCHECK(IsCurrentThread());
+  for (auto& [c, ref] : server_conns_) c->CancelInboundCalls();
 }
 
 void Reactor::CheckCallback(struct ev_loop*, ev_check* w, int) {
@@ -215,26 +232,27 @@ void Reactor::PrepareCallback(struct ev_loop*, ev_prepare* w, int) {
   r->wake_ns_ = 0;
 }
 
-void Reactor::RegisterInboundSocket(int fd, const sockaddr_in& remote) {
-  assert(IsCurrentThread());
+void Reactor::RegisterInboundSocket(int fd, const Sockaddr& remote) {
+  CROSSFREE_DCHECK(IsCurrentThread());
   if (shut_down_on_reactor_) {
     ::close(fd);
+    messenger_->RemoveServerConnection();
     return;
   }
   auto* conn = new Connection(this, Connection::Direction::kServer, fd, remote);
-  server_conns_.insert(conn);
+  server_conns_.emplace(conn, ConnectionRef(conn));
   conn->Start(false);
 }
 
 void Reactor::AssignOutboundCall(OutboundCall* call) {
-  assert(IsCurrentThread());
-  uint64_t key = RemoteKey(call->remote());
-  auto it = client_conns_.find(key);
+  CROSSFREE_DCHECK(IsCurrentThread());
+  auto it = client_conns_.find(call->remote());
   Connection* conn;
   if (it != client_conns_.end()) {
-    conn = it->second;
+    conn = it->second.get();
   } else {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const Sockaddr& remote = call->remote();
+    int fd = ::socket(remote.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       int err = errno;
       call->Finish(OutboundCall::State::kFinishedError,
@@ -244,38 +262,41 @@ void Reactor::AssignOutboundCall(OutboundCall* call) {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     bool connecting = false;
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&call->remote()), sizeof(sockaddr_in)) <
-        0) {
+    if (::connect(fd, remote.addr(), remote.addr_len()) < 0) {
       if (errno == EINPROGRESS) {
         connecting = true;
       } else {
         int err = errno;
         ::close(fd);
         call->Finish(OutboundCall::State::kFinishedError,
-                     Status::NetworkError("connect to " + AddressToString(call->remote()) +
-                                              " failed",
-                                          err));
+                     Status::NetworkError("connect to " + remote.ToString() + " failed", err));
         return;
       }
     }
-    conn = new Connection(this, Connection::Direction::kClient, fd, call->remote());
-    client_conns_.emplace(key, conn);
+    conn = new Connection(this, Connection::Direction::kClient, fd, remote);
+    client_conns_.emplace(remote, ConnectionRef(conn));
     conn->Start(connecting);
   }
   conn->QueueOutboundCall(call);
 }
 
 void Reactor::DestroyConnection(Connection* conn, const Status& why) {
-  assert(IsCurrentThread());
+  CROSSFREE_DCHECK(IsCurrentThread());
+  // Keep it alive through Shutdown: erasing below drops the reactor's ref.
+  ConnectionRef keep;
   if (conn->direction() == Connection::Direction::kClient) {
-    auto it = client_conns_.find(RemoteKey(conn->remote()));
-    if (it == client_conns_.end() || it->second != conn) return;
+    auto it = client_conns_.find(conn->remote());
+    if (it == client_conns_.end() || it->second.get() != conn) return;
+    keep = std::move(it->second);
     client_conns_.erase(it);
   } else {
-    if (server_conns_.erase(conn) == 0) return;
+    auto it = server_conns_.find(conn);
+    if (it == server_conns_.end()) return;
+    keep = std::move(it->second);
+    server_conns_.erase(it);
+    messenger_->RemoveServerConnection();
   }
   conn->Shutdown(why);
-  conn->Release();
 }
 
 }  // namespace crossfree::rpc

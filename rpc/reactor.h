@@ -3,7 +3,6 @@
 // runs tasks posted to it by other threads.
 #pragma once
 
-#include <netinet/in.h>
 #include <pthread.h>
 
 #include <atomic>
@@ -12,18 +11,18 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include <ev.h>
 
+#include "rpc/connection.h"
 #include "rpc/histogram.h"
 #include "rpc/inline_function.h"
+#include "rpc/sockaddr.h"
 #include "rpc/status.h"
 
 namespace crossfree::rpc {
 
-class Connection;
 class Messenger;
 class OutboundCall;
 
@@ -36,8 +35,10 @@ using ReactorTask = InlineFunction<void(const Status&), 48>;
 //  - ScheduleTask, Shutdown and the accessors may be called from any thread
 //    (Shutdown not from the reactor itself).
 //  - Everything marked "reactor thread only" must run on this reactor's
-//    thread, i.e. inside a task or an event callback; the functions assert it.
+//    thread, i.e. inside a task or an event callback; the functions check it
+//    with CROSSFREE_DCHECK (Debug builds, or -DCROSSFREE_DCHECK=ON).
 // Every Connection belongs to exactly one reactor and is touched only there.
+// The 100 ms tick also applies the connection timeouts (Connection::OnTick).
 class Reactor {
  public:
   Reactor(Messenger* messenger, int index, std::string thread_name);
@@ -57,6 +58,9 @@ class Reactor {
   // allocates and the reactor deletes. After shutdown the task is aborted
   // on the calling thread.
   void ScheduleTask(ReactorTask task);
+  // Any thread but this reactor's: runs `fn` on the reactor and waits for
+  // it; does nothing if the reactor is shutting down.
+  void RunAndWait(InlineFunction<void(), 40> fn);
 
   bool IsCurrentThread() const {
     return started_.load(std::memory_order_acquire) && pthread_equal(pthread_self(), tid_);
@@ -67,8 +71,13 @@ class Reactor {
   struct ev_loop* loop() const { return loop_; }
 
   // --- reactor thread only ---
-  // Takes ownership of an accepted, connected socket (server side).
-  void RegisterInboundSocket(int fd, const sockaddr_in& remote);
+  // Takes ownership of an accepted, connected socket (server side). The
+  // acceptor counted it in the messenger's connections; the reactor counts
+  // it out when the connection ends.
+  void RegisterInboundSocket(int fd, const Sockaddr& remote);
+  // Marks every call being handled on this reactor's server connections
+  // cancelled (the messenger's shutdown, after its grace period).
+  void CancelInboundCalls();
   // Finds or opens the connection to the call's server and queues the call.
   void AssignOutboundCall(OutboundCall* call);
   // Closes `conn` (failing/aborting its calls with `why`) and drops the
@@ -88,6 +97,8 @@ class Reactor {
   void RunThread();
   void DrainTasks();
   void ShutdownOnReactor();
+  // From the tick: timeouts and memory resumption of server connections.
+  void CheckConnections();
 
   Messenger* const messenger_;
   const int index_;
@@ -109,9 +120,11 @@ class Reactor {
   bool closing_ = false;
   std::vector<ReactorTask> running_;  // reactor thread only
 
-  // Reactor thread only.
-  std::unordered_map<uint64_t, Connection*> client_conns_;
-  std::unordered_set<Connection*> server_conns_;
+  // Reactor thread only. The maps hold the reactor's reference to each
+  // open connection.
+  std::unordered_map<Sockaddr, ConnectionRef, SockaddrHash> client_conns_;
+  std::unordered_map<Connection*, ConnectionRef> server_conns_;
+  std::vector<Connection*> tick_scratch_;
   bool shut_down_on_reactor_ = false;
 
   // Busy-time accounting (reactor thread only, except the histograms).
@@ -121,9 +134,6 @@ class Reactor {
   Log2Histogram load_percent_;
   Log2Histogram active_latency_us_;
 };
-
-// Key of a client connection: the remote IPv4 address and port.
-uint64_t RemoteKey(const sockaddr_in& addr);
 
 // Monotonic clock in nanoseconds.
 uint64_t MonoNanos();

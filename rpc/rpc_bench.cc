@@ -4,8 +4,13 @@
 // the fixed or a legacy allocation pattern. Modeled on Kudu's rpc-bench.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <queue>
+#include <random>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,32 +57,93 @@ uint64_t MicrosSince(Clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
 }
 
+// True for the answer of a full server queue: worth retrying later.
+bool IsServerTooBusy(const RpcController& c) {
+  return c.status().IsServiceUnavailable() && c.error_response() != nullptr &&
+         c.error_response()->code() == ErrorStatusPB::ERROR_SERVER_TOO_BUSY;
+}
+
+// Backoff before retry number `attempt` (1, 2, ...) of a rejected call, as
+// KRPC's proxies retry SERVER_TOO_BUSY: exponential from 1 ms, capped at
+// 64 ms, with up to 50% random jitter so that rejected callers do not come
+// back in lockstep.
+std::chrono::microseconds RetryDelay(int attempt, std::minstd_rand* rng) {
+  int64_t base = int64_t{1000} << std::min(attempt - 1, 6);
+  std::uniform_int_distribution<int64_t> jitter(0, base / 2);
+  return std::chrono::microseconds(base + jitter(*rng));
+}
+
+class Workload;
+
+// Async mode: re-issues rejected calls after their backoff, from its own
+// thread (a caller thread, like the one that started the chains), so the
+// client reactor never sleeps.
+class Retrier {
+ public:
+  Retrier() : thread_([this] { Run(); }) {}
+  ~Retrier() { Stop(); }
+  void Schedule(Workload* w, Clock::time_point at);
+  // Drops the pending retries (their chains end) and joins the thread.
+  void Stop();
+
+ private:
+  struct Entry {
+    Clock::time_point at;
+    Workload* w;
+    bool operator>(const Entry& o) const { return at > o.at; }
+  };
+  void Run();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 // One closed-loop caller. Sync: a thread; async: a chain of calls, each
 // issued from the previous one's callback on the client reactor.
 class Workload {
  public:
-  Workload(std::shared_ptr<Messenger> client, const sockaddr_in& server, const Flags& f,
-           std::atomic<bool>* stop, Log2Histogram* latency)
-      : proxy_(std::move(client), server), flags_(f), stop_(stop), latency_(latency) {
+  Workload(std::shared_ptr<Messenger> client, const Sockaddr& server, const Flags& f,
+           std::atomic<bool>* stop, Log2Histogram* latency, Retrier* retrier, uint32_t seed)
+      : proxy_(std::move(client), server),
+        flags_(f),
+        stop_(stop),
+        latency_(latency),
+        retrier_(retrier),
+        rng_(seed) {
     if (f.payload_bytes > 0) echo_req_.set_data(std::string(f.payload_bytes, 'p'));
   }
 
   void RunSync() {
+    int attempt = 0;
     while (!stop_->load(std::memory_order_relaxed)) {
       RpcController c;
       c.set_timeout(std::chrono::seconds(10));
       Clock::time_point t0 = Clock::now();
       Status s = IssueSync(&c);
+      if (!s.ok() && IsServerTooBusy(c)) {
+        rejections_.fetch_add(1, std::memory_order_relaxed);
+        std::this_thread::sleep_for(RetryDelay(++attempt, &rng_));
+        continue;
+      }
       if (!s.ok() || !CheckResult()) Die(s);
+      attempt = 0;
       latency_->Record(MicrosSince(t0));
       calls_++;
     }
   }
 
   void StartAsync() { IssueAsync(); }
+  // Retrier thread: the backoff is over.
+  void Retry() { IssueAsync(false); }
+  // Retrier thread: the run ended while this chain waited for a retry.
+  void Abandon() { in_flight_.store(false, std::memory_order_release); }
   // Calls still running (0 or 1).
   bool idle() const { return !in_flight_.load(std::memory_order_acquire); }
   uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
+  uint64_t rejections() const { return rejections_.load(std::memory_order_relaxed); }
 
  private:
   Status IssueSync(RpcController* c) {
@@ -86,7 +152,8 @@ class Workload {
     return proxy_.Add(add_req_, &add_resp_, c);
   }
 
-  void IssueAsync() {
+  // `fresh`: a new call (next arguments, new latency clock), not a retry.
+  void IssueAsync(bool fresh = true) {
     if (stop_->load(std::memory_order_relaxed)) {
       in_flight_.store(false, std::memory_order_release);
       return;
@@ -94,8 +161,10 @@ class Workload {
     in_flight_.store(true, std::memory_order_release);
     controller_.Reset();
     controller_.set_timeout(std::chrono::seconds(10));
-    Next();
-    t0_ = Clock::now();
+    if (fresh) {
+      Next();
+      t0_ = Clock::now();
+    }
     if (flags_.payload_bytes > 0) {
       proxy_.EchoAsync(echo_req_, &echo_resp_, &controller_, [this] { OnDone(); });
     } else {
@@ -109,8 +178,16 @@ class Workload {
         in_flight_.store(false, std::memory_order_release);
         return;
       }
+      if (IsServerTooBusy(controller_)) {
+        // More calls in flight than the server queues: back off and retry
+        // the same call (its latency includes the wait).
+        rejections_.fetch_add(1, std::memory_order_relaxed);
+        retrier_->Schedule(this, Clock::now() + RetryDelay(++attempt_, &rng_));
+        return;
+      }
       Die(controller_.status());
     }
+    attempt_ = 0;
     if (!CheckResult()) Die(Status::Corruption("wrong result"));
     latency_->Record(MicrosSince(t0_));
     calls_.fetch_add(1, std::memory_order_relaxed);
@@ -141,9 +218,57 @@ class Workload {
   RpcController controller_;
   Clock::time_point t0_;
   uint32_t x_ = 0;
+  Retrier* retrier_;
+  std::minstd_rand rng_;
+  int attempt_ = 0;  // async: retries of the current call so far
   std::atomic<uint64_t> calls_{0};
+  std::atomic<uint64_t> rejections_{0};
   std::atomic<bool> in_flight_{false};
 };
+
+void Retrier::Schedule(Workload* w, Clock::time_point at) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (stop_) {
+    w->Abandon();
+    return;
+  }
+  heap_.push(Entry{at, w});
+  cv_.notify_one();
+}
+
+void Retrier::Run() {
+  SetCurrentThreadName("retrier");
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stop_) {
+    if (heap_.empty()) {
+      cv_.wait(l);
+      continue;
+    }
+    Entry e = heap_.top();
+    if (Clock::now() < e.at) {
+      cv_.wait_until(l, e.at);
+      continue;
+    }
+    heap_.pop();
+    l.unlock();
+    e.w->Retry();
+    l.lock();
+  }
+}
+
+void Retrier::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stop_) return;
+    stop_ = true;
+    while (!heap_.empty()) {
+      heap_.top().w->Abandon();
+      heap_.pop();
+    }
+    cv_.notify_one();
+  }
+  thread_.join();
+}
 
 double TvSeconds(const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
 
@@ -172,7 +297,7 @@ int Run(const Flags& f) {
     po.queue_length = f.queue_length;
     s = server->RegisterService(std::make_unique<test::CalculatorService>(), po);
   }
-  sockaddr_in addr;
+  Sockaddr addr;
   if (s.ok()) s = server->StartAcceptor("127.0.0.1", 0, &addr);
   if (!s.ok()) {
     fprintf(stderr, "rpc-bench: server setup failed: %s\n", s.ToString().c_str());
@@ -184,6 +309,7 @@ int Run(const Flags& f) {
   // call chains.
   std::atomic<bool> stop{false};
   Log2Histogram latency;
+  Retrier retrier;
   std::vector<std::shared_ptr<Messenger>> clients;
   std::vector<std::unique_ptr<Workload>> workloads;
   for (int i = 0; i < f.client_threads; ++i) {
@@ -200,7 +326,8 @@ int Run(const Flags& f) {
     clients.push_back(m);
     int per = f.mode == "async" ? f.async_call_concurrency : 1;
     for (int k = 0; k < per; ++k) {
-      workloads.push_back(std::make_unique<Workload>(m, addr, f, &stop, &latency));
+      workloads.push_back(std::make_unique<Workload>(m, addr, f, &stop, &latency, &retrier,
+                                                     static_cast<uint32_t>(workloads.size() + 1)));
     }
   }
 
@@ -248,8 +375,11 @@ int Run(const Flags& f) {
   char report[4096] = "";
   long allocs = counting ? crossfree_alloc_count_stop(report, sizeof(report)) : -1;
   getrusage(RUSAGE_SELF, &ru1);
+  uint64_t rejections = 0;
+  for (auto& w : workloads) rejections += w->rejections();
   stop.store(true);
   for (auto& t : threads) t.join();
+  retrier.Stop();
   for (auto& w : workloads) {
     while (!w->idle()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -263,6 +393,10 @@ int Run(const Flags& f) {
   printf("  User CPU per req: %.2f us\n", user_us / reqs);
   printf("  Sys CPU per req: %.2f us\n", sys_us / reqs);
   printf("  Ctx Sw. per req: %.3f\n", ctxsw / reqs);
+  // Over the whole run (ramp included): calls the server rejected with
+  // SERVER_TOO_BUSY and that were retried after a backoff.
+  printf("  Rejected (SERVER_TOO_BUSY, retried): %llu\n",
+         static_cast<unsigned long long>(rejections));
   if (counting) {
     printf("  Heap allocs per req: %.2f\n", allocs / reqs);
     printf("  Cross-thread pairs (alloc role -> free role: count, per req):\n");
@@ -294,12 +428,13 @@ int Run(const Flags& f) {
   // RPC systems): key=value pairs, no spaces in values.
   printf("RESULT mode=%s pattern=%s client_threads=%d worker_threads=%d server_reactors=%d "
          "payload_bytes=%d reqs_per_sec=%.1f user_us_per_req=%.3f sys_us_per_req=%.3f "
-         "ctxsw_per_req=%.4f allocs_per_req=%.3f p50_us=%llu p99_us=%llu\n",
+         "ctxsw_per_req=%.4f allocs_per_req=%.3f p50_us=%llu p99_us=%llu rejections=%llu\n",
          f.mode.c_str(), pattern.ToString().c_str(), f.client_threads, f.worker_threads,
          f.server_reactors, f.payload_bytes, reqs / elapsed, user_us / reqs, sys_us / reqs,
          ctxsw / reqs, counting ? allocs / reqs : -1.0,
          static_cast<unsigned long long>(latency.PercentileUpperBound(50)),
-         static_cast<unsigned long long>(latency.PercentileUpperBound(99)));
+         static_cast<unsigned long long>(latency.PercentileUpperBound(99)),
+         static_cast<unsigned long long>(rejections));
   fflush(stdout);
   for (auto& c : clients) c->Shutdown();
   server->Shutdown();

@@ -2,7 +2,11 @@
 // RpcContext implementation.
 #include "rpc/rpc_context.h"
 
+#include "rpc/connection.h"
+#include "rpc/deferred_pool.h"
 #include "rpc/inbound_call.h"
+#include "rpc/messenger.h"
+#include "rpc/reactor.h"
 #include "rpc/serialization.h"
 
 namespace crossfree::rpc {
@@ -67,6 +71,26 @@ Status RpcContext::AddOutboundSidecar(std::string data, int* idx) {
   outbound_sidecars_.push_back(std::move(data));
   *idx = static_cast<int>(outbound_sidecars_.size()) - 1;
   return Status::OK();
+}
+
+bool RpcContext::cancelled() const { return call_->cancelled(); }
+
+bool RpcContext::Defer(std::function<void()> work) {
+  DeferredPool* pool = call_->connection()->reactor()->messenger()->deferred_pool();
+  RpcContext* self = this;
+  Status s = pool->Submit([self, work = std::move(work)](const Status& st) {
+    if (st.ok()) {
+      work();
+    } else {
+      self->RespondRpcFailure(ErrorStatusPB::FATAL_SERVER_SHUTTING_DOWN,
+                              Status::ServiceUnavailable(st.message()));
+    }
+  });
+  if (!s.ok()) {
+    RespondRpcFailure(ErrorStatusPB::ERROR_SERVER_TOO_BUSY, s);
+    return false;
+  }
+  return true;
 }
 
 bool RpcContext::has_deadline() const { return call_->has_deadline(); }

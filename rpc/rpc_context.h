@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,21 @@ class RpcContext {
   int num_inbound_sidecars() const;
   // Adds a response sidecar; *idx gets its index.
   Status AddOutboundSidecar(std::string data, int* idx);
+
+  // True once the call's answer can no longer reach anyone: the client's
+  // connection closed (or the server's shutdown grace period ran out). A
+  // long handler should poll it, stop early and still respond (with any
+  // status; the response is dropped). Any thread.
+  bool cancelled() const;
+
+  // Moves the rest of the handler off the service-pool worker: `work` runs
+  // on the messenger's bounded deferred pool (MessengerOptions::
+  // deferred_threads, deferred_queue_length) and must respond. When the
+  // pool is full this answers ERROR_SERVER_TOO_BUSY itself and returns
+  // false (`work` is dropped unrun); when the server shuts down before
+  // `work` ran, it answers FATAL_SERVER_SHUTTING_DOWN. Worker thread, before
+  // responding.
+  bool Defer(std::function<void()> work);
 
   // The client's deadline, if it sent a timeout.
   bool has_deadline() const;

@@ -65,6 +65,14 @@ Status ValidateConnHeader(const uint8_t header[kConnHeaderLength]) {
                                    " (this build speaks version " +
                                    std::to_string(kProtocolVersion) + ")");
   }
+  // Reserved for flags of later versions: a peer that sets them expects
+  // something this build does not do.
+  if (header[5] != 0 || header[6] != 0 || header[7] != 0) {
+    char shown[16];
+    snprintf(shown, sizeof(shown), "%02x %02x %02x", header[5], header[6], header[7]);
+    return Status::InvalidArgument(std::string("connection header reserved bytes must be zero, got ") +
+                                   shown);
+  }
   return Status::OK();
 }
 

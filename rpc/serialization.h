@@ -21,7 +21,8 @@ inline constexpr size_t kConnHeaderLength = 8;
 inline constexpr char kConnMagic[4] = {'c', 'f', 'r', 'p'};
 inline constexpr uint8_t kProtocolVersion = 1;
 void WriteConnHeader(uint8_t out[kConnHeaderLength]);
-// InvalidArgument naming the problem for a bad magic or version.
+// InvalidArgument naming the problem for a bad magic, version or non-zero
+// reserved bytes.
 Status ValidateConnHeader(const uint8_t header[kConnHeaderLength]);
 
 // Length of the frame length prefix: a u32, big-endian, counting the bytes

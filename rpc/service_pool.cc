@@ -29,15 +29,27 @@ Status ServicePool::Start() {
   return Status::OK();
 }
 
-void ServicePool::Shutdown() {
+void ServicePool::BeginShutdown() {
   if (shut_down_.exchange(true)) return;
   std::vector<InboundCall*> left = queue_.Shutdown();
-  for (std::thread& t : workers_) t.join();
   for (InboundCall* call : left) {
     call->RespondFailure(ErrorStatusPB::FATAL_SERVER_SHUTTING_DOWN,
                          Status::ServiceUnavailable("service " + service_name() +
                                                     " is shutting down"));
   }
+}
+
+bool ServicePool::WaitIdle(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> l(exit_mu_);
+  return exit_cv_.wait_until(l, deadline, [this] {
+    return workers_exited_ == static_cast<int>(workers_.size());
+  });
+}
+
+void ServicePool::Shutdown() {
+  BeginShutdown();
+  if (joined_.exchange(true)) return;
+  for (std::thread& t : workers_) t.join();
 }
 
 void ServicePool::QueueInboundCall(InboundCall* call) {
@@ -76,8 +88,20 @@ void ServicePool::RunWorker(int index) {
                            Status::TimedOut("call timed out in the service queue"));
       continue;
     }
+    if (call->cancelled()) {
+      // The client disconnected while the call waited: nobody will read
+      // the answer, so skip the work.
+      cancelled_.fetch_add(1, std::memory_order_relaxed);
+      call->RespondFailure(ErrorStatusPB::ERROR_UNAVAILABLE,
+                           Status::Aborted("call cancelled before it ran: the client "
+                                           "disconnected"));
+      continue;
+    }
     service_->Handle(call);
   }
+  std::lock_guard<std::mutex> l(exit_mu_);
+  ++workers_exited_;
+  exit_cv_.notify_all();
 }
 
 }  // namespace crossfree::rpc

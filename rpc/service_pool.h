@@ -3,7 +3,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,8 +32,14 @@ class ServicePool {
   ~ServicePool();
 
   Status Start();
-  // Stops the workers (after their current call) and answers every queued
-  // call with FATAL_SERVER_SHUTTING_DOWN. Idempotent.
+  // Closes the queue and answers every queued call with
+  // FATAL_SERVER_SHUTTING_DOWN; each worker stops after its current call.
+  // Idempotent.
+  void BeginShutdown();
+  // Waits until every worker has stopped, at most until `deadline`; true if
+  // they all have.
+  bool WaitIdle(std::chrono::steady_clock::time_point deadline);
+  // BeginShutdown, then joins the workers. Idempotent.
   void Shutdown();
 
   // Reactor thread: queues the call, or answers ERROR_SERVER_TOO_BUSY
@@ -42,6 +51,9 @@ class ServicePool {
   uint64_t queue_overflows() const { return overflows_.load(std::memory_order_relaxed); }
   int queued_calls() { return queue_.queued(); }
   uint64_t expired_in_queue() const { return expired_.load(std::memory_order_relaxed); }
+  // Calls skipped because they were cancelled (client gone) before a
+  // worker got to them.
+  uint64_t cancelled_in_queue() const { return cancelled_.load(std::memory_order_relaxed); }
 
  private:
   void RunWorker(int index);
@@ -56,8 +68,13 @@ class ServicePool {
   std::vector<std::unique_ptr<ServiceQueue::Consumer>> consumers_;
   std::vector<std::thread> workers_;
   std::atomic<bool> shut_down_{false};
+  std::atomic<bool> joined_{false};
   std::atomic<uint64_t> overflows_{0};
   std::atomic<uint64_t> expired_{0};
+  std::atomic<uint64_t> cancelled_{0};
+  std::mutex exit_mu_;
+  std::condition_variable exit_cv_;
+  int workers_exited_ = 0;
 };
 
 }  // namespace crossfree::rpc

@@ -1,20 +1,51 @@
 // SPDX-License-Identifier: Apache-2.0
-// Frame transfers: prefix validation on receive, resumable writev on send.
+// Frame transfers: prefix validation on receive, resumable gather writes
+// (sendmsg with MSG_NOSIGNAL) on send.
 #include "rpc/transfer.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
+#include "rpc/memory_budget.h"
 #include "rpc/serialization.h"
 
 namespace crossfree::rpc {
 
+InboundTransfer::~InboundTransfer() {
+  if (budget_ != nullptr && charged_ > 0) budget_->Release(charged_);
+}
+
+bool InboundTransfer::ReserveGrowth(size_t needed, size_t* new_cap) {
+  // Doubling keeps the copies linear in the frame size; the cap at the
+  // frame length and at `needed` (what has actually arrived) keeps a
+  // length prefix alone from reserving anything.
+  size_t doubled = std::max<size_t>(2 * capacity_, 256);
+  *new_cap = std::max(needed, std::min<size_t>(length_, doubled));
+  size_t delta = *new_cap - capacity_;
+  if (budget_ != nullptr) {
+    if (!budget_->TryCharge(delta)) {
+      blocked_on_memory_ = true;
+      return false;
+    }
+    charged_ += delta;
+  }
+  return true;
+}
+
+void InboundTransfer::AdoptBuffer(uint8_t* nb, size_t new_cap) {
+  if (received_ > 0) memcpy(nb, buf_.get(), received_);
+  buf_.reset(nb);
+  capacity_ = new_cap;
+}
+
 Status InboundTransfer::Consume(const uint8_t* data, size_t len, size_t* used) {
   size_t taken = 0;
+  blocked_on_memory_ = false;
   if (!have_length_) {
     size_t n = std::min(len, kFrameLengthPrefix - prefix_received_);
     memcpy(prefix_ + prefix_received_, data, n);
@@ -39,21 +70,42 @@ Status InboundTransfer::Consume(const uint8_t* data, size_t len, size_t* used) {
     }
     length_ = length;
     have_length_ = true;
-    if (length_ > capacity_) {
-      buf_.reset(new uint8_t[length_]);
-      capacity_ = length_;
-    }
   }
   size_t n = std::min(len - taken, body_remaining());
-  memcpy(buf_.get() + received_, data + taken, n);
+  if (n > 0 && received_ + n > capacity_) {
+    size_t cap;
+    if (!ReserveGrowth(received_ + n, &cap)) {
+      *used = taken;
+      return Status::OK();
+    }
+    // The allocation stays in Consume itself: it is the site that traces
+    // (and tests/e2e/expected-pairs.txt) name for a frame buffer.
+    AdoptBuffer(new uint8_t[cap], cap);
+  }
+  if (n > 0) memcpy(buf_.get() + received_, data + taken, n);
   received_ += n;
   *used = taken + n;
   return Status::OK();
 }
 
+size_t InboundTransfer::PrepareDirectRead(size_t want, uint8_t** dst) {
+  blocked_on_memory_ = false;
+  // Grow() doubles, so asking for one chunk more still grows geometrically.
+  size_t n = std::min(want, body_remaining());
+  if (n == 0) return 0;
+  if (received_ + n > capacity_) {
+    size_t cap;
+    if (!ReserveGrowth(received_ + n, &cap)) return 0;
+    AdoptBuffer(new uint8_t[cap], cap);
+  }
+  *dst = buf_.get() + received_;
+  return std::min(capacity_, static_cast<size_t>(length_)) - received_;
+}
+
 void InboundTransfer::Reset() {
   prefix_received_ = 0;
   have_length_ = false;
+  blocked_on_memory_ = false;
   length_ = 0;
   received_ = 0;
 }
@@ -91,12 +143,17 @@ Status OutboundTransfer::Write(int fd) {
     }
     iov[0].iov_base = static_cast<char*>(iov[0].iov_base) + cur_offset_;
     iov[0].iov_len -= cur_offset_;
-    ssize_t w = ::writev(fd, iov, n);
+    // sendmsg with MSG_NOSIGNAL rather than writev: a peer that reset the
+    // connection must cost an EPIPE, not a SIGPIPE that kills the process.
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(n);
+    ssize_t w = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
     if (w < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::OK();
       int err = errno;
-      return Status::NetworkError("writev failed", err);
+      return Status::NetworkError("sendmsg failed", err);
     }
     if (w > 0) started_ = true;
     size_t left = static_cast<size_t>(w);

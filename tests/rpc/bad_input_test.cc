@@ -63,12 +63,12 @@ class LogCapture {
   std::vector<std::string> lines_;
 };
 
-int RawConnect(const sockaddr_in& addr) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+int RawConnect(const Sockaddr& addr) {
+  int fd = ::socket(addr.family(), SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
   timeval tv{5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0);
+  REQUIRE(::connect(fd, addr.addr(), addr.addr_len()) == 0);
   return fd;
 }
 

@@ -16,7 +16,7 @@ namespace crossfree::rpc::testing {
 
 struct TestServer {
   std::shared_ptr<Messenger> messenger;
-  sockaddr_in address{};
+  Sockaddr address;
   test::CalculatorService* service = nullptr;  // owned by the messenger
 };
 

@@ -1,17 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 // Unit tests of the RPC core's building blocks: Status, InlineFunction,
 // AllocPattern, frame serialization (with random input), sidecar splitting,
-// Log2Histogram, CallIdMap.
+// Log2Histogram, CallIdMap, Sockaddr, InboundTransfer growth and its memory
+// budget, DeferredPool, CROSSFREE_DCHECK.
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "rpc/alloc_pattern.h"
 #include "rpc/call_id_map.h"
+#include "rpc/dcheck.h"
+#include "rpc/deferred_pool.h"
+#include "rpc/memory_budget.h"
+#include "rpc/sockaddr.h"
+#include "rpc/transfer.h"
 #include "rpc/histogram.h"
 #include "rpc/inline_function.h"
 #include "rpc/rpc_header.pb.h"
@@ -71,11 +80,15 @@ TEST_CASE("AllocPattern names", "[rpc][unit]") {
   CHECK(s.message() == "unknown alloc pattern 'old' (expected fixed or legacy)");
 }
 
-TEST_CASE("connection header: magic and version are checked", "[rpc][unit]") {
+TEST_CASE("connection header: magic, version and reserved bytes are checked", "[rpc][unit]") {
   uint8_t h[kConnHeaderLength];
   WriteConnHeader(h);
   CHECK(std::string(reinterpret_cast<char*>(h), 8) == std::string("cfrp\x01\0\0\0", 8));
   CHECK(ValidateConnHeader(h).ok());
+  h[7] = 0x80;
+  CHECK(ValidateConnHeader(h).message() ==
+        "connection header reserved bytes must be zero, got 00 00 80");
+  h[7] = 0;
   h[4] = 2;
   CHECK(ValidateConnHeader(h).message() ==
         "unsupported RPC version 2 (this build speaks version 1)");
@@ -231,6 +244,162 @@ TEST_CASE("Log2Histogram buckets and percentiles", "[rpc][unit]") {
   CHECK(h.PercentileUpperBound(50) == 3);
   CHECK(h.PercentileUpperBound(99) == 127);
   CHECK(h.ToString("us").find("[2, 4)us 90") != std::string::npos);
+}
+
+TEST_CASE("Sockaddr parses and prints IPv4 and IPv6", "[rpc][unit]") {
+  Sockaddr a;
+  REQUIRE(Sockaddr::Parse("127.0.0.1", 80, &a).ok());
+  CHECK(a.ToString() == "127.0.0.1:80");
+  CHECK_FALSE(a.is_ipv6());
+  Sockaddr b;
+  REQUIRE(Sockaddr::ParseHostPort("[::1]:8080", &b).ok());
+  CHECK(b.is_ipv6());
+  CHECK(b.ToString() == "[::1]:8080");
+  CHECK(b.HostToString() == "::1");
+  Sockaddr c;
+  REQUIRE(Sockaddr::Parse("[::1]", 8080, &c).ok());
+  CHECK(b == c);
+  CHECK(b.Hash() == c.Hash());
+  c.set_port(8081);
+  CHECK(b != c);
+  CHECK(a != b);
+  CHECK_FALSE(Sockaddr::Parse("localhost", 1, &a).ok());
+  CHECK_FALSE(Sockaddr::ParseHostPort("::1:80", &a).ok());  // IPv6 needs brackets
+  CHECK_FALSE(Sockaddr::ParseHostPort("1.2.3.4:99999", &a).ok());
+  CHECK_FALSE(Sockaddr::ParseHostPort("1.2.3.4", &a).ok());
+}
+
+std::string Prefix(uint32_t length) {
+  uint8_t b[4];
+  EncodeBigEndian32(length, b);
+  return std::string(reinterpret_cast<char*>(b), 4);
+}
+
+TEST_CASE("InboundTransfer grows with the bytes that arrive, not with the length prefix",
+          "[rpc][unit]") {
+  MemoryBudget budget(0);  // unlimited, but counting
+  {
+    InboundTransfer t(64 * 1024 * 1024, &budget);
+    const uint32_t len = 50 * 1024 * 1024;
+    std::string p = Prefix(len);
+    size_t used = 0;
+    REQUIRE(t.Consume(reinterpret_cast<const uint8_t*>(p.data()), 4, &used).ok());
+    CHECK(used == 4);
+    CHECK(t.buffer_capacity() == 0);  // the announced 50 MiB cost nothing
+    CHECK(budget.used() == 0);
+    std::string chunk(1000, 'x');
+    size_t received = 0;
+    while (received < 3 * 1024 * 1024) {
+      REQUIRE(t.Consume(reinterpret_cast<const uint8_t*>(chunk.data()), chunk.size(), &used).ok());
+      REQUIRE(used == chunk.size());
+      received += used;
+      // Doubling: never more than twice what arrived (or the 256-byte start).
+      REQUIRE(t.buffer_capacity() <= std::max<size_t>(2 * received, 256));
+    }
+    CHECK(budget.used() == t.buffer_capacity());
+    uint8_t* dst = nullptr;
+    size_t room = t.PrepareDirectRead(64 * 1024, &dst);
+    CHECK(room > 0);
+    CHECK(t.buffer_capacity() <= 2 * (received + 64 * 1024));
+    CHECK_FALSE(t.complete());
+  }
+  CHECK(budget.used() == 0);  // released with the buffer
+}
+
+TEST_CASE("InboundTransfer stops at the memory budget and resumes when it has room",
+          "[rpc][unit]") {
+  MemoryBudget budget(16384);
+  budget.ForceCharge(12288);  // someone else's buffers: 4096 bytes are left
+  InboundTransfer t(1024 * 1024, &budget);
+  std::string frame = Prefix(10000) + std::string(10000, 'y');
+  const uint8_t* data = reinterpret_cast<const uint8_t*>(frame.data());
+  size_t off = 0, used = 0;
+  // 1000 bytes at a time, as reads deliver them.
+  auto feed = [&] {
+    while (off < frame.size()) {
+      size_t n = std::min<size_t>(1000, frame.size() - off);
+      REQUIRE(t.Consume(data + off, n, &used).ok());
+      off += used;
+      if (t.blocked_on_memory()) return;
+    }
+  };
+  feed();
+  CHECK(t.blocked_on_memory());
+  CHECK_FALSE(t.complete());
+  CHECK(off < frame.size());
+  CHECK(t.buffer_capacity() <= 4096);
+  CHECK(budget.used() <= 16384);
+  budget.Release(12288);  // the other buffers are freed
+  feed();
+  CHECK_FALSE(t.blocked_on_memory());
+  REQUIRE(t.complete());
+  CHECK(t.frame() == std::string(10000, 'y'));
+  CHECK(t.buffer_capacity() == 10000);  // capped at the frame length
+  CHECK(budget.used() == 10000);
+}
+
+TEST_CASE("MemoryBudget refuses beyond its limit and counts forced charges", "[rpc][unit]") {
+  MemoryBudget b(100);
+  CHECK(b.TryCharge(60));
+  CHECK_FALSE(b.TryCharge(41));
+  CHECK(b.TryCharge(40));
+  CHECK(b.exhausted());
+  b.ForceCharge(50);
+  CHECK(b.used() == 150);
+  b.Release(150);
+  CHECK(b.used() == 0);
+  CHECK_FALSE(b.exhausted());
+}
+
+TEST_CASE("DeferredPool: bounded threads, a full queue refuses, shutdown aborts the queued",
+          "[rpc][unit]") {
+  DeferredPool pool("deferred", 2, 3);
+  CHECK(pool.threads() == 0);  // none until needed
+  std::atomic<bool> release{false};
+  std::atomic<int> ran{0}, aborted{0};
+  auto task = [&](const Status& s) {
+    if (!s.ok()) {
+      CHECK(s.IsAborted());
+      aborted++;
+      return;
+    }
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ran++;
+  };
+  int accepted = 0, refused = 0;
+  for (int i = 0; i < 10; ++i) {
+    DeferredTask t = task;
+    Status s = pool.Submit(std::move(t));
+    if (s.ok()) {
+      accepted++;
+    } else {
+      CHECK(s.IsServiceUnavailable());
+      refused++;
+    }
+    // Let the threads pick up the first tasks, so the queue fills with the rest.
+    if (i < 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(pool.threads() == 2);
+  CHECK(accepted == 5);  // 2 running + 3 queued
+  CHECK(refused == 5);
+  pool.BeginShutdown();  // the 3 queued ones are aborted here
+  CHECK(aborted == 3);
+  release = true;
+  pool.Shutdown();
+  CHECK(ran == 2);
+  DeferredTask late = task;
+  CHECK(pool.Submit(std::move(late)).IsServiceUnavailable());
+}
+
+TEST_CASE("CROSSFREE_DCHECK follows the build: on in Debug or with CROSSFREE_DCHECK=ON",
+          "[rpc][unit]") {
+  int evaluated = 0;
+  CROSSFREE_DCHECK(++evaluated > 0);
+#if CROSSFREE_DCHECK_IS_ON()
+  CHECK(evaluated == 1);
+#else
+  CHECK(evaluated == 0);  // compiled, never evaluated
+#endif
 }
 
 }  // namespace

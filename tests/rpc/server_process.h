@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// Test helpers for tests/rpc/attack_test.cc: an rpc-server child process,
+// its resource use read from /proc, and raw-socket clients.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rpc/sockaddr.h"
+
+namespace crossfree::rpc::testing {
+
+// Owns one `rpc-server` process (the binary named by CROSSFREE_RPC_SERVER
+// at build time). Thread: the test's main thread.
+class ServerProcess {
+ public:
+  // Starts rpc-server with `args` (after --port 0) and waits up to 5 s for
+  // its "listening on HOST:PORT" line. Its stderr goes to a file (stderr()).
+  // nullptr (and *error) on failure.
+  static std::unique_ptr<ServerProcess> Start(const std::vector<std::string>& args,
+                                              std::string* error);
+  ~ServerProcess();  // SIGKILL if still running
+
+  pid_t pid() const { return pid_; }
+  const Sockaddr& address() const { return address_; }
+  const std::string& listening_line() const { return line_; }
+
+  // From /proc/PID: resident and data (virtual) size in KiB, threads, open
+  // descriptors, the highest descriptor number, user+system CPU seconds.
+  long RssKb() const;
+  long VmDataKb() const;
+  int Threads() const;
+  int FdCount() const;
+  int MaxFd() const;
+  double CpuSeconds() const;
+  // Polls up to `timeout` until FdCount() == `want`; returns the last count.
+  int WaitFdCount(int want, std::chrono::milliseconds timeout) const;
+
+  // Everything the server wrote to stderr so far, and the number of lines
+  // containing `text`.
+  std::string Stderr() const;
+  int CountStderrLines(const std::string& text) const;
+
+  // Sends `sig` and waits up to `timeout` for the exit; the exit status
+  // (as from waitpid), or -1 if it did not exit in time.
+  int Stop(int sig, std::chrono::milliseconds timeout);
+
+ private:
+  ServerProcess() = default;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  Sockaddr address_;
+  std::string line_;
+  std::string stderr_path_;
+};
+
+// Raw clients (blocking sockets with 5 s timeouts).
+int RawConnect(const Sockaddr& addr);
+// Sends all of `bytes`; false if the peer closed or the send timed out.
+bool SendAll(int fd, const std::string& bytes);
+// The 8-byte connection header; `reserved` goes into byte 5.
+std::string ConnHeader(uint8_t reserved = 0);
+// A request frame of CalculatorService.<method> with `body`.
+std::string RequestFrame(int32_t call_id, const std::string& method, const std::string& body);
+std::string AddBody(uint32_t x, uint32_t y);
+// Waits up to `timeout` for the server to close `fd` (EOF or reset),
+// discarding whatever it sends first.
+bool WaitClosed(int fd, std::chrono::milliseconds timeout);
+// Non-blocking check: true if the server closed `fd` already.
+bool IsClosed(int fd);
+
+// `n` sync Add calls from a fresh client messenger; "" if all succeeded
+// with the right result, else the first failure.
+std::string WellBehavedCalls(const Sockaddr& addr, int n);
+
+}  // namespace crossfree::rpc::testing
