@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "render/html.h"
 #include "render/json.h"
 #include "render/text.h"
 #include "cli/cli_common.h"
@@ -40,7 +41,7 @@ void RegisterDiffCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--after", args->after_set,
                   "Traces of the run after (repeatable: one per process; instead of AFTER)");
   sub->add_option("--format", args->format, "Output format")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->check(CLI::IsMember({"text", "json", "html"}))
       ->capture_default_str();
   sub->add_option("--min-change", args->min_change,
                   "Relative rate change below which a pair counts as unchanged (0.1 = 10%)")
@@ -67,10 +68,15 @@ void RegisterDiffCommand(CLI::App& app, int* exit_code) {
       return;
     }
     analyzer::DiffResult d = analyzer::ComputeDiff(before, after, args->min_change);
-    std::string text = args->format == "json" ? analyzer::RenderDiffJson(before, after, d)
+    std::string text = args->format == "html" ? analyzer::RenderDiffHtml(before, after, d)
+                       : args->format == "json" ? analyzer::RenderDiffJson(before, after, d)
                                               : analyzer::RenderDiffText(before, after, d,
                                                                          TextWidth(args->common, args->output));
-    *exit_code = WriteOutput("diff", args->output, text) ? kExitOk : kExitUsage;
+    // HTML escapes what it shows itself (and its script must stay intact).
+    *exit_code = WriteOutput("diff", args->output, text,
+                             args->format == "html" ? Escape::kNone : Escape::kControls)
+                     ? kExitOk
+                     : kExitUsage;
   });
 }
 

@@ -10,6 +10,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "render/folded.h"
+#include "render/html.h"
 #include "render/pprof.h"
 #include "render/text.h"
 #include "render/json.h"
@@ -34,7 +35,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   sub->add_option("traces", args->traces, "Trace files (one per process of the run)");
   sub->add_option("--top", args->top, "Cross-thread pairs shown (0 = all)")->capture_default_str();
   sub->add_option("--format", args->format, "Output format")
-      ->check(CLI::IsMember({"text", "json", "folded", "pprof"}))
+      ->check(CLI::IsMember({"text", "json", "html", "folded", "pprof"}))
       ->capture_default_str();
   sub->add_option("--output,-o", args->output, "Write the report to this file (default stdout)");
   AddCommonOptions(sub, &args->common);
@@ -58,6 +59,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
     std::string text = args->format == "json"     ? analyzer::RenderReportJson(analysis, options)
                        : args->format == "folded" ? analyzer::RenderReportFolded(analysis)
                        : args->format == "pprof"  ? analyzer::RenderReportPprof(analysis)
+                       : args->format == "html"   ? analyzer::RenderReportHtml(analysis)
                                                   : analyzer::RenderReportText(analysis, options);
     if (args->format == "pprof" && (args->output.empty() || args->output == "-") &&
         isatty(STDOUT_FILENO)) {
@@ -67,7 +69,8 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
     }
     // Binary and machine formats are written byte for byte.
     *exit_code = WriteOutput("report", args->output, text,
-                             args->format == "pprof" ? Escape::kNone : Escape::kControls)
+                             args->format == "pprof" || args->format == "html" ? Escape::kNone
+                                                                               : Escape::kControls)
                      ? kExitOk
                      : kExitUsage;
   });

@@ -53,15 +53,41 @@ int ProducerConsumer(const char* path, uint64_t events) {
   return 0;
 }
 
+// A trace with `pairs` distinct cross-thread pairs (each its own allocation
+// and free stack), for the HTML report's many-pairs check.
+int ManyPairs(const char* path, uint32_t pairs) {
+  using namespace crossfree::analyzer::testing;
+  const uint32_t pid = 6000;
+  SyntheticTrace t(pid, 1, "/usr/bin/many-pairs");
+  t.ThreadName(pid + 1, 1, "maker");
+  t.ThreadName(pid + 2, 1, "taker");
+  uint64_t ts = 100;
+  for (uint32_t i = 0; i < pairs; ++i) {
+    uint32_t alloc_stack = 2 * i + 1, free_stack = 2 * i + 2;
+    t.Stack(pid + 1, alloc_stack, {0x500000 + uint64_t{i} * 16, 0x401000});
+    t.Stack(pid + 2, free_stack, {0x900000 + uint64_t{i} * 16, 0x402000});
+    for (uint32_t k = 0; k <= i % 5; ++k) {
+      uint64_t address = 0x10000000 + (uint64_t{i} * 8 + k) * 64;
+      t.Alloc(pid + 1, ts += 10, address, 32 + (i % 200), alloc_stack);
+      t.Free(pid + 2, ts += 10, address, free_stack);
+    }
+  }
+  t.WriteTo(path);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace crossfree::analyzer::testing;
+  if (argc == 4 && std::string(argv[1]) == "--many-pairs") {
+    return ManyPairs(argv[2], static_cast<uint32_t>(std::strtoul(argv[3], nullptr, 10)));
+  }
   if (argc == 4 && std::string(argv[1]) == "--producer-consumer") {
     return ProducerConsumer(argv[2], std::strtoull(argv[3], nullptr, 10));
   }
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR | --producer-consumer FILE EVENTS\n", argv[0]);
+    std::fprintf(stderr, "usage: %s DIR | --producer-consumer FILE EVENTS | --many-pairs FILE PAIRS\n", argv[0]);
     return 2;
   }
   std::string dir = argv[1];
