@@ -9,7 +9,7 @@ dir=$3
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
 
 fail() { echo "FAIL: $*"; exit 1; }
-for mode in producer-consumer mixed; do
+for mode in producer-consumer mixed churn; do
   "$crossfree" record -o run-$mode.trc -- "$workload" --mode $mode --objects 20000 --churn 1 \
     >record.out 2>record.err || { cat record.out record.err; fail "record ($mode) failed"; }
   expected=$(grep -o 'expected: .*' record.out) || fail "no expected line from the workload"

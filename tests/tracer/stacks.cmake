@@ -15,20 +15,9 @@ target_link_libraries(crossfree_stacks_noalloc_test PRIVATE crossfree_stacks cro
                       Threads::Threads)
 catch_discover_tests(crossfree_stacks_noalloc_test TEST_PREFIX "stacks.")
 
-# Its expected counts, per mode (2 producers): allocs = 2*objects*(1+churn);
-# cross-thread = every object (producer-consumer), none (churn), or the
-# even-numbered ones (mixed).
-add_test(NAME "stacks.workload producer-consumer counts"
-         COMMAND crossfree-workload --mode producer-consumer --objects 1000 --churn 2)
-set_tests_properties("stacks.workload producer-consumer counts" PROPERTIES PASS_REGULAR_EXPRESSION
-  "expected: allocs=6000 frees=6000 cross_thread=2000 same_thread=4000\n")
-add_test(NAME "stacks.workload churn counts"
-         COMMAND crossfree-workload --mode churn --objects 1000 --producers 3)
-set_tests_properties("stacks.workload churn counts" PROPERTIES PASS_REGULAR_EXPRESSION
-  "expected: allocs=6000 frees=6000 cross_thread=0 same_thread=6000\n")
-add_test(NAME "stacks.workload mixed counts"
-         COMMAND crossfree-workload --mode mixed --objects 1001 --consumers 3 --churn 0)
-set_tests_properties("stacks.workload mixed counts" PROPERTIES PASS_REGULAR_EXPRESSION
-  "expected: allocs=2002 frees=2002 cross_thread=1002 same_thread=1000\n")
-add_test(NAME "stacks.workload rejects bad flags" COMMAND crossfree-workload --mode sideways)
-set_tests_properties("stacks.workload rejects bad flags" PROPERTIES WILL_FAIL TRUE)
+# The workload itself: a bad flag is refused with a message naming it. (Its
+# counts are checked against what the tracer and the analysis see, in
+# tests/e2e/analyzer_e2e_test.sh, not against its own arithmetic.)
+add_test(NAME "stacks.workload rejects bad flags"
+         COMMAND sh -c [=[out=$("$0" --mode sideways 2>&1); rc=$?; echo "$out"; [ $rc -eq 2 ] && echo "$out" | grep -q -- "--mode must be producer-consumer, churn or mixed"]=]
+                 $<TARGET_FILE:crossfree-workload>)
