@@ -15,6 +15,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <tuple>
+#include <set>
+#include <map>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -190,6 +193,12 @@ struct Symbolizer::Impl {
 
   struct ModuleState {
     format::Module module;
+    // Another state of the same file (path and build id) mapped at another
+    // address: that one's libdw session serves this one too, with addresses
+    // moved by the difference of the load biases. A trace may map one file
+    // thousands of times (dlopen/dlclose cycles); one session per mapping
+    // would hold its debug info thousands of times.
+    int alias_of = -1;
     State state = State::kUnopened;
     Dwfl* dwfl = nullptr;
     Dwfl_Module* dwfl_module = nullptr;
@@ -508,6 +517,16 @@ struct Symbolizer::Impl {
   }
 
   void SymbolizeIn(ModuleState& m, uint64_t return_address, std::vector<SymbolFrame>* out) {
+    if (m.alias_of >= 0) {
+      ModuleState& owner = modules[static_cast<size_t>(m.alias_of)];
+      size_t first = out->size();
+      SymbolizeIn(owner, return_address - m.module.load_bias + owner.module.load_bias, out);
+      for (size_t i = first; i < out->size(); ++i) {
+        (*out)[i].address = return_address;
+        (*out)[i].module_offset = return_address - m.module.load_bias;
+      }
+      return;
+    }
     SymbolFrame base;
     base.address = return_address;
     base.module = m.module.path;
@@ -574,17 +593,21 @@ Symbolizer::Symbolizer(std::vector<format::Module> modules, const SymbolizerOpti
     : impl_(std::make_unique<Impl>(options)) {
   elf_version(EV_CURRENT);
   impl_->modules.reserve(modules.size());
+  // (path, build id) -> the first state of that file; (path, build id,
+  // bias) -> seen.
+  std::map<std::pair<std::string, std::vector<uint8_t>>, int> first_of_file;
+  std::set<std::tuple<std::string, std::vector<uint8_t>, uint64_t>> seen;
   for (format::Module& m : modules) {
     // A map may list a module more than once (re-recorded after a dlopen);
-    // one state per module keeps its warning single.
-    bool duplicate = std::any_of(
-        impl_->modules.begin(), impl_->modules.end(), [&m](const Impl::ModuleState& s) {
-          return s.module.path == m.path && s.module.load_bias == m.load_bias &&
-                 s.module.build_id == m.build_id;
-        });
-    if (duplicate) continue;
+    // one state per mapping keeps its warning single.
+    if (!seen.emplace(m.path, m.build_id, m.load_bias).second) continue;
+    auto [file, inserted] =
+        first_of_file.try_emplace({m.path, m.build_id}, static_cast<int>(impl_->modules.size()));
     impl_->modules.push_back({});
     impl_->modules.back().module = std::move(m);
+    if (!inserted && !impl_->modules.back().module.path.empty()) {
+      impl_->modules.back().alias_of = file->second;
+    }
   }
   impl_->BuildRanges();
 }
