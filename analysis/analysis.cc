@@ -109,6 +109,9 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
     }
   }
   out->timeline_bucket_ns = uint64_t{1} << shift;
+  out->windowed = options.pairing.windowed();
+  out->window_from_ns = options.pairing.window_from_ns;
+  out->window_to_ns = options.pairing.window_to_ns;
   std::unordered_map<std::string, size_t> pair_index;
   for (size_t t = 0; t < results.size(); ++t) {
     const ProcessTrace& trace = *set.traces()[t];

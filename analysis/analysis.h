@@ -92,6 +92,10 @@ struct Analysis {
   std::vector<std::string> warnings;      // truncation, symbolization
   CentralSummary central;                 // tcmalloc central transfers (central.h)
   uint64_t timeline_bucket_ns = 0;        // width of CrossPair::timeline buckets
+  // --from/--to: the analysis window in ns since each trace's start, when set.
+  bool windowed = false;
+  uint64_t window_from_ns = 0;
+  uint64_t window_to_ns = ~uint64_t{0};
 
   // count per 1000 allocations of this run (0 when there are none).
   double PerThousand(uint64_t count) const {

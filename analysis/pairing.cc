@@ -28,6 +28,7 @@ void PairingCounts::Add(const PairingCounts& o) {
   alloc_over_live += o.alloc_over_live;
   realloc_events += o.realloc_events;
   ignored_null += o.ignored_null;
+  before_window += o.before_window;
 }
 
 namespace {
@@ -60,6 +61,8 @@ struct Slot {
 
 struct Shared {
   ProcessTrace* trace = nullptr;
+  uint64_t window_from = 0;            // absolute timestamps
+  uint64_t window_to = ~uint64_t{0};
   uint64_t origin_ns = 0;  // timelines start here
   int jobs = 1;
   uint64_t max_buffered = 0;
@@ -176,6 +179,7 @@ bool EnsureDecoded(Shared& shared, size_t stream, size_t index, int worker) {
 // Freed addresses stay, so a second free is told from an unknown one.
 constexpr uint8_t kLive = 1;
 constexpr uint8_t kFreed = 2;
+constexpr uint8_t kLiveBeforeWindow = 3;  // allocated before the analysis window
 
 struct AddressState {
   uint64_t address;
@@ -367,6 +371,10 @@ class Worker {
   }
 
   void Process(const Ev& e, uint32_t thread) {
+    if (e.timestamp_ns < shared_->window_from || e.timestamp_ns > shared_->window_to) {
+      ProcessOutsideWindow(e);
+      return;
+    }
     ++counts_.events;
     if (entry_stack_[thread] == format::kNoStack) entry_stack_[thread] = e.stack;
     counts_.realloc_events += e.from_realloc;
@@ -382,6 +390,11 @@ class Worker {
       return;
     }
     ++counts_.frees;
+    if (s.state == kLiveBeforeWindow) {
+      s.state = kFreed;
+      ++counts_.before_window;
+      return;
+    }
     if (s.state == kLive) {
       s.state = kFreed;
       ++counts_.paired;
@@ -406,6 +419,14 @@ class Worker {
     ++cb.count;
     cb.bytes += e.size;
     ++(is_double ? counts_.double_frees : counts_.unknown_frees);
+  }
+
+  // Before the window an event only sets its address's state; after it,
+  // nothing happens (the trace "ends" at the window's end).
+  void ProcessOutsideWindow(const Ev& e) {
+    if (e.timestamp_ns > shared_->window_to) return;
+    AddressState& s = live_.FindOrInsert(e.address);
+    s.state = IsAlloc(e) ? kLiveBeforeWindow : kFreed;
   }
 
   void NoteTimeline(const PairKey& key, uint64_t ts) {
@@ -455,6 +476,13 @@ bool PairTrace(ProcessTrace& trace, const PairingOptions& options, PairingResult
   }
   if (shared.origin_ns == ~uint64_t{0}) shared.origin_ns = 0;
   result->timeline_origin_ns = shared.origin_ns;
+  if (options.windowed()) {
+    uint64_t start = trace.header.fields.start_monotonic_ns ? trace.header.fields.start_monotonic_ns
+                                                            : shared.origin_ns;
+    shared.window_from = start + options.window_from_ns;
+    shared.window_to = options.window_to_ns == ~uint64_t{0} ? ~uint64_t{0}
+                                                            : start + options.window_to_ns;
+  }
   result->timeline_shift = 20;
   shared.slots.resize(trace.streams.size());
   for (size_t s = 0; s < trace.streams.size(); ++s) {

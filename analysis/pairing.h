@@ -107,6 +107,7 @@ struct PairingCounts {
   uint64_t alloc_over_live = 0; // allocations of an address still live (a lost free)
   uint64_t realloc_events = 0;  // events that were realloc halves
   uint64_t ignored_null = 0;    // events on address 0 (ignored)
+  uint64_t before_window = 0;   // frees in the window of objects allocated before it
 
   void Add(const PairingCounts& o);
 };
@@ -144,6 +145,14 @@ struct PairingOptions {
   // Decoded-but-unconsumed events above which a worker that is ahead waits
   // for the others (bounds memory when partitions progress unevenly).
   uint64_t max_buffered_events = 8u << 20;
+  // The analysis window, in ns since the trace's start (its header's start
+  // time): events before it only set the state of their addresses (so a
+  // free inside of an object allocated before counts as such, not as an
+  // unknown free), events after it are left out (objects still live then
+  // are live at the window's end).
+  uint64_t window_from_ns = 0;
+  uint64_t window_to_ns = ~uint64_t{0};
+  bool windowed() const { return window_from_ns != 0 || window_to_ns != ~uint64_t{0}; }
 };
 
 // Pairs the events of one trace and fills trace->stacks, thread_names and

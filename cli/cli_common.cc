@@ -32,6 +32,12 @@ void AddCommonOptions(CLI::App* sub, CommonOptions* o) {
                 "Include file:line in site keys (default: function names only)");
   sub->add_option("--jobs,-j", o->jobs, "Pairing workers (default: number of cores, at most 8)")
       ->check(CLI::Range(0, 64));
+  sub->add_option("--from", o->from_s,
+                  "Analyse from SECONDS after the trace started (frees of objects allocated "
+                  "before count as 'allocated before the window')")
+      ->check(CLI::Range(0.0, 1e9));
+  sub->add_option("--to", o->to_s, "Analyse up to SECONDS after the trace started")
+      ->check(CLI::Range(0.0, 1e9));
   sub->add_option("--width", o->width,
                   "Text width in columns (default: the terminal's; unlimited into a file or pipe)")
       ->check(CLI::Range(0, 100000));
@@ -64,12 +70,19 @@ analyzer::AnalysisOptions ToAnalysisOptions(const CommonOptions& o) {
   a.sites.default_skips = !o.no_default_skips;
   a.sites.key_lines = o.key_lines;
   a.pairing.jobs = o.jobs;
+  if (o.from_s >= 0) a.pairing.window_from_ns = static_cast<uint64_t>(o.from_s * 1e9);
+  if (o.to_s >= 0) a.pairing.window_to_ns = static_cast<uint64_t>(o.to_s * 1e9);
   return a;
 }
 
 bool RunAnalysis(const std::string& command, const std::vector<std::string>& traces,
                  const CommonOptions& options, analyzer::Analysis* out) {
   std::string error;
+  if (options.from_s >= 0 && options.to_s >= 0 && options.to_s <= options.from_s) {
+    fmt::print(stderr, "crossfree {}: --to {} is not after --from {}\n", command, options.to_s,
+               options.from_s);
+    return false;
+  }
   bool ok = analyzer::AnalyzeFiles(traces, ToAnalysisOptions(options), out, &error);
   if (!ok) {
     fmt::print(stderr, "crossfree {}: {}\n", command, Printable(error));

@@ -22,6 +22,8 @@ struct CommonOptions {
   bool no_default_skips = false;
   bool key_lines = false;
   int jobs = 0;
+  double from_s = -1;      // --from SECONDS since trace start; -1: the start
+  double to_s = -1;        // --to SECONDS; -1: the end
   int width = -1;          // --width; -1: the terminal's, or unlimited when not a terminal
   bool list_skips = false; // --list-skips: print the default skip rules and exit
 };

@@ -76,6 +76,13 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
       c.events, a.threads, c.allocations, c.frees, c.cross_thread, Share(c.cross_thread, c.frees),
       a.PerThousand(c.cross_thread), c.paired - c.cross_thread, c.live_at_exit, c.live_bytes,
       c.unknown_frees, c.double_frees, c.alloc_over_live, c.realloc_events, c.ignored_null);
+  if (a.windowed) {
+    out += fmt::format(
+        "  \"window\": {{\"from_s\": {:.6f}, \"to_s\": {}, \"allocated_before_window\": {}}},\n",
+        a.window_from_ns / 1e9,
+        a.window_to_ns == ~uint64_t{0} ? std::string("null") : fmt::format("{:.6f}", a.window_to_ns / 1e9),
+        c.before_window);
+  }
   size_t shown = options.top == 0 ? a.pairs.size() : std::min(options.top, a.pairs.size());
   out += fmt::format("  \"pairs_total\": {},\n  \"pairs\": [", a.pairs.size());
   for (size_t i = 0; i < shown; ++i) {

@@ -120,6 +120,13 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   row("unknown frees", c.unknown_frees,
       c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
   row("double frees", c.double_frees, "");
+  if (a.windowed) {
+    row("allocated before", c.before_window,
+        fmt::format("freed in the window {:.3f} s .. {} of each trace",
+                    a.window_from_ns / 1e9,
+                    a.window_to_ns == ~uint64_t{0} ? std::string("the end")
+                                                   : fmt::format("{:.3f} s", a.window_to_ns / 1e9)));
+  }
   if (c.ignored_null) {
     row("null-address events", c.ignored_null, "free(NULL) or failed allocations, ignored");
   }

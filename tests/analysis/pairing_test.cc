@@ -371,5 +371,54 @@ TEST_CASE("a thread's name is the one it set last, whichever chunk holds it") {
   CHECK(set.traces()[0]->thread_names.at(501) == "late");
 }
 
+// --from/--to: the window's edges with known answers. The synthetic trace
+// starts at 1 ns, so window times are timestamps - 1.
+TEST_CASE("an analysis window counts what happens inside it") {
+  testing::SyntheticTrace t(600);
+  // Allocated before the window, freed inside (cross-thread): "allocated
+  // before the window", not an unknown free and not a pair.
+  t.Alloc(600, 101, 0x100, 16);
+  t.Free(601, 1501, 0x100);
+  // Allocated inside, freed after: live at the window's end.
+  t.Alloc(600, 1601, 0x200, 16);
+  t.Free(601, 3001, 0x200);
+  // Inside and inside, cross-thread: one pair.
+  t.Alloc(600, 1701, 0x300, 16);
+  t.Free(601, 1801, 0x300);
+  // A thread that starts inside the window.
+  t.Alloc(602, 1901, 0x400, 16);
+  t.Free(600, 1951, 0x400);
+  // Exactly at the edges: both inside (the window is closed).
+  t.Alloc(600, 1001, 0x500, 16);
+  t.Free(601, 2001, 0x500);
+  // Before and before: nothing.
+  t.Alloc(600, 201, 0x600, 16);
+  t.Free(601, 301, 0x600);
+  for (int jobs : {1, 2}) {
+    TraceSet set;
+    std::string error;
+    REQUIRE(set.AddBytes(t.Finish(), "window", &error));
+    PairingOptions options;
+    options.jobs = jobs;
+    options.window_from_ns = 1000;
+    options.window_to_ns = 2000;
+    PairingResult r;
+    REQUIRE(PairTrace(*set.traces()[0], options, &r, &error));
+    CHECK(r.counts.before_window == 1);
+    CHECK(r.counts.unknown_frees == 0);
+    CHECK(r.counts.cross_thread == 3);  // 0x300, 0x400, 0x500
+    CHECK(r.counts.live_at_exit == 1);  // 0x200
+    CHECK(r.counts.allocations == 4);
+    CHECK(r.counts.frees == 4);
+    // Without a window: every pair, nothing before.
+    PairingResult all;
+    options.window_from_ns = 0;
+    options.window_to_ns = ~uint64_t{0};
+    REQUIRE(PairTrace(*set.traces()[0], options, &all, &error));
+    CHECK(all.counts.before_window == 0);
+    CHECK(all.counts.cross_thread == 6);
+  }
+}
+
 }  // namespace
 }  // namespace crossfree::analyzer

@@ -132,6 +132,15 @@ awk '/allocated at|freed at/ && length > 60 { bad = 1 } END { exit bad }' out ||
 expect 0 "$crossfree" report before.trc
 if grep -q '\.\.\.$' out; then fail "report into a pipe cut a line"; fi
 
+# --from/--to: a window; a reversed one is refused.
+expect 0 "$crossfree" report --format json --from 0 --to 1000 before.trc
+json out "d['window']['allocated_before_window']" 0
+json out "d['summary']['cross_thread_frees']" 1600
+expect 0 "$crossfree" report --from 1000 before.trc
+has out "allocated before"
+expect 2 "$crossfree" report --from 2 --to 1 before.trc
+has err "--to 1 is not after --from 2"
+
 # Folded stacks: one line per cross-thread pair, counts adding up to the
 # report's total, the allocating side, "-> ", then the freeing side.
 expect 0 "$crossfree" report --format folded before.trc
