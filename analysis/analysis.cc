@@ -202,8 +202,9 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
 }
 
 bool AnalyzeFiles(const std::vector<std::string>& paths, const AnalysisOptions& options,
-                  Analysis* out, std::string* error) {
+                  Analysis* out, std::string* error, ReadProgress* progress) {
   TraceSet set;
+  set.set_progress(progress);
   for (const std::string& p : paths) {
     if (!set.Add(p, error)) return false;
   }

@@ -113,7 +113,8 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
              Analysis* out, std::string* error);
 
 // Opens the files, then Analyze(). Errors name the file.
+// progress (optional) follows the reading and decoding.
 bool AnalyzeFiles(const std::vector<std::string>& paths, const AnalysisOptions& options,
-                  Analysis* out, std::string* error);
+                  Analysis* out, std::string* error, ReadProgress* progress = nullptr);
 
 }  // namespace crossfree::analyzer

@@ -35,6 +35,9 @@ bool DecodeTraceChunk(ProcessTrace& trace, const format::Chunk& chunk, ChunkVisi
     *error = fmt::format("{}: {}", trace.path, *error);
   }
   if (visitor.saw_central_) trace.has_central.store(true, std::memory_order_relaxed);
+  if (trace.progress && !trace.metadata_complete.load(std::memory_order_relaxed)) {
+    trace.progress->decoded_payload.fetch_add(chunk.payload_bytes, std::memory_order_relaxed);
+  }
   // A later pass over the same chunks would publish the same records again
   // (modules would be listed twice): only the first full pass publishes.
   if (trace.metadata_complete.load(std::memory_order_acquire)) return ok;

@@ -25,6 +25,8 @@ bool TraceSet::Index(std::unique_ptr<format::TraceReader> reader, const std::str
                      std::string* error) {
   auto trace = std::make_unique<ProcessTrace>();
   trace->path = name;
+  trace->progress = progress_;
+  if (progress_) progress_->total_bytes += reader->file_size();
   trace->header = reader->header();
   std::unordered_map<uint32_t, size_t> stream_of_tid;
   format::Chunk chunk;
@@ -56,6 +58,10 @@ bool TraceSet::Index(std::unique_ptr<format::TraceReader> reader, const std::str
     trace->streams[it->second].chunks.push_back(chunk);
     ++trace->chunk_count;
     trace->payload_bytes += chunk.payload_bytes;
+    if (progress_) {
+      progress_->indexed_bytes += format::kChunkHeaderBytes + chunk.payload_bytes;
+      progress_->total_payload += chunk.payload_bytes;
+    }
   }
   trace->reader = std::move(reader);
   traces_.push_back(std::move(trace));

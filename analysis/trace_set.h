@@ -22,6 +22,16 @@
 
 namespace crossfree::analyzer {
 
+// How far a run has got, for a progress line: bytes of trace read while
+// indexing, and payload bytes decoded by the first pass. Written by the
+// analysis (any thread), read by whoever shows it.
+struct ReadProgress {
+  std::atomic<uint64_t> total_bytes{0};
+  std::atomic<uint64_t> indexed_bytes{0};
+  std::atomic<uint64_t> total_payload{0};
+  std::atomic<uint64_t> decoded_payload{0};
+};
+
 // All chunks of one thread id, in file order. The chunks' payloads are not
 // kept: TraceReader::LoadPayload reads them when they are decoded.
 struct ThreadStream {
@@ -48,6 +58,7 @@ struct ProcessTrace {
   // thread_names by FinishMetadata, which also sets metadata_complete.
   std::unordered_map<uint32_t, std::pair<uint64_t, std::string>> name_log;
   std::atomic<bool> metadata_complete{false};
+  ReadProgress* progress = nullptr;  // optional, owned by the caller
   // tid -> the entry function of a thread that has no name of its own
   // (roles.h, AssignEntryRoles).
   std::unordered_map<uint32_t, std::string> entry_roles;
@@ -67,6 +78,10 @@ class TraceSet {
   // Same over bytes the caller keeps alive (tests).
   bool AddBytes(std::span<const uint8_t> bytes, const std::string& name, std::string* error);
 
+  // Reports reading and decoding into *progress from now on (optional; it
+  // must outlive the set's analysis).
+  void set_progress(ReadProgress* progress) { progress_ = progress; }
+
   std::vector<std::unique_ptr<ProcessTrace>>& traces() { return traces_; }
   const std::vector<std::unique_ptr<ProcessTrace>>& traces() const { return traces_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -77,6 +92,7 @@ class TraceSet {
 
   std::vector<std::unique_ptr<ProcessTrace>> traces_;
   std::vector<std::string> warnings_;
+  ReadProgress* progress_ = nullptr;
 };
 
 }  // namespace crossfree::analyzer

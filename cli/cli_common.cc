@@ -7,9 +7,15 @@
 #include <fmt/core.h>
 
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 
@@ -75,6 +81,69 @@ analyzer::AnalysisOptions ToAnalysisOptions(const CommonOptions& o) {
   return a;
 }
 
+namespace {
+
+std::string Mib(uint64_t bytes) { return fmt::format("{:.0f} MB", bytes / 1e6); }
+
+// A progress line on stderr while a run of more than 100 MB is read and
+// analysed, when stderr is a terminal: bytes read, rate, time left. Nothing
+// otherwise (logs and pipes get no carriage returns). A thread of its own,
+// polling the counters the analysis updates.
+class ProgressLine {
+ public:
+  ProgressLine(const std::string& command, const std::vector<std::string>& paths)
+      : command_(command) {
+    uint64_t total = 0;
+    for (const std::string& p : paths) {
+      struct stat st;
+      if (stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) total += static_cast<uint64_t>(st.st_size);
+    }
+    if (total < 100'000'000 || !isatty(STDERR_FILENO)) return;
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~ProgressLine() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    fmt::print(stderr, "\r\033[K");
+  }
+  analyzer::ReadProgress* counters() { return &counters_; }
+
+ private:
+  void Run() {
+    auto start = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return done_; })) {
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      uint64_t total = counters_.total_bytes, indexed = counters_.indexed_bytes;
+      uint64_t payload = counters_.total_payload, decoded = counters_.decoded_payload;
+      // Reading (checksums) is the first pass, decoding the second: each is
+      // half of the work shown.
+      double done = payload ? 0.5 * indexed / std::max<uint64_t>(total, 1) +
+                                  0.5 * decoded / static_cast<double>(payload)
+                            : 0.5 * indexed / std::max<uint64_t>(total, 1);
+      double rate = secs > 0 ? (indexed + decoded) / secs : 0;
+      double left = done > 0.01 ? secs * (1 - done) / done : 0;
+      fmt::print(stderr, "\rcrossfree {}: {} of {} read, {} decoded, {}/s, {:.0f} s left\033[K",
+                 command_, Mib(indexed), Mib(total), Mib(decoded), Mib(static_cast<uint64_t>(rate)),
+                 left);
+    }
+  }
+
+  std::string command_;
+  analyzer::ReadProgress counters_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
+
+}  // namespace
+
 bool RunAnalysis(const std::string& command, const std::vector<std::string>& traces,
                  const CommonOptions& options, analyzer::Analysis* out) {
   std::string error;
@@ -83,7 +152,12 @@ bool RunAnalysis(const std::string& command, const std::vector<std::string>& tra
                options.from_s);
     return false;
   }
-  bool ok = analyzer::AnalyzeFiles(traces, ToAnalysisOptions(options), out, &error);
+  bool ok;
+  {
+    ProgressLine progress(command, traces);
+    ok = analyzer::AnalyzeFiles(traces, ToAnalysisOptions(options), out, &error,
+                                progress.counters());
+  }
   if (!ok) {
     fmt::print(stderr, "crossfree {}: {}\n", command, Printable(error));
     return false;

@@ -141,6 +141,17 @@ has out "allocated before"
 expect 2 "$crossfree" report --from 2 --to 1 before.trc
 has err "--to 1 is not after --from 2"
 
+# Progress: on a terminal (script(1) gives the command one), a trace over
+# 100 MB shows how far reading and decoding are; into a pipe, nothing.
+"$make_traces" --producer-consumer big.trc 30000000 >/dev/null || fail "make big.trc"
+script -qec "$crossfree report --top 1 big.trc >/dev/null" typescript >/dev/null 2>&1 ||
+  fail "report on a terminal"
+tr '\r' '\n' <typescript | grep -aq "crossfree report: .* of 130 MB read, .* decoded" ||
+  fail "no progress line on a terminal"
+expect 0 "$crossfree" report --top 1 big.trc
+lines err 0
+rm -f big.trc typescript
+
 # Folded stacks: one line per cross-thread pair, counts adding up to the
 # report's total, the allocating side, "-> ", then the freeing side.
 expect 0 "$crossfree" report --format folded before.trc
