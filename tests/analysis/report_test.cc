@@ -11,6 +11,8 @@
 #include "analysis/baseline.h"
 #include "analysis/diff.h"
 #include "analysis/gate.h"
+#include "render/folded.h"
+#include "render/html.h"
 #include "render/text.h"
 #include "render/json.h"
 #include "analysis/size_class.h"
@@ -161,6 +163,15 @@ TEST_CASE("report: golden text and JSON") {
   ReportOptions thread_options;
   thread_options.by = GroupBy::kThread;
   CheckGolden("report-before-by-thread.txt", RenderReportText(g.analysis, thread_options));
+}
+
+TEST_CASE("report and diff: golden folded stacks and HTML pages") {
+  Fixture f(testing::BuildBeforeRun());
+  CheckGolden("report-before.folded", RenderReportFolded(f.analysis));
+  CheckGolden("report-before.html", RenderReportHtml(f.analysis));
+  Fixture after(testing::BuildAfterRun(), {}, "after.trc");
+  DiffResult d = ComputeDiff(f.analysis, after.analysis, 0.1);
+  CheckGolden("diff.html", RenderDiffHtml(f.analysis, after.analysis, d));
 }
 
 TEST_CASE("diff: gone, new, grown, shrunk, normalized per 1000 allocations") {
