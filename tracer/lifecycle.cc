@@ -19,6 +19,7 @@
 #include "tracer/modules.h"
 #include "tracer/recorder_internal.h"
 #include "tracer/stacks.h"
+#include "tracer/unwind_cfi.h"
 #include "tracer/sys.h"
 
 extern char** environ;
@@ -195,6 +196,8 @@ void InitRecorder() {
   g.pid = static_cast<uint32_t>(getpid());
   InitMainExePath();
   if (g.settings.stacks) {
+    SetStackCheck(g.settings.stack_check);
+    SetWalkMemo(g.settings.stack_memo);
     g.stacks = InitStacks(g.settings.unwind, g.settings.depth);
     if (!g.stacks) MessageLine().Add("stack capture unavailable; recording without stacks").Print();
   }

@@ -3,6 +3,9 @@
 // process-wide stack table behind stacks.h.
 #include "tracer/stacks.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
 
 #include "format/trace_format.h"
@@ -23,11 +26,44 @@ constinit StackTable g_table;
 constinit UnwindMode g_mode = UnwindMode::kFramePointer;
 constinit bool g_libunwind_ok = false;
 constinit bool g_cfi_ok = false;
+constinit bool g_stack_check = false;
 
 int CaptureFramePointer(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth) {
   frames[0] = ret;
   const StackBounds bounds = CurrentWalkBounds();
   return WalkFramePointers(fp, bounds, frames, 1, max_depth, nullptr);
+}
+
+// Check mode (SetStackCheck): a capture that differs from the full walk of
+// the same stack is a bug in the memo; say what differs and abort.
+[[noreturn]] void StackCheckFailed(const uint64_t* got, int got_depth, const uint64_t* want,
+                                   int want_depth) {
+  int i = 0;
+  while (i < got_depth && i < want_depth && got[i] == want[i]) ++i;
+  char line[256];
+  int n = 0;
+  auto put = [&](const char* t) {
+    while (*t != '\0' && n < static_cast<int>(sizeof(line)) - 1) line[n++] = *t++;
+  };
+  auto num = [&](uint64_t v) {
+    char digits[20];
+    int k = 0;
+    do {
+      digits[k++] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v != 0);
+    while (k > 0 && n < static_cast<int>(sizeof(line)) - 1) line[n++] = digits[--k];
+  };
+  put("crossfree-trace: CROSSFREE_STACK_CHECK: capture differs from the full walk at frame ");
+  num(static_cast<uint64_t>(i));
+  put(" (depth ");
+  num(static_cast<uint64_t>(got_depth));
+  put(", full walk ");
+  num(static_cast<uint64_t>(want_depth));
+  put(")\n");
+  ssize_t ignored = write(2, line, static_cast<size_t>(n));
+  (void)ignored;
+  abort();
 }
 
 int CaptureHybrid(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth) {
@@ -39,7 +75,20 @@ int CaptureHybrid(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth) 
   if (!PlausibleFrame(fp, bounds)) return 1;
   if (!g_cfi_ok) return WalkFramePointers(fp, bounds, frames, 1, max_depth, nullptr);
   uintptr_t caller_fp = reinterpret_cast<const uintptr_t*>(fp)[0];
-  return WalkWithCfi(ret, fp + 16, caller_fp, bounds, frames, 1, max_depth);
+  const int depth = WalkWithCfi(ret, fp + 16, caller_fp, bounds, frames, 1, max_depth);
+  if (__builtin_expect(g_stack_check, 0)) {
+    uint64_t full[format::kMaxStackDepth + 32];
+    int limit = max_depth < static_cast<int>(sizeof(full) / sizeof(full[0]))
+                    ? max_depth
+                    : static_cast<int>(sizeof(full) / sizeof(full[0]));
+    full[0] = ret;
+    const int want = WalkWithCfi(ret, fp + 16, caller_fp, bounds, full, 1, limit,
+                                 /*use_memo=*/false);
+    if (want != depth || std::memcmp(full, frames, sizeof(uint64_t) * depth) != 0) {
+      StackCheckFailed(frames, depth, full, want);
+    }
+  }
+  return depth;
 }
 
 }  // namespace
@@ -99,6 +148,8 @@ int CaptureStack(void* hook_return_address, void* hook_frame_address, uint64_t* 
       return CaptureFramePointer(ret, fp, frames, max_depth);
   }
 }
+
+void SetStackCheck(bool enabled) { g_stack_check = enabled; }
 
 uint32_t InternStack(const uint64_t* frames, int depth, bool* is_new) {
   if (depth > static_cast<int>(format::kMaxStackDepth)) {

@@ -41,6 +41,12 @@ bool InitStacks(UnwindMode mode, int max_depth);
 int CaptureStack(void* hook_return_address, void* hook_frame_address,
                  uint64_t* frames, int max_depth);
 
+// Check mode (CROSSFREE_STACK_CHECK=1): every hybrid capture also walks the
+// whole stack from its rules, without reusing the thread's previous walk,
+// and aborts the process with a message on any difference. For tests: it
+// makes each capture cost two walks.
+void SetStackCheck(bool enabled);
+
 // Returns the process-wide id of this stack, or format::kNoStack when depth
 // is 0 or the table is full (counted, reported at exit). *is_new is set for exactly one caller per distinct stack: that
 // caller must write the stack's definition into its own chunk. Lock-free.

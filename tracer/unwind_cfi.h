@@ -32,8 +32,16 @@ bool InitCfiUnwinder();
 // frame pointer, only through records inside bounds. Every address this
 // walker reads is checked against `bounds` (CurrentWalkBounds: from
 // the current frame to the top of the current stack) first, without overflow.
+//
+// use_memo: reuse what this thread's previous walk found for the frames
+// that did not change, proven frame by frame (the walk memo in
+// unwind_cfi.cc); the result is the same either way. false walks every
+// frame from its rule (the stack check mode compares the two).
 int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bounds,
-                uint64_t* frames, int depth, int max_depth);
+                uint64_t* frames, int depth, int max_depth, bool use_memo = true);
+
+// Turns the walk memo off for every walk (benchmarks: the cost without it).
+void SetWalkMemo(bool enabled);
 
 // Cache statistics for tests and benchmarks: rules computed so far, and
 // frames handed over to libunwind.
