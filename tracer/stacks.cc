@@ -151,11 +151,50 @@ int CaptureStack(void* hook_return_address, void* hook_frame_address, uint64_t* 
 
 void SetStackCheck(bool enabled) { g_stack_check = enabled; }
 
+namespace {
+
+// Per-thread memo of stacks this thread interned: a stack seen again on the
+// same thread (the same call sites in a loop) is compared frame by frame
+// with the copy here and takes its id without hashing or probing the
+// process-wide table. Exact: a hit needs every frame equal. Direct-mapped
+// on the innermost frames and the depth; trivial type, initial-exec TLS.
+constexpr int kThreadStackSlots = 32;
+constexpr int kThreadStackFrames = 32;
+struct ThreadStackSlot {
+  uint32_t id;  // 0: empty
+  uint32_t depth;
+  uint64_t frames[kThreadStackFrames];
+};
+thread_local constinit ThreadStackSlot tls_stacks[kThreadStackSlots]
+    __attribute__((tls_model("initial-exec"))) = {};
+
+inline int ThreadStackIndex(const uint64_t* frames, int depth) {
+  uint64_t k = (frames[0] ^ static_cast<uint64_t>(depth)) * 0x9e3779b97f4a7c15ull;
+  if (depth > 1) k += frames[1] * 0xc2b2ae3d27d4eb4full;
+  if (depth > 2) k += frames[2] * 0x165667b19e3779f9ull;
+  return static_cast<int>((k >> 50) & (kThreadStackSlots - 1));
+}
+
+}  // namespace
+
 uint32_t InternStack(const uint64_t* frames, int depth, bool* is_new) {
   if (depth > static_cast<int>(format::kMaxStackDepth)) {
     depth = static_cast<int>(format::kMaxStackDepth);
   }
-  return g_table.Intern(frames, depth, is_new);
+  if (depth <= 0 || depth > kThreadStackFrames) return g_table.Intern(frames, depth, is_new);
+  ThreadStackSlot& slot = tls_stacks[ThreadStackIndex(frames, depth)];
+  if (slot.id != 0 && slot.depth == static_cast<uint32_t>(depth) &&
+      std::memcmp(slot.frames, frames, sizeof(uint64_t) * depth) == 0) {
+    *is_new = false;
+    return slot.id;
+  }
+  const uint32_t id = g_table.Intern(frames, depth, is_new);
+  if (id != 0) {
+    slot.id = id;
+    slot.depth = static_cast<uint32_t>(depth);
+    std::memcpy(slot.frames, frames, sizeof(uint64_t) * depth);
+  }
+  return id;
 }
 
 uint32_t InternedStackCount() { return g_table.Count(); }
