@@ -248,6 +248,9 @@ void ShutdownRecorder() {
   }
   __atomic_store_n(&g_recording, 0, __ATOMIC_RELAXED);
   internal::ExitStats stats = internal::CloseAndFlushAll(/*wait_budget_ns=*/200'000'000);
+  // A skipped thread writes its chunk later, after these counts: then the
+  // file has no totals and `crossfree record` decodes it instead.
+  if (stats.threads_skipped == 0) internal::WriteTotals(stats);
   if (g.settings.verbose) PrintSummary(stats);
   errno = saved_errno;
 }
