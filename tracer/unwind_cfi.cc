@@ -335,8 +335,10 @@ void StoreMemo(WalkMemo& memo, const MemoStep* fresh, int n, int ended, uintptr_
 
 void SetWalkMemo(bool enabled) { g_memo_enabled = enabled; }
 
-int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bounds,
+int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bounds_in,
                 uint64_t* frames, int depth, int max_depth, bool use_memo) {
+  // A local copy: stores to frames could otherwise alias it (reloads).
+  const StackBounds bounds = bounds_in;
   FrontCache& front = tls_front;
   WalkMemo& memo = tls_memo;
   use_memo = use_memo && g_memo_enabled;

@@ -70,13 +70,20 @@ bool OnThreadStack(uintptr_t fp) {
   return thread.high != 0 && fp >= thread.low && fp < thread.high;
 }
 
-int WalkFramePointers(uintptr_t fp, const StackBounds& bounds, uint64_t* frames,
+int WalkFramePointers(uintptr_t fp, const StackBounds& bounds_in, uint64_t* frames,
                       int depth, int max, uintptr_t* last_fp) {
+  // A local copy: the stores to frames (also uint64_t) could otherwise
+  // alias the bounds and make every check reload them.
+  const StackBounds bounds = bounds_in;
   if (!PlausibleFrame(fp, bounds)) return depth;
+  // fp passed, so low <= high and high - low >= 16: for every later record
+  // PlausibleFrame is exactly these three tests (top cannot wrap).
+  const uintptr_t low = bounds.low;
+  const uintptr_t top = bounds.high - 16;
   while (depth < max) {
     // fp passed PlausibleFrame: both words of its record are in bounds.
     uintptr_t next = reinterpret_cast<const uintptr_t*>(fp)[0];
-    if (next <= fp || !PlausibleFrame(next, bounds)) break;
+    if (next <= fp || (next & 7) != 0 || next < low || next > top) break;
     uintptr_t ret = reinterpret_cast<const uintptr_t*>(next)[1];
     if (ret < 4096) break;
     frames[depth++] = ret;
