@@ -274,7 +274,7 @@ uint32_t CaptureAndIntern(ThreadState* s, const CallSite& site, uint64_t ts) {
   uint64_t frames[format::kMaxStackDepth + kSkipSlack];
   const bool skipping = site.in_allocator != nullptr;
   int want = g.settings.depth + (skipping ? kSkipSlack : 0);
-  int depth = CaptureStack(site.return_address, site.frame_address, frames, want);
+  int depth = CaptureStack(site.return_address, site.frame_address, frames, want, &s->capture);
   int first = 0;
   if (skipping) {
     for (int i = 0; i < depth && i < kSkipSlack; ++i) {
@@ -286,7 +286,7 @@ uint32_t CaptureAndIntern(ThreadState* s, const CallSite& site, uint64_t ts) {
   if (n > g.settings.depth) n = g.settings.depth;
   if (n <= 0) return format::kNoStack;
   bool is_new = false;
-  uint32_t id = InternStack(frames + first, n, &is_new);
+  uint32_t id = InternStack(frames + first, n, &is_new, &s->capture);
   if (is_new && id != format::kNoStack) {
     AppendRecord(s, ts, [&](format::ChunkWriter& w) {
       return w.AppendStack(id, frames + first, static_cast<uint32_t>(n));

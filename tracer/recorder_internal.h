@@ -12,6 +12,7 @@
 #include "format/trace_writer.h"
 #include "tracer/recorder.h"
 #include "tracer/settings.h"
+#include "tracer/stacks.h"
 
 namespace crossfree::tracer::internal {
 
@@ -60,6 +61,9 @@ struct ThreadState {
   bool wrote_chunk = false;
   format::ChunkWriter writer;
   uint8_t* buffer;
+  // Stack capture memo and interned-stack table (stacks.h); starts as the
+  // mmap's zero bytes, stays valid for whichever thread takes the state.
+  CaptureCache capture;
 };
 
 struct Globals {

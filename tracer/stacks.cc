@@ -66,7 +66,8 @@ int CaptureFramePointer(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_d
   abort();
 }
 
-int CaptureHybrid(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth) {
+int CaptureHybrid(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth,
+                  CaptureCache* cache) {
   frames[0] = ret;
   const StackBounds bounds = CurrentWalkBounds();
   // The hook has a frame record, so the caller's state is exact: it
@@ -75,15 +76,15 @@ int CaptureHybrid(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth) 
   if (!PlausibleFrame(fp, bounds)) return 1;
   if (!g_cfi_ok) return WalkFramePointers(fp, bounds, frames, 1, max_depth, nullptr);
   uintptr_t caller_fp = reinterpret_cast<const uintptr_t*>(fp)[0];
-  const int depth = WalkWithCfi(ret, fp + 16, caller_fp, bounds, frames, 1, max_depth);
+  const int depth = WalkWithCfi(ret, fp + 16, caller_fp, bounds, frames, 1, max_depth,
+                                cache != nullptr ? &cache->walk : nullptr);
   if (__builtin_expect(g_stack_check, 0)) {
     uint64_t full[format::kMaxStackDepth + 32];
     int limit = max_depth < static_cast<int>(sizeof(full) / sizeof(full[0]))
                     ? max_depth
                     : static_cast<int>(sizeof(full) / sizeof(full[0]));
     full[0] = ret;
-    const int want = WalkWithCfi(ret, fp + 16, caller_fp, bounds, full, 1, limit,
-                                 /*use_memo=*/false);
+    const int want = WalkWithCfi(ret, fp + 16, caller_fp, bounds, full, 1, limit, nullptr);
     if (want != depth || std::memcmp(full, frames, sizeof(uint64_t) * depth) != 0) {
       StackCheckFailed(frames, depth, full, want);
     }
@@ -127,7 +128,7 @@ bool InitStacks(UnwindMode mode, int max_depth) {
 }
 
 int CaptureStack(void* hook_return_address, void* hook_frame_address, uint64_t* frames,
-                 int max_depth) {
+                 int max_depth, CaptureCache* cache) {
   // max_depth is the caller's buffer size and is honoured as given (the
   // tracer asks for extra frames when it will drop allocator frames).
   if (max_depth <= 0 || hook_return_address == nullptr) return 0;
@@ -142,7 +143,7 @@ int CaptureStack(void* hook_return_address, void* hook_frame_address, uint64_t* 
       return CaptureFramePointer(ret, fp, frames, max_depth);
     }
     case UnwindMode::kHybrid:
-      return CaptureHybrid(ret, fp, frames, max_depth);
+      return CaptureHybrid(ret, fp, frames, max_depth, cache);
     case UnwindMode::kFramePointer:
     default:
       return CaptureFramePointer(ret, fp, frames, max_depth);
@@ -153,21 +154,6 @@ void SetStackCheck(bool enabled) { g_stack_check = enabled; }
 
 namespace {
 
-// Per-thread memo of stacks this thread interned: a stack seen again on the
-// same thread (the same call sites in a loop) is compared frame by frame
-// with the copy here and takes its id without hashing or probing the
-// process-wide table. Exact: a hit needs every frame equal. Direct-mapped
-// on the innermost frames and the depth; trivial type, initial-exec TLS.
-constexpr int kThreadStackSlots = 32;
-constexpr int kThreadStackFrames = 32;
-struct ThreadStackSlot {
-  uint32_t id;  // 0: empty
-  uint32_t depth;
-  uint64_t frames[kThreadStackFrames];
-};
-thread_local constinit ThreadStackSlot tls_stacks[kThreadStackSlots]
-    __attribute__((tls_model("initial-exec"))) = {};
-
 inline int ThreadStackIndex(const uint64_t* frames, int depth) {
   uint64_t k = (frames[0] ^ static_cast<uint64_t>(depth)) * 0x9e3779b97f4a7c15ull;
   if (depth > 1) k += frames[1] * 0xc2b2ae3d27d4eb4full;
@@ -177,12 +163,14 @@ inline int ThreadStackIndex(const uint64_t* frames, int depth) {
 
 }  // namespace
 
-uint32_t InternStack(const uint64_t* frames, int depth, bool* is_new) {
+uint32_t InternStack(const uint64_t* frames, int depth, bool* is_new, CaptureCache* cache) {
   if (depth > static_cast<int>(format::kMaxStackDepth)) {
     depth = static_cast<int>(format::kMaxStackDepth);
   }
-  if (depth <= 0 || depth > kThreadStackFrames) return g_table.Intern(frames, depth, is_new);
-  ThreadStackSlot& slot = tls_stacks[ThreadStackIndex(frames, depth)];
+  if (cache == nullptr || depth <= 0 || depth > kThreadStackFrames) {
+    return g_table.Intern(frames, depth, is_new);
+  }
+  ThreadStackSlot& slot = cache->stacks[ThreadStackIndex(frames, depth)];
   if (slot.id != 0 && slot.depth == static_cast<uint32_t>(depth) &&
       std::memcmp(slot.frames, frames, sizeof(uint64_t) * depth) == 0) {
     *is_new = false;

@@ -281,40 +281,7 @@ bool InitCfiUnwinder() {
 
 namespace {
 
-// ---- The walk memo: reuse of the part of the stack that did not change. --
-//
-// One step of the walk is a function of its state (pc, sp, fp), the rule
-// for pc, the bounds' top and the (at most two) words it reads: the saved
-// rbp and the return address. Each thread keeps the steps of its last walk
-// as facts: "from this state, the step read these addresses and, given
-// these values, went to the next state" (or stopped). A later walk that
-// reaches a state recorded there replays the following steps by re-reading
-// each recorded address and comparing it with the recorded value, without
-// looking up rules or redoing the arithmetic: the replayed frames are
-// exactly those a full walk would find, and the first difference resumes
-// the full walk from the last state proven equal. Facts stay true whatever
-// the stack holds later, so the memo never needs invalidating; it is only
-// ever trusted through these comparisons. The outer frames of consecutive
-// allocations of one thread usually all compare equal, so a capture costs
-// the changed inner frames plus one compare per unchanged frame.
-struct MemoStep {
-  uintptr_t pc, sp, fp;          // the state
-  uintptr_t ra_addr, ra_val;     // the return address read (ra_addr 0: none)
-  uintptr_t rbp_addr, rbp_val;   // the saved rbp read (rbp_addr 0: none)
-};
-constexpr int kMemoSteps = 48;
-struct WalkMemo {
-  uintptr_t high;  // bounds.high of the walks the facts were made with
-  int count;       // steps, OUTERMOST first: step[0] is the walk's last state
-  int ended;       // 1: step[0] ended the walk (after its reads, if any);
-                   // 0: the walk stopped at step[0] for max_depth
-  MemoStep step[kMemoSteps];
-};
-thread_local constinit WalkMemo tls_memo __attribute__((tls_model("initial-exec"))) = {};
-// The walk in progress, innermost first. In TLS rather than on the stack:
-// a hook may run on a small alternate signal stack. One walk per thread at
-// a time records (the hooks' recursion guard; the check walk records not).
-thread_local constinit MemoStep tls_fresh[kMemoSteps] __attribute__((tls_model("initial-exec"))) = {};
+// ---- The walk memo (unwind_cfi.h): replay of the unchanged outer frames. --
 constinit bool g_memo_enabled = true;
 
 // True if the word at addr lies in bounds and still holds value.
@@ -336,24 +303,25 @@ void StoreMemo(WalkMemo& memo, const MemoStep* fresh, int n, int ended, uintptr_
 void SetWalkMemo(bool enabled) { g_memo_enabled = enabled; }
 
 int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bounds_in,
-                uint64_t* frames, int depth, int max_depth, bool use_memo) {
+                uint64_t* frames, int depth, int max_depth, WalkMemo* memo_state) {
   // A local copy: stores to frames could otherwise alias it (reloads).
   const StackBounds bounds = bounds_in;
   FrontCache& front = tls_front;
-  WalkMemo& memo = tls_memo;
-  use_memo = use_memo && g_memo_enabled;
-  MemoStep* const fresh = tls_fresh;  // this walk's steps, innermost first
+  const bool use_memo = memo_state != nullptr && g_memo_enabled;
+  // Without a memo the walk records nothing: neither is touched then.
+  WalkMemo* const memo = use_memo ? memo_state : nullptr;
+  MemoStep* const fresh = use_memo ? memo_state->fresh : nullptr;  // innermost first
   int nfresh = 0;
   bool recording = use_memo;
   // Where the memo may meet this walk: its steps by decreasing sp, so the
   // scan runs from its innermost step outward as this walk's sp grows.
-  int cursor = use_memo && memo.high == bounds.high ? memo.count - 1 : -1;
+  int cursor = use_memo && memo->high == bounds.high ? memo->count - 1 : -1;
   int ended = 0;
   while (depth < max_depth) {
     if (cursor >= 0) {
-      while (cursor >= 0 && memo.step[cursor].sp < sp) --cursor;
-      if (cursor >= 0 && memo.step[cursor].sp == sp && memo.step[cursor].pc == pc &&
-          memo.step[cursor].fp == fp && sp >= bounds.low && sp <= bounds.high) {
+      while (cursor >= 0 && memo->step[cursor].sp < sp) --cursor;
+      if (cursor >= 0 && memo->step[cursor].sp == sp && memo->step[cursor].pc == pc &&
+          memo->step[cursor].fp == fp && sp >= bounds.low && sp <= bounds.high) {
         // Met: replay while every recorded read still holds its value.
         // Bounds: each recorded address lies in [its step's sp, high - 8]
         // (the full walk checked it, against this same high), and the
@@ -361,7 +329,7 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
         // meeting sp is in bounds covers every read of the replay.
         int k = cursor;
         while (k > 0 && depth < max_depth) {
-          const MemoStep& m = memo.step[k];
+          const MemoStep& m = memo->step[k];
           if (*reinterpret_cast<const uintptr_t*>(m.ra_addr) != m.ra_val ||
               (m.rbp_addr != 0 && *reinterpret_cast<const uintptr_t*>(m.rbp_addr) != m.rbp_val)) {
             break;
@@ -369,16 +337,16 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
           frames[depth++] = m.ra_val;
           --k;
         }
-        const MemoStep& last = memo.step[k];
+        const MemoStep& last = memo->step[k];
         const bool done = depth >= max_depth ||
-                          (k == 0 && memo.ended != 0 &&
+                          (k == 0 && memo->ended != 0 &&
                            (last.ra_addr == 0 || SameWord(last.ra_addr, last.ra_val, bounds)));
         if (done) {
           // The memo keeps its outer steps [0, cursor] and takes this
           // walk's new inner steps on top.
           if (recording && cursor + 1 + nfresh <= kMemoSteps) {
-            for (int i = 0; i < nfresh; ++i) memo.step[cursor + 1 + i] = fresh[nfresh - 1 - i];
-            memo.count = cursor + 1 + nfresh;
+            for (int i = 0; i < nfresh; ++i) memo->step[cursor + 1 + i] = fresh[nfresh - 1 - i];
+            memo->count = cursor + 1 + nfresh;
           }
           return depth;
         }
@@ -389,7 +357,7 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
           if (nfresh == kMemoSteps) {
             recording = false;
           } else {
-            fresh[nfresh++] = memo.step[i];
+            fresh[nfresh++] = memo->step[i];
           }
         }
         pc = last.pc;
@@ -501,7 +469,7 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
       if (nfresh == kMemoSteps) return depth;
       fresh[nfresh++] = MemoStep{pc, sp, fp, 0, 0, 0, 0};
     }
-    StoreMemo(memo, fresh, nfresh, ended, bounds.high);
+    StoreMemo(*memo, fresh, nfresh, ended, bounds.high);
   }
   return depth;
 }

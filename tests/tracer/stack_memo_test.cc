@@ -132,6 +132,24 @@ std::string Place(const Trace& t, uint64_t pc) {
   return "?" + std::to_string(pc);
 }
 
+TEST_CASE("stack memo: threads with PTHREAD_STACK_MIN stacks start and record",
+          "[stacks][memo]") {
+  // The memo lives in the thread state, not in static TLS (which glibc
+  // carves out of each thread's stack).
+  for (const char* unwind : {"hybrid", "fp"}) {
+    INFO(unwind);
+    const std::string dir = MakeTempDir();
+    RunResult run = RunTraced("tt_small_stack", dir, {},
+                              {std::string("CROSSFREE_UNWIND=") + unwind, "CROSSFREE_STACK_CHECK=1"});
+    INFO(run.out << run.err);
+    CHECK(run.exit_code == 0);
+    CHECK(run.out == "ok 8\n");
+    Trace t = LoadTrace(dir + "/trace");
+    CHECK(t.complete);
+    CHECK(t.events.size() >= 8 * 400);
+  }
+}
+
 TEST_CASE("stack memo: the memo on and off give the same stacks", "[stacks][memo]") {
   // The same deterministic single-producer run twice: the stacks (frames
   // as module offsets, per id: one thread hands out the ids in first-seen
