@@ -118,7 +118,8 @@ struct TraceCounts {
   uint64_t events = 0;
   uint64_t allocs = 0;
   uint64_t frees = 0;
-  std::set<uint32_t> threads;
+  std::set<uint32_t> threads;  // when decoded
+  uint64_t thread_count = 0;
   bool complete = true;
   std::string problem;
 };
@@ -139,7 +140,29 @@ class CountingVisitor : public format::RecordVisitor {
   TraceCounts* counts_;
 };
 
-// Reads a trace and counts its events by decoding every chunk.
+// The counts the tracer wrote at exit in the file's last chunk
+// (format::ParseTotalsChunk), read with one pread of its last bytes; none
+// when the file does not end with one (killed, still being written, an
+// older tracer, a thread that wrote after them).
+std::optional<format::TraceTotals> ReadTotals(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  std::optional<format::TraceTotals> result;
+  struct stat st;
+  uint8_t tail[format::kTotalsChunkBytes];
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      st.st_size >= static_cast<off_t>(sizeof(tail)) &&
+      pread(fd, tail, sizeof(tail), st.st_size - static_cast<off_t>(sizeof(tail))) ==
+          static_cast<ssize_t>(sizeof(tail))) {
+    format::TraceTotals totals;
+    if (format::ParseTotalsChunk(tail, &totals)) result = totals;
+  }
+  close(fd);
+  return result;
+}
+
+// Counts a trace's events: from the totals the tracer wrote when the file
+// ends with them, else by decoding every chunk.
 std::optional<TraceCounts> CountTrace(const std::string& path, bool header_only) {
   std::string error;
   auto reader = format::TraceReader::Open(path, &error);
@@ -149,6 +172,13 @@ std::optional<TraceCounts> CountTrace(const std::string& path, bool header_only)
   counts.ppid = reader->header().fields.ppid;
   counts.fork_child = (reader->header().fields.flags & format::kHeaderFlagForkChild) != 0;
   if (header_only) return counts;
+  if (auto totals = ReadTotals(path)) {
+    counts.events = totals->events;
+    counts.allocs = totals->allocs;
+    counts.frees = totals->frees;
+    counts.thread_count = totals->threads;
+    return counts;
+  }
   CountingVisitor visitor(&counts);
   format::Chunk chunk;
   for (;;) {
@@ -167,6 +197,7 @@ std::optional<TraceCounts> CountTrace(const std::string& path, bool header_only)
       break;
     }
   }
+  counts.thread_count = counts.threads.size();
   return counts;
 }
 
@@ -529,7 +560,7 @@ int RunRecord(const RecordArgs& args) {
     events += f.counts.events;
     allocs += f.counts.allocs;
     frees += f.counts.frees;
-    threads += f.counts.threads.size();
+    threads += f.counts.thread_count;
     pids.insert(f.counts.pid);
     incomplete += f.counts.complete ? 0 : 1;
   }
@@ -537,8 +568,8 @@ int RunRecord(const RecordArgs& args) {
   for (size_t i = 0; i < files.size() && i < kShown; ++i) {
     const FileSummary& f = files[i];
     std::string line = fmt::format("crossfree record:   {} events on {} thread{}: {} (pid {}, {})",
-                                   f.counts.events, f.counts.threads.size(),
-                                   f.counts.threads.size() == 1 ? "" : "s", f.path, f.counts.pid,
+                                   f.counts.events, f.counts.thread_count,
+                                   f.counts.thread_count == 1 ? "" : "s", f.path, f.counts.pid,
                                    f.kind);
     if (!f.counts.complete) line += fmt::format("; incomplete: {}", f.counts.problem);
     fmt::print(stderr, "{}\n", line);

@@ -88,7 +88,24 @@ enum RecordTag : uint8_t {
   kExtensionTagBase = 0x80,
   // Extension records (varint byte length first, so older readers skip them).
   kTagCentral = 0x80,  // len, zigzag ts delta, op, size class, count, stack id
+  kTagTotals = 0x81,   // len 40, fixed-width process totals (TraceTotals)
 };
+
+// What the tracer wrote into one trace file, as it counted it at exit
+// (extension record kTagTotals, alone in a fixed-size chunk that is the
+// file's last when nothing was written after it). Lets `crossfree record`
+// print its summary without decoding the trace (docs/trace-format.md 6.9).
+struct TraceTotals {
+  uint64_t events = 0;   // allocation/free events in the chunks before it
+  uint64_t allocs = 0;   // of which allocations (a realloc is one of each)
+  uint64_t frees = 0;
+  uint64_t chunks = 0;   // chunks before it
+  uint32_t threads = 0;  // threads that wrote at least one chunk
+};
+inline constexpr uint32_t kTotalsMagic = 0x4c544f54;  // "TOTL" in file order
+inline constexpr size_t kTotalsBodyBytes = 40;
+// chunk header + tag + one-byte length + body
+inline constexpr size_t kTotalsChunkBytes = 32 + 2 + kTotalsBodyBytes;
 
 // A tcmalloc (gperftools) central free-list transfer seen by the tracer
 // (kTagCentral). Fetch/Release are the ThreadCache entry points; Insert/

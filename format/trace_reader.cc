@@ -17,6 +17,31 @@
 #include "format/wire.h"
 
 namespace crossfree::format {
+
+bool ParseTotalsChunk(std::span<const uint8_t> tail, TraceTotals* totals) {
+  if (tail.size() != kTotalsChunkBytes) return false;
+  const uint8_t* b = tail.data();
+  constexpr uint32_t kPayload = static_cast<uint32_t>(kTotalsChunkBytes - kChunkHeaderBytes);
+  if (wire::Load32(b + wire::kChkMagic) != kChunkMagic ||
+      wire::Load32(b + wire::kChkLength) != wire::PackLength(kPayload) ||
+      wire::Load32(b + wire::kChkEvents) != 0 ||
+      Crc32c(b + wire::kChkCrcStart, kTotalsChunkBytes - wire::kChkCrcStart) !=
+          wire::Load32(b + wire::kChkCrc)) {
+    return false;
+  }
+  const uint8_t* p = b + kChunkHeaderBytes;
+  if (p[0] != kTagTotals || p[1] != kTotalsBodyBytes || wire::Load32(p + 2) != kTotalsMagic) {
+    return false;
+  }
+  p += 2;
+  totals->threads = wire::Load32(p + 4);
+  totals->events = wire::Load64(p + 8);
+  totals->allocs = wire::Load64(p + 16);
+  totals->frees = wire::Load64(p + 24);
+  totals->chunks = wire::Load64(p + 32);
+  return totals->allocs + totals->frees == totals->events;
+}
+
 namespace {
 
 std::string Hex(uint64_t v) {

@@ -105,6 +105,12 @@ enum class ReadResult {
 // ("file changed while being read"), not a SIGBUS. NextChunk() is for one
 // thread; LoadPayload() may be called from several threads at once, and
 // decoding of distinct chunks too (DecodeChunk is a free function).
+// Reads the totals chunk from the last kTotalsChunkBytes of a trace file
+// (EncodeTotalsChunk). False unless those bytes are exactly one valid
+// totals chunk: then the file may still be whole, but its writer's counts
+// are not known and the file must be decoded to count its events.
+bool ParseTotalsChunk(std::span<const uint8_t> tail, TraceTotals* totals);
+
 class TraceReader {
  public:
   // Returns null and sets *error to one line naming the file and the problem

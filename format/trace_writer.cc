@@ -52,6 +52,30 @@ size_t EncodeFileHeader(const HeaderFields& fields, const char* exe_path,
   return total;
 }
 
+size_t EncodeTotalsChunk(const TraceTotals& totals, uint32_t tid, uint32_t sequence,
+                         uint64_t timestamp_ns, uint8_t* buf, size_t cap) {
+  if (cap < kTotalsChunkBytes) return 0;
+  constexpr uint32_t kPayload = static_cast<uint32_t>(kTotalsChunkBytes - kChunkHeaderBytes);
+  wire::Store32(buf + wire::kChkMagic, kChunkMagic);
+  wire::Store32(buf + wire::kChkLength, wire::PackLength(kPayload));
+  wire::Store32(buf + wire::kChkTid, tid);
+  wire::Store32(buf + wire::kChkSequence, sequence);
+  wire::Store32(buf + wire::kChkEvents, 0);
+  wire::Store64(buf + wire::kChkBaseTs, timestamp_ns);
+  uint8_t* p = buf + kChunkHeaderBytes;
+  *p++ = kTagTotals;
+  *p++ = static_cast<uint8_t>(kTotalsBodyBytes);
+  wire::Store32(p, kTotalsMagic);
+  wire::Store32(p + 4, totals.threads);
+  wire::Store64(p + 8, totals.events);
+  wire::Store64(p + 16, totals.allocs);
+  wire::Store64(p + 24, totals.frees);
+  wire::Store64(p + 32, totals.chunks);
+  wire::Store32(buf + wire::kChkCrc,
+                Crc32c(buf + wire::kChkCrcStart, kTotalsChunkBytes - wire::kChkCrcStart));
+  return kTotalsChunkBytes;
+}
+
 ChunkWriter::ChunkWriter(uint8_t* buf, size_t capacity)
     : buf_(buf), capacity_(Min(capacity, kMaxChunkBytes)) {}
 
@@ -66,6 +90,7 @@ void ChunkWriter::Begin(uint32_t tid, uint32_t sequence, uint64_t base_timestamp
   pos_ = kChunkHeaderBytes;
   records_ = 0;
   events_ = 0;
+  allocs_ = 0;
   prev_ts_ = base_timestamp_ns;
   prev_address_ = 0;
   __builtin_memset(sites_, 0, sizeof(sites_));
@@ -100,6 +125,7 @@ bool ChunkWriter::AppendEvent(uint8_t kind_plain, uint8_t kind_aligned, uint8_t 
   prev_address_ = address;
   ++records_;
   ++events_;
+  if (kind_plain == kTagAllocBase) ++allocs_;
   return true;
 }
 
@@ -132,6 +158,7 @@ bool ChunkWriter::AppendRealloc(AllocFn fn, uint64_t ts_free_ns, uint64_t ts_all
   prev_address_ = new_address;
   ++records_;
   events_ += 2;
+  ++allocs_;
   return true;
 }
 

@@ -17,6 +17,11 @@ namespace crossfree::format {
 size_t EncodeFileHeader(const HeaderFields& fields, const char* exe_path,
                         size_t exe_path_len, uint8_t* buf, size_t cap);
 
+// Encodes the totals chunk (kTagTotals alone, kTotalsChunkBytes long) into
+// buf. Returns the bytes written, or 0 if cap is too small.
+size_t EncodeTotalsChunk(const TraceTotals& totals, uint32_t tid, uint32_t sequence,
+                         uint64_t timestamp_ns, uint8_t* buf, size_t cap);
+
 // A module as written by the tracer (borrowed pointers, nothing owned).
 struct ModuleView {
   uint64_t timestamp_ns;
@@ -88,6 +93,8 @@ class ChunkWriter {
   bool empty() const { return records_ == 0; }
   size_t size() const { return pos_; }
   uint32_t event_count() const { return events_; }
+  // Of event_count(), the allocations (a realloc counts one of each).
+  uint32_t alloc_count() const { return allocs_; }
 
  private:
   uint8_t* buf_;
@@ -95,6 +102,7 @@ class ChunkWriter {
   size_t pos_ = 0;
   uint32_t records_ = 0;
   uint32_t events_ = 0;
+  uint32_t allocs_ = 0;
   uint64_t prev_ts_ = 0;
   uint64_t prev_address_ = 0;
   // Per-chunk prediction state for events, indexed by stack id modulo

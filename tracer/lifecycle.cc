@@ -19,6 +19,7 @@
 #include "tracer/modules.h"
 #include "tracer/recorder_internal.h"
 #include "tracer/stacks.h"
+#include "tracer/unwind_cfi.h"
 #include "tracer/sys.h"
 
 extern char** environ;
@@ -195,6 +196,8 @@ void InitRecorder() {
   g.pid = static_cast<uint32_t>(getpid());
   InitMainExePath();
   if (g.settings.stacks) {
+    SetStackCheck(g.settings.stack_check);
+    SetWalkMemo(g.settings.stack_memo);
     g.stacks = InitStacks(g.settings.unwind, g.settings.depth);
     if (!g.stacks) MessageLine().Add("stack capture unavailable; recording without stacks").Print();
   }
@@ -245,6 +248,9 @@ void ShutdownRecorder() {
   }
   __atomic_store_n(&g_recording, 0, __ATOMIC_RELAXED);
   internal::ExitStats stats = internal::CloseAndFlushAll(/*wait_budget_ns=*/200'000'000);
+  // A skipped thread writes its chunk later, after these counts: then the
+  // file has no totals and `crossfree record` decodes it instead.
+  if (stats.threads_skipped == 0) internal::WriteTotals(stats);
   if (g.settings.verbose) PrintSummary(stats);
   errno = saved_errno;
 }

@@ -108,6 +108,7 @@ ThreadState* Acquire() {
   s->tid = CurrentTid();
   s->pthread_id = static_cast<unsigned long>(pthread_self());
   s->chunk_open = false;
+  s->wrote_chunk = false;
   s->name_pending.store(0, std::memory_order_relaxed);
   s->needs_name = !t_named;
   s->last_name[0] = '\0';
@@ -273,7 +274,7 @@ uint32_t CaptureAndIntern(ThreadState* s, const CallSite& site, uint64_t ts) {
   uint64_t frames[format::kMaxStackDepth + kSkipSlack];
   const bool skipping = site.in_allocator != nullptr;
   int want = g.settings.depth + (skipping ? kSkipSlack : 0);
-  int depth = CaptureStack(site.return_address, site.frame_address, frames, want);
+  int depth = CaptureStack(site.return_address, site.frame_address, frames, want, &s->capture);
   int first = 0;
   if (skipping) {
     for (int i = 0; i < depth && i < kSkipSlack; ++i) {
@@ -285,7 +286,7 @@ uint32_t CaptureAndIntern(ThreadState* s, const CallSite& site, uint64_t ts) {
   if (n > g.settings.depth) n = g.settings.depth;
   if (n <= 0) return format::kNoStack;
   bool is_new = false;
-  uint32_t id = InternStack(frames + first, n, &is_new);
+  uint32_t id = InternStack(frames + first, n, &is_new, &s->capture);
   if (is_new && id != format::kNoStack) {
     AppendRecord(s, ts, [&](format::ChunkWriter& w) {
       return w.AppendStack(id, frames + first, static_cast<uint32_t>(n));
@@ -315,6 +316,7 @@ void FlushChunk(ThreadState* s) {
   s->open_since_ns.store(0, std::memory_order_relaxed);
   if (s->writer.empty()) return;
   uint32_t events = s->writer.event_count();
+  uint32_t allocs = s->writer.alloc_count();
   size_t n = s->writer.Finish();
   if (g.fd < 0 || g.write_failed.load(std::memory_order_relaxed)) return;
   struct stat st;
@@ -327,7 +329,12 @@ void FlushChunk(ThreadState* s) {
     return;
   }
   s->events_written += events;
+  s->allocs_written += allocs;
   s->chunks_written += 1;
+  if (!s->wrote_chunk) {
+    s->wrote_chunk = true;
+    s->threads_written += 1;
+  }
   if (g.phase.load(std::memory_order_relaxed) == kActive && ModulesMayHaveChanged()) {
     g.modules_pending.store(true, std::memory_order_relaxed);
   }
@@ -381,7 +388,10 @@ void ResetStatesInForkChild() {
     it->open_since_ns.store(0, std::memory_order_relaxed);
     it->last_name[0] = '\0';  // the child's own trace needs the names again
     it->events_written = 0;
+    it->allocs_written = 0;
     it->chunks_written = 0;
+    it->threads_written = 0;
+    it->wrote_chunk = false;
     if (it != self) it->in_use.store(0, std::memory_order_relaxed);
   }
   t_next_sequence = 0;
@@ -447,9 +457,29 @@ ExitStats CloseAndFlushAll(uint64_t wait_budget_ns) {
     }
     ++stats.states;
     stats.events += it->events_written;
+    stats.allocs += it->allocs_written;
     stats.chunks += it->chunks_written;
+    stats.threads += it->threads_written;
   }
   return stats;
+}
+
+void WriteTotals(const ExitStats& stats) {
+  if (g.fd < 0 || g.write_failed.load(std::memory_order_relaxed)) return;
+  format::TraceTotals totals;
+  totals.events = stats.events;
+  totals.allocs = stats.allocs;
+  totals.frees = stats.events - stats.allocs;
+  totals.chunks = stats.chunks;
+  totals.threads = stats.threads;
+  uint8_t buf[format::kTotalsChunkBytes];
+  size_t n = format::EncodeTotalsChunk(totals, CurrentTid(), t_next_sequence++, NowNs(), buf,
+                                       sizeof(buf));
+  struct stat st;
+  if (n == 0 || fstat(g.fd, &st) != 0 || st.st_dev != g.file_dev || st.st_ino != g.file_ino) {
+    return;
+  }
+  if (!WriteAll(g.fd, buf, n)) ReportWriteFailure(errno);
 }
 
 void FlushIdleStates(uint64_t now) {

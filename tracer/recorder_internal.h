@@ -12,6 +12,7 @@
 #include "format/trace_writer.h"
 #include "tracer/recorder.h"
 #include "tracer/settings.h"
+#include "tracer/stacks.h"
 
 namespace crossfree::tracer::internal {
 
@@ -52,9 +53,17 @@ struct ThreadState {
   bool chunk_open = false;
   bool needs_name = false;
   uint64_t events_written = 0;
+  uint64_t allocs_written = 0;  // of events_written
   uint64_t chunks_written = 0;
+  // Threads that used this state and wrote a chunk, and whether the
+  // current one has (reset when a thread takes the state).
+  uint32_t threads_written = 0;
+  bool wrote_chunk = false;
   format::ChunkWriter writer;
   uint8_t* buffer;
+  // Stack capture memo and interned-stack table (stacks.h); starts as the
+  // mmap's zero bytes, stays valid for whichever thread takes the state.
+  CaptureCache capture;
 };
 
 struct Globals {
@@ -89,6 +98,8 @@ extern Globals g;
 
 struct ExitStats {
   uint64_t events = 0;
+  uint64_t allocs = 0;
+  uint32_t threads = 0;  // threads that wrote a chunk
   uint64_t chunks = 0;
   uint32_t states = 0;
   uint32_t threads_skipped = 0;
@@ -107,6 +118,10 @@ void FlushCurrentThreadModules();
 // forks its workers and then idles, like a server's master, keeps nothing
 // buffered).
 void FlushCurrentThreadChunk();
+// Appends the totals chunk (format::EncodeTotalsChunk) for stats to the
+// trace, under the calling thread's tid. Exit, after CloseAndFlushAll, and
+// only when no state was skipped (so the counts are the file's).
+void WriteTotals(const ExitStats& stats);
 // Fork child: drops every buffer (the parent flushes them to its file).
 void ResetStatesInForkChild();
 // Exit: closes every state and writes every open chunk, waiting up to

@@ -74,6 +74,8 @@ void LoadSettings(Settings* s) {
   s->verbose = ReadBool("CROSSFREE_VERBOSE", false);
   s->central = ReadBool("CROSSFREE_CENTRAL", true);
   s->tsc = ReadBool("CROSSFREE_TSC", true);
+  s->stack_check = ReadBool("CROSSFREE_STACK_CHECK", false);
+  s->stack_memo = ReadBool("CROSSFREE_STACK_MEMO", true);
 }
 
 bool ExpandOutputPath(const Settings& s, uint32_t pid, bool owns_plain_path, char* out,

@@ -29,6 +29,13 @@
 //                            transfers (docs/guide/central.md). Default 1.
 //   CROSSFREE_TSC            0 stamps events with clock_gettime instead of
 //                            the calibrated TSC clock (sys.h). Default 1.
+//   CROSSFREE_STACK_CHECK    1: every hybrid capture is also walked in full
+//                            (without the per-thread walk memo) and the
+//                            process aborts on any difference. For tests;
+//                            doubles the capture cost. Default 0.
+//   CROSSFREE_STACK_MEMO     0 walks every frame of every capture (no reuse
+//                            of the thread's previous walk). For benchmarks.
+//                            Default 1.
 //   CROSSFREE_VERBOSE        1 prints a one-line summary per process at exit
 //                            (trace path, events, stacks). Default 0.
 //
@@ -56,6 +63,8 @@ struct Settings {
   bool verbose = false;
   bool central = true;
   bool tsc = true;
+  bool stack_check = false;
+  bool stack_memo = true;
 };
 
 // Parses the environment into *settings. Never allocates.

@@ -3,6 +3,9 @@
 // process-wide stack table behind stacks.h.
 #include "tracer/stacks.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
 
 #include "format/trace_format.h"
@@ -23,6 +26,7 @@ constinit StackTable g_table;
 constinit UnwindMode g_mode = UnwindMode::kFramePointer;
 constinit bool g_libunwind_ok = false;
 constinit bool g_cfi_ok = false;
+constinit bool g_stack_check = false;
 
 int CaptureFramePointer(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth) {
   frames[0] = ret;
@@ -30,7 +34,40 @@ int CaptureFramePointer(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_d
   return WalkFramePointers(fp, bounds, frames, 1, max_depth, nullptr);
 }
 
-int CaptureHybrid(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth) {
+// Check mode (SetStackCheck): a capture that differs from the full walk of
+// the same stack is a bug in the memo; say what differs and abort.
+[[noreturn]] void StackCheckFailed(const uint64_t* got, int got_depth, const uint64_t* want,
+                                   int want_depth) {
+  int i = 0;
+  while (i < got_depth && i < want_depth && got[i] == want[i]) ++i;
+  char line[256];
+  int n = 0;
+  auto put = [&](const char* t) {
+    while (*t != '\0' && n < static_cast<int>(sizeof(line)) - 1) line[n++] = *t++;
+  };
+  auto num = [&](uint64_t v) {
+    char digits[20];
+    int k = 0;
+    do {
+      digits[k++] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v != 0);
+    while (k > 0 && n < static_cast<int>(sizeof(line)) - 1) line[n++] = digits[--k];
+  };
+  put("crossfree-trace: CROSSFREE_STACK_CHECK: capture differs from the full walk at frame ");
+  num(static_cast<uint64_t>(i));
+  put(" (depth ");
+  num(static_cast<uint64_t>(got_depth));
+  put(", full walk ");
+  num(static_cast<uint64_t>(want_depth));
+  put(")\n");
+  ssize_t ignored = write(2, line, static_cast<size_t>(n));
+  (void)ignored;
+  abort();
+}
+
+int CaptureHybrid(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth,
+                  CaptureCache* cache) {
   frames[0] = ret;
   const StackBounds bounds = CurrentWalkBounds();
   // The hook has a frame record, so the caller's state is exact: it
@@ -39,7 +76,20 @@ int CaptureHybrid(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth) 
   if (!PlausibleFrame(fp, bounds)) return 1;
   if (!g_cfi_ok) return WalkFramePointers(fp, bounds, frames, 1, max_depth, nullptr);
   uintptr_t caller_fp = reinterpret_cast<const uintptr_t*>(fp)[0];
-  return WalkWithCfi(ret, fp + 16, caller_fp, bounds, frames, 1, max_depth);
+  const int depth = WalkWithCfi(ret, fp + 16, caller_fp, bounds, frames, 1, max_depth,
+                                cache != nullptr ? &cache->walk : nullptr);
+  if (__builtin_expect(g_stack_check, 0)) {
+    uint64_t full[format::kMaxStackDepth + 32];
+    int limit = max_depth < static_cast<int>(sizeof(full) / sizeof(full[0]))
+                    ? max_depth
+                    : static_cast<int>(sizeof(full) / sizeof(full[0]));
+    full[0] = ret;
+    const int want = WalkWithCfi(ret, fp + 16, caller_fp, bounds, full, 1, limit, nullptr);
+    if (want != depth || std::memcmp(full, frames, sizeof(uint64_t) * depth) != 0) {
+      StackCheckFailed(frames, depth, full, want);
+    }
+  }
+  return depth;
 }
 
 }  // namespace
@@ -78,7 +128,7 @@ bool InitStacks(UnwindMode mode, int max_depth) {
 }
 
 int CaptureStack(void* hook_return_address, void* hook_frame_address, uint64_t* frames,
-                 int max_depth) {
+                 int max_depth, CaptureCache* cache) {
   // max_depth is the caller's buffer size and is honoured as given (the
   // tracer asks for extra frames when it will drop allocator frames).
   if (max_depth <= 0 || hook_return_address == nullptr) return 0;
@@ -93,18 +143,46 @@ int CaptureStack(void* hook_return_address, void* hook_frame_address, uint64_t* 
       return CaptureFramePointer(ret, fp, frames, max_depth);
     }
     case UnwindMode::kHybrid:
-      return CaptureHybrid(ret, fp, frames, max_depth);
+      return CaptureHybrid(ret, fp, frames, max_depth, cache);
     case UnwindMode::kFramePointer:
     default:
       return CaptureFramePointer(ret, fp, frames, max_depth);
   }
 }
 
-uint32_t InternStack(const uint64_t* frames, int depth, bool* is_new) {
+void SetStackCheck(bool enabled) { g_stack_check = enabled; }
+
+namespace {
+
+inline int ThreadStackIndex(const uint64_t* frames, int depth) {
+  uint64_t k = (frames[0] ^ static_cast<uint64_t>(depth)) * 0x9e3779b97f4a7c15ull;
+  if (depth > 1) k += frames[1] * 0xc2b2ae3d27d4eb4full;
+  if (depth > 2) k += frames[2] * 0x165667b19e3779f9ull;
+  return static_cast<int>((k >> 50) & (kThreadStackSlots - 1));
+}
+
+}  // namespace
+
+uint32_t InternStack(const uint64_t* frames, int depth, bool* is_new, CaptureCache* cache) {
   if (depth > static_cast<int>(format::kMaxStackDepth)) {
     depth = static_cast<int>(format::kMaxStackDepth);
   }
-  return g_table.Intern(frames, depth, is_new);
+  if (cache == nullptr || depth <= 0 || depth > kThreadStackFrames) {
+    return g_table.Intern(frames, depth, is_new);
+  }
+  ThreadStackSlot& slot = cache->stacks[ThreadStackIndex(frames, depth)];
+  if (slot.id != 0 && slot.depth == static_cast<uint32_t>(depth) &&
+      std::memcmp(slot.frames, frames, sizeof(uint64_t) * depth) == 0) {
+    *is_new = false;
+    return slot.id;
+  }
+  const uint32_t id = g_table.Intern(frames, depth, is_new);
+  if (id != 0) {
+    slot.id = id;
+    slot.depth = static_cast<uint32_t>(depth);
+    std::memcpy(slot.frames, frames, sizeof(uint64_t) * depth);
+  }
+  return id;
 }
 
 uint32_t InternedStackCount() { return g_table.Count(); }

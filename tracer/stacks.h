@@ -9,7 +9,27 @@
 
 #include <cstdint>
 
+#include "tracer/unwind_cfi.h"
+
 namespace crossfree::tracer {
+
+// One thread's capture state, kept in its mmap'd thread state (zero bytes
+// = empty; any thread may take it over later: everything in it stays true).
+// Per-thread stacks already interned: a stack seen again is compared frame
+// by frame with the copy here and takes its id without hashing or probing
+// the process-wide table (direct-mapped on the innermost frames and the
+// depth; a hit needs every frame equal).
+inline constexpr int kThreadStackSlots = 32;
+inline constexpr int kThreadStackFrames = 32;
+struct ThreadStackSlot {
+  uint32_t id;  // 0: empty
+  uint32_t depth;
+  uint64_t frames[kThreadStackFrames];
+};
+struct CaptureCache {
+  WalkMemo walk;
+  ThreadStackSlot stacks[kThreadStackSlots];
+};
 
 enum class UnwindMode : uint8_t {
   kFramePointer,  // walk rbp chains; cheapest, stops in code without frame pointers
@@ -38,13 +58,26 @@ bool InitStacks(UnwindMode mode, int max_depth);
 // on a thread reads its stack bounds (pthread_getattr_np allocates), and in
 // hybrid mode the first capture through a new module reads its CFI (libdw
 // allocates, dl_iterate_phdr takes the loader lock).
+//
+// cache: the calling thread's CaptureCache (see below), or null. With it,
+// hybrid mode replays the frames unchanged since the thread's previous
+// capture (unwind_cfi.h, the walk memo) and InternStack looks in the
+// thread's own table first; results are the same either way.
+struct CaptureCache;
 int CaptureStack(void* hook_return_address, void* hook_frame_address,
-                 uint64_t* frames, int max_depth);
+                 uint64_t* frames, int max_depth, CaptureCache* cache = nullptr);
+
+// Check mode (CROSSFREE_STACK_CHECK=1): every hybrid capture also walks the
+// whole stack from its rules, without reusing the thread's previous walk,
+// and aborts the process with a message on any difference. For tests: it
+// makes each capture cost two walks.
+void SetStackCheck(bool enabled);
 
 // Returns the process-wide id of this stack, or format::kNoStack when depth
 // is 0 or the table is full (counted, reported at exit). *is_new is set for exactly one caller per distinct stack: that
 // caller must write the stack's definition into its own chunk. Lock-free.
-uint32_t InternStack(const uint64_t* frames, int depth, bool* is_new);
+uint32_t InternStack(const uint64_t* frames, int depth, bool* is_new,
+                     CaptureCache* cache = nullptr);
 
 // Distinct stacks interned so far (ids 1..N are in use). For tests and the
 // tracer's exit summary.

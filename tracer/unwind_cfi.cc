@@ -279,10 +279,94 @@ bool InitCfiUnwinder() {
   return true;
 }
 
-int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bounds,
-                uint64_t* frames, int depth, int max_depth) {
+namespace {
+
+// ---- The walk memo (unwind_cfi.h): replay of the unchanged outer frames. --
+constinit bool g_memo_enabled = true;
+
+// True if the word at addr lies in bounds and still holds value.
+inline bool SameWord(uintptr_t addr, uintptr_t value, const StackBounds& b) {
+  return addr >= b.low && addr <= b.high - 8 && (addr & 7) == 0 &&
+         *reinterpret_cast<const uintptr_t*>(addr) == value;
+}
+
+// Writes a fresh walk (innermost first) into the memo, outermost first.
+void StoreMemo(WalkMemo& memo, const MemoStep* fresh, int n, int ended, uintptr_t high) {
+  for (int i = 0; i < n; ++i) memo.step[i] = fresh[n - 1 - i];
+  memo.count = n;
+  memo.ended = ended;
+  memo.high = high;
+}
+
+}  // namespace
+
+void SetWalkMemo(bool enabled) { g_memo_enabled = enabled; }
+
+int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bounds_in,
+                uint64_t* frames, int depth, int max_depth, WalkMemo* memo_state) {
+  // A local copy: stores to frames could otherwise alias it (reloads).
+  const StackBounds bounds = bounds_in;
   FrontCache& front = tls_front;
+  const bool use_memo = memo_state != nullptr && g_memo_enabled;
+  // Without a memo the walk records nothing: neither is touched then.
+  WalkMemo* const memo = use_memo ? memo_state : nullptr;
+  MemoStep* const fresh = use_memo ? memo_state->fresh : nullptr;  // innermost first
+  int nfresh = 0;
+  bool recording = use_memo;
+  // Where the memo may meet this walk: its steps by decreasing sp, so the
+  // scan runs from its innermost step outward as this walk's sp grows.
+  int cursor = use_memo && memo->high == bounds.high ? memo->count - 1 : -1;
+  int ended = 0;
   while (depth < max_depth) {
+    if (cursor >= 0) {
+      while (cursor >= 0 && memo->step[cursor].sp < sp) --cursor;
+      if (cursor >= 0 && memo->step[cursor].sp == sp && memo->step[cursor].pc == pc &&
+          memo->step[cursor].fp == fp && sp >= bounds.low && sp <= bounds.high) {
+        // Met: replay while every recorded read still holds its value.
+        // Bounds: each recorded address lies in [its step's sp, high - 8]
+        // (the full walk checked it, against this same high), and the
+        // steps' sp only grow from the meeting one, so one check that the
+        // meeting sp is in bounds covers every read of the replay.
+        int k = cursor;
+        while (k > 0 && depth < max_depth) {
+          const MemoStep& m = memo->step[k];
+          if (*reinterpret_cast<const uintptr_t*>(m.ra_addr) != m.ra_val ||
+              (m.rbp_addr != 0 && *reinterpret_cast<const uintptr_t*>(m.rbp_addr) != m.rbp_val)) {
+            break;
+          }
+          frames[depth++] = m.ra_val;
+          --k;
+        }
+        const MemoStep& last = memo->step[k];
+        const bool done = depth >= max_depth ||
+                          (k == 0 && memo->ended != 0 &&
+                           (last.ra_addr == 0 || SameWord(last.ra_addr, last.ra_val, bounds)));
+        if (done) {
+          // The memo keeps its outer steps [0, cursor] and takes this
+          // walk's new inner steps on top.
+          if (recording && cursor + 1 + nfresh <= kMemoSteps) {
+            for (int i = 0; i < nfresh; ++i) memo->step[cursor + 1 + i] = fresh[nfresh - 1 - i];
+            memo->count = cursor + 1 + nfresh;
+          }
+          return depth;
+        }
+        // A difference (or the memo ends short of this walk): the steps
+        // replayed so far join this walk's record and the full walk goes
+        // on from state k.
+        for (int i = cursor; i > k && recording; --i) {
+          if (nfresh == kMemoSteps) {
+            recording = false;
+          } else {
+            fresh[nfresh++] = memo->step[i];
+          }
+        }
+        pc = last.pc;
+        sp = last.sp;
+        fp = last.fp;
+        cursor = -1;
+        if (depth >= max_depth) break;
+      }
+    }
     const int front_index = FrontIndex(pc);
     uint64_t packed = front.pc[front_index] == pc ? front.rule[front_index] : CacheFind(pc);
     if (packed == kRuleEmpty) {
@@ -302,34 +386,50 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
     front.pc[front_index] = pc;
     front.rule[front_index] = packed;
     Rule rule = Unpack(packed);
+    MemoStep step{pc, sp, fp, 0, 0, 0, 0};
     // Every load below is proven inside [sp, bounds.high) first, with
     // overflow-checked arithmetic: sp only grows (cfa > sp), and sp starts
     // at the hook's frame, so nothing below the running frame is read.
     uintptr_t cfa;
     uintptr_t next_fp = fp;
+    bool stop = false;
     switch (rule.kind) {
       case kRuleSimple: {
         const uintptr_t base = rule.cfa_rbp ? fp : sp;
         if (__builtin_add_overflow(base, static_cast<uintptr_t>(rule.cfa_offset), &cfa) ||
             cfa <= sp || cfa > bounds.high || cfa - sp < 8) {
-          return depth;
+          stop = true;
+          break;
         }
         if (rule.rbp_saved) {
           // A saved register lies between this frame's sp and its CFA.
           const uintptr_t back = static_cast<uintptr_t>(-static_cast<int64_t>(rule.rbp_offset));
-          if (back > cfa - sp) return depth;
+          if (back > cfa - sp) {
+            stop = true;
+            break;
+          }
           const uintptr_t at = cfa - back;
-          if (at < sp || at < bounds.low || bounds.high - at < 8) return depth;
+          if (at < sp || at < bounds.low || bounds.high - at < 8) {
+            stop = true;
+            break;
+          }
           next_fp = *reinterpret_cast<const uintptr_t*>(at);
+          step.rbp_addr = at;
+          step.rbp_val = next_fp;
         }
         break;
       }
       case kRuleNoInfo:
         // No CFI (JIT code, stripped .eh_frame): follow a sound fp record
         // only; %rbp may be any value in such code.
-        if (fp < sp || !PlausibleFrame(fp, bounds)) return depth;
+        if (fp < sp || !PlausibleFrame(fp, bounds)) {
+          stop = true;
+          break;
+        }
         cfa = fp + 16;
         next_fp = *reinterpret_cast<const uintptr_t*>(fp);
+        step.rbp_addr = fp;
+        step.rbp_val = next_fp;
         break;
       case kRuleComplex:
         g_fallbacks.fetch_add(1, std::memory_order_relaxed);
@@ -337,14 +437,39 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
                                      max_depth);
       case kRuleOutermost:
       default:
-        return depth;
+        stop = true;
+        break;
     }
-    uintptr_t ra = *reinterpret_cast<const uintptr_t*>(cfa - 8);
-    if (ra < 4096) return depth;
+    uintptr_t ra = 0;
+    if (!stop) {
+      ra = *reinterpret_cast<const uintptr_t*>(cfa - 8);
+      step.ra_addr = cfa - 8;
+      step.ra_val = ra;
+      if (ra < 4096) stop = true;
+    }
+    if (recording) {
+      if (nfresh == kMemoSteps) {
+        recording = false;
+      } else {
+        fresh[nfresh++] = step;
+      }
+    }
+    if (stop) {
+      ended = 1;
+      break;
+    }
     frames[depth++] = ra;
     pc = ra;
     sp = cfa;
     fp = next_fp;
+  }
+  if (recording) {
+    if (ended == 0) {
+      // Stopped for max_depth at the state (pc, sp, fp): its step not taken.
+      if (nfresh == kMemoSteps) return depth;
+      fresh[nfresh++] = MemoStep{pc, sp, fp, 0, 0, 0, 0};
+    }
+    StoreMemo(*memo, fresh, nfresh, ended, bounds.high);
   }
   return depth;
 }

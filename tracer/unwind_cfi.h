@@ -32,8 +32,49 @@ bool InitCfiUnwinder();
 // frame pointer, only through records inside bounds. Every address this
 // walker reads is checked against `bounds` (CurrentWalkBounds: from
 // the current frame to the top of the current stack) first, without overflow.
+//
+// memo: one thread's walk memo (below), or null to walk every frame from
+// its rule (the stack check mode compares the two). With it, the frames
+// that did not change since that thread's previous walk are replayed,
+// proven word by word; the result is the same either way.
+struct WalkMemo;
 int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bounds,
-                uint64_t* frames, int depth, int max_depth);
+                uint64_t* frames, int depth, int max_depth, WalkMemo* memo = nullptr);
+
+// ---- The walk memo: reuse of the part of the stack that did not change. --
+//
+// One step of the walk is a function of its state (pc, sp, fp), the rule
+// for pc, the bounds' top and the (at most two) words it reads: the saved
+// rbp and the return address. A thread keeps the steps of its last walk as
+// facts: "from this state, the step read these addresses and, given these
+// values, went to the next state" (or stopped). A later walk that reaches a
+// state recorded there replays the following steps by re-reading each
+// recorded address and comparing it with the recorded value, without
+// looking up rules or redoing the arithmetic: the replayed frames are
+// exactly those a full walk would find, and the first difference resumes
+// the full walk from the last state proven equal. Facts stay true whatever
+// the stack holds later (and whichever thread later uses the memo), so the
+// memo never needs invalidating; it is only trusted through these
+// comparisons. Lives in the thread's state (mmap'd, zero = empty), not in
+// TLS: 5 KiB more of static TLS would come out of every thread's stack and
+// make pthread_create fail for threads with PTHREAD_STACK_MIN stacks.
+struct MemoStep {
+  uintptr_t pc, sp, fp;          // the state
+  uintptr_t ra_addr, ra_val;     // the return address read (ra_addr 0: none)
+  uintptr_t rbp_addr, rbp_val;   // the saved rbp read (rbp_addr 0: none)
+};
+inline constexpr int kMemoSteps = 48;
+struct WalkMemo {
+  uintptr_t high;  // bounds.high of the walks the facts were made with
+  int count;       // steps, OUTERMOST first: step[0] is the walk's last state
+  int ended;       // 1: step[0] ended the walk (after its reads, if any);
+                   // 0: the walk stopped at step[0] for max_depth
+  MemoStep step[kMemoSteps];
+  MemoStep fresh[kMemoSteps];  // the walk in progress, innermost first
+};
+
+// Turns the walk memo off for every walk (benchmarks: the cost without it).
+void SetWalkMemo(bool enabled);
 
 // Cache statistics for tests and benchmarks: rules computed so far, and
 // frames handed over to libunwind.

@@ -11,22 +11,11 @@ __thread int crossfree_in_getattr __attribute__((tls_model("initial-exec"))) = 0
 }
 
 namespace crossfree::tracer {
-namespace {
-
-// Trivial types only, so TLS needs no constructor call (which could
-// allocate) and the initial-exec model gives a plain %fs-relative access.
-struct ThreadBoundsCache {
-  uintptr_t low;
-  uintptr_t high;
-  int state;  // 0 = unknown, 1 = computing, 2 = ready, 3 = failed
-};
-thread_local constinit ThreadBoundsCache tls_bounds
+thread_local constinit ThreadBoundsCache tls_stack_bounds
     __attribute__((tls_model("initial-exec"))) = {0, 0, 0};
 
-}  // namespace
-
 StackBounds CurrentThreadStackBounds() {
-  ThreadBoundsCache& c = tls_bounds;
+  ThreadBoundsCache& c = tls_stack_bounds;
   if (__builtin_expect(c.state == 2, 1)) return {c.low, c.high};
   if (c.state != 0 || __atomic_load_n(&crossfree_in_getattr, __ATOMIC_RELAXED) != 0) {
     return {0, 0};
@@ -51,7 +40,7 @@ StackBounds CurrentThreadStackBounds() {
 
 __attribute__((noinline)) StackBounds CurrentWalkBounds() {
   const auto sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-  const StackBounds thread = CurrentThreadStackBounds();
+  const StackBounds thread = ThreadStackBoundsFast();
   if (thread.high != 0 && sp >= thread.low && sp < thread.high) return {sp, thread.high};
   stack_t alt;
   if (sigaltstack(nullptr, &alt) == 0 && (alt.ss_flags & SS_ONSTACK) != 0) {
@@ -65,18 +54,21 @@ __attribute__((noinline)) StackBounds CurrentWalkBounds() {
   return {sp, (sp | (kPage - 1)) + 1};
 }
 
-bool OnThreadStack(uintptr_t fp) {
-  const StackBounds thread = CurrentThreadStackBounds();
-  return thread.high != 0 && fp >= thread.low && fp < thread.high;
-}
 
-int WalkFramePointers(uintptr_t fp, const StackBounds& bounds, uint64_t* frames,
+int WalkFramePointers(uintptr_t fp, const StackBounds& bounds_in, uint64_t* frames,
                       int depth, int max, uintptr_t* last_fp) {
+  // A local copy: the stores to frames (also uint64_t) could otherwise
+  // alias the bounds and make every check reload them.
+  const StackBounds bounds = bounds_in;
   if (!PlausibleFrame(fp, bounds)) return depth;
+  // fp passed, so low <= high and high - low >= 16: for every later record
+  // PlausibleFrame is exactly these three tests (top cannot wrap).
+  const uintptr_t low = bounds.low;
+  const uintptr_t top = bounds.high - 16;
   while (depth < max) {
     // fp passed PlausibleFrame: both words of its record are in bounds.
     uintptr_t next = reinterpret_cast<const uintptr_t*>(fp)[0];
-    if (next <= fp || !PlausibleFrame(next, bounds)) break;
+    if (next <= fp || (next & 7) != 0 || next < low || next > top) break;
     uintptr_t ret = reinterpret_cast<const uintptr_t*>(next)[1];
     if (ret < 4096) break;
     frames[depth++] = ret;

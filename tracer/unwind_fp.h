@@ -26,6 +26,24 @@ struct StackBounds {
 // returns {0, 0} and a later one computes them.
 StackBounds CurrentThreadStackBounds();
 
+// The per-thread cache behind CurrentThreadStackBounds. Trivial type, so TLS
+// needs no constructor call (which could allocate) and the initial-exec
+// model gives a plain %fs-relative access.
+struct ThreadBoundsCache {
+  uintptr_t low;
+  uintptr_t high;
+  int state;  // 0 = unknown, 1 = computing, 2 = ready, 3 = failed
+};
+extern thread_local ThreadBoundsCache tls_stack_bounds __attribute__((tls_model("initial-exec")));
+
+// CurrentThreadStackBounds with its common case (already computed) inline:
+// the hook path asks for the bounds twice per event.
+inline StackBounds ThreadStackBoundsFast() {
+  const ThreadBoundsCache& c = tls_stack_bounds;
+  if (__builtin_expect(c.state == 2, 1)) return {c.low, c.high};
+  return CurrentThreadStackBounds();
+}
+
 // True if fp may be dereferenced as a frame record {saved fp, return
 // address} on a stack with the given bounds: [fp, fp + 16) lies inside
 // [low, high). Written so that no term can wrap around (fp + 16 would for
@@ -52,7 +70,10 @@ StackBounds CurrentWalkBounds();
 
 // True if fp lies on the calling thread's own stack (its pthread bounds).
 // False when the bounds are unknown.
-bool OnThreadStack(uintptr_t fp);
+inline bool OnThreadStack(uintptr_t fp) {
+  const StackBounds thread = ThreadStackBoundsFast();
+  return thread.high != 0 && fp >= thread.low && fp < thread.high;
+}
 
 // Walks saved frame pointers outward from frame record `fp` (whose return
 // address is NOT recorded: it is the frame the caller already has).

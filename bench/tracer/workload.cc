@@ -35,11 +35,18 @@ struct Options {
   long min_size = 16;
   long max_size = 512;
   uint64_t seed = 1;
+  // Extra frames between each thread's start and its loop (--nest), as in
+  // server code; with it, object allocations also go through 0-3 more
+  // frames (k % 4), so consecutive stacks differ near the top.
+  int nest = 0;
+  // --fns all: objects come from malloc, calloc, new and new[] in turn
+  // (k % 4) instead of new[] with every 4th from malloc.
+  bool all_fns = false;
 };
 
 struct Item {
   void* ptr;
-  uint64_t from_malloc;  // 1: free(), 0: delete[]
+  uint64_t from_malloc;  // 1: free(), 0: delete[], 2: delete
 };
 
 // Single-producer/single-consumer ring; one per (producer, consumer) pair.
@@ -74,20 +81,36 @@ inline void Escape(void* p) { asm volatile("" : : "r"(p) : "memory"); }
 // them: ObjectAllocate / ObjectFree for objects that cross threads (in
 // producer-consumer and mixed modes), ChurnAllocate / ChurnFree for the
 // same-thread churn.
-__attribute__((noinline)) Item ObjectAllocate(size_t size, bool use_malloc) {
-  void* p = use_malloc ? std::malloc(size) : static_cast<void*>(new char[size]);
+__attribute__((noinline)) Item ObjectAllocate(size_t size, int kind) {
+  void* p;
+  uint64_t how = 0;
+  switch (kind) {
+    case 1: p = std::malloc(size); how = 1; break;
+    case 2: p = std::calloc(1, size); how = 1; break;
+    case 3: p = ::operator new(size); how = 2; break;  // like `new T` of that size
+    default: p = new char[size]; break;
+  }
   std::memset(p, 0x5a, size < 64 ? size : 64);
   Escape(p);
-  return {p, use_malloc ? 1u : 0u};
+  return {p, how};
 }
 
 __attribute__((noinline)) void ObjectFree(Item item) {
   Escape(item.ptr);
-  if (item.from_malloc != 0) {
+  if (item.from_malloc == 1) {
     std::free(item.ptr);
+  } else if (item.from_malloc == 2) {
+    ::operator delete(item.ptr);
   } else {
     delete[] static_cast<char*>(item.ptr);
   }
+}
+
+// ObjectAllocate under `extra` more frames (--nest: 0-3 per object).
+__attribute__((noinline)) Item AllocateDeeper(int extra, size_t size, int kind) {
+  Item item = extra <= 0 ? ObjectAllocate(size, kind) : AllocateDeeper(extra - 1, size, kind);
+  asm volatile("" : : "r"(&item) : "memory");  // no tail call: the frame stays
+  return item;
 }
 
 __attribute__((noinline)) void Churn(size_t size, bool use_malloc) {
@@ -117,9 +140,33 @@ bool Crosses(long k) {
   return false;
 }
 
+void ProducerLoop(int p);
+void ConsumerLoop(int c);
+
+// Runs fn(index) `frames` calls below the caller (--nest).
+__attribute__((noinline)) void Nested(int frames, void (*fn)(int), int index) {
+  if (frames <= 0) {
+    fn(index);
+  } else {
+    Nested(frames - 1, fn, index);
+  }
+  asm volatile("" : : : "memory");  // no tail call: each level keeps a frame
+}
+
+// The kind of allocation for object k: 0 new[], 1 malloc, 2 calloc, 3 new.
+int ObjectKind(long k) {
+  if (g_options.all_fns) return static_cast<int>(k % 4);
+  return k % 4 == 3 ? 1 : 0;
+}
+
 void* ProducerMain(void* arg) {
   const int p = static_cast<int>(reinterpret_cast<intptr_t>(arg));
   SetThreadName("producer", p);
+  Nested(g_options.nest, ProducerLoop, p);
+  return nullptr;
+}
+
+void ProducerLoop(int p) {
   const Options& o = g_options;
   uint64_t rng = o.seed * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(p) + 1;
   const uint64_t span = static_cast<uint64_t>(o.max_size - o.min_size + 1);
@@ -130,7 +177,8 @@ void* ProducerMain(void* arg) {
   int next_consumer = p % (o.consumers > 0 ? o.consumers : 1);
   for (long k = 0; k < o.objects; ++k) {
     size_t size = static_cast<size_t>(o.min_size) + NextRandom(&rng) % span;
-    Item item = ObjectAllocate(size, k % 4 == 3);
+    Item item = g_options.nest > 0 ? AllocateDeeper(static_cast<int>(k % 4), size, ObjectKind(k))
+                                   : ObjectAllocate(size, ObjectKind(k));
     if (Crosses(k)) {
       Ring& ring = RingFor(p, next_consumer);
       next_consumer = (next_consumer + 1) % o.consumers;
@@ -152,12 +200,16 @@ void* ProducerMain(void* arg) {
     if (slot.ptr != nullptr) ObjectFree(slot);
   }
   for (int c = 0; c < o.consumers; ++c) RingFor(p, c).closed.store(true, std::memory_order_release);
-  return nullptr;
 }
 
 void* ConsumerMain(void* arg) {
   const int c = static_cast<int>(reinterpret_cast<intptr_t>(arg));
   SetThreadName("consumer", c);
+  Nested(g_options.nest, ConsumerLoop, c);
+  return nullptr;
+}
+
+void ConsumerLoop(int c) {
   const Options& o = g_options;
   for (;;) {
     bool all_closed = true;
@@ -176,7 +228,7 @@ void* ConsumerMain(void* arg) {
       ring.head.store(head, std::memory_order_release);
       if (!closed) all_closed = false;
     }
-    if (all_closed && !any) return nullptr;
+    if (all_closed && !any) return;
     if (!any) sched_yield();
   }
 }
@@ -186,7 +238,8 @@ void* ConsumerMain(void* arg) {
                "crossfree-workload: %s\n"
                "usage: crossfree-workload [--mode producer-consumer|churn|mixed]\n"
                "  [--producers N] [--consumers N] [--objects N] [--churn N]\n"
-               "  [--min-size BYTES] [--max-size BYTES] [--seed N]\n",
+               "  [--min-size BYTES] [--max-size BYTES] [--seed N]\n"
+               "  [--nest FRAMES] [--fns classic|all]\n",
                problem);
   std::exit(2);
 }
@@ -236,6 +289,16 @@ Options ParseOptions(int argc, char** argv) {
       o.min_size = ParseNumber(flag, value, 1, 1L << 30);
     } else if (std::strcmp(flag, "--max-size") == 0) {
       o.max_size = ParseNumber(flag, value, 1, 1L << 30);
+    } else if (std::strcmp(flag, "--nest") == 0) {
+      o.nest = static_cast<int>(ParseNumber(flag, value, 0, 200));
+    } else if (std::strcmp(flag, "--fns") == 0) {
+      if (std::strcmp(value, "all") == 0) {
+        o.all_fns = true;
+      } else if (std::strcmp(value, "classic") == 0) {
+        o.all_fns = false;
+      } else {
+        Usage("--fns must be classic or all");
+      }
     } else if (std::strcmp(flag, "--seed") == 0) {
       o.seed = static_cast<uint64_t>(ParseNumber(flag, value, 0, 1L << 62));
     } else {
