@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the build tree into a temporary prefix, builds tests/install/consumer
+# against it with find_package(crossfree CONFIG), runs it, records it with the
+# installed `crossfree record` and checks the trace with `crossfree dump`.
+# Usage: install_test.sh BUILD_DIR SOURCE_DIR WORK_DIR
+set -euo pipefail
+build=$1 src=$2 work=$3
+rm -rf "$work"
+mkdir -p "$work"
+prefix=$work/prefix
+cmake --install "$build" --prefix "$prefix" >"$work/install.log"
+
+for cmd in crossfree rpc-bench rpc-server rpc-client; do
+  "$prefix/bin/$cmd" --version | grep -q "^$cmd [0-9]" || { echo "$cmd --version" >&2; exit 1; }
+done
+test -f "$prefix/lib/crossfree/libcrossfree-trace.so"
+PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name crossfree.pc)") pkg-config --cflags --libs crossfree \
+  | grep -q -- "-I$prefix/include" || { echo "crossfree.pc does not point into $prefix" >&2; exit 1; }
+
+generator=()
+if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+cmake -S "$src/tests/install/consumer" -B "$work/consumer" "${generator[@]}" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$work/configure.log"
+cmake --build "$work/consumer" -j2 >"$work/build.log"
+"$work/consumer/greeter" | grep -qx "hello, consumer"
+
+# The installed crossfree finds the installed tracer (no CROSSFREE_TRACER_LIB).
+env -u CROSSFREE_TRACER_LIB "$prefix/bin/crossfree" record -o "$work/greeter.trace" -- \
+  "$work/consumer/greeter" >"$work/record.log" 2>&1 || { cat "$work/record.log" >&2; exit 1; }
+grep -q "$prefix/lib/crossfree/libcrossfree-trace.so\|trace" "$work/record.log"
+"$prefix/bin/crossfree" dump --summary "$work/greeter.trace" >"$work/dump.log"
+grep -qi "alloc" "$work/dump.log" || { cat "$work/dump.log" >&2; exit 1; }
+echo "install test: ok ($prefix)"
