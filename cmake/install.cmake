@@ -13,8 +13,9 @@ include(CMakePackageConfigHelpers)
 # Build-tree include directories become include/ once installed.
 foreach(t crossfree_rpc crossfree_format_writer)
   get_target_property(_dirs ${t} INTERFACE_INCLUDE_DIRECTORIES)
+  list(TRANSFORM _dirs REPLACE "^(.+)$" "$<BUILD_INTERFACE:\\1>")
   set_property(TARGET ${t} PROPERTY INTERFACE_INCLUDE_DIRECTORIES
-               "$<BUILD_INTERFACE:${_dirs}>" "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>")
+               ${_dirs} "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>")
 endforeach()
 set_target_properties(crossfree_rpc PROPERTIES EXPORT_NAME rpc)
 set_target_properties(crossfree_format PROPERTIES EXPORT_NAME format)

@@ -14,8 +14,10 @@ for cmd in crossfree rpc-bench rpc-server rpc-client; do
   "$prefix/bin/$cmd" --version | grep -q "^$cmd [0-9]" || { echo "$cmd --version" >&2; exit 1; }
 done
 test -f "$prefix/lib/crossfree/libcrossfree-trace.so"
-PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name crossfree.pc)") pkg-config --cflags --libs crossfree \
-  | grep -q -- "-I$prefix/include" || { echo "crossfree.pc does not point into $prefix" >&2; exit 1; }
+pc_include=$(PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name crossfree.pc)") \
+  pkg-config --variable=includedir crossfree)
+[[ $(realpath "$pc_include") == "$(realpath "$prefix/include")" ]] \
+  || { echo "crossfree.pc: includedir $pc_include is not $prefix/include" >&2; exit 1; }
 
 generator=()
 if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
