@@ -21,6 +21,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "crossfree_version.h"
+
 #include "rpc/alloc_pattern.h"
 #include "rpc/calculator_service.h"
 #include "rpc/logging.h"
@@ -448,6 +450,7 @@ int main(int argc, char** argv) {
   crossfree::rpc::Flags f;
   CLI::App app{"rpc-bench: closed-loop RPC benchmark over loopback (client and server in one "
                "process)"};
+  app.set_version_flag("--version", "rpc-bench " CROSSFREE_VERSION);
   app.add_option("--server_reactors", f.server_reactors, "Server reactor threads")
       ->check(CLI::PositiveNumber);
   app.add_option("--client_threads", f.client_threads,

@@ -7,6 +7,8 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+
+#include "crossfree_version.h"
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/io/tokenizer.h>
@@ -63,6 +65,7 @@ int main(int argc, char** argv) {
       "arguments.\n\n"
       "SECURITY: the crossfree RPC core has NO authentication and NO encryption: the request "
       "and the response travel in clear text."};
+  app.set_version_flag("--version", "rpc-client " CROSSFREE_VERSION);
   app.add_option("--server", server, "HOST:PORT of the server; IPv6 as [::1]:PORT")->required();
   app.add_option("--timeout_ms", timeout_ms, "Call timeout (0 = none)")
       ->check(CLI::NonNegativeNumber)

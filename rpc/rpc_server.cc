@@ -10,6 +10,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "crossfree_version.h"
+
 #include "rpc/calculator_service.h"
 #include "rpc/logging.h"
 #include "rpc/messenger.h"
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
                            "they are cancelled; queued calls fail with "
                            "FATAL_SERVER_SHUTTING_DOWN.\n\n") +
                kNoSecurity};
+  app.set_version_flag("--version", "rpc-server " CROSSFREE_VERSION);
   app.add_option("--bind", bind, "Address to listen on, numeric IPv4 or IPv6 (e.g. ::1)")
       ->capture_default_str();
   app.add_option("--port", port, "TCP port; 0 picks a free one")

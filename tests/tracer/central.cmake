@@ -18,4 +18,4 @@ target_compile_definitions(central_tracer_test PRIVATE
   CROSSFREE_TCCOUNT_LIB="$<TARGET_FILE:crossfree-tccount>"
   CROSSFREE_TCMALLOC_SO="${CROSSFREE_CENTRAL_TCMALLOC_SO}")
 add_dependencies(central_tracer_test central_target crossfree-trace crossfree-tccount)
-catch_discover_tests(central_tracer_test TEST_PREFIX "central: ")
+catch_discover_tests(central_tracer_test TEST_PREFIX "central: " PROPERTIES LABELS preload)

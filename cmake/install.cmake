@@ -1,0 +1,67 @@
+# Install rules, the CMake package (find_package(crossfree CONFIG)), the
+# pkg-config file and the Debian package (cpack -G DEB).
+#   bin/                       crossfree, rpc-bench, rpc-server, rpc-client,
+#                              protoc-gen-crossfree-rpc
+#   lib/crossfree/             libcrossfree-trace.so (crossfree record looks
+#                              in <bin>/../lib/crossfree/)
+#   <libdir>/                  static crossfree_rpc, crossfree_format(_writer)
+#   include/{rpc,format}/      their headers (and rpc/rpc_header.pb.h)
+#   <libdir>/cmake/crossfree/  the package config; <libdir>/pkgconfig/crossfree.pc
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+# Build-tree include directories become include/ once installed.
+foreach(t crossfree_rpc crossfree_format_writer)
+  get_target_property(_dirs ${t} INTERFACE_INCLUDE_DIRECTORIES)
+  list(TRANSFORM _dirs REPLACE "^(.+)$" "$<BUILD_INTERFACE:\\1>")
+  set_property(TARGET ${t} PROPERTY INTERFACE_INCLUDE_DIRECTORIES
+               ${_dirs} "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>")
+endforeach()
+set_target_properties(crossfree_rpc PROPERTIES EXPORT_NAME rpc)
+set_target_properties(crossfree_format PROPERTIES EXPORT_NAME format)
+set_target_properties(crossfree_format_writer PROPERTIES EXPORT_NAME format_writer)
+set_target_properties(crossfree_libev PROPERTIES EXPORT_NAME libev)
+
+install(TARGETS crossfree rpc-server rpc-client RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET rpc-bench)
+  install(TARGETS rpc-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+install(TARGETS crossfree-trace LIBRARY DESTINATION lib/crossfree)
+install(TARGETS crossfree_rpc crossfree_format crossfree_format_writer crossfree_libev
+                protoc-gen-crossfree-rpc
+        EXPORT crossfreeTargets
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/rpc/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rpc
+        FILES_MATCHING PATTERN "*.h" PATTERN "rpc_header.proto")
+install(FILES ${PROJECT_BINARY_DIR}/rpc/rpc_header.pb.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rpc)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/format/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/format
+        FILES_MATCHING PATTERN "*.h")
+install(FILES ${PROJECT_BINARY_DIR}/crossfree_version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+set(_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/crossfree)
+install(EXPORT crossfreeTargets NAMESPACE crossfree:: DESTINATION ${_cmake_dir})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/crossfreeConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/crossfreeConfig.cmake INSTALL_DESTINATION ${_cmake_dir}
+  PATH_VARS CMAKE_INSTALL_INCLUDEDIR)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/crossfreeConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/crossfreeConfig.cmake
+              ${PROJECT_BINARY_DIR}/crossfreeConfigVersion.cmake DESTINATION ${_cmake_dir})
+# The .pc file uses ${pcfiledir} so that it holds for any --prefix.
+file(RELATIVE_PATH CROSSFREE_PC_UP /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/crossfree.pc.in ${PROJECT_BINARY_DIR}/crossfree.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/crossfree.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# cpack -G DEB: runtime dependencies from dpkg-shlibdeps.
+set(CPACK_PACKAGE_NAME crossfree)
+set(CPACK_PACKAGE_VENDOR "crossfree")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "Find objects allocated on one thread and freed on another")
+set(CPACK_PACKAGE_CONTACT "crossfree maintainers <crossfree@localhost>")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+include(CPack)
