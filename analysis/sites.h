@@ -37,9 +37,10 @@ class SymbolResolver {
   virtual std::vector<std::string> Warnings() const { return {}; }
 };
 
-// libdw symbolization when built with crossfree_symbolizer, else module+offset
-// from each trace's module map. The set must be paired first (modules are
-// collected by the pairing pass) and outlive the resolver.
+// libdw symbolization from each trace's module map (module+offset where a
+// file is missing or does not match). The set's metadata must be complete
+// first (modules are collected by the first pass over the chunks), and the
+// set must outlive the resolver.
 std::unique_ptr<SymbolResolver> MakeDefaultResolver(const TraceSet& set);
 
 struct SiteOptions {
