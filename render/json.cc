@@ -15,10 +15,6 @@
 namespace crossfree::analyzer {
 namespace {
 
-double Share(uint64_t part, uint64_t whole) {
-  return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
-
 std::string LoneJson(const std::vector<LoneSite>& sites) {
   std::string out = "[";
   for (size_t i = 0; i < sites.size(); ++i) {

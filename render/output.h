@@ -30,6 +30,11 @@ struct ReportOptions {
 const char* AsymmetryEffect(int64_t net);
 
 // 1234567 -> "1,234,567".
+// part / whole, 0 when whole is 0.
+inline double Share(uint64_t part, uint64_t whole) {
+  return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
 std::string Commas(uint64_t n);
 std::string SignedCommas(int64_t n);  // "+1,234" / "-1,234" / "0"
 // 1536 -> "1.5 KiB".

@@ -35,10 +35,6 @@ size_t Width() { return tl_width; }
 // The room left after `used` columns (0, unlimited, stays 0).
 size_t Room(size_t used) { return tl_width == 0 ? 0 : tl_width > used + 8 ? tl_width - used : 8; }
 
-double Share(uint64_t part, uint64_t whole) {
-  return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
-
 std::string SizeClassesText(const CrossPair& p) {
   std::vector<std::pair<uint64_t, int>> by_count;
   for (auto [c, n] : p.size_classes) by_count.push_back({n, c});
