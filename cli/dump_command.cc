@@ -46,6 +46,7 @@ std::string FlagNames(uint32_t flags) {
   };
   add(format::kHeaderFlagForkChild, "fork-child");
   add(format::kHeaderFlagMallocHook, "malloc-hook");
+  add(format::kHeaderFlagWindowed, "windowed");
   if (flags != 0) add(flags, fmt::format("0x{:x}", flags).c_str());
   return names.empty() ? "none" : names;
 }
@@ -86,6 +87,10 @@ struct Totals {
   uint64_t modules = 0;
   uint64_t thread_exits = 0;
   uint64_t central[format::kMaxCentralOp + 1] = {};  // by CentralOp
+  uint64_t windows = 0;                              // window records
+  uint64_t counted_allocs = 0;                       // from counts records
+  uint64_t counted_frees = 0;
+  uint64_t samples_dropped = 0;
   std::set<uint32_t> threads;
   std::set<uint32_t> stacks_defined;
   std::set<uint32_t> stacks_used;
@@ -153,6 +158,23 @@ class DumpVisitor : public format::RecordVisitor {
     fmt::format_to(std::back_inserter(out_), "  thread-exit tid {} ts {}\n", tid, ts_ns);
   }
 
+  void OnWindow(uint32_t tid, uint64_t ts_ns, format::WindowState state,
+                format::WindowCause cause) override {
+    ++totals_->windows;
+    if (!print_) return;
+    fmt::format_to(std::back_inserter(out_), "  window {} tid {} ts {} ({})\n",
+                   format::WindowStateName(state), tid, ts_ns, format::WindowCauseName(cause));
+  }
+
+  void OnCounts(uint32_t tid, const format::ThreadCounts& c) override {
+    totals_->counted_allocs += c.allocs;
+    totals_->counted_frees += c.frees;
+    totals_->samples_dropped += c.samples_dropped;
+    if (!print_) return;
+    fmt::format_to(std::back_inserter(out_), "  counts tid {} allocs {} frees {} dropped {}\n",
+                   tid, c.allocs, c.frees, c.samples_dropped);
+  }
+
   void OnCentral(const format::CentralEvent& c) override {
     ++totals_->central[static_cast<uint8_t>(c.op)];
     if (c.stack_id != format::kNoStack) totals_->stacks_used.insert(c.stack_id);
@@ -179,6 +201,9 @@ void PrintHeader(const TraceReader& reader) {
              format::UnwinderName(f.unwinder), f.max_depth, FlagNames(f.flags));
   fmt::print("  start monotonic {} ns, realtime {} ns ({})\n", f.start_monotonic_ns,
              f.start_realtime_ns, Utc(f.start_realtime_ns));
+  if (f.sample_period > 1) {
+    fmt::print("  sampled: each allocation with probability 1/{}\n", f.sample_period);
+  }
 }
 
 void PrintSummary(const TraceReader& reader, const Totals& t) {
@@ -201,6 +226,11 @@ void PrintSummary(const TraceReader& reader, const Totals& t) {
   if (central > 0) {  // only in traces that have them: older outputs stay as they were
     fmt::print("  central transfers: {} (fetch {}, release {}, insert_range {}, remove_range {})\n",
                central, t.central[0], t.central[1], t.central[2], t.central[3]);
+  }
+  if (t.windows > 0) fmt::print("  window records: {}\n", t.windows);
+  if (reader.header().fields.sample_period > 1) {
+    fmt::print("  counted (all, sampled or not): {} allocs, {} frees, {} samples dropped\n",
+               t.counted_allocs, t.counted_frees, t.samples_dropped);
   }
   if (t.events > 0) {
     fmt::print("  bytes/event: {:.2f}\n",

@@ -61,4 +61,21 @@ const char* CentralOpName(CentralOp op) {
   return "?";
 }
 
+const char* WindowStateName(WindowState state) {
+  switch (state) {
+    case WindowState::kClosed: return "closed";
+    case WindowState::kOpen: return "open";
+  }
+  return "?";
+}
+
+const char* WindowCauseName(WindowCause cause) {
+  switch (cause) {
+    case WindowCause::kDelay: return "delay";
+    case WindowCause::kDuration: return "duration";
+    case WindowCause::kSignal: return "signal";
+  }
+  return "?";
+}
+
 }  // namespace crossfree::format

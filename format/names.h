@@ -17,5 +17,7 @@ const char* FreeFnName(uint8_t fn);   // a FreeFn value
 const char* CentralOpName(CentralOp op);
 const char* ClockName(Clock clock);
 const char* UnwinderName(Unwinder unwinder);
+const char* WindowStateName(WindowState state);  // "open" / "closed"
+const char* WindowCauseName(WindowCause cause);  // "delay", "duration", "signal"
 
 }  // namespace crossfree::format

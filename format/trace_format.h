@@ -89,6 +89,35 @@ enum RecordTag : uint8_t {
   // Extension records (varint byte length first, so older readers skip them).
   kTagCentral = 0x80,  // len, zigzag ts delta, op, size class, count, stack id
   kTagTotals = 0x81,   // len 40, fixed-width process totals (TraceTotals)
+  kTagWindow = 0x82,   // len, zigzag ts delta, state (WindowState), cause (WindowCause)
+  kTagCounts = 0x83,   // len, allocations, frees, samples dropped (ThreadCounts)
+};
+
+// Recording windows (kTagWindow, docs/guide/tracer.md "Windows"). A trace
+// whose header has kHeaderFlagWindowed starts closed: only the events
+// between an open and the next close record were traced. Without the flag
+// recording is open from the header's start time to the end.
+enum class WindowState : uint8_t {
+  kClosed = 0,
+  kOpen = 1,
+};
+enum class WindowCause : uint8_t {
+  kDelay = 0,     // --delay elapsed (the first window opens)
+  kDuration = 1,  // --duration elapsed (the window closes)
+  kSignal = 2,    // the --toggle-signal arrived
+};
+inline constexpr uint8_t kMaxWindowCause = 2;
+
+// What one thread did in all while recording, sampled or not (kTagCounts):
+// allocations and frees since that thread's previous counts record, so the
+// sum over a thread's chunks is its total. Written only in sampled traces
+// (in a full trace the events are the counts). samples_dropped: allocations
+// the sampler chose but could not follow (live-object table full); they
+// are in `allocs` but not in the trace.
+struct ThreadCounts {
+  uint64_t allocs = 0;
+  uint64_t frees = 0;
+  uint64_t samples_dropped = 0;
 };
 
 // What the tracer wrote into one trace file, as it counted it at exit
@@ -145,9 +174,15 @@ struct HeaderFields {
   uint32_t flags = 0;           // kHeaderFlag*
   uint64_t start_monotonic_ns = 0;
   uint64_t start_realtime_ns = 0;
+  // Each allocation was traced with probability 1/sample_period (its free
+  // whenever it happens); 0 or 1: every allocation and free was traced.
+  // Stored after the exe path, only when > 1 (docs/trace-format.md 4).
+  uint32_t sample_period = 0;
 };
 
 inline constexpr uint32_t kHeaderFlagForkChild = 1u << 0;
 inline constexpr uint32_t kHeaderFlagMallocHook = 1u << 1;  // events via MallocHook
+// Recording starts closed and kTagWindow records open and close it.
+inline constexpr uint32_t kHeaderFlagWindowed = 1u << 2;
 
 }  // namespace crossfree::format

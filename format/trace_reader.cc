@@ -122,6 +122,11 @@ bool ParseHeader(std::span<const uint8_t> bytes, const std::string& name, FileHe
   f.start_monotonic_ns = wire::Load64(b + wire::kHdrStartMono);
   f.start_realtime_ns = wire::Load64(b + wire::kHdrStartReal);
   header->exe_path.assign(reinterpret_cast<const char*>(b + wire::kHdrExe), exe_len);
+  // Fields after the exe path (docs/trace-format.md 4): each present when
+  // the header is long enough to hold it.
+  if (length - wire::kHdrMinBytes - exe_len >= wire::kHdrSampleBytes) {
+    f.sample_period = wire::Load32(b + wire::kHdrExe + exe_len);
+  }
   header->size_bytes = length;
   return true;
 }
@@ -396,6 +401,38 @@ class Decoder {
     return true;
   }
 
+  // kTagWindow body in [p_, next).
+  bool DecodeWindow(const uint8_t* start, uint64_t prev_ts, const uint8_t* next) {
+    const uint8_t* saved_end = end_;
+    end_ = next;
+    uint64_t ts, state, cause;
+    bool ok = GetDelta(prev_ts, &ts) && Get(&state) && Get(&cause);
+    end_ = saved_end;
+    if (!ok) return Fail(start, "truncated window record");
+    if (state > static_cast<uint8_t>(WindowState::kOpen)) {
+      return Fail(start, "unknown window state", state, true);
+    }
+    if (cause > kMaxWindowCause) return Fail(start, "unknown window cause", cause, true);
+    visitor_.OnWindow(chunk_.tid, ts, static_cast<WindowState>(state),
+                      static_cast<WindowCause>(cause));
+    return true;
+  }
+
+  // kTagCounts body in [p_, next).
+  bool DecodeCounts(const uint8_t* start, const uint8_t* next) {
+    const uint8_t* saved_end = end_;
+    end_ = next;
+    ThreadCounts c;
+    bool ok = Get(&c.allocs) && Get(&c.frees) && Get(&c.samples_dropped);
+    end_ = saved_end;
+    if (!ok) return Fail(start, "truncated counts record");
+    if (c.samples_dropped > c.allocs) {
+      return Fail(start, "more samples dropped than allocations", c.samples_dropped, true);
+    }
+    visitor_.OnCounts(chunk_.tid, c);
+    return true;
+  }
+
   const Chunk& chunk_;
   RecordVisitor& visitor_;
   std::string* error_;
@@ -586,6 +623,10 @@ bool Decoder::Run() {
           const uint8_t* next = p_ + len;
           if (tag == kTagCentral) {
             if (!DecodeCentral(start, prev_ts, next)) return false;
+          } else if (tag == kTagWindow) {
+            if (!DecodeWindow(start, prev_ts, next)) return false;
+          } else if (tag == kTagCounts) {
+            if (!DecodeCounts(start, next)) return false;
           }
           p_ = next;  // unknown tags: a record from a newer writer, skipped on purpose
           break;

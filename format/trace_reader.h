@@ -72,6 +72,12 @@ class RecordVisitor {
   virtual void OnModule(uint32_t /*tid*/, const Module& /*module*/) {}
   virtual void OnThreadExit(uint32_t /*tid*/, uint64_t /*ts_ns*/) {}
   virtual void OnCentral(const CentralEvent& /*event*/) {}
+  // A recording window opened or closed (kTagWindow), on thread tid.
+  virtual void OnWindow(uint32_t /*tid*/, uint64_t /*ts_ns*/, WindowState /*state*/,
+                        WindowCause /*cause*/) {}
+  // Thread tid's allocation/free counts since its previous counts record
+  // (kTagCounts; sampled traces).
+  virtual void OnCounts(uint32_t /*tid*/, const ThreadCounts& /*counts*/) {}
 };
 
 // A complete, checksum-verified chunk. Where payload points depends on the

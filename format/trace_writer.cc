@@ -32,7 +32,8 @@ int64_t Delta(uint64_t now, uint64_t prev) { return static_cast<int64_t>(now - p
 size_t EncodeFileHeader(const HeaderFields& fields, const char* exe_path,
                         size_t exe_path_len, uint8_t* buf, size_t cap) {
   exe_path_len = Min(exe_path_len, wire::kMaxExePathBytes);
-  size_t total = wire::kHdrMinBytes + exe_path_len;
+  const bool sampled = fields.sample_period > 1;
+  size_t total = wire::kHdrMinBytes + exe_path_len + (sampled ? wire::kHdrSampleBytes : 0);
   if (cap < total) return 0;
   __builtin_memset(buf, 0, wire::kHdrExe);
   __builtin_memcpy(buf + wire::kHdrMagic, kFileMagic, sizeof(kFileMagic));
@@ -48,6 +49,7 @@ size_t EncodeFileHeader(const HeaderFields& fields, const char* exe_path,
   wire::Store64(buf + wire::kHdrStartReal, fields.start_realtime_ns);
   wire::Store32(buf + wire::kHdrExeLen, static_cast<uint32_t>(exe_path_len));
   if (exe_path_len > 0) __builtin_memcpy(buf + wire::kHdrExe, exe_path, exe_path_len);
+  if (sampled) wire::Store32(buf + wire::kHdrExe + exe_path_len, fields.sample_period);
   wire::Store32(buf + total - 4, Crc32c(buf, total - 4));
   return total;
 }
@@ -76,8 +78,10 @@ size_t EncodeTotalsChunk(const TraceTotals& totals, uint32_t tid, uint32_t seque
   return kTotalsChunkBytes;
 }
 
-ChunkWriter::ChunkWriter(uint8_t* buf, size_t capacity)
-    : buf_(buf), capacity_(Min(capacity, kMaxChunkBytes)) {}
+ChunkWriter::ChunkWriter(uint8_t* buf, size_t capacity, bool reserve_counts)
+    : buf_(buf),
+      capacity_(Min(capacity, kMaxChunkBytes) - (reserve_counts ? kCountsReserve : 0)),
+      reserve_(reserve_counts ? kCountsReserve : 0) {}
 
 void ChunkWriter::Begin(uint32_t tid, uint32_t sequence, uint64_t base_timestamp_ns) {
   wire::Store32(buf_ + wire::kChkMagic, kChunkMagic);
@@ -105,7 +109,7 @@ void ChunkWriter::Begin(uint32_t tid, uint32_t sequence, uint64_t base_timestamp
 bool ChunkWriter::AppendEvent(uint8_t kind_plain, uint8_t kind_aligned, uint8_t fn,
                               uint64_t ts_ns, uint64_t address, uint64_t size,
                               uint32_t stack_id) {
-  if (capacity_ - pos_ < kMaxEventBytes) return false;
+  if (Room() < kMaxEventBytes) return false;
   Site& site = sites_[stack_id % kSiteSlots];
   bool hit = site.stack_id == stack_id;
   uint64_t delta = address - (hit ? site.address : prev_address_);
@@ -144,7 +148,7 @@ bool ChunkWriter::AppendFree(FreeFn fn, uint64_t ts_ns, uint64_t address, uint64
 bool ChunkWriter::AppendRealloc(AllocFn fn, uint64_t ts_free_ns, uint64_t ts_alloc_ns,
                                 uint64_t old_address, uint64_t new_address, uint64_t size,
                                 uint32_t stack_id) {
-  if (capacity_ - pos_ < kMaxReallocBytes) return false;
+  if (Room() < kMaxReallocBytes) return false;
   uint8_t* p = buf_ + pos_;
   *p++ = kTagReallocBase | (static_cast<uint8_t>(fn) & 0x0f);
   p = PutVarint(p, ZigZag(Delta(ts_free_ns, prev_ts_)));
@@ -164,7 +168,7 @@ bool ChunkWriter::AppendRealloc(AllocFn fn, uint64_t ts_free_ns, uint64_t ts_all
 
 bool ChunkWriter::AppendStack(uint32_t stack_id, const uint64_t* frames, uint32_t depth) {
   depth = Min<uint32_t>(depth, kMaxStackDepth);
-  if (capacity_ - pos_ < 1 + 2 * kMaxVarint + depth * kMaxVarint) return false;
+  if (Room() < 1 + 2 * kMaxVarint + depth * kMaxVarint) return false;
   uint8_t* p = buf_ + pos_;
   *p++ = kTagStackDef;
   p = PutVarint(p, stack_id);
@@ -181,7 +185,7 @@ bool ChunkWriter::AppendStack(uint32_t stack_id, const uint64_t* frames, uint32_
 
 bool ChunkWriter::AppendThreadName(uint64_t ts_ns, const char* name, size_t len) {
   len = Min(len, wire::kMaxNameBytes);
-  if (capacity_ - pos_ < 1 + 2 * kMaxVarint + len) return false;
+  if (Room() < 1 + 2 * kMaxVarint + len) return false;
   uint8_t* p = buf_ + pos_;
   *p++ = kTagThreadName;
   p = PutVarint(p, ZigZag(Delta(ts_ns, prev_ts_)));
@@ -199,7 +203,7 @@ bool ChunkWriter::AppendModule(const ModuleView& module) {
   uint32_t id_len = Min<uint32_t>(module.build_id_len, wire::kMaxBuildIdBytes);
   uint32_t segments = Min<uint32_t>(module.segment_count, wire::kMaxSegments);
   size_t bound = 1 + 6 * kMaxVarint + path_len + id_len + segments * 2 * kMaxVarint;
-  if (capacity_ - pos_ < bound) return false;
+  if (Room() < bound) return false;
   uint8_t* p = buf_ + pos_;
   *p++ = kTagModule;
   p = PutVarint(p, ZigZag(Delta(module.timestamp_ns, prev_ts_)));
@@ -223,7 +227,7 @@ bool ChunkWriter::AppendModule(const ModuleView& module) {
 }
 
 bool ChunkWriter::AppendThreadExit(uint64_t ts_ns) {
-  if (capacity_ - pos_ < 1 + kMaxVarint) return false;
+  if (Room() < 1 + kMaxVarint) return false;
   uint8_t* p = buf_ + pos_;
   *p++ = kTagThreadExit;
   p = PutVarint(p, ZigZag(Delta(ts_ns, prev_ts_)));
@@ -238,7 +242,7 @@ bool ChunkWriter::AppendCentral(CentralOp op, uint64_t ts_ns, uint32_t size_clas
   // Body: ts delta, op, class, count, stack, [flags]: at most 6 varints, so
   // the length always fits in one byte.
   constexpr size_t kMaxBody = 6 * kMaxVarint;
-  if (capacity_ - pos_ < 2 + kMaxBody) return false;
+  if (Room() < 2 + kMaxBody) return false;
   uint8_t body[kMaxBody];
   uint8_t* q = body;
   q = PutVarint(q, ZigZag(Delta(ts_ns, prev_ts_)));
@@ -255,6 +259,45 @@ bool ChunkWriter::AppendCentral(CentralOp op, uint64_t ts_ns, uint32_t size_clas
   p += len;
   pos_ = p - buf_;
   ++records_;  // prev_ts_ stays: see the header
+  return true;
+}
+
+bool ChunkWriter::AppendWindow(WindowState state, WindowCause cause, uint64_t ts_ns) {
+  constexpr size_t kMaxBody = 3 * kMaxVarint;
+  if (Room() < 2 + kMaxBody) return false;
+  uint8_t body[kMaxBody];
+  uint8_t* q = body;
+  q = PutVarint(q, ZigZag(Delta(ts_ns, prev_ts_)));
+  q = PutVarint(q, static_cast<uint8_t>(state));
+  q = PutVarint(q, static_cast<uint8_t>(cause));
+  size_t len = static_cast<size_t>(q - body);
+  uint8_t* p = buf_ + pos_;
+  *p++ = kTagWindow;
+  p = PutVarint(p, len);
+  __builtin_memcpy(p, body, len);
+  pos_ = (p + len) - buf_;
+  ++records_;  // prev_ts_ stays, as for every extension record
+  return true;
+}
+
+bool ChunkWriter::AppendCounts(const ThreadCounts& counts) {
+  // May use the reserve: a chunk full of events still takes its counts
+  // record when it is sealed.
+  constexpr size_t kMaxBody = 3 * kMaxVarint;
+  static_assert(2 + kMaxBody <= kCountsReserve);
+  if (capacity_ + reserve_ - pos_ < 2 + kMaxBody) return false;
+  uint8_t body[kMaxBody];
+  uint8_t* q = body;
+  q = PutVarint(q, counts.allocs);
+  q = PutVarint(q, counts.frees);
+  q = PutVarint(q, counts.samples_dropped);
+  size_t len = static_cast<size_t>(q - body);
+  uint8_t* p = buf_ + pos_;
+  *p++ = kTagCounts;
+  p = PutVarint(p, len);
+  __builtin_memcpy(p, body, len);
+  pos_ = (p + len) - buf_;
+  ++records_;
   return true;
 }
 

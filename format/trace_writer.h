@@ -58,7 +58,9 @@ class ChunkWriter {
   // format: the reader keeps the same table).
   static constexpr uint32_t kSiteSlots = 256;
 
-  ChunkWriter(uint8_t* buf, size_t capacity);
+  // reserve_counts keeps the last kCountsReserve bytes for AppendCounts
+  // (sampled traces): no other record uses them.
+  ChunkWriter(uint8_t* buf, size_t capacity, bool reserve_counts = false);
 
   void Begin(uint32_t tid, uint32_t sequence, uint64_t base_timestamp_ns);
 
@@ -85,6 +87,16 @@ class ChunkWriter {
   bool AppendCentral(CentralOp op, uint64_t ts_ns, uint32_t size_class, uint64_t count,
                      uint32_t stack_id, bool by_tracer = false);
 
+  // A recording window opened or closed (kTagWindow). Like every extension
+  // record it leaves the delta state alone.
+  bool AppendWindow(WindowState state, WindowCause cause, uint64_t ts_ns);
+
+  // This thread's allocation/free counts since its previous counts record
+  // (kTagCounts, sampled traces). With reserve_counts it always fits, even
+  // in a chunk that is full of events; at most one per chunk, last.
+  bool AppendCounts(const ThreadCounts& counts);
+  static constexpr size_t kCountsReserve = 32;
+
   // Seals the chunk begun by Begin() (length, event count, checksum; an
   // empty chunk is valid). Returns its total size in bytes, header
   // included; the bytes start at the buffer's beginning.
@@ -97,8 +109,12 @@ class ChunkWriter {
   uint32_t alloc_count() const { return allocs_; }
 
  private:
+  // Bytes free for records other than the counts record.
+  size_t Room() const { return pos_ < capacity_ ? capacity_ - pos_ : 0; }
+
   uint8_t* buf_;
-  size_t capacity_;
+  size_t capacity_;  // the buffer's size less the counts reserve
+  size_t reserve_;
   size_t pos_ = 0;
   uint32_t records_ = 0;
   uint32_t events_ = 0;

@@ -26,6 +26,8 @@ inline constexpr size_t kHdrStartReal = 40;     // u64
 inline constexpr size_t kHdrExeLen = 48;        // u32
 inline constexpr size_t kHdrExe = 52;           // exe path bytes
 inline constexpr size_t kHdrMinBytes = 56;      // fixed part + crc, empty path
+// After the exe path, present when header_length leaves room for it:
+inline constexpr size_t kHdrSampleBytes = 4;    // u32 sample_period
 inline constexpr size_t kMaxHeaderBytes = 1u << 16;
 inline constexpr size_t kMaxExePathBytes = 4096;
 
