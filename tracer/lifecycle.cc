@@ -97,7 +97,7 @@ bool OpenTrace(bool fork_child) {
                  (g.malloc_hook ? format::kHeaderFlagMallocHook : 0) |
                  (TraceStartsWindowed(fork_child) ? format::kHeaderFlagWindowed : 0);
   fields.sample_period = g_sample_period;
-  fields.start_monotonic_ns = NowNs();
+  fields.start_monotonic_ns = fork_child || g.start_ns == 0 ? NowNs() : g.start_ns;
   fields.start_realtime_ns = RealtimeNs();
   uint8_t header[8192];
   const char* exe = MainExePath();
@@ -202,7 +202,8 @@ void InitRecorder() {
   LoadSettings(&g.settings);
   if (g.settings.tsc) InitFastClock();
   InitSampler(g.settings.sample_period);
-  InitWindow(g.settings, NowNs());
+  g.start_ns = NowNs();  // the header's start time, and the delay's origin
+  InitWindow(g.settings, g.start_ns);
   internal::InitAsymmetricFence();
   g.pid = static_cast<uint32_t>(getpid());
   InitMainExePath();

@@ -88,6 +88,7 @@ struct Globals {
   bool stacks = false;
   bool malloc_hook = false;
   uint32_t pid = 0;
+  uint64_t start_ns = 0;  // when this image's tracer started (trace clock)
   pthread_key_t key = 0;
   bool key_ok = false;
   char output_path[4096] = {};
