@@ -23,6 +23,7 @@
 
 #include <new>
 
+#include "tracer/clock.h"
 #include "tracer/real_alloc.h"
 #include "tracer/recorder.h"
 #include "tracer/sampler.h"

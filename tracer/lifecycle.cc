@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "format/trace_writer.h"
+#include "tracer/clock.h"
 #include "tracer/malloc_hook.h"
 #include "tracer/modules.h"
 #include "tracer/recorder_internal.h"

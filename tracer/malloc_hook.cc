@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "format/trace_format.h"
+#include "tracer/clock.h"
 #include "tracer/modules.h"
 #include "tracer/recorder.h"
 #include "tracer/sampler.h"

@@ -8,6 +8,7 @@
 
 #include <atomic>
 
+#include "tracer/clock.h"
 #include "tracer/sys.h"
 
 namespace crossfree::tracer {

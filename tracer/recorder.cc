@@ -29,6 +29,7 @@
 // never clobbers the exit flusher's kClosedForExit), one heavy fence for
 // all, and writes those whose owner is not busy; an owner that finds its
 // state borrowed waits for the few microseconds of that write and goes on.
+#include "tracer/clock.h"
 #include "tracer/recorder_internal.h"
 
 #include <errno.h>

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include "tracer/clock.h"
 #include "tracer/sys.h"
 
 namespace crossfree::tracer {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 
+#include "tracer/clock.h"
 #include "tracer/recorder.h"
 #include "tracer/recorder_internal.h"
 #include "tracer/sys.h"
