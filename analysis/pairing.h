@@ -16,6 +16,15 @@
 // proportional to the addresses in use and the distinct (stack, thread)
 // combinations, plus a bounded window of decoded chunks; not to the events.
 //
+// Recording windows (kTagWindow, docs/guide/analyzer.md "Windows"): a window
+// record is handed to every worker, in time order with its events, so each
+// knows at every event whether a window opened after the trace started
+// (frees of addresses never seen are then "allocated before the window")
+// and how many closed stretches came before it (what was live before one
+// may have been freed unseen: "live at window end", not a leak or an
+// allocation over a live one). Counts records (kTagCounts, sampled traces)
+// are summed into the exact totals.
+//
 // Results are aggregated by stack id and thread; nothing is symbolized here.
 #pragma once
 

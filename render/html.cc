@@ -42,7 +42,8 @@ std::string FramesJson(const Site& site) {
 std::string PairJson(const CrossPair& p, const Analysis& a) {
   std::string classes = "[";
   for (auto [c, n] : p.size_classes) {
-    classes += fmt::format("{}[{},{}]", classes.size() > 1 ? "," : "", JsonString(SizeClassLabel(c)), n);
+    classes += fmt::format("{}[{},{}]", classes.size() > 1 ? "," : "", JsonString(SizeClassLabel(c)),
+                           a.Scaled(n));
   }
   classes += "]";
   std::string timeline = "[";
