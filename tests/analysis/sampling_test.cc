@@ -227,6 +227,16 @@ TEST_CASE("Garwood intervals: published values for 0, 1, 10 and 100, and the tes
     CHECK(g.low == Approx(b.low).epsilon(1e-8));
     CHECK(g.high == Approx(b.high).epsilon(1e-8));
   }
+  // Past a million sampled objects the chi-square quantiles are
+  // approximated (Boost's inversion slows, then fails): the bounds go on
+  // smoothly, 1 apart for counts 1 apart, and huge counts do not throw.
+  Interval m = GarwoodInterval(1000000), m1 = GarwoodInterval(1000001);
+  CHECK(m1.low - m.low == Approx(1.0).epsilon(1e-3));
+  CHECK(m1.high - m.high == Approx(1.0).epsilon(1e-3));
+  CHECK(m.low == Approx(1e6 - 1.959964 * 1000).epsilon(1e-6));
+  Interval huge = GarwoodInterval(1000000000000ull);
+  CHECK(huge.low == Approx(1e12 - 1.959964e6).epsilon(1e-9));
+  CHECK(huge.high == Approx(1e12 + 1.959964e6).epsilon(1e-9));
   // Unsampled: exact, the interval is the count.
   Estimate exact = EstimateCount(7, 1);
   CHECK(exact.value == 7);
