@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `crossfree record [-o FILE] [--unwind MODE] [--depth N] [--no-stacks]
+// [--sample N] [--delay S] [--duration S] [--toggle-signal SIG]
 // [--preload LIB]... -- CMD ARGS...`: runs CMD with libcrossfree-trace.so
 // preloaded (first, then every --preload library, then an inherited
 // LD_PRELOAD) and supervises it like a shell would:
@@ -51,6 +52,10 @@ struct RecordArgs {
   std::string unwind;
   int depth = 0;
   bool no_stacks = false;
+  uint32_t sample = 0;      // 0: not given
+  double delay_s = -1;      // < 0: not given
+  double duration_s = -1;
+  std::string toggle_signal;
   std::vector<std::string> preloads;
   std::vector<std::string> command;
 };
@@ -122,6 +127,7 @@ struct TraceCounts {
   uint64_t thread_count = 0;
   bool complete = true;
   std::string problem;
+  uint32_t sample_period = 0;  // header: > 1 when sampled
 };
 
 class CountingVisitor : public format::RecordVisitor {
@@ -171,6 +177,7 @@ std::optional<TraceCounts> CountTrace(const std::string& path, bool header_only)
   counts.pid = reader->header().fields.pid;
   counts.ppid = reader->header().fields.ppid;
   counts.fork_child = (reader->header().fields.flags & format::kHeaderFlagForkChild) != 0;
+  counts.sample_period = reader->header().fields.sample_period;
   if (header_only) return counts;
   if (auto totals = ReadTotals(path)) {
     counts.events = totals->events;
@@ -330,7 +337,50 @@ std::string ResolveCommand(const std::string& cmd) {
   return "";
 }
 
+// A signal given as a number, "USR2" or "SIGUSR2"; 0 if unknown.
+int ParseSignal(const std::string& text) {
+  if (!text.empty() && std::all_of(text.begin(), text.end(), ::isdigit)) {
+    return text.size() < 4 ? std::stoi(text) : 0;
+  }
+  std::string name = text.rfind("SIG", 0) == 0 ? text.substr(3) : text;
+  static const std::pair<const char*, int> kNames[] = {
+      {"HUP", SIGHUP},   {"INT", SIGINT},     {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
+      {"USR2", SIGUSR2}, {"PIPE", SIGPIPE},   {"ALRM", SIGALRM}, {"TERM", SIGTERM},
+      {"CHLD", SIGCHLD}, {"CONT", SIGCONT},   {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN},
+      {"TTOU", SIGTTOU}, {"URG", SIGURG},     {"XCPU", SIGXCPU}, {"XFSZ", SIGXFSZ},
+      {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
+      {"PWR", SIGPWR},   {"SYS", SIGSYS}};
+  for (const auto& [n, sig] : kNames) {
+    if (name == n) return sig;
+  }
+  if (name.rfind("RTMIN+", 0) == 0 && name.size() > 6 &&
+      std::all_of(name.begin() + 6, name.end(), ::isdigit) && name.size() < 9) {
+    int sig = SIGRTMIN + std::stoi(name.substr(6));
+    return sig <= SIGRTMAX ? sig : 0;
+  }
+  return 0;
+}
+
+uint64_t MonotonicNowNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 int RunRecord(const RecordArgs& args) {
+  int toggle_signal = 0;
+  if (!args.toggle_signal.empty()) {
+    toggle_signal = ParseSignal(args.toggle_signal);
+    if (toggle_signal == 0 || toggle_signal == SIGKILL || toggle_signal == SIGSTOP ||
+        toggle_signal == SIGSEGV || toggle_signal == SIGBUS || toggle_signal == SIGFPE ||
+        toggle_signal == SIGILL) {
+      fmt::print(stderr,
+                 "crossfree record: --toggle-signal {}: not a signal the tracer can use (give a "
+                 "name like USR2 or a number; not KILL, STOP, SEGV, BUS, FPE or ILL)\n",
+                 args.toggle_signal);
+      return kExitUsage;
+    }
+  }
   std::string searched;
   std::optional<std::string> library = FindTracerLibrary(&searched);
   if (!library) {
@@ -443,6 +493,16 @@ int RunRecord(const RecordArgs& args) {
     if (!args.unwind.empty()) setenv("CROSSFREE_UNWIND", args.unwind.c_str(), 1);
     if (args.depth > 0) setenv("CROSSFREE_DEPTH", std::to_string(args.depth).c_str(), 1);
     if (args.no_stacks) setenv("CROSSFREE_ENABLE_STACKS", "0", 1);
+    if (args.sample > 0) setenv("CROSSFREE_SAMPLE", std::to_string(args.sample).c_str(), 1);
+    auto ms = [](double s) { return std::to_string(static_cast<uint64_t>(s * 1000 + 0.5)); };
+    if (args.delay_s >= 0) setenv("CROSSFREE_DELAY_MS", ms(args.delay_s).c_str(), 1);
+    if (args.duration_s >= 0) setenv("CROSSFREE_DURATION_MS", ms(args.duration_s).c_str(), 1);
+    if (toggle_signal != 0) {
+      setenv("CROSSFREE_TOGGLE_SIGNAL", std::to_string(toggle_signal).c_str(), 1);
+    }
+    // The delay counts from here for the command and every image it
+    // execs, not from each image's own start.
+    setenv("CROSSFREE_START_NS", std::to_string(MonotonicNowNs()).c_str(), 1);
     execvp(argv[0], argv.data());
     int err = errno;
     ssize_t ignored = write(exec_pipe[1], &err, sizeof(err));
@@ -587,6 +647,14 @@ int RunRecord(const RecordArgs& args) {
              pids.size() == 1 ? "" : "es", files.size(), files.size() == 1 ? "" : "s",
              incomplete ? fmt::format(" ({} incomplete)", incomplete) : std::string(),
              main_counts ? fmt::format("; main trace {}", main_path) : std::string());
+  uint32_t period = 0;
+  for (const FileSummary& f : files) period = std::max(period, f.counts.sample_period);
+  if (period > 1) {
+    fmt::print(stderr,
+               "crossfree record: sampled 1/{}: these are the sampled objects' events; "
+               "report, diff and gate estimate the whole from them\n",
+               period);
+  }
   if (!main_counts && status == 0) return kExitUsage;
   return status;
 }
@@ -605,6 +673,23 @@ void RegisterRecordCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--depth", args->depth, "Frames per stack (default 32)")
       ->check(CLI::Range(1, 256));
   sub->add_flag("--no-stacks", args->no_stacks, "Record without call stacks");
+  sub->add_option("--sample", args->sample,
+                  "Trace each allocation with probability 1/N, and its free wherever it "
+                  "happens; every allocation and free is still counted. report, diff and gate "
+                  "then show estimates with 95% intervals (docs/guide/analyzer.md)")
+      ->check(CLI::Range(1u, 1u << 30));
+  sub->add_option("--delay", args->delay_s,
+                  "Start recording SECONDS after the command starts (the program runs on "
+                  "untraced before)")
+      ->check(CLI::Range(0.0, 86400.0));
+  sub->add_option("--duration", args->duration_s,
+                  "Stop recording SECONDS after it started: every buffer is written and the "
+                  "program runs on untraced")
+      ->check(CLI::Range(0.001, 86400.0));
+  sub->add_option("--toggle-signal", args->toggle_signal,
+                  "Signal (e.g. USR2) that switches recording on and off while the command "
+                  "runs; recording starts off unless --delay opens it. Off by default: the "
+                  "command may use the signal itself");
   sub->add_option("--preload", args->preloads,
                   "Also preload LIB after the tracer (e.g. an allocator: libtcmalloc.so.4); "
                   "repeatable, kept in order")

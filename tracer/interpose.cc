@@ -10,6 +10,10 @@
 //  - allocations are stamped after the real call returns, frees before it;
 //  - the return value is the real one, and errno is what the real function
 //    left (bookkeeping runs inside an ErrnoSaver);
+//  - when sampling (sampler.h), every allocation and free is counted and
+//    only a sampled allocation, or the free of a sampled object, goes on
+//    to the recorder; a free while recording is off still takes its object
+//    out of the live set, so a reused address is never mistaken for it;
 //  - the stack is captured from the public function's own frame
 //    (CROSSFREE_SITE), so frames[0] is the code that called it. The tracer
 //    is built with -fno-optimize-sibling-calls so that frame stays live.
@@ -21,6 +25,7 @@
 
 #include "tracer/real_alloc.h"
 #include "tracer/recorder.h"
+#include "tracer/sampler.h"
 #include "tracer/sys.h"
 
 #define CROSSFREE_SITE \
@@ -45,13 +50,38 @@ CROSSFREE_INLINE const RealFunctions* Resolved() {
   return RealResolved() ? &Real() : nullptr;
 }
 
+// Sampling: whether the allocation p (not null) is to be recorded. Counts
+// it; the thread's first counted call starts its sampler.
+CROSSFREE_INLINE bool Keep(void* p) {
+  if (!Sampling()) return true;
+  if (__builtin_expect(!SamplerSeeded(), 0)) StartSampledThread();
+  return SampleAllocation(p);
+}
+
+// Sampling: whether the free of p (not null) is to be recorded: p was
+// sampled (and is now out of the live set). Counts it.
+CROSSFREE_INLINE bool KeepFree(void* p) {
+  if (!Sampling()) return true;
+  if (__builtin_expect(!SamplerSeeded(), 0)) StartSampledThread();
+  CountFree();
+  return LiveRemove(p);
+}
+
+// A free while recording is off (window closed): with sampling, p leaves
+// the live set all the same. Not while the guard is held: then an outer
+// hook of this thread deals with p.
+CROSSFREE_INLINE bool ForgetSampled(void* p) {
+  return Sampling() && p != nullptr &&
+         __atomic_load_n(&crossfree_tracer_guard, __ATOMIC_RELAXED) == 0 && LiveRemove(p);
+}
+
 // Shape 1: an allocation that cannot throw. call() returns the new block.
 template <typename Call>
 CROSSFREE_INLINE void* Alloc(AllocFn fn, const CallSite& site, uint64_t size, Call&& call) {
   if (!ShouldRecord()) return call();
   GuardScope guard;
   void* p = call();
-  if (p != nullptr) {
+  if (p != nullptr && Keep(p)) {
     ErrnoSaver saved;
     RecordAlloc(fn, p, size, site);
   }
@@ -67,8 +97,10 @@ CROSSFREE_INLINE void* ThrowingNew(AllocFn fn, const CallSite& site, uint64_t si
   void* p = next(true);
   if (p != nullptr) {
     GuardScope guard;
-    ErrnoSaver saved;
-    RecordAlloc(fn, p, size, site);
+    if (Keep(p)) {
+      ErrnoSaver saved;
+      RecordAlloc(fn, p, size, site);
+    }
   }
   return p;
 }
@@ -79,15 +111,54 @@ template <typename Call>
 CROSSFREE_INLINE void Free(FreeFn fn, const CallSite& site, void* p, uint64_t size, Call&& call) {
   if (InArena(p)) return;
   if (p == nullptr || !ShouldRecord()) {
+    ForgetSampled(p);
     call();
     return;
   }
   GuardScope guard;
-  {
+  if (KeepFree(p)) {
     ErrnoSaver saved;
     RecordFree(fn, NowNs(), p, size, site);
   }
   call();
+}
+
+// Shape 4 when sampling, for old != NULL (guard held). A sampled block is
+// followed: its realloc is recorded and the new block takes its place in
+// the live set. An unsampled one is counted as a free, and the new block
+// is an allocation like any other, sampled or not.
+template <typename Call>
+CROSSFREE_INLINE void* SampledRealloc(AllocFn fn, const CallSite& site, void* old,
+                                      uint64_t size, Call&& call) {
+  if (__builtin_expect(!SamplerSeeded(), 0)) StartSampledThread();
+  const bool followed = LiveRemove(old);
+  const uint64_t ts_free = followed ? NowNs() : 0;
+  void* p = call();
+  ErrnoSaver saved;
+  if (p == nullptr) {
+    if (size != 0) {  // failed: old is still live
+      if (followed) LiveInsert(reinterpret_cast<uint64_t>(old));
+      return p;
+    }
+    CountFree();
+    if (followed) RecordFree(FreeFn::kRealloc, ts_free, old, 0, site);
+    return p;
+  }
+  CountFree();
+  if (!followed) {
+    if (SampleAllocation(p)) RecordAlloc(fn, p, size, site);
+    return p;
+  }
+  sampler_internal::Bump(&t_sample.allocs);
+  if (!LiveInsert(reinterpret_cast<uint64_t>(p))) {
+    // No room to follow the new block: record the free half only, and
+    // count the new block as a dropped sample.
+    sampler_internal::Bump(&t_sample.dropped);
+    RecordFree(FreeFn::kRealloc, ts_free, old, 0, site);
+    return p;
+  }
+  RecordRealloc(fn, ts_free, old, p, size, site);
+  return p;
 }
 
 // Shape 4: realloc/reallocarray. realloc(NULL, n) is an allocation; a
@@ -96,16 +167,24 @@ CROSSFREE_INLINE void Free(FreeFn fn, const CallSite& site, void* p, uint64_t si
 template <typename Call>
 CROSSFREE_INLINE void* Realloc(AllocFn fn, const CallSite& site, void* old, uint64_t size,
                                Call&& call) {
-  if (!ShouldRecord()) return call();
+  if (!ShouldRecord()) {
+    if (!ForgetSampled(old)) return call();
+    // Window closed, old was sampled: out of the set before the call; if
+    // the call fails, old is still live and goes back.
+    void* p = call();
+    if (p == nullptr && size != 0) LiveInsert(reinterpret_cast<uint64_t>(old));
+    return p;
+  }
   GuardScope guard;
   if (old == nullptr) {
     void* p = call();
-    if (p != nullptr) {
+    if (p != nullptr && Keep(p)) {
       ErrnoSaver saved;
       RecordAlloc(fn, p, size, site);
     }
     return p;
   }
+  if (Sampling()) return SampledRealloc(fn, site, old, size, call);
   uint64_t ts_free = NowNs();
   void* p = call();
   ErrnoSaver saved;

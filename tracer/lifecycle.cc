@@ -18,9 +18,11 @@
 #include "tracer/malloc_hook.h"
 #include "tracer/modules.h"
 #include "tracer/recorder_internal.h"
+#include "tracer/sampler.h"
 #include "tracer/stacks.h"
 #include "tracer/unwind_cfi.h"
 #include "tracer/sys.h"
+#include "tracer/window.h"
 
 extern char** environ;
 
@@ -92,8 +94,10 @@ bool OpenTrace(bool fork_child) {
   fields.unwinder = g.stacks ? UnwinderFor(g.settings.unwind) : format::Unwinder::kNone;
   fields.max_depth = g.stacks ? static_cast<uint16_t>(g.settings.depth) : 0;
   fields.flags = (fork_child ? format::kHeaderFlagForkChild : 0) |
-                 (g.malloc_hook ? format::kHeaderFlagMallocHook : 0);
-  fields.start_monotonic_ns = NowNs();
+                 (g.malloc_hook ? format::kHeaderFlagMallocHook : 0) |
+                 (TraceStartsWindowed(fork_child) ? format::kHeaderFlagWindowed : 0);
+  fields.sample_period = g_sample_period;
+  fields.start_monotonic_ns = fork_child || g.start_ns == 0 ? NowNs() : g.start_ns;
   fields.start_realtime_ns = RealtimeNs();
   uint8_t header[8192];
   const char* exe = MainExePath();
@@ -148,10 +152,15 @@ void AtForkChild() {
   g.fd = -1;
   g.pid = static_cast<uint32_t>(getpid());
   ForgetModules();
+  ReseedSamplerInForkChild();
+  WindowAtForkChild();
   if (!OpenTrace(/*fork_child=*/true)) {
     __atomic_store_n(&g_recording, 0, __ATOMIC_RELAXED);
     g.phase.store(internal::kStopped, std::memory_order_release);
   } else {
+    // The inherited window, open: say so before the child's first event.
+    format::WindowCause cause;
+    if (ForkChildOpenRecord(&cause)) internal::AppendWindowRecordInForkChild(cause, NowNs());
     g.modules_pending.store(true, std::memory_order_release);
   }
   errno = saved_errno;
@@ -192,6 +201,9 @@ void InitRecorder() {
   int saved_errno = errno;
   LoadSettings(&g.settings);
   if (g.settings.tsc) InitFastClock();
+  InitSampler(g.settings.sample_period);
+  g.start_ns = NowNs();  // the header's start time, and the delay's origin
+  InitWindow(g.settings, g.start_ns);
   internal::InitAsymmetricFence();
   g.pid = static_cast<uint32_t>(getpid());
   InitMainExePath();
@@ -211,7 +223,7 @@ void InitRecorder() {
   }
   g.modules_pending.store(true, std::memory_order_release);
   g.phase.store(internal::kActive, std::memory_order_release);
-  __atomic_store_n(&g_recording, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_recording, WindowOpen() ? 1 : 0, __ATOMIC_RELEASE);
   if (g.malloc_hook) RegisterMallocHooks();
   errno = saved_errno;
 }
@@ -226,7 +238,10 @@ bool ShouldRecordSlow() {
     InitRecorder();
     phase = g.phase.load(std::memory_order_acquire);
   }
-  return phase == internal::kActive;
+  if (phase != internal::kActive) return false;
+  // Active but not recording: a closed window, or a toggle request.
+  if (__atomic_load_n(&g_recording, __ATOMIC_RELAXED) != 1) PollClosedWindow();
+  return __atomic_load_n(&g_recording, __ATOMIC_RELAXED) == 1;
 }
 
 void ShutdownRecorder() {
@@ -268,7 +283,7 @@ void FailedExec() {
   internal::ReopenStates();
   int expected = internal::kStopped;
   if (g.phase.compare_exchange_strong(expected, internal::kActive, std::memory_order_acq_rel)) {
-    __atomic_store_n(&g_recording, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_recording, WindowOpen() ? 1 : 0, __ATOMIC_RELEASE);
   }
 }
 

@@ -47,46 +47,9 @@ void Resolve() {
     return;
   }
   RealFunctions r{};
-  Lookup(&r.malloc, "malloc", true);
-  Lookup(&r.free, "free", true);
-  Lookup(&r.calloc, "calloc", true);
-  Lookup(&r.realloc, "realloc", true);
-  Lookup(&r.reallocarray, "reallocarray", false);
-  Lookup(&r.posix_memalign, "posix_memalign", true);
-  Lookup(&r.aligned_alloc, "aligned_alloc", false);
-  Lookup(&r.memalign, "memalign", false);
-  Lookup(&r.valloc, "valloc", false);
-  Lookup(&r.pvalloc, "pvalloc", false);
-  Lookup(&r.malloc_usable_size, "malloc_usable_size", false);
-  Lookup(&r.op_new, "_Znwm", false);
-  Lookup(&r.op_new_array, "_Znam", false);
-  Lookup(&r.op_new_nothrow, "_ZnwmRKSt9nothrow_t", false);
-  Lookup(&r.op_new_array_nothrow, "_ZnamRKSt9nothrow_t", false);
-  Lookup(&r.op_new_aligned, "_ZnwmSt11align_val_t", false);
-  Lookup(&r.op_new_array_aligned, "_ZnamSt11align_val_t", false);
-  Lookup(&r.op_new_aligned_nothrow, "_ZnwmSt11align_val_tRKSt9nothrow_t", false);
-  Lookup(&r.op_new_array_aligned_nothrow, "_ZnamSt11align_val_tRKSt9nothrow_t", false);
-  Lookup(&r.op_delete, "_ZdlPv", false);
-  Lookup(&r.op_delete_array, "_ZdaPv", false);
-  Lookup(&r.op_delete_sized, "_ZdlPvm", false);
-  Lookup(&r.op_delete_array_sized, "_ZdaPvm", false);
-  Lookup(&r.op_delete_aligned, "_ZdlPvSt11align_val_t", false);
-  Lookup(&r.op_delete_array_aligned, "_ZdaPvSt11align_val_t", false);
-  Lookup(&r.op_delete_sized_aligned, "_ZdlPvmSt11align_val_t", false);
-  Lookup(&r.op_delete_array_sized_aligned, "_ZdaPvmSt11align_val_t", false);
-  Lookup(&r.op_delete_nothrow, "_ZdlPvRKSt9nothrow_t", false);
-  Lookup(&r.op_delete_array_nothrow, "_ZdaPvRKSt9nothrow_t", false);
-  Lookup(&r.op_delete_aligned_nothrow, "_ZdlPvSt11align_val_tRKSt9nothrow_t", false);
-  Lookup(&r.op_delete_array_aligned_nothrow, "_ZdaPvSt11align_val_tRKSt9nothrow_t", false);
-  Lookup(&r.pthread_setname_np, "pthread_setname_np", false);
-  Lookup(&r.prctl, "prctl", false);
-  Lookup(&r.pthread_getattr_np, "pthread_getattr_np", false);
-  Lookup(&r.pipe2, "pipe2", false);
-  Lookup(&r.exit_now, "_exit", false);
-  Lookup(&r.execve, "execve", false);
-  Lookup(&r.execv, "execv", false);
-  Lookup(&r.execvp, "execvp", false);
-  Lookup(&r.execvpe, "execvpe", false);
+#define CROSSFREE_LOOKUP(field, symbol, required, ret, params) Lookup(&r.field, symbol, required);
+  CROSSFREE_NEXT_HOOKS(CROSSFREE_LOOKUP)
+#undef CROSSFREE_LOOKUP
   internal::g_real = r;
   __atomic_store_n(&internal::g_real_state, kResolved, __ATOMIC_RELEASE);
 }

@@ -8,52 +8,15 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tracer/hook_table.h"
+
 namespace crossfree::tracer {
 
+// The next definition of every hook (hook_table.h), one pointer per row.
 struct RealFunctions {
-  void* (*malloc)(size_t);
-  void (*free)(void*);
-  void* (*calloc)(size_t, size_t);
-  void* (*realloc)(void*, size_t);
-  void* (*reallocarray)(void*, size_t, size_t);
-  int (*posix_memalign)(void**, size_t, size_t);
-  void* (*aligned_alloc)(size_t, size_t);
-  void* (*memalign)(size_t, size_t);
-  void* (*valloc)(size_t);
-  void* (*pvalloc)(size_t);
-  size_t (*malloc_usable_size)(void*);
-  // C++ operators, null when no later object defines them (a process
-  // without libstdc++); the hooks then fall back to the malloc family.
-  void* (*op_new)(size_t);
-  void* (*op_new_array)(size_t);
-  void* (*op_new_nothrow)(size_t, const void*);
-  void* (*op_new_array_nothrow)(size_t, const void*);
-  void* (*op_new_aligned)(size_t, size_t);
-  void* (*op_new_array_aligned)(size_t, size_t);
-  void* (*op_new_aligned_nothrow)(size_t, size_t, const void*);
-  void* (*op_new_array_aligned_nothrow)(size_t, size_t, const void*);
-  void (*op_delete)(void*);
-  void (*op_delete_array)(void*);
-  void (*op_delete_sized)(void*, size_t);
-  void (*op_delete_array_sized)(void*, size_t);
-  void (*op_delete_aligned)(void*, size_t);
-  void (*op_delete_array_aligned)(void*, size_t);
-  void (*op_delete_sized_aligned)(void*, size_t, size_t);
-  void (*op_delete_array_sized_aligned)(void*, size_t, size_t);
-  void (*op_delete_nothrow)(void*, const void*);
-  void (*op_delete_array_nothrow)(void*, const void*);
-  void (*op_delete_aligned_nothrow)(void*, size_t, const void*);
-  void (*op_delete_array_aligned_nothrow)(void*, size_t, const void*);
-  // Threads and names.
-  int (*pthread_setname_np)(unsigned long, const char*);
-  int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
-  int (*pthread_getattr_np)(unsigned long, void*);
-  int (*pipe2)(int*, int);
-  [[noreturn]] void (*exit_now)(int);  // _exit
-  int (*execve)(const char*, char* const[], char* const[]);
-  int (*execv)(const char*, char* const[]);
-  int (*execvp)(const char*, char* const[]);
-  int (*execvpe)(const char*, char* const[], char* const[]);
+#define CROSSFREE_REAL_FIELD(field, symbol, required, ret, params) ret(*field) params;
+  CROSSFREE_NEXT_HOOKS(CROSSFREE_REAL_FIELD)
+#undef CROSSFREE_REAL_FIELD
 };
 
 namespace internal {

@@ -44,9 +44,11 @@
 #include <new>
 
 #include "tracer/modules.h"
+#include "tracer/sampler.h"
 #include "tracer/stacks.h"
 #include "tracer/sys.h"
 #include "tracer/unwind_fp.h"
+#include "tracer/window.h"
 
 extern "C" {
 __thread int crossfree_tracer_guard __attribute__((tls_model("initial-exec"))) = 0;
@@ -80,7 +82,7 @@ ThreadState* NewState() {
     return nullptr;
   }
   auto* buffer = static_cast<uint8_t*>(mem) + header;
-  auto* s = new (mem) ThreadState(buffer, g.settings.buffer_bytes);
+  auto* s = new (mem) ThreadState(buffer, g.settings.buffer_bytes, Sampling());
   s->in_use.store(1, std::memory_order_relaxed);
   ThreadState* head = g.registry.load(std::memory_order_relaxed);
   do {
@@ -113,6 +115,15 @@ ThreadState* Acquire() {
   s->needs_name = !t_named;
   s->last_name[0] = '\0';
   s->open_since_ns.store(0, std::memory_order_relaxed);
+  s->next_sequence = t_next_sequence;
+  if (Sampling()) {
+    // Counts already made by this thread (before an exit, with another
+    // state) were written with that state.
+    s->counts = &t_sample;
+    s->counts_written[0] = __atomic_load_n(&t_sample.allocs, __ATOMIC_RELAXED);
+    s->counts_written[1] = __atomic_load_n(&t_sample.frees, __ATOMIC_RELAXED);
+    s->counts_written[2] = __atomic_load_n(&t_sample.dropped, __ATOMIC_RELAXED);
+  }
   t_named = true;
   t_state = s;
   if (g.key_ok) pthread_setspecific(g.key, s);
@@ -120,7 +131,7 @@ ThreadState* Acquire() {
 }
 
 void BeginChunk(ThreadState* s, uint64_t ts) {
-  s->writer.Begin(s->tid, t_next_sequence++, ts);
+  s->writer.Begin(s->tid, s->next_sequence++, ts);
   s->chunk_open = true;
   s->open_since_ns.store(ts != 0 ? ts : 1, std::memory_order_relaxed);
 }
@@ -310,7 +321,34 @@ void ReportWriteFailure(int error) {
       .Print();
 }
 
+namespace {
+
+// Sampled traces: appends the counts the owner made since the state's
+// last counts record, beginning a chunk for them if none is open. Always
+// fits: sampled chunks keep a reserve for it (ChunkWriter).
+void AppendCounts(ThreadState* s) {
+  const SampleCounts* c = s->counts;
+  if (c == nullptr) return;
+  const uint64_t now[3] = {__atomic_load_n(&c->allocs, __ATOMIC_RELAXED),
+                           __atomic_load_n(&c->frees, __ATOMIC_RELAXED),
+                           __atomic_load_n(&c->dropped, __ATOMIC_RELAXED)};
+  if (now[0] == s->counts_written[0] && now[1] == s->counts_written[1] &&
+      now[2] == s->counts_written[2]) {
+    return;
+  }
+  if (!s->chunk_open) BeginChunk(s, NowNs());
+  format::ThreadCounts delta;
+  delta.allocs = now[0] - s->counts_written[0];
+  delta.frees = now[1] - s->counts_written[1];
+  delta.samples_dropped = now[2] - s->counts_written[2];
+  if (!s->writer.AppendCounts(delta)) return;  // cannot happen: reserved
+  for (int i = 0; i < 3; ++i) s->counts_written[i] = now[i];
+}
+
+}  // namespace
+
 void FlushChunk(ThreadState* s) {
+  if (Sampling()) AppendCounts(s);
   if (!s->chunk_open) return;
   s->chunk_open = false;
   s->open_since_ns.store(0, std::memory_order_relaxed);
@@ -358,6 +396,10 @@ void OnThreadExit(void* arg) {
     s->busy.store(1, std::memory_order_seq_cst);
     Leave(s);
   }
+  // The TLS the counts point to goes away with the thread; whoever writes
+  // this state next must not read it.
+  t_next_sequence = s->next_sequence;
+  s->counts = nullptr;
   // Events after this point (later TLS destructors) take a state again and
   // set the key again, so glibc runs this destructor once more for them.
   t_state = kExitedState;
@@ -392,13 +434,21 @@ void ResetStatesInForkChild() {
     it->chunks_written = 0;
     it->threads_written = 0;
     it->wrote_chunk = false;
-    if (it != self) it->in_use.store(0, std::memory_order_relaxed);
+    it->next_sequence = 0;
+    if (it != self) {
+      it->in_use.store(0, std::memory_order_relaxed);
+      it->counts = nullptr;  // those threads do not exist in the child
+    }
   }
   t_next_sequence = 0;
   if (self != nullptr && self != kExitedState) {
     self->tid = CurrentTid();
     self->pthread_id = static_cast<unsigned long>(pthread_self());
     self->needs_name = true;
+    // The child's counts start at the fork.
+    self->counts_written[0] = t_sample.allocs;
+    self->counts_written[1] = t_sample.frees;
+    self->counts_written[2] = t_sample.dropped;
   }
 }
 
@@ -473,7 +523,10 @@ void WriteTotals(const ExitStats& stats) {
   totals.chunks = stats.chunks;
   totals.threads = stats.threads;
   uint8_t buf[format::kTotalsChunkBytes];
-  size_t n = format::EncodeTotalsChunk(totals, CurrentTid(), t_next_sequence++, NowNs(), buf,
+  ThreadState* self = t_state;
+  uint32_t sequence = (self != nullptr && self != kExitedState) ? self->next_sequence++
+                                                                 : t_next_sequence++;
+  size_t n = format::EncodeTotalsChunk(totals, CurrentTid(), sequence, NowNs(), buf,
                                        sizeof(buf));
   struct stat st;
   if (n == 0 || fstat(g.fd, &st) != 0 || st.st_dev != g.file_dev || st.st_ino != g.file_ino) {
@@ -518,6 +571,71 @@ void FlushIdleStates(uint64_t now) {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
+bool WriteOwnWindowRecord(format::WindowState state, format::WindowCause cause, uint64_t ts) {
+  ThreadState* s = Enter();
+  if (s == nullptr) return false;
+  AppendRecord(s, ts, [&](format::ChunkWriter& w) { return w.AppendWindow(state, cause, ts); });
+  FlushChunk(s);
+  Leave(s);
+  return true;
+}
+
+uint32_t FlushAllStates(uint64_t wait_budget_ns) {
+  const uint64_t deadline = NowNs() + wait_budget_ns;
+  ThreadState* const self = t_state;
+  ThreadState* const head = g.registry.load(std::memory_order_acquire);
+  // As FlushIdleStates, for every state whatever its age, and waiting for
+  // owners in the middle of a record (they finish it within microseconds:
+  // recording is already off, so they start no other).
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  uint32_t skipped = 0;
+  for (ThreadState* it = head; it != nullptr; it = it->next) {
+    if (it == self) continue;
+    for (;;) {
+      uint32_t expected = kOpen;
+      if (it->closed.compare_exchange_strong(expected, kBorrowed, std::memory_order_seq_cst)) {
+        break;
+      }
+      // Closed for exit: the exit flush owns it. Borrowed by the idle
+      // flusher: handed back within a write.
+      if (expected == kClosedForExit || NowNs() >= deadline) break;
+      sched_yield();
+    }
+  }
+  HeavyFence();
+  for (ThreadState* it = head; it != nullptr; it = it->next) {
+    if (it == self || it->closed.load(std::memory_order_relaxed) != kBorrowed) continue;
+    while (it->busy.load(std::memory_order_seq_cst) != 0 && NowNs() < deadline) sched_yield();
+    if (it->busy.load(std::memory_order_seq_cst) == 0) {
+      FlushChunk(it);
+    } else {
+      ++skipped;  // still busy: it writes its own chunk later
+    }
+    it->closed.store(kOpen, std::memory_order_release);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return skipped;
+}
+
+bool ReadyForWindowChangeInHandler() {
+  if (__atomic_load_n(&crossfree_tracer_guard, __ATOMIC_RELAXED) != 0) return false;
+  ThreadState* s = t_state;
+  return s != nullptr && s != kExitedState && !s->needs_name &&
+         s->name_pending.load(std::memory_order_relaxed) == 0 &&
+         !g.modules_pending.load(std::memory_order_relaxed);
+}
+
+void AppendWindowRecordInForkChild(format::WindowCause cause, uint64_t ts) {
+  ThreadState* s = t_state;
+  if (s == nullptr || s == kExitedState || !Claim(s)) return;
+  AppendRecord(s, ts, [&](format::ChunkWriter& w) {
+    return w.AppendWindow(format::WindowState::kOpen, cause, ts);
+  });
+  Leave(s);
+}
+
 void ReopenStates() {
   for (ThreadState* it = g.registry.load(std::memory_order_acquire); it != nullptr;
        it = it->next) {
@@ -533,6 +651,20 @@ using internal::Enter;
 using internal::Leave;
 using internal::ThreadState;
 
+namespace {
+
+// After each recorded event: the open window's deadline (--duration).
+inline void CheckWindowDeadline(uint64_t now) {
+  if (__builtin_expect(now >= g_window_deadline_ns, 0)) WindowDeadlinePassed(now);
+}
+
+}  // namespace
+
+void StartSampledThread() {
+  SeedSampler();
+  if (ThreadState* s = Enter()) Leave(s);
+}
+
 void RecordAlloc(format::AllocFn fn, const void* address, uint64_t size, const CallSite& site) {
   if (internal::ForeignTask(site)) return;
   ThreadState* s = Enter();
@@ -546,6 +678,7 @@ void RecordAlloc(format::AllocFn fn, const void* address, uint64_t size, const C
   });
   Leave(s);
   internal::MaybeFlushIdle(ts);
+  CheckWindowDeadline(ts);
 }
 
 void RecordFree(format::FreeFn fn, uint64_t ts_ns, const void* address, uint64_t size,
@@ -561,6 +694,7 @@ void RecordFree(format::FreeFn fn, uint64_t ts_ns, const void* address, uint64_t
   });
   Leave(s);
   internal::MaybeFlushIdle(ts_ns);
+  CheckWindowDeadline(ts_ns);
 }
 
 void RecordRealloc(format::AllocFn fn, uint64_t ts_free_ns, const void* old_address,
@@ -578,6 +712,7 @@ void RecordRealloc(format::AllocFn fn, uint64_t ts_free_ns, const void* old_addr
   });
   Leave(s);
   internal::MaybeFlushIdle(ts);
+  CheckWindowDeadline(ts);
 }
 
 void RecordThreadName(const char* name) {

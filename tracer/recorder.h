@@ -27,8 +27,11 @@ extern "C" __thread int crossfree_tracer_guard __attribute__((tls_model("initial
 namespace crossfree::tracer {
 
 
-// 1 while the tracer records (set after start-up, cleared at exit or on an
-// output error). Read racily on the fast path; the slow path re-checks.
+// 1 while the tracer records (set after start-up, cleared at exit, on an
+// output error and while a recording window is closed; 2 while open with
+// a window change requested by the toggle signal, so that the next hook
+// takes the slow path). Read racily on the fast path; the slow path
+// re-checks.
 extern int g_recording;
 
 // Whether a hook on this thread should record. False while the guard is
@@ -90,6 +93,11 @@ void RecordCentral(format::CentralOp op, uint32_t size_class, uint64_t count,
 // the name is recorded by that thread at its next event.
 void RecordThreadName(const char* name);
 void NoteThreadName(unsigned long pthread, const char* name);
+
+// Sampled traces: a thread's first counted allocation or free seeds its
+// sampler and gives it a buffer, so that its counts are written (at its
+// exit, at the latest) even if none of its allocations is sampled.
+void StartSampledThread();
 
 // Start-up (idempotent): settings, stacks, output file, MallocHook probe.
 // Called by the library constructor and lazily by the first hook.

@@ -11,6 +11,7 @@
 
 #include "format/trace_writer.h"
 #include "tracer/recorder.h"
+#include "tracer/sampler.h"
 #include "tracer/settings.h"
 #include "tracer/stacks.h"
 
@@ -34,7 +35,8 @@ enum Phase : int {
 // One per thread that recorded something; never freed, reused after its
 // thread exits. The header and the chunk buffer share one mmap.
 struct ThreadState {
-  ThreadState(uint8_t* buf, size_t capacity) : writer(buf, capacity), buffer(buf) {}
+  ThreadState(uint8_t* buf, size_t capacity, bool sampled)
+      : writer(buf, capacity, /*reserve_counts=*/sampled), buffer(buf) {}
 
   std::atomic<uint32_t> in_use{0};       // owned by a live thread
   std::atomic<uint32_t> busy{0};         // owner is inside Enter..Leave
@@ -50,6 +52,11 @@ struct ThreadState {
   ThreadState* next = nullptr;  // registry link, fixed once published
   unsigned long pthread_id = 0;
   uint32_t tid = 0;
+  // The next chunk's sequence number. Here, not in TLS, because whoever
+  // writes the state's chunk (owner, exit flush, window change) may have
+  // to begin one; Acquire and OnThreadExit carry it over from/to the
+  // thread's own TLS copy.
+  uint32_t next_sequence = 0;
   bool chunk_open = false;
   bool needs_name = false;
   uint64_t events_written = 0;
@@ -59,6 +66,10 @@ struct ThreadState {
   // current one has (reset when a thread takes the state).
   uint32_t threads_written = 0;
   bool wrote_chunk = false;
+  // Sampled traces: the owner's TLS counts (sampler.h; null when no live
+  // thread owns the state) and what the last counts record covered.
+  const SampleCounts* counts = nullptr;
+  uint64_t counts_written[3] = {};  // allocs, frees, dropped
   format::ChunkWriter writer;
   uint8_t* buffer;
   // Stack capture memo and interned-stack table (stacks.h); starts as the
@@ -77,6 +88,7 @@ struct Globals {
   bool stacks = false;
   bool malloc_hook = false;
   uint32_t pid = 0;
+  uint64_t start_ns = 0;  // when this image's tracer started (trace clock)
   pthread_key_t key = 0;
   bool key_ok = false;
   char output_path[4096] = {};
@@ -131,6 +143,21 @@ ExitStats CloseAndFlushAll(uint64_t wait_budget_ns);
 // is older than the age bound, through the borrow hand-off (recorder.cc).
 // Called after an event when g.next_idle_scan_ns has passed.
 void FlushIdleStates(uint64_t now);
+// Window changes (window.cc). Appends a window record to the calling
+// thread's chunk and writes that chunk; false if the thread cannot record
+// (no state, closed by the exit flush). Guard held.
+bool WriteOwnWindowRecord(format::WindowState state, format::WindowCause cause, uint64_t ts);
+// Writes every other thread's open chunk (and, in sampled traces, its
+// counts) through the borrow hand-off, waiting up to wait_budget_ns in
+// all for owners in the middle of a record. Returns the states skipped.
+uint32_t FlushAllStates(uint64_t wait_budget_ns);
+// True when a signal handler on this thread may change the window itself:
+// the thread is outside the tracer (guard 0), has a state and nothing is
+// pending for it that could take a lock (module scan).
+bool ReadyForWindowChangeInHandler();
+// Fork child, single-threaded: appends an open record for the inherited
+// window to the calling thread's chunk, before any event.
+void AppendWindowRecordInForkChild(format::WindowCause cause, uint64_t ts);
 // After a failed exec: lets every state record again.
 void ReopenStates();
 // Registers the process for membarrier(PRIVATE_EXPEDITED) and sets

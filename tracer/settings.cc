@@ -2,6 +2,8 @@
 // Tracer: environment settings (see settings.h for the list).
 #include "tracer/settings.h"
 
+#include <signal.h>
+
 #include <stdlib.h>
 
 #include "format/trace_format.h"
@@ -12,6 +14,18 @@ namespace {
 
 void Invalid(const char* name, const char* value, const char* fallback) {
   MessageLine().Add("ignoring ").Add(name).Add("='").Add(value).Add("' (using ").Add(fallback).Add(")").Print();
+}
+
+// A duration in milliseconds, at most a day; unset or invalid leaves *ns.
+void ReadMilliseconds(const char* name, uint64_t* ns) {
+  const char* v = getenv(name);
+  if (v == nullptr || *v == '\0') return;
+  uint64_t ms;
+  if (ParseDecimal(v, &ms) && ms <= 86'400'000) {
+    *ns = ms * 1'000'000;
+  } else {
+    Invalid(name, v, "none");
+  }
 }
 
 bool ReadBool(const char* name, bool fallback) {
@@ -68,6 +82,35 @@ void LoadSettings(Settings* s) {
       s->flush_ns = ms * 1'000'000;
     } else {
       Invalid("CROSSFREE_FLUSH_MS", v, "1000");
+    }
+  }
+  if (const char* v = getenv("CROSSFREE_SAMPLE"); v != nullptr && *v != '\0') {
+    uint64_t n;
+    if (ParseDecimal(v, &n) && n >= 1 && n <= kMaxSamplePeriod) {
+      s->sample_period = static_cast<uint32_t>(n);
+    } else {
+      Invalid("CROSSFREE_SAMPLE", v, "1 (every allocation)");
+    }
+  }
+  ReadMilliseconds("CROSSFREE_DELAY_MS", &s->delay_ns);
+  ReadMilliseconds("CROSSFREE_DURATION_MS", &s->duration_ns);
+  if (const char* v = getenv("CROSSFREE_START_NS"); v != nullptr && *v != '\0') {
+    uint64_t ns;
+    if (ParseDecimal(v, &ns)) {
+      s->start_ns = ns;
+    } else {
+      Invalid("CROSSFREE_START_NS", v, "this process's start");
+    }
+  }
+  if (const char* v = getenv("CROSSFREE_TOGGLE_SIGNAL"); v != nullptr && *v != '\0') {
+    uint64_t sig;
+    // SIGKILL and SIGSTOP cannot be caught; SIGSEGV/SIGBUS/SIGFPE/SIGILL
+    // belong to the program's crash handling.
+    if (ParseDecimal(v, &sig) && sig >= 1 && sig < 65 && sig != SIGKILL && sig != SIGSTOP &&
+        sig != SIGSEGV && sig != SIGBUS && sig != SIGFPE && sig != SIGILL) {
+      s->toggle_signal = static_cast<int>(sig);
+    } else {
+      Invalid("CROSSFREE_TOGGLE_SIGNAL", v, "none");
     }
   }
   s->malloc_hook = ReadBool("CROSSFREE_MALLOC_HOOK", true);

@@ -36,6 +36,22 @@
 //   CROSSFREE_STACK_MEMO     0 walks every frame of every capture (no reuse
 //                            of the thread's previous walk). For benchmarks.
 //                            Default 1.
+//   CROSSFREE_SAMPLE         N: trace each allocation with probability 1/N
+//                            (and its free, wherever it happens), and count
+//                            every allocation and free per thread.
+//                            1..2^30. Default 1 (trace everything).
+//   CROSSFREE_DELAY_MS       Recording starts this long after the start
+//                            (CROSSFREE_START_NS, else the tracer's start).
+//                            0..86400000. Default 0.
+//   CROSSFREE_DURATION_MS    Each recording window closes this long after
+//                            it opened. 0 (default): no limit.
+//   CROSSFREE_START_NS       CLOCK_MONOTONIC ns the delay counts from. Set
+//                            by `crossfree record` so that exec'd children
+//                            keep the command's window. Default: unset.
+//   CROSSFREE_TOGGLE_SIGNAL  Signal number that opens and closes the
+//                            recording window. Recording then starts closed
+//                            (unless CROSSFREE_DELAY_MS opens it). Default:
+//                            none (the target may use the signal).
 //   CROSSFREE_VERBOSE        1 prints a one-line summary per process at exit
 //                            (trace path, events, stacks). Default 0.
 //
@@ -65,7 +81,14 @@ struct Settings {
   bool tsc = true;
   bool stack_check = false;
   bool stack_memo = true;
+  uint32_t sample_period = 1;  // 1: every allocation
+  uint64_t delay_ns = 0;
+  uint64_t duration_ns = 0;    // 0: none
+  uint64_t start_ns = 0;       // 0: the tracer's own start
+  int toggle_signal = 0;       // 0: none
 };
+
+inline constexpr uint64_t kMaxSamplePeriod = 1u << 30;
 
 // Parses the environment into *settings. Never allocates.
 void LoadSettings(Settings* settings);

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer test target for recording windows (CROSSFREE_TOGGLE_SIGNAL=SIGUSR2
+// set by the test). Every object has a size of its own, so the test can
+// tell them apart in the trace:
+//   1111 x100  allocated before the window, freed inside it
+//   2222 x200  allocated and freed inside (main)
+//   3333 x50   allocated inside, still live when the window closes
+//   4444 x30   a thread started inside the window allocates and frees them
+//   5555 x20   a thread blocked in read() across the opening toggle
+//   6666 x10   a thread blocked in a condition wait across the opening
+//   7777 x10   allocated and freed after the window closed
+// main opens and closes the window with raise(SIGUSR2), so the edges are
+// exact. After the close it leaves with _exit, so no exit flush runs:
+// what the trace holds was written when the window closed (the test also
+// turns the age-bound flush off). The blocked threads are still blocked
+// then, with their events in their buffers.
+//   mode "blocked": the signal goes to the process (kill), main blocks it,
+//   so it lands on the threads blocked in read() and in a condition wait;
+//   they must go on as if nothing happened (SA_RESTART) and read all data.
+//   Untraced (no CROSSFREE_TOGGLE_SIGNAL) it sends nothing: SIGUSR2 would
+//   end it.
+//   mode "fork": after the window opened, a child allocates and frees
+//   8888 x10 and leaves with exit(); the parent waits for it.
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "target_util.h"
+
+namespace {
+
+int pipe_fds[2];
+int again_fds[2];
+// Never destroyed: a fork child leaves with exit(), and the destructor of a
+// condition variable that another thread (in the parent) waits on would
+// wait for ever.
+std::mutex& mu = *new std::mutex;
+std::condition_variable& cv = *new std::condition_variable;
+bool go = false;
+bool cond_done = false;
+
+void Churn(size_t size, int n) {
+  for (int i = 0; i < n; ++i) {
+    void* p = malloc(size);
+    TtSink(p);
+    free(p);
+  }
+}
+
+// Reads exactly n bytes; a short or failed read is a test failure.
+bool ReadAll(int fd, char* buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, buf + got, n - got);
+    if (r <= 0) return false;
+    got += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool blocked = argc > 1 && strcmp(argv[1], "blocked") == 0;
+  const bool forking = argc > 1 && strcmp(argv[1], "fork") == 0;
+  if (pipe(pipe_fds) != 0 || pipe(again_fds) != 0) return 3;
+  void* pre[100];
+  for (void*& p : pre) p = malloc(1111);
+  bool reader_ok = true;
+  std::thread reader([&] {
+    char buf[4096];
+    // Blocked here while the window opens.
+    reader_ok = ReadAll(pipe_fds[0], buf, sizeof(buf)) && buf[4095] == 'x';
+    Churn(5555, 20);
+    write(again_fds[1], "k", 1);
+    // And blocked here, events buffered, while it closes.
+    reader_ok = reader_ok && ReadAll(pipe_fds[0], buf, 1);
+  });
+  std::thread waiter([] {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [] { return go; });
+    Churn(6666, 10);
+    cond_done = true;
+    cv.notify_all();
+  });
+  if (blocked) {
+    // The toggles land on the threads blocked in read() and cv.wait().
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    usleep(20000);  // let both threads block first (not needed for the result)
+    for (int i = 0; i < 10 && getenv("CROSSFREE_TOGGLE_SIGNAL") != nullptr; ++i) {
+      kill(getpid(), SIGUSR2);
+      usleep(2000);
+    }
+  } else {
+    raise(SIGUSR2);  // open
+  }
+  for (void* p : pre) free(p);
+  if (forking) {
+    pid_t child = fork();
+    if (child == 0) {
+      Churn(8888, 10);
+      exit(0);
+    }
+    int status = 0;
+    if (child < 0 || waitpid(child, &status, 0) != child || status != 0) return 5;
+  }
+  Churn(2222, 200);
+  void* live[50];
+  for (void*& p : live) p = malloc(3333);
+  std::thread([] { Churn(4444, 30); }).join();
+  char data[4096];
+  memset(data, 'x', sizeof(data));
+  if (write(pipe_fds[1], data, sizeof(data)) != sizeof(data)) return 3;
+  char k;
+  if (!ReadAll(again_fds[0], &k, 1)) return 3;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    go = true;
+    cv.notify_all();
+    cv.wait(lock, [] { return cond_done; });
+  }
+  waiter.join();
+  if (!blocked) raise(SIGUSR2);  // close
+  for (void* p : live) free(p);
+  Churn(7777, 10);
+  if (write(pipe_fds[1], "y", 1) != 1) return 3;
+  reader.join();
+  if (!reader_ok) {
+    static const char msg[] = "reader lost data\n";
+    write(2, msg, sizeof(msg) - 1);
+    return 4;
+  }
+  static const char done[] = "window target done\n";
+  write(1, done, sizeof(done) - 1);
+  if (blocked) return 0;
+  _exit(0);
+}

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: Apache-2.0
+// Recording windows and sampling, in the tracer: known-answer targets run
+// under the preloaded tracer, and the trace read back.
+//  - the toggle signal's window edges (an object allocated before and freed
+//    inside, the reverse, a thread that starts inside, threads blocked in
+//    syscalls across the toggles, the close writing every buffer);
+//  - --delay/--duration and fork;
+//  - sampling: exact counts records, every sampled free's object sampled,
+//    realloc followed, a sample count consistent with 1/N.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "format/trace_reader.h"
+#include "tests/tracer/tracer_test_util.h"
+
+namespace crossfree::tracer_test {
+namespace {
+
+using format::Event;
+using format::EventOp;
+
+struct WindowRecord {
+  uint64_t ts;
+  format::WindowState state;
+  format::WindowCause cause;
+};
+
+struct Loaded {
+  format::FileHeader header;
+  std::vector<Event> events;
+  std::vector<WindowRecord> windows;
+  format::ThreadCounts counts;  // summed
+  uint64_t count_records = 0;
+  bool complete = false;
+  std::string error;
+};
+
+class Collect : public format::RecordVisitor {
+ public:
+  explicit Collect(Loaded* out) : out_(out) {}
+  void OnEvent(const Event& e) override { out_->events.push_back(e); }
+  void OnWindow(uint32_t, uint64_t ts, format::WindowState s, format::WindowCause c) override {
+    out_->windows.push_back({ts, s, c});
+  }
+  void OnCounts(uint32_t, const format::ThreadCounts& c) override {
+    out_->counts.allocs += c.allocs;
+    out_->counts.frees += c.frees;
+    out_->counts.samples_dropped += c.samples_dropped;
+    ++out_->count_records;
+  }
+
+ private:
+  Loaded* out_;
+};
+
+Loaded Load(const std::string& path) {
+  Loaded t;
+  auto reader = format::TraceReader::Open(path, &t.error);
+  if (reader == nullptr) return t;
+  t.header = reader->header();
+  Collect visitor(&t);
+  format::Chunk chunk;
+  for (;;) {
+    format::ReadResult r = reader->NextChunk(&chunk);
+    if (r == format::ReadResult::kEnd) break;
+    if (r != format::ReadResult::kChunk) {
+      t.error = reader->error();
+      return t;
+    }
+    if (!format::DecodeChunk(chunk, visitor, &t.error)) return t;
+  }
+  std::stable_sort(t.windows.begin(), t.windows.end(),
+                   [](const WindowRecord& a, const WindowRecord& b) { return a.ts < b.ts; });
+  std::stable_sort(t.events.begin(), t.events.end(), [](const Event& a, const Event& b) {
+    return a.timestamp_ns * 2 + (a.op == EventOp::kAlloc) <
+           b.timestamp_ns * 2 + (b.op == EventOp::kAlloc);
+  });
+  t.complete = true;
+  return t;
+}
+
+// Pairs the time-ordered events by address.
+struct Pairing {
+  std::map<uint64_t, int> allocs_by_size;
+  std::map<uint64_t, int> freed_by_size;  // allocation size of what was freed
+  std::map<uint64_t, std::set<uint32_t>> alloc_tids_by_size;
+  int unmatched_frees = 0;
+  std::map<uint64_t, int> live_by_size;
+};
+
+Pairing Pair(const Loaded& t) {
+  Pairing p;
+  std::map<uint64_t, uint64_t> live;  // address -> size
+  for (const Event& e : t.events) {
+    if (e.op == EventOp::kAlloc) {
+      live[e.address] = e.size;
+      ++p.allocs_by_size[e.size];
+      p.alloc_tids_by_size[e.size].insert(e.tid);
+    } else {
+      auto it = live.find(e.address);
+      if (it == live.end()) {
+        ++p.unmatched_frees;
+      } else {
+        ++p.freed_by_size[it->second];
+        live.erase(it);
+      }
+    }
+  }
+  for (const auto& [addr, size] : live) ++p.live_by_size[size];
+  return p;
+}
+
+const std::string kToggle = "CROSSFREE_TOGGLE_SIGNAL=" + std::to_string(SIGUSR2);
+
+TEST_CASE("toggle signal: exact window edges, and the close writes every buffer", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_window", dir, {}, {kToggle, "CROSSFREE_FLUSH_MS=0"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out == "window target done\n");
+  Loaded t = Load(dir + "/trace");
+  INFO(t.error);
+  REQUIRE(t.complete);
+  CHECK((t.header.fields.flags & format::kHeaderFlagWindowed) != 0);
+  REQUIRE(t.windows.size() == 2);
+  CHECK(t.windows[0].state == format::WindowState::kOpen);
+  CHECK(t.windows[0].cause == format::WindowCause::kSignal);
+  CHECK(t.windows[1].state == format::WindowState::kClosed);
+  CHECK(t.windows[1].cause == format::WindowCause::kSignal);
+  for (const Event& e : t.events) {
+    CHECK(e.timestamp_ns >= t.windows[0].ts);
+    CHECK(e.timestamp_ns <= t.windows[1].ts);
+  }
+  Pairing p = Pair(t);
+  CHECK(p.allocs_by_size[1111] == 0);   // before the window
+  // ... and freed inside it: the 100, and the waiter thread's std::thread
+  // state, made before the window and deleted by libstdc++ when the
+  // thread's function returns, inside it.
+  CHECK(p.unmatched_frees == 101);
+  CHECK(p.allocs_by_size[2222] == 200);
+  CHECK(p.freed_by_size[2222] == 200);
+  CHECK(p.allocs_by_size[3333] == 50);  // live when the window closed
+  CHECK(p.live_by_size[3333] == 50);
+  CHECK(p.allocs_by_size[4444] == 30);  // a thread started inside
+  CHECK(p.freed_by_size[4444] == 30);
+  CHECK(p.alloc_tids_by_size[4444].size() == 1);
+  CHECK(p.alloc_tids_by_size[4444] != p.alloc_tids_by_size[2222]);
+  // The reader was blocked in read() when the window closed: its events
+  // are in the file only because the close wrote its buffer (the process
+  // left with _exit, and the age-bound flush was off).
+  CHECK(p.allocs_by_size[5555] == 20);
+  CHECK(p.freed_by_size[5555] == 20);
+  CHECK(p.allocs_by_size[6666] == 10);
+  CHECK(p.allocs_by_size[7777] == 0);   // after the window
+}
+
+TEST_CASE("toggle signal delivered to threads blocked in read() and a condition wait",
+          "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult untraced = Run({TargetPath("tt_window"), "blocked"}, {}, "");
+  REQUIRE(untraced.exit_code == 0);
+  // Untraced, SIGUSR2 would kill it: only run it traced with the handler.
+  RunResult run = RunTraced("tt_window", dir, {"blocked"}, {kToggle});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out == untraced.out);
+  Loaded t = Load(dir + "/trace");
+  INFO(t.error);
+  REQUIRE(t.complete);
+  // Ten toggles: open, close, ... Two sent before the first was handled
+  // merge into one (a standard signal is not queued), so the count may be
+  // lower, but the records alternate, starting with an open.
+  REQUIRE(!t.windows.empty());
+  CHECK(t.windows.size() <= 10);
+  for (size_t i = 0; i < t.windows.size(); ++i) {
+    CHECK(t.windows[i].state ==
+          (i % 2 == 0 ? format::WindowState::kOpen : format::WindowState::kClosed));
+  }
+}
+
+TEST_CASE("a fork child inherits the open window and writes its own trace", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_window", dir, {"fork"}, {kToggle});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  std::string child_path;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("trace.", 0) == 0) child_path = entry.path().string();
+  }
+  REQUIRE(!child_path.empty());
+  Loaded child = Load(child_path);
+  INFO(child.error);
+  REQUIRE(child.complete);
+  CHECK((child.header.fields.flags & format::kHeaderFlagForkChild) != 0);
+  CHECK((child.header.fields.flags & format::kHeaderFlagWindowed) != 0);
+  REQUIRE(!child.windows.empty());
+  CHECK(child.windows[0].state == format::WindowState::kOpen);
+  Pairing p = Pair(child);
+  CHECK(p.allocs_by_size[8888] == 10);
+  CHECK(p.freed_by_size[8888] == 10);
+  CHECK(p.allocs_by_size[2222] == 0);  // the parent's, after the fork
+  Loaded parent = Load(dir + "/trace");
+  REQUIRE(parent.complete);
+  CHECK(Pair(parent).allocs_by_size[8888] == 0);
+  CHECK(Pair(parent).allocs_by_size[2222] == 200);
+}
+
+TEST_CASE("delay and duration: one window, opened and closed by the clock", "[tracer]") {
+  std::string dir = MakeTempDir();
+  // Long enough to outlast the window on a loaded machine; only the
+  // structure is checked, never a time.
+  RunResult run = Run({CROSSFREE_WORKLOAD, "--objects", "1000000"},
+                      {"CROSSFREE_OUTPUT=" + dir + "/trace", "CROSSFREE_DELAY_MS=20",
+                       "CROSSFREE_DURATION_MS=50"},
+                      CROSSFREE_TRACER_LIB);
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  Loaded t = Load(dir + "/trace");
+  REQUIRE(t.complete);
+  CHECK((t.header.fields.flags & format::kHeaderFlagWindowed) != 0);
+  REQUIRE(t.windows.size() == 2);
+  CHECK(t.windows[0].cause == format::WindowCause::kDelay);
+  CHECK(t.windows[1].cause == format::WindowCause::kDuration);
+  CHECK(t.windows[0].ts >= t.header.fields.start_monotonic_ns + 20'000'000);
+  CHECK(t.windows[1].ts >= t.windows[0].ts + 50'000'000);
+  REQUIRE(!t.events.empty());
+  CHECK(t.events.front().timestamp_ns >= t.windows[0].ts);
+  // A thread already inside a hook when the window closed may finish
+  // that one record after the close record: at most one per thread.
+  size_t after = 0;
+  for (const Event& e : t.events) after += e.timestamp_ns > t.windows[1].ts;
+  CHECK(after <= 8);
+}
+
+// Exact counts of a full run of the same deterministic workload.
+format::ThreadCounts FullCounts(const std::string& dir, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {CROSSFREE_WORKLOAD};
+  argv.insert(argv.end(), args.begin(), args.end());
+  RunResult run = Run(argv, {"CROSSFREE_OUTPUT=" + dir + "/full", "CROSSFREE_ENABLE_STACKS=0"},
+                      CROSSFREE_TRACER_LIB);
+  REQUIRE(run.exit_code == 0);
+  Loaded full = Load(dir + "/full");
+  REQUIRE(full.complete);
+  format::ThreadCounts c;
+  for (const Event& e : full.events) (e.op == EventOp::kAlloc ? c.allocs : c.frees) += 1;
+  return c;
+}
+
+TEST_CASE("sampling: exact counts, every traced free's object sampled, about 1/N sampled",
+          "[tracer]") {
+  std::string dir = MakeTempDir();
+  const std::vector<std::string> args = {"--objects", "100000", "--nest", "4"};
+  format::ThreadCounts truth = FullCounts(dir, args);
+  for (int period : {2, 10, 1000}) {
+    INFO("N = " << period);
+    std::vector<std::string> argv = {CROSSFREE_WORKLOAD};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunResult run = Run(
+        argv, {"CROSSFREE_OUTPUT=" + dir + "/s", "CROSSFREE_SAMPLE=" + std::to_string(period)},
+        CROSSFREE_TRACER_LIB);
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    Loaded t = Load(dir + "/s");
+    INFO(t.error);
+    REQUIRE(t.complete);
+    CHECK(t.header.fields.sample_period == static_cast<uint32_t>(period));
+    CHECK(t.counts.allocs == truth.allocs);
+    CHECK(t.counts.frees == truth.frees);
+    CHECK(t.counts.samples_dropped == 0);
+    Pairing p = Pair(t);
+    CHECK(p.unmatched_frees == 0);  // a free is traced only if its object was
+    uint64_t sampled = 0;
+    for (const Event& e : t.events) sampled += e.op == EventOp::kAlloc;
+    // Binomial(n, 1/N): within 6 standard deviations (fails once in 10^9).
+    double n = static_cast<double>(truth.allocs), q = 1.0 / period;
+    double sd = std::sqrt(n * q * (1 - q));
+    CHECK(std::fabs(static_cast<double>(sampled) - n * q) <= 6 * sd + 1);
+  }
+}
+
+TEST_CASE("sampling follows realloc: no traced free without its traced allocation",
+          "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_realloc", dir, {}, {"CROSSFREE_SAMPLE=2"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  Loaded t = Load(dir + "/trace");
+  REQUIRE(t.complete);
+  CHECK(t.counts.allocs > 0);
+  CHECK(Pair(t).unmatched_frees == 0);
+}
+
+}  // namespace
+}  // namespace crossfree::tracer_test

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: recording windows (see window.h).
+#include "tracer/window.h"
+
+#include <errno.h>
+#include <signal.h>
+
+#include <atomic>
+
+#include "tracer/recorder.h"
+#include "tracer/recorder_internal.h"
+#include "tracer/sys.h"
+
+namespace crossfree::tracer {
+
+uint64_t g_window_deadline_ns = UINT64_MAX;
+
+namespace {
+
+struct WindowGlobals {
+  bool windowed = false;          // the trace starts closed
+  std::atomic<int> open{1};
+  std::atomic<int> changing{0};   // ChangeWindow in progress (a flag, not a lock)
+  std::atomic<uint32_t> toggles{0};  // toggle signals not yet carried out
+  uint64_t open_at_ns = UINT64_MAX;  // closed: when the delay ends
+  uint64_t duration_ns = 0;
+  int toggle_signal = 0;
+  format::WindowCause open_cause = format::WindowCause::kDelay;
+  bool changed = false;  // the window opened or closed at least once
+};
+WindowGlobals w;
+
+__thread uint32_t t_poll_countdown __attribute__((tls_model("initial-exec"))) = 0;
+
+// Owners in the middle of a record when a window closes finish it within
+// microseconds; a thread stopped by a debugger must not stall the program.
+constexpr uint64_t kCloseWaitNs = 50'000'000;
+
+void SetRecording(int value) { __atomic_store_n(&g_recording, value, __ATOMIC_RELEASE); }
+
+// Opens or closes the window. Guard held; caller holds w.changing.
+void ChangeWindow(bool open, format::WindowCause cause) {
+  if (internal::g.phase.load(std::memory_order_acquire) != internal::kActive) return;
+  const uint64_t now = NowNs();
+  w.changed = true;
+  if (open) {
+    // The record first, then recording: every event is later than it.
+    internal::WriteOwnWindowRecord(format::WindowState::kOpen, cause, now);
+    w.open_cause = cause;
+    w.open_at_ns = UINT64_MAX;
+    g_window_deadline_ns = w.duration_ns != 0 ? now + w.duration_ns : UINT64_MAX;
+    w.open.store(1, std::memory_order_release);
+    SetRecording(1);
+  } else {
+    SetRecording(0);
+    w.open.store(0, std::memory_order_release);
+    g_window_deadline_ns = UINT64_MAX;
+    internal::WriteOwnWindowRecord(format::WindowState::kClosed, cause, now);
+    internal::FlushAllStates(kCloseWaitNs);
+  }
+}
+
+// Carries out what is due: toggle requests, the delay's end, the
+// duration's end. Returns without waiting if another thread is at it.
+void Settle(uint64_t now) {
+  int expected = 0;
+  if (!w.changing.compare_exchange_strong(expected, 1, std::memory_order_acquire)) return;
+  GuardScope guard;
+  int saved_errno = errno;
+  // Toggles first: each one flips the window.
+  uint32_t toggles = w.toggles.exchange(0, std::memory_order_acq_rel);
+  for (uint32_t i = 0; i < toggles; ++i) {
+    ChangeWindow(w.open.load(std::memory_order_relaxed) == 0, format::WindowCause::kSignal);
+  }
+  const bool open = w.open.load(std::memory_order_relaxed) != 0;
+  if (!open && now >= w.open_at_ns) {
+    ChangeWindow(true, format::WindowCause::kDelay);
+  } else if (open && now >= g_window_deadline_ns) {
+    ChangeWindow(false, format::WindowCause::kDuration);
+  }
+  // Open with a request handled: back from 2 to 1.
+  if (w.open.load(std::memory_order_relaxed) != 0 &&
+      internal::g.phase.load(std::memory_order_acquire) == internal::kActive) {
+    SetRecording(1);
+  }
+  errno = saved_errno;
+  w.changing.store(0, std::memory_order_release);
+  // A signal that arrived while we were changing: its request waits for
+  // the next hook call, which finds g_recording != 1.
+}
+
+void OnToggleSignal(int) {
+  int saved_errno = errno;
+  w.toggles.fetch_add(1, std::memory_order_acq_rel);
+  int one = 1;
+  __atomic_compare_exchange_n(&g_recording, &one, 2, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+  if (internal::ReadyForWindowChangeInHandler()) Settle(NowNs());
+  errno = saved_errno;
+}
+
+}  // namespace
+
+void InitWindow(const Settings& s, uint64_t process_start_ns) {
+  w.duration_ns = s.duration_ns;
+  w.toggle_signal = s.toggle_signal;
+  const uint64_t origin = s.start_ns != 0 ? s.start_ns : process_start_ns;
+  const uint64_t now = NowNs();
+  const bool has_delay = s.delay_ns != 0;
+  // Closed at start: a delay that has not elapsed, or a toggle signal
+  // without a delay (the first signal opens the window).
+  if (has_delay && now < origin + s.delay_ns) {
+    w.windowed = true;
+    w.open.store(0, std::memory_order_relaxed);
+    w.open_at_ns = origin + s.delay_ns;
+  } else if (!has_delay && s.toggle_signal != 0) {
+    w.windowed = true;
+    w.open.store(0, std::memory_order_relaxed);
+  } else {
+    // Open from the start (an exec'd image whose delay has already
+    // elapsed is open, and keeps the command's duration).
+    const uint64_t opened = has_delay ? origin + s.delay_ns : origin;
+    if (s.duration_ns != 0) g_window_deadline_ns = opened + s.duration_ns;
+  }
+  if (s.toggle_signal != 0) {
+    struct sigaction sa = {};
+    sa.sa_handler = OnToggleSignal;
+    sigemptyset(&sa.sa_mask);
+    // SA_RESTART: a read() or a futex wait the signal interrupts goes on
+    // by itself (sleeps and some waits still return EINTR: signal(7)).
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(s.toggle_signal, &sa, nullptr) != 0) {
+      MessageLine().Add("cannot install the toggle signal handler: ").Add(ErrnoName(errno)).Print();
+    }
+  }
+}
+
+bool WindowOpen() { return w.open.load(std::memory_order_acquire) != 0; }
+
+void PollClosedWindow() {
+  if (w.toggles.load(std::memory_order_relaxed) != 0) {
+    Settle(NowNs());
+    return;
+  }
+  if (w.open_at_ns == UINT64_MAX) return;
+  if (++t_poll_countdown < 64) return;
+  t_poll_countdown = 0;
+  const uint64_t now = NowNs();
+  if (now >= w.open_at_ns) Settle(now);
+}
+
+void WindowDeadlinePassed(uint64_t now) { Settle(now); }
+
+void WindowAtForkChild() {
+  w.changing.store(0, std::memory_order_relaxed);  // the changer was another thread
+  w.toggles.store(0, std::memory_order_relaxed);
+}
+
+bool TraceStartsWindowed(bool fork_child) {
+  if (!fork_child) return w.windowed;
+  return w.windowed || w.changed || w.open.load(std::memory_order_relaxed) == 0;
+}
+
+bool ForkChildOpenRecord(format::WindowCause* cause) {
+  if (!TraceStartsWindowed(true) || w.open.load(std::memory_order_relaxed) == 0) return false;
+  *cause = w.open_cause;
+  return true;
+}
+
+}  // namespace crossfree::tracer
