@@ -86,7 +86,7 @@ std::string RunJson(const Analysis& a) {
     asym += fmt::format("{}[{},{},{},{},{}]", i ? "," : "", JsonString(r.role),
                         JsonString(SizeClassLabel(r.size_class)), a.Scaled(r.allocs),
                         a.Scaled(r.frees),
-                        a.sampled() ? static_cast<int64_t>(std::llround(a.Net(r).value)) : r.net);
+                        a.sampled() ? RoundSigned(a.Net(r).value) : r.net);
   }
   asym += "]";
   std::string central = "[";

@@ -35,9 +35,8 @@ std::string LoneJson(const Analysis& a, const std::vector<LoneSite>& sites) {
 // A signed estimate (an asymmetry row's net): whole numbers, the interval
 // widened outward.
 std::string NetJson(const Estimate& e) {
-  return fmt::format("{{\"estimate\": {}, \"low\": {}, \"high\": {}}}",
-                     static_cast<int64_t>(std::llround(e.value)),
-                     static_cast<int64_t>(std::floor(e.low)), static_cast<int64_t>(std::ceil(e.high)));
+  return fmt::format("{{\"estimate\": {}, \"low\": {}, \"high\": {}}}", RoundSigned(e.value),
+                     FloorSigned(e.low), CeilSigned(e.high));
 }
 
 // What a sampled run's JSON says about its sampling (report, diff, gate).
@@ -203,7 +202,7 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
           "\"net_interval_includes_zero\": {}}}}}",
           i ? "," : "", JsonString(r.role), JsonString(SizeClassLabel(r.size_class)),
           SizeClassBytes(r.size_class), a.Scaled(r.allocs), a.Scaled(r.frees),
-          static_cast<int64_t>(std::llround(net.value)), AsymmetryEffect(r.net),
+          RoundSigned(net.value), AsymmetryEffect(r.net),
           JsonString(r.top_site), EstimateJson(a.Count(r.allocs)), EstimateJson(a.Count(r.frees)),
           NetJson(net), net.low <= 0 && net.high >= 0 ? "true" : "false");
       continue;

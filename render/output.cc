@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "analysis/size_class.h"
 
@@ -50,6 +51,19 @@ uint64_t ToCount(double v) {
 uint64_t EstimateLow(const Estimate& e) { return ToCount(std::floor(e.low)); }
 uint64_t EstimateHigh(const Estimate& e) { return ToCount(std::ceil(e.high)); }
 uint64_t EstimateValue(const Estimate& e) { return ToCount(std::round(e.value)); }
+
+namespace {
+int64_t ToSigned(double v) {
+  if (!(v == v)) return 0;  // NaN
+  if (v >= 9.2e18) return INT64_MAX;
+  if (v <= -9.2e18) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+}  // namespace
+
+int64_t RoundSigned(double v) { return ToSigned(std::round(v)); }
+int64_t FloorSigned(double v) { return ToSigned(std::floor(v)); }
+int64_t CeilSigned(double v) { return ToSigned(std::ceil(v)); }
 
 std::string EstimateText(const Estimate& e) { return "~" + Commas(EstimateValue(e)); }
 

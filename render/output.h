@@ -59,6 +59,10 @@ std::string FrameLocation(const SymbolFrame& frame);
 uint64_t EstimateLow(const Estimate& e);
 uint64_t EstimateHigh(const Estimate& e);
 uint64_t EstimateValue(const Estimate& e);
+// v rounded as asked, clamped to int64 (a signed estimate: an asymmetry's net).
+int64_t RoundSigned(double v);
+int64_t FloorSigned(double v);
+int64_t CeilSigned(double v);
 // "~80,000"
 std::string EstimateText(const Estimate& e);
 // "69,500 .. 91,600"

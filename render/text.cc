@@ -282,10 +282,7 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
       if (a.sampled()) {
         Estimate net = a.Net(r);
         bool clear = net.low > 0 || net.high < 0;
-        auto signed_text = [](double v) {
-          int64_t n = static_cast<int64_t>(std::llround(v));
-          return SignedCommas(n);
-        };
+        auto signed_text = [](double v) { return SignedCommas(RoundSigned(v)); };
         out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14} {:>26}  {}\n", Fit(r.role, 20),
                            SizeClassLabel(r.size_class), EstimateText(a.Count(r.allocs)),
                            EstimateText(a.Count(r.frees)), "~" + signed_text(net.value),
