@@ -320,6 +320,36 @@ std::string SampledSection(const Analysis& a, const std::string& id) {
           : "");
 }
 
+// Windows (--from/--to, recording windows): the two counts they add, named
+// as in the text report.
+std::string WindowSection(const Analysis& a) {
+  const PairingCounts& c = a.counts;
+  std::string windows;
+  for (const TraceInfo& t : a.traces) {
+    if (!t.recording_windows) continue;
+    std::string edges;
+    for (const WindowEdge& e : t.windows) {
+      edges += fmt::format("{}{} at {:.3f} s", edges.empty() ? "" : ", ", e.open ? "open" : "closed",
+                           e.timestamp_ns / 1e9);
+    }
+    windows += fmt::format("<br>{}: recording {}{}", HtmlEscape(t.path),
+                           t.starts_closed ? "started closed" : "started open",
+                           edges.empty() ? "" : "; " + edges);
+  }
+  std::string analysis_window =
+      a.windowed ? fmt::format("<br>analysis window {:.3f} s .. {} of each trace", a.window_from_ns / 1e9,
+                               a.window_to_ns == ~uint64_t{0}
+                                   ? std::string("the end")
+                                   : fmt::format("{:.3f} s", a.window_to_ns / 1e9))
+                 : "";
+  return fmt::format(
+      "<div id=\"windows\"><h2>Windows</h2><p>before the window: {}{} (freed in the window, "
+      "allocated before it)<br>live at window end: {}{} (still live when the window ended: not "
+      "leaks){}{}</p></div>\n",
+      a.sampled() ? "~" : "", Commas(a.Scaled(c.before_window)), a.sampled() ? "~" : "",
+      Commas(a.Scaled(c.live_at_window_end)), analysis_window, windows);
+}
+
 }  // namespace
 
 std::string RenderReportHtml(const Analysis& a) {
@@ -328,7 +358,8 @@ std::string RenderReportHtml(const Analysis& a) {
   if (a.sampled()) title += " (estimated, " + SampledLabel(a.sample_period) + ")";
   std::string body = "<h1>" + title + "</h1>\n" +
       (a.sampled() ? SampledSection(a, "sampling") : std::string()) +
-      "<h2>Summary</h2><table class=\"summary\" id=\"summary\"></table>\n"
+      "<h2>Summary</h2><table class=\"summary\" id=\"summary\"></table>\n" +
+      (a.windowed || a.recording_windows ? WindowSection(a) : std::string()) +
       "<h2>Cross-thread frees by role</h2><p class=\"muted\">rows allocate, columns free</p>"
       "<table class=\"heat\" id=\"heatmap\"></table>\n"
       "<h2>Pairs</h2><p><input id=\"filter\" placeholder=\"filter by role or function\"> "

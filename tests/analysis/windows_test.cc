@@ -15,6 +15,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/pairing.h"
+#include "render/html.h"
 #include "render/json.h"
 #include "render/text.h"
 #include "tests/support/synthetic_trace.h"
@@ -206,6 +207,11 @@ TEST_CASE("windows: the report names recording windows and --from/--to alike") {
                   "\"open\": false}]}], \"allocated_before_window\": 1, \"live_at_window_end\": 1, "
                   "\"live_at_window_end_bytes\": 64}") != std::string::npos);
   CHECK(json.find("\"live_at_window_end_sites\": [") != std::string::npos);
+  std::string html = RenderReportHtml(a);
+  CHECK(html.find("<h2>Windows</h2><p>before the window: 1 (freed in the window, allocated before "
+                  "it)<br>live at window end: 1 (still live when the window ended: not leaks)<br>"
+                  "w.trc: recording started closed; open at 1.000 s, closed at 3.000 s</p>") !=
+        std::string::npos);
 
   // --from/--to on a trace without recording windows: the same rows.
   SyntheticTrace u(kPid);
