@@ -364,7 +364,7 @@ SyntheticTrace PairRun(uint32_t period, uint64_t sampled, uint64_t allocations, 
   return t;
 }
 
-TEST_CASE("gate, sampled: a new pair fails once seen; growth fails only above the interval") {
+TEST_CASE("gate, sampled: a new pair fails once seen, growth fails only above the interval") {
   // 10 sampled of 1,000,000 allocations at 1/100: ~1000 frees, ~1.0 per
   // 1000 allocations, 95% interval 0.480 .. 1.839.
   SyntheticTrace trace = PairRun(100, 10, 1000000);
