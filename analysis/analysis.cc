@@ -62,12 +62,88 @@ void TopLoneSites(TraceSet& set, const std::vector<PairingResult>& results,
   if (out->size() > options.lone_sites) out->resize(options.lone_sites);
 }
 
+uint32_t PeriodOf(const ProcessTrace& trace) {
+  return std::max<uint32_t>(trace.header.fields.sample_period, 1);
+}
+
+std::string PeriodText(uint32_t period) {
+  return period > 1 ? fmt::format("sampled 1/{}", period) : "not sampled";
+}
+
+// One analysis has one sample period: the estimates scale every count by
+// it. And the exact totals of a sampled trace come per chunk, not per time,
+// so --from/--to cannot cut one.
+bool CheckSampling(const TraceSet& set, const AnalysisOptions& options, std::string* error) {
+  const auto& traces = set.traces();
+  for (size_t t = 0; t < traces.size(); ++t) {
+    uint32_t period = PeriodOf(*traces[t]);
+    if (period > 1 && options.pairing.windowed()) {
+      *error = fmt::format(
+          "{}: --from/--to cannot cut a sampled trace ({}): its exact allocation and free "
+          "totals come per chunk, not per time; record the window instead (crossfree record "
+          "--delay/--duration)",
+          traces[t]->path, PeriodText(period));
+      return false;
+    }
+    if (t > 0 && period != PeriodOf(*traces[0])) {
+      uint32_t first = PeriodOf(*traces[0]);
+      *error = fmt::format(
+          "cannot analyse {} together: {} is {}, {} is {} (estimates need one sample period)",
+          first > 1 && period > 1 ? "traces sampled at different periods"
+                                  : "sampled and unsampled traces",
+          traces[0]->path, PeriodText(first), traces[t]->path, PeriodText(period));
+      return false;
+    }
+  }
+  return true;
+}
+
+// What a sampled run's reader must know: samples the tracer dropped (the
+// estimates are low by about their share), missing or inconsistent totals,
+// and pairs of blocks followed through realloc (their estimates are high).
+void SamplingWarnings(const Analysis& a, const std::vector<PairingResult>& results,
+                      std::vector<std::string>* warnings) {
+  if (!a.sampled()) return;
+  for (size_t t = 0; t < results.size(); ++t) {
+    const PairingCounts& c = results[t].counts;
+    const std::string& path = a.traces[t].path;
+    if (c.counts_records == 0 && c.events > 0) {
+      warnings->push_back(fmt::format(
+          "{}: sampled 1/{} but has no counts records: the allocation and free totals, and the "
+          "rates per 1000 allocations, are estimated too",
+          path, a.sample_period));
+    } else if (c.total_allocs < c.allocations || c.total_frees < c.frees) {
+      warnings->push_back(fmt::format(
+          "{}: its counts records claim fewer allocations or frees ({} / {}) than were sampled "
+          "({} / {}): the totals used are the sampled ones",
+          path, c.total_allocs, c.total_frees, c.allocations, c.frees));
+    }
+    if (c.samples_dropped > 0) {
+      double share = static_cast<double>(c.samples_dropped) /
+                     static_cast<double>(c.samples_dropped + c.allocations);
+      warnings->push_back(fmt::format(
+          "{}: the tracer dropped {} of the {} allocations its sampler chose ({:.2f}%: its table "
+          "of sampled objects was full): every estimate is low by about that share",
+          path, c.samples_dropped, c.samples_dropped + c.allocations, 100.0 * share));
+    }
+  }
+  if (a.counts.cross_from_realloc > 0) {
+    warnings->push_back(fmt::format(
+        "{} of the {} sampled cross-thread frees end blocks made by realloc: a realloc of a "
+        "sampled block stays followed, so such blocks were traced with more than 1/{} "
+        "probability and their pairs' estimates are high",
+        a.counts.cross_from_realloc, a.counts.cross_thread, a.sample_period));
+  }
+}
+
 }  // namespace
 
 bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* resolver,
              Analysis* out, std::string* error) {
   *out = Analysis();
   out->warnings = set.warnings();
+  if (!CheckSampling(set, options, error)) return false;
+  if (!set.traces().empty()) out->sample_period = PeriodOf(*set.traces()[0]);
   std::vector<PairingResult> results(set.traces().size());
   for (size_t t = 0; t < set.traces().size(); ++t) {
     ProcessTrace& trace = *set.traces()[t];
@@ -85,8 +161,18 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
     info.truncated = trace.truncated;
     info.truncated_offset = trace.truncated_offset;
     info.file_bytes = trace.reader->file_size();
+    info.sample_period = PeriodOf(trace);
+    info.starts_closed = results[t].starts_closed;
+    info.recording_windows = info.starts_closed || !results[t].windows.empty();
+    uint64_t start = trace.header.fields.start_monotonic_ns;
+    for (WindowEdge e : results[t].windows) {
+      e.timestamp_ns = e.timestamp_ns > start ? e.timestamp_ns - start : 0;
+      info.windows.push_back(e);
+    }
+    out->recording_windows |= info.recording_windows;
     out->traces.push_back(std::move(info));
   }
+  SamplingWarnings(*out, results, &out->warnings);
 
   std::unique_ptr<SymbolResolver> default_resolver;
   if (!resolver) {
@@ -190,6 +276,8 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
             });
 
   TopLoneSites(set, results, &PairingResult::live, options, *sites, &out->live);
+  TopLoneSites(set, results, &PairingResult::live_window_end, options, *sites,
+               &out->live_at_window_end);
   TopLoneSites(set, results, &PairingResult::unknown_frees, options, *sites,
                &out->unknown_frees);
   TopLoneSites(set, results, &PairingResult::double_frees, options, *sites,

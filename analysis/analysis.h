@@ -8,12 +8,14 @@
 // Used from one thread (pairing uses its own workers inside).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "analysis/central.h"
+#include "analysis/estimate.h"
 #include "analysis/pairing.h"
 #include "analysis/roles.h"
 #include "analysis/sites.h"
@@ -40,6 +42,12 @@ struct TraceInfo {
   bool truncated = false;
   uint64_t truncated_offset = 0;  // where the incomplete chunk starts
   uint64_t file_bytes = 0;        // so the bytes lost are file_bytes - truncated_offset
+  uint32_t sample_period = 1;     // > 1: each allocation traced with probability 1/period
+  // Recording windows (header flag kHeaderFlagWindowed or window records):
+  // the edges in ns since the trace's start, and whether it started closed.
+  bool recording_windows = false;
+  bool starts_closed = false;
+  std::vector<WindowEdge> windows;
 };
 
 // A cross-thread pair: objects allocated at one site by one role (or
@@ -50,6 +58,8 @@ struct CrossPair {
   std::string free_role;
   Site alloc_site;
   Site free_site;
+  // Sampled counts: in a sampled analysis (Analysis::sampled()) the estimate
+  // is Analysis::Count(count), with its interval; otherwise these are exact.
   uint64_t count = 0;
   uint64_t bytes = 0;
   std::map<int, uint64_t> size_classes;  // size class index -> frees
@@ -87,6 +97,7 @@ struct Analysis {
   std::vector<CrossPair> pairs;           // cross-thread, by count desc, then key
   std::vector<AsymmetryRow> asymmetry;    // rows with net != 0, by |net| desc
   std::vector<LoneSite> live;             // by count desc, at most lone_sites
+  std::vector<LoneSite> live_at_window_end;
   std::vector<LoneSite> unknown_frees;
   std::vector<LoneSite> double_frees;
   std::vector<std::string> warnings;      // truncation, symbolization
@@ -96,10 +107,55 @@ struct Analysis {
   bool windowed = false;
   uint64_t window_from_ns = 0;
   uint64_t window_to_ns = ~uint64_t{0};
+  // Some trace has recording windows (TraceInfo::recording_windows).
+  bool recording_windows = false;
+  // The traces' sample period (all alike, or the analysis fails): > 1 means
+  // counts, bytes and pairs are of the sampled objects, and what the run did
+  // is estimated from them (estimate.h). 1: every event was traced.
+  uint32_t sample_period = 1;
 
-  // count per 1000 allocations of this run (0 when there are none).
+  bool sampled() const { return sample_period > 1; }
+  // The run's allocations and frees: in a sampled run the exact totals of
+  // the counts records (the denominators of every rate), estimated only
+  // when the traces have none (a warning says so).
+  uint64_t Allocations() const {
+    if (!sampled()) return counts.allocations;
+    return counts.counts_records ? std::max(counts.total_allocs, counts.allocations)
+                                 : ScaleCount(counts.allocations, sample_period);
+  }
+  uint64_t Frees() const {
+    if (!sampled()) return counts.frees;
+    return counts.counts_records ? std::max(counts.total_frees, counts.frees)
+                                 : ScaleCount(counts.frees, sample_period);
+  }
+  // What a sampled count stands for: period x count (count itself when not
+  // sampled), and with its interval.
+  uint64_t Scaled(uint64_t count) const { return ScaleCount(count, sample_period); }
+  Estimate Count(uint64_t count) const { return EstimateCount(count, sample_period); }
+  Estimate Bytes(uint64_t count, uint64_t bytes) const {
+    return EstimateBytes(count, bytes, sample_period);
+  }
+  // Allocations minus frees of an asymmetry row, estimated.
+  Estimate Net(const AsymmetryRow& r) const {
+    return EstimateDifference(r.allocs, r.frees, sample_period);
+  }
+  // A sampled count as frees per 1000 allocations of this run, estimated.
+  // Unsampled: the exact rate, low = high = PerThousand(count).
+  Estimate Rate(uint64_t count) const {
+    uint64_t a = Allocations();
+    Estimate e = Count(count);
+    double f = a ? 1000.0 / static_cast<double>(a) : 0.0;
+    e.value = PerThousand(count);
+    e.low = sampled() ? e.low * f : e.value;
+    e.high = sampled() ? e.high * f : e.value;
+    return e;
+  }
+
+  // count per 1000 allocations of this run (0 when there are none); count
+  // is a sampled count in a sampled run (then the rate is an estimate).
   double PerThousand(uint64_t count) const {
-    return counts.allocations ? count * 1000.0 / counts.allocations : 0.0;
+    uint64_t a = Allocations();
+    return a ? Scaled(count) * 1000.0 / a : 0.0;
   }
 };
 

@@ -105,6 +105,12 @@ std::string FormatBaseline(const std::vector<const CrossPair*>& pairs, const Ana
   out += "# allow <frees per 1000 allocations when accepted> <alloc role> -> <free role> | "
          "alloc: <site> | free: <site>\n";
   out += "# Regenerate with:\n#   " + accept_command + "\n";
+  if (analysis.sampled()) {
+    out += fmt::format(
+        "# Written from a trace sampled 1/{}: each rate is an estimate (the gate compares the\n"
+        "# lower bound of a sampled run's 95% interval with max-growth x the rate here).\n",
+        analysis.sample_period);
+  }
   out += fmt::format("crossfree-baseline {}\n", kBaselineVersion);
   for (const CrossPair* p : sorted) {
     out += fmt::format("allow {:.4g} {}\n", analysis.PerThousand(p->count), p->key);

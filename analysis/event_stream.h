@@ -31,8 +31,10 @@
 
 namespace crossfree::analyzer {
 
-// Rank among events with the same timestamp.
-enum class Rank : uint8_t { kFree = 0, kAlloc = 1, kThreadExit = 2 };
+// Rank among events with the same timestamp. A recording window (kTagWindow)
+// opens before and closes after the events that share its timestamp, so
+// they are inside it.
+enum class Rank : uint8_t { kWindowOpen, kFree, kAlloc, kThreadExit, kWindowClose };
 
 // The sort key of an event. Compared field by field, so no timestamp, however
 // large, can wrap into another's place (a packed `ts * 2 + is_alloc` did for

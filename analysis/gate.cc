@@ -31,6 +31,7 @@ std::vector<const CrossPair*> UnsuppressedPairs(const Analysis& analysis,
 GateResult EvaluateGate(const Analysis& analysis, const Baseline& baseline,
                         const std::vector<Suppression>& suppressions, double max_growth) {
   GateResult r;
+  r.sampled = analysis.sampled();
   std::set<std::string> seen;
   for (const CrossPair& p : analysis.pairs) {
     seen.insert(p.key);
@@ -39,11 +40,16 @@ GateResult EvaluateGate(const Analysis& analysis, const Baseline& baseline,
       continue;
     }
     double rate = analysis.PerThousand(p.count);
+    Estimate estimate = analysis.Rate(p.count);
     auto it = baseline.allowed.find(p.key);
     if (it == baseline.allowed.end()) {
-      r.offenses.push_back({&p, true, 0, rate});
-    } else if (rate > std::max(it->second, kMinBaselineRate) * max_growth) {
-      r.offenses.push_back({&p, false, it->second, rate});
+      r.offenses.push_back({&p, true, 0, rate, estimate, 0});
+      continue;
+    }
+    double limit = std::max(it->second, kMinBaselineRate) * max_growth;
+    // Unsampled: the rate itself; sampled: only a rate surely above it.
+    if ((r.sampled ? estimate.low : rate) > limit) {
+      r.offenses.push_back({&p, false, it->second, rate, estimate, limit});
     } else {
       r.allowed.push_back(&p);
     }

@@ -3,6 +3,12 @@
 // suppressed, or allowed by the baseline and its rate (frees per 1000
 // allocations) is at most max_growth times the rate the baseline recorded.
 // Stateless.
+//
+// A sampled run (estimate.h): a pair the baseline does not allow fails as
+// soon as one sampled object shows it (what was seen happened: the count is
+// at least 1). An allowed pair fails as grown only when the lower bound of
+// its rate's 95% interval is above the limit, so sampling noise alone fails
+// a run in at most 2.5% of runs per pair at the limit (fewer below it).
 #pragma once
 
 #include <string>
@@ -24,6 +30,8 @@ struct GateOffense {
   bool is_new = false;       // not in the baseline at all
   double baseline_rate = 0;  // when !is_new
   double rate = 0;
+  Estimate rate_estimate;    // the rate with its 95% interval (exact when unsampled)
+  double limit = 0;          // when !is_new: the rate allowed
 };
 
 struct GateResult {
@@ -31,6 +39,7 @@ struct GateResult {
   std::vector<const CrossPair*> allowed;
   std::vector<std::pair<const CrossPair*, const Suppression*>> suppressed;
   std::vector<std::string> gone;      // baseline keys this run does not have
+  bool sampled = false;               // the run is sampled (rules above)
   bool passed() const { return offenses.empty(); }
 };
 

@@ -29,23 +29,42 @@ void PairingCounts::Add(const PairingCounts& o) {
   realloc_events += o.realloc_events;
   ignored_null += o.ignored_null;
   before_window += o.before_window;
+  live_at_window_end += o.live_at_window_end;
+  live_window_end_bytes += o.live_window_end_bytes;
+  cross_from_realloc += o.cross_from_realloc;
+  counts_records += o.counts_records;
+  total_allocs += o.total_allocs;
+  total_frees += o.total_frees;
+  samples_dropped += o.samples_dropped;
 }
 
 namespace {
 
-// A decoded event, ordered by OrderKey (event_stream.h).
+// What a decoded entry is: an event, or the edge of a recording window
+// (kTagWindow), which every worker gets, in time order with its events.
+constexpr uint8_t kEvFree = 0;
+constexpr uint8_t kEvAlloc = 1;
+constexpr uint8_t kEvWindowOpen = 2;
+constexpr uint8_t kEvWindowClose = 3;
+
+// A decoded event, ordered by OrderKey (event_stream.h). A window opens
+// before and closes after the events that share its timestamp.
 struct Ev {
   uint64_t timestamp_ns;
   uint64_t address;
   uint64_t size;
   uint32_t stack;
-  uint8_t is_alloc;
+  uint8_t kind;
   uint8_t from_realloc;
 
-  OrderKey key() const { return {timestamp_ns, is_alloc ? Rank::kAlloc : Rank::kFree}; }
+  OrderKey key() const {
+    static constexpr Rank kRanks[] = {Rank::kFree, Rank::kAlloc, Rank::kWindowOpen,
+                                      Rank::kWindowClose};
+    return {timestamp_ns, kRanks[kind]};
+  }
 };
 
-inline bool IsAlloc(const Ev& e) { return e.is_alloc; }
+inline bool IsAlloc(const Ev& e) { return e.kind == kEvAlloc; }
 
 // A chunk's decoding state: claimed by exactly one worker (kUndecoded ->
 // kDecoding by compare-exchange), published with kDecoded.
@@ -57,6 +76,8 @@ struct Slot {
   std::atomic<int> state{kUndecoded};
   std::vector<std::vector<Ev>> parts;  // one per worker
   uint64_t null_events = 0;
+  uint64_t counts_records = 0;  // kTagCounts, summed
+  format::ThreadCounts counts;
 };
 
 struct Shared {
@@ -64,6 +85,7 @@ struct Shared {
   uint64_t window_from = 0;            // absolute timestamps
   uint64_t window_to = ~uint64_t{0};
   uint64_t origin_ns = 0;  // timelines start here
+  bool starts_closed = false;  // kHeaderFlagWindowed: recording began closed
   int jobs = 1;
   uint64_t max_buffered = 0;
   std::vector<std::vector<std::unique_ptr<Slot>>> slots;  // [stream][chunk]
@@ -92,11 +114,23 @@ class SlotDecoder : public ChunkVisitor {
       return;
     }
     Ev ev{e.timestamp_ns, e.address, e.size, e.stack_id,
-          static_cast<uint8_t>(e.op == format::EventOp::kAlloc ? 1 : 0),
+          e.op == format::EventOp::kAlloc ? kEvAlloc : kEvFree,
           static_cast<uint8_t>(e.from_realloc ? 1 : 0)};
     slot_->parts[jobs_ == 1 ? 0 : PartitionOf(e.address, jobs_)].push_back(ev);
   }
   void OnCentral(const format::CentralEvent&) override { NoteCentral(); }
+  // A window edge concerns every address: each worker gets it.
+  void OnWindow(uint32_t, uint64_t ts_ns, format::WindowState state, format::WindowCause) override {
+    Ev ev{ts_ns, 0, 0, 0,
+          state == format::WindowState::kOpen ? kEvWindowOpen : kEvWindowClose, 0};
+    for (auto& part : slot_->parts) part.push_back(ev);
+  }
+  void OnCounts(uint32_t, const format::ThreadCounts& c) override {
+    ++slot_->counts_records;
+    slot_->counts.allocs += c.allocs;
+    slot_->counts.frees += c.frees;
+    slot_->counts.samples_dropped += c.samples_dropped;
+  }
 
  private:
   Slot* slot_;
@@ -181,13 +215,21 @@ constexpr uint8_t kLive = 1;
 constexpr uint8_t kFreed = 2;
 constexpr uint8_t kLiveBeforeWindow = 3;  // allocated before the analysis window
 
+// Recording epochs: the number of window closes seen before an event. An
+// address whose last event is of an earlier epoch than the current one had a
+// closed stretch in between, in which the tracer saw nothing.
+constexpr uint32_t kMaxEpoch = 0xffff;
+
 struct AddressState {
   uint64_t address;
   uint64_t size;
   uint32_t stack;
   uint32_t thread;
   uint8_t state;  // 0 (new), kLive or kFreed
+  uint8_t from_realloc;  // the live block was made by a realloc
+  uint16_t epoch;        // of the address's last event, saturated at kMaxEpoch
 };
+static_assert(sizeof(AddressState) == 32);
 
 class AddressMap {
  public:
@@ -254,7 +296,10 @@ struct Cursor {
 class Worker {
  public:
   Worker(Shared* shared, int index)
-      : shared_(shared), index_(index), entry_stack_(shared->trace->streams.size(), format::kNoStack) {}
+      : shared_(shared),
+        index_(index),
+        reopened_(shared->starts_closed),
+        entry_stack_(shared->trace->streams.size(), format::kNoStack) {}
 
   // Never throws: an exception leaving a worker thread would terminate the
   // process while its siblings are still joinable.
@@ -268,15 +313,21 @@ class Worker {
   }
 
   void MergeInto(PairingResult* result) {
-    live_.ForEach([this](const AddressState& s) {
+    // What is still live at the end: leaks, unless a window ended after the
+    // allocation (--to, or a recording window that closed: its free may
+    // have happened while nothing was recorded).
+    const bool ended_at_window = last_edge_is_close_ || shared_->window_to != ~uint64_t{0};
+    live_.ForEach([this, ended_at_window](const AddressState& s) {
       if (s.state != kLive) return;
-      ++counts_.live_at_exit;
-      counts_.live_bytes += s.size;
-      CountBytes& cb = live_sites_[StackThread{s.stack, s.thread}];
+      bool window_end = ended_at_window || s.epoch < Epoch();
+      ++(window_end ? counts_.live_at_window_end : counts_.live_at_exit);
+      (window_end ? counts_.live_window_end_bytes : counts_.live_bytes) += s.size;
+      CountBytes& cb = (window_end ? window_end_sites_ : live_sites_)[StackThread{s.stack, s.thread}];
       ++cb.count;
       cb.bytes += s.size;
     });
     result->counts.Add(counts_);
+    if (index_ == 0) result->windows = edges_;
     pairs_.ForEach([result](const PairKey& k, const CountBytes& v) {
       CountBytes& t = result->pairs[k];
       t.count += v.count;
@@ -290,6 +341,7 @@ class Worker {
       });
     };
     merge(live_sites_, result->live);
+    merge(window_end_sites_, result->live_window_end);
     merge(unknown_, result->unknown_frees);
     merge(double_, result->double_frees);
     if (result->entry_stack.empty()) result->entry_stack.assign(entry_stack_.size(), format::kNoStack);
@@ -324,7 +376,13 @@ class Worker {
       if (!EnsureDecoded(*shared_, c.stream, c.chunk, index_)) return false;
       Slot& slot = *slots[c.chunk];
       auto& part = slot.parts[index_];
-      if (index_ == 0) counts_.ignored_null += slot.null_events;
+      if (index_ == 0) {
+        counts_.ignored_null += slot.null_events;
+        counts_.counts_records += slot.counts_records;
+        counts_.total_allocs += slot.counts.allocs;
+        counts_.total_frees += slot.counts.frees;
+        counts_.samples_dropped += slot.counts.samples_dropped;
+      }
       if (!part.empty()) {
         c.cur = part.data();
         c.end = part.data() + part.size();
@@ -370,7 +428,29 @@ class Worker {
     }
   }
 
+  // The current recording epoch (window closes seen so far), saturated.
+  uint16_t Epoch() const { return static_cast<uint16_t>(std::min(closes_, kMaxEpoch)); }
+
+  // A recording window's edge. Events are not filtered by it: the trace
+  // holds only what was recorded, and the few events a thread stamped just
+  // outside a window (it was inside a hook when the window changed) are
+  // analysed like the others.
+  void ProcessEdge(const Ev& e) {
+    bool open = e.kind == kEvWindowOpen;
+    if (index_ == 0) edges_.push_back({e.timestamp_ns, open});
+    if (open) {
+      reopened_ = true;  // a window that opened after the trace started
+    } else {
+      ++closes_;
+    }
+    last_edge_is_close_ = !open;
+  }
+
   void Process(const Ev& e, uint32_t thread) {
+    if (e.kind >= kEvWindowOpen) {
+      ProcessEdge(e);
+      return;
+    }
     if (e.timestamp_ns < shared_->window_from || e.timestamp_ns > shared_->window_to) {
       ProcessOutsideWindow(e);
       return;
@@ -379,29 +459,51 @@ class Worker {
     if (entry_stack_[thread] == format::kNoStack) entry_stack_[thread] = e.stack;
     counts_.realloc_events += e.from_realloc;
     AddressState& s = live_.FindOrInsert(e.address);
+    // The address's last event came before a closed stretch of recording,
+    // which may have freed or reused it unseen.
+    const bool across_gap = s.state != 0 && s.epoch < Epoch();
     if (IsAlloc(e)) {
       ++counts_.allocations;
-      if (s.state == kLive) ++counts_.alloc_over_live;
+      if (s.state == kLive) {
+        if (across_gap) {
+          // Freed while recording was closed: live at its window's end.
+          ++counts_.live_at_window_end;
+          counts_.live_window_end_bytes += s.size;
+          CountBytes& cb = window_end_sites_[StackThread{s.stack, s.thread}];
+          ++cb.count;
+          cb.bytes += s.size;
+        } else {
+          ++counts_.alloc_over_live;
+        }
+      }
       s.state = kLive;
       s.size = e.size;
       s.stack = e.stack;
       s.thread = thread;
+      s.from_realloc = e.from_realloc;
+      s.epoch = Epoch();
       ++by_class_[ThreadClass{thread, static_cast<uint32_t>(SizeClassIndex(e.size))}].allocs;
       return;
     }
     ++counts_.frees;
     if (s.state == kLiveBeforeWindow) {
       s.state = kFreed;
+      s.epoch = Epoch();
       ++counts_.before_window;
       return;
     }
     if (s.state == kLive) {
+      // Across a closed stretch this may be another object at the same
+      // address (the first freed, the address reused, while nothing was
+      // recorded): the trace cannot tell, and it pairs.
       s.state = kFreed;
+      s.epoch = Epoch();
       ++counts_.paired;
       int size_class = SizeClassIndex(s.size);
       ++by_class_[ThreadClass{thread, static_cast<uint32_t>(size_class)}].frees;
       if (s.thread != thread) {
         ++counts_.cross_thread;
+        counts_.cross_from_realloc += s.from_realloc;
         NoteTimeline(PairKey{s.stack, e.stack, s.thread, thread, static_cast<uint32_t>(size_class)},
                      e.timestamp_ns);
       }
@@ -411,10 +513,17 @@ class Worker {
       cb.bytes += s.size;
       return;
     }
-    // An address freed again without a new allocation is a double free; one
-    // never allocated (in this trace) is an unknown free.
-    bool is_double = s.state == kFreed;
-    if (!is_double) s.state = kFreed;  // a second free of it is then a double free
+    // An address freed again without a new allocation is a double free,
+    // unless recording was closed in between (it was allocated again
+    // then). One never allocated in the trace is of unknown origin, or, in
+    // a window that opened after the trace started, allocated before it.
+    bool is_double = s.state == kFreed && !across_gap;
+    s.state = kFreed;  // a second free of it is then a double free
+    s.epoch = Epoch();
+    if (!is_double && reopened_) {
+      ++counts_.before_window;
+      return;
+    }
     CountBytes& cb = (is_double ? double_ : unknown_)[StackThread{e.stack, thread}];
     ++cb.count;
     cb.bytes += e.size;
@@ -427,6 +536,7 @@ class Worker {
     if (e.timestamp_ns > shared_->window_to) return;
     AddressState& s = live_.FindOrInsert(e.address);
     s.state = IsAlloc(e) ? kLiveBeforeWindow : kFreed;
+    s.epoch = Epoch();
   }
 
   void NoteTimeline(const PairKey& key, uint64_t ts) {
@@ -446,9 +556,15 @@ class Worker {
   AddressMap live_;
   FlatMap<PairKey, CountBytes, PairKeyHash> pairs_;
   FlatMap<StackThread, CountBytes, StackThreadHash> live_sites_;
+  FlatMap<StackThread, CountBytes, StackThreadHash> window_end_sites_;
   FlatMap<StackThread, CountBytes, StackThreadHash> unknown_;
   FlatMap<StackThread, CountBytes, StackThreadHash> double_;
   FlatMap<ThreadClass, AllocsFrees, ThreadClassHash> by_class_;
+  // Recording windows, from the window records merged into the stream.
+  bool reopened_ = false;  // a window opened after the trace started
+  uint32_t closes_ = 0;
+  bool last_edge_is_close_ = false;
+  std::vector<WindowEdge> edges_;  // worker 0 only
   std::vector<uint32_t> entry_stack_;  // [stream index]
 };
 
@@ -468,6 +584,8 @@ bool PairTrace(ProcessTrace& trace, const PairingOptions& options, PairingResult
     shared.released[w].store(0);
     shared.done[w].store(false);
   }
+  shared.starts_closed = (trace.header.fields.flags & format::kHeaderFlagWindowed) != 0;
+  result->starts_closed = shared.starts_closed;
   shared.origin_ns = ~uint64_t{0};
   for (const ThreadStream& stream : trace.streams) {
     for (const format::Chunk& c : stream.chunks) {

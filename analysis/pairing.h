@@ -16,6 +16,15 @@
 // proportional to the addresses in use and the distinct (stack, thread)
 // combinations, plus a bounded window of decoded chunks; not to the events.
 //
+// Recording windows (kTagWindow, docs/guide/analyzer.md "Windows"): a window
+// record is handed to every worker, in time order with its events, so each
+// knows at every event whether a window opened after the trace started
+// (frees of addresses never seen are then "allocated before the window")
+// and how many closed stretches came before it (what was live before one
+// may have been freed unseen: "live at window end", not a leak or an
+// allocation over a live one). Counts records (kTagCounts, sampled traces)
+// are summed into the exact totals.
+//
 // Results are aggregated by stack id and thread; nothing is symbolized here.
 #pragma once
 
@@ -107,9 +116,35 @@ struct PairingCounts {
   uint64_t alloc_over_live = 0; // allocations of an address still live (a lost free)
   uint64_t realloc_events = 0;  // events that were realloc halves
   uint64_t ignored_null = 0;    // events on address 0 (ignored)
-  uint64_t before_window = 0;   // frees in the window of objects allocated before it
+  // Frees of objects allocated before the window, which the trace does not
+  // have: before --from (an analysis window), or before a recording window
+  // that opened after the trace started (kTagWindow; docs/guide/analyzer.md,
+  // "Windows"). Not unknown frees, and not pairs.
+  uint64_t before_window = 0;
+  // Allocations still live at the end of a window: at --to, when the trace's
+  // last recording window closed, or allocated in a recording window that
+  // closed later (their free may have happened while recording was closed).
+  // Not counted in live_at_exit: they are not leaks.
+  uint64_t live_at_window_end = 0;
+  uint64_t live_window_end_bytes = 0;
+  // Cross-thread frees of blocks a realloc made (from_realloc). In a sampled
+  // trace a realloc of a sampled block stays followed, so such a block was
+  // traced with a higher probability than 1/N (the estimate is high).
+  uint64_t cross_from_realloc = 0;
+  // The counts records of a sampled trace (kTagCounts): every allocation and
+  // free the threads made while recording, sampled or not.
+  uint64_t counts_records = 0;
+  uint64_t total_allocs = 0;
+  uint64_t total_frees = 0;
+  uint64_t samples_dropped = 0;  // chosen by the sampler, not followed (table full)
 
   void Add(const PairingCounts& o);
+};
+
+// A recording window's edge (kTagWindow), as the pairing pass saw it.
+struct WindowEdge {
+  uint64_t timestamp_ns = 0;
+  bool open = false;
 };
 
 // The result for one trace.
@@ -117,6 +152,7 @@ struct PairingResult {
   PairingCounts counts;
   FlatMap<PairKey, CountBytes, PairKeyHash> pairs;  // every pair, same- and cross-thread
   FlatMap<StackThread, CountBytes, StackThreadHash> live;
+  FlatMap<StackThread, CountBytes, StackThreadHash> live_window_end;
   FlatMap<StackThread, CountBytes, StackThreadHash> unknown_frees;
   FlatMap<StackThread, CountBytes, StackThreadHash> double_frees;
   // Allocations made and frees done by each thread per size class (a
@@ -133,6 +169,10 @@ struct PairingResult {
   FlatMap<PairKey, Timeline, PairKeyHash> timelines;
   int timeline_shift = 0;
   uint64_t timeline_origin_ns = 0;
+  // Recording windows: the window records of the trace in time order, and
+  // whether it started closed (header flag kHeaderFlagWindowed).
+  std::vector<WindowEdge> windows;
+  bool starts_closed = false;
 
   AllocsFrees ByClass(uint32_t thread, int size_class) const {
     const AllocsFrees* v = by_class.Find(ThreadClass{thread, static_cast<uint32_t>(size_class)});
@@ -149,7 +189,7 @@ struct PairingOptions {
   // time): events before it only set the state of their addresses (so a
   // free inside of an object allocated before counts as such, not as an
   // unknown free), events after it are left out (objects still live then
-  // are live at the window's end).
+  // are live at the window's end, live_at_window_end).
   uint64_t window_from_ns = 0;
   uint64_t window_to_ns = ~uint64_t{0};
   bool windowed() const { return window_from_ns != 0 || window_to_ns != ~uint64_t{0}; }

@@ -31,6 +31,13 @@ if(NOT Protobuf_FOUND OR NOT Protobuf_PROTOC_EXECUTABLE)
   crossfree_missing("protobuf and protoc" "libprotobuf-dev libprotoc-dev protobuf-compiler")
 endif()
 
+# Boost.Math, header-only: the exact Poisson intervals of sampled traces
+# (analysis/estimate.cc).
+find_package(Boost 1.74 QUIET)
+if(NOT Boost_FOUND OR NOT EXISTS "${Boost_INCLUDE_DIRS}/boost/math/special_functions/gamma.hpp")
+  crossfree_missing("Boost.Math headers" "libboost-math1.74-dev")
+endif()
+
 pkg_check_modules(LIBUNWIND QUIET IMPORTED_TARGET libunwind)
 if(NOT LIBUNWIND_FOUND)
   crossfree_missing("libunwind" "libunwind-dev")

@@ -33,13 +33,17 @@ void AppendSite(std::string& out, const std::string& role, const Site& site) {
 
 std::string RenderReportFolded(const Analysis& a) {
   std::string out;
+  // Folded stacks have no header: a sampled run's lines all start with one
+  // root frame that says so, which every flame graph shows at its base.
+  std::string root = a.sampled() ? fmt::format("[estimated, sampled 1/{}];", a.sample_period) : "";
   for (const CrossPair& p : a.pairs) {
+    out += root;
     AppendSite(out, p.alloc_role, p.alloc_site);
     out += ";-> ";
     std::string free_side;
     AppendSite(free_side, p.free_role, p.free_site);
     out += free_side;
-    out += fmt::format(" {}\n", p.count);
+    out += fmt::format(" {}\n", a.Scaled(p.count));  // the estimate, when sampled
   }
   return out;
 }

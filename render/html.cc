@@ -4,6 +4,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string_view>
 
 #include "render/output.h"
@@ -40,18 +42,29 @@ std::string FramesJson(const Site& site) {
 std::string PairJson(const CrossPair& p, const Analysis& a) {
   std::string classes = "[";
   for (auto [c, n] : p.size_classes) {
-    classes += fmt::format("{}[{},{}]", classes.size() > 1 ? "," : "", JsonString(SizeClassLabel(c)), n);
+    classes += fmt::format("{}[{},{}]", classes.size() > 1 ? "," : "", JsonString(SizeClassLabel(c)),
+                           a.Scaled(n));
   }
   classes += "]";
   std::string timeline = "[";
-  for (size_t i = 0; i < p.timeline.size(); ++i) timeline += fmt::format("{}{}", i ? "," : "", p.timeline[i]);
+  for (size_t i = 0; i < p.timeline.size(); ++i) {
+    timeline += fmt::format("{}{}", i ? "," : "", a.Scaled(p.timeline[i]));
+  }
   timeline += "]";
+  // Sampled: the estimate's interval and the sampled count (n, b and r are
+  // the estimates).
+  std::string sampled;
+  if (a.sampled()) {
+    Estimate n = a.Count(p.count);
+    sampled = fmt::format(",\"lo\":{},\"hi\":{},\"obs\":{}", EstimateLow(n), EstimateHigh(n),
+                          p.count);
+  }
   return fmt::format(
       "{{\"key\":{},\"a\":{},\"f\":{},\"n\":{},\"b\":{},\"r\":{:.4f},\"as\":{},\"fs\":{},"
-      "\"ak\":{},\"fk\":{},\"sc\":{},\"t\":{}}}",
-      JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), p.count, p.bytes,
-      a.PerThousand(p.count), FramesJson(p.alloc_site), FramesJson(p.free_site),
-      JsonString(p.alloc_site.key), JsonString(p.free_site.key), classes, timeline);
+      "\"ak\":{},\"fk\":{},\"sc\":{},\"t\":{}{}}}",
+      JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), a.Scaled(p.count),
+      a.Scaled(p.bytes), a.PerThousand(p.count), FramesJson(p.alloc_site), FramesJson(p.free_site),
+      JsonString(p.alloc_site.key), JsonString(p.free_site.key), classes, timeline, sampled);
 }
 
 std::string RunJson(const Analysis& a) {
@@ -71,7 +84,9 @@ std::string RunJson(const Analysis& a) {
   for (size_t i = 0; i < a.asymmetry.size(); ++i) {
     const AsymmetryRow& r = a.asymmetry[i];
     asym += fmt::format("{}[{},{},{},{},{}]", i ? "," : "", JsonString(r.role),
-                        JsonString(SizeClassLabel(r.size_class)), r.allocs, r.frees, r.net);
+                        JsonString(SizeClassLabel(r.size_class)), a.Scaled(r.allocs),
+                        a.Scaled(r.frees),
+                        a.sampled() ? RoundSigned(a.Net(r).value) : r.net);
   }
   asym += "]";
   std::string central = "[";
@@ -84,9 +99,11 @@ std::string RunJson(const Analysis& a) {
   return fmt::format(
       "{{\"traces\":{},\"events\":{},\"allocations\":{},\"frees\":{},\"cross\":{},\"live\":{},"
       "\"unknown\":{},\"double\":{},\"threads\":{},\"bucket_ns\":{},\"pairs\":{},\"asym\":{},"
-      "\"central\":{}}}",
-      traces, c.events, c.allocations, c.frees, c.cross_thread, c.live_at_exit, c.unknown_frees,
-      c.double_frees, a.threads, a.timeline_bucket_ns, pairs, asym, central);
+      "\"central\":{}{}}}",
+      traces, c.events, a.Allocations(), a.Frees(), a.Scaled(c.cross_thread),
+      a.Scaled(c.live_at_exit), a.Scaled(c.unknown_frees), a.Scaled(c.double_frees), a.threads,
+      a.timeline_bucket_ns, pairs, asym, central,
+      a.sampled() ? fmt::format(",\"period\":{}", a.sample_period) : "");
 }
 
 constexpr std::string_view kStyle = R"CSS(
@@ -245,13 +262,104 @@ std::string HtmlEscape(std::string_view s) {
   return out;
 }
 
+// A sampled run's page says so at the top, and lists the estimates with
+// their 95% intervals in a table of its own (the drawn tables show the
+// estimates).
+constexpr size_t kSampledPairRows = 100;
+
+std::string EstimateCells(const Estimate& e) {
+  return fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td>", Commas(e.observed),
+                     Commas(EstimateValue(e)), Commas(EstimateLow(e)), Commas(EstimateHigh(e)));
+}
+
+std::string SampledSection(const Analysis& a, const std::string& id) {
+  const PairingCounts& c = a.counts;
+  std::string rows;
+  auto row = [&rows](const std::string& label, const Estimate& e) {
+    rows += "<tr><td class=\"l\">" + label + "</td>" + EstimateCells(e) + "</tr>";
+  };
+  row("cross-thread frees", a.Count(c.cross_thread));
+  row("same-thread frees", a.Count(c.paired - c.cross_thread));
+  row("live at exit", a.Count(c.live_at_exit));
+  if (a.windowed || a.recording_windows) {
+    row("freed in the window, allocated before it", a.Count(c.before_window));
+    row("live at window end", a.Count(c.live_at_window_end));
+  }
+  row("unknown frees", a.Count(c.unknown_frees));
+  row("double frees", a.Count(c.double_frees));
+  size_t shown = std::min(a.pairs.size(), kSampledPairRows);
+  for (size_t i = 0; i < shown; ++i) {
+    const CrossPair& p = a.pairs[i];
+    Estimate rate = a.Rate(p.count);
+    rows += fmt::format(
+        "<tr><td class=\"l\">#{} {} &rarr; {}<br><span class=\"muted\">{}</span></td>{}"
+        "<td>{:.1f} ({:.1f} .. {:.1f}) per 1000 allocs</td></tr>",
+        i + 1, HtmlEscape(p.alloc_role), HtmlEscape(p.free_role), HtmlEscape(p.alloc_site.key),
+        EstimateCells(a.Count(p.count)), rate.value, rate.low, rate.high);
+  }
+  return fmt::format(
+      "<div class=\"sampled\" id=\"{}\"><p><b>Estimated, {}</b>: each allocation was traced with "
+      "probability 1/{}; every count below and in the tables is {} x the sampled count, with its "
+      "exact Poisson 95% interval. Allocations ({}) and frees ({}) are exact (the trace's counts "
+      "records) and are the rates' denominators.{}</p>"
+      "<table><tr><th class=\"l\">estimated</th><th>sampled</th><th>estimate</th><th>95% low</th>"
+      "<th>95% high</th><th></th></tr>{}</table>{}</div>\n",
+      id, SampledLabel(a.sample_period), a.sample_period, a.sample_period, Commas(a.Allocations()),
+      Commas(a.Frees()),
+      c.samples_dropped ? fmt::format(" The tracer dropped {} sampled allocations (table full): "
+                                      "the estimates are low by about {:.2f}%.",
+                                      Commas(c.samples_dropped),
+                                      100.0 * Share(c.samples_dropped,
+                                                    c.samples_dropped + c.allocations))
+                        : "",
+      rows,
+      a.pairs.size() > shown
+          ? fmt::format("<p class=\"muted\">the first {} of {} pairs; the JSON output has every "
+                        "pair's interval</p>",
+                        shown, a.pairs.size())
+          : "");
+}
+
+// Windows (--from/--to, recording windows): the two counts they add, named
+// as in the text report.
+std::string WindowSection(const Analysis& a) {
+  const PairingCounts& c = a.counts;
+  std::string windows;
+  for (const TraceInfo& t : a.traces) {
+    if (!t.recording_windows) continue;
+    std::string edges;
+    for (const WindowEdge& e : t.windows) {
+      edges += fmt::format("{}{} at {:.3f} s", edges.empty() ? "" : ", ", e.open ? "open" : "closed",
+                           e.timestamp_ns / 1e9);
+    }
+    windows += fmt::format("<br>{}: recording {}{}", HtmlEscape(t.path),
+                           t.starts_closed ? "started closed" : "started open",
+                           edges.empty() ? "" : "; " + edges);
+  }
+  std::string analysis_window =
+      a.windowed ? fmt::format("<br>analysis window {:.3f} s .. {} of each trace", a.window_from_ns / 1e9,
+                               a.window_to_ns == ~uint64_t{0}
+                                   ? std::string("the end")
+                                   : fmt::format("{:.3f} s", a.window_to_ns / 1e9))
+                 : "";
+  return fmt::format(
+      "<div id=\"windows\"><h2>Windows</h2><p>before the window: {}{} (freed in the window, "
+      "allocated before it)<br>live at window end: {}{} (still live when the window ended: not "
+      "leaks){}{}</p></div>\n",
+      a.sampled() ? "~" : "", Commas(a.Scaled(c.before_window)), a.sampled() ? "~" : "",
+      Commas(a.Scaled(c.live_at_window_end)), analysis_window, windows);
+}
+
 }  // namespace
 
 std::string RenderReportHtml(const Analysis& a) {
   std::string title = "crossfree report";
   if (!a.traces.empty()) title += ": " + HtmlEscape(a.traces[0].exe.empty() ? a.traces[0].path : a.traces[0].exe);
-  std::string body = "<h1>" + title + "</h1>\n"
-      "<h2>Summary</h2><table class=\"summary\" id=\"summary\"></table>\n"
+  if (a.sampled()) title += " (estimated, " + SampledLabel(a.sample_period) + ")";
+  std::string body = "<h1>" + title + "</h1>\n" +
+      (a.sampled() ? SampledSection(a, "sampling") : std::string()) +
+      "<h2>Summary</h2><table class=\"summary\" id=\"summary\"></table>\n" +
+      (a.windowed || a.recording_windows ? WindowSection(a) : std::string()) +
       "<h2>Cross-thread frees by role</h2><p class=\"muted\">rows allocate, columns free</p>"
       "<table class=\"heat\" id=\"heatmap\"></table>\n"
       "<h2>Pairs</h2><p><input id=\"filter\" placeholder=\"filter by role or function\"> "
@@ -275,8 +383,29 @@ std::string RenderDiffHtml(const Analysis& before, const Analysis& after, const 
                         JsonString(p.free_site.key), r.before_rate, r.after_rate);
   }
   rows += "]";
+  std::string sampled;
+  if (d.sampled) {
+    sampled = "<p class=\"sampled\"><b>Estimated</b>: ";
+    sampled += before.sampled() ? "BEFORE is " + SampledLabel(before.sample_period) : "BEFORE is not sampled";
+    sampled += after.sampled() ? ", AFTER is " + SampledLabel(after.sample_period) : ", AFTER is not sampled";
+    sampled += ". Rates are estimates; a pair is grown or shrunk only when the two runs' 95% "
+               "intervals do not overlap.</p><table><tr><th class=\"l\">pair</th><th>status</th>"
+               "<th>before /1000 (95%)</th><th>after /1000 (95%)</th><th>significant</th></tr>";
+    for (const DiffRow& r : d.rows) {
+      const CrossPair& p = r.pair();
+      sampled += fmt::format(
+          "<tr><td class=\"l\">{} &rarr; {}<br><span class=\"muted\">{}</span></td><td>{}</td>"
+          "<td>{:.2f} ({:.2f} .. {:.2f})</td><td>{:.2f} ({:.2f} .. {:.2f})</td><td>{}</td></tr>",
+          HtmlEscape(p.alloc_role), HtmlEscape(p.free_role), HtmlEscape(p.alloc_site.key),
+          DiffStatusName(r.status), r.before_estimate.value, r.before_estimate.low,
+          r.before_estimate.high, r.after_estimate.value, r.after_estimate.low,
+          r.after_estimate.high, r.significant ? "yes" : "no");
+    }
+    sampled += "</table>\n";
+  }
   std::string body =
-      "<h1>crossfree diff</h1>\n"
+      "<h1>crossfree diff" + std::string(d.sampled ? " (estimated, sampled)" : "") + "</h1>\n" +
+      sampled +
       "<div style=\"display:flex;gap:2em\"><div><h2>Before</h2><table class=\"summary\" id=\"summary-before\"></table></div>"
       "<div><h2>After</h2><table class=\"summary\" id=\"summary-after\"></table></div></div>\n"
       "<h2>Pairs gone, new, grown and shrunk (per 1000 allocations of each run)</h2>"

@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "analysis/size_class.h"
 #include "render/output.h"
@@ -15,14 +16,79 @@
 namespace crossfree::analyzer {
 namespace {
 
-std::string LoneJson(const std::vector<LoneSite>& sites) {
+std::string LoneJson(const Analysis& a, const std::vector<LoneSite>& sites) {
   std::string out = "[";
   for (size_t i = 0; i < sites.size(); ++i) {
     const LoneSite& s = sites[i];
-    out += fmt::format("{}\n    {{\"role\": {}, \"count\": {}, \"bytes\": {}, \"site\": {}}}",
-                       i ? "," : "", JsonString(s.role), s.count, s.bytes, SiteJson(s.site));
+    std::string estimate =
+        a.sampled() ? fmt::format(", \"estimate\": {{\"count\": {}, \"bytes\": {}}}",
+                                  EstimateJson(a.Count(s.count)),
+                                  EstimateJson(a.Bytes(s.count, s.bytes)))
+                    : "";
+    out += fmt::format("{}\n    {{\"role\": {}, \"count\": {}, \"bytes\": {}{}, \"site\": {}}}",
+                       i ? "," : "", JsonString(s.role), a.Scaled(s.count), a.Scaled(s.bytes),
+                       estimate, SiteJson(s.site));
   }
   return out + (sites.empty() ? "]" : "\n  ]");
+}
+
+// A signed estimate (an asymmetry row's net): whole numbers, the interval
+// widened outward.
+std::string NetJson(const Estimate& e) {
+  return fmt::format("{{\"estimate\": {}, \"low\": {}, \"high\": {}}}", RoundSigned(e.value),
+                     FloorSigned(e.low), CeilSigned(e.high));
+}
+
+// What a sampled run's JSON says about its sampling (report, diff, gate).
+std::string SamplingJson(const Analysis& a) {
+  const PairingCounts& c = a.counts;
+  return fmt::format(
+      "{{\"sample_period\": {}, \"estimator\": \"sampled count x sample_period\", "
+      "\"interval\": \"exact Poisson (Garwood) 95%, x sample_period\", "
+      "\"exact_totals\": {}, \"counts_records\": {}, \"sampled_allocations\": {}, "
+      "\"sampled_frees\": {}, \"samples_dropped\": {}, \"samples_dropped_share\": {:.4f}}}",
+      a.sample_period, c.counts_records ? "true" : "false", c.counts_records, c.allocations,
+      c.frees, c.samples_dropped, Share(c.samples_dropped, c.samples_dropped + c.allocations));
+}
+
+// The "window" object of a report: --from/--to and recording windows.
+std::string WindowJson(const Analysis& a) {
+  const PairingCounts& c = a.counts;
+  std::string out = "{";
+  if (a.windowed) {
+    out += fmt::format("\"from_s\": {:.6f}, \"to_s\": {}, ", a.window_from_ns / 1e9,
+                       a.window_to_ns == ~uint64_t{0} ? std::string("null")
+                                                      : fmt::format("{:.6f}", a.window_to_ns / 1e9));
+  }
+  if (a.recording_windows) {
+    out += "\"recording\": [";
+    bool first = true;
+    for (const TraceInfo& t : a.traces) {
+      if (!t.recording_windows) continue;
+      std::string edges;
+      for (const WindowEdge& e : t.windows) {
+        edges += fmt::format("{}{{\"at_s\": {:.6f}, \"open\": {}}}", edges.empty() ? "" : ", ",
+                             e.timestamp_ns / 1e9, e.open ? "true" : "false");
+      }
+      out += fmt::format("{}{{\"path\": {}, \"starts_closed\": {}, \"edges\": [{}]}}",
+                         first ? "" : ", ", JsonString(t.path), t.starts_closed ? "true" : "false",
+                         edges);
+      first = false;
+    }
+    out += "], ";
+  }
+  out += fmt::format("\"allocated_before_window\": {}", a.Scaled(c.before_window));
+  // Recording windows and --to end with objects still live: not leaks.
+  if (a.recording_windows || a.window_to_ns != ~uint64_t{0}) {
+    out += fmt::format(", \"live_at_window_end\": {}, \"live_at_window_end_bytes\": {}",
+                       a.Scaled(c.live_at_window_end), a.Scaled(c.live_window_end_bytes));
+  }
+  if (a.sampled()) {
+    out += fmt::format(
+        ", \"estimate\": {{\"allocated_before_window\": {}, \"live_at_window_end\": {}}}",
+        EstimateJson(a.Count(c.before_window)), EstimateJson(a.Count(c.live_at_window_end)));
+  }
+  return out + "}";
 }
 
 std::string CountsJson(const CentralCounts& n) {
@@ -35,11 +101,17 @@ std::string CountsJson(const CentralCounts& n) {
 std::string RunJson(const Analysis& a) {
   std::string traces;
   for (const TraceInfo& t : a.traces) traces += (traces.empty() ? "" : ", ") + JsonString(t.path);
+  std::string sampled =
+      a.sampled() ? fmt::format(", \"sampling\": {}, \"estimate\": {{\"cross_thread_frees\": {}, "
+                                "\"cross_thread_per_1000_allocs\": {}}}",
+                                SamplingJson(a), EstimateJson(a.Count(a.counts.cross_thread)),
+                                EstimateJson(a.Rate(a.counts.cross_thread), 3))
+                  : "";
   return fmt::format(
       "{{\"traces\": [{}], \"allocations\": {}, \"cross_thread_frees\": {}, "
-      "\"cross_thread_per_1000_allocs\": {:.3f}, \"pairs\": {}}}",
-      traces, a.counts.allocations, a.counts.cross_thread, a.PerThousand(a.counts.cross_thread),
-      a.pairs.size());
+      "\"cross_thread_per_1000_allocs\": {:.3f}, \"pairs\": {}{}}}",
+      traces, a.Allocations(), a.Scaled(a.counts.cross_thread),
+      a.PerThousand(a.counts.cross_thread), a.pairs.size(), sampled);
 }
 
 }  // namespace
@@ -52,33 +124,46 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
   out += fmt::format("  \"options\": {{\"by\": \"{}\", \"site_depth\": {}, \"top\": {}}},\n",
                      options.by == GroupBy::kRole ? "role" : "thread", options.site_depth,
                      options.top);
+  // Sampled runs only: every count below is then an estimate (the
+  // "estimate" objects give the sampled count and the 95% interval).
+  if (a.sampled()) out += "  \"sampling\": " + SamplingJson(a) + ",\n";
   out += "  \"traces\": [";
   for (size_t i = 0; i < a.traces.size(); ++i) {
     const TraceInfo& t = a.traces[i];
     out += fmt::format(
         "{}\n    {{\"path\": {}, \"exe\": {}, \"pid\": {}, \"ppid\": {}, \"chunks\": {}, "
-        "\"events\": {}, \"threads\": {}, \"truncated\": {}}}",
+        "\"events\": {}, \"threads\": {}, \"truncated\": {}{}}}",
         i ? "," : "", JsonString(t.path), JsonString(t.exe), t.pid, t.ppid, t.chunks, t.events,
-        t.threads, t.truncated ? "true" : "false");
+        t.threads, t.truncated ? "true" : "false",
+        t.sample_period > 1 ? fmt::format(", \"sample_period\": {}", t.sample_period) : "");
   }
   out += "\n  ],\n";
+  // Counts of sampled objects are scaled to what they estimate (Scaled() is
+  // the count itself in an unsampled run); allocations and frees are exact.
+  std::string estimates;
+  if (a.sampled()) {
+    estimates = fmt::format(
+        ",\n    \"estimate\": {{\"cross_thread_frees\": {}, \"cross_thread_per_1000_allocs\": {}, "
+        "\"same_thread_frees\": {}, \"live_at_exit\": {}, \"live_at_exit_bytes\": {}, "
+        "\"unknown_frees\": {}, \"double_frees\": {}, \"allocs_over_live\": {}}}",
+        EstimateJson(a.Count(c.cross_thread)), EstimateJson(a.Rate(c.cross_thread), 3),
+        EstimateJson(a.Count(c.paired - c.cross_thread)), EstimateJson(a.Count(c.live_at_exit)),
+        EstimateJson(a.Bytes(c.live_at_exit, c.live_bytes)), EstimateJson(a.Count(c.unknown_frees)),
+        EstimateJson(a.Count(c.double_frees)), EstimateJson(a.Count(c.alloc_over_live)));
+  }
   out += fmt::format(
       "  \"summary\": {{\"events\": {}, \"threads\": {}, \"allocations\": {}, \"frees\": {}, "
       "\"cross_thread_frees\": {}, \"cross_thread_share\": {:.4f}, "
       "\"cross_thread_per_1000_allocs\": {:.3f}, \"same_thread_frees\": {}, "
       "\"live_at_exit\": {}, \"live_at_exit_bytes\": {}, \"unknown_frees\": {}, "
       "\"double_frees\": {}, \"allocs_over_live\": {}, \"realloc_events\": {}, "
-      "\"null_address_events\": {}}},\n",
-      c.events, a.threads, c.allocations, c.frees, c.cross_thread, Share(c.cross_thread, c.frees),
-      a.PerThousand(c.cross_thread), c.paired - c.cross_thread, c.live_at_exit, c.live_bytes,
-      c.unknown_frees, c.double_frees, c.alloc_over_live, c.realloc_events, c.ignored_null);
-  if (a.windowed) {
-    out += fmt::format(
-        "  \"window\": {{\"from_s\": {:.6f}, \"to_s\": {}, \"allocated_before_window\": {}}},\n",
-        a.window_from_ns / 1e9,
-        a.window_to_ns == ~uint64_t{0} ? std::string("null") : fmt::format("{:.6f}", a.window_to_ns / 1e9),
-        c.before_window);
-  }
+      "\"null_address_events\": {}{}}},\n",
+      c.events, a.threads, a.Allocations(), a.Frees(), a.Scaled(c.cross_thread),
+      Share(a.Scaled(c.cross_thread), a.Frees()), a.PerThousand(c.cross_thread),
+      a.Scaled(c.paired - c.cross_thread), a.Scaled(c.live_at_exit), a.Scaled(c.live_bytes),
+      a.Scaled(c.unknown_frees), a.Scaled(c.double_frees), a.Scaled(c.alloc_over_live),
+      c.realloc_events, c.ignored_null, estimates);
+  if (a.windowed || a.recording_windows) out += "  \"window\": " + WindowJson(a) + ",\n";
   size_t shown = options.top == 0 ? a.pairs.size() : std::min(options.top, a.pairs.size());
   out += fmt::format("  \"pairs_total\": {},\n  \"pairs\": [", a.pairs.size());
   for (size_t i = 0; i < shown; ++i) {
@@ -87,20 +172,41 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
     for (auto [cls, n] : p.size_classes) {
       if (!classes.empty()) classes += ", ";
       classes += fmt::format("{{\"class\": {}, \"class_bytes\": {}, \"count\": {}}}",
-                             JsonString(SizeClassLabel(cls)), SizeClassBytes(cls), n);
+                             JsonString(SizeClassLabel(cls)), SizeClassBytes(cls), a.Scaled(n));
     }
+    std::string estimate =
+        a.sampled() ? fmt::format("\n     \"estimate\": {{\"count\": {}, \"bytes\": {}, "
+                                  "\"per_1000_allocs\": {}}},",
+                                  EstimateJson(a.Count(p.count)),
+                                  EstimateJson(a.Bytes(p.count, p.bytes)),
+                                  EstimateJson(a.Rate(p.count), 3))
+                    : "";
     out += fmt::format(
         "{}\n    {{\"rank\": {}, \"key\": {}, \"alloc_role\": {}, \"free_role\": {}, "
-        "\"count\": {}, \"bytes\": {}, \"share\": {:.4f}, \"per_1000_allocs\": {:.3f},\n"
+        "\"count\": {}, \"bytes\": {}, \"share\": {:.4f}, \"per_1000_allocs\": {:.3f},{}\n"
         "     \"size_classes\": [{}],\n     \"alloc_site\": {},\n     \"free_site\": {}}}",
         i ? "," : "", i + 1, JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role),
-        p.count, p.bytes, Share(p.count, c.cross_thread), a.PerThousand(p.count), classes,
-        SiteJson(p.alloc_site), SiteJson(p.free_site));
+        a.Scaled(p.count), a.Scaled(p.bytes), Share(p.count, c.cross_thread), a.PerThousand(p.count),
+        estimate, classes, SiteJson(p.alloc_site), SiteJson(p.free_site));
   }
   out += shown ? "\n  ],\n" : "],\n";
   out += "  \"asymmetry\": [";
   for (size_t i = 0; i < a.asymmetry.size(); ++i) {
     const AsymmetryRow& r = a.asymmetry[i];
+    if (a.sampled()) {
+      Estimate net = a.Net(r);
+      out += fmt::format(
+          "{}\n    {{\"role\": {}, \"class\": {}, \"class_bytes\": {}, \"allocs\": {}, "
+          "\"frees\": {}, \"net\": {}, \"effect\": \"{}\", \"top_site\": {},\n"
+          "     \"estimate\": {{\"allocs\": {}, \"frees\": {}, \"net\": {}, "
+          "\"net_interval_includes_zero\": {}}}}}",
+          i ? "," : "", JsonString(r.role), JsonString(SizeClassLabel(r.size_class)),
+          SizeClassBytes(r.size_class), a.Scaled(r.allocs), a.Scaled(r.frees),
+          RoundSigned(net.value), AsymmetryEffect(r.net),
+          JsonString(r.top_site), EstimateJson(a.Count(r.allocs)), EstimateJson(a.Count(r.frees)),
+          NetJson(net), net.low <= 0 && net.high >= 0 ? "true" : "false");
+      continue;
+    }
     out += fmt::format(
         "{}\n    {{\"role\": {}, \"class\": {}, \"class_bytes\": {}, \"allocs\": {}, "
         "\"frees\": {}, \"net\": {}, \"effect\": \"{}\", \"top_site\": {}}}",
@@ -109,9 +215,12 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
         JsonString(r.top_site));
   }
   out += a.asymmetry.empty() ? "],\n" : "\n  ],\n";
-  out += "  \"live_at_exit_sites\": " + LoneJson(a.live) + ",\n";
-  out += "  \"unknown_free_sites\": " + LoneJson(a.unknown_frees) + ",\n";
-  out += "  \"double_free_sites\": " + LoneJson(a.double_frees) + ",\n";
+  out += "  \"live_at_exit_sites\": " + LoneJson(a, a.live) + ",\n";
+  if (a.windowed || a.recording_windows) {
+    out += "  \"live_at_window_end_sites\": " + LoneJson(a, a.live_at_window_end) + ",\n";
+  }
+  out += "  \"unknown_free_sites\": " + LoneJson(a, a.unknown_frees) + ",\n";
+  out += "  \"double_free_sites\": " + LoneJson(a, a.double_frees) + ",\n";
   // Only for traces with central records, so older outputs stay the same.
   if (a.central.present()) out += "  \"central\": " + RenderCentralJson(a.central) + ",\n";
   out += "  \"warnings\": [";
@@ -162,12 +271,32 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
   std::string out = "{\n";
   out += fmt::format("  \"schema_version\": {},\n  \"command\": \"diff\",\n", kDiffSchemaVersion);
   out += fmt::format("  \"min_change\": {:.4f},\n", d.min_change);
+  if (d.sampled) {
+    out += "  \"significance\": \"a change counts only when the two runs' 95% intervals do not "
+           "overlap\",\n";
+  }
   out += "  \"before\": " + RunJson(before) + ",\n";
   out += "  \"after\": " + RunJson(after) + ",\n";
   out += "  \"pairs\": [";
   for (size_t i = 0; i < d.rows.size(); ++i) {
     const DiffRow& r = d.rows[i];
     const CrossPair& p = r.pair();
+    if (d.sampled) {
+      uint64_t bc = r.before ? r.before->count : 0, ac = r.after ? r.after->count : 0;
+      out += fmt::format(
+          "{}\n    {{\"status\": \"{}\", \"significant\": {}, \"key\": {}, \"alloc_role\": {}, "
+          "\"free_role\": {}, \"alloc_site\": {}, \"free_site\": {},\n     \"before\": "
+          "{{\"count\": {}, \"per_1000_allocs\": {:.3f}, \"estimate\": {{\"count\": {}, "
+          "\"per_1000_allocs\": {}}}}},\n     \"after\": {{\"count\": {}, \"per_1000_allocs\": "
+          "{:.3f}, \"estimate\": {{\"count\": {}, \"per_1000_allocs\": {}}}}}}}",
+          i ? "," : "", DiffStatusName(r.status), r.significant ? "true" : "false",
+          JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role),
+          JsonString(p.alloc_site.key), JsonString(p.free_site.key), before.Scaled(bc),
+          r.before_rate, EstimateJson(before.Count(bc)), EstimateJson(r.before_estimate, 3),
+          after.Scaled(ac), r.after_rate, EstimateJson(after.Count(ac)),
+          EstimateJson(r.after_estimate, 3));
+      continue;
+    }
     out += fmt::format(
         "{}\n    {{\"status\": \"{}\", \"key\": {}, \"alloc_role\": {}, \"free_role\": {}, "
         "\"alloc_site\": {}, \"free_site\": {},\n     \"before\": {{\"count\": {}, "
@@ -188,22 +317,36 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
 std::string RenderGateJson(const Analysis& a, const GateResult& r, double max_growth,
                            const std::string& accept_command) {
   auto pair = [&a](const CrossPair& p) {
+    std::string estimate =
+        a.sampled() ? fmt::format(", \"estimate\": {{\"count\": {}, \"per_1000_allocs\": {}}}",
+                                  EstimateJson(a.Count(p.count)), EstimateJson(a.Rate(p.count), 3))
+                    : "";
     return fmt::format(
         "{{\"key\": {}, \"alloc_role\": {}, \"free_role\": {}, \"count\": {}, \"bytes\": {}, "
-        "\"per_1000_allocs\": {:.3f}, \"alloc_site\": {}, \"free_site\": {}}}",
-        JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), p.count, p.bytes,
-        a.PerThousand(p.count), SiteJson(p.alloc_site), SiteJson(p.free_site));
+        "\"per_1000_allocs\": {:.3f}{}, \"alloc_site\": {}, \"free_site\": {}}}",
+        JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), a.Scaled(p.count),
+        a.Scaled(p.bytes), a.PerThousand(p.count), estimate, SiteJson(p.alloc_site),
+        SiteJson(p.free_site));
   };
   std::string out = fmt::format("{{\n  \"schema_version\": {},\n  \"passed\": {},\n", kGateSchemaVersion,
                                 r.passed() ? "true" : "false");
   out += fmt::format("  \"max_growth\": {},\n  \"allocations\": {},\n", max_growth,
-                     a.counts.allocations);
+                     a.Allocations());
+  if (r.sampled) {
+    out += "  \"sampling\": " + SamplingJson(a) + ",\n";
+    out += "  \"rule\": \"new: seen in the sample; grown: the rate's 95% interval is wholly above "
+           "the limit\",\n";
+  }
   out += "  \"offenses\": [";
   for (size_t i = 0; i < r.offenses.size(); ++i) {
     const GateOffense& o = r.offenses[i];
-    out += fmt::format("{}\n    {{\"new\": {}, \"rate\": {:.3f}, \"baseline_rate\": {:.3f}, \"pair\": {}}}",
+    std::string sampled =
+        r.sampled ? fmt::format(", \"rate_low\": {:.3f}, \"rate_high\": {:.3f}, \"limit\": {:.3f}",
+                                o.rate_estimate.low, o.rate_estimate.high, o.limit)
+                  : "";
+    out += fmt::format("{}\n    {{\"new\": {}, \"rate\": {:.3f}, \"baseline_rate\": {:.3f}{}, \"pair\": {}}}",
                        i ? "," : "", o.is_new ? "true" : "false", o.rate, o.baseline_rate,
-                       pair(*o.pair));
+                       sampled, pair(*o.pair));
   }
   out += r.offenses.empty() ? "],\n" : "\n  ],\n";
   out += "  \"allowed\": [";

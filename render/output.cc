@@ -5,6 +5,8 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 
 #include "analysis/size_class.h"
 
@@ -37,6 +39,56 @@ std::string HumanBytes(uint64_t n) {
   }
   return fmt::format("{:.1f} {}", v, kUnits[unit]);
 }
+
+namespace {
+uint64_t ToCount(double v) {
+  if (!(v > 0)) return 0;
+  if (v >= 1.8e19) return ~uint64_t{0};
+  return static_cast<uint64_t>(v);
+}
+}  // namespace
+
+uint64_t EstimateLow(const Estimate& e) { return ToCount(std::floor(e.low)); }
+uint64_t EstimateHigh(const Estimate& e) { return ToCount(std::ceil(e.high)); }
+uint64_t EstimateValue(const Estimate& e) { return ToCount(std::round(e.value)); }
+
+namespace {
+int64_t ToSigned(double v) {
+  if (!(v == v)) return 0;  // NaN
+  if (v >= 9.2e18) return INT64_MAX;
+  if (v <= -9.2e18) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+}  // namespace
+
+int64_t RoundSigned(double v) { return ToSigned(std::round(v)); }
+int64_t FloorSigned(double v) { return ToSigned(std::floor(v)); }
+int64_t CeilSigned(double v) { return ToSigned(std::ceil(v)); }
+
+std::string EstimateText(const Estimate& e) { return "~" + Commas(EstimateValue(e)); }
+
+std::string IntervalText(const Estimate& e) {
+  return Commas(EstimateLow(e)) + " .. " + Commas(EstimateHigh(e));
+}
+
+std::string BytesIntervalText(const Estimate& e) {
+  return HumanBytes(EstimateLow(e)) + " .. " + HumanBytes(EstimateHigh(e));
+}
+
+std::string RateIntervalText(const Estimate& e, int decimals) {
+  return fmt::format("{:.{}f} .. {:.{}f}", e.low, decimals, e.high, decimals);
+}
+
+std::string EstimateJson(const Estimate& e, int decimals) {
+  if (decimals > 0) {
+    return fmt::format("{{\"estimate\": {:.{}f}, \"low\": {:.{}f}, \"high\": {:.{}f}}}", e.value,
+                       decimals, e.low, decimals, e.high, decimals);
+  }
+  return fmt::format("{{\"observed\": {}, \"estimate\": {}, \"low\": {}, \"high\": {}}}",
+                     e.observed, EstimateValue(e), EstimateLow(e), EstimateHigh(e));
+}
+
+std::string SampledLabel(uint32_t period) { return fmt::format("sampled 1/{}", period); }
 
 std::string SizeClassLabel(int size_class) {
   uint64_t bytes = SizeClassBytes(size_class);

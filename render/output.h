@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "analysis/estimate.h"
 #include "analysis/roles.h"
 #include "analysis/sites.h"
 
@@ -52,6 +53,30 @@ std::string PrintableText(std::string_view text);
 std::string Fit(std::string_view s, size_t width);  // width 0: s whole
 // "file.cc:42" or "" (basename of the file).
 std::string FrameLocation(const SymbolFrame& frame);
+// Estimates of sampled runs (analysis/estimate.h). Counts and bytes are
+// shown as whole numbers: the estimate rounded, the interval widened to
+// whole numbers (low rounded down, high up).
+uint64_t EstimateLow(const Estimate& e);
+uint64_t EstimateHigh(const Estimate& e);
+uint64_t EstimateValue(const Estimate& e);
+// v rounded as asked, clamped to int64 (a signed estimate: an asymmetry's net).
+int64_t RoundSigned(double v);
+int64_t FloorSigned(double v);
+int64_t CeilSigned(double v);
+// "~80,000"
+std::string EstimateText(const Estimate& e);
+// "69,500 .. 91,600"
+std::string IntervalText(const Estimate& e);
+// "2.1 MiB .. 2.8 MiB"
+std::string BytesIntervalText(const Estimate& e);
+// "347.2 .. 457.4" (decimals as given)
+std::string RateIntervalText(const Estimate& e, int decimals = 1);
+// {"observed": X, "estimate": E, "low": L, "high": H}: integers, or for a
+// rate (decimals > 0) decimals with that precision and no "observed".
+std::string EstimateJson(const Estimate& e, int decimals = 0);
+// "sampled 1/100"
+std::string SampledLabel(uint32_t period);
+
 // A frame as a JSON object.
 std::string FrameJson(const SymbolFrame& frame);
 // A site as a JSON object: {"key": ..., "frames": [...]}.

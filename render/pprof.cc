@@ -9,7 +9,10 @@
 #include <tuple>
 #include <unordered_map>
 
+#include <fmt/core.h>
+
 #include "analysis/sites.h"
+#include "render/output.h"
 #include "render/pprof_profile.pb.h"
 
 namespace crossfree::analyzer {
@@ -84,6 +87,19 @@ std::string RenderReportPprof(const Analysis& a) {
   bytes->set_unit(b.String("bytes"));
   p.set_default_sample_type(b.String("cross_thread_frees"));
   for (const TraceInfo& t : a.traces) p.add_comment(b.String("trace " + t.path));
+  // A sampled run: the values are estimates (period x the sampled count),
+  // the profile's period says how it was sampled, and each sample carries
+  // its sampled count and 95% interval as numeric labels.
+  if (a.sampled()) {
+    p.add_comment(b.String(fmt::format(
+        "estimated, sampled 1/{}: values are {} x the sampled frees and bytes; labels "
+        "sampled_frees, frees_low, frees_high (exact Poisson 95% interval)",
+        a.sample_period, a.sample_period)));
+    auto* period = p.mutable_period_type();
+    period->set_type(b.String("allocations"));
+    period->set_unit(b.String("count"));
+    p.set_period(a.sample_period);
+  }
   int64_t alloc_role = b.String("alloc_role"), free_role = b.String("free_role"),
           free_site = b.String("free_site");
   for (const CrossPair& pair : a.pairs) {
@@ -93,8 +109,19 @@ std::string RenderReportPprof(const Analysis& a) {
     } else {
       for (const SymbolFrame& f : pair.alloc_site.frames) s->add_location_id(b.Location(f));
     }
-    s->add_value(static_cast<int64_t>(pair.count));
-    s->add_value(static_cast<int64_t>(pair.bytes));
+    s->add_value(static_cast<int64_t>(a.Scaled(pair.count)));
+    s->add_value(static_cast<int64_t>(a.Scaled(pair.bytes)));
+    if (a.sampled()) {
+      Estimate n = a.Count(pair.count);
+      for (auto [key, value] : {std::pair{"sampled_frees", pair.count},
+                                std::pair{"frees_low", EstimateLow(n)},
+                                std::pair{"frees_high", EstimateHigh(n)}}) {
+        auto* label = s->add_label();
+        label->set_key(b.String(key));
+        label->set_num(static_cast<int64_t>(value));
+        label->set_num_unit(b.String("count"));
+      }
+    }
     for (auto [key, value] : {std::pair{alloc_role, &pair.alloc_role},
                               std::pair{free_role, &pair.free_role},
                               std::pair{free_site, &pair.free_site.key}}) {

@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <unordered_map>
 
@@ -54,25 +55,127 @@ std::string SizeClassesText(const CrossPair& p) {
   return out;
 }
 
+std::string Seconds(uint64_t ns) { return fmt::format("{:.3f} s", ns / 1e9); }
+
+// "1.000 s .. 3.000 s, 5.000 s .. the end": the recording windows of a trace.
+std::string WindowsText(const TraceInfo& t) {
+  std::string out;
+  bool open = !t.starts_closed;
+  uint64_t from = 0;
+  for (const WindowEdge& e : t.windows) {
+    if (e.open && !open) {
+      from = e.timestamp_ns;
+      open = true;
+    } else if (!e.open && open) {
+      out += (out.empty() ? "" : ", ") + Seconds(from) + " .. " + Seconds(e.timestamp_ns);
+      open = false;
+    }
+  }
+  if (open) out += (out.empty() ? "" : ", ") + Seconds(from) + " .. the end";
+  return out.empty() ? "none (nothing was recorded)" : out;
+}
+
 std::string TraceLine(const TraceInfo& t) {
   std::string notes;
   if (t.ppid != 0 && t.ppid != 1) notes += fmt::format("parent {}", t.ppid);
   if (t.truncated) notes += notes.empty() ? "truncated" : ", truncated";
+  if (t.sample_period > 1) notes += (notes.empty() ? "" : ", ") + SampledLabel(t.sample_period);
   std::string line = fmt::format("  pid {:<7} {}  {}", t.pid, t.path, t.exe);
   if (!notes.empty()) line += fmt::format("  ({})", notes);
-  return Fit(line, Width()) + "\n";
+  line = Fit(line, Width()) + "\n";
+  if (t.recording_windows) line += Fit("    recording windows: " + WindowsText(t), Width()) + "\n";
+  return line;
 }
 
-void LoneText(std::string& out, const char* title, const std::vector<LoneSite>& sites,
-              uint64_t total, bool with_bytes) {
+void LoneText(std::string& out, const Analysis& a, const char* title,
+              const std::vector<LoneSite>& sites, uint64_t total, bool with_bytes) {
   if (total == 0) return;
   out += fmt::format("\n{} (top {} site{})\n", title, sites.size(), sites.size() == 1 ? "" : "s");
   for (const LoneSite& s : sites) {
     // Frees rarely know their size (only sized delete does): bytes only for live ones.
-    std::string head = fmt::format("  {:>11}  {:>10}  {:<14} ", Commas(s.count),
-                                   with_bytes ? HumanBytes(s.bytes) : "", Fit(s.role, 14));
+    std::string head;
+    if (a.sampled()) {
+      head = fmt::format("  {:>11} {:<22} {:>10}  {:<14} ", EstimateText(a.Count(s.count)),
+                         "[" + IntervalText(a.Count(s.count)) + "]",
+                         with_bytes ? "~" + HumanBytes(a.Scaled(s.bytes)) : "", Fit(s.role, 14));
+    } else {
+      head = fmt::format("  {:>11}  {:>10}  {:<14} ", Commas(s.count),
+                         with_bytes ? HumanBytes(s.bytes) : "", Fit(s.role, 14));
+    }
     out += head + Fit(s.site.key, Room(head.size())) + "\n";
   }
+}
+
+// The summary of a sampled run: exact totals, then every count of sampled
+// objects as an estimate with its interval.
+void SampledSummaryText(std::string& out, const Analysis& a) {
+  const PairingCounts& c = a.counts;
+  out += fmt::format("\nSummary ({}: ~ marks an estimate, {} x the sampled count, with its 95% "
+                     "interval)\n",
+                     SampledLabel(a.sample_period), a.sample_period);
+  auto exact = [&out](std::string_view label, uint64_t n, std::string note) {
+    out += fmt::format("  {:<22}{:>15}{}{}\n", label, Commas(n), note.empty() ? "" : "   ", note);
+  };
+  auto est = [&out](std::string_view label, const Estimate& e, std::string note) {
+    out += fmt::format("  {:<22}{:>15}   [{}]{}{}\n", label, EstimateText(e), IntervalText(e),
+                       note.empty() ? "" : "  ", note);
+  };
+  exact("allocations", a.Allocations(),
+        c.counts_records ? fmt::format("exact, sampled or not; {} sampled", Commas(c.allocations))
+                         : "estimated: no counts records");
+  exact("frees", a.Frees(), c.counts_records ? "exact" : "estimated: no counts records");
+  est("  cross-thread", a.Count(c.cross_thread),
+      fmt::format("{:.1f}% of frees, {:.1f} per 1000 allocations",
+                  100.0 * Share(a.Scaled(c.cross_thread), a.Frees()),
+                  a.PerThousand(c.cross_thread)));
+  est("  same-thread", a.Count(c.paired - c.cross_thread), "");
+  est("live at exit", a.Count(c.live_at_exit),
+      c.live_at_exit ? "~" + HumanBytes(a.Scaled(c.live_bytes)) : "");
+  est("unknown frees", a.Count(c.unknown_frees),
+      c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
+  est("double frees", a.Count(c.double_frees), "");
+  if (c.alloc_over_live) {
+    est("allocs over live", a.Count(c.alloc_over_live), "address allocated again without a free");
+  }
+  exact("samples dropped", c.samples_dropped,
+        c.samples_dropped
+            ? fmt::format("{:.2f}% of the sampler's choices, not followed: estimates are low by "
+                          "about as much",
+                          100.0 * Share(c.samples_dropped, c.samples_dropped + c.allocations))
+            : "");
+}
+
+// The window rows of the summary (--from/--to, recording windows).
+void WindowRows(std::string& out, const Analysis& a) {
+  const PairingCounts& c = a.counts;
+  std::string where;
+  if (a.windowed) {
+    where = fmt::format("freed in the window {:.3f} s .. {} of each trace",
+                        a.window_from_ns / 1e9,
+                        a.window_to_ns == ~uint64_t{0}
+                            ? std::string("the end")
+                            : fmt::format("{:.3f} s", a.window_to_ns / 1e9));
+  } else {
+    where = "freed in a recording window";
+  }
+  std::string before_note = where + ", allocated before it";
+  std::string end_note = c.live_at_window_end ? "still live when the window ended: not leaks" : "";
+  if (a.sampled()) {
+    auto est = [&out](std::string_view label, const Estimate& e, std::string note) {
+      out += fmt::format("  {:<22}{:>15}   [{}]{}{}\n", label, EstimateText(e), IntervalText(e),
+                         note.empty() ? "" : "  ", note);
+    };
+    est("before the window", a.Count(c.before_window), before_note);
+    est("live at window end", a.Count(c.live_at_window_end), end_note);
+    return;
+  }
+  out += fmt::format("  {:<22}{:>15}   {}\n", "before the window", Commas(c.before_window),
+                     before_note);
+  out += fmt::format("  {:<22}{:>15}{}{}\n", "live at window end", Commas(c.live_at_window_end),
+                     end_note.empty() ? "" : "   ",
+                     c.live_at_window_end
+                         ? HumanBytes(c.live_window_end_bytes) + "   " + end_note
+                         : "");
 }
 
 std::string RunNames(const Analysis& a) {
@@ -98,10 +201,16 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   WidthScope scope(options.width);
   const PairingCounts& c = a.counts;
   std::string out;
-  out += fmt::format("crossfree report: {} trace{}, {} threads, {} events\n", a.traces.size(),
-                     a.traces.size() == 1 ? "" : "s", a.threads, Commas(c.events));
+  out += fmt::format("crossfree report: {} trace{}, {} threads, {} {}events{}\n", a.traces.size(),
+                     a.traces.size() == 1 ? "" : "s", a.threads, Commas(c.events),
+                     a.sampled() ? "sampled " : "",
+                     a.sampled() ? " (estimated, " + SampledLabel(a.sample_period) + ")" : "");
   for (const TraceInfo& t : a.traces) out += TraceLine(t);
 
+  if (a.sampled()) {
+    SampledSummaryText(out, a);
+    if (a.windowed || a.recording_windows) WindowRows(out, a);
+  } else {
   out += "\nSummary\n";
   auto row = [&out](std::string_view label, uint64_t n, std::string note) {
     out += fmt::format("  {:<22}{:>15}{}{}\n", label, Commas(n), note.empty() ? "" : "   ", note);
@@ -116,18 +225,13 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   row("unknown frees", c.unknown_frees,
       c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
   row("double frees", c.double_frees, "");
-  if (a.windowed) {
-    row("allocated before", c.before_window,
-        fmt::format("freed in the window {:.3f} s .. {} of each trace",
-                    a.window_from_ns / 1e9,
-                    a.window_to_ns == ~uint64_t{0} ? std::string("the end")
-                                                   : fmt::format("{:.3f} s", a.window_to_ns / 1e9)));
-  }
+  if (a.windowed || a.recording_windows) WindowRows(out, a);
   if (c.ignored_null) {
     row("null-address events", c.ignored_null, "free(NULL) or failed allocations, ignored");
   }
   if (c.alloc_over_live) {
     row("allocs over live", c.alloc_over_live, "address allocated again without a free");
+  }
   }
 
   size_t shown = options.top == 0 ? a.pairs.size() : std::min(options.top, a.pairs.size());
@@ -141,9 +245,19 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
     const CrossPair& p = a.pairs[i];
     out += "\n";
     out += Fit(fmt::format("#{:<3}{} -> {}", i + 1, p.alloc_role, p.free_role), Width()) + "\n";
+    if (a.sampled()) {
+      Estimate n = a.Count(p.count), bytes = a.Bytes(p.count, p.bytes), rate = a.Rate(p.count);
+      out += fmt::format("    {} frees ({:.1f}% of cross-thread, ~{:.1f} per 1000 allocs), ~{}; "
+                         "{} sampled\n",
+                         EstimateText(n), 100.0 * Share(p.count, c.cross_thread), rate.value,
+                         HumanBytes(EstimateValue(bytes)), Commas(p.count));
+      out += fmt::format("    95%: {} frees, {} per 1000 allocs, {}\n", IntervalText(n),
+                         RateIntervalText(rate), BytesIntervalText(bytes));
+    } else {
     out += fmt::format("    {} frees ({:.1f}% of cross-thread, {:.1f} per 1000 allocs), {}\n",
                        Commas(p.count), 100.0 * Share(p.count, c.cross_thread),
                        a.PerThousand(p.count), HumanBytes(p.bytes));
+    }
     out += Fit("    size classes: " + SizeClassesText(p), Width()) + "\n";
     out += SiteText(p.alloc_site, "allocated at  ", 4, Width());
     out += SiteText(p.free_site, "freed at      ", 4, Width());
@@ -153,15 +267,32 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
     size_t rows = options.asymmetry_rows == 0 ? a.asymmetry.size()
                                               : std::min(options.asymmetry_rows, a.asymmetry.size());
     out += fmt::format(
-        "\nCache asymmetry: allocations minus frees per {} and size class ({} of {})\n",
-        options.by == GroupBy::kRole ? "role" : "thread", rows, a.asymmetry.size());
+        "\nCache asymmetry: allocations minus frees per {} and size class ({} of {}){}\n",
+        options.by == GroupBy::kRole ? "role" : "thread", rows, a.asymmetry.size(),
+        a.sampled() ? ", estimated" : "");
+    if (a.sampled()) {
+      out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14} {:>26}  {}\n", "role", "class",
+                         "allocs", "frees", "net", "net 95%", "effect");
+    } else {
     out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14}  {}\n", "role", "class", "allocs",
                        "frees", "net", "effect");
+    }
     for (size_t i = 0; i < rows; ++i) {
       const AsymmetryRow& r = a.asymmetry[i];
+      if (a.sampled()) {
+        Estimate net = a.Net(r);
+        bool clear = net.low > 0 || net.high < 0;
+        auto signed_text = [](double v) { return SignedCommas(RoundSigned(v)); };
+        out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14} {:>26}  {}\n", Fit(r.role, 20),
+                           SizeClassLabel(r.size_class), EstimateText(a.Count(r.allocs)),
+                           EstimateText(a.Count(r.frees)), "~" + signed_text(net.value),
+                           signed_text(net.low) + " .. " + signed_text(net.high),
+                           clear ? AsymmetryEffect(r.net) : "unclear");
+      } else {
       out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14}  {}\n", Fit(r.role, 20),
                          SizeClassLabel(r.size_class), Commas(r.allocs), Commas(r.frees),
                          SignedCommas(r.net), AsymmetryEffect(r.net));
+      }
       if (!r.top_site.empty()) {
         out += Fit(fmt::format("      {} {}", r.net > 0 ? "allocated at" : "freed at",
                                r.top_site),
@@ -172,12 +303,16 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
     out +=
         "  drains: allocates more than it frees, so its thread cache refills from the central\n"
         "  free list; overflows: frees more than it allocates, so it releases to the central list.\n";
+    if (a.sampled()) {
+      out += "  unclear: the net's 95% interval includes 0.\n";
+    }
   }
 
   out += RenderCentralText(a.central, options.by, Width());  // empty without central records
-  LoneText(out, "Live at exit", a.live, c.live_at_exit, true);
-  LoneText(out, "Unknown frees", a.unknown_frees, c.unknown_frees, false);
-  LoneText(out, "Double frees", a.double_frees, c.double_frees, false);
+  LoneText(out, a, "Live at exit", a.live, c.live_at_exit, true);
+  LoneText(out, a, "Live at window end", a.live_at_window_end, c.live_at_window_end, true);
+  LoneText(out, a, "Unknown frees", a.unknown_frees, c.unknown_frees, false);
+  LoneText(out, a, "Double frees", a.double_frees, c.double_frees, false);
   // Warnings go to stderr (the command prints them), not into the text.
   return out;
 }
@@ -240,9 +375,84 @@ std::string RenderCentralDiffText(const CentralSummary& before, uint64_t before_
   return out;
 }
 
+namespace {
+
+// The diff of runs one of which (or both) is sampled: estimates with their
+// 95% intervals, and the significance rule of diff.h.
+std::string SampledDiffText(const Analysis& before, const Analysis& after, const DiffResult& d) {
+  std::string out;
+  out += Fit("crossfree diff: before " + RunNames(before) +
+                 (before.sampled() ? " (" + SampledLabel(before.sample_period) + ")" : ""),
+             Width()) +
+         "\n";
+  out += Fit("                after  " + RunNames(after) +
+                 (after.sampled() ? " (" + SampledLabel(after.sample_period) + ")" : ""),
+             Width()) +
+         "\n";
+  out += "  sampled: ~ marks an estimate, [95% interval]; a change counts only when the two "
+         "intervals do not overlap\n\n";
+  auto cell = [](const Analysis& a, uint64_t count) {
+    Estimate e = a.Count(count);
+    return a.sampled() ? EstimateText(e) + " [" + IntervalText(e) + "]" : Commas(count);
+  };
+  auto rate_cell = [](const Analysis& a, const Estimate& e) {
+    return a.sampled() ? fmt::format("~{:.1f} [{}]", e.value, RateIntervalText(e))
+                       : fmt::format("{:.1f}", e.value);
+  };
+  out += fmt::format("  {:<24}{:>34}{:>34}\n", "", "before", "after");
+  out += fmt::format("  {:<24}{:>34}{:>34}\n", "allocations", Commas(before.Allocations()),
+                     Commas(after.Allocations()));
+  out += fmt::format("  {:<24}{:>34}{:>34}\n", "cross-thread frees",
+                     cell(before, before.counts.cross_thread), cell(after, after.counts.cross_thread));
+  out += fmt::format("  {:<24}{:>34}{:>34}\n", "  per 1000 allocations",
+                     rate_cell(before, before.Rate(before.counts.cross_thread)),
+                     rate_cell(after, after.Rate(after.counts.cross_thread)));
+  out += fmt::format("  {:<24}{:>34}{:>34}\n", "cross-thread pairs", before.pairs.size(),
+                     after.pairs.size());
+  out += RenderCentralDiffText(before.central, before.Allocations(), after.central,
+                               after.Allocations());
+  static const DiffStatus kOrder[] = {DiffStatus::kGone, DiffStatus::kNew, DiffStatus::kGrown,
+                                      DiffStatus::kShrunk, DiffStatus::kUnchanged};
+  static const char* kTitles[] = {
+      "Gone: pairs BEFORE's sample shows and AFTER's does not",
+      "New: pairs only AFTER's sample shows",
+      "Grown: intervals apart, rate up by more than {:.0f}%",
+      "Shrunk: intervals apart, rate down by more than {:.0f}%",
+      "Unchanged: intervals overlap, or rate within {:.0f}%"};
+  for (int s = 0; s < 5; ++s) {
+    size_t n = std::count_if(d.rows.begin(), d.rows.end(),
+                             [&](const DiffRow& r) { return r.status == kOrder[s]; });
+    out += "\n" + fmt::format(fmt::runtime(kTitles[s]), 100.0 * d.min_change) +
+           fmt::format(" ({})\n", n);
+    if (n == 0) continue;
+    out += fmt::format("  {:>30} {:>30}  {}\n", "before/1k [95%]", "after/1k [95%]",
+                       "alloc role -> free role");
+    for (const DiffRow& r : d.rows) {
+      if (r.status != kOrder[s]) continue;
+      const CrossPair& p = r.pair();
+      std::string head = fmt::format("  {:>30} {:>30}  ", rate_cell(before, r.before_estimate),
+                                     rate_cell(after, r.after_estimate));
+      out += head + Fit(p.alloc_role + " -> " + p.free_role, Room(head.size())) + "\n";
+      std::string counts = fmt::format(
+          "        sampled frees {} -> {}", Commas(r.before ? r.before->count : 0),
+          Commas(r.after ? r.after->count : 0));
+      if ((r.status == DiffStatus::kGone || r.status == DiffStatus::kNew) && !r.significant) {
+        counts += "; not significant: the intervals overlap";
+      }
+      out += counts + "\n";
+      out += SiteLines(p.alloc_site, "        alloc: ");
+      out += SiteLines(p.free_site, "        free:  ");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string RenderDiffText(const Analysis& before, const Analysis& after, const DiffResult& d,
                            size_t width) {
   WidthScope scope(width);
+  if (d.sampled) return SampledDiffText(before, after, d);
   std::string out;
   out += Fit("crossfree diff: before " + RunNames(before), Width()) + "\n";
   out += Fit("                after  " + RunNames(after), Width()) + "\n\n";
@@ -308,6 +518,12 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r, double
         "rate\n",
         new_count, new_count == 1 ? "" : "s", r.offenses.size() - new_count, max_growth);
   }
+  if (r.sampled) {
+    out += fmt::format("  the trace is {}: rates are estimates with 95% intervals; a pair not in\n"
+                       "  the baseline fails when one sampled object shows it, an allowed one only\n"
+                       "  when its interval is wholly above the limit\n",
+                       SampledLabel(analysis.sample_period));
+  }
   for (size_t i = 0; i < r.offenses.size(); ++i) {
     const GateOffense& o = r.offenses[i];
     const CrossPair& p = *o.pair;
@@ -316,7 +532,16 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r, double
                            p.free_role),
                Width()) +
            "\n";
-    if (o.is_new) {
+    if (r.sampled) {
+      Estimate n = analysis.Count(p.count);
+      out += fmt::format("    {} frees [{}], ~{:.3f} [{}] per 1000 allocations; {} sampled\n",
+                         EstimateText(n), IntervalText(n), o.rate,
+                         RateIntervalText(o.rate_estimate, 3), Commas(p.count));
+      out += o.is_new ? std::string("    not in the baseline\n")
+                      : fmt::format("    baseline {:.3f}, limit {:.3f} ({:g}x): the interval is "
+                                    "above it\n",
+                                    o.baseline_rate, o.limit, max_growth);
+    } else if (o.is_new) {
       out += fmt::format("    {} frees, {:.3f} per 1000 allocations; not in the baseline\n",
                          Commas(p.count), o.rate);
     } else {
@@ -331,16 +556,18 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r, double
   }
   if (!r.gone.empty()) {
     out += fmt::format(
-        "\n{} baseline pair{} not seen in this run (tighten the baseline with "
+        "\n{} baseline pair{} not seen in this run{} (tighten the baseline with "
         "--write-baseline):\n",
-        r.gone.size(), r.gone.size() == 1 ? "" : "s");
+        r.gone.size(), r.gone.size() == 1 ? "" : "s",
+        r.sampled ? "'s sample (they may still happen, unsampled)" : "");
     for (const std::string& k : r.gone) out += "  " + k + "\n";
   }
   if (!r.suppressed.empty()) {
     out += fmt::format("\n{} suppressed pair{}:\n", r.suppressed.size(),
                        r.suppressed.size() == 1 ? "" : "s");
     for (const auto& [pair, s] : r.suppressed) {
-      out += fmt::format("  {} ({} frees)\n    reason: {}\n", pair->key, Commas(pair->count),
+      out += fmt::format("  {} ({} frees)\n    reason: {}\n", pair->key,
+                         r.sampled ? EstimateText(analysis.Count(pair->count)) : Commas(pair->count),
                          s->reason);
     }
   }

@@ -4,6 +4,8 @@
 // sites ranked (site_ranking.h).
 #include "simulate/simulate.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -35,6 +37,19 @@ bool Simulate(TraceSet& set, const SimulateOptions& options, analyzer::SymbolRes
               SimulationResult* out, std::string* error) {
   *out = SimulationResult();
   out->warnings = set.warnings();
+  // The model replays every allocation and free of every thread cache: a
+  // sample of them would drive it into other states, and no scaling fixes
+  // that.
+  for (const auto& trace : set.traces()) {
+    uint32_t period = trace->header.fields.sample_period;
+    if (period > 1) {
+      *error = fmt::format(
+          "{}: sampled trace (1 allocation in {} traced): simulate needs every event; record "
+          "the run without sampling",
+          trace->path, period);
+      return false;
+    }
+  }
   std::unique_ptr<analyzer::SymbolResolver> default_resolver;
   if (!resolver) {
     default_resolver = analyzer::MakeDefaultResolver(set);

@@ -76,6 +76,54 @@ int ManyPairs(const char* path, uint32_t pairs) {
   return 0;
 }
 
+// Sampled runs for the CLI tests: pid, period; the producer's objects of
+// one pair freed by the consumer (`sampled` of them traced), one object of a
+// second pair, and counts records claiming `allocations` allocations.
+crossfree::analyzer::testing::SyntheticTrace SampledRun(uint32_t pid, uint32_t period,
+                                                         uint64_t sampled, uint64_t allocations) {
+  using namespace crossfree::analyzer::testing;
+  crossfree::format::HeaderFields fields;
+  fields.pid = pid;
+  fields.sample_period = period;
+  SyntheticTrace t(fields, "/usr/bin/sampled");
+  t.ThreadName(pid + 1, 1, "producer-0");
+  t.ThreadName(pid + 2, 1, "consumer-0");
+  t.Stack(pid + 1, 1, {0x401000, 0x402000});
+  t.Stack(pid + 1, 2, {0x401100, 0x402000});
+  t.Stack(pid + 2, 3, {0x403000, 0x404000});
+  uint64_t ts = 1000;
+  for (uint64_t i = 0; i < sampled; ++i) {
+    t.Alloc(pid + 1, ts += 100, 0x10000000 + i * 64, 64, 1);
+    t.Free(pid + 2, ts += 100, 0x10000000 + i * 64, 3);
+  }
+  t.Alloc(pid + 1, ts += 100, 0x20000000, 32, 2);
+  t.Free(pid + 2, ts += 100, 0x20000000, 3);
+  t.Counts(pid + 1, {allocations, allocations / 2, 0});
+  t.Counts(pid + 2, {0, allocations / 2, 0});
+  return t;
+}
+
+// A recording that starts closed: a window from 1 s to 2 s. In it, a free
+// of an object allocated before it, a cross-thread pair, and an object
+// still live when it closes.
+void WindowedRun(const std::string& path) {
+  using namespace crossfree::analyzer::testing;
+  crossfree::format::HeaderFields fields;
+  fields.pid = 7000;
+  fields.flags = crossfree::format::kHeaderFlagWindowed;
+  fields.start_monotonic_ns = 1000;
+  SyntheticTrace t(fields, "/usr/bin/windowed");
+  t.Window(7000, 1000001000, crossfree::format::WindowState::kOpen,
+           crossfree::format::WindowCause::kDelay);
+  t.Free(7001, 1100000000, 0x1000);
+  t.Alloc(7000, 1200000000, 0x2000, 48);
+  t.Free(7001, 1300000000, 0x2000);
+  t.Alloc(7000, 1400000000, 0x3000, 96);
+  t.Window(7000, 2000001000, crossfree::format::WindowState::kClosed,
+           crossfree::format::WindowCause::kDuration);
+  t.WriteTo(path);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,6 +152,12 @@ int main(int argc, char** argv) {
   f = std::fopen((dir + "/corrupt.trc").c_str(), "wb");
   std::fwrite(bytes.data(), 1, bytes.size(), f);
   std::fclose(f);
+  // Sampled 1/100: 10 objects of the main pair seen among 1,000,000
+  // allocations (~1.0 per 1000, 95% 0.480 .. 1.839), one of the second.
+  SampledRun(8000, 100, 10, 1000000).WriteTo(dir + "/sampled.trc");
+  SampledRun(8100, 100, 60, 1000000).WriteTo(dir + "/sampled-more.trc");
+  SampledRun(8200, 10, 10, 100000).WriteTo(dir + "/sampled10.trc");
+  WindowedRun(dir + "/windowed.trc");
   f = std::fopen((dir + "/not-a-trace.trc").c_str(), "wb");
   std::fputs("hello, this is not a trace\n", f);
   std::fclose(f);

@@ -141,6 +141,72 @@ has out "allocated before"
 expect 2 "$crossfree" report --from 2 --to 1 before.trc
 has err "--to 1 is not after --from 2"
 
+# Sampled traces: estimates with intervals in every format, exact totals,
+# the gate's rules, and refusals (mixed periods, --from/--to, simulate).
+expect 0 "$crossfree" report sampled.trc
+has out "sampled events (estimated, sampled 1/100)"
+has out "    cross-thread                 ~1,100   [549 .. 1,969]"
+has out "95%: 479 .. 1,840 frees, 0.5 .. 1.8 per 1000 allocs"
+lines err 0
+expect 0 "$crossfree" report --format json sampled.trc
+json out "d['sampling']['sample_period']" 100
+json out "d['sampling']['exact_totals']" True
+json out "d['summary']['allocations']" 1000000
+json out "d['summary']['cross_thread_frees']" 1100
+json out "d['summary']['estimate']['cross_thread_frees']['observed']" 11
+json out "d['pairs'][0]['count']" 1000
+json out "d['pairs'][0]['estimate']['count']['low']" 479
+json out "d['pairs'][0]['estimate']['count']['high']" 1840
+json out "d['pairs'][0]['estimate']['per_1000_allocs']['low']" 0.48
+json out "d['traces'][0]['sample_period']" 100
+expect 0 "$crossfree" report --format folded sampled.trc
+grep -q '^\[estimated, sampled 1/100\];producer-N;.* 1000$' out || fail "sampled folded lines lack the estimate root"
+expect 0 "$crossfree" report --format html -o sampled.html sampled.trc
+has sampled.html "(estimated, sampled 1/100)"
+expect 0 "$crossfree" report --format pprof -o sampled.pb.gz sampled.trc
+expect 2 "$crossfree" report sampled.trc before.trc
+lines err 1
+has err "cannot analyse sampled and unsampled traces together: sampled.trc is sampled 1/100, before.trc is not sampled"
+expect 2 "$crossfree" report sampled.trc sampled10.trc
+has err "traces sampled at different periods"
+expect 2 "$crossfree" report --from 0.5 sampled.trc
+has err "sampled.trc: --from/--to cannot cut a sampled trace"
+expect 2 "$crossfree" simulate sampled.trc
+lines err 1
+has err "crossfree simulate: sampled.trc: sampled trace (1 allocation in 100 traced): simulate needs every event"
+# diff: each side has its own period; a change counts when the intervals are apart.
+expect 0 "$crossfree" diff --format json sampled.trc sampled-more.trc
+json out "d['significance'].startswith('a change counts only')" True
+json out "[(p['status'], p['significant']) for p in d['pairs'] if p['before']['count'] == 1000][0]" "('grown', True)"
+expect 0 "$crossfree" diff sampled.trc sampled10.trc
+has out "(sampled 1/10)"
+# gate: the run's own baseline passes; a pair it does not allow fails once seen.
+expect 0 "$crossfree" gate --write-baseline --baseline sampled-base.txt sampled.trc
+has sampled-base.txt "# Written from a trace sampled 1/100"
+expect 0 "$crossfree" gate --baseline sampled-base.txt sampled.trc
+has out "PASSED"
+has out "the trace is sampled 1/100"
+grep -v 'F401100\|0x401100' sampled-base.txt >sampled-base-less.txt
+expect 1 "$crossfree" gate --baseline sampled-base-less.txt sampled.trc
+has out "FAILED: 1 new cross-thread pair, 0 grown"
+# 60 sampled against the baseline of 10: the interval is above 1.5x.
+expect 1 "$crossfree" gate --baseline sampled-base.txt sampled-more.trc
+has out "FAILED: 0 new cross-thread pairs, 1 grown"
+expect 1 "$crossfree" gate --format json --baseline sampled-base.txt sampled-more.trc
+json out "d['sampling']['sample_period']" 100
+json out "d['offenses'][0]['rate_low'] > d['offenses'][0]['limit']" True
+
+# Recording windows: frees of older objects and objects live at the close.
+expect 0 "$crossfree" report windowed.trc
+has out "recording windows: 1.000 s .. 2.000 s"
+has out "before the window                   1   freed in a recording window, allocated before it"
+has out "live at window end                  1   96 B"
+expect 0 "$crossfree" report --format json windowed.trc
+json out "d['window']['allocated_before_window']" 1
+json out "d['window']['live_at_window_end']" 1
+json out "d['summary']['unknown_frees']" 0
+json out "d['summary']['live_at_exit']" 0
+
 # Progress: on a terminal (script(1) gives the command one), a trace over
 # 100 MB shows how far reading and decoding are; into a pipe, nothing.
 "$make_traces" --producer-consumer big.trc 30000000 >/dev/null || fail "make big.trc"

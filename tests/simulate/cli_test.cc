@@ -66,5 +66,23 @@ TEST_CASE("CLI: crossfree simulate prints the model's counts and honours the bud
   std::remove(trace.c_str());
 }
 
+TEST_CASE("CLI: crossfree simulate refuses a sampled trace with one line naming it", "[simulate]") {
+  format::HeaderFields fields;
+  fields.pid = 100;
+  fields.sample_period = 64;
+  analyzer::testing::SyntheticTrace b(fields);
+  for (uint64_t i = 0; i < 10; ++i) b.Alloc(100, 10 + i, 0x10000000 + 64 * i, 48);
+  for (uint64_t i = 0; i < 10; ++i) b.Free(100, 100 + i, 0x10000000 + 64 * i);
+  b.Counts(100, {640, 640, 0});
+  std::string path = "/tmp/crossfree-simulate-cli-sampled-" + std::to_string(getpid()) + ".trace";
+  b.WriteTo(path);
+  Run r = Crossfree("simulate " + path);
+  CHECK(r.status == 2);
+  CHECK(r.out == "crossfree simulate: " + path +
+                     ": sampled trace (1 allocation in 64 traced): simulate needs every event; "
+                     "record the run without sampling\n");
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace crossfree::simulate

@@ -7,17 +7,28 @@
 
 namespace crossfree::analyzer::testing {
 
-SyntheticTrace::Thread::Thread()
-    : buffer(format::ChunkWriter::kMinChunkCapacity * 8), writer(buffer.data(), buffer.size()) {}
+SyntheticTrace::Thread::Thread(bool reserve_counts)
+    : buffer(format::ChunkWriter::kMinChunkCapacity * 8),
+      writer(buffer.data(), buffer.size(), reserve_counts) {}
 
-SyntheticTrace::SyntheticTrace(uint32_t pid, uint32_t ppid, std::string exe) {
+namespace {
+format::HeaderFields Fields(uint32_t pid, uint32_t ppid) {
   format::HeaderFields fields;
   fields.pid = pid;
   fields.ppid = ppid;
-  fields.unwinder = format::Unwinder::kFramePointer;
-  fields.max_depth = 32;
-  fields.start_monotonic_ns = 1;
-  fields.start_realtime_ns = 1;
+  return fields;
+}
+}  // namespace
+
+SyntheticTrace::SyntheticTrace(uint32_t pid, uint32_t ppid, std::string exe)
+    : SyntheticTrace(Fields(pid, ppid), std::move(exe)) {}
+
+SyntheticTrace::SyntheticTrace(format::HeaderFields fields, std::string exe) {
+  if (fields.unwinder == format::Unwinder::kNone) fields.unwinder = format::Unwinder::kFramePointer;
+  if (fields.max_depth == 0) fields.max_depth = 32;
+  if (fields.start_monotonic_ns == 0) fields.start_monotonic_ns = 1;
+  if (fields.start_realtime_ns == 0) fields.start_realtime_ns = 1;
+  reserve_counts_ = fields.sample_period > 1;
   file_.resize(8192);
   size_t n = format::EncodeFileHeader(fields, exe.data(), exe.size(), file_.data(), file_.size());
   if (n == 0) throw std::runtime_error("EncodeFileHeader failed");
@@ -25,12 +36,13 @@ SyntheticTrace::SyntheticTrace(uint32_t pid, uint32_t ppid, std::string exe) {
 }
 
 SyntheticTrace::Thread& SyntheticTrace::Get(uint32_t tid) {
-  return threads_.try_emplace(tid).first->second;
+  return threads_.try_emplace(tid, reserve_counts_).first->second;
 }
 
 template <typename Fn>
 void SyntheticTrace::Append(uint32_t tid, uint64_t ts, Fn&& fn) {
   Thread& t = Get(tid);
+  if (ts != 0) t.last_ts = ts;
   if (!t.begun) {
     t.writer.Begin(tid, t.sequence, ts);
     t.begun = true;
@@ -87,6 +99,22 @@ void SyntheticTrace::Module(uint32_t tid, const std::string& path, uint64_t load
   format::ModuleView view{0, load_bias, path.data(), static_cast<uint32_t>(path.size()),
                           nullptr, 0, &segment, 1};
   Append(tid, 0, [&](format::ChunkWriter& w) { return w.AppendModule(view); });
+}
+
+void SyntheticTrace::Window(uint32_t tid, uint64_t ts, format::WindowState state,
+                            format::WindowCause cause) {
+  Append(tid, ts, [&](format::ChunkWriter& w) { return w.AppendWindow(state, cause, ts); });
+  Flush(tid);
+}
+
+void SyntheticTrace::Counts(uint32_t tid, const format::ThreadCounts& counts) {
+  Thread& t = Get(tid);
+  if (!t.begun) {
+    t.writer.Begin(tid, t.sequence, t.last_ts);
+    t.begun = true;
+  }
+  if (!t.writer.AppendCounts(counts)) throw std::runtime_error("counts record does not fit");
+  Flush(tid);
 }
 
 void SyntheticTrace::Flush(uint32_t tid) {

@@ -18,6 +18,11 @@ namespace crossfree::analyzer::testing {
 class SyntheticTrace {
  public:
   explicit SyntheticTrace(uint32_t pid, uint32_t ppid = 0, std::string exe = "/bin/synthetic");
+  // With these header fields (pid, sample_period, flags...): a sampled trace
+  // (sample_period > 1) keeps room for a counts record in every chunk, as
+  // the tracer does. Unset unwinder/max_depth/start times are filled in as
+  // by the other constructor.
+  explicit SyntheticTrace(format::HeaderFields fields, std::string exe = "/bin/synthetic");
 
   void Alloc(uint32_t tid, uint64_t ts, uint64_t address, uint64_t size, uint32_t stack = 0,
              format::AllocFn fn = format::AllocFn::kMalloc);
@@ -30,6 +35,14 @@ class SyntheticTrace {
   void ThreadExit(uint32_t tid, uint64_t ts);
   void Module(uint32_t tid, const std::string& path, uint64_t load_bias, uint64_t start,
               uint64_t size);
+  // A recording window opened or closed (kTagWindow), by thread tid at ts.
+  // Its chunk is written at once, as the tracer does.
+  void Window(uint32_t tid, uint64_t ts, format::WindowState state,
+              format::WindowCause cause = format::WindowCause::kSignal);
+  // tid's allocation/free counts since its previous counts record
+  // (kTagCounts, sampled traces): the last record of its current chunk,
+  // which is then written.
+  void Counts(uint32_t tid, const format::ThreadCounts& counts);
 
   // Seals tid's current chunk (if it has records) and appends it to the file.
   void Flush(uint32_t tid);
@@ -47,7 +60,8 @@ class SyntheticTrace {
     format::ChunkWriter writer;
     uint32_t sequence = 0;
     bool begun = false;
-    Thread();
+    uint64_t last_ts = 0;
+    explicit Thread(bool reserve_counts);
   };
   Thread& Get(uint32_t tid);
   template <typename Fn>
@@ -56,6 +70,7 @@ class SyntheticTrace {
   std::vector<uint8_t> file_;
   std::FILE* sink_ = nullptr;
   std::map<uint32_t, Thread> threads_;
+  bool reserve_counts_ = false;
 };
 
 }  // namespace crossfree::analyzer::testing
