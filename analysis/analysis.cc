@@ -127,13 +127,6 @@ void SamplingWarnings(const Analysis& a, const std::vector<PairingResult>& resul
           path, c.samples_dropped, c.samples_dropped + c.allocations, 100.0 * share));
     }
   }
-  if (a.counts.cross_from_realloc > 0) {
-    warnings->push_back(fmt::format(
-        "{} of the {} sampled cross-thread frees end blocks made by realloc: a realloc of a "
-        "sampled block stays followed, so such blocks were traced with more than 1/{} "
-        "probability and their pairs' estimates are high",
-        a.counts.cross_from_realloc, a.counts.cross_thread, a.sample_period));
-  }
 }
 
 }  // namespace

@@ -31,7 +31,6 @@ void PairingCounts::Add(const PairingCounts& o) {
   before_window += o.before_window;
   live_at_window_end += o.live_at_window_end;
   live_window_end_bytes += o.live_window_end_bytes;
-  cross_from_realloc += o.cross_from_realloc;
   counts_records += o.counts_records;
   total_allocs += o.total_allocs;
   total_frees += o.total_frees;
@@ -225,9 +224,8 @@ struct AddressState {
   uint64_t size;
   uint32_t stack;
   uint32_t thread;
-  uint8_t state;  // 0 (new), kLive or kFreed
-  uint8_t from_realloc;  // the live block was made by a realloc
-  uint16_t epoch;        // of the address's last event, saturated at kMaxEpoch
+  uint8_t state;   // 0 (new), kLive or kFreed
+  uint16_t epoch;  // of the address's last event, saturated at kMaxEpoch
 };
 static_assert(sizeof(AddressState) == 32);
 
@@ -480,7 +478,6 @@ class Worker {
       s.size = e.size;
       s.stack = e.stack;
       s.thread = thread;
-      s.from_realloc = e.from_realloc;
       s.epoch = Epoch();
       ++by_class_[ThreadClass{thread, static_cast<uint32_t>(SizeClassIndex(e.size))}].allocs;
       return;
@@ -503,7 +500,6 @@ class Worker {
       ++by_class_[ThreadClass{thread, static_cast<uint32_t>(size_class)}].frees;
       if (s.thread != thread) {
         ++counts_.cross_thread;
-        counts_.cross_from_realloc += s.from_realloc;
         NoteTimeline(PairKey{s.stack, e.stack, s.thread, thread, static_cast<uint32_t>(size_class)},
                      e.timestamp_ns);
       }

@@ -127,10 +127,6 @@ struct PairingCounts {
   // Not counted in live_at_exit: they are not leaks.
   uint64_t live_at_window_end = 0;
   uint64_t live_window_end_bytes = 0;
-  // Cross-thread frees of blocks a realloc made (from_realloc). In a sampled
-  // trace a realloc of a sampled block stays followed, so such a block was
-  // traced with a higher probability than 1/N (the estimate is high).
-  uint64_t cross_from_realloc = 0;
   // The counts records of a sampled trace (kTagCounts): every allocation and
   // free the threads made while recording, sampled or not.
   uint64_t counts_records = 0;

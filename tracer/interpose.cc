@@ -126,8 +126,11 @@ CROSSFREE_INLINE void Free(FreeFn fn, const CallSite& site, void* p, uint64_t si
 
 // Shape 4 when sampling, for old != NULL (guard held). A sampled block is
 // followed: its realloc is recorded and the new block takes its place in
-// the live set. An unsampled one is counted as a free, and the new block
-// is an allocation like any other, sampled or not.
+// the live set. The new block of an unsampled one is counted but never
+// sampled: every block of a realloc chain is then traced exactly when the
+// chain's first allocation was, with probability 1/N like every other
+// allocation (a fresh draw here would trace such blocks more often, and
+// the analyzer's N x observed would over-estimate their pairs).
 template <typename Call>
 CROSSFREE_INLINE void* SampledRealloc(AllocFn fn, const CallSite& site, void* old,
                                       uint64_t size, Call&& call) {
@@ -146,11 +149,8 @@ CROSSFREE_INLINE void* SampledRealloc(AllocFn fn, const CallSite& site, void* ol
     return p;
   }
   CountFree();
-  if (!followed) {
-    if (SampleAllocation(p)) RecordAlloc(fn, p, size, site);
-    return p;
-  }
   sampler_internal::Bump(&t_sample.allocs);
+  if (!followed) return p;
   if (!LiveInsert(reinterpret_cast<uint64_t>(p))) {
     // No room to follow the new block: record the free half only, and
     // count the new block as a dropped sample.
