@@ -44,7 +44,7 @@ void TopLoneSites(TraceSet& set, const std::vector<PairingResult>& results,
   std::map<std::pair<std::string, std::string>, LoneSite> merged;
   for (size_t i = 0; i < keep; ++i) {
     const ProcessTrace& trace = *set.traces()[raw[i].trace];
-    std::string role = ThreadLabel(trace, trace.streams[raw[i].key.thread].tid, options.by);
+    std::string role = ThreadLabel(trace, trace.stream(raw[i].key.thread).tid, options.by);
     const Site& site = sites.Get(raw[i].trace, trace, raw[i].key.stack);
     LoneSite& s = merged[{role, site.key}];
     if (s.count == 0) {
@@ -200,8 +200,8 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
       if (k.alloc_thread == k.free_thread) return;
       const Site& alloc_site = sites->Get(t, trace, k.alloc_stack);
       const Site& free_site = sites->Get(t, trace, k.free_stack);
-      const std::string& ar = labels[k.alloc_thread];
-      const std::string& fr = labels[k.free_thread];
+      const std::string& ar = labels[k.alloc_thread.value];
+      const std::string& fr = labels[k.free_thread.value];
       std::string key = PairKeyText(ar, fr, alloc_site.key, free_site.key);
       auto [it, inserted] = pair_index.try_emplace(key, out->pairs.size());
       if (inserted) {
@@ -232,11 +232,11 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
   std::map<std::pair<std::string, int>, AsymmetryRow> rows;
   for (size_t t = 0; t < results.size(); ++t) {
     const ProcessTrace& trace = *set.traces()[t];
-    std::unordered_map<uint32_t, std::string> labels;
+    std::unordered_map<uint32_t, std::string> labels;  // by StreamIndex::value
     results[t].by_class.ForEach([&](const ThreadClass& k, const AllocsFrees& v) {
       if (v.allocs == 0 && v.frees == 0) return;
-      auto [it, inserted] = labels.try_emplace(k.thread);
-      if (inserted) it->second = ThreadLabel(trace, trace.streams[k.thread].tid, options.by);
+      auto [it, inserted] = labels.try_emplace(k.thread.value);
+      if (inserted) it->second = ThreadLabel(trace, trace.stream(k.thread).tid, options.by);
       int c = static_cast<int>(k.size_class);
       AsymmetryRow& r = rows[{it->second, c}];
       r.role = it->second;

@@ -223,7 +223,7 @@ struct AddressState {
   uint64_t address;
   uint64_t size;
   uint32_t stack;
-  uint32_t thread;
+  StreamIndex thread;
   uint8_t state;   // 0 (new), kLive or kFreed
   uint16_t epoch;  // of the address's last event, saturated at kMaxEpoch
 };
@@ -413,7 +413,7 @@ class Worker {
       // The same thread's next events are likely next in time too: fetch
       // their address slots while this one is processed.
       if (top.end - top.cur > 16) live_.Prefetch(top.cur[16].address);
-      Process(*top.cur, top.stream);
+      Process(*top.cur, StreamIndex(top.stream));
       if (++top.cur == top.end) {
         Release(top);
         if (!Load(top)) {
@@ -444,7 +444,7 @@ class Worker {
     last_edge_is_close_ = !open;
   }
 
-  void Process(const Ev& e, uint32_t thread) {
+  void Process(const Ev& e, StreamIndex thread) {
     if (e.kind >= kEvWindowOpen) {
       ProcessEdge(e);
       return;
@@ -454,7 +454,7 @@ class Worker {
       return;
     }
     ++counts_.events;
-    if (entry_stack_[thread] == format::kNoStack) entry_stack_[thread] = e.stack;
+    if (entry_stack_[thread.value] == format::kNoStack) entry_stack_[thread.value] = e.stack;
     counts_.realloc_events += e.from_realloc;
     AddressState& s = live_.FindOrInsert(e.address);
     // The address's last event came before a closed stretch of recording,

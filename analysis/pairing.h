@@ -34,6 +34,7 @@
 
 #include "analysis/flat_map.h"
 #include "analysis/size_class.h"
+#include "analysis/stream_index.h"
 #include "analysis/trace_set.h"
 
 namespace crossfree::analyzer {
@@ -42,15 +43,16 @@ namespace crossfree::analyzer {
 struct PairKey {
   uint32_t alloc_stack = 0;
   uint32_t free_stack = 0;
-  uint32_t alloc_thread = 0;
-  uint32_t free_thread = 0;
+  StreamIndex alloc_thread;  // the thread streams (stream_index.h), not tids
+  StreamIndex free_thread;
   uint32_t size_class = 0;
   bool operator==(const PairKey&) const = default;
 };
 struct PairKeyHash {
   uint64_t operator()(const PairKey& k) const {
     uint64_t a = (uint64_t{k.alloc_stack} << 32 | k.free_stack) * 0x9e3779b97f4a7c15ULL;
-    uint64_t b = (uint64_t{k.alloc_thread} << 40 ^ uint64_t{k.free_thread} << 8 ^ k.size_class) *
+    uint64_t b = (uint64_t{k.alloc_thread.value} << 40 ^ uint64_t{k.free_thread.value} << 8 ^
+                  k.size_class) *
                  0xc2b2ae3d27d4eb4fULL;
     uint64_t h = a ^ (b + (a >> 29));
     return h ^ (h >> 32);
@@ -60,12 +62,12 @@ struct PairKeyHash {
 // A (stack, thread) pair: where lone events (live, unknown, double) happened.
 struct StackThread {
   uint32_t stack = 0;
-  uint32_t thread = 0;
+  StreamIndex thread;
   bool operator==(const StackThread&) const = default;
 };
 struct StackThreadHash {
   uint64_t operator()(const StackThread& k) const {
-    return MixBits(uint64_t{k.stack} << 32 | k.thread);
+    return MixBits(uint64_t{k.stack} << 32 | k.thread.value);
   }
 };
 
@@ -89,13 +91,13 @@ struct Timeline {
 
 // A (thread, size class) pair, and what that thread did in that class.
 struct ThreadClass {
-  uint32_t thread = 0;
+  StreamIndex thread;
   uint32_t size_class = 0;
   bool operator==(const ThreadClass&) const = default;
 };
 struct ThreadClassHash {
   uint64_t operator()(const ThreadClass& k) const {
-    return MixBits(uint64_t{k.thread} << 8 | k.size_class);
+    return MixBits(uint64_t{k.thread.value} << 8 | k.size_class);
   }
 };
 struct AllocsFrees {
@@ -170,7 +172,7 @@ struct PairingResult {
   std::vector<WindowEdge> windows;
   bool starts_closed = false;
 
-  AllocsFrees ByClass(uint32_t thread, int size_class) const {
+  AllocsFrees ByClass(StreamIndex thread, int size_class) const {
     const AllocsFrees* v = by_class.Find(ThreadClass{thread, static_cast<uint32_t>(size_class)});
     return v ? *v : AllocsFrees{};
   }

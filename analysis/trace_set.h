@@ -9,6 +9,8 @@
 // metadata from its workers under metadata_mutex.
 #pragma once
 
+#include "analysis/stream_index.h"
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -43,7 +45,8 @@ struct ProcessTrace {
   std::string path;
   std::unique_ptr<format::TraceReader> reader;  // reads the chunks' payloads
   format::FileHeader header;
-  std::vector<ThreadStream> streams;
+  std::vector<ThreadStream> streams;  // indexed by StreamIndex (stream_index.h)
+  const ThreadStream& stream(StreamIndex i) const { return streams[i.value]; }
   uint64_t chunk_count = 0;
   uint64_t payload_bytes = 0;
   bool truncated = false;           // last chunk incomplete (warning issued)

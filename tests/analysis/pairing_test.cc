@@ -40,19 +40,19 @@ void AddTrace(Run& run, SyntheticTrace& t) {
   REQUIRE(run.set.AddBytes(t.Finish(), "synthetic", &error));
 }
 
-uint32_t ThreadIndex(const ProcessTrace& trace, uint32_t tid) {
+StreamIndex ThreadIndex(const ProcessTrace& trace, uint32_t tid) {
   for (uint32_t i = 0; i < trace.streams.size(); ++i) {
-    if (trace.streams[i].tid == tid) return i;
+    if (trace.streams[i].tid == tid) return StreamIndex(i);
   }
   FAIL("no stream for tid " << tid);
-  return 0;
+  return StreamIndex();
 }
 
 // Sum of pairs matching (alloc tid, free tid), over all stacks and classes.
 uint64_t PairCount(const Run& run, size_t trace, uint32_t alloc_tid, uint32_t free_tid,
                    uint32_t alloc_stack = 0, uint32_t free_stack = 0) {
   const ProcessTrace& t = *run.set.traces()[trace];
-  uint32_t a = ThreadIndex(t, alloc_tid), f = ThreadIndex(t, free_tid);
+  StreamIndex a = ThreadIndex(t, alloc_tid), f = ThreadIndex(t, free_tid);
   uint64_t n = 0;
   run.results[trace].pairs.ForEach([&](const PairKey& k, const CountBytes& v) {
     if (k.alloc_thread == a && k.free_thread == f &&
@@ -96,7 +96,7 @@ TEST_CASE("producer/consumer: N cross-thread, M same-thread, to the object") {
     });
     CHECK(bytes == n * 48);
     const ProcessTrace& trace = *run.set.traces()[0];
-    uint32_t a = ThreadIndex(trace, kA), b = ThreadIndex(trace, kB);
+    StreamIndex a = ThreadIndex(trace, kA), b = ThreadIndex(trace, kB);
     const PairingResult& r = run.results[0];
     CHECK(r.ByClass(a, SizeClassIndex(48)).allocs == n);
     CHECK(r.ByClass(a, SizeClassIndex(24)).allocs == m);
