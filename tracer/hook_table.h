@@ -10,13 +10,25 @@
 //   - hook_exports.cc: the build prints the linker version script from
 //     both lists, so the library exports exactly these symbols.
 // The definitions themselves are in interpose.cc (allocation),
-// interpose_process.cc (threads, exit, exec) and central_cache.cc
+// interpose_process.cc (threads, exit, exec), interpose_blocking.cc
+// (calls that may wait long) and central_cache.cc
 // (tcmalloc's central free list, resolved lazily there: it exists only in
 // processes that load gperftools tcmalloc). Adding a hook: a row here, its
 // definition there; docs/design.md, "How to add an allocation function".
 //
-// No code: a list of macros, usable from C++ in any context.
+// No code: a list of macros, usable from C++ in any context. The types
+// they name come from the system headers included here.
 #pragma once
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 // Hooks that forward to the next definition through RealFunctions.
 #define CROSSFREE_NEXT_HOOKS(X)                                                              \
@@ -68,7 +80,33 @@
   X(execve, "execve", false, int, (const char*, char* const[], char* const[]))               \
   X(execv, "execv", false, int, (const char*, char* const[]))                                \
   X(execvp, "execvp", false, int, (const char*, char* const[]))                              \
-  X(execvpe, "execvpe", false, int, (const char*, char* const[], char* const[]))
+  X(execvpe, "execvpe", false, int, (const char*, char* const[], char* const[]))             \
+  /* Calls that may wait long (interpose_blocking.cc): flush first. */                       \
+  X(epoll_wait, "epoll_wait", false, int, (int, struct epoll_event*, int, int))              \
+  X(epoll_pwait, "epoll_pwait", false, int,                                                  \
+    (int, struct epoll_event*, int, int, const sigset_t*))                                   \
+  X(poll, "poll", false, int, (struct pollfd*, nfds_t, int))                                 \
+  X(ppoll, "ppoll", false, int,                                                              \
+    (struct pollfd*, nfds_t, const struct timespec*, const sigset_t*))                       \
+  X(select, "select", false, int, (int, fd_set*, fd_set*, fd_set*, struct timeval*))         \
+  X(pselect, "pselect", false, int,                                                          \
+    (int, fd_set*, fd_set*, fd_set*, const struct timespec*, const sigset_t*))               \
+  X(accept, "accept", false, int, (int, struct sockaddr*, socklen_t*))                       \
+  X(accept4, "accept4", false, int, (int, struct sockaddr*, socklen_t*, int))                \
+  X(nanosleep, "nanosleep", false, int, (const struct timespec*, struct timespec*))          \
+  X(clock_nanosleep, "clock_nanosleep", false, int,                                          \
+    (clockid_t, int, const struct timespec*, struct timespec*))                              \
+  X(sleep, "sleep", false, unsigned int, (unsigned int))                                     \
+  X(usleep, "usleep", false, int, (useconds_t))                                              \
+  X(pause, "pause", false, int, ())                                                          \
+  X(sigsuspend, "sigsuspend", false, int, (const sigset_t*))                                 \
+  X(sigwaitinfo, "sigwaitinfo", false, int, (const sigset_t*, siginfo_t*))                   \
+  X(sigtimedwait, "sigtimedwait", false, int,                                                \
+    (const sigset_t*, siginfo_t*, const struct timespec*))                                   \
+  X(waitpid, "waitpid", false, pid_t, (pid_t, int*, int))                                    \
+  X(wait, "wait", false, pid_t, (int*))                                                      \
+  X(wait4, "wait4", false, pid_t, (pid_t, int*, int, struct rusage*))                        \
+  X(waitid, "waitid", false, int, (idtype_t, id_t, siginfo_t*, int))
 
 // Symbols defined without a RealFunctions slot: _Exit forwards to the
 // real _exit; the tcmalloc central free-list methods resolve their next

@@ -367,6 +367,7 @@ void FlushChunk(ThreadState* s) {
     ReportWriteFailure(errno);
     return;
   }
+  s->last_write_ns.store(NowNs(), std::memory_order_relaxed);
   s->events_written += events;
   s->allocs_written += allocs;
   s->chunks_written += 1;
@@ -660,6 +661,27 @@ inline void CheckWindowDeadline(uint64_t now) {
 }
 
 }  // namespace
+
+void FlushBeforeBlocking() {
+  const uint64_t bound = internal::g.settings.flush_ns;
+  if (bound == 0 || __atomic_load_n(&crossfree_tracer_guard, __ATOMIC_RELAXED) != 0) return;
+  ThreadState* s = internal::t_state;
+  if (s == nullptr || s == internal::kExitedState) return;
+  // Unsampled: only an open chunk has something to write. Sampled: the
+  // counts may have moved without a sampled event.
+  if (!s->chunk_open && !Sampling()) return;
+  const uint64_t now = NowNs();
+  const uint64_t last = s->last_write_ns.load(std::memory_order_relaxed);
+  if (last != 0 && now - last < bound) return;
+  GuardScope guard;
+  ErrnoSaver saved;
+  if (!internal::Claim(s)) return;
+  internal::FlushChunk(s);
+  // Nothing to write (sampled, counts unchanged) still counts as a write
+  // for the rate limit.
+  s->last_write_ns.store(now, std::memory_order_relaxed);
+  Leave(s);
+}
 
 void StartSampledThread() {
   SeedSampler();

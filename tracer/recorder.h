@@ -99,6 +99,12 @@ void NoteThreadName(unsigned long pthread, const char* name);
 // exit, at the latest) even if none of its allocations is sampled.
 void StartSampledThread();
 
+// Before a call that may wait long (interpose_blocking.cc): writes the
+// calling thread's buffered events if it has any and has written none for
+// the age bound (settings.flush_ns; never when that is 0). Any thread, any
+// time; does nothing inside the tracer (guard held).
+void FlushBeforeBlocking();
+
 // Start-up (idempotent): settings, stacks, output file, MallocHook probe.
 // Called by the library constructor and lazily by the first hook.
 void InitRecorder();

@@ -49,6 +49,9 @@ struct ThreadState {
   // open. Written by whoever holds the buffer; read racily by the idle
   // flusher (FlushIdleStates) only to pick candidates.
   std::atomic<uint64_t> open_since_ns{0};
+  // When this state's last chunk was written (trace clock), by whoever
+  // wrote it; FlushBeforeBlocking rate-limits its writes with it.
+  std::atomic<uint64_t> last_write_ns{0};
   ThreadState* next = nullptr;  // registry link, fixed once published
   unsigned long pthread_id = 0;
   uint32_t tid = 0;

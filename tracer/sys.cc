@@ -12,7 +12,9 @@ namespace crossfree::tracer {
 bool WriteAll(int fd, const void* data, size_t n) {
   const char* p = static_cast<const char*>(data);
   while (n > 0) {
-    ssize_t w = write(fd, p, n);
+    // The raw syscall, not write(): write() is a cancellation point, and a
+    // thread cancelled inside a hook would leave its buffer busy for ever.
+    ssize_t w = syscall(SYS_write, fd, p, n);
     if (w < 0) {
       if (errno == EINTR) continue;
       return false;

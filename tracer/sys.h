@@ -13,7 +13,8 @@
 namespace crossfree::tracer {
 
 // Writes all n bytes to fd, retrying on EINTR and continuing after partial
-// writes. Returns false (errno set) on any other error.
+// writes. Returns false (errno set) on any other error. Not a cancellation
+// point (raw syscall).
 bool WriteAll(int fd, const void* data, size_t n);
 
 // The calling thread's kernel id (gettid), uncached.

@@ -133,5 +133,17 @@ TEST_CASE("a process that forks and then idles keeps nothing buffered", "[safety
   CHECK(t.events.size() >= 10);
 }
 
+TEST_CASE("a process whose only thread goes idle keeps nothing buffered", "[safety][sigkill]") {
+  // No other thread's event can write its chunk: the main thread's pause()
+  // does (interpose_blocking.cc), before it blocks.
+  const std::string dir = MakeTempDir();
+  Killed k = RunAndKill(dir, {}, 300, {TargetPath("tt_server"), "alone"});
+  Trace t = LoadTrace(dir + "/trace");
+  INFO("trace: " << t.error);
+  auto fns = ParseFunctions(k.out);
+  REQUIRE(fns.count("tt_server_start") == 1);
+  CHECK(EventsFrom(t, fns["tt_server_start"]).size() == 100);
+}
+
 }  // namespace
 }  // namespace crossfree::tracer_test

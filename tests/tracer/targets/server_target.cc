@@ -3,7 +3,8 @@
 // thread allocates 100 blocks at start-up (tt_server_start), prints
 // "ready" and then sleeps forever; two named workers (server-worker-0/1)
 // allocate and free one block every 10 ms (tt_server_work) forever. The
-// test SIGKILLs it.
+// test SIGKILLs it. With the argument "alone" there are no workers: the
+// process goes idle after start-up (pause), with nothing else running.
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -41,13 +42,16 @@ void* Worker(void* arg) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const bool alone = argc > 1 && argv[1][0] == 'a';
   TT_REPORT(tt_server_start);
   TT_REPORT(tt_server_work);
   static void* blocks[100];
   tt_server_start(blocks, 100);
   pthread_t t[2];
-  for (long i = 0; i < 2; ++i) pthread_create(&t[i], nullptr, Worker, reinterpret_cast<void*>(i));
+  for (long i = 0; i < 2 && !alone; ++i) {
+    pthread_create(&t[i], nullptr, Worker, reinterpret_cast<void*>(i));
+  }
   printf("ready\n");
   fflush(stdout);
   for (;;) pause();
