@@ -86,8 +86,14 @@ void Settle(uint64_t now) {
   }
   errno = saved_errno;
   w.changing.store(0, std::memory_order_release);
-  // A signal that arrived while we were changing: its request waits for
-  // the next hook call, which finds g_recording != 1.
+  // A signal that arrived while we were changing (its handler found the
+  // flag taken, and the SetRecording(1) above may have undone its 2):
+  // make the next hook call take the slow path, which carries it out.
+  if (w.toggles.load(std::memory_order_acquire) != 0) {
+    int one = 1;
+    __atomic_compare_exchange_n(&g_recording, &one, 2, false, __ATOMIC_ACQ_REL,
+                                __ATOMIC_RELAXED);
+  }
 }
 
 void OnToggleSignal(int) {
@@ -118,9 +124,15 @@ void InitWindow(const Settings& s, uint64_t process_start_ns) {
     w.open.store(0, std::memory_order_relaxed);
   } else {
     // Open from the start (an exec'd image whose delay has already
-    // elapsed is open, and keeps the command's duration).
+    // elapsed is open, and keeps the command's duration), or, when that
+    // duration is over too, closed for good.
     const uint64_t opened = has_delay ? origin + s.delay_ns : origin;
-    if (s.duration_ns != 0) g_window_deadline_ns = opened + s.duration_ns;
+    if (s.duration_ns != 0 && now >= opened + s.duration_ns && s.toggle_signal == 0) {
+      w.windowed = true;
+      w.open.store(0, std::memory_order_relaxed);
+    } else if (s.duration_ns != 0) {
+      g_window_deadline_ns = opened + s.duration_ns;
+    }
   }
   if (s.toggle_signal != 0) {
     struct sigaction sa = {};
