@@ -204,6 +204,9 @@ void InboundCall::QueueResponse() {
     conn_->QueueResponseForCall(this);
     return;
   }
+  // Fast path: the responder writes the response itself when the
+  // connection has nothing queued (no wake-up of the reactor).
+  if (DirectWrites() && conn_->TryWriteResponseDirect(this)) return;
   InboundCall* self = this;
   r->ScheduleTask([self](const Status& s) {
     if (s.ok()) {

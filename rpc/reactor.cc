@@ -277,6 +277,8 @@ void Reactor::AssignOutboundCall(OutboundCall* call) {
     client_conns_.emplace(remote, ConnectionRef(conn));
     conn->Start(connecting);
   }
+  // Before queueing: the call may finish (and its owner read this) at once.
+  if (call->want_connection) call->connection_for_caller = ConnectionRef(conn);
   conn->QueueOutboundCall(call);
 }
 
