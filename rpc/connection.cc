@@ -297,8 +297,14 @@ void Connection::HandleReadable() {
   const size_t max_size = reactor_->messenger()->max_message_size();
   // read_paused_ is checked per frame: a pause that starts in the middle of
   // a read leaves the rest of the bytes in read_buf_ for the resume.
+  // A read that returned less than it asked for emptied the socket: the next
+  // one would only say EAGAIN, so stop there (libev's epoll is level
+  // triggered: bytes that arrive later wake the loop again). That saves one
+  // read() per frame in the ping-pong of sync calls.
+  bool drained = false;
   while (!shut_down_ && read_paused_ == 0) {
     if (read_pos_ == read_len_) {
+      if (drained) return;
       // A large body is read straight into its buffer, skipping the copy.
       if (inbound_ != nullptr && inbound_->body_remaining() >= kReadBufferSize) {
         uint8_t* dst = nullptr;
@@ -309,6 +315,7 @@ void Connection::HandleReadable() {
         }
         ssize_t n = ::read(fd_, dst, room);
         if (n > 0) {
+          drained = static_cast<size_t>(n) < room;
           last_progress_ = last_activity_ = ev_now(reactor_->loop());
           inbound_->BodyAdvance(static_cast<size_t>(n));
           if (inbound_->complete() && !HandleFrame(std::move(inbound_))) return;
@@ -337,6 +344,7 @@ void Connection::HandleReadable() {
             this, Status::NetworkError("recv got EOF from " + RemoteToString(), ESHUTDOWN));
         return;
       }
+      drained = static_cast<size_t>(n) < kReadBufferSize;
       last_progress_ = last_activity_ = ev_now(reactor_->loop());
       read_pos_ = 0;
       read_len_ = static_cast<size_t>(n);

@@ -2,15 +2,12 @@
 // Proxy implementation: prepares the call on the caller thread and posts it.
 #include "rpc/proxy.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <ctime>
 
 #include "rpc/alloc_pattern.h"
+#include "rpc/futex.h"
 #include "rpc/messenger.h"
 #include "rpc/reactor.h"
 
@@ -29,7 +26,7 @@ class Notification {
  public:
   void Notify() {
     if (state_.exchange(kDone, std::memory_order_acq_rel) == kSleeping) {
-      syscall(SYS_futex, &state_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+      FutexWake(&state_, 1);
     }
   }
   void Wait() { WaitUntil(nullptr); }
@@ -52,7 +49,7 @@ class Notification {
         ts.tv_nsec = ns % 1000000000;
         tsp = &ts;
       }
-      syscall(SYS_futex, &state_, FUTEX_WAIT_PRIVATE, kSleeping, tsp, nullptr, 0);
+      FutexWait(&state_, kSleeping, tsp);
     }
   }
 

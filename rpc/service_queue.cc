@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "rpc/futex.h"
 #include "rpc/inbound_call.h"
 
 namespace crossfree::rpc {
@@ -47,7 +48,8 @@ bool ServiceQueue::Put(InboundCall* call, InboundCall** evicted) {
       return true;
     }
   }
-  c->cv.notify_one();
+  c->wake.store(1, std::memory_order_release);
+  FutexWake(&c->wake, 1);
   return true;
 }
 
@@ -67,7 +69,10 @@ InboundCall* ServiceQueue::BlockingGet(Consumer* me) {
       return c;
     }
     idle_.push_back(me);
-    me->cv.wait(l, [&] { return me->call != nullptr || shut_down_; });
+    me->wake.store(0, std::memory_order_relaxed);
+    l.unlock();
+    while (me->wake.load(std::memory_order_acquire) == 0) FutexWait(&me->wake, 0);
+    l.lock();
     if (me->call == nullptr) {
       idle_.erase(std::remove(idle_.begin(), idle_.end(), me), idle_.end());
     }
@@ -89,7 +94,10 @@ std::vector<InboundCall*> ServiceQueue::Shutdown() {
     heap_.clear();
     idle = idle_;
   }
-  for (Consumer* c : idle) c->cv.notify_all();
+  for (Consumer* c : idle) {
+    c->wake.store(1, std::memory_order_release);
+    FutexWake(&c->wake, 1);
+  }
   return left;
 }
 

@@ -3,8 +3,8 @@
 // pool's workers, with LIFO hand-off to idle workers.
 #pragma once
 
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <vector>
@@ -24,9 +24,12 @@ class InboundCall;
 // anyone; all thread-safe.
 class ServiceQueue {
  public:
-  // Per-worker hand-off slot, owned by the worker thread.
+  // Per-worker hand-off slot, owned by the worker thread. `call` is guarded
+  // by the queue's mutex; the worker sleeps on `wake` (a futex word, set to 1
+  // by Put or Shutdown) without holding that mutex, so a hand-off costs one
+  // FUTEX_WAKE and one FUTEX_WAIT.
   struct Consumer {
-    std::condition_variable cv;
+    std::atomic<uint32_t> wake{0};
     InboundCall* call = nullptr;
   };
 
