@@ -383,8 +383,10 @@ int RunPingPong(const Flags& f) {
          reqs / elapsed, user_us / reqs, sys_us / reqs, ctxsw / reqs);
   printf("RESULT mode=pingpong pattern=none client_threads=%d worker_threads=0 server_reactors=0 "
          "payload_bytes=%zu reqs_per_sec=%.1f user_us_per_req=%.3f sys_us_per_req=%.3f "
-         "ctxsw_per_req=%.4f allocs_per_req=-1 p50_us=0 p99_us=0 rejections=0\n",
-         f.client_threads, kMsg, reqs / elapsed, user_us / reqs, sys_us / reqs, ctxsw / reqs);
+         "ctxsw_per_req=%.4f vol_ctxsw_per_req=%.4f allocs_per_req=-1 p50_us=0 p99_us=0 "
+         "rejections=0\n",
+         f.client_threads, kMsg, reqs / elapsed, user_us / reqs, sys_us / reqs, ctxsw / reqs,
+         double(ru1.ru_nvcsw - ru0.ru_nvcsw) / reqs);
   fflush(stdout);
   return 0;
 }
@@ -547,10 +549,11 @@ int Run(const Flags& f) {
   // RPC systems): key=value pairs, no spaces in values.
   printf("RESULT mode=%s pattern=%s client_threads=%d worker_threads=%d server_reactors=%d "
          "payload_bytes=%d reqs_per_sec=%.1f user_us_per_req=%.3f sys_us_per_req=%.3f "
-         "ctxsw_per_req=%.4f allocs_per_req=%.3f p50_us=%llu p99_us=%llu rejections=%llu\n",
+         "ctxsw_per_req=%.4f vol_ctxsw_per_req=%.4f allocs_per_req=%.3f p50_us=%llu p99_us=%llu "
+         "rejections=%llu\n",
          f.mode.c_str(), pattern.ToString().c_str(), f.client_threads, f.worker_threads,
          f.server_reactors, f.payload_bytes, reqs / elapsed, user_us / reqs, sys_us / reqs,
-         ctxsw / reqs, counting ? allocs / reqs : -1.0,
+         ctxsw / reqs, double(ru1.ru_nvcsw - ru0.ru_nvcsw) / reqs, counting ? allocs / reqs : -1.0,
          static_cast<unsigned long long>(latency.PercentileUpperBound(50)),
          static_cast<unsigned long long>(latency.PercentileUpperBound(99)),
          static_cast<unsigned long long>(rejections));

@@ -14,6 +14,11 @@ ServiceQueue::ServiceQueue(int capacity, int max_consumers) : capacity_(capacity
   idle_.reserve(max_consumers);
 }
 
+ServiceQueue*& ServiceQueue::current() {
+  static thread_local ServiceQueue* q = nullptr;
+  return q;
+}
+
 bool ServiceQueue::Later(const Entry& a, const Entry& b) {
   if (a.deadline != b.deadline) return a.deadline > b.deadline;
   return a.seq > b.seq;
@@ -45,6 +50,7 @@ bool ServiceQueue::Put(InboundCall* call, InboundCall** evicted) {
       }
       heap_.push_back(Entry{deadline, next_seq_++, call});
       std::push_heap(heap_.begin(), heap_.end(), &ServiceQueue::Later);
+      approx_queued_.store(static_cast<int>(heap_.size()), std::memory_order_relaxed);
       return true;
     }
   }
@@ -66,6 +72,7 @@ InboundCall* ServiceQueue::BlockingGet(Consumer* me) {
       std::pop_heap(heap_.begin(), heap_.end(), &ServiceQueue::Later);
       InboundCall* c = heap_.back().call;
       heap_.pop_back();
+      approx_queued_.store(static_cast<int>(heap_.size()), std::memory_order_relaxed);
       return c;
     }
     idle_.push_back(me);
@@ -92,6 +99,7 @@ std::vector<InboundCall*> ServiceQueue::Shutdown() {
     shut_down_ = true;
     for (Entry& e : heap_) left.push_back(e.call);
     heap_.clear();
+    approx_queued_.store(0, std::memory_order_relaxed);
     idle = idle_;
   }
   for (Consumer* c : idle) {

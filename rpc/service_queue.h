@@ -48,6 +48,11 @@ class ServiceQueue {
   int capacity() const { return capacity_; }
   // Calls waiting in the heap (not yet handed to a worker).
   int queued();
+  // The same without the lock (any thread; a hint, possibly stale).
+  int approx_queued() const { return approx_queued_.load(std::memory_order_relaxed); }
+  // The queue whose call the current thread is handling (set by the worker
+  // loop; nullptr on other threads): lets a responder see its backlog.
+  static ServiceQueue*& current();
 
  private:
   struct Entry {
@@ -63,6 +68,7 @@ class ServiceQueue {
   uint64_t next_seq_ = 0;
   std::vector<Entry> heap_;          // reserved to capacity_
   std::vector<Consumer*> idle_;      // reserved to max_consumers, LIFO
+  std::atomic<int> approx_queued_{0};  // heap_.size(), stored under mu_
 };
 
 }  // namespace crossfree::rpc
