@@ -15,6 +15,7 @@ AllocPattern AllocPattern::Legacy() {
   p.legacy_response_transfer = true;
   p.legacy_messages = true;
   p.legacy_client_transfer = true;
+  p.legacy_reactor_writes = true;
   return p;
 }
 
@@ -42,9 +43,10 @@ std::string AllocPattern::ToString() const {
   add(legacy_response_transfer, "legacy_response_transfer");
   add(legacy_messages, "legacy_messages");
   add(legacy_client_transfer, "legacy_client_transfer");
+  add(legacy_reactor_writes, "legacy_reactor_writes");
   if (out.empty()) return "fixed";
   if (legacy_reactor_tasks && legacy_call_response && legacy_response_transfer &&
-      legacy_messages && legacy_client_transfer) {
+      legacy_messages && legacy_client_transfer && legacy_reactor_writes) {
     return "legacy";
   }
   return out;

@@ -26,6 +26,12 @@ namespace crossfree::rpc {
 //                            buffer are handed to the call and freed by the
 //                            caller; the async callback is boxed on the heap
 //                            by the caller and freed by the client reactor.
+//   legacy_reactor_writes    every socket write goes through the reactor, as
+//                            in KRPC: the caller posts its request to the
+//                            client reactor and the worker posts its response
+//                            to the server reactor (two thread hand-offs per
+//                            call that the fixed pattern skips when the
+//                            connection has nothing queued; see DirectWrites()).
 // Thread safety: set it once before any Messenger is built (flags parsing);
 // afterwards the RPC threads only read it.
 struct AllocPattern {
@@ -34,6 +40,7 @@ struct AllocPattern {
   bool legacy_response_transfer = false;
   bool legacy_messages = false;
   bool legacy_client_transfer = false;
+  bool legacy_reactor_writes = false;
 
   static AllocPattern Fixed() { return AllocPattern(); }
   static AllocPattern Legacy();
@@ -46,5 +53,17 @@ struct AllocPattern {
 // The process-wide pattern. Read by the RPC threads on every call.
 const AllocPattern& GetAllocPattern();
 void SetAllocPattern(const AllocPattern& pattern);
+
+// True when callers and workers may write to a connection's socket themselves
+// (the fast paths of Connection::TrySendCallDirect and
+// Connection::TryWriteResponseDirect). Off with legacy_reactor_writes, and
+// with the two switches whose historical pairs are the reactor task
+// (legacy_reactor_tasks) and the reactor-side deletion of the worker's
+// response transfer (legacy_response_transfer), so that each switch alone
+// still reproduces exactly its historical pairs.
+inline bool DirectWrites() {
+  const AllocPattern& p = GetAllocPattern();
+  return !p.legacy_reactor_writes && !p.legacy_reactor_tasks && !p.legacy_response_transfer;
+}
 
 }  // namespace crossfree::rpc

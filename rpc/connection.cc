@@ -70,7 +70,10 @@ void Connection::RecycleInboundTransfer(std::unique_ptr<InboundTransfer> t) {
 
 void Connection::Start(bool connecting) {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
-  connecting_ = connecting;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    connecting_ = connecting;
+  }
   last_progress_ = last_activity_ = ev_now(reactor_->loop());
   ev_io_start(reactor_->loop(), &read_watcher_);
   if (direction_ == Direction::kClient) {
@@ -93,11 +96,14 @@ void Connection::WriteCallback(struct ev_loop*, ev_io* w, int) {
 void Connection::EnqueueTransfer(OutboundTransfer* t) {
   t->next_in_queue = nullptr;
   out_bytes_ += t->total_bytes();
-  if (out_tail_ == nullptr) {
-    out_head_ = out_tail_ = t;
-  } else {
-    out_tail_->next_in_queue = t;
-    out_tail_ = t;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (out_tail_ == nullptr) {
+      out_head_ = out_tail_ = t;
+    } else {
+      out_tail_->next_in_queue = t;
+      out_tail_ = t;
+    }
   }
   if (connecting_) {
     if (!write_watcher_active_) {
@@ -117,14 +123,20 @@ void Connection::EnqueueTransfer(OutboundTransfer* t) {
 }
 
 void Connection::WriteQueued() {
-  while (out_head_ != nullptr && !shut_down_) {
+  while (!shut_down_) {
+    std::unique_lock<std::mutex> l(mu_);
     OutboundTransfer* t = out_head_;
+    // A direct writer's partial frame goes first: AdoptPartialWrite, a task
+    // already queued, puts it at the head and comes back here.
+    if (t == nullptr || direct_partial_ != nullptr) break;
     Status s = t->Write(fd_);
     if (!s.ok()) {
+      l.unlock();
       reactor_->DestroyConnection(this, s.CloneAndPrepend("error sending to " + RemoteToString()));
       return;
     }
     if (!t->done()) {
+      l.unlock();
       if (!write_watcher_active_) {
         ev_io_start(reactor_->loop(), &write_watcher_);
         write_watcher_active_ = true;
@@ -137,6 +149,7 @@ void Connection::WriteQueued() {
     }
     out_head_ = t->next_in_queue;
     if (out_head_ == nullptr) out_tail_ = nullptr;
+    l.unlock();
     t->next_in_queue = nullptr;
     out_bytes_ -= t->total_bytes();
     t->callbacks()->NotifyTransferFinished();
@@ -160,18 +173,138 @@ void Connection::HandleWritable() {
           this, Status::NetworkError("connect to " + RemoteToString() + " failed", err));
       return;
     }
+    std::lock_guard<std::mutex> l(mu_);
     connecting_ = false;
   }
   WriteQueued();
 }
 
+bool Connection::TryWriteResponseDirect(InboundCall* call) {
+  CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
+  OutboundTransfer* t = call->response_transfer();
+  bool adopt = false;
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (fd_ < 0 || connecting_ || out_head_ != nullptr || direct_partial_ != nullptr) return false;
+    Status s = t->Write(fd_);
+    // Nothing written (EAGAIN, or an error the reactor will meet too): the
+    // ordinary path takes it.
+    if (!t->started()) return false;
+    if (!t->done()) {
+      direct_partial_ = t;
+      direct_partial_call_ = call;
+      adopt = true;
+    } else {
+      call->next_direct_done = direct_done_;
+      direct_done_ = call;
+      wake = wake_on_direct_done_ && !direct_wake_pending_;
+      if (wake) direct_wake_pending_ = true;
+    }
+  }
+  // From here on the call may be gone (the reactor ends it): only `this`.
+  if (adopt) {
+    reactor_->ScheduleTask([ref = ConnectionRef(this), t, call](const Status& st) {
+      // Not run: the connection's Shutdown aborts the partial transfer.
+      if (st.ok()) ref->AdoptPartialWrite(t, call);
+    });
+  } else if (wake) {
+    reactor_->ScheduleTask([ref = ConnectionRef(this)](const Status& st) {
+      if (st.ok()) ref->ReleaseDirectlyAnswered();
+    });
+  }
+  return true;
+}
+
+bool Connection::TrySendCallDirect(OutboundCall* call) {
+  CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
+  OutboundTransfer* t = call->transfer();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (fd_ < 0 || connecting_ || out_head_ != nullptr || direct_partial_ != nullptr) return false;
+    const int32_t id = next_call_id_;
+    call->SerializeHeader(id, &scratch_request_header_);
+    Status s = t->Write(fd_);
+    if (!t->started()) {
+      // Nothing on the wire: leave it to the reactor (which serializes the
+      // header again). The header buffer, if any, was made on this thread.
+      call->NotifyTransferAborted(s);
+      return false;
+    }
+    next_call_id_ = next_call_id_ == INT32_MAX ? 0 : next_call_id_ + 1;
+    // Registered before the lock drops, so the reactor (which looks responses
+    // up under mu_) always finds the call.
+    awaiting_response_.Erase(id);  // a stale entry after call id wrap-around
+    awaiting_response_.Insert(id, call);
+    call->in_awaiting_map = true;
+    call->SetDirectConnection(this);
+    if (t->done()) {
+      call->NotifyTransferFinished();  // kSent
+      return true;
+    }
+    call->set_state(OutboundCall::State::kOnOutboundQueue);
+    direct_partial_ = t;
+  }
+  reactor_->ScheduleTask([ref = ConnectionRef(this), t](const Status& st) {
+    // Not run: the connection's Shutdown fails the call from its map.
+    if (st.ok()) ref->AdoptPartialWrite(t, nullptr);
+  });
+  return true;
+}
+
+void Connection::AdoptPartialWrite(OutboundTransfer* t, InboundCall* call) {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (direct_partial_ != t) return;  // Shutdown aborted it already
+    direct_partial_ = nullptr;
+    direct_partial_call_ = nullptr;
+    t->next_in_queue = out_head_;
+    out_head_ = t;
+    if (out_tail_ == nullptr) out_tail_ = t;
+  }
+  out_bytes_ += t->total_bytes();
+  if (call != nullptr) calls_being_handled_.Erase(call->call_id());
+  ConnectionRef ref(this);
+  WriteQueued();
+}
+
+void Connection::ReleaseDirectlyAnswered() {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
+  InboundCall* list;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    list = direct_done_;
+    direct_done_ = nullptr;
+    direct_wake_pending_ = false;
+  }
+  if (list == nullptr) return;
+  ConnectionRef ref(this);  // the last call may hold the last other reference
+  while (list != nullptr) {
+    InboundCall* next = list->next_direct_done;
+    list->next_direct_done = nullptr;
+    calls_being_handled_.Erase(list->call_id());
+    InboundCall::Destroy(list);
+    list = next;
+  }
+}
+
 void Connection::HandleReadable() {
   ConnectionRef ref(this);
+  // Calls answered directly by workers end first: their ids and their
+  // places in the call limit are free again before new frames are parsed.
+  if (direction_ == Direction::kServer) ReleaseDirectlyAnswered();
   const size_t max_size = reactor_->messenger()->max_message_size();
   // read_paused_ is checked per frame: a pause that starts in the middle of
   // a read leaves the rest of the bytes in read_buf_ for the resume.
+  // A read that returned less than it asked for emptied the socket: the next
+  // one would only say EAGAIN, so stop there (libev's epoll is level
+  // triggered: bytes that arrive later wake the loop again). That saves one
+  // read() per frame in the ping-pong of sync calls.
+  bool drained = false;
   while (!shut_down_ && read_paused_ == 0) {
     if (read_pos_ == read_len_) {
+      if (drained) return;
       // A large body is read straight into its buffer, skipping the copy.
       if (inbound_ != nullptr && inbound_->body_remaining() >= kReadBufferSize) {
         uint8_t* dst = nullptr;
@@ -182,6 +315,7 @@ void Connection::HandleReadable() {
         }
         ssize_t n = ::read(fd_, dst, room);
         if (n > 0) {
+          drained = static_cast<size_t>(n) < room;
           last_progress_ = last_activity_ = ev_now(reactor_->loop());
           inbound_->BodyAdvance(static_cast<size_t>(n));
           if (inbound_->complete() && !HandleFrame(std::move(inbound_))) return;
@@ -210,6 +344,7 @@ void Connection::HandleReadable() {
             this, Status::NetworkError("recv got EOF from " + RemoteToString(), ESHUTDOWN));
         return;
       }
+      drained = static_cast<size_t>(n) < kReadBufferSize;
       last_progress_ = last_activity_ = ev_now(reactor_->loop());
       read_pos_ = 0;
       read_len_ = static_cast<size_t>(n);
@@ -279,6 +414,17 @@ void Connection::SetReadPause(uint8_t reasons) {
     // end).
     ev_feed_event(reactor_->loop(), &read_watcher_, EV_READ);
   }
+  if (direction_ != Direction::kServer) return;
+  // Paused for the call limit: only ending calls resumes reading, so calls
+  // answered directly must now wake the reactor.
+  const bool want_wake = (reasons & kPauseCalls) != 0;
+  bool any = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    wake_on_direct_done_ = want_wake;
+    any = direct_done_ != nullptr;
+  }
+  if (want_wake && any) ReleaseDirectlyAnswered();
 }
 
 void Connection::SyncOutCharge() {
@@ -295,6 +441,7 @@ void Connection::OnTick(double now) {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   if (direction_ != Direction::kServer || shut_down_) return;
   ConnectionRef ref(this);  // DestroyConnection below drops the reactor's
+  ReleaseDirectlyAnswered();
   if ((read_paused_ & kPauseMemory) != 0 && !budget_->exhausted()) {
     SetReadPause(read_paused_ & ~kPauseMemory);
   }
@@ -391,21 +538,32 @@ bool Connection::HandleCallResponse(std::unique_ptr<InboundTransfer> transfer) {
     FailWithBadData(s.CloneAndPrepend("invalid RPC response"));
     return false;
   }
-  OutboundCall* call = awaiting_response_.Find(resp.header.call_id());
+  OutboundCall* call;
+  bool early = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    call = awaiting_response_.Find(resp.header.call_id());
+    if (call != nullptr) {
+      if (call->state() != OutboundCall::State::kSent) {
+        early = true;
+      } else {
+        awaiting_response_.Erase(call->call_id());
+        call->in_awaiting_map = false;
+      }
+    }
+  }
   if (call == nullptr) {
     // A call that timed out or was cancelled: its late response is dropped.
     Log(LogLevel::kInfo, "ignoring response for unknown call id " +
                              std::to_string(resp.header.call_id()) + " from " + RemoteToString());
     return true;
   }
-  if (call->state() != OutboundCall::State::kSent) {
+  if (early) {
     FailWithBadData(Status::Corruption("response for call id " +
                                        std::to_string(resp.header.call_id()) +
                                        " arrived before its request was fully sent"));
     return false;
   }
-  awaiting_response_.Erase(call->call_id());
-  call->in_awaiting_map = false;
   call->StopTimer();
   resp.transfer = std::move(transfer);
   call->HandleResponse(&resp, this);
@@ -425,13 +583,16 @@ void Connection::QueueOutboundCall(OutboundCall* call) {
                                   " timed out before it was sent"));
     return;
   }
-  int32_t id = next_call_id_;
-  next_call_id_ = next_call_id_ == INT32_MAX ? 0 : next_call_id_ + 1;
-  call->SerializeHeader(id, &scratch_request_header_);
-  awaiting_response_.Erase(id);  // a stale entry after call id wrap-around
-  awaiting_response_.Insert(id, call);
-  call->in_awaiting_map = true;
-  call->set_state(OutboundCall::State::kOnOutboundQueue);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    int32_t id = next_call_id_;
+    next_call_id_ = next_call_id_ == INT32_MAX ? 0 : next_call_id_ + 1;
+    call->SerializeHeader(id, &scratch_request_header_);
+    awaiting_response_.Erase(id);  // a stale entry after call id wrap-around
+    awaiting_response_.Insert(id, call);
+    call->in_awaiting_map = true;
+    call->set_state(OutboundCall::State::kOnOutboundQueue);
+  }
   call->ArmTimer(reactor_->loop(), this);
   EnqueueTransfer(call->transfer());
 }
@@ -440,6 +601,7 @@ void Connection::AbandonCall(OutboundCall* call, const Status& status) {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   OutboundCall::State st =
       status.IsTimedOut() ? OutboundCall::State::kTimedOut : OutboundCall::State::kCancelled;
+  std::unique_lock<std::mutex> l(mu_);
   if (call->in_awaiting_map) {
     awaiting_response_.Erase(call->call_id());
     call->in_awaiting_map = false;
@@ -471,6 +633,7 @@ void Connection::AbandonCall(OutboundCall* call, const Status& status) {
       prev = cur;
     }
   }
+  l.unlock();
   call->Finish(st, status);
 }
 
@@ -495,14 +658,33 @@ void Connection::Shutdown(const Status& why) {
     ev_io_stop(reactor_->loop(), &write_watcher_);
     write_watcher_active_ = false;
   }
-  ::close(fd_);
-  fd_ = -1;
+  OutboundTransfer* t;
+  OutboundTransfer* partial;
+  InboundCall* partial_call;
+  InboundCall* done;
+  // Finishing a call runs its callback, which may touch this connection:
+  // take the calls out of the map first.
+  CallIdMap<OutboundCall> waiting;
+  {
+    // Direct writers check fd_ under mu_: none writes to a closed (or
+    // reused) descriptor, and none starts once this is done.
+    std::lock_guard<std::mutex> l(mu_);
+    ::close(fd_);
+    fd_ = -1;
+    t = out_head_;
+    out_head_ = out_tail_ = nullptr;
+    partial = direct_partial_;
+    partial_call = direct_partial_call_;
+    direct_partial_ = nullptr;
+    direct_partial_call_ = nullptr;
+    done = direct_done_;
+    direct_done_ = nullptr;
+    if (direction_ == Direction::kClient) waiting.Swap(awaiting_response_);
+  }
   inbound_.reset();
   spare_transfers_.clear();
   spare_transfer_bytes_ = 0;
   call_pool_.Clear();
-  OutboundTransfer* t = out_head_;
-  out_head_ = out_tail_ = nullptr;
   out_bytes_ = 0;
   SyncOutCharge();
   while (t != nullptr) {
@@ -511,11 +693,18 @@ void Connection::Shutdown(const Status& why) {
     t->callbacks()->NotifyTransferAborted(why);
     t = next;
   }
+  if (partial != nullptr) {
+    if (partial_call != nullptr) calls_being_handled_.Erase(partial_call->call_id());
+    partial->callbacks()->NotifyTransferAborted(why);
+  }
+  while (done != nullptr) {
+    InboundCall* next = done->next_direct_done;
+    done->next_direct_done = nullptr;
+    calls_being_handled_.Erase(done->call_id());
+    InboundCall::Destroy(done);
+    done = next;
+  }
   if (direction_ == Direction::kClient) {
-    // Finishing a call runs its callback, which may touch this connection:
-    // take the calls out of the map first.
-    CallIdMap<OutboundCall> waiting;
-    waiting.Swap(awaiting_response_);
     waiting.ForEach([&why](int32_t, OutboundCall* call) {
       call->in_awaiting_map = false;
       call->StopTimer();

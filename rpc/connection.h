@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,26 @@ class Connection {
   // Finishes it with `status` now, or after its frame is sent if the frame is
   // partly written already.
   void AbandonCall(OutboundCall* call, const Status& status);
+
+  // Direct writes (fixed pattern, DirectWrites()): a thread other than the
+  // reactor writes a frame to the socket itself when the connection is open,
+  // connected and has nothing queued or partly written, saving the hand-off
+  // to the reactor and its wake-up. Both return false, having changed
+  // nothing, when they cannot (the caller then posts to the reactor as
+  // before); true when the frame is written, or partly written and handed to
+  // the reactor to finish (AdoptPartialWrite). mu_ serializes them with the
+  // reactor's writes, so frames never interleave on the wire.
+  //
+  // Client, the caller's thread (a sync call; not the reactor): assigns the
+  // call id, registers the call and writes its request. The call gets no
+  // libev timer: the caller enforces its deadline (OutboundCall::TimeOut).
+  bool TrySendCallDirect(OutboundCall* call);
+  // Server, the responder's thread (a worker; not the reactor): writes the
+  // response the call has prepared. The reactor ends the call later, on its
+  // thread, before it reads the next bytes of the connection (or at its
+  // tick, or at once when reading is paused for the call limit), so the call
+  // and its buffers are still freed by the reactor that made them.
+  bool TryWriteResponseDirect(InboundCall* call);
 
   // Server, reactor thread only: sends the response the call has prepared,
   // or ends the call if the connection is closed.
@@ -137,6 +158,12 @@ class Connection {
   // Writes queued transfers until EAGAIN; enables/disables the write watcher.
   void WriteQueued();
   void EnqueueTransfer(OutboundTransfer* t);
+  // Reactor: takes over the transfer a direct writer left partly written
+  // (`call`: its server call, or nullptr on a client), puts it at the head of
+  // the queue and writes on; nothing if the connection closed meanwhile.
+  void AdoptPartialWrite(OutboundTransfer* t, InboundCall* call);
+  // Server reactor: ends the calls whose responses workers wrote directly.
+  void ReleaseDirectlyAnswered();
   // Returns false if the connection was shut down while handling the frame.
   bool HandleFrame(std::unique_ptr<InboundTransfer> transfer);
   bool HandleCallResponse(std::unique_ptr<InboundTransfer> transfer);
@@ -205,6 +232,25 @@ class Connection {
   OutboundTransfer* out_head_ = nullptr;
   OutboundTransfer* out_tail_ = nullptr;
   OutboundTransfer conn_header_transfer_;  // client: the connection header
+
+  // Guards what direct writers (TrySendCallDirect, TryWriteResponseDirect)
+  // share with the reactor: the socket writes and fd_ (closing), the links
+  // of the out-queue (the reactor changes them only under it; direct writers
+  // read them), connecting_ (written under it), the client's call ids,
+  // scratch header and awaiting_response_, and the direct_* fields below.
+  // Never held while a callback runs.
+  std::mutex mu_;
+  // A transfer a direct writer left partly written: nobody writes until the
+  // reactor adopted it (AdoptPartialWrite).
+  OutboundTransfer* direct_partial_ = nullptr;
+  InboundCall* direct_partial_call_ = nullptr;  // server: its call
+  // Server: calls whose response a worker wrote, for the reactor to end
+  // (intrusive, through InboundCall::next_direct_done).
+  InboundCall* direct_done_ = nullptr;
+  // Server: set while reading is paused for the call limit; a worker that
+  // adds to direct_done_ then wakes the reactor (once).
+  bool wake_on_direct_done_ = false;
+  bool direct_wake_pending_ = false;
 
   // Client: calls sent or queued, by call id.
   int32_t next_call_id_ = 0;

@@ -7,6 +7,7 @@
 #include "rpc/connection.h"
 #include "rpc/reactor.h"
 #include "rpc/serialization.h"
+#include "rpc/service_queue.h"
 
 namespace crossfree::rpc {
 
@@ -203,6 +204,15 @@ void InboundCall::QueueResponse() {
   if (r->IsCurrentThread()) {
     conn_->QueueResponseForCall(this);
     return;
+  }
+  // Fast path: the responder writes the response itself when the
+  // connection has nothing queued, the reactor is idle (a task would cost
+  // it a wake-up) and the responder has no backlog (a worker with calls
+  // waiting is the bottleneck: the reactor writes then, keeping the
+  // syscall off the worker).
+  if (DirectWrites() && r->is_polling()) {
+    ServiceQueue* q = ServiceQueue::current();
+    if ((q == nullptr || q->approx_queued() == 0) && conn_->TryWriteResponseDirect(this)) return;
   }
   InboundCall* self = this;
   r->ScheduleTask([self](const Status& s) {

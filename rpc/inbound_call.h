@@ -117,6 +117,9 @@ class InboundCall final : public TransferCallbacks {
   void NotifyTransferFinished() override;
   void NotifyTransferAborted(const Status& status) override;
 
+  // Connection::direct_done_ link (guarded by the connection's mu_).
+  InboundCall* next_direct_done = nullptr;
+
  private:
   friend class LegacyResponseCallbacks;
   // Writes the frame (prefix, header, body) and lists it with the sidecars

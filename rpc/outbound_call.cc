@@ -73,6 +73,8 @@ void OutboundCall::Reset() {
   delete legacy_callback_;
   legacy_callback_ = nullptr;
   callback_.Reset();
+  connection_for_caller.reset();
+  want_connection = false;
   status_ = Status::OK();
   set_state(State::kReady);
 }
@@ -242,13 +244,17 @@ void OutboundCall::TimerCallback(struct ev_loop* loop, ev_timer* w, int) {
     call->timer_armed_ = true;
     return;
   }
-  double ms = std::chrono::duration<double, std::milli>(call->timeout_).count();
+  call->TimeOut();
+}
+
+void OutboundCall::TimeOut() {
+  if (is_finished() || timer_conn_ == nullptr) return;
+  double ms = std::chrono::duration<double, std::milli>(timeout_).count();
   char buf[64];
   snprintf(buf, sizeof(buf), "%.3f ms", ms);
-  call->timer_conn_->AbandonCall(
-      call, Status::TimedOut(call->method_->method_name + " RPC to " +
-                             call->remote_.ToString() + " timed out after " + buf +
-                             " (" + StateName(call->state()) + ")"));
+  timer_conn_->AbandonCall(this, Status::TimedOut(method_->method_name + " RPC to " +
+                                                  remote_.ToString() + " timed out after " +
+                                                  buf + " (" + StateName(state()) + ")"));
 }
 
 void OutboundCall::HandleCancelTask() {

@@ -14,6 +14,7 @@
 #include <ev.h>
 #include <google/protobuf/message_lite.h>
 
+#include "rpc/connection.h"
 #include "rpc/inline_function.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
@@ -79,7 +80,8 @@ class OutboundCall final : public TransferCallbacks {
   // Owner thread, only when finished: frees the per-call state.
   void Reset();
 
-  // --- client reactor thread only ---
+  // --- client reactor thread only (or the caller, under the connection's
+  // mutex, in Connection::TrySendCallDirect) ---
   // Builds the header for `call_id` and fills transfer(). `header` is the
   // connection's scratch RequestHeader.
   void SerializeHeader(int32_t call_id, RequestHeader* header);
@@ -96,6 +98,15 @@ class OutboundCall final : public TransferCallbacks {
   // The timer armed when the call is queued; fires AbandonCall(TimedOut).
   void ArmTimer(struct ev_loop* loop, Connection* conn);
   void StopTimer();
+  // Connection::TrySendCallDirect: the call is on `conn` without a timer.
+  void SetDirectConnection(Connection* conn) {
+    timer_loop_ = nullptr;
+    timer_conn_ = conn;
+    timer_armed_ = false;
+  }
+  // Client reactor: the caller saw the deadline pass on a call sent without
+  // a timer; abandons it with TimedOut as the timer would, unless finished.
+  void TimeOut();
   // Cancel() support: handles a cancel request posted to the reactor.
   void HandleCancelTask();
 
@@ -118,6 +129,10 @@ class OutboundCall final : public TransferCallbacks {
   bool in_awaiting_map = false;
   // The client reactor the call was posted to (set by Proxy before posting).
   class Reactor* reactor = nullptr;
+  // Sync calls posted to the reactor: the reactor stores the call's
+  // connection here, so the caller's proxy can send its next call directly.
+  bool want_connection = false;
+  ConnectionRef connection_for_caller;
   // Outbound sidecars (owned by the controller), sent after the body.
   const std::vector<std::string>* outbound_sidecars = nullptr;
 

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <google/protobuf/message_lite.h>
 
+#include "rpc/connection.h"
 #include "rpc/outbound_call.h"
 #include "rpc/rpc_controller.h"
 #include "rpc/sockaddr.h"
@@ -31,7 +33,11 @@ class Proxy {
   void AsyncRequest(const RemoteMethod& method, const google::protobuf::MessageLite& request,
                     google::protobuf::MessageLite* response, RpcController* controller,
                     ResponseCallback callback);
-  // Blocks until the call finishes; returns controller->status().
+  // Blocks until the call finishes; returns controller->status(). In the
+  // fixed pattern (DirectWrites()) the calling thread writes the request to
+  // the connection itself when it can (Connection::TrySendCallDirect), else
+  // it posts the call to the client reactor; either way the reactor reads
+  // the response and wakes the caller once.
   Status SyncRequest(const RemoteMethod& method, const google::protobuf::MessageLite& request,
                      google::protobuf::MessageLite* response, RpcController* controller);
 
@@ -41,6 +47,10 @@ class Proxy {
  private:
   std::shared_ptr<Messenger> messenger_;
   Sockaddr remote_;
+  // The connection the last sync call went over (see SyncRequest), for
+  // direct sends; dropped once it is closed.
+  std::mutex conn_mu_;
+  ConnectionRef conn_;
 };
 
 }  // namespace crossfree::rpc

@@ -219,12 +219,15 @@ void Reactor::CancelInboundCalls() {
 
 void Reactor::CheckCallback(struct ev_loop*, ev_check* w, int) {
   // Runs right after the poll returns: a busy period starts.
-  static_cast<Reactor*>(w->data)->wake_ns_ = MonoNanos();
+  Reactor* r = static_cast<Reactor*>(w->data);
+  r->polling_.store(false, std::memory_order_relaxed);
+  r->wake_ns_ = MonoNanos();
 }
 
 void Reactor::PrepareCallback(struct ev_loop*, ev_prepare* w, int) {
   // Runs right before the loop polls again: the busy period ends.
   Reactor* r = static_cast<Reactor*>(w->data);
+  r->polling_.store(true, std::memory_order_relaxed);
   if (r->wake_ns_ == 0) return;
   uint64_t d = MonoNanos() - r->wake_ns_;
   r->busy_ns_in_tick_ += d;
@@ -277,6 +280,8 @@ void Reactor::AssignOutboundCall(OutboundCall* call) {
     client_conns_.emplace(remote, ConnectionRef(conn));
     conn->Start(connecting);
   }
+  // Before queueing: the call may finish (and its owner read this) at once.
+  if (call->want_connection) call->connection_for_caller = ConnectionRef(conn);
   conn->QueueOutboundCall(call);
 }
 

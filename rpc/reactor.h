@@ -65,6 +65,9 @@ class Reactor {
   bool IsCurrentThread() const {
     return started_.load(std::memory_order_acquire) && pthread_equal(pthread_self(), tid_);
   }
+  // Any thread: whether the loop is polling (or about to), i.e. a task
+  // posted now would cost it a wake-up. A hint only; it may change at once.
+  bool is_polling() const { return polling_.load(std::memory_order_relaxed); }
   Messenger* messenger() const { return messenger_; }
   const std::string& name() const { return name_; }
   int index() const { return index_; }
@@ -111,6 +114,7 @@ class Reactor {
   std::thread thread_;
   pthread_t tid_{};
   std::atomic<bool> started_{false};
+  std::atomic<bool> polling_{false};  // set by PrepareCallback, cleared by CheckCallback
 
   // Guards pending_ and closing_. Producers push; the reactor swaps pending_
   // with running_ and runs them, so both vectors keep their capacity and no

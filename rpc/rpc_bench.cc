@@ -2,7 +2,11 @@
 // rpc-bench: client and server in one process over loopback, calling the
 // CalculatorService (Add, or Echo with --payload_bytes) in a closed loop, in
 // the fixed or a legacy allocation pattern. Modeled on Kudu's rpc-bench.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -50,6 +54,7 @@ struct Flags {
   bool legacy_response_transfer = false;
   bool legacy_messages = false;
   bool legacy_client_transfer = false;
+  bool legacy_reactor_writes = false;
   int queue_length = 200;
 };
 
@@ -274,7 +279,120 @@ void Retrier::Stop() {
 
 double TvSeconds(const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
 
+// --mode pingpong: the physical limit of one blocking call at a time. Each
+// of --client_threads pairs of threads bounces a 40-byte message (about an
+// Add request) over its own TCP connection on 127.0.0.1 with blocking
+// read/write: one round trip = two writes, two reads, two wake-ups. No RPC
+// code is involved; the output has the same summary and RESULT lines.
+bool ReadFull(int fd, char* p, size_t n) {
+  while (n > 0) {
+    ssize_t r = ::read(fd, p, n);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+bool WriteFull(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+int RunPingPong(const Flags& f) {
+  constexpr size_t kMsg = 40;
+  int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t alen = sizeof(a);
+  if (lfd < 0 || ::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      ::listen(lfd, 128) != 0 ||
+      ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &alen) != 0) {
+    perror("rpc-bench: pingpong listen");
+    return 1;
+  }
+  std::atomic<bool> stop{false};
+  std::vector<std::atomic<uint64_t>> counts(f.client_threads);
+  std::vector<std::thread> threads;
+  std::vector<int> fds;
+  int one = 1;
+  for (int i = 0; i < f.client_threads; ++i) {
+    int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c < 0 || ::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      perror("rpc-bench: pingpong connect");
+      return 1;
+    }
+    int s = ::accept(lfd, nullptr, nullptr);
+    if (s < 0) {
+      perror("rpc-bench: pingpong accept");
+      return 1;
+    }
+    setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    fds.push_back(c);
+    fds.push_back(s);
+    threads.emplace_back([s, i] {
+      SetCurrentThreadName("pong-" + std::to_string(i));
+      char buf[kMsg];
+      while (ReadFull(s, buf, kMsg) && WriteFull(s, buf, kMsg)) {
+      }
+    });
+    threads.emplace_back([c, i, &stop, &counts] {
+      SetCurrentThreadName("ping-" + std::to_string(i));
+      char buf[kMsg];
+      memset(buf, 'p', kMsg);
+      while (!stop.load(std::memory_order_relaxed)) {
+        if (!WriteFull(c, buf, kMsg) || !ReadFull(c, buf, kMsg)) break;
+        counts[i].fetch_add(1, std::memory_order_relaxed);
+      }
+      ::shutdown(c, SHUT_WR);
+    });
+  }
+  auto total = [&] {
+    uint64_t n = 0;
+    for (auto& c : counts) n += c.load(std::memory_order_relaxed);
+    return n;
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  rusage ru0, ru1;
+  uint64_t n0 = total();
+  getrusage(RUSAGE_SELF, &ru0);
+  Clock::time_point t0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(f.run_seconds));
+  double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  uint64_t n = total() - n0;
+  getrusage(RUSAGE_SELF, &ru1);
+  stop.store(true);
+  for (auto& t : threads) t.join();
+  for (int fd : fds) ::close(fd);
+  ::close(lfd);
+  double reqs = static_cast<double>(n);
+  double user_us = (TvSeconds(ru1.ru_utime) - TvSeconds(ru0.ru_utime)) * 1e6;
+  double sys_us = (TvSeconds(ru1.ru_stime) - TvSeconds(ru0.ru_stime)) * 1e6;
+  double ctxsw = (ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw);
+  printf("rpc-bench configuration\n  mode: pingpong (raw blocking TCP, %zu-byte messages)\n"
+         "  client_threads: %d\n  run_seconds: %g\n",
+         kMsg, f.client_threads, f.run_seconds);
+  printf("results\n  Reqs/sec: %.1f\n  User CPU per req: %.2f us\n  Sys CPU per req: %.2f us\n"
+         "  Ctx Sw. per req: %.3f\n",
+         reqs / elapsed, user_us / reqs, sys_us / reqs, ctxsw / reqs);
+  printf("RESULT mode=pingpong pattern=none client_threads=%d worker_threads=0 server_reactors=0 "
+         "payload_bytes=%zu reqs_per_sec=%.1f user_us_per_req=%.3f sys_us_per_req=%.3f "
+         "ctxsw_per_req=%.4f vol_ctxsw_per_req=%.4f allocs_per_req=-1 p50_us=0 p99_us=0 "
+         "rejections=0\n",
+         f.client_threads, kMsg, reqs / elapsed, user_us / reqs, sys_us / reqs, ctxsw / reqs,
+         double(ru1.ru_nvcsw - ru0.ru_nvcsw) / reqs);
+  fflush(stdout);
+  return 0;
+}
+
 int Run(const Flags& f) {
+  if (f.mode == "pingpong") return RunPingPong(f);
   AllocPattern pattern;
   Status s = AllocPattern::FromName(f.alloc_pattern, &pattern);
   if (!s.ok()) {
@@ -286,6 +404,7 @@ int Run(const Flags& f) {
   pattern.legacy_response_transfer |= f.legacy_response_transfer;
   pattern.legacy_messages |= f.legacy_messages;
   pattern.legacy_client_transfer |= f.legacy_client_transfer;
+  pattern.legacy_reactor_writes |= f.legacy_reactor_writes;
   SetAllocPattern(pattern);
 
   MessengerOptions so;
@@ -430,10 +549,11 @@ int Run(const Flags& f) {
   // RPC systems): key=value pairs, no spaces in values.
   printf("RESULT mode=%s pattern=%s client_threads=%d worker_threads=%d server_reactors=%d "
          "payload_bytes=%d reqs_per_sec=%.1f user_us_per_req=%.3f sys_us_per_req=%.3f "
-         "ctxsw_per_req=%.4f allocs_per_req=%.3f p50_us=%llu p99_us=%llu rejections=%llu\n",
+         "ctxsw_per_req=%.4f vol_ctxsw_per_req=%.4f allocs_per_req=%.3f p50_us=%llu p99_us=%llu "
+         "rejections=%llu\n",
          f.mode.c_str(), pattern.ToString().c_str(), f.client_threads, f.worker_threads,
          f.server_reactors, f.payload_bytes, reqs / elapsed, user_us / reqs, sys_us / reqs,
-         ctxsw / reqs, counting ? allocs / reqs : -1.0,
+         ctxsw / reqs, double(ru1.ru_nvcsw - ru0.ru_nvcsw) / reqs, counting ? allocs / reqs : -1.0,
          static_cast<unsigned long long>(latency.PercentileUpperBound(50)),
          static_cast<unsigned long long>(latency.PercentileUpperBound(99)),
          static_cast<unsigned long long>(rejections));
@@ -461,7 +581,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--run_seconds", f.run_seconds, "Measured run time in seconds")
       ->check(CLI::PositiveNumber);
-  app.add_option("--mode", f.mode, "sync or async")->check(CLI::IsMember({"sync", "async"}));
+  app.add_option("--mode", f.mode,
+                 "sync, async, or pingpong (raw blocking TCP round trips, no RPC: the limit)")
+      ->check(CLI::IsMember({"sync", "async", "pingpong"}));
   app.add_option("--async_call_concurrency", f.async_call_concurrency,
                  "Async: calls in flight per client messenger")
       ->check(CLI::PositiveNumber);
@@ -486,6 +608,9 @@ int main(int argc, char** argv) {
   app.add_flag("--legacy_client_transfer", f.legacy_client_transfer,
                "Client response transfer+buffer freed by the caller; callback boxed on the "
                "caller, freed on the reactor");
+  app.add_flag("--legacy_reactor_writes", f.legacy_reactor_writes,
+               "Every socket write through the reactor (KRPC): no direct send by the sync "
+               "caller, no direct response write by the worker");
   CLI11_PARSE(app, argc, argv);
   return crossfree::rpc::Run(f);
 }

@@ -80,6 +80,7 @@ void ServicePool::QueueInboundCall(InboundCall* call) {
 void ServicePool::RunWorker(int index) {
   SetCurrentThreadName(worker_prefix_ + "-" + std::to_string(first_worker_index_ + index));
   ServiceQueue::Consumer* me = consumers_[index].get();
+  ServiceQueue::current() = &queue_;
   while (InboundCall* call = queue_.BlockingGet(me)) {
     if (call->has_deadline() && std::chrono::steady_clock::now() >= call->deadline()) {
       // The client has given up already: skip the work.

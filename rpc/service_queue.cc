@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "rpc/futex.h"
 #include "rpc/inbound_call.h"
 
 namespace crossfree::rpc {
@@ -11,6 +12,11 @@ namespace crossfree::rpc {
 ServiceQueue::ServiceQueue(int capacity, int max_consumers) : capacity_(capacity) {
   heap_.reserve(capacity);
   idle_.reserve(max_consumers);
+}
+
+ServiceQueue*& ServiceQueue::current() {
+  static thread_local ServiceQueue* q = nullptr;
+  return q;
 }
 
 bool ServiceQueue::Later(const Entry& a, const Entry& b) {
@@ -44,10 +50,12 @@ bool ServiceQueue::Put(InboundCall* call, InboundCall** evicted) {
       }
       heap_.push_back(Entry{deadline, next_seq_++, call});
       std::push_heap(heap_.begin(), heap_.end(), &ServiceQueue::Later);
+      approx_queued_.store(static_cast<int>(heap_.size()), std::memory_order_relaxed);
       return true;
     }
   }
-  c->cv.notify_one();
+  c->wake.store(1, std::memory_order_release);
+  FutexWake(&c->wake, 1);
   return true;
 }
 
@@ -64,10 +72,14 @@ InboundCall* ServiceQueue::BlockingGet(Consumer* me) {
       std::pop_heap(heap_.begin(), heap_.end(), &ServiceQueue::Later);
       InboundCall* c = heap_.back().call;
       heap_.pop_back();
+      approx_queued_.store(static_cast<int>(heap_.size()), std::memory_order_relaxed);
       return c;
     }
     idle_.push_back(me);
-    me->cv.wait(l, [&] { return me->call != nullptr || shut_down_; });
+    me->wake.store(0, std::memory_order_relaxed);
+    l.unlock();
+    while (me->wake.load(std::memory_order_acquire) == 0) FutexWait(&me->wake, 0);
+    l.lock();
     if (me->call == nullptr) {
       idle_.erase(std::remove(idle_.begin(), idle_.end(), me), idle_.end());
     }
@@ -87,9 +99,13 @@ std::vector<InboundCall*> ServiceQueue::Shutdown() {
     shut_down_ = true;
     for (Entry& e : heap_) left.push_back(e.call);
     heap_.clear();
+    approx_queued_.store(0, std::memory_order_relaxed);
     idle = idle_;
   }
-  for (Consumer* c : idle) c->cv.notify_all();
+  for (Consumer* c : idle) {
+    c->wake.store(1, std::memory_order_release);
+    FutexWake(&c->wake, 1);
+  }
   return left;
 }
 

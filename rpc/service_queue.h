@@ -3,8 +3,8 @@
 // pool's workers, with LIFO hand-off to idle workers.
 #pragma once
 
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <vector>
@@ -24,9 +24,12 @@ class InboundCall;
 // anyone; all thread-safe.
 class ServiceQueue {
  public:
-  // Per-worker hand-off slot, owned by the worker thread.
+  // Per-worker hand-off slot, owned by the worker thread. `call` is guarded
+  // by the queue's mutex; the worker sleeps on `wake` (a futex word, set to 1
+  // by Put or Shutdown) without holding that mutex, so a hand-off costs one
+  // FUTEX_WAKE and one FUTEX_WAIT.
   struct Consumer {
-    std::condition_variable cv;
+    std::atomic<uint32_t> wake{0};
     InboundCall* call = nullptr;
   };
 
@@ -45,6 +48,11 @@ class ServiceQueue {
   int capacity() const { return capacity_; }
   // Calls waiting in the heap (not yet handed to a worker).
   int queued();
+  // The same without the lock (any thread; a hint, possibly stale).
+  int approx_queued() const { return approx_queued_.load(std::memory_order_relaxed); }
+  // The queue whose call the current thread is handling (set by the worker
+  // loop; nullptr on other threads): lets a responder see its backlog.
+  static ServiceQueue*& current();
 
  private:
   struct Entry {
@@ -60,6 +68,7 @@ class ServiceQueue {
   uint64_t next_seq_ = 0;
   std::vector<Entry> heap_;          // reserved to capacity_
   std::vector<Consumer*> idle_;      // reserved to max_consumers, LIFO
+  std::atomic<int> approx_queued_{0};  // heap_.size(), stored under mu_
 };
 
 }  // namespace crossfree::rpc

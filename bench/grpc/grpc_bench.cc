@@ -35,6 +35,11 @@ struct Flags {
   int client_threads = 16;
   double run_seconds = 1;
   std::string server_api = "sync";
+  // sync: one blocking caller per client thread. async: per client
+  // channel, async_call_concurrency chains of callback-API calls, each
+  // issued from the previous one's completion (rpc-bench --mode async).
+  std::string mode = "sync";
+  int async_call_concurrency = 60;
   // Sync server only; 0 keeps gRPC's default.
   int sync_cqs = 0;
   int sync_min_pollers = 0;
@@ -102,6 +107,8 @@ class Workload {
   }
 
   uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
+  CalculatorService::Stub* stub() { return stub_.get(); }
+  void Count() { calls_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   [[noreturn]] static void Die(const std::string& why) {
@@ -116,6 +123,52 @@ class Workload {
   AddResponsePB resp_;
   uint32_t x_ = 0;
   std::atomic<uint64_t> calls_{0};
+};
+
+// Async mode: one chain of calls on a Workload's channel, each issued from
+// the completion of the previous one (on gRPC's callback threads).
+class AsyncChain {
+ public:
+  AsyncChain(Workload* w, std::atomic<bool>* stop, Log2Histogram* latency,
+             std::atomic<int>* in_flight)
+      : w_(w), stop_(stop), latency_(latency), in_flight_(in_flight) {}
+  void Start() {
+    in_flight_->fetch_add(1);
+    Issue();
+  }
+
+ private:
+  void Issue() {
+    if (stop_->load(std::memory_order_relaxed)) {
+      in_flight_->fetch_sub(1);
+      return;
+    }
+    ctx_ = std::make_unique<grpc::ClientContext>();
+    ctx_->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    req_.set_x(x_++);
+    req_.set_y(1000);
+    t0_ = Clock::now();
+    w_->stub()->async()->Add(ctx_.get(), &req_, &resp_, [this](grpc::Status s) {
+      if (!s.ok()) {
+        fprintf(stderr, "grpc_bench: call failed: %s\n", s.error_message().c_str());
+        std::exit(1);
+      }
+      latency_->Record(
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0_).count());
+      w_->Count();
+      Issue();
+    });
+  }
+
+  Workload* w_;
+  std::atomic<bool>* stop_;
+  Log2Histogram* latency_;
+  std::atomic<int>* in_flight_;
+  std::unique_ptr<grpc::ClientContext> ctx_;
+  AddRequestPB req_;
+  AddResponsePB resp_;
+  uint32_t x_ = 0;
+  Clock::time_point t0_;
 };
 
 double TvSeconds(const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
@@ -150,8 +203,9 @@ int Run(const Flags& f) {
   }
 
   printf("grpc_bench configuration\n");
-  printf("  mode: sync\n  client_threads: %d\n  server_api: %s\n", f.client_threads,
-         f.server_api.c_str());
+  printf("  mode: %s\n  client_threads: %d\n  server_api: %s\n", f.mode.c_str(),
+         f.client_threads, f.server_api.c_str());
+  if (f.mode == "async") printf("  async_call_concurrency: %d\n", f.async_call_concurrency);
   if (f.server_api == "sync") {
     printf("  sync_cqs: %d\n  sync_min_pollers: %d\n  sync_max_pollers: %d  (0 = gRPC default)\n",
            f.sync_cqs, f.sync_min_pollers, f.sync_max_pollers);
@@ -161,12 +215,23 @@ int Run(const Flags& f) {
 
   bool counting = crossfree_alloc_count_start != nullptr && crossfree_alloc_count_stop != nullptr;
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < workloads.size(); ++i) {
-    threads.emplace_back([&, i] {
-      std::string name = "client-" + std::to_string(i);
-      pthread_setname_np(pthread_self(), name.c_str());
-      workloads[i]->Run();
-    });
+  std::vector<std::unique_ptr<AsyncChain>> chains;
+  std::atomic<int> in_flight{0};
+  if (f.mode == "async") {
+    for (auto& w : workloads) {
+      for (int k = 0; k < f.async_call_concurrency; ++k) {
+        chains.push_back(std::make_unique<AsyncChain>(w.get(), &stop, &latency, &in_flight));
+      }
+    }
+    for (auto& c : chains) c->Start();
+  } else {
+    for (size_t i = 0; i < workloads.size(); ++i) {
+      threads.emplace_back([&, i] {
+        std::string name = "client-" + std::to_string(i);
+        pthread_setname_np(pthread_self(), name.c_str());
+        workloads[i]->Run();
+      });
+    }
   }
   auto calls_now = [&] {
     uint64_t n = 0;
@@ -189,6 +254,7 @@ int Run(const Flags& f) {
   getrusage(RUSAGE_SELF, &ru1);
   stop.store(true);
   for (auto& t : threads) t.join();
+  while (in_flight.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 
   double reqs = static_cast<double>(calls);
   double user_us = (TvSeconds(ru1.ru_utime) - TvSeconds(ru0.ru_utime)) * 1e6;
@@ -207,11 +273,11 @@ int Run(const Flags& f) {
   }
   printf("client latency_us: %s", latency.ToString("us").c_str());
   // rpc-bench's machine-readable line, with pattern=grpc-<api>.
-  printf("RESULT mode=sync pattern=grpc-%s client_threads=%d worker_threads=0 server_reactors=0 "
+  printf("RESULT mode=%s pattern=grpc-%s client_threads=%d worker_threads=0 server_reactors=0 "
          "payload_bytes=0 reqs_per_sec=%.1f user_us_per_req=%.3f sys_us_per_req=%.3f "
          "ctxsw_per_req=%.4f allocs_per_req=%.3f p50_us=%llu p99_us=%llu calls=%llu "
          "total_calls=%llu\n",
-         f.server_api.c_str(), f.client_threads, reqs / elapsed, user_us / reqs, sys_us / reqs,
+         f.mode.c_str(), f.server_api.c_str(), f.client_threads, reqs / elapsed, user_us / reqs, sys_us / reqs,
          ctxsw / reqs, counting ? allocs / reqs : -1.0,
          static_cast<unsigned long long>(latency.PercentileUpperBound(50)),
          static_cast<unsigned long long>(latency.PercentileUpperBound(99)),
@@ -246,6 +312,12 @@ int main(int argc, char** argv) {
   app.add_option("--sync_max_pollers", f.sync_max_pollers,
                  "Sync server: maximum polling threads per queue (0 = gRPC default)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--mode", f.mode,
+                 "sync (a blocking caller per client thread) or async (callback-API chains)")
+      ->check(CLI::IsMember({"sync", "async"}));
+  app.add_option("--async_call_concurrency", f.async_call_concurrency,
+                 "Async: calls in flight per client channel")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   return crossfree::grpcbench::Run(f);
 }

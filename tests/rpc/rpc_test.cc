@@ -384,5 +384,57 @@ TEST_CASE("client shutdown with calls queued aborts each callback once", "[rpc]"
   CHECK(proxy.Sleep(SleepReq(0), &resp[0], &late).IsAborted());
 }
 
+// The fixed pattern's direct writes (Connection::TrySendCallDirect and
+// TryWriteResponseDirect): after the first call a proxy's sync calls are
+// written by the calling thread, responses by the worker. Frames too large for
+// the socket buffers are left partly written and finished by the reactor
+// (AdoptPartialWrite); callers on several threads share one connection; and a
+// connection that closes under the proxy makes calls fail, not hang.
+TEST_CASE("direct writes: shared proxy, large frames, closed connection", "[rpc]") {
+  auto server = StartServer(1, 2);
+  auto client = StartClient();
+  CalculatorServiceProxy proxy(client, server.address);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint32_t i = 0; i < 200; ++i) {
+        AddRequestPB req;
+        req.set_x(i);
+        req.set_y(static_cast<uint32_t>(t) * 1000);
+        AddResponsePB resp;
+        RpcController c;
+        c.set_timeout(10s);
+        if (!proxy.Add(req, &resp, &c).ok() || resp.result() != req.x() + req.y()) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(failures.load() == 0);
+  for (size_t bytes : {size_t{64} << 10, size_t{8} << 20}) {
+    EchoRequestPB req;
+    req.set_data(std::string(bytes, 'd'));
+    EchoResponsePB resp;
+    RpcController c;
+    c.set_timeout(20s);
+    Status s = proxy.Echo(req, &resp, &c);
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+    CHECK(resp.data() == req.data());
+  }
+  server.messenger->Shutdown();
+  AddRequestPB req;
+  req.set_x(1);
+  req.set_y(2);
+  AddResponsePB resp;
+  RpcController c;
+  c.set_timeout(5s);
+  auto t0 = std::chrono::steady_clock::now();
+  Status s = proxy.Add(req, &resp, &c);
+  INFO(s.ToString());
+  CHECK(!s.ok());
+  CHECK(std::chrono::steady_clock::now() - t0 < 5500ms);
+}
+
 }  // namespace
 }  // namespace crossfree::rpc
