@@ -17,6 +17,7 @@
 
 #include "tests/analysis/process_modules.h"
 #include "tests/analysis/symbolizer_test_lib.h"
+#include "tests/support/process.h"
 
 namespace crossfree::symbolizer_test {
 namespace {
@@ -293,12 +294,15 @@ TEST_CASE("separate debug info is found by build id under debuginfo_path") {
 }
 
 TEST_CASE("non-PIE executable (ET_EXEC) symbolized from another process's map") {
-  FILE* pipe = popen(CROSSFREE_SYMBOLIZER_NOPIE_HELPER, "r");
-  REQUIRE(pipe != nullptr);
-  std::string output;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) output.append(buffer, n);
-  REQUIRE(pclose(pipe) == 0);
+  crossfree::testing::ProcessLimits limits;
+  limits.timeout_s = 60;
+  limits.address_space = uint64_t{4} << 30;
+  crossfree::testing::ProcessResult helper =
+      crossfree::testing::RunProcess({CROSSFREE_SYMBOLIZER_NOPIE_HELPER}, limits);
+  INFO("nopie helper: " << helper.Describe() << "\n" << helper.err);
+  REQUIRE(helper.exited());
+  REQUIRE(helper.exit_code == 0);
+  const std::string& output = helper.out;
 
   Site site;
   std::vector<format::Module> modules;
