@@ -32,7 +32,7 @@ target_link_options(symbolizer_nopie_helper PRIVATE -no-pie)
 
 add_executable(symbolizer_test symbolizer_test.cc)
 target_link_libraries(symbolizer_test PRIVATE crossfree_symbolizer symbolizer_test_sites
-                      crossfree_catch_main ${CMAKE_DL_LIBS})
+                      crossfree_test_support crossfree_catch_main ${CMAKE_DL_LIBS})
 target_compile_definitions(symbolizer_test PRIVATE
   CROSSFREE_SYMBOLIZER_PLUGIN="$<TARGET_FILE:symbolizer_test_plugin>"
   CROSSFREE_SYMBOLIZER_SEPARATE_DEBUG_DIR="${separate_debug_dir}"

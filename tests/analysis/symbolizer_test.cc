@@ -17,6 +17,7 @@
 
 #include "tests/analysis/process_modules.h"
 #include "tests/analysis/symbolizer_test_lib.h"
+#include "tests/support/process.h"
 
 namespace crossfree::symbolizer_test {
 namespace {
@@ -293,12 +294,15 @@ TEST_CASE("separate debug info is found by build id under debuginfo_path") {
 }
 
 TEST_CASE("non-PIE executable (ET_EXEC) symbolized from another process's map") {
-  FILE* pipe = popen(CROSSFREE_SYMBOLIZER_NOPIE_HELPER, "r");
-  REQUIRE(pipe != nullptr);
-  std::string output;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) output.append(buffer, n);
-  REQUIRE(pclose(pipe) == 0);
+  crossfree::testing::ProcessLimits limits;
+  limits.timeout_s = 60;
+  limits.address_space = uint64_t{4} << 30;
+  crossfree::testing::ProcessResult helper =
+      crossfree::testing::RunProcess({CROSSFREE_SYMBOLIZER_NOPIE_HELPER}, limits);
+  INFO("nopie helper: " << helper.Describe() << "\n" << helper.err);
+  REQUIRE(helper.exited());
+  REQUIRE(helper.exit_code == 0);
+  const std::string& output = helper.out;
 
   Site site;
   std::vector<format::Module> modules;
@@ -350,6 +354,17 @@ TEST_CASE("non-PIE executable (ET_EXEC) symbolized from another process's map") 
 // (libc6-dbg, /usr/lib/debug/.build-id/xx/rest.debug): with it the frame has
 // file:line, without it only a function name and a warning.
 uint64_t g_libc_return_address = 0;
+
+// libc's own qsort, not whatever `qsort` resolves to: under AddressSanitizer
+// that is ASan's interceptor, which calls the comparator through a wrapper
+// of its own, so the comparator would return into libasan.so.
+using QsortFn = void (*)(void*, size_t, size_t, int (*)(const void*, const void*));
+QsortFn LibcQsort() {
+  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  return reinterpret_cast<QsortFn>(libc != nullptr ? dlsym(libc, "qsort") : nullptr);
+}
+
+
 __attribute__((noinline)) int CompareInts(const void* a, const void* b) {
   if (g_libc_return_address == 0) {
     g_libc_return_address = reinterpret_cast<uint64_t>(__builtin_return_address(0));
@@ -359,7 +374,9 @@ __attribute__((noinline)) int CompareInts(const void* a, const void* b) {
 
 TEST_CASE("libc frames use separate debug info found by build id") {
   int values[] = {3, 1, 2};
-  qsort(values, 3, sizeof(int), CompareInts);
+  QsortFn libc_qsort = LibcQsort();
+  REQUIRE(libc_qsort != nullptr);
+  libc_qsort(values, 3, sizeof(int), CompareInts);
   REQUIRE(g_libc_return_address != 0);
   auto modules = CurrentProcessModules();
   const format::Module* libc = ModuleOf(modules, g_libc_return_address);

@@ -92,6 +92,7 @@ class Harness {
     WriteFileBytes(base_, BaseTrace().Finish());
     baseline_ = dir_.File("ci.baseline");
     ProcessResult r = Run({"gate", "--write-baseline", "--baseline", baseline_, base_});
+    INFO("gate --write-baseline -> " << r.Describe() << "\n" << r.err);
     REQUIRE(r.exit_code == 0);
   }
 
@@ -413,7 +414,13 @@ TEST_CASE("memory follows threads and chunks by small constants") {
     ProcessResult r = h.Run(args);
     INFO(cmd << " -> " << r.Describe() << ", max RSS " << r.max_rss_kib << " KiB\n" << r.err);
     REQUIRE(r.exited());
-    CHECK(r.max_rss_kib < (cmd == "simulate" ? 256 : 200) * 1024);
+    // Under ASan the resident set is mostly ASan's (its quarantine of freed
+    // blocks, redzones, shadow): 345-410 MB here for report, diff, gate and
+    // simulate. The bound is the program's own, checked in the builds
+    // without ASan; under ASan these runs check for memory errors.
+    if (!crossfree::testing::kAddressSanitizer) {
+      CHECK(r.max_rss_kib < (cmd == "simulate" ? 256 : 200) * 1024);
+    }
   }
 }
 

@@ -3,58 +3,45 @@
 // written with the writer and checks its output and exit codes.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "format/wire.h"
 #include "tests/format/test_util.h"
 #include "tests/format/workload.h"
+#include "tests/support/process.h"
 
 namespace crossfree::format {
 namespace {
 
 struct Run {
-  int status;
+  int status;  // the exit code, -1 if it did not exit
   std::string out;
   std::string err;
 };
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
+// The test's files, in a directory removed at exit.
 std::string Temp(const std::string& tag) {
-  return "/tmp/crossfree-dump-test-" + std::to_string(getpid()) + "-" + tag;
+  static crossfree::testing::TempDir dir("dump-test");
+  return dir.File(tag);
 }
 
 void WriteFile(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  crossfree::testing::WriteFileBytes(path, bytes);
 }
 
-Run Dump(const std::string& args) {
-  std::string err_path = Temp("stderr");
-  std::string cmd = std::string("'") + CROSSFREE_BIN + "' dump " + args + " 2>" + err_path;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  Run run;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) run.out.append(buf, n);
-  int status = pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.err = Slurp(err_path);
-  std::remove(err_path.c_str());
-  return run;
+// `crossfree dump ARGS...`, bounded in time and address space.
+Run Dump(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {CROSSFREE_BIN, "dump"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  crossfree::testing::ProcessLimits limits;
+  limits.timeout_s = 60;  // a hang, not a slow machine, must trip it
+  limits.address_space = uint64_t{4} << 30;
+  crossfree::testing::ProcessResult r = crossfree::testing::RunProcess(argv, limits);
+  INFO("crossfree dump -> " << r.Describe());
+  REQUIRE(r.started);
+  return Run{r.exited() ? r.exit_code : -1, r.out, r.err};
 }
 
 std::string BytesPerEvent(size_t bytes, uint64_t events) {
@@ -88,7 +75,7 @@ TEST_CASE("dump prints and validates a good trace", "[dump]") {
   std::string path = Temp("small.trace");
   WriteFile(path, bytes);
 
-  Run s = Dump(path + " --summary");
+  Run s = Dump({path, "--summary"});
   CHECK(s.status == 0);
   CHECK(s.err == "");
   std::string per_event = BytesPerEvent(bytes.size(), testing::kSmallTraceEvents);
@@ -97,7 +84,7 @@ TEST_CASE("dump prints and validates a good trace", "[dump]") {
   CHECK(s.out.find("  pid 4242 ppid 1 exe \"/usr/bin/test\"\n") != std::string::npos);
   CHECK(s.out.find("chunk @") == std::string::npos);
 
-  Run full = Dump(path);
+  Run full = Dump({path});
   CHECK(full.status == 0);
   CHECK(full.err == "");
   CHECK(SummaryOf(full.out) == SummaryOf(s.out));
@@ -130,7 +117,7 @@ TEST_CASE("dump exits 2 on truncation, corruption and non-traces", "[dump]") {
   SECTION("truncated: complete chunks, summary, warning") {
     size_t cut = offsets[2] + 33;
     WriteFile(path, std::vector<uint8_t>(good.begin(), good.begin() + cut));
-    Run r = Dump(path + " --summary");
+    Run r = Dump({path, "--summary"});
     CHECK(r.status == 2);
     CHECK(r.out.find("  chunks: 2\n  events: 6\n  allocs: 3\n  frees: 3\n") != std::string::npos);
     CHECK(r.err == "crossfree dump: warning: " + path + ": truncated chunk at offset " +
@@ -142,7 +129,7 @@ TEST_CASE("dump exits 2 on truncation, corruption and non-traces", "[dump]") {
     std::vector<uint8_t> bytes = good;
     bytes[offsets[1] + 40] ^= 0x10;
     WriteFile(path, bytes);
-    Run r = Dump(path);
+    Run r = Dump({path});
     CHECK(r.status == 2);
     CHECK(r.out.find("  chunks: 1\n") != std::string::npos);
     CHECK(r.err == "crossfree dump: " + path + ": corrupt chunk at offset " +
@@ -154,7 +141,7 @@ TEST_CASE("dump exits 2 on truncation, corruption and non-traces", "[dump]") {
     testing::ResealChunk(bytes.data() + offsets[3],
                          static_cast<uint32_t>(bytes.size() - offsets[3] - kChunkHeaderBytes));
     WriteFile(path, bytes);
-    Run r = Dump(path + " --summary");
+    Run r = Dump({path, "--summary"});
     CHECK(r.status == 2);
     CHECK(r.err == "crossfree dump: " + path + ": corrupt record at offset " +
                        std::to_string(offsets[3] + kChunkHeaderBytes) +
@@ -164,7 +151,7 @@ TEST_CASE("dump exits 2 on truncation, corruption and non-traces", "[dump]") {
     std::vector<uint8_t> bytes = good;
     wire::Store32(bytes.data() + wire::kHdrVersion, 3);
     WriteFile(path, bytes);
-    Run r = Dump(path);
+    Run r = Dump({path});
     CHECK(r.status == 2);
     CHECK(r.out == "");
     CHECK(r.err == "crossfree dump: " + path +
@@ -174,20 +161,20 @@ TEST_CASE("dump exits 2 on truncation, corruption and non-traces", "[dump]") {
   SECTION("not a trace, empty, missing") {
     std::string text = "just some text\n";
     WriteFile(path, std::vector<uint8_t>(text.begin(), text.end()));
-    Run r = Dump(path);
+    Run r = Dump({path});
     CHECK(r.status == 2);
     CHECK(r.err == "crossfree dump: " + path + ": not a crossfree trace (bad magic)\n");
     WriteFile(path, {});
-    r = Dump(path);
+    r = Dump({path});
     CHECK(r.status == 2);
     CHECK(r.err == "crossfree dump: " + path + ": empty file (not a crossfree trace)\n");
     std::remove(path.c_str());
-    r = Dump(path);
+    r = Dump({path});
     CHECK(r.status == 2);
     CHECK(r.err == "crossfree dump: " + path + ": No such file or directory\n");
   }
   SECTION("no file argument") {
-    Run r = Dump("");
+    Run r = Dump({});
     CHECK(r.status == 2);
     CHECK(r.err.find("file is required") != std::string::npos);
   }
@@ -201,7 +188,7 @@ TEST_CASE("dump summary counts a workload trace exactly", "[dump]") {
   std::vector<uint8_t> bytes = testing::ProducerConsumerWorkload(options).Run(&stats);
   std::string path = Temp("workload.trace");
   WriteFile(path, bytes);
-  Run r = Dump(path + " --summary");
+  Run r = Dump({path, "--summary"});
   CHECK(r.status == 0);
   CHECK(r.err == "");
   std::string expect = "summary\n  chunks: " + std::to_string(stats.chunks) +

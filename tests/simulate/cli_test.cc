@@ -1,67 +1,64 @@
 // SPDX-License-Identifier: Apache-2.0
 // Simulate tests: the `crossfree simulate` command end to end (options,
 // output, exit codes) on a synthetic trace file.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
+#include <vector>
 
+#include "tests/support/process.h"
 #include "tests/support/synthetic_trace.h"
 
 namespace crossfree::simulate {
 namespace {
 
 struct Run {
-  int status = -1;
-  std::string out;
+  int status = -1;  // the exit code, -1 if it did not exit
+  std::string out;  // stdout, then stderr
 };
 
-Run Crossfree(const std::string& args) {
-  std::string cmd = std::string(CROSSFREE_BINARY) + " " + args + " 2>&1";
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+// `crossfree ARGS...`, bounded in time and address space.
+Run Crossfree(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {CROSSFREE_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  testing::ProcessLimits limits;
+  limits.timeout_s = 60;  // a hang, not a slow machine, must trip it
+  limits.address_space = uint64_t{4} << 30;
+  testing::ProcessResult p = testing::RunProcess(argv, limits);
+  INFO("crossfree -> " << p.Describe());
+  REQUIRE(p.started);
+  return Run{p.exited() ? p.exit_code : -1, p.out + p.err};
 }
 
 std::string WriteTrace() {
+  static testing::TempDir dir("simulate-cli");  // removed at exit
   // The budget scenario of simulate_test.cc: 100 allocations of 32 KiB,
   // then 100 frees, on the main thread.
   analyzer::testing::SyntheticTrace b(100);
   for (uint64_t i = 0; i < 100; ++i) b.Alloc(100, 10 + i, 0x10000000 + 32768 * i, 32768);
   for (uint64_t i = 0; i < 100; ++i) b.Free(100, 1000 + i, 0x10000000 + 32768 * i);
-  const std::vector<uint8_t>& bytes = b.Finish();
-  std::string path = "/tmp/crossfree-simulate-cli-" + std::to_string(getpid()) + ".trace";
-  std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  std::string path = dir.File("simulate-cli.trace");
+  b.WriteTo(path);
   return path;
 }
 
 TEST_CASE("CLI: crossfree simulate prints the model's counts and honours the budget option",
           "[simulate]") {
   std::string trace = WriteTrace();
-  Run text = Crossfree("simulate " + trace);
+  Run text = Crossfree({"simulate", trace});
   CHECK(text.status == 0);
   CHECK(text.out.find("100 fetches (100 objects; 99 short), 14 releases (70 objects)") !=
         std::string::npos);
-  Run json = Crossfree("simulate --format json --max-total-thread-cache-bytes 524288 " + trace);
+  Run json = Crossfree(
+      {"simulate", "--format", "json", "--max-total-thread-cache-bytes", "524288", trace});
   CHECK(json.status == 0);
   CHECK(json.out.find("\"max_total_thread_cache_bytes\": 524288") != std::string::npos);
   CHECK(json.out.find("\"release_calls\": 21, \"released_objects\": 89") != std::string::npos);
-  Run bad = Crossfree("simulate /nonexistent/x.trace");
+  Run bad = Crossfree({"simulate", "/nonexistent/x.trace"});
   CHECK(bad.status == 2);
   CHECK(bad.out.find("/nonexistent/x.trace") != std::string::npos);
-  Run bad_option = Crossfree("simulate --transfer-num-objects 0 " + trace);
+  Run bad_option = Crossfree({"simulate", "--transfer-num-objects", "0", trace});
   CHECK(bad_option.status == 2);
   std::remove(trace.c_str());
 }
@@ -74,9 +71,10 @@ TEST_CASE("CLI: crossfree simulate refuses a sampled trace with one line naming 
   for (uint64_t i = 0; i < 10; ++i) b.Alloc(100, 10 + i, 0x10000000 + 64 * i, 48);
   for (uint64_t i = 0; i < 10; ++i) b.Free(100, 100 + i, 0x10000000 + 64 * i);
   b.Counts(100, {640, 640, 0});
-  std::string path = "/tmp/crossfree-simulate-cli-sampled-" + std::to_string(getpid()) + ".trace";
+  testing::TempDir dir("simulate-cli");
+  std::string path = dir.File("sampled.trace");
   b.WriteTo(path);
-  Run r = Crossfree("simulate " + path);
+  Run r = Crossfree({"simulate", path});
   CHECK(r.status == 2);
   CHECK(r.out == "crossfree simulate: " + path +
                      ": sampled trace (1 allocation in 64 traced): simulate needs every event; "

@@ -13,15 +13,40 @@
 
 namespace crossfree::testing {
 
+// Whether this build is instrumented with AddressSanitizer (scripts/test
+// --asan). Then so is every program the build makes, but the tracer.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
+// address_space under ASan: not set as RLIMIT_AS, because ASan reserves
+// terabytes of address space for its shadow memory at start-up, so under
+// any bound a test could choose the child dies before main ("ASan failed to
+// allocate ... ReserveShadowMemoryRange failed"). The child gets ASan's own
+// bound of the same size instead, hard_rss_limit_mb appended to its
+// ASAN_OPTIONS: ASan's background thread checks the resident set about every
+// 0.1 s and ends the child (exit 1, with a report) once it passes. Programs
+// built without ASan (sh, ls) get no memory bound in that build.
 struct ProcessLimits {
   double timeout_s = 30;           // SIGKILL after this; timed_out is set
-  uint64_t address_space = 0;      // RLIMIT_AS in bytes; 0 = unlimited
+  uint64_t address_space = 0;      // RLIMIT_AS in bytes; 0 = unlimited (ASan builds: above)
   std::vector<std::string> env;    // NAME=VALUE added to (or replacing in) the environment
+  // Removed from the environment (before env is added): NAME, or PREFIX*
+  // for every name that starts with PREFIX.
+  std::vector<std::string> unset_env;
   std::string stdin_path = "/dev/null";
 };
 
 struct ProcessResult {
-  bool started = false;   // false: the command could not be run (error says why)
+  bool started = false;   // false: the command could not be run (error says why), e.g. exec failed
   bool timed_out = false;
   int exit_code = -1;     // when it exited
   int signal = 0;         // when a signal ended it
@@ -35,7 +60,8 @@ struct ProcessResult {
   std::string Describe() const;
 };
 
-// Runs argv[0] (searched in PATH) with the given arguments.
+// Runs argv[0] (searched in PATH) with the given arguments, in a process
+// group of its own (a timeout kills the group); waits for it. Any thread.
 ProcessResult RunProcess(const std::vector<std::string>& argv, const ProcessLimits& limits = {});
 
 // A fresh directory under $TMPDIR (or /tmp), removed with its contents when

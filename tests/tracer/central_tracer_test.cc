@@ -5,9 +5,6 @@
 // counts exactly the calls the trace should hold. Per thread, the recorded
 // fetch/release calls and objects must equal the oracle's.
 #include <catch2/catch.hpp>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -19,8 +16,7 @@
 #include <vector>
 
 #include "format/trace_reader.h"
-
-extern char** environ;
+#include "tests/tracer/tracer_test_util.h"
 
 namespace {
 
@@ -33,31 +29,14 @@ struct Counts {
   std::string name;
 };
 
-fs::path TempDir() {
-  char tmpl[] = "/tmp/crossfree-central-XXXXXX";
-  REQUIRE(mkdtemp(tmpl) != nullptr);
-  return tmpl;
-}
-
-// Runs the target with extra environment entries; returns its exit status.
+// Runs the target with extra environment entries (LD_PRELOAD among them);
+// returns its exit status (tracer_test::Run: 128 + signal, -1 if it did not
+// start or timed out).
 int Run(const std::vector<std::string>& extra_env) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    std::string s = *e;
-    if (s.rfind("LD_PRELOAD=", 0) == 0 || s.rfind("CROSSFREE_", 0) == 0) continue;
-    env.push_back(s);
-  }
-  env.insert(env.end(), extra_env.begin(), extra_env.end());
-  std::vector<char*> envp;
-  for (std::string& s : env) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::string path = CROSSFREE_CENTRAL_TARGET;
-  char* argv[] = {path.data(), nullptr};
-  pid_t pid;
-  REQUIRE(posix_spawn(&pid, path.c_str(), nullptr, nullptr, argv, envp.data()) == 0);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  crossfree::tracer_test::RunResult r =
+      crossfree::tracer_test::Run({CROSSFREE_CENTRAL_TARGET}, extra_env, "");
+  UNSCOPED_INFO("central_target: exit " << r.exit_code << ", stderr:\n" << r.err);
+  return r.exit_code;
 }
 
 struct TraceCounts : crossfree::format::RecordVisitor {
@@ -142,7 +121,7 @@ std::string Preload(bool tracer, bool tccount) {
 }  // namespace
 
 TEST_CASE("recorded central calls equal the counting preload's, per thread") {
-  fs::path dir = TempDir();
+  fs::path dir = crossfree::tracer_test::MakeTempDir();
   REQUIRE(Run({Preload(true, true), "CROSSFREE_OUTPUT=" + (dir / "t.%p.trace").string(),
                "CROSSFREE_TCCOUNT_OUTPUT=" + (dir / "oracle.json").string()}) == 0);
   TraceCounts trace = ReadTrace(dir);
@@ -180,11 +159,10 @@ TEST_CASE("recorded central calls equal the counting preload's, per thread") {
   // overflows many times (at most 32 per batch at the start, then larger).
   CHECK(producer_fetches >= 20000 / 512);
   CHECK(consumer_releases >= 20000 / 512);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("CROSSFREE_CENTRAL=0 records no central call, events still recorded") {
-  fs::path dir = TempDir();
+  fs::path dir = crossfree::tracer_test::MakeTempDir();
   REQUIRE(Run({Preload(true, true), "CROSSFREE_CENTRAL=0",
                "CROSSFREE_OUTPUT=" + (dir / "t.%p.trace").string(),
                "CROSSFREE_TCCOUNT_OUTPUT=" + (dir / "oracle.json").string()}) == 0);
@@ -197,11 +175,10 @@ TEST_CASE("CROSSFREE_CENTRAL=0 records no central call, events still recorded") 
     CHECK(t.fetch + t.release + t.insert + t.remove == 0);
   }
   CHECK(trace.allocs >= 20000);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("without tcmalloc: no central records, no crash") {
-  fs::path dir = TempDir();
+  fs::path dir = crossfree::tracer_test::MakeTempDir();
   REQUIRE(Run({std::string("LD_PRELOAD=") + CROSSFREE_TRACER_LIB,
                "CROSSFREE_OUTPUT=" + (dir / "t.%p.trace").string()}) == 0);
   TraceCounts trace = ReadTrace(dir);
@@ -209,11 +186,10 @@ TEST_CASE("without tcmalloc: no central records, no crash") {
     CHECK(t.fetch + t.release + t.insert + t.remove == 0);
   }
   CHECK(trace.allocs >= 20000);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("tracer and tcmalloc without the counting preload: hooks forward straight to tcmalloc") {
-  fs::path dir = TempDir();
+  fs::path dir = crossfree::tracer_test::MakeTempDir();
   REQUIRE(Run({Preload(true, false), "CROSSFREE_OUTPUT=" + (dir / "t.%p.trace").string()}) == 0);
   TraceCounts trace = ReadTrace(dir);
   uint64_t producer = 0, consumer = 0;
@@ -223,5 +199,4 @@ TEST_CASE("tracer and tcmalloc without the counting preload: hooks forward strai
   }
   CHECK(producer >= 20000 / 512);
   CHECK(consumer >= 20000 / 512);
-  fs::remove_all(dir);
 }

@@ -586,8 +586,7 @@ TEST_CASE("static tcmalloc with the MallocHook API only in .symtab", "[tracer]")
 TEST_CASE("static tcmalloc, stripped: one line on how to relink", "[tracer]") {
   std::string dir = MakeTempDir();
   std::string stripped = dir + "/tt_tcmalloc_stripped";
-  std::string cmd = "strip -o '" + stripped + "' '" + TargetPath("tt_tcmalloc_symtab") + "'";
-  REQUIRE(std::system(cmd.c_str()) == 0);
+  REQUIRE(Run({"strip", "-o", stripped, TargetPath("tt_tcmalloc_symtab")}, {}, "").exit_code == 0);
   RunResult run = Run({stripped}, {"CROSSFREE_OUTPUT=" + dir + "/trace"}, CROSSFREE_TRACER_LIB);
   CHECK(run.exit_code == 0);
   CHECK(run.out.find("result 500") != std::string::npos);

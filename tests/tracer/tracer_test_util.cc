@@ -1,29 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tracer tests: process running and trace loading helpers.
+// Tracer tests: process running (on tests/support) and trace loading helpers.
 #include "tests/tracer/tracer_test_util.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
+#include <memory>
 #include <sstream>
 
-extern char** environ;
+#include "tests/support/process.h"
 
 namespace crossfree::tracer_test {
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class Collector : public format::RecordVisitor {
  public:
@@ -42,74 +27,36 @@ class Collector : public format::RecordVisitor {
   Trace* t_;
 };
 
-std::vector<std::string> g_dirs;
-
-struct Cleanup {
-  ~Cleanup() {
-    for (const std::string& d : g_dirs) {
-      std::string cmd = "rm -rf '" + d + "'";
-      if (std::system(cmd.c_str()) != 0) {
-        // Best effort only.
-      }
-    }
-  }
-} g_cleanup;
+// The directories MakeTempDir made, removed at exit.
+std::vector<std::unique_ptr<testing::TempDir>> g_dirs;
 
 }  // namespace
 
 RunResult Run(const std::vector<std::string>& argv, const std::vector<std::string>& env_extra,
               const std::string& preload) {
-  std::string dir = MakeTempDir();
-  std::string out_path = dir + "/stdout";
-  std::string err_path = dir + "/stderr";
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string kv = *e;
-    if (kv.rfind("LD_PRELOAD=", 0) == 0 || kv.rfind("CROSSFREE_", 0) == 0) continue;
-    env.push_back(kv);
-  }
-  if (!preload.empty()) env.push_back("LD_PRELOAD=" + preload);
-  for (const std::string& kv : env_extra) env.push_back(kv);
-  std::vector<char*> envp;
-  for (std::string& kv : env) envp.push_back(kv.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = argv;
-  std::vector<char*> argp;
-  for (std::string& a : args) argp.push_back(a.data());
-  argp.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
+  testing::ProcessLimits limits;
+  limits.timeout_s = kRunTimeoutSeconds;
+  limits.address_space = kRunAddressSpace;
+  limits.unset_env = {"LD_PRELOAD", "CROSSFREE_*"};
+  if (!preload.empty()) limits.env.push_back("LD_PRELOAD=" + preload);
+  limits.env.insert(limits.env.end(), env_extra.begin(), env_extra.end());
+  testing::ProcessResult p = testing::RunProcess(argv, limits);
   RunResult result;
-  pid_t pid;
-  int rc = posix_spawnp(&pid, argp[0], &actions, nullptr, argp.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    result.err = std::string("spawn failed: ") + std::strerror(rc);
-    return result;
+  result.out = p.out;
+  result.err = p.err;
+  if (p.exited()) {
+    result.exit_code = p.exit_code;
+  } else if (p.started && !p.timed_out) {
+    result.exit_code = 128 + p.signal;
+  } else {
+    result.err += "\n[" + argv[0] + ": " + p.Describe() + "]\n";
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-  }
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.out = ReadFile(out_path);
-  result.err = ReadFile(err_path);
   return result;
 }
 
 std::string MakeTempDir() {
-  const char* tmp = getenv("TMPDIR");
-  std::string templ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                      "/crossfree-tracer-test.XXXXXX";
-  std::vector<char> buf(templ.begin(), templ.end());
-  buf.push_back('\0');
-  if (mkdtemp(buf.data()) == nullptr) return "/tmp";
-  g_dirs.emplace_back(buf.data());
-  return buf.data();
+  g_dirs.push_back(std::make_unique<testing::TempDir>("tracer-test"));
+  return g_dirs.back()->path();
 }
 
 std::string TargetPath(const std::string& name) { return std::string(CROSSFREE_TT_DIR) + "/" + name; }

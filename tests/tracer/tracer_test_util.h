@@ -13,16 +13,25 @@
 namespace crossfree::tracer_test {
 
 struct RunResult {
-  int exit_code = -1;  // 128 + signal if killed
+  int exit_code = -1;  // 128 + signal if killed; -1 if it did not start or timed out
   std::string out;
-  std::string err;
+  std::string err;     // ends with a line saying so if it did not start or timed out
 };
 
-// Runs argv with env_extra ("K=V") added to a clean copy of our environment
-// (LD_PRELOAD and CROSSFREE_* removed first). preload is the full
-// LD_PRELOAD value, or empty for none.
+// Runs argv with env_extra ("K=V", replacing the same name) added to a clean
+// copy of our environment (LD_PRELOAD and CROSSFREE_* removed first).
+// preload is the full LD_PRELOAD value, or empty for none. Runs through
+// tests/support's RunProcess, bounded by kRunTimeoutSeconds and
+// kRunAddressSpace.
 RunResult Run(const std::vector<std::string>& argv, const std::vector<std::string>& env_extra,
               const std::string& preload);
+
+// A hang, not a loaded machine, must trip it (ctest stops a whole test at 300 s).
+constexpr double kRunTimeoutSeconds = 240;
+// RLIMIT_AS of each run: far above what the targets and the real programs
+// (g++, python3, git) map, low enough that a runaway child fails instead of
+// swapping the machine.
+constexpr uint64_t kRunAddressSpace = uint64_t{8} << 30;
 
 // A fresh empty directory under $TMPDIR (or /tmp), removed at exit.
 std::string MakeTempDir();
