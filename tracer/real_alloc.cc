@@ -20,8 +20,11 @@ constexpr int kResolved = 2;
 // dlsym allocates a little (its error buffer, on some paths a TLS block).
 // 256 KiB is far more than glibc needs; when it runs out, allocations fail
 // with ENOMEM rather than reaching the real allocator half-resolved.
-constexpr size_t kArenaBytes = 256 * 1024;
+}  // namespace
+
 alignas(64) unsigned char g_arena[kArenaBytes];
+
+namespace {
 std::atomic<size_t> g_arena_used{0};
 
 // Each arena block is preceded by its size, so realloc can copy it out.
@@ -86,11 +89,6 @@ void* ArenaAlloc(size_t size, size_t alignment) {
   }
 }
 
-bool InArena(const void* p) {
-  auto a = reinterpret_cast<uintptr_t>(p);
-  auto base = reinterpret_cast<uintptr_t>(g_arena);
-  return a >= base && a < base + kArenaBytes;
-}
 
 size_t ArenaBlockSize(const void* p) {
   return reinterpret_cast<const ArenaHeader*>(static_cast<const unsigned char*>(p) -

@@ -43,7 +43,14 @@ inline const RealFunctions& Real() {
 // Arena blocks are never handed to the real allocator: free ignores them,
 // realloc copies them out.
 void* ArenaAlloc(size_t size, size_t alignment);
-bool InArena(const void* p);
+// The arena's bytes (real_alloc.cc). InArena is inline: every free asks.
+inline constexpr size_t kArenaBytes = 256 * 1024;
+extern unsigned char g_arena[kArenaBytes];
+inline bool InArena(const void* p) {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  auto base = reinterpret_cast<uintptr_t>(g_arena);
+  return a - base < kArenaBytes;  // one compare: below base wraps around
+}
 size_t ArenaBlockSize(const void* p);
 
 }  // namespace crossfree::tracer
