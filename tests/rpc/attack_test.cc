@@ -38,7 +38,16 @@ using testing::WaitClosed;
 using testing::WellBehavedCalls;
 using Clock = std::chrono::steady_clock;
 
-constexpr long kRssBoundKb = 256 * 1024;  // the bound the issue states: 256 MB
+// The bound the issue states: 256 MB. Under ThreadSanitizer the server's
+// RSS also holds TSan's shadow and history of every byte the server
+// touched (its buffers included: 274 MiB measured once for the stalled
+// frames), so there the bound is doubled; the builds without TSan check
+// the real one.
+#if defined(__SANITIZE_THREAD__)
+constexpr long kRssBoundKb = 2 * 256 * 1024;
+#else
+constexpr long kRssBoundKb = 256 * 1024;
+#endif
 
 std::unique_ptr<ServerProcess> StartServer(const std::vector<std::string>& args) {
   std::string error;
