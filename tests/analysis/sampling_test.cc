@@ -26,31 +26,15 @@
 #include "render/pprof.h"
 #include "render/pprof_profile.pb.h"
 #include "render/text.h"
+#include "tests/analysis/name_resolver.h"
 #include "tests/support/synthetic_trace.h"
 
 namespace crossfree::analyzer {
 namespace {
 
+using testing::NameResolver;
 using testing::SyntheticTrace;
 
-// Names every return address "F<hex>()", so a stack {a, b} is the site
-// "Fa() <- Fb()".
-class NameResolver : public SymbolResolver {
- public:
-  const std::vector<SymbolFrame>& Resolve(size_t, uint64_t address) override {
-    auto [it, inserted] = table_.try_emplace(address);
-    if (inserted) {
-      SymbolFrame f;
-      f.address = address;
-      f.function = fmt::format("F{:x}()", address);
-      it->second = {f};
-    }
-    return it->second;
-  }
-
- private:
-  std::map<uint64_t, std::vector<SymbolFrame>> table_;
-};
 
 constexpr uint32_t kPid = 700;
 constexpr uint32_t kProducer0 = 701, kProducer1 = 702, kConsumer0 = 703, kConsumer1 = 704;

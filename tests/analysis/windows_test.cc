@@ -18,12 +18,14 @@
 #include "render/html.h"
 #include "render/json.h"
 #include "render/text.h"
+#include "tests/analysis/name_resolver.h"
 #include "tests/support/synthetic_trace.h"
 
 namespace crossfree::analyzer {
 namespace {
 
 using format::WindowState;
+using testing::NameResolver;
 using testing::SyntheticTrace;
 
 constexpr uint32_t kPid = 900;
@@ -156,23 +158,6 @@ TEST_CASE("windows: objects live when the last window closed are live at window 
   }
 }
 
-// Names every return address "F<hex>()".
-class NameResolver : public SymbolResolver {
- public:
-  const std::vector<SymbolFrame>& Resolve(size_t, uint64_t address) override {
-    auto [it, inserted] = table_.try_emplace(address);
-    if (inserted) {
-      SymbolFrame f;
-      f.address = address;
-      f.function = fmt::format("F{:x}()", address);
-      it->second = {f};
-    }
-    return it->second;
-  }
-
- private:
-  std::map<uint64_t, std::vector<SymbolFrame>> table_;
-};
 
 TEST_CASE("windows: the report names recording windows and --from/--to alike") {
   SyntheticTrace t(Windowed(true));
