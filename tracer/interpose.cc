@@ -51,38 +51,13 @@ CROSSFREE_INLINE const RealFunctions* Resolved() {
   return RealResolved() ? &Real() : nullptr;
 }
 
-// Sampling: whether the allocation p (not null) is to be recorded. Counts
-// it; the thread's first counted call starts its sampler.
-CROSSFREE_INLINE bool Keep(void* p) {
-  if (!Sampling()) return true;
-  if (__builtin_expect(!SamplerSeeded(), 0)) StartSampledThread();
-  return SampleAllocation(p);
-}
-
-// Sampling: whether the free of p (not null) is to be recorded: p was
-// sampled (and is now out of the live set). Counts it.
-CROSSFREE_INLINE bool KeepFree(void* p) {
-  if (!Sampling()) return true;
-  if (__builtin_expect(!SamplerSeeded(), 0)) StartSampledThread();
-  CountFree();
-  return LiveRemove(p);
-}
-
-// A free while recording is off (window closed): with sampling, p leaves
-// the live set all the same. Not while the guard is held: then an outer
-// hook of this thread deals with p.
-CROSSFREE_INLINE bool ForgetSampled(void* p) {
-  return Sampling() && p != nullptr &&
-         __atomic_load_n(&crossfree_tracer_guard, __ATOMIC_RELAXED) == 0 && LiveRemove(p);
-}
-
 // Shape 1: an allocation that cannot throw. call() returns the new block.
 template <typename Call>
 CROSSFREE_INLINE void* Alloc(AllocFn fn, const CallSite& site, uint64_t size, Call&& call) {
   if (!ShouldRecord()) return call();
   GuardScope guard;
   void* p = call();
-  if (p != nullptr && Keep(p)) {
+  if (p != nullptr && KeepAllocation(p)) {
     ErrnoSaver saved;
     RecordAlloc(fn, p, size, site);
   }
@@ -98,7 +73,7 @@ CROSSFREE_INLINE void* ThrowingNew(AllocFn fn, const CallSite& site, uint64_t si
   void* p = next(true);
   if (p != nullptr) {
     GuardScope guard;
-    if (Keep(p)) {
+    if (KeepAllocation(p)) {
       ErrnoSaver saved;
       RecordAlloc(fn, p, size, site);
     }
@@ -134,7 +109,7 @@ CROSSFREE_INLINE void Free(FreeFn fn, const CallSite& site, void* p, uint64_t si
 template <typename Call>
 CROSSFREE_INLINE void* SampledRealloc(AllocFn fn, const CallSite& site, void* old,
                                       uint64_t size, Call&& call) {
-  if (__builtin_expect(!SamplerSeeded(), 0)) StartSampledThread();
+  StartSampledThreadOnce();
   const bool followed = LiveRemove(old);
   const uint64_t ts_free = followed ? NowNs() : 0;
   void* p = call();
@@ -179,7 +154,7 @@ CROSSFREE_INLINE void* Realloc(AllocFn fn, const CallSite& site, void* old, uint
   GuardScope guard;
   if (old == nullptr) {
     void* p = call();
-    if (p != nullptr && Keep(p)) {
+    if (p != nullptr && KeepAllocation(p)) {
       ErrnoSaver saved;
       RecordAlloc(fn, p, size, site);
     }

@@ -221,10 +221,7 @@ __attribute__((noinline)) void OnNew(const void* ptr, size_t size) {
   if (ptr == nullptr || !ShouldRecord()) return;
   GuardScope guard;
   ErrnoSaver errno_saver;
-  if (Sampling()) {  // as interpose.cc's Keep
-    if (!SamplerSeeded()) StartSampledThread();
-    if (!SampleAllocation(ptr)) return;
-  }
+  if (!KeepAllocation(ptr)) return;
   CallSite site{__builtin_return_address(0), __builtin_frame_address(0),
                 g_range_count > 0 ? InAllocator : nullptr};
   RecordAlloc(format::AllocFn::kMallocHook, ptr, size, site);
@@ -234,20 +231,13 @@ __attribute__((noinline)) void OnNew(const void* ptr, size_t size) {
 __attribute__((noinline)) void OnDelete(const void* ptr) {
   if (ptr == nullptr) return;
   if (!ShouldRecord()) {
-    // Recording off (window closed): the object leaves the live set all
-    // the same. The delete hook runs before tcmalloc releases the block.
-    if (Sampling() && __atomic_load_n(&crossfree_tracer_guard, __ATOMIC_RELAXED) == 0) {
-      LiveRemove(ptr);
-    }
+    // The delete hook runs before tcmalloc releases the block.
+    ForgetSampled(ptr);
     return;
   }
   GuardScope guard;
   ErrnoSaver errno_saver;
-  if (Sampling()) {  // as interpose.cc's KeepFree
-    if (!SamplerSeeded()) StartSampledThread();
-    CountFree();
-    if (!LiveRemove(ptr)) return;
-  }
+  if (!KeepFree(ptr)) return;
   uint64_t ts = NowNs();
   CallSite site{__builtin_return_address(0), __builtin_frame_address(0),
                 g_range_count > 0 ? InAllocator : nullptr};

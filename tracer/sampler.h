@@ -31,6 +31,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "tracer/recorder.h"
+
 namespace crossfree::tracer {
 
 // 0 when not sampling (everything is traced), else N >= 2. Set once at
@@ -116,5 +118,37 @@ void ReseedSamplerInForkChild();
 // Natural logarithm of x > 0, without libm (the tracer may not need it).
 // Exposed for its test.
 double SamplerLog(double x);
+
+// The hooks' questions (interpose.cc, malloc_hook.cc). Call with the guard
+// held, except ForgetSampled.
+
+// The thread's first counted call starts its sampler (StartSampledThread).
+inline void StartSampledThreadOnce() {
+  if (__builtin_expect(!SamplerSeeded(), 0)) StartSampledThread();
+}
+
+// Whether the allocation p (not null) is to be recorded; counts it.
+inline bool KeepAllocation(const void* p) {
+  if (!Sampling()) return true;
+  StartSampledThreadOnce();
+  return SampleAllocation(p);
+}
+
+// Whether the free of p (not null) is to be recorded: p was sampled (and
+// is now out of the live set). Counts it.
+inline bool KeepFree(const void* p) {
+  if (!Sampling()) return true;
+  StartSampledThreadOnce();
+  CountFree();
+  return LiveRemove(p);
+}
+
+// A free while recording is off (window closed): with sampling, p leaves
+// the live set all the same. Not while the guard is held: then an outer
+// hook of this thread deals with p. True if p was sampled.
+inline bool ForgetSampled(const void* p) {
+  return Sampling() && p != nullptr &&
+         __atomic_load_n(&crossfree_tracer_guard, __ATOMIC_RELAXED) == 0 && LiveRemove(p);
+}
 
 }  // namespace crossfree::tracer
