@@ -337,21 +337,16 @@ std::string ResolveCommand(const std::string& cmd) {
   return "";
 }
 
-// A signal given as a number, "USR2" or "SIGUSR2"; 0 if unknown.
+// A signal given as a number, "USR2" or "SIGUSR2" (libc's abbreviations,
+// sigabbrev_np), or "RTMIN+N"; 0 if unknown.
 int ParseSignal(const std::string& text) {
   if (!text.empty() && std::all_of(text.begin(), text.end(), ::isdigit)) {
     return text.size() < 4 ? std::stoi(text) : 0;
   }
   std::string name = text.rfind("SIG", 0) == 0 ? text.substr(3) : text;
-  static const std::pair<const char*, int> kNames[] = {
-      {"HUP", SIGHUP},   {"INT", SIGINT},     {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
-      {"USR2", SIGUSR2}, {"PIPE", SIGPIPE},   {"ALRM", SIGALRM}, {"TERM", SIGTERM},
-      {"CHLD", SIGCHLD}, {"CONT", SIGCONT},   {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN},
-      {"TTOU", SIGTTOU}, {"URG", SIGURG},     {"XCPU", SIGXCPU}, {"XFSZ", SIGXFSZ},
-      {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
-      {"PWR", SIGPWR},   {"SYS", SIGSYS}};
-  for (const auto& [n, sig] : kNames) {
-    if (name == n) return sig;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    const char* abbrev = sigabbrev_np(sig);
+    if (abbrev != nullptr && name == abbrev) return sig;
   }
   if (name.rfind("RTMIN+", 0) == 0 && name.size() > 6 &&
       std::all_of(name.begin() + 6, name.end(), ::isdigit) && name.size() < 9) {
