@@ -174,10 +174,23 @@ CROSSFREE_INLINE void* Realloc(AllocFn fn, const CallSite& site, void* old, uint
 
 // Where the next operator new/delete is absent (no libstdc++ in the
 // process), the malloc family stands in.
+// With StdOperatorsDirect, a plain new is the real malloc of at least one
+// byte, as libstdc++'s is; only when that fails does libstdc++'s own run,
+// for its new-handler loop and its std::bad_alloc.
+CROSSFREE_INLINE void* DirectNew(const RealFunctions* r, size_t n) {
+  GuardScope guard;
+  return r->malloc(n != 0 ? n : 1);
+}
+
 CROSSFREE_INLINE void* NextNew(const RealFunctions* r, void* (*next)(size_t), size_t n,
                                bool guarded) {
   if (r == nullptr) return ArenaAlloc(n, 16);
-  if (next != nullptr) return guarded ? crossfree_guarded_new(next, n) : next(n);
+  if (next != nullptr) {
+    if (StdOperatorsDirect()) {
+      if (void* p = DirectNew(r, n)) return p;
+    }
+    return guarded ? crossfree_guarded_new(next, n) : next(n);
+  }
   GuardScope guard;
   return r->malloc(n);
 }
@@ -194,7 +207,11 @@ CROSSFREE_INLINE void* NextNewAligned(const RealFunctions* r, void* (*next)(size
 CROSSFREE_INLINE void* NothrowNew(const RealFunctions* r, void* (*next)(size_t, const void*),
                                   size_t n, const std::nothrow_t& tag) {
   if (r == nullptr) return ArenaAlloc(n, 16);
-  return next != nullptr ? next(n, &tag) : r->malloc(n);
+  if (next == nullptr) return r->malloc(n);
+  if (StdOperatorsDirect()) {
+    if (void* p = DirectNew(r, n)) return p;
+  }
+  return next(n, &tag);
 }
 
 CROSSFREE_INLINE void* NothrowNewAligned(const RealFunctions* r,
@@ -217,6 +234,16 @@ CROSSFREE_INLINE void NextDelete(const RealFunctions* r, Next next, void* p, Arg
   }
 }
 
+// An unaligned delete: libstdc++'s is free(p) (StdOperatorsDirect).
+template <typename Next, typename... Args>
+CROSSFREE_INLINE void NextPlainDelete(const RealFunctions* r, Next next, void* p, Args... args) {
+  if (r != nullptr && next != nullptr && StdOperatorsDirect()) {
+    r->free(p);
+    return;
+  }
+  NextDelete(r, next, p, args...);
+}
+
 CROSSFREE_INLINE uint64_t MulOrMax(size_t a, size_t b) {
   size_t out;
   return __builtin_mul_overflow(a, b, &out) ? UINT64_MAX : out;
@@ -232,6 +259,7 @@ using crossfree::tracer::Free;
 using crossfree::tracer::InArena;
 using crossfree::tracer::MulOrMax;
 using crossfree::tracer::NextDelete;
+using crossfree::tracer::NextPlainDelete;
 using crossfree::tracer::NextNew;
 using crossfree::tracer::NextNewAligned;
 using crossfree::tracer::NothrowNew;
@@ -406,25 +434,25 @@ CROSSFREE_CXX_HOOK void* operator new[](size_t n, std::align_val_t al,
 CROSSFREE_CXX_HOOK void operator delete(void* p) noexcept {
   const RealFunctions* r = Resolved();
   Free(FreeFn::kDelete, CROSSFREE_SITE, p, 0,
-       [&] { NextDelete(r, r ? r->op_delete : nullptr, p); });
+       [&] { NextPlainDelete(r, r ? r->op_delete : nullptr, p); });
 }
 
 CROSSFREE_CXX_HOOK void operator delete[](void* p) noexcept {
   const RealFunctions* r = Resolved();
   Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, 0,
-       [&] { NextDelete(r, r ? r->op_delete_array : nullptr, p); });
+       [&] { NextPlainDelete(r, r ? r->op_delete_array : nullptr, p); });
 }
 
 CROSSFREE_CXX_HOOK void operator delete(void* p, size_t n) noexcept {
   const RealFunctions* r = Resolved();
   Free(FreeFn::kDelete, CROSSFREE_SITE, p, n,
-       [&] { NextDelete(r, r ? r->op_delete_sized : nullptr, p, n); });
+       [&] { NextPlainDelete(r, r ? r->op_delete_sized : nullptr, p, n); });
 }
 
 CROSSFREE_CXX_HOOK void operator delete[](void* p, size_t n) noexcept {
   const RealFunctions* r = Resolved();
   Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, n,
-       [&] { NextDelete(r, r ? r->op_delete_array_sized : nullptr, p, n); });
+       [&] { NextPlainDelete(r, r ? r->op_delete_array_sized : nullptr, p, n); });
 }
 
 CROSSFREE_CXX_HOOK void operator delete(void* p, std::align_val_t al) noexcept {
@@ -458,14 +486,14 @@ CROSSFREE_CXX_HOOK void operator delete[](void* p, size_t n, std::align_val_t al
 CROSSFREE_CXX_HOOK void operator delete(void* p, const std::nothrow_t& tag) noexcept {
   const RealFunctions* r = Resolved();
   Free(FreeFn::kDelete, CROSSFREE_SITE, p, 0, [&] {
-    NextDelete(r, r ? r->op_delete_nothrow : nullptr, p, static_cast<const void*>(&tag));
+    NextPlainDelete(r, r ? r->op_delete_nothrow : nullptr, p, static_cast<const void*>(&tag));
   });
 }
 
 CROSSFREE_CXX_HOOK void operator delete[](void* p, const std::nothrow_t& tag) noexcept {
   const RealFunctions* r = Resolved();
   Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, 0, [&] {
-    NextDelete(r, r ? r->op_delete_array_nothrow : nullptr, p, static_cast<const void*>(&tag));
+    NextPlainDelete(r, r ? r->op_delete_array_nothrow : nullptr, p, static_cast<const void*>(&tag));
   });
 }
 

@@ -43,6 +43,47 @@ void Lookup(T* slot, const char* name, bool required) {
   *slot = reinterpret_cast<T>(sym);
 }
 
+// The object that defines address: its load base and file name.
+bool ObjectOf(const void* address, Dl_info* info) {
+  return address != nullptr && dladdr(address, info) != 0 && info->dli_fname != nullptr;
+}
+
+bool IsLibStdCxx(const void* address) {
+  Dl_info info;
+  if (!ObjectOf(address, &info)) return false;
+  const char* base = info.dli_fname;
+  for (const char* c = info.dli_fname; *c != '\0'; ++c) {
+    if (*c == '/') base = c + 1;
+  }
+  static constexpr char kName[] = "libstdc++.so";
+  return __builtin_strncmp(base, kName, sizeof(kName) - 1) == 0;
+}
+
+// See StdOperatorsDirect (real_alloc.h).
+bool DecideStdOperatorsDirect(const RealFunctions& r) {
+  Dl_info self;
+  if (!ObjectOf(reinterpret_cast<const void*>(&IsLibStdCxx), &self)) return false;
+  for (const char* name : {"malloc", "free", "_Znwm", "_ZdlPv"}) {
+    Dl_info first;
+    if (!ObjectOf(dlsym(RTLD_DEFAULT, name), &first) || first.dli_fbase != self.dli_fbase) {
+      return false;
+    }
+  }
+  for (const void* next : {reinterpret_cast<const void*>(r.op_new),
+                           reinterpret_cast<const void*>(r.op_new_array),
+                           reinterpret_cast<const void*>(r.op_new_nothrow),
+                           reinterpret_cast<const void*>(r.op_new_array_nothrow),
+                           reinterpret_cast<const void*>(r.op_delete),
+                           reinterpret_cast<const void*>(r.op_delete_array),
+                           reinterpret_cast<const void*>(r.op_delete_sized),
+                           reinterpret_cast<const void*>(r.op_delete_array_sized),
+                           reinterpret_cast<const void*>(r.op_delete_nothrow),
+                           reinterpret_cast<const void*>(r.op_delete_array_nothrow)}) {
+    if (!IsLibStdCxx(next)) return false;
+  }
+  return true;
+}
+
 void Resolve() {
   int expected = kUnresolved;
   if (!__atomic_compare_exchange_n(&internal::g_real_state, &expected, kResolving, false,
@@ -54,6 +95,7 @@ void Resolve() {
   CROSSFREE_NEXT_HOOKS(CROSSFREE_LOOKUP)
 #undef CROSSFREE_LOOKUP
   internal::g_real = r;
+  internal::g_std_operators_direct = DecideStdOperatorsDirect(r);
   __atomic_store_n(&internal::g_real_state, kResolved, __ATOMIC_RELEASE);
 }
 
@@ -63,6 +105,7 @@ namespace internal {
 
 RealFunctions g_real;
 int g_real_state = kUnresolved;
+bool g_std_operators_direct = false;
 
 bool ResolveSlow() {
   Resolve();

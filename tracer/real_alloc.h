@@ -22,6 +22,7 @@ struct RealFunctions {
 namespace internal {
 extern RealFunctions g_real;
 extern int g_real_state;  // 2 once resolved
+extern bool g_std_operators_direct;
 bool ResolveSlow();
 }  // namespace internal
 
@@ -38,6 +39,17 @@ inline const RealFunctions& Real() {
   RealResolved();
   return internal::g_real;
 }
+
+// Whether the plain operators new/new[] (throwing and nothrow) and the
+// unaligned deletes may go straight to the real malloc and free instead of
+// through libstdc++'s definitions. Those only call malloc (with a
+// new-handler loop on failure) and free, by way of ::operator new,
+// ::operator delete, malloc and free as the global scope resolves them;
+// calling the real malloc and free directly is the same call without a
+// second pass through the hooks, but only when all four of those resolve
+// to this library (no executable or earlier preload defines its own) and
+// the next operators are libstdc++'s. Decided once, by the resolver.
+inline bool StdOperatorsDirect() { return internal::g_std_operators_direct; }
 
 // Bootstrap arena: a static bump allocator for dlsym's early allocations.
 // Arena blocks are never handed to the real allocator: free ignores them,

@@ -324,6 +324,26 @@ TEST_CASE("every allocation function and operator new/delete variant", "[tracer]
   }
 }
 
+TEST_CASE("a program's own operator new/delete: libstdc++'s other operators still reach them",
+          "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_custom_operators", dir);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out.find("result 0") != std::string::npos);
+  Trace t = LoadTrace(dir + "/trace");
+  REQUIRE(t.complete);
+  auto fns = ParseFunctions(run.out);
+  Counts c = Count(EventsFrom(t, fns["tt_custom_operators"]));
+  // The program's own new is not interposed (its definition comes
+  // first; the malloc inside it is recorded from its frame), so from
+  // tt_custom_operators only the operators the program lacks are seen,
+  // each once: new[], nothrow new, delete[], and the sized deletes of
+  // `delete i` (4 bytes) and of the nothrow block.
+  CHECK(c.alloc_fns == std::map<uint8_t, int>{{A(AllocFn::kNewArray), 1}, {A(AllocFn::kNew), 1}});
+  CHECK(c.alloc_sizes == std::multiset<uint64_t>{2001, 2002});
+  CHECK(c.free_fns == std::map<uint8_t, int>{{F(FreeFn::kDeleteArray), 1}, {F(FreeFn::kDelete), 2}});
+}
+
 TEST_CASE("calloc in a constructor function before main", "[tracer]") {
   std::string dir = MakeTempDir();
   RunResult run = RunTraced("tt_ctor_calloc", dir);
