@@ -537,6 +537,60 @@ void WriteTotals(const ExitStats& stats) {
   if (!WriteAll(g.fd, buf, n)) ReportWriteFailure(errno);
 }
 
+namespace {
+
+// Borrows every other thread's state that pick(state) selects, writes the
+// chunk of each whose owner is not inside a record, and hands them back;
+// returns how many it borrowed but could not write. Until deadline (0:
+// not at all) it waits for states another flusher holds and for owners
+// inside a record (they finish it within microseconds). Signals stay
+// blocked throughout: a handler that longjmp'd out while this thread
+// holds borrows (or one that waited for an owner) would leave the owners
+// waiting for ever.
+template <typename Pick>
+uint32_t BorrowAndFlush(const Pick& pick, uint64_t deadline) {
+  ThreadState* const self = t_state;
+  ThreadState* const head = g.registry.load(std::memory_order_acquire);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int borrowed = 0;
+  for (ThreadState* it = head; it != nullptr; it = it->next) {
+    if (it == self || !pick(it)) continue;
+    for (;;) {
+      uint32_t expected = kOpen;
+      if (it->closed.compare_exchange_strong(expected, kBorrowed, std::memory_order_seq_cst)) {
+        ++borrowed;
+        break;
+      }
+      // Closed for exit: the exit flush owns it. Borrowed by another
+      // flusher: handed back within a write.
+      if (expected == kClosedForExit || NowNs() >= deadline) break;
+      sched_yield();
+    }
+  }
+  uint32_t skipped = 0;
+  if (borrowed != 0) {
+    HeavyFence();
+    for (ThreadState* it = head; it != nullptr; it = it->next) {
+      if (it == self || it->closed.load(std::memory_order_relaxed) != kBorrowed) continue;
+      while (it->busy.load(std::memory_order_seq_cst) != 0 && NowNs() < deadline) sched_yield();
+      // busy still means the owner is inside a record: it writes its own
+      // chunk at that record's end (age bound).
+      if (it->busy.load(std::memory_order_seq_cst) == 0) {
+        FlushChunk(it);
+      } else {
+        ++skipped;
+      }
+      it->closed.store(kOpen, std::memory_order_release);
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return skipped;
+}
+
+}  // namespace
+
 void FlushIdleStates(uint64_t now) {
   uint64_t due = g.next_idle_scan_ns.load(std::memory_order_relaxed);
   if (now < due || !g.next_idle_scan_ns.compare_exchange_strong(
@@ -544,33 +598,19 @@ void FlushIdleStates(uint64_t now) {
     return;  // not due, or another thread scans now
   }
   if (g.phase.load(std::memory_order_acquire) != kActive) return;
-  ThreadState* const self = t_state;
-  ThreadState* const head = g.registry.load(std::memory_order_acquire);
-  int borrowed = 0;
-  for (ThreadState* it = head; it != nullptr; it = it->next) {
-    const uint64_t since = it->open_since_ns.load(std::memory_order_relaxed);
-    if (it == self || since == 0 || now <= since || now - since < g.settings.flush_ns) continue;
-    uint32_t expected = kOpen;
-    if (it->closed.compare_exchange_strong(expected, kBorrowed, std::memory_order_seq_cst)) {
-      ++borrowed;
-    }
-  }
-  if (borrowed == 0) return;
-  // No signal handler may run on this thread while it holds borrows: one
-  // that longjmp'd out (or waited for an owner) would leave the owners
-  // waiting for ever.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  HeavyFence();
-  for (ThreadState* it = head; it != nullptr; it = it->next) {
-    if (it == self || it->closed.load(std::memory_order_relaxed) != kBorrowed) continue;
-    // busy now means the owner is inside a record: it writes its own chunk
-    // at that record's end (age bound), leave it.
-    if (it->busy.load(std::memory_order_seq_cst) == 0) FlushChunk(it);
-    it->closed.store(kOpen, std::memory_order_release);
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  // Only states whose open chunk is older than the bound; no waiting.
+  BorrowAndFlush(
+      [now](const ThreadState* it) {
+        const uint64_t since = it->open_since_ns.load(std::memory_order_relaxed);
+        return since != 0 && now > since && now - since >= g.settings.flush_ns;
+      },
+      0);
+}
+
+uint32_t FlushAllStates(uint64_t wait_budget_ns) {
+  // Every state, whatever its age (recording is already off, so owners
+  // inside a record start no other).
+  return BorrowAndFlush([](const ThreadState*) { return true; }, NowNs() + wait_budget_ns);
 }
 
 bool WriteOwnWindowRecord(format::WindowState state, format::WindowCause cause, uint64_t ts) {
@@ -580,45 +620,6 @@ bool WriteOwnWindowRecord(format::WindowState state, format::WindowCause cause, 
   FlushChunk(s);
   Leave(s);
   return true;
-}
-
-uint32_t FlushAllStates(uint64_t wait_budget_ns) {
-  const uint64_t deadline = NowNs() + wait_budget_ns;
-  ThreadState* const self = t_state;
-  ThreadState* const head = g.registry.load(std::memory_order_acquire);
-  // As FlushIdleStates, for every state whatever its age, and waiting for
-  // owners in the middle of a record (they finish it within microseconds:
-  // recording is already off, so they start no other).
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  uint32_t skipped = 0;
-  for (ThreadState* it = head; it != nullptr; it = it->next) {
-    if (it == self) continue;
-    for (;;) {
-      uint32_t expected = kOpen;
-      if (it->closed.compare_exchange_strong(expected, kBorrowed, std::memory_order_seq_cst)) {
-        break;
-      }
-      // Closed for exit: the exit flush owns it. Borrowed by the idle
-      // flusher: handed back within a write.
-      if (expected == kClosedForExit || NowNs() >= deadline) break;
-      sched_yield();
-    }
-  }
-  HeavyFence();
-  for (ThreadState* it = head; it != nullptr; it = it->next) {
-    if (it == self || it->closed.load(std::memory_order_relaxed) != kBorrowed) continue;
-    while (it->busy.load(std::memory_order_seq_cst) != 0 && NowNs() < deadline) sched_yield();
-    if (it->busy.load(std::memory_order_seq_cst) == 0) {
-      FlushChunk(it);
-    } else {
-      ++skipped;  // still busy: it writes its own chunk later
-    }
-    it->closed.store(kOpen, std::memory_order_release);
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return skipped;
 }
 
 bool ReadyForWindowChangeInHandler() {
