@@ -43,6 +43,7 @@
 
 #include "cli/commands.h"
 #include "format/trace_reader.h"
+#include "tracer/toggle_signal.h"
 
 namespace crossfree::cli {
 namespace {
@@ -366,9 +367,7 @@ int RunRecord(const RecordArgs& args) {
   int toggle_signal = 0;
   if (!args.toggle_signal.empty()) {
     toggle_signal = ParseSignal(args.toggle_signal);
-    if (toggle_signal == 0 || toggle_signal == SIGKILL || toggle_signal == SIGSTOP ||
-        toggle_signal == SIGSEGV || toggle_signal == SIGBUS || toggle_signal == SIGFPE ||
-        toggle_signal == SIGILL) {
+    if (!tracer::UsableToggleSignal(toggle_signal)) {
       fmt::print(stderr,
                  "crossfree record: --toggle-signal {}: not a signal the tracer can use (give a "
                  "name like USR2 or a number; not KILL, STOP, SEGV, BUS, FPE or ILL)\n",

@@ -8,6 +8,7 @@
 
 #include "format/trace_format.h"
 #include "tracer/sys.h"
+#include "tracer/toggle_signal.h"
 
 namespace crossfree::tracer {
 namespace {
@@ -104,10 +105,7 @@ void LoadSettings(Settings* s) {
   }
   if (const char* v = getenv("CROSSFREE_TOGGLE_SIGNAL"); v != nullptr && *v != '\0') {
     uint64_t sig;
-    // SIGKILL and SIGSTOP cannot be caught; SIGSEGV/SIGBUS/SIGFPE/SIGILL
-    // belong to the program's crash handling.
-    if (ParseDecimal(v, &sig) && sig >= 1 && sig < 65 && sig != SIGKILL && sig != SIGSTOP &&
-        sig != SIGSEGV && sig != SIGBUS && sig != SIGFPE && sig != SIGILL) {
+    if (ParseDecimal(v, &sig) && sig < 65 && UsableToggleSignal(static_cast<long>(sig))) {
       s->toggle_signal = static_cast<int>(sig);
     } else {
       Invalid("CROSSFREE_TOGGLE_SIGNAL", v, "none");
