@@ -1,0 +1,13 @@
+# Helpers shared by the benchmark scripts (sourced, not run).
+
+# Median of the numbers on stdin, one a line (the mean of the two middle
+# ones for an even count; 0 when there are none).
+median() {
+  sort -g | awk '{v[NR] = $1} END {
+    if (NR == 0) print 0
+    else if (NR % 2) print v[(NR + 1) / 2]
+    else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# Wall clock in nanoseconds.
+now_ns() { date +%s%N; }
