@@ -615,11 +615,8 @@ bool Connection::HandleCallResponse(std::unique_ptr<InboundTransfer> transfer) {
     return false;
   }
   call->StopTimer();
-  // Read before the callback, which may free the call.
-  const bool may_park = lend_reads_ && call->caller_may_read;
   resp.transfer = std::move(transfer);
-  call->HandleResponse(&resp, this);
-  if (may_park) MaybeParkReadSide();
+  call->HandleResponse(&resp, this);  // may park the read side (caller_may_read)
   return !shut_down_;
 }
 
@@ -807,7 +804,7 @@ void Connection::Shutdown(const Status& why) {
 
 void Connection::MaybeParkReadSide() {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
-  if (shut_down_ || (read_paused_ & kPauseLent) != 0) return;
+  if (!lend_reads_ || shut_down_ || (read_paused_ & kPauseLent) != 0) return;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (read_side_ != ReadSide::kReactor || connecting_ || !awaiting_response_.empty() ||
@@ -922,7 +919,7 @@ int Connection::TakeLentFrame(OutboundCall* call, std::unique_ptr<InboundTransfe
   if (!s.ok()) {
     // The reactor closes the connection, as if it had read this itself.
     HandBackReadSide(nullptr, HandBack::kNone, false, nullptr,
-                     Status::Corruption("invalid RPC response: " + s.ToString()));
+                     s.CloneAndPrepend("invalid RPC response"));
     return -1;
   }
   const int32_t id = resp.header.call_id();
@@ -956,6 +953,7 @@ int Connection::TakeLentFrame(OutboundCall* call, std::unique_ptr<InboundTransfe
   resp.transfer = std::move(frame);
   // Parses into the caller's response, recycles the frame into the read
   // side's pool (still ours) and runs the callback here.
+  reactor_->messenger()->CountCallerReadResponse();
   call->HandleResponse(&resp, this);
   HandBackReadSide(nullptr, HandBack::kNone, true, nullptr, Status::OK());
   return 1;

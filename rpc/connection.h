@@ -130,6 +130,10 @@ class Connection {
   // and leaves the descriptor's close() to this thread (a descriptor
   // number must not be reused while a thread polls it).
   bool ReadOwnResponse(OutboundCall* call);
+  // Client, reactor thread only: lends the read side (kReactor -> kParked)
+  // if lending is on and nothing else is outstanding. From
+  // OutboundCall::HandleResponse of a sync call, before its callback.
+  void MaybeParkReadSide();
   // Server, the responder's thread (a worker; not the reactor): writes the
   // response the call has prepared. The reactor ends the call later, on its
   // thread, before it reads the next bytes of the connection (or at its
@@ -221,9 +225,6 @@ class Connection {
   bool HandleCallResponse(std::unique_ptr<InboundTransfer> transfer);
   bool HandleInboundCall(std::unique_ptr<InboundTransfer> transfer);
   void FailWithBadData(const Status& s);
-  // Client, reactor: lends the read side (kReactor -> kParked) if nothing
-  // else is outstanding. From HandleCallResponse after a sync response.
-  void MaybeParkReadSide();
   // Client, reactor: takes a parked read side back (kParked -> kReactor),
   // e.g. before a call the reactor must read the response of.
   void UnparkReadSide();

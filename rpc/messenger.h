@@ -144,6 +144,12 @@ class Messenger {
   bool TryAddServerConnection();
   void RemoveServerConnection() { server_connections_.fetch_sub(1, std::memory_order_relaxed); }
   int server_connections() const { return server_connections_.load(std::memory_order_relaxed); }
+  // Client: responses that sync callers read from the socket themselves
+  // (caller_reads_sync_responses), for tests and the bench. Any thread.
+  uint64_t caller_read_responses() const {
+    return caller_read_responses_.load(std::memory_order_relaxed);
+  }
+  void CountCallerReadResponse() { caller_read_responses_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   explicit Messenger(const MessengerOptions& options);
@@ -155,6 +161,7 @@ class Messenger {
   MemoryBudget budget_;
   DeferredPool deferred_;
   std::atomic<int> server_connections_{0};
+  std::atomic<uint64_t> caller_read_responses_{0};
   std::vector<std::unique_ptr<Reactor>> reactors_;
   std::unique_ptr<Acceptor> acceptor_;
   mutable std::shared_mutex services_mu_;

@@ -185,6 +185,7 @@ void OutboundCall::HandleResponse(CallResponse* r, Connection* conn) {
   } else {
     response_ = std::move(*r);
   }
+  if (caller_may_read && conn->reactor()->IsCurrentThread()) conn->MaybeParkReadSide();
   Finish(state, st);
 }
 

@@ -93,7 +93,10 @@ class OutboundCall final : public TransferCallbacks {
   void NotifyTransferAborted(const Status& status) override;
   // Parses the response (status from the header/body) and finishes the call.
   // `conn` (the call's connection) gets the response frame back for reuse
-  // unless the call keeps it (sidecars, legacy_client_transfer).
+  // unless the call keeps it (sidecars, legacy_client_transfer). On the
+  // reactor, a call with caller_may_read lets `conn` lend its read side
+  // between the recycling and the callback (Connection::MaybeParkReadSide):
+  // after the callback the caller may already be sending its next call.
   void HandleResponse(CallResponse* response, Connection* conn);
   // Runs the callback once; the call must no longer be referenced by any
   // connection. The callback may free the call.
