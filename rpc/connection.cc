@@ -4,16 +4,20 @@
 #include "rpc/connection.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
 
+#include "rpc/alloc_pattern.h"
 #include "rpc/dcheck.h"
 #include "rpc/inbound_call.h"
 #include "rpc/logging.h"
 #include "rpc/memory_budget.h"
 #include "rpc/messenger.h"
+#include "rpc/notification.h"
 #include "rpc/outbound_call.h"
 #include "rpc/reactor.h"
 
@@ -41,7 +45,10 @@ Connection::Connection(Reactor* reactor, Direction direction, int fd, const Sock
       max_out_bytes_(reactor->messenger()->options().max_queued_response_bytes_per_connection),
       frame_timeout_s_(reactor->messenger()->options().frame_timeout_ms / 1000.0),
       idle_timeout_s_(reactor->messenger()->options().idle_timeout_ms / 1000.0),
-      call_pool_(direction == Direction::kServer ? kMaxPooledCalls : 0) {
+      call_pool_(direction == Direction::kServer ? kMaxPooledCalls : 0),
+      lend_reads_(direction == Direction::kClient &&
+                  reactor->messenger()->options().caller_reads_sync_responses &&
+                  DirectWrites()) {
   read_buf_.reset(new uint8_t[kReadBufferSize]);
   spare_transfers_.reserve(kMaxPooledTransfers);
   ev_io_init(&read_watcher_, &Connection::ReadCallback, fd_, EV_READ);
@@ -54,11 +61,14 @@ Connection::~Connection() {
   call_pool_.Clear();
   SyncOutCharge();
   if (fd_ >= 0) ::close(fd_);
+  if (close_on_return_fd_ >= 0) ::close(close_on_return_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
 void Connection::RecycleInboundTransfer(std::unique_ptr<InboundTransfer> t) {
-  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
-  if (shut_down_ || spare_transfers_.size() >= kMaxPooledTransfers ||
+  // closed() rather than shut_down_: a caller that owns the read side may
+  // be here while the reactor shuts the connection down.
+  if (closed() || spare_transfers_.size() >= kMaxPooledTransfers ||
       t->buffer_capacity() > kMaxPooledBufferBytes ||
       spare_transfer_bytes_ + t->buffer_capacity() > kMaxPooledBufferTotal) {
     return;  // freed here, on the reactor that made it
@@ -216,9 +226,10 @@ bool Connection::TryWriteResponseDirect(InboundCall* call) {
   return true;
 }
 
-bool Connection::TrySendCallDirect(OutboundCall* call) {
+bool Connection::TrySendCallDirect(OutboundCall* call, bool* caller_reads) {
   CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
   OutboundTransfer* t = call->transfer();
+  bool unpark = false;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (fd_ < 0 || connecting_ || out_head_ != nullptr || direct_partial_ != nullptr) return false;
@@ -238,12 +249,34 @@ bool Connection::TrySendCallDirect(OutboundCall* call) {
     awaiting_response_.Insert(id, call);
     call->in_awaiting_map = true;
     call->SetDirectConnection(this);
+    if (read_side_ == ReadSide::kParked) {
+      // Parked means no other call is outstanding: this caller may read its
+      // response itself, if it wants to and its request is all out;
+      // otherwise the reactor must read it.
+      if (caller_reads != nullptr && t->done() && awaiting_response_.size() == 1) {
+        read_side_ = ReadSide::kCaller;
+        reader_call_ = call;
+        ++lent_takes_;
+        *caller_reads = true;
+      } else {
+        read_side_ = ReadSide::kReactor;
+        unpark = t->done();  // else the AdoptPartialWrite task below resumes reading
+      }
+    }
     if (t->done()) {
       call->NotifyTransferFinished();  // kSent
-      return true;
+    } else {
+      call->set_state(OutboundCall::State::kOnOutboundQueue);
+      direct_partial_ = t;
     }
-    call->set_state(OutboundCall::State::kOnOutboundQueue);
-    direct_partial_ = t;
+  }
+  if (t->done()) {
+    if (unpark) {
+      reactor_->ScheduleTask([ref = ConnectionRef(this)](const Status& st) {
+        if (st.ok()) ref->ResumeLentReads();
+      });
+    }
+    return true;
   }
   reactor_->ScheduleTask([ref = ConnectionRef(this), t](const Status& st) {
     // Not run: the connection's Shutdown fails the call from its map.
@@ -267,6 +300,9 @@ void Connection::AdoptPartialWrite(OutboundTransfer* t, InboundCall* call) {
   if (call != nullptr) calls_being_handled_.Erase(call->call_id());
   ConnectionRef ref(this);
   WriteQueued();
+  // A client request a caller sent while the read side was parked: the
+  // caller handed it to us (TrySendCallDirect); read the response.
+  if (direction_ == Direction::kClient && !shut_down_) ResumeLentReads();
 }
 
 void Connection::ReleaseDirectlyAnswered() {
@@ -439,7 +475,21 @@ void Connection::SyncOutCharge() {
 
 void Connection::OnTick(double now) {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
-  if (direction_ != Direction::kServer || shut_down_) return;
+  if (shut_down_) return;
+  if (direction_ == Direction::kClient) {
+    if (!lend_reads_) return;
+    bool unpark = false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      unpark = read_side_ == ReadSide::kParked && lent_takes_ == lent_takes_seen_;
+      if (unpark) read_side_ = ReadSide::kReactor;
+      lent_takes_seen_ = lent_takes_;
+    }
+    // Idle: watch the socket again, so a server closing the connection is
+    // seen now rather than by the next call.
+    if (unpark) ResumeLentReads();
+    return;
+  }
   ConnectionRef ref(this);  // DestroyConnection below drops the reactor's
   ReleaseDirectlyAnswered();
   if ((read_paused_ & kPauseMemory) != 0 && !budget_->exhausted()) {
@@ -566,7 +616,7 @@ bool Connection::HandleCallResponse(std::unique_ptr<InboundTransfer> transfer) {
   }
   call->StopTimer();
   resp.transfer = std::move(transfer);
-  call->HandleResponse(&resp, this);
+  call->HandleResponse(&resp, this);  // may park the read side (caller_may_read)
   return !shut_down_;
 }
 
@@ -583,6 +633,7 @@ void Connection::QueueOutboundCall(OutboundCall* call) {
                                   " timed out before it was sent"));
     return;
   }
+  bool unpark = false;
   {
     std::lock_guard<std::mutex> l(mu_);
     int32_t id = next_call_id_;
@@ -592,7 +643,15 @@ void Connection::QueueOutboundCall(OutboundCall* call) {
     awaiting_response_.Insert(id, call);
     call->in_awaiting_map = true;
     call->set_state(OutboundCall::State::kOnOutboundQueue);
+    // We will read this call's response: take a parked read side back. A
+    // caller reading (kCaller) hands it back once its own response is in,
+    // or as soon as this call's response reaches it first.
+    if (read_side_ == ReadSide::kParked) {
+      read_side_ = ReadSide::kReactor;
+      unpark = true;
+    }
   }
+  if (unpark) ResumeLentReads();
   call->ArmTimer(reactor_->loop(), this);
   EnqueueTransfer(call->transfer());
 }
@@ -602,6 +661,18 @@ void Connection::AbandonCall(OutboundCall* call, const Status& status) {
   OutboundCall::State st =
       status.IsTimedOut() ? OutboundCall::State::kTimedOut : OutboundCall::State::kCancelled;
   std::unique_lock<std::mutex> l(mu_);
+  if (read_side_ == ReadSide::kCaller && reader_call_ == call) {
+    // Its caller is reading the response and alone may finish the call:
+    // ask it to hand the call back (HandBack::kCancelled), after which
+    // ReclaimReadSide abandons it here. Only Cancel() comes here: a call
+    // its caller reads has no libev timer.
+    abandon_requested_ = true;
+    l.unlock();
+    uint64_t one = 1;
+    ssize_t n = ::write(wake_fd_, &one, sizeof(one));
+    (void)n;  // an eventfd write fails only on overflow: already signalled
+    return;
+  }
   if (call->in_awaiting_map) {
     awaiting_response_.Erase(call->call_id());
     call->in_awaiting_map = false;
@@ -665,11 +736,23 @@ void Connection::Shutdown(const Status& why) {
   // Finishing a call runs its callback, which may touch this connection:
   // take the calls out of the map first.
   CallIdMap<OutboundCall> waiting;
+  bool lent = false;
   {
     // Direct writers check fd_ under mu_: none writes to a closed (or
     // reused) descriptor, and none starts once this is done.
     std::lock_guard<std::mutex> l(mu_);
-    ::close(fd_);
+    lent = read_side_ == ReadSide::kCaller;
+    if (lent) {
+      // A caller polls and reads this descriptor (ReadOwnResponse): wake it
+      // with EOF and let it close the descriptor when it hands back, so the
+      // number cannot be reused under it. The read side stays its own.
+      ::shutdown(fd_, SHUT_RDWR);
+      close_on_return_fd_ = fd_;
+    } else {
+      ::close(fd_);
+      read_side_ = ReadSide::kReactor;
+      lent_frame_.reset();
+    }
     fd_ = -1;
     t = out_head_;
     out_head_ = out_tail_ = nullptr;
@@ -681,9 +764,11 @@ void Connection::Shutdown(const Status& why) {
     direct_done_ = nullptr;
     if (direction_ == Direction::kClient) waiting.Swap(awaiting_response_);
   }
-  inbound_.reset();
-  spare_transfers_.clear();
-  spare_transfer_bytes_ = 0;
+  if (!lent) {
+    inbound_.reset();
+    spare_transfers_.clear();
+    spare_transfer_bytes_ = 0;
+  }
   call_pool_.Clear();
   out_bytes_ = 0;
   SyncOutCharge();
@@ -713,6 +798,263 @@ void Connection::Shutdown(const Status& why) {
   }
   // Server calls still at the workers find shut_down_ when they respond;
   // until then their handlers see closed() (RpcContext::cancelled()).
+}
+
+// --- The read side lent to a sync caller (see connection.h) ---------------
+
+void Connection::MaybeParkReadSide() {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
+  if (!lend_reads_ || shut_down_ || (read_paused_ & kPauseLent) != 0) return;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (read_side_ != ReadSide::kReactor || connecting_ || !awaiting_response_.empty() ||
+        out_head_ != nullptr || direct_partial_ != nullptr) {
+      return;
+    }
+    if (wake_fd_ < 0) {
+      wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+      if (wake_fd_ < 0) return;  // no way to interrupt a reader: keep reading here
+    }
+    read_side_ = ReadSide::kParked;
+  }
+  // Stops the read watcher; HandleReadable's loop sees the pause and stops
+  // before touching the read side again.
+  SetReadPause(read_paused_ | kPauseLent);
+}
+
+void Connection::ResumeLentReads() {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
+  if (shut_down_ || (read_paused_ & kPauseLent) == 0) return;
+  std::unique_ptr<InboundTransfer> frame;
+  Status error;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (read_side_ != ReadSide::kReactor) return;  // parked or lent again
+    frame = std::move(lent_frame_);
+    error = std::move(lent_error_);
+    lent_error_ = Status::OK();
+  }
+  ConnectionRef ref(this);
+  if (!error.ok()) {
+    if (error.IsCorruption() || error.IsInvalidArgument()) {
+      FailWithBadData(error);
+    } else {
+      reactor_->DestroyConnection(this, error);
+    }
+    return;
+  }
+  // Restarts the watcher and feeds it one event, for bytes the caller left
+  // in read_buf_; the frame it kept is delivered first, from here.
+  SetReadPause(read_paused_ & ~kPauseLent);
+  if (frame != nullptr) HandleFrame(std::move(frame));
+}
+
+void Connection::ReclaimReadSide(OutboundCall* call, HandBack reason) {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
+  // Shut down: Shutdown failed every outstanding call (and the call may be
+  // gone): touch nothing.
+  if (shut_down_) return;
+  // Before reading again: the call's response must not be delivered after
+  // we decided to abandon it. in_awaiting_map: nobody finished it meanwhile
+  // (a Cancel() task that ran before this one does).
+  if (call != nullptr && call->in_awaiting_map) {
+    if (reason == HandBack::kTimedOut) {
+      call->TimeOut();
+    } else if (reason == HandBack::kCancelled) {
+      AbandonCall(call, Status::Aborted("call cancelled"));
+    }
+  }
+  ResumeLentReads();
+}
+
+void Connection::HandBackReadSide(OutboundCall* call, HandBack reason, bool may_park,
+                                  std::unique_ptr<InboundTransfer> frame, const Status& error) {
+  CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    reader_call_ = nullptr;
+    abandon_requested_ = false;
+    if (close_on_return_fd_ >= 0) {
+      // Shut down while we read: it failed the call; the descriptor is ours
+      // to close. The read side is dead.
+      ::close(close_on_return_fd_);
+      close_on_return_fd_ = -1;
+      read_side_ = ReadSide::kReactor;
+      return;
+    }
+    if (may_park && frame == nullptr && error.ok() && awaiting_response_.empty()) {
+      read_side_ = ReadSide::kParked;
+      return;
+    }
+    read_side_ = ReadSide::kReactor;
+    lent_frame_ = std::move(frame);
+    lent_error_ = error;
+  }
+  if (call == nullptr || reason == HandBack::kNone) {
+    reactor_->ScheduleTask([ref = ConnectionRef(this)](const Status& st) {
+      // Not run: the reactor is shutting down, which closes the connection.
+      if (st.ok()) ref->ReclaimReadSide(nullptr, HandBack::kNone);
+    });
+    return;
+  }
+  // The task touches the call: wait until it ran, so the call (finished by
+  // then, or by the reactor's shutdown) outlives it.
+  Notification ran;
+  Notification* ran_p = &ran;
+  reactor_->ScheduleTask([ref = ConnectionRef(this), call, reason, ran_p](const Status& st) {
+    if (st.ok()) ref->ReclaimReadSide(call, reason);
+    ran_p->Notify();
+  });
+  ran.Wait();
+}
+
+int Connection::TakeLentFrame(OutboundCall* call, std::unique_ptr<InboundTransfer> frame) {
+  CallResponse resp;
+  std::string_view body;
+  Status s = ParseFrame(frame->frame(), &resp.header, &body);
+  if (s.ok()) {
+    s = SplitSidecars(body, resp.header.sidecar_offsets(), &resp.body_pb, &resp.sidecars,
+                      kMaxSidecars);
+  }
+  if (!s.ok()) {
+    // The reactor closes the connection, as if it had read this itself.
+    HandBackReadSide(nullptr, HandBack::kNone, false, nullptr,
+                     s.CloneAndPrepend("invalid RPC response"));
+    return -1;
+  }
+  const int32_t id = resp.header.call_id();
+  OutboundCall* found;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    found = awaiting_response_.Find(id);
+    // Ours, and no Cancel() is pending (from here on none will be posted):
+    // finish it here. Anything else is the reactor's to deliver, with its
+    // ordering of responses, cancels and the "response before request"
+    // check.
+    if (found != nullptr && found == call && found->state() == OutboundCall::State::kSent &&
+        found->ClaimForReader()) {
+      awaiting_response_.Erase(id);
+      call->in_awaiting_map = false;
+    } else if (found != nullptr) {
+      found = nullptr;
+      call = nullptr;
+    }
+  }
+  if (call == nullptr) {
+    HandBackReadSide(nullptr, HandBack::kNone, false, std::move(frame), Status::OK());
+    return -1;
+  }
+  if (found == nullptr) {
+    Log(LogLevel::kInfo, "ignoring response for unknown call id " + std::to_string(id) +
+                             " from " + RemoteToString());
+    RecycleInboundTransfer(std::move(frame));
+    return 0;
+  }
+  resp.transfer = std::move(frame);
+  // Parses into the caller's response, recycles the frame into the read
+  // side's pool (still ours) and runs the callback here.
+  reactor_->messenger()->CountCallerReadResponse();
+  call->HandleResponse(&resp, this);
+  HandBackReadSide(nullptr, HandBack::kNone, true, nullptr, Status::OK());
+  return 1;
+}
+
+bool Connection::ReadOwnResponse(OutboundCall* call) {
+  CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
+  int fd;
+  int wake_fd;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    CROSSFREE_DCHECK(read_side_ == ReadSide::kCaller && reader_call_ == call);
+    // Shutdown may have run since TrySendCallDirect: then the descriptor
+    // waits in close_on_return_fd_ (still open, shut down: reads say EOF).
+    fd = fd_ >= 0 ? fd_ : close_on_return_fd_;
+    wake_fd = wake_fd_;
+  }
+  const size_t max_size = reactor_->messenger()->max_message_size();
+  const bool has_deadline = call->has_deadline();
+  const std::chrono::steady_clock::time_point deadline = call->deadline();
+  for (;;) {
+    // Frames already read (by this caller, a previous one, or the reactor
+    // before it lent the read side) first.
+    while (read_pos_ < read_len_) {
+      if (inbound_ == nullptr) {
+        if (!spare_transfers_.empty()) {
+          inbound_ = std::move(spare_transfers_.back());
+          spare_transfers_.pop_back();
+          spare_transfer_bytes_ -= inbound_->buffer_capacity();
+        } else {
+          inbound_.reset(new InboundTransfer(max_size, budget_));
+        }
+      }
+      size_t used = 0;
+      Status s = inbound_->Consume(read_buf_.get() + read_pos_, read_len_ - read_pos_, &used);
+      read_pos_ += used;
+      if (!s.ok()) {
+        HandBackReadSide(nullptr, HandBack::kNone, false, nullptr,
+                         Status::Corruption(s.message()));
+        return false;
+      }
+      if (!inbound_->complete()) continue;
+      int r = TakeLentFrame(call, std::move(inbound_));
+      if (r != 0) return r > 0;
+    }
+    bool abandon;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      abandon = abandon_requested_;
+    }
+    if (abandon) {
+      HandBackReadSide(call, HandBack::kCancelled, false, nullptr, Status::OK());
+      return false;
+    }
+    timespec ts;
+    timespec* tsp = nullptr;
+    if (has_deadline) {
+      auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::nanoseconds(0)) {
+        HandBackReadSide(call, HandBack::kTimedOut, false, nullptr, Status::OK());
+        return false;
+      }
+      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+      ts.tv_sec = ns / 1000000000;
+      ts.tv_nsec = ns % 1000000000;
+      tsp = &ts;
+    }
+    // Sleeps in the kernel until the response (or EOF, or the reactor's
+    // wake-up) arrives: no spinning.
+    pollfd pfd[2] = {{fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    int n = ::ppoll(pfd, 2, tsp, nullptr);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      HandBackReadSide(nullptr, HandBack::kNone, false, nullptr,
+                       Status::NetworkError("poll on connection to " + RemoteToString(), err));
+      return false;
+    }
+    if (n == 0) continue;  // the deadline check above decides
+    if (pfd[1].revents != 0) {
+      uint64_t v;
+      ssize_t r = ::read(wake_fd, &v, sizeof(v));  // drain; the flag says why
+      (void)r;
+    }
+    if (pfd[0].revents == 0) continue;
+    ssize_t r = ::read(fd, read_buf_.get(), kReadBufferSize);
+    if (r > 0) {
+      read_pos_ = 0;
+      read_len_ = static_cast<size_t>(r);
+      continue;
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+    // EOF or an error: the reactor closes the connection with it (if it did
+    // not already), which fails the call.
+    int err = r == 0 ? ESHUTDOWN : errno;
+    HandBackReadSide(nullptr, HandBack::kNone, false, nullptr,
+                     Status::NetworkError(r == 0 ? "recv got EOF from " + RemoteToString()
+                                                 : "recv error from " + RemoteToString(),
+                                          err));
+    return false;
+  }
 }
 
 }  // namespace crossfree::rpc

@@ -84,7 +84,56 @@ class Connection {
   // Client, the caller's thread (a sync call; not the reactor): assigns the
   // call id, registers the call and writes its request. The call gets no
   // libev timer: the caller enforces its deadline (OutboundCall::TimeOut).
-  bool TrySendCallDirect(OutboundCall* call);
+  // `caller_reads` (nullptr: not wanted) is set to true when the caller now
+  // owns the read side and must call ReadOwnResponse (see below).
+  bool TrySendCallDirect(OutboundCall* call, bool* caller_reads = nullptr);
+
+  // --- The read side lent to a sync caller (client connections with
+  // MessengerOptions::caller_reads_sync_responses) ---
+  // "The read side" is the socket's reads plus read_buf_, read_pos_,
+  // read_len_, inbound_, spare_transfers_ and lent_frame_. Exactly one
+  // owner at a time, recorded in read_side_ under mu_:
+  //  - kReactor: the reactor reads (its read watcher runs). The default.
+  //  - kParked: lent, nobody reads; the read watcher is stopped (pause bit
+  //    kPauseLent). Only the reactor parks: after it delivered the response
+  //    of a sync call (OutboundCall::caller_may_read) and no other call is
+  //    outstanding, nothing is queued and nothing is partly written.
+  //  - kCaller: one sync caller reads (reader_call_ is its call). Only a
+  //    caller in TrySendCallDirect takes a parked read side, when its
+  //    request is fully written and it is the only call outstanding.
+  // The caller that reads gives the read side back when its own response
+  // is parsed: parked again if no other call is outstanding, else to the
+  // reactor (a task, ReclaimReadSide). The reactor takes a parked read side
+  // back itself when it queues a call (async, or a sync call it was posted)
+  // and at a tick with no caller since the previous one (so that an idle
+  // connection still notices the server closing it). A direct sender that
+  // does not take the parked read side (a partly written request) hands it
+  // to the reactor. Transitions happen under mu_ only, so the previous
+  // owner's accesses happen before the next owner's.
+  //
+  // Client, the caller's thread, only right after TrySendCallDirect gave it
+  // the read side: reads (poll + read on the socket, frames parsed from
+  // read_buf_) until its own response arrives, parses it and finishes the
+  // call (its callback runs on this thread) and returns true. Returns false
+  // having handed the read side to the reactor, which then finishes the
+  // call (the caller waits for its callback as on the ordinary path) when:
+  // a frame of another outstanding call arrives (kept in lent_frame_ for
+  // the reactor to deliver); the call has a Cancel() pending (the reactor
+  // handles that ordering); the reactor asked for the call back
+  // (AbandonCall: a cancel request, woken through wake_fd_); the deadline
+  // passed (the reactor times the call out before it reads again); the
+  // socket reports EOF or an error, or a frame is malformed (the reactor
+  // closes the connection, failing the call). Responses for unknown call
+  // ids (calls that timed out) are dropped, as the reactor does. If the
+  // reactor shuts the connection down meanwhile (Shutdown), it fails the
+  // call from the call map, shuts the socket down to wake this thread,
+  // and leaves the descriptor's close() to this thread (a descriptor
+  // number must not be reused while a thread polls it).
+  bool ReadOwnResponse(OutboundCall* call);
+  // Client, reactor thread only: lends the read side (kReactor -> kParked)
+  // if lending is on and nothing else is outstanding. From
+  // OutboundCall::HandleResponse of a sync call, before its callback.
+  void MaybeParkReadSide();
   // Server, the responder's thread (a worker; not the reactor): writes the
   // response the call has prepared. The reactor ends the call later, on its
   // thread, before it reads the next bytes of the connection (or at its
@@ -107,9 +156,10 @@ class Connection {
   void CancelInboundCalls();
 
   // Reactor thread only, from the reactor's tick (`now` is the loop time in
-  // seconds): applies the frame-progress and idle timeouts (closing the
-  // connection) and resumes reading stopped for memory once the budget has
-  // room.
+  // seconds). Server: applies the frame-progress and idle timeouts (closing
+  // the connection) and resumes reading stopped for memory once the budget
+  // has room. Client: takes back a read side parked since the last tick
+  // with no caller taking it.
   void OnTick(double now);
 
   // Reactor thread only: closes the socket; fails waiting client calls and
@@ -131,11 +181,12 @@ class Connection {
   // Reactor thread only: whether reading is stopped, for tests and logs.
   bool read_paused() const { return read_paused_ != 0; }
 
-  // Reactor thread only: a frame transfer whose object and buffer were made
-  // by this reactor, returned here once its frame is no longer needed (the
-  // response parsed on a client, the InboundCall done on a server). Kept for
-  // the next frame if the pool has room and its buffer is at most
-  // kMaxPooledBufferBytes, else freed.
+  // The owner of the read side (the reactor, or the sync caller it is lent
+  // to): a frame transfer whose object and buffer were made by this
+  // connection's read side, returned here once its frame is no longer
+  // needed (the response parsed on a client, the InboundCall done on a
+  // server). Kept for the next frame if the pool has room and its buffer is
+  // at most kMaxPooledBufferBytes, else freed.
   void RecycleInboundTransfer(std::unique_ptr<InboundTransfer> t);
 
  private:
@@ -150,6 +201,11 @@ class Connection {
   static constexpr uint8_t kPauseCalls = 1;     // too many calls in flight
   static constexpr uint8_t kPauseOutBytes = 2;  // too many response bytes queued
   static constexpr uint8_t kPauseMemory = 4;    // the messenger's budget is spent
+  static constexpr uint8_t kPauseLent = 8;      // client: the read side is lent (not kReactor)
+
+  enum class ReadSide : uint8_t { kReactor, kParked, kCaller };
+  // Why a caller hands the read side back (ReclaimReadSide's `reason`).
+  enum class HandBack : uint8_t { kNone, kTimedOut, kCancelled };
 
   static void ReadCallback(struct ev_loop* loop, ev_io* w, int revents);
   static void WriteCallback(struct ev_loop* loop, ev_io* w, int revents);
@@ -169,6 +225,29 @@ class Connection {
   bool HandleCallResponse(std::unique_ptr<InboundTransfer> transfer);
   bool HandleInboundCall(std::unique_ptr<InboundTransfer> transfer);
   void FailWithBadData(const Status& s);
+  // Client, reactor: takes a parked read side back (kParked -> kReactor),
+  // e.g. before a call the reactor must read the response of.
+  void UnparkReadSide();
+  // Client, reactor: after the read side came back (read_side_ kReactor,
+  // kPauseLent still set): closes the connection on the caller's error, or
+  // restarts reading and delivers the frame the caller kept.
+  void ResumeLentReads();
+  // Client, reactor: the task a caller posts when it hands the read side
+  // back. `call` (with kTimedOut or kCancelled) is abandoned first, if still
+  // outstanding, then reading resumes.
+  void ReclaimReadSide(OutboundCall* call, HandBack reason);
+  // Client, the reading caller: gives the read side up (to the reactor, or
+  // parked when `may_park` and nothing else is outstanding), keeping
+  // `frame` and `error` for the reactor. Waits until the reactor task ran
+  // when it names `call` (the task touches it). If the connection was shut
+  // down meanwhile, only closes the descriptor Shutdown left open (Shutdown
+  // failed the call).
+  void HandBackReadSide(OutboundCall* call, HandBack reason, bool may_park,
+                        std::unique_ptr<InboundTransfer> frame, const Status& error);
+  // Client, the reading caller: a complete frame read from the socket.
+  // 1: it was the caller's response (call finished), 0: dropped (unknown
+  // call id), -1: the read side was handed back.
+  int TakeLentFrame(OutboundCall* call, std::unique_ptr<InboundTransfer> frame);
   // Server: recomputes the call and response-byte pause bits.
   void UpdateBackPressure();
   // Starts or stops the read watcher for the new set of pause bits.
@@ -251,6 +330,30 @@ class Connection {
   // adds to direct_done_ then wakes the reactor (once).
   bool wake_on_direct_done_ = false;
   bool direct_wake_pending_ = false;
+
+  // Client, lending the read side (see ReadOwnResponse). read_side_,
+  // reader_call_, abandon_requested_, lent_frame_, lent_error_,
+  // close_on_return_fd_ and lent_takes_ are guarded by mu_.
+  const bool lend_reads_;  // MessengerOptions::caller_reads_sync_responses
+  ReadSide read_side_ = ReadSide::kReactor;
+  OutboundCall* reader_call_ = nullptr;
+  // The reactor wants reader_call_ back (a cancel): the reader hands back.
+  bool abandon_requested_ = false;
+  // A frame the reader read for another call, for the reactor to deliver.
+  std::unique_ptr<InboundTransfer> lent_frame_;
+  // What the reader found wrong (bad data, a socket error): the reactor
+  // closes the connection with it. OK: nothing.
+  Status lent_error_;
+  // Shutdown while a caller reads: the descriptor it polls, closed by that
+  // caller when it hands back (or by the destructor).
+  int close_on_return_fd_ = -1;
+  // An eventfd the reactor writes to wake the reading caller out of poll()
+  // (made when the read side is first parked; -1 before).
+  int wake_fd_ = -1;
+  // Times a caller took the read side; the tick takes a parked read side
+  // back when it did not change since the previous tick (reactor's copy).
+  uint64_t lent_takes_ = 0;
+  uint64_t lent_takes_seen_ = 0;
 
   // Client: calls sent or queued, by call id.
   int32_t next_call_id_ = 0;

@@ -59,6 +59,8 @@ Status OutboundCall::Prepare(const Sockaddr& remote, const RemoteMethod* method,
   call_id_ = -1;
   has_deferred_ = false;
   finish_pending_cancel_ = false;
+  pending_cancels.store(0, std::memory_order_relaxed);
+  caller_may_read = false;
   set_state(State::kReady);
   return Status::OK();
 }
@@ -183,6 +185,7 @@ void OutboundCall::HandleResponse(CallResponse* r, Connection* conn) {
   } else {
     response_ = std::move(*r);
   }
+  if (caller_may_read && conn->reactor()->IsCurrentThread()) conn->MaybeParkReadSide();
   Finish(state, st);
 }
 

@@ -52,7 +52,10 @@ struct CallResponse {
 // client reactor holds raw pointers only while the call is in flight, and
 // touches nothing after running the callback.
 // Threads: Prepare* on the caller thread; everything else on the client
-// reactor until the callback; afterwards the owner (caller) again.
+// reactor until the callback; afterwards the owner (caller) again. A sync
+// caller that owns its connection's read side (Connection::ReadOwnResponse)
+// parses the response and runs the callback itself, on its thread, in place
+// of the reactor.
 class OutboundCall final : public TransferCallbacks {
  public:
   enum class State {
@@ -90,7 +93,10 @@ class OutboundCall final : public TransferCallbacks {
   void NotifyTransferAborted(const Status& status) override;
   // Parses the response (status from the header/body) and finishes the call.
   // `conn` (the call's connection) gets the response frame back for reuse
-  // unless the call keeps it (sidecars, legacy_client_transfer).
+  // unless the call keeps it (sidecars, legacy_client_transfer). On the
+  // reactor, a call with caller_may_read lets `conn` lend its read side
+  // between the recycling and the callback (Connection::MaybeParkReadSide):
+  // after the callback the caller may already be sending its next call.
   void HandleResponse(CallResponse* response, Connection* conn);
   // Runs the callback once; the call must no longer be referenced by any
   // connection. The callback may free the call.
@@ -137,8 +143,24 @@ class OutboundCall final : public TransferCallbacks {
   const std::vector<std::string>* outbound_sidecars = nullptr;
 
   // Caller side of Cancel(): counts cancel tasks not yet run, so the
-  // reactor defers the callback until they have run.
+  // reactor defers the callback until they have run. A caller that reads its
+  // own response (Connection::ReadOwnResponse) finishes the call on its own
+  // thread only after closing it to cancels (ClaimForReader); Cancel() then
+  // posts nothing. Reset to 0 by Prepare.
   std::atomic<int> pending_cancels{0};
+  static constexpr int kClosedToCancels = -(1 << 30);
+  // The reading caller, under the connection's mutex: true if no cancel is
+  // pending, and from now on none will be posted.
+  bool ClaimForReader() {
+    int zero = 0;
+    return pending_cancels.compare_exchange_strong(zero, kClosedToCancels,
+                                                   std::memory_order_acq_rel);
+  }
+  // Set by SyncRequest when the messenger lets sync callers read their own
+  // responses: after the reactor delivered this call's response it may lend
+  // the read side (Connection::MaybeParkReadSide). Caller thread, before the
+  // call is sent.
+  bool caller_may_read = false;
 
   // Results, read by the owner after the callback.
   const CallResponse* response() const;

@@ -7,58 +7,11 @@
 #include <ctime>
 
 #include "rpc/alloc_pattern.h"
-#include "rpc/futex.h"
+#include "rpc/notification.h"
 #include "rpc/messenger.h"
 #include "rpc/reactor.h"
 
 namespace crossfree::rpc {
-
-namespace {
-
-// A one-shot flag the reactor sets and the caller waits for, on a futex, so
-// the notifier wakes the caller exactly once and the caller, once woken, does
-// not block again on a mutex the notifier still holds. Lives on the caller's
-// stack: Notify's last touch is the FUTEX_WAKE on its address, which is
-// harmless even if the caller has returned meanwhile (the word is still
-// mapped stack memory; a stray wake-up of a later futex there is spurious,
-// and every futex waiter tolerates those).
-class Notification {
- public:
-  void Notify() {
-    if (state_.exchange(kDone, std::memory_order_acq_rel) == kSleeping) {
-      FutexWake(&state_, 1);
-    }
-  }
-  void Wait() { WaitUntil(nullptr); }
-  // False if `deadline` (steady clock; nullptr: none) passed first.
-  bool WaitUntil(const std::chrono::steady_clock::time_point* deadline) {
-    for (;;) {
-      uint32_t s = state_.load(std::memory_order_acquire);
-      if (s == kDone) return true;
-      if (s == kIdle &&
-          !state_.compare_exchange_strong(s, kSleeping, std::memory_order_acq_rel)) {
-        continue;  // notified meanwhile
-      }
-      timespec ts;
-      timespec* tsp = nullptr;
-      if (deadline != nullptr) {
-        auto left = *deadline - std::chrono::steady_clock::now();
-        if (left <= std::chrono::nanoseconds(0)) return state_.load() == kDone;
-        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
-        ts.tv_sec = ns / 1000000000;
-        ts.tv_nsec = ns % 1000000000;
-        tsp = &ts;
-      }
-      FutexWait(&state_, kSleeping, tsp);
-    }
-  }
-
- private:
-  static constexpr uint32_t kIdle = 0, kSleeping = 1, kDone = 2;
-  std::atomic<uint32_t> state_{kIdle};
-};
-
-}  // namespace
 
 Proxy::Proxy(std::shared_ptr<Messenger> messenger, const Sockaddr& remote)
     : messenger_(std::move(messenger)), remote_(remote) {}
@@ -101,15 +54,25 @@ Status Proxy::SyncRequest(const RemoteMethod& method, const google::protobuf::Me
     if (conn_ && conn_->closed()) conn_.reset();
     if (conn_) conn = ConnectionRef(conn_.get());
   }
+  // Lets the reactor lend this connection's read side after delivering
+  // this call's response, so that the next call can read its own.
+  const bool caller_reads_wanted = messenger_->options().caller_reads_sync_responses;
+  call->caller_may_read = caller_reads_wanted;
   bool direct = false;
+  bool caller_reads = false;
   if (conn && (!call->has_deadline() || std::chrono::steady_clock::now() < call->deadline())) {
     call->reactor = conn->reactor();
-    direct = conn->TrySendCallDirect(call);
+    direct = conn->TrySendCallDirect(call, caller_reads_wanted ? &caller_reads : nullptr);
   }
   if (!direct) {
     call->want_connection = !conn;
     messenger_->QueueOutboundCall(call);
     done.Wait();
+  } else if (caller_reads) {
+    // This thread owns the read side: it reads its response itself and the
+    // call finishes here, or it hands the call back to the reactor (which
+    // then finishes it, deadline and cancellation included) and waits.
+    if (!conn->ReadOwnResponse(call)) done.Wait();
   } else if (!call->has_deadline()) {
     done.Wait();
   } else {

@@ -37,7 +37,10 @@ class Proxy {
   // fixed pattern (DirectWrites()) the calling thread writes the request to
   // the connection itself when it can (Connection::TrySendCallDirect), else
   // it posts the call to the client reactor; either way the reactor reads
-  // the response and wakes the caller once.
+  // the response and wakes the caller once. With the messenger's
+  // caller_reads_sync_responses, a caller whose call is the only one
+  // outstanding on the connection reads the response from the socket itself
+  // (Connection::ReadOwnResponse), and no other thread is woken.
   Status SyncRequest(const RemoteMethod& method, const google::protobuf::MessageLite& request,
                      google::protobuf::MessageLite* response, RpcController* controller);
 

@@ -204,10 +204,16 @@ void Reactor::TickCallback(struct ev_loop*, ev_timer* w, int) {
 }
 
 void Reactor::CheckConnections() {
-  if (server_conns_.empty()) return;
+  const bool clients = messenger_->options().caller_reads_sync_responses;
+  if (server_conns_.empty() && (!clients || client_conns_.empty())) return;
   // A copy: OnTick may close (and erase) its connection.
   tick_scratch_.clear();
   for (auto& [c, ref] : server_conns_) tick_scratch_.push_back(c);
+  // Client connections only lend their read side (OnTick takes it back
+  // when idle).
+  if (clients) {
+    for (auto& [addr, ref] : client_conns_) tick_scratch_.push_back(ref.get());
+  }
   double now = ev_now(loop_);
   for (Connection* c : tick_scratch_) c->OnTick(now);
 }

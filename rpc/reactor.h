@@ -100,7 +100,8 @@ class Reactor {
   void RunThread();
   void DrainTasks();
   void ShutdownOnReactor();
-  // From the tick: timeouts and memory resumption of server connections.
+  // From the tick: timeouts and memory resumption of server connections;
+  // idle client connections take their lent read side back.
   void CheckConnections();
 
   Messenger* const messenger_;

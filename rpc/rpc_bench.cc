@@ -56,6 +56,8 @@ struct Flags {
   bool legacy_client_transfer = false;
   bool legacy_reactor_writes = false;
   int queue_length = 200;
+  bool inline_handlers = false;
+  bool caller_reads = false;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -416,6 +418,7 @@ int Run(const Flags& f) {
     ServicePoolOptions po;
     po.num_workers = f.worker_threads;
     po.queue_length = f.queue_length;
+    if (f.inline_handlers) po.inline_methods = {"Add", "Echo"};
     s = server->RegisterService(std::make_unique<test::CalculatorService>(), po);
   }
   Sockaddr addr;
@@ -438,6 +441,7 @@ int Run(const Flags& f) {
     co.name = "client";
     co.num_reactors = 1;
     co.reactor_prefix = "cli-reactor";
+    co.caller_reads_sync_responses = f.caller_reads;
     std::shared_ptr<Messenger> m;
     s = Messenger::Create(co, &m);
     if (!s.ok()) {
@@ -464,6 +468,8 @@ int Run(const Flags& f) {
          f.server_reactors, f.payload_bytes);
   printf("  method: %s\n  alloc_pattern: %s\n  run_seconds: %g\n",
          f.payload_bytes > 0 ? "Echo" : "Add", pattern.ToString().c_str(), f.run_seconds);
+  printf("  inline_handlers: %s\n  caller_reads: %s\n", f.inline_handlers ? "yes" : "no",
+         f.caller_reads ? "yes" : "no");
 
   bool counting = crossfree_alloc_count_start != nullptr && crossfree_alloc_count_stop != nullptr;
   rusage ru0, ru1;
@@ -550,13 +556,14 @@ int Run(const Flags& f) {
   printf("RESULT mode=%s pattern=%s client_threads=%d worker_threads=%d server_reactors=%d "
          "payload_bytes=%d reqs_per_sec=%.1f user_us_per_req=%.3f sys_us_per_req=%.3f "
          "ctxsw_per_req=%.4f vol_ctxsw_per_req=%.4f allocs_per_req=%.3f p50_us=%llu p99_us=%llu "
-         "rejections=%llu\n",
+         "rejections=%llu inline_handlers=%d caller_reads=%d\n",
          f.mode.c_str(), pattern.ToString().c_str(), f.client_threads, f.worker_threads,
          f.server_reactors, f.payload_bytes, reqs / elapsed, user_us / reqs, sys_us / reqs,
          ctxsw / reqs, double(ru1.ru_nvcsw - ru0.ru_nvcsw) / reqs, counting ? allocs / reqs : -1.0,
          static_cast<unsigned long long>(latency.PercentileUpperBound(50)),
          static_cast<unsigned long long>(latency.PercentileUpperBound(99)),
-         static_cast<unsigned long long>(rejections));
+         static_cast<unsigned long long>(rejections), f.inline_handlers ? 1 : 0,
+         f.caller_reads ? 1 : 0);
   fflush(stdout);
   for (auto& c : clients) c->Shutdown();
   server->Shutdown();
@@ -611,6 +618,13 @@ int main(int argc, char** argv) {
   app.add_flag("--legacy_reactor_writes", f.legacy_reactor_writes,
                "Every socket write through the reactor (KRPC): no direct send by the sync "
                "caller, no direct response write by the worker");
+  app.add_flag("--inline_handlers", f.inline_handlers,
+               "Server: run Add and Echo on the reactor that read the request, which writes "
+               "the response too (ServicePoolOptions::inline_methods; no worker hand-off)");
+  app.add_flag("--caller_reads", f.caller_reads,
+               "Client: a sync caller alone on its connection reads its response from the "
+               "socket itself (MessengerOptions::caller_reads_sync_responses; no client "
+               "reactor wake-up)");
   CLI11_PARSE(app, argc, argv);
   return crossfree::rpc::Run(f);
 }

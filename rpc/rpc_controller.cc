@@ -21,7 +21,12 @@ void RpcController::Cancel() {
   OutboundCall* call = &call_;
   // reactor is set when the call is posted; kReady before that.
   if (call->is_finished() || call->reactor == nullptr) return;
-  call->pending_cancels.fetch_add(1, std::memory_order_acq_rel);
+  if (call->pending_cancels.fetch_add(1, std::memory_order_acq_rel) < 0) {
+    // Closed to cancels: the caller reading its own response is finishing
+    // the call (OutboundCall::ClaimForReader); there is nothing to cancel.
+    call->pending_cancels.fetch_sub(1, std::memory_order_acq_rel);
+    return;
+  }
   call->reactor->ScheduleTask([call](const Status& st) {
     if (st.ok()) {
       call->HandleCancelTask();

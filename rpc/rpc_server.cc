@@ -107,6 +107,11 @@ int main(int argc, char** argv) {
                  "cancelled")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--inline_methods", po.inline_methods,
+                 "Methods run on the reactor that read the request, which writes the "
+                 "response too (no worker hand-off), e.g. Add,Echo. Only for handlers that "
+                 "never block: Sleep (unless deferred) would stall the reactor")
+      ->delimiter(',');
   app.add_flag("--verbose", verbose, "Also log informational lines (closed connections, ...)");
   app.footer(kNoSecurity);
   CLI11_PARSE(app, argc, argv);

@@ -8,20 +8,23 @@
 
 namespace crossfree::rpc {
 
-void ServiceIf::Handle(InboundCall* call) {
-  const MethodInfo* method = nullptr;
-  for (const MethodInfo& m : methods_) {
-    if (m.name == call->method_name()) {
-      method = &m;
-      break;
-    }
+int ServiceIf::FindMethod(const std::string& name) const {
+  for (size_t i = 0; i < methods_.size(); ++i) {
+    if (methods_[i].name == name) return static_cast<int>(i);
   }
-  if (method == nullptr) {
+  return -1;
+}
+
+void ServiceIf::Handle(InboundCall* call) { Handle(call, FindMethod(call->method_name())); }
+
+void ServiceIf::Handle(InboundCall* call, int method_index) {
+  if (method_index < 0 || static_cast<size_t>(method_index) >= methods_.size()) {
     call->RespondFailure(ErrorStatusPB::ERROR_NO_SUCH_METHOD,
                          Status::NotFound("no such method " + call->method_name() +
                                           " in service " + service_name()));
     return;
   }
+  const MethodInfo* method = &methods_[method_index];
   const bool legacy = GetAllocPattern().legacy_messages;
   // Legacy: messages on the call's arena (blocks allocated here, on the
   // worker, and freed by the reactor with the call). Fixed: on an arena

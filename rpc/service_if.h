@@ -26,7 +26,9 @@ struct MethodInfo {
 };
 
 // Owner: the ServicePool it is registered with. Thread: Handle runs on the
-// pool's worker threads concurrently; implementations must be thread-safe.
+// pool's worker threads concurrently, and, for the methods the pool runs
+// inline (ServicePoolOptions::inline_methods), on the server reactors too;
+// implementations must be thread-safe.
 class ServiceIf {
  public:
   virtual ~ServiceIf() = default;
@@ -35,6 +37,12 @@ class ServiceIf {
   // Worker thread: finds the method, makes and parses the messages and runs
   // the handler; answers ERROR_NO_SUCH_METHOD / ERROR_INVALID_REQUEST itself.
   void Handle(InboundCall* call);
+  // The same for a method already looked up (index from FindMethod; -1:
+  // none), on whichever thread the pool runs it.
+  void Handle(InboundCall* call, int method_index);
+  // Index of the method named `name`, or -1. Any thread (the table is
+  // fixed once the service is registered).
+  int FindMethod(const std::string& name) const;
 
  protected:
   void AddMethod(MethodInfo info) { methods_.push_back(std::move(info)); }

@@ -20,6 +20,15 @@ ServicePool::ServicePool(std::unique_ptr<ServiceIf> service, const ServicePoolOp
 ServicePool::~ServicePool() { Shutdown(); }
 
 Status ServicePool::Start() {
+  for (const std::string& name : options_.inline_methods) {
+    int i = service_->FindMethod(name);
+    if (i < 0) {
+      return Status::InvalidArgument("inline method " + name + " is not a method of service " +
+                                     service_name());
+    }
+    if (inline_.size() <= static_cast<size_t>(i)) inline_.resize(i + 1, false);
+    inline_[i] = true;
+  }
   for (int i = 0; i < options_.num_workers; ++i) {
     consumers_.push_back(std::make_unique<ServiceQueue::Consumer>());
   }
@@ -52,7 +61,26 @@ void ServicePool::Shutdown() {
   for (std::thread& t : workers_) t.join();
 }
 
+int ServicePool::InlineMethodIndex(const InboundCall* call) const {
+  if (inline_.empty()) return -1;
+  int i = service_->FindMethod(call->method_name());
+  return i >= 0 && static_cast<size_t>(i) < inline_.size() && inline_[i] ? i : -1;
+}
+
 void ServicePool::QueueInboundCall(InboundCall* call) {
+  if (int method = InlineMethodIndex(call); method >= 0) {
+    // Inline: the handler runs here, on the reactor that read the request;
+    // its response is written from here too (InboundCall::QueueResponse on
+    // the reactor thread), unless the handler defers.
+    if (shut_down_.load()) {
+      call->RespondFailure(ErrorStatusPB::FATAL_SERVER_SHUTTING_DOWN,
+                           Status::ServiceUnavailable("service " + service_name() +
+                                                      " is shutting down"));
+      return;
+    }
+    if (!AnswerIfStale(call)) service_->Handle(call, method);
+    return;
+  }
   InboundCall* evicted = nullptr;
   if (queue_.Put(call, &evicted)) {
     if (evicted != nullptr) {
@@ -77,28 +105,32 @@ void ServicePool::QueueInboundCall(InboundCall* call) {
                            std::to_string(queue_.capacity()) + " queued calls already"));
 }
 
+bool ServicePool::AnswerIfStale(InboundCall* call) {
+  if (call->has_deadline() && std::chrono::steady_clock::now() >= call->deadline()) {
+    // The client has given up already: skip the work.
+    expired_.fetch_add(1, std::memory_order_relaxed);
+    call->RespondFailure(ErrorStatusPB::ERROR_SERVER_TOO_BUSY,
+                         Status::TimedOut("call timed out in the service queue"));
+    return true;
+  }
+  if (call->cancelled()) {
+    // The client disconnected while the call waited: nobody will read the
+    // answer, so skip the work.
+    cancelled_.fetch_add(1, std::memory_order_relaxed);
+    call->RespondFailure(ErrorStatusPB::ERROR_UNAVAILABLE,
+                         Status::Aborted("call cancelled before it ran: the client "
+                                         "disconnected"));
+    return true;
+  }
+  return false;
+}
+
 void ServicePool::RunWorker(int index) {
   SetCurrentThreadName(worker_prefix_ + "-" + std::to_string(first_worker_index_ + index));
   ServiceQueue::Consumer* me = consumers_[index].get();
   ServiceQueue::current() = &queue_;
   while (InboundCall* call = queue_.BlockingGet(me)) {
-    if (call->has_deadline() && std::chrono::steady_clock::now() >= call->deadline()) {
-      // The client has given up already: skip the work.
-      expired_.fetch_add(1, std::memory_order_relaxed);
-      call->RespondFailure(ErrorStatusPB::ERROR_SERVER_TOO_BUSY,
-                           Status::TimedOut("call timed out in the service queue"));
-      continue;
-    }
-    if (call->cancelled()) {
-      // The client disconnected while the call waited: nobody will read
-      // the answer, so skip the work.
-      cancelled_.fetch_add(1, std::memory_order_relaxed);
-      call->RespondFailure(ErrorStatusPB::ERROR_UNAVAILABLE,
-                           Status::Aborted("call cancelled before it ran: the client "
-                                           "disconnected"));
-      continue;
-    }
-    service_->Handle(call);
+    if (!AnswerIfStale(call)) service_->Handle(call);
   }
   std::lock_guard<std::mutex> l(exit_mu_);
   ++workers_exited_;

@@ -20,17 +20,29 @@ namespace crossfree::rpc {
 struct ServicePoolOptions {
   int num_workers = 1;
   int queue_length = 200;
+  // Methods (by name) whose handlers run inline: on the server reactor
+  // thread that read the request, which then writes the response itself,
+  // skipping the hand-off to a worker and back (two thread wake-ups per
+  // call fewer). Empty (the default) is the KRPC topology: every call goes
+  // through the queue to a worker. Only for handlers that never block (no
+  // I/O, no locks held long, no sleeping): while one runs, every other
+  // connection of that reactor waits. A handler may still RpcContext::Defer
+  // the slow part to the deferred pool. Inline calls skip the queue, so
+  // queue_length does not bound them; the per-connection bounds
+  // (MessengerOptions) do. Unknown names make RegisterService fail.
+  std::vector<std::string> inline_methods;
 };
 
 // Owner: the Messenger. Workers are named "worker-N" (N unique within the
-// messenger). Threads: QueueInboundCall from reactors; Start/Shutdown from
-// the messenger's owner.
+// messenger). Threads: QueueInboundCall from reactors (it runs inline
+// methods right there); Start/Shutdown from the messenger's owner.
 class ServicePool {
  public:
   ServicePool(std::unique_ptr<ServiceIf> service, const ServicePoolOptions& options,
               int first_worker_index, std::string worker_prefix);
   ~ServicePool();
 
+  // InvalidArgument if an inline method is not a method of the service.
   Status Start();
   // Closes the queue and answers every queued call with
   // FATAL_SERVER_SHUTTING_DOWN; each worker stops after its current call.
@@ -42,9 +54,10 @@ class ServicePool {
   // BeginShutdown, then joins the workers. Idempotent.
   void Shutdown();
 
-  // Reactor thread: queues the call, or answers ERROR_SERVER_TOO_BUSY
-  // ("service queue is full") when the queue is full, unless the call's
-  // deadline is earlier than a queued call's: that one is answered instead.
+  // Reactor thread: runs an inline method's handler now, on this thread;
+  // queues any other call, or answers ERROR_SERVER_TOO_BUSY ("service queue
+  // is full") when the queue is full, unless the call's deadline is earlier
+  // than a queued call's: that one is answered instead.
   void QueueInboundCall(InboundCall* call);
 
   const std::string& service_name() const { return service_->service_name(); }
@@ -57,12 +70,20 @@ class ServicePool {
 
  private:
   void RunWorker(int index);
+  // Answers a call that is not worth running (expired deadline, client
+  // gone) and returns true; false if it should run.
+  bool AnswerIfStale(InboundCall* call);
+  // The index of the call's method if the pool runs it inline, else -1.
+  int InlineMethodIndex(const InboundCall* call) const;
 
   std::unique_ptr<ServiceIf> service_;
   const ServicePoolOptions options_;
   const int first_worker_index_;
   const std::string worker_prefix_;
   ServiceQueue queue_;
+  // inline_[i]: method i of the service runs inline (empty when none does,
+  // so the KRPC configuration pays no lookup).
+  std::vector<bool> inline_;
   // Hand-off slots, one per worker, alive as long as the pool (a reactor may
   // still be notifying one while its worker exits).
   std::vector<std::unique_ptr<ServiceQueue::Consumer>> consumers_;

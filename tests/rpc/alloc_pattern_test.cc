@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -27,14 +28,23 @@ std::string Show(const Pairs& p) {
   return out.empty() ? "  (none)\n" : out;
 }
 
+// The opt-in fast paths (docs/guide/rpc.md, "Fewer thread hand-offs").
+struct FastPaths {
+  bool inline_handlers = false;  // Add runs on the server reactor
+  bool caller_reads = false;     // the caller reads its own responses
+};
+
 // Runs kCalls sync Add calls (1 client thread, 1 client reactor, 1 server
 // reactor, 1 worker) under `pattern` and returns the cross-thread pairs.
 // `allocs_by_role`, if given, gets the allocations of those calls by thread.
-Pairs CountSyncCalls(const AllocPattern& pattern, Pairs* allocs_by_role = nullptr) {
+Pairs CountSyncCalls(const AllocPattern& pattern, Pairs* allocs_by_role = nullptr,
+                     FastPaths fast = {}) {
   SetAllocPattern(pattern);
   SetCurrentThreadName("client-0");
-  auto server = testing::StartServer(1, 1);
-  auto client = testing::StartClient(1);
+  auto server = testing::StartServer(1, 1, 50, 50 * 1024 * 1024,
+                                     fast.inline_handlers ? std::vector<std::string>{"Add"}
+                                                          : std::vector<std::string>{});
+  auto client = testing::StartClient(1, 50 * 1024 * 1024, fast.caller_reads);
   test::CalculatorServiceProxy proxy(client, server.address);
   test::AddRequestPB req;
   req.set_x(7);
@@ -56,6 +66,8 @@ Pairs CountSyncCalls(const AllocPattern& pattern, Pairs* allocs_by_role = nullpt
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   Pairs pairs = testing::StopAllocRecording();
   if (allocs_by_role != nullptr) *allocs_by_role = testing::RecordedAllocationsByRole();
+  // The fast path was really taken: all but a few calls read by the caller.
+  if (fast.caller_reads) CHECK(client->caller_read_responses() >= 50 + kCalls - 5);
   client->Shutdown();
   server.messenger->Shutdown();
   SetAllocPattern(AllocPattern::Fixed());
@@ -69,8 +81,16 @@ Pairs PerCall(std::initializer_list<std::pair<const std::string, long>> per_call
 }
 
 TEST_CASE("fixed pattern: zero cross-thread pairs per call", "[rpc][alloc]") {
+  FastPaths fast;
+  SECTION("KRPC topology (reactors plus a worker)") {}
+  SECTION("inline handlers") { fast.inline_handlers = true; }
+  SECTION("caller reads") { fast.caller_reads = true; }
+  SECTION("inline handlers and caller reads") {
+    fast.inline_handlers = true;
+    fast.caller_reads = true;
+  }
   Pairs by_role;
-  Pairs got = CountSyncCalls(AllocPattern::Fixed(), &by_role);
+  Pairs got = CountSyncCalls(AllocPattern::Fixed(), &by_role, fast);
   INFO("pairs:\n" << Show(got));
   CHECK(got.empty());
   // The exact heap allocations (operator new) per call by thread role, so

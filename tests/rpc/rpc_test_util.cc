@@ -6,7 +6,8 @@
 
 namespace crossfree::rpc::testing {
 
-TestServer StartServer(int reactors, int workers, int queue_length, size_t max_message_size) {
+TestServer StartServer(int reactors, int workers, int queue_length, size_t max_message_size,
+                       std::vector<std::string> inline_methods) {
   TestServer s;
   MessengerOptions o;
   o.name = "server";
@@ -19,6 +20,7 @@ TestServer StartServer(int reactors, int workers, int queue_length, size_t max_m
   ServicePoolOptions po;
   po.num_workers = workers;
   po.queue_length = queue_length;
+  po.inline_methods = std::move(inline_methods);
   st = s.messenger->RegisterService(std::move(svc), po);
   REQUIRE(st.ok());
   st = s.messenger->StartAcceptor("127.0.0.1", 0, &s.address);
@@ -26,12 +28,13 @@ TestServer StartServer(int reactors, int workers, int queue_length, size_t max_m
   return s;
 }
 
-std::shared_ptr<Messenger> StartClient(int reactors, size_t max_message_size) {
+std::shared_ptr<Messenger> StartClient(int reactors, size_t max_message_size, bool caller_reads) {
   MessengerOptions o;
   o.name = "client";
   o.num_reactors = reactors;
   o.reactor_prefix = "cli-reactor";
   o.max_message_size = max_message_size;
+  o.caller_reads_sync_responses = caller_reads;
   std::shared_ptr<Messenger> m;
   Status st = Messenger::Create(o, &m);
   REQUIRE(st.ok());

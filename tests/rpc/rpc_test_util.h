@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "rpc/calculator_service.h"
@@ -21,11 +22,15 @@ struct TestServer {
 };
 
 // Starts a server on 127.0.0.1 with `reactors` reactors and a pool of
-// `workers` workers and a queue of `queue_length`.
+// `workers` workers and a queue of `queue_length`; `inline_methods` run on
+// the reactors (ServicePoolOptions::inline_methods).
 TestServer StartServer(int reactors = 2, int workers = 2, int queue_length = 50,
-                       size_t max_message_size = 50 * 1024 * 1024);
+                       size_t max_message_size = 50 * 1024 * 1024,
+                       std::vector<std::string> inline_methods = {});
+// `caller_reads`: MessengerOptions::caller_reads_sync_responses.
 std::shared_ptr<Messenger> StartClient(int reactors = 1,
-                                       size_t max_message_size = 50 * 1024 * 1024);
+                                       size_t max_message_size = 50 * 1024 * 1024,
+                                       bool caller_reads = false);
 
 }  // namespace crossfree::rpc::testing
 

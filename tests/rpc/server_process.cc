@@ -273,11 +273,17 @@ bool WaitClosed(int fd, std::chrono::milliseconds timeout) {
 
 bool IsClosed(int fd) { return WaitClosed(fd, std::chrono::milliseconds(1)); }
 
+bool FastPathsRequested() {
+  const char* v = getenv("CROSSFREE_ATTACK_FAST");
+  return v != nullptr && std::string(v) == "1";
+}
+
 std::string WellBehavedCalls(const Sockaddr& addr, int n) {
   MessengerOptions o;
   o.name = "good-client";
   o.num_reactors = 1;
   o.reactor_prefix = "cli-reactor";
+  o.caller_reads_sync_responses = FastPathsRequested();
   std::shared_ptr<Messenger> m;
   Status s = Messenger::Create(o, &m);
   if (!s.ok()) return s.ToString();

@@ -73,8 +73,13 @@ bool WaitClosed(int fd, std::chrono::milliseconds timeout);
 // Non-blocking check: true if the server closed `fd` already.
 bool IsClosed(int fd);
 
+// True when CROSSFREE_ATTACK_FAST=1: run the attacks with the fast paths on
+// (inline handlers on the server, callers reading their own responses).
+bool FastPathsRequested();
+
 // `n` sync Add calls from a fresh client messenger; "" if all succeeded
-// with the right result, else the first failure.
+// with the right result, else the first failure. Its callers read their
+// own responses when FastPathsRequested().
 std::string WellBehavedCalls(const Sockaddr& addr, int n);
 
 }  // namespace crossfree::rpc::testing

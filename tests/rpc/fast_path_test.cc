@@ -1,0 +1,444 @@
+// SPDX-License-Identifier: Apache-2.0
+// The two opt-in fast paths: handlers run inline on the server reactor
+// (ServicePoolOptions::inline_methods) and sync callers reading their own
+// responses (MessengerOptions::caller_reads_sync_responses). Against the
+// real server, and against a scripted raw server for what a real one does
+// not send (a response for another call id, garbage, a close mid-call).
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "rpc/proxy.h"
+#include "rpc/rpc_header.pb.h"
+#include "rpc/serialization.h"
+#include "tests/rpc/rpc_test_util.h"
+
+namespace crossfree::rpc {
+namespace {
+
+using testing::StartClient;
+using testing::StartServer;
+using test::AddRequestPB;
+using test::AddResponsePB;
+using test::CalculatorServiceProxy;
+using test::EchoRequestPB;
+using test::EchoResponsePB;
+using test::SleepRequestPB;
+using test::SleepResponsePB;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+const std::vector<std::string> kInline = {"Add", "Echo"};
+constexpr bool kCallerReads = true;
+constexpr size_t kMaxMsg = 50 * 1024 * 1024;
+
+double SecondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+template <typename Pred>
+bool WaitFor(Pred pred) {
+  for (int i = 0; i < 500; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return pred();
+}
+
+SleepRequestPB SleepReq(uint32_t micros) {
+  SleepRequestPB r;
+  r.set_sleep_micros(micros);
+  return r;
+}
+
+Status Add(CalculatorServiceProxy* proxy, uint32_t x, uint32_t y, AddResponsePB* resp,
+           std::chrono::nanoseconds timeout = 10s) {
+  AddRequestPB req;
+  req.set_x(x);
+  req.set_y(y);
+  RpcController c;
+  c.set_timeout(timeout);
+  return proxy->Add(req, resp, &c);
+}
+
+TEST_CASE("fast paths: inline handlers and caller reads give the same answers", "[rpc][fast]") {
+  for (bool inline_handlers : {false, true}) {
+    for (bool caller_reads : {false, true}) {
+      INFO("inline " << inline_handlers << ", caller reads " << caller_reads);
+      auto server = StartServer(2, 2, 50, kMaxMsg,
+                                inline_handlers ? kInline : std::vector<std::string>{});
+      auto client = StartClient(1, kMaxMsg, caller_reads);
+      CalculatorServiceProxy proxy(client, server.address);
+      for (uint32_t i = 0; i < 100; ++i) {
+        AddResponsePB resp;
+        AddRequestPB req;
+        req.set_x(i);
+        req.set_y(1000);
+        RpcController c;
+        Status s = proxy.Add(req, &resp, &c);
+        INFO(s.ToString());
+        REQUIRE(s.ok());
+        CHECK(resp.result() == i + 1000);
+        CHECK(c.call_id() == static_cast<int32_t>(i));
+      }
+      // The first call opens the connection through the reactor; every
+      // later one is read by its caller.
+      CHECK(client->caller_read_responses() == (caller_reads ? 99u : 0u));
+      // Large frames in both directions (partial writes, direct reads into
+      // the frame buffer on the reactor; the caller reads in 64 KiB steps).
+      EchoRequestPB echo;
+      echo.set_data(std::string(3 << 20, 'e'));
+      EchoResponsePB echo_resp;
+      RpcController c;
+      c.set_timeout(20s);
+      REQUIRE(proxy.Echo(echo, &echo_resp, &c).ok());
+      CHECK(echo_resp.data() == echo.data());
+      AddResponsePB resp;
+      REQUIRE(Add(&proxy, 1, 2, &resp).ok());
+      CHECK(resp.result() == 3);
+    }
+  }
+}
+
+TEST_CASE("inline handlers: errors, deferral and registration", "[rpc][fast]") {
+  // Sleep inline too: only its deferred form is used, which returns at once.
+  auto server = StartServer(1, 1, 50, kMaxMsg, {"Add", "Echo", "Sleep"});
+  auto client = StartClient(1, kMaxMsg, kCallerReads);
+  CalculatorServiceProxy proxy(client, server.address);
+  Proxy raw(client, server.address);
+  SECTION("invalid request, unknown method, application error") {
+    RemoteMethod add{test::CalculatorServiceIf::kServiceName, "Add"};
+    EchoRequestPB wrong;
+    wrong.set_data("not numbers");
+    AddResponsePB resp;
+    RpcController c1;
+    Status s = raw.SyncRequest(add, wrong, &resp, &c1);
+    REQUIRE(c1.error_response() != nullptr);
+    CHECK(c1.error_response()->code() == ErrorStatusPB::ERROR_INVALID_REQUEST);
+    RemoteMethod mul{test::CalculatorServiceIf::kServiceName, "Multiply"};
+    RpcController c2;
+    s = raw.SyncRequest(mul, wrong, &resp, &c2);
+    REQUIRE(c2.error_response() != nullptr);
+    CHECK(c2.error_response()->code() == ErrorStatusPB::ERROR_NO_SUCH_METHOD);
+    SleepRequestPB fail = SleepReq(0);
+    fail.set_deferred(true);
+    fail.set_fail_with("the disk is on fire");
+    SleepResponsePB sresp;
+    RpcController c3;
+    s = proxy.Sleep(fail, &sresp, &c3);
+    CHECK(s.IsRemoteError());
+    CHECK(s.message().find("the disk is on fire") != std::string::npos);
+    REQUIRE(c3.error_response() != nullptr);
+    CHECK(c3.error_response()->code() == ErrorStatusPB::ERROR_APPLICATION);
+  }
+  SECTION("a handler that defers answers from the deferred pool; the reactor goes on") {
+    SleepRequestPB slow = SleepReq(300000);
+    slow.set_deferred(true);
+    SleepResponsePB sresp;
+    RpcController slow_c;
+    std::atomic<bool> slow_done{false};
+    proxy.SleepAsync(slow, &sresp, &slow_c, [&] { slow_done = true; });
+    // The reactor that ran the deferring handler serves other calls meanwhile.
+    auto t0 = Clock::now();
+    AddResponsePB resp;
+    for (int i = 0; i < 20; ++i) REQUIRE(Add(&proxy, i, 1, &resp).ok());
+    CHECK(SecondsSince(t0) < 0.3);
+    REQUIRE(WaitFor([&] { return slow_done.load(); }));
+    CHECK(slow_c.status().ok());
+  }
+  SECTION("an unknown inline method is refused at registration") {
+    ServicePoolOptions po;
+    po.inline_methods = {"Add", "Divide"};
+    Status s = server.messenger->RegisterService(std::make_unique<test::CalculatorService>(), po);
+    // The name is taken already; a fresh messenger shows the inline check.
+    CHECK(!s.ok());
+    std::shared_ptr<Messenger> m;
+    MessengerOptions o;
+    o.num_reactors = 1;
+    REQUIRE(Messenger::Create(o, &m).ok());
+    s = m->RegisterService(std::make_unique<test::CalculatorService>(), po);
+    CHECK(s.IsInvalidArgument());
+    CHECK(s.message().find("Divide") != std::string::npos);
+  }
+}
+
+TEST_CASE("caller reads: timeouts, never before the deadline; late responses are dropped",
+          "[rpc][fast]") {
+  auto server = StartServer(1, 2, 50, kMaxMsg, kInline);
+  auto client = StartClient(1, kMaxMsg, kCallerReads);
+  CalculatorServiceProxy proxy(client, server.address);
+  AddResponsePB resp;
+  REQUIRE(Add(&proxy, 1, 1, &resp).ok());  // the read side is lent from now on
+  for (auto timeout : {std::chrono::nanoseconds(1), std::chrono::nanoseconds(200ms),
+                       std::chrono::nanoseconds(700ms)}) {
+    RpcController c;
+    c.set_timeout(timeout);
+    SleepResponsePB sresp;
+    auto t0 = Clock::now();
+    Status s = proxy.Sleep(SleepReq(1000000), &sresp, &c);
+    double took = SecondsSince(t0);
+    INFO(s.ToString());
+    CHECK(s.IsTimedOut());
+    CHECK(took >= std::chrono::duration<double>(timeout).count());
+    // The connection serves on, read by callers again.
+    uint64_t before = client->caller_read_responses();
+    REQUIRE(Add(&proxy, 2, 3, &resp).ok());
+    CHECK(resp.result() == 5);
+    AddResponsePB resp2;
+    REQUIRE(Add(&proxy, 4, 3, &resp2).ok());
+    CHECK(resp2.result() == 7);
+    CHECK(client->caller_read_responses() > before);
+  }
+  // The late Sleep responses arrive while callers read: dropped by id.
+  std::this_thread::sleep_for(1100ms);
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE(Add(&proxy, i, 10, &resp).ok());
+    CHECK(resp.result() == static_cast<uint32_t>(i + 10));
+  }
+}
+
+TEST_CASE("caller reads: Cancel() from another thread ends the call Aborted", "[rpc][fast]") {
+  auto server = StartServer(1, 2, 50, kMaxMsg, kInline);
+  auto client = StartClient(1, kMaxMsg, kCallerReads);
+  CalculatorServiceProxy proxy(client, server.address);
+  AddResponsePB resp;
+  REQUIRE(Add(&proxy, 1, 1, &resp).ok());
+  for (int round = 0; round < 3; ++round) {
+    RpcController c;
+    SleepResponsePB sresp;
+    std::thread canceller([&c] {
+      std::this_thread::sleep_for(100ms);
+      c.Cancel();
+    });
+    auto t0 = Clock::now();
+    Status s = proxy.Sleep(SleepReq(1000000), &sresp, &c);
+    double took = SecondsSince(t0);
+    canceller.join();
+    INFO(s.ToString());
+    CHECK(s.IsAborted());
+    CHECK(c.state() == OutboundCall::State::kCancelled);
+    CHECK(took < 0.9);  // the server's 1 s sleep did not end it
+    REQUIRE(Add(&proxy, 2, 2, &resp).ok());
+    CHECK(resp.result() == 4);
+  }
+}
+
+TEST_CASE("caller reads: concurrent callers and async calls share the connection",
+          "[rpc][fast]") {
+  auto server = StartServer(2, 2, 500, kMaxMsg, kInline);
+  auto client = StartClient(1, kMaxMsg, kCallerReads);
+  CalculatorServiceProxy proxy(client, server.address);
+  AddResponsePB warm;
+  REQUIRE(Add(&proxy, 0, 0, &warm).ok());
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  // A slow sync call whose caller reads while the others' responses come
+  // in: it hands those to the reactor.
+  threads.emplace_back([&] {
+    for (int i = 0; i < 3; ++i) {
+      SleepResponsePB sresp;
+      RpcController c;
+      c.set_timeout(10s);
+      if (!proxy.Sleep(SleepReq(100000), &sresp, &c).ok()) ++failures;
+    }
+  });
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint32_t i = 0; i < 300; ++i) {
+        AddResponsePB resp;
+        if (!Add(&proxy, i, t * 1000, &resp).ok() || resp.result() != i + t * 1000) ++failures;
+      }
+    });
+  }
+  // Async calls meanwhile: the reactor must get the read side back for them.
+  constexpr int kAsync = 200;
+  std::vector<AddResponsePB> aresp(kAsync);
+  std::vector<std::unique_ptr<RpcController>> actl;
+  testing::CallbackCounter counter(kAsync);
+  for (int i = 0; i < kAsync; ++i) {
+    actl.push_back(std::make_unique<RpcController>());
+    actl.back()->set_timeout(10s);
+    AddRequestPB req;
+    req.set_x(i);
+    req.set_y(7);
+    proxy.AddAsync(req, &aresp[i], actl.back().get(), [&counter, i] { counter.Done(i); });
+    if (i % 50 == 0) std::this_thread::sleep_for(5ms);
+  }
+  for (auto& th : threads) th.join();
+  REQUIRE(counter.WaitAll(10s));
+  CHECK_FALSE(counter.any_twice());
+  for (int i = 0; i < kAsync; ++i) {
+    INFO(actl[i]->status().ToString());
+    CHECK(actl[i]->status().ok());
+    CHECK(aresp[i].result() == static_cast<uint32_t>(i + 7));
+  }
+  CHECK(failures.load() == 0);
+  // Alone again: the next caller reads its own response again.
+  uint64_t before = client->caller_read_responses();
+  for (int i = 0; i < 5; ++i) REQUIRE(Add(&proxy, 1, 2, &warm).ok());
+  CHECK(client->caller_read_responses() >= before + 4);
+}
+
+TEST_CASE("caller reads: the client's shutdown while a caller reads fails the call",
+          "[rpc][fast]") {
+  auto server = StartServer(1, 2, 50, kMaxMsg, kInline);
+  auto client = StartClient(1, kMaxMsg, kCallerReads);
+  CalculatorServiceProxy proxy(client, server.address);
+  AddResponsePB resp;
+  REQUIRE(Add(&proxy, 1, 1, &resp).ok());
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(100ms);
+    client->Shutdown();
+  });
+  RpcController c;
+  SleepResponsePB sresp;
+  auto t0 = Clock::now();
+  Status s = proxy.Sleep(SleepReq(2000000), &sresp, &c);
+  stopper.join();
+  INFO(s.ToString());
+  CHECK(s.IsAborted());
+  CHECK(SecondsSince(t0) < 1.5);
+}
+
+// A scripted server on a raw socket: accepts one connection, reads the
+// connection header, then answers each request frame with
+// script(call id, &out) (out: bytes to send; return false to close).
+class RawServer {
+ public:
+  using Script = std::function<bool(int call_index, int32_t call_id, std::string* out)>;
+  explicit RawServer(Script script) : script_(std::move(script)) {
+    lfd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    REQUIRE(::bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+    REQUIRE(::listen(lfd_, 4) == 0);
+    REQUIRE(::getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    REQUIRE(Sockaddr::Parse("127.0.0.1", ntohs(a.sin_port), &addr_).ok());
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~RawServer() {
+    ::shutdown(lfd_, SHUT_RDWR);
+    int fd = conn_fd_.load();
+    if (fd >= 0) ::shutdown(fd, SHUT_RDWR);  // ends its read loop
+    thread_.join();
+    if (fd >= 0) ::close(fd);
+    ::close(lfd_);
+  }
+  const Sockaddr& address() const { return addr_; }
+
+  static std::string Response(int32_t call_id, uint32_t result) {
+    ResponseHeader h;
+    h.set_call_id(call_id);
+    AddResponsePB body;
+    body.set_result(result);
+    FrameLayout l = ComputeFrameLayout(h, body.ByteSizeLong(), 0);
+    std::string out(l.head_bytes, '\0');
+    SerializeFrameHeader(l, h, reinterpret_cast<uint8_t*>(out.data()));
+    return out + body.SerializeAsString();
+  }
+
+ private:
+  static bool ReadN(int fd, std::string* out, size_t n) {
+    out->resize(n);
+    size_t got = 0;
+    while (got < n) {
+      ssize_t r = ::read(fd, out->data() + got, n - got);
+      if (r <= 0) return false;
+      got += static_cast<size_t>(r);
+    }
+    return true;
+  }
+  void Run() {
+    int fd = ::accept(lfd_, nullptr, nullptr);
+    if (fd < 0) return;
+    conn_fd_ = fd;
+    std::string buf;
+    if (ReadN(fd, &buf, kConnHeaderLength)) {
+      for (int i = 0;; ++i) {
+        if (!ReadN(fd, &buf, kFrameLengthPrefix)) break;
+        uint32_t len = DecodeBigEndian32(reinterpret_cast<const uint8_t*>(buf.data()));
+        if (!ReadN(fd, &buf, len)) break;
+        RequestHeader h;
+        std::string_view body;
+        if (!ParseFrame(buf, &h, &body).ok()) break;
+        std::string out;
+        bool go_on = script_(i, h.call_id(), &out);
+        if (!out.empty() && ::send(fd, out.data(), out.size(), MSG_NOSIGNAL) < 0) break;
+        if (!go_on) break;
+      }
+    }
+    ::shutdown(fd, SHUT_RDWR);  // closed by the destructor, after the join
+  }
+
+  Script script_;
+  int lfd_ = -1;
+  std::atomic<int> conn_fd_{-1};
+  Sockaddr addr_;
+  std::thread thread_;
+};
+
+TEST_CASE("caller reads: against a scripted server", "[rpc][fast]") {
+  auto client = StartClient(1, kMaxMsg, kCallerReads);
+  SECTION("a response for an unknown call id first is dropped") {
+    RawServer server([](int, int32_t id, std::string* out) {
+      *out = RawServer::Response(id + 1000, 1) + RawServer::Response(id, 100 + id);
+      return true;
+    });
+    CalculatorServiceProxy proxy(client, server.address());
+    for (int i = 0; i < 5; ++i) {
+      AddResponsePB resp;
+      Status s = Add(&proxy, 0, 0, &resp);
+      INFO(s.ToString());
+      REQUIRE(s.ok());
+      CHECK(resp.result() == static_cast<uint32_t>(100 + i));
+    }
+    CHECK(client->caller_read_responses() >= 4);
+  }
+  SECTION("the server closes the connection mid-call") {
+    RawServer server([](int index, int32_t id, std::string* out) {
+      if (index == 0) *out = RawServer::Response(id, 1);
+      return index == 0;  // the second request: close without answering
+    });
+    CalculatorServiceProxy proxy(client, server.address());
+    AddResponsePB resp;
+    REQUIRE(Add(&proxy, 0, 0, &resp).ok());
+    auto t0 = Clock::now();
+    Status s = Add(&proxy, 0, 0, &resp, 5s);
+    INFO(s.ToString());
+    CHECK(s.IsNetworkError());
+    CHECK(SecondsSince(t0) < 2.0);
+  }
+  SECTION("garbage instead of a response closes the connection and fails the call") {
+    RawServer server([](int index, int32_t id, std::string* out) {
+      if (index == 0) {
+        *out = RawServer::Response(id, 1);
+      } else {
+        *out = std::string("\x00\x00\x00\x05\xff\xff\xff\xff\xff", 9);  // header varint overflow
+      }
+      return true;
+    });
+    CalculatorServiceProxy proxy(client, server.address());
+    AddResponsePB resp;
+    REQUIRE(Add(&proxy, 0, 0, &resp).ok());
+    auto t0 = Clock::now();
+    Status s = Add(&proxy, 0, 0, &resp, 5s);
+    INFO(s.ToString());
+    CHECK(!s.ok());
+    CHECK(!s.IsTimedOut());
+    CHECK(SecondsSince(t0) < 2.0);
+  }
+}
+
+}  // namespace
+}  // namespace crossfree::rpc
