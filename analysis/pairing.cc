@@ -3,6 +3,7 @@
 #include "analysis/pairing.h"
 
 #include "analysis/event_stream.h"
+#include "analysis/vector_pool.h"
 
 #include <fmt/core.h>
 
@@ -73,7 +74,7 @@ constexpr int kDecoded = 2;
 
 struct Slot {
   std::atomic<int> state{kUndecoded};
-  std::vector<std::vector<Ev>> parts;  // one per worker
+  std::vector<std::vector<Ev>> parts;  // one per worker, from Shared::buffers
   uint64_t null_events = 0;
   uint64_t counts_records = 0;  // kTagCounts, summed
   format::ThreadCounts counts;
@@ -94,6 +95,14 @@ struct Shared {
   std::atomic<bool> failed{false};
   std::mutex error_mutex;
   std::string error;
+  // The parts' buffers, reused from chunk to chunk: a worker gives a part
+  // back when it has consumed it, the decoder of a later chunk takes it
+  // (vector_pool.h). A buffer grows only while it holds a chunk's events,
+  // so there are never more large buffers than chunks that needed them
+  // were buffered at once; above kPooledEvents one is freed, not kept (a
+  // chunk of the tracer's default 128 KiB holds about 30 000 events).
+  static constexpr size_t kPooledEvents = size_t{1} << 17;
+  VectorPool<Ev> buffers{kPooledEvents};
 };
 
 // One multiply; a different constant from the workers' AddressMap, so a
@@ -168,6 +177,7 @@ bool DecodeClaimed(Shared& shared, size_t stream, size_t index) {
   // and memory is never sized from a claim (a crafted count of 2^31 would
   // reserve 64 GiB). The vectors grow with the events actually decoded.
   slot.parts.resize(shared.jobs);
+  for (auto& part : slot.parts) part = shared.buffers.Take();
   SlotDecoder decoder(&slot, shared.jobs);
   std::string error;
   bool ok = DecodeTraceChunk(*shared.trace, chunk, decoder, &error);
@@ -395,7 +405,7 @@ class Worker {
     Slot& slot = *shared_->slots[c.stream][c.chunk];
     auto& part = slot.parts[index_];
     shared_->buffered.fetch_sub(static_cast<int64_t>(part.size()), std::memory_order_relaxed);
-    std::vector<Ev>().swap(part);
+    shared_->buffers.Give(std::move(part));  // leaves part empty
     shared_->released[index_].fetch_add(1, std::memory_order_relaxed);
     ++c.chunk;
   }
