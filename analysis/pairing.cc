@@ -286,6 +286,17 @@ class AddressMap {
   size_t size_ = 0;
 };
 
+// What a worker keeps per pair: its counts and, for a cross-thread pair, its
+// timeline's row in Worker::timelines_. One map lookup per paired free finds
+// both (a second map keyed by the pair, for the timelines, cost a second
+// lookup per cross-thread free).
+struct PairTally {
+  static constexpr uint32_t kNoTimeline = ~uint32_t{0};
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  uint32_t timeline = kNoTimeline;
+};
+
 struct Cursor {
   uint32_t stream;
   size_t chunk;
@@ -330,7 +341,7 @@ class Worker {
     });
     result->counts.Add(counts_);
     if (index_ == 0) result->windows = edges_;
-    pairs_.ForEach([result](const PairKey& k, const CountBytes& v) {
+    pairs_.ForEach([result](const PairKey& k, const PairTally& v) {
       CountBytes& t = result->pairs[k];
       t.count += v.count;
       t.bytes += v.bytes;
@@ -356,9 +367,11 @@ class Worker {
       result->timelines.ForEach([](const PairKey&, Timeline& t) { t.Fold(); });
     }
     for (; timeline_shift_ < result->timeline_shift; ++timeline_shift_) {
-      timelines_.ForEach([](const PairKey&, Timeline& t) { t.Fold(); });
+      for (Timeline& t : timelines_) t.Fold();
     }
-    timelines_.ForEach([result](const PairKey& k, const Timeline& t) {
+    pairs_.ForEach([this, result](const PairKey& k, const PairTally& v) {
+      if (v.timeline == PairTally::kNoTimeline) return;
+      const Timeline& t = timelines_[v.timeline];
       Timeline& into = result->timelines[k];
       for (int i = 0; i < kTimelineBuckets; ++i) into.buckets[i] += t.buckets[i];
     });
@@ -507,15 +520,14 @@ class Worker {
       ++counts_.paired;
       int size_class = SizeClassIndex(s.size);
       ++by_class_[ThreadClass{thread, static_cast<uint32_t>(size_class)}].frees;
+      PairTally& tally = pairs_[PairKey{s.stack, e.stack, s.thread, thread,
+                                        static_cast<uint32_t>(size_class)}];
+      ++tally.count;
+      tally.bytes += s.size;
       if (s.thread != thread) {
         ++counts_.cross_thread;
-        NoteTimeline(PairKey{s.stack, e.stack, s.thread, thread, static_cast<uint32_t>(size_class)},
-                     e.timestamp_ns);
+        NoteTimeline(tally, e.timestamp_ns);
       }
-      CountBytes& cb = pairs_[PairKey{s.stack, e.stack, s.thread, thread,
-                                      static_cast<uint32_t>(size_class)}];
-      ++cb.count;
-      cb.bytes += s.size;
       return;
     }
     // An address freed again without a new allocation is a double free,
@@ -544,22 +556,26 @@ class Worker {
     s.epoch = Epoch();
   }
 
-  void NoteTimeline(const PairKey& key, uint64_t ts) {
+  void NoteTimeline(PairTally& tally, uint64_t ts) {
     uint64_t since = ts > shared_->origin_ns ? ts - shared_->origin_ns : 0;
     while ((since >> timeline_shift_) >= kTimelineBuckets) {
       ++timeline_shift_;
-      timelines_.ForEach([](const PairKey&, Timeline& t) { t.Fold(); });
+      for (Timeline& t : timelines_) t.Fold();
     }
-    ++timelines_[key].buckets[since >> timeline_shift_];
+    if (tally.timeline == PairTally::kNoTimeline) {
+      tally.timeline = static_cast<uint32_t>(timelines_.size());
+      timelines_.emplace_back();
+    }
+    ++timelines_[tally.timeline].buckets[since >> timeline_shift_];
   }
 
   Shared* shared_;
   int index_;
   PairingCounts counts_;
-  FlatMap<PairKey, Timeline, PairKeyHash> timelines_;
+  std::vector<Timeline> timelines_;  // of the cross-thread pairs, PairTally::timeline
   int timeline_shift_ = 20;  // 1 ms buckets to begin with
   AddressMap live_;
-  FlatMap<PairKey, CountBytes, PairKeyHash> pairs_;
+  FlatMap<PairKey, PairTally, PairKeyHash> pairs_;
   FlatMap<StackThread, CountBytes, StackThreadHash> live_sites_;
   FlatMap<StackThread, CountBytes, StackThreadHash> window_end_sites_;
   FlatMap<StackThread, CountBytes, StackThreadHash> unknown_;
