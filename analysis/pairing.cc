@@ -375,6 +375,12 @@ class Worker {
       Timeline& into = result->timelines[k];
       for (int i = 0; i < kTimelineBuckets; ++i) into.buckets[i] += t.buckets[i];
     });
+    // A paired free counts in the class of the allocation it ends, on the
+    // freeing thread: those are the pairs' counts, summed here rather than
+    // counted per free with a map lookup each.
+    pairs_.ForEach([this](const PairKey& k, const PairTally& v) {
+      by_class_[ThreadClass{k.free_thread, k.size_class}].frees += v.count;
+    });
     by_class_.ForEach([result](const ThreadClass& k, const AllocsFrees& v) {
       AllocsFrees& t = result->by_class[k];
       t.allocs += v.allocs;
@@ -518,8 +524,7 @@ class Worker {
       s.state = kFreed;
       s.epoch = Epoch();
       ++counts_.paired;
-      int size_class = SizeClassIndex(s.size);
-      ++by_class_[ThreadClass{thread, static_cast<uint32_t>(size_class)}].frees;
+      int size_class = SizeClassIndex(s.size);  // by_class_'s frees: from pairs_, in MergeInto
       PairTally& tally = pairs_[PairKey{s.stack, e.stack, s.thread, thread,
                                         static_cast<uint32_t>(size_class)}];
       ++tally.count;
