@@ -238,7 +238,7 @@ class AddressMap {
   AddressMap() { Resize(1u << 16); }
 
   AddressState& FindOrInsert(uint64_t address) {
-    if (size_ * 4 >= slots_.size() * 3) Resize(slots_.size() * 2);
+    if (size_ >= grow_at_) Resize(slots_.size() * 2);
     size_t i = Index(address);
     for (;;) {
       AddressState& s = slots_[i];
@@ -274,6 +274,7 @@ class AddressMap {
     slots_.assign(capacity, AddressState{});
     mask_ = capacity - 1;
     shift_ = 64 - __builtin_ctzll(capacity);
+    grow_at_ = capacity / 4 * 3;  // at most 3/4 full: probe sequences stay short
     size_ = 0;
     for (const AddressState& s : old) {
       if (s.address != 0) FindOrInsert(s.address) = s;
@@ -283,6 +284,7 @@ class AddressMap {
   std::vector<AddressState> slots_;
   size_t mask_ = 0;
   int shift_ = 64;
+  size_t grow_at_ = 0;
   size_t size_ = 0;
 };
 
@@ -311,6 +313,8 @@ class Worker {
   Worker(Shared* shared, int index)
       : shared_(shared),
         index_(index),
+        window_from_(shared->window_from),
+        window_to_(shared->window_to),
         reopened_(shared->starts_closed),
         entry_stack_(shared->trace->streams.size(), format::kNoStack) {}
 
@@ -477,7 +481,7 @@ class Worker {
       ProcessEdge(e);
       return;
     }
-    if (e.timestamp_ns < shared_->window_from || e.timestamp_ns > shared_->window_to) {
+    if (e.timestamp_ns < window_from_ || e.timestamp_ns > window_to_) {
       ProcessOutsideWindow(e);
       return;
     }
@@ -555,7 +559,7 @@ class Worker {
   // Before the window an event only sets its address's state; after it,
   // nothing happens (the trace "ends" at the window's end).
   void ProcessOutsideWindow(const Ev& e) {
-    if (e.timestamp_ns > shared_->window_to) return;
+    if (e.timestamp_ns > window_to_) return;
     AddressState& s = live_.FindOrInsert(e.address);
     s.state = IsAlloc(e) ? kLiveBeforeWindow : kFreed;
     s.epoch = Epoch();
@@ -576,6 +580,10 @@ class Worker {
 
   Shared* shared_;
   int index_;
+  // The analysis window (Shared's), read for every event: kept here, next
+  // to the worker's other hot fields.
+  const uint64_t window_from_;
+  const uint64_t window_to_;
   PairingCounts counts_;
   std::vector<Timeline> timelines_;  // of the cross-thread pairs, PairTally::timeline
   int timeline_shift_ = 20;  // 1 ms buckets to begin with
