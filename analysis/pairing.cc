@@ -110,15 +110,17 @@ class SlotDecoder : public ChunkVisitor {
  public:
   SlotDecoder(Slot* slot, int jobs) : slot_(slot), jobs_(jobs) {}
 
-  void OnEvent(const format::Event& e) override {
-    if (e.address == 0) {
-      ++slot_->null_events;
-      return;
+  void OnEvents(std::span<const format::Event> events) override {
+    for (const format::Event& e : events) {
+      if (e.address == 0) {
+        ++slot_->null_events;
+        continue;
+      }
+      Ev ev{e.timestamp_ns, e.address, e.size, e.stack_id,
+            e.op == format::EventOp::kAlloc ? Rank::kAlloc : Rank::kFree,
+            static_cast<uint8_t>(e.from_realloc ? 1 : 0)};
+      slot_->parts[jobs_ == 1 ? 0 : PartitionOf(e.address, jobs_)].push_back(ev);
     }
-    Ev ev{e.timestamp_ns, e.address, e.size, e.stack_id,
-          e.op == format::EventOp::kAlloc ? Rank::kAlloc : Rank::kFree,
-          static_cast<uint8_t>(e.from_realloc ? 1 : 0)};
-    slot_->parts[jobs_ == 1 ? 0 : PartitionOf(e.address, jobs_)].push_back(ev);
   }
   void OnCentral(const format::CentralEvent&) override { NoteCentral(); }
   // A window edge concerns every address: each worker gets it.
