@@ -460,8 +460,9 @@ class Worker {
     }
   }
 
-  // The current recording epoch (window closes seen so far), saturated.
-  uint16_t Epoch() const { return static_cast<uint16_t>(std::min(closes_, kMaxEpoch)); }
+  // The current recording epoch (window closes seen so far), saturated; read
+  // for every event, so kept rather than recomputed.
+  uint16_t Epoch() const { return epoch_; }
 
   // A recording window's edge. Events are not filtered by it: the trace
   // holds only what was recorded, and the few events a thread stamped just
@@ -474,6 +475,7 @@ class Worker {
       reopened_ = true;  // a window that opened after the trace started
     } else {
       ++closes_;
+      epoch_ = static_cast<uint16_t>(std::min(closes_, kMaxEpoch));
     }
     last_edge_is_close_ = !open;
   }
@@ -599,6 +601,7 @@ class Worker {
   // Recording windows, from the window records merged into the stream.
   bool reopened_ = false;  // a window opened after the trace started
   uint32_t closes_ = 0;
+  uint16_t epoch_ = 0;  // closes_, saturated at kMaxEpoch
   bool last_edge_is_close_ = false;
   std::vector<WindowEdge> edges_;  // worker 0 only
   std::vector<uint32_t> entry_stack_;  // [stream index]
