@@ -92,9 +92,9 @@ struct Shared {
   // The parts' buffers, reused from chunk to chunk: a worker gives a part
   // back when it has consumed it, the decoder of a later chunk takes it
   // (vector_pool.h). A buffer grows only while it holds a chunk's events,
-  // so there are never more large buffers than chunks that needed them
-  // were buffered at once; above kPooledEvents one is freed, not kept (a
-  // chunk of the tracer's default 128 KiB holds about 30 000 events).
+  // so there are never more large buffers than large chunks were buffered
+  // at the same time; one above kPooledEvents is freed, not kept (a chunk
+  // of the tracer's default 128 KiB holds about 30 000 events).
   static constexpr size_t kPooledEvents = size_t{1} << 17;
   VectorPool<Ev> buffers{kPooledEvents};
 };
