@@ -100,6 +100,11 @@ void FinishMetadata(ProcessTrace& trace);
 // every pass sees the same order). Cursor needs `OrderKey key() const` and a
 // `uint32_t stream` member. The caller advances the top cursor and calls
 // Fix(), or Pop() when it is exhausted.
+//
+// A thread's events often come in runs (a burst of allocations before
+// another thread's frees): while the advanced top cursor is still
+// Before(runner_up()), it is still the top, and the caller may go on
+// advancing it without a Fix() per event.
 template <typename Cursor>
 class MergeHeap {
  public:
@@ -110,6 +115,14 @@ class MergeHeap {
   }
   bool empty() const { return heap_.empty(); }
   Cursor& top() { return heap_[0]; }
+  // The cursor that is next after the top, null when the top is alone. Valid
+  // until the next Fix() or Pop().
+  const Cursor* runner_up() const {
+    size_t n = heap_.size();
+    if (n < 2) return nullptr;
+    if (n == 2 || Before(heap_[1], heap_[2])) return &heap_[1];
+    return &heap_[2];
+  }
   void Fix() { SiftDown(0); }
   void Pop() {
     heap_[0] = heap_.back();
@@ -117,18 +130,20 @@ class MergeHeap {
     if (!heap_.empty()) SiftDown(0);
   }
 
- private:
-  static bool Less(const Cursor& a, const Cursor& b) {
+  // The merge order: a strict total order, since no two cursors share a stream.
+  static bool Before(const Cursor& a, const Cursor& b) {
     OrderKey ka = a.key(), kb = b.key();
     if (ka != kb) return ka < kb;
     return a.stream < b.stream;
   }
+
+ private:
   void SiftDown(size_t i) {
     size_t n = heap_.size();
     for (;;) {
       size_t l = 2 * i + 1, r = l + 1, m = i;
-      if (l < n && Less(heap_[l], heap_[m])) m = l;
-      if (r < n && Less(heap_[r], heap_[m])) m = r;
+      if (l < n && Before(heap_[l], heap_[m])) m = l;
+      if (r < n && Before(heap_[r], heap_[m])) m = r;
       if (m == i) return;
       std::swap(heap_[i], heap_[m]);
       i = m;

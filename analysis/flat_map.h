@@ -28,7 +28,7 @@ class FlatMap {
 
   // Returns the value for key, default-constructing it on first use.
   Value& operator[](const Key& key) {
-    if ((size_ + 1) * 4 > capacity_ * 3) Rehash(capacity_ * 2);
+    if (size_ >= grow_at_) Rehash(capacity_ * 2);
     size_t i = Hash()(key) & mask_;
     while (used_[i]) {
       if (keys_[i] == key) return values_[i];
@@ -86,6 +86,9 @@ class FlatMap {
     used_.swap(used);
     capacity_ = capacity;
     mask_ = mask;
+    // Grow before an insert would make it more than 3/4 full (kept, not
+    // recomputed by every lookup).
+    grow_at_ = capacity / 4 * 3;
   }
 
   std::vector<Key> keys_;
@@ -93,6 +96,7 @@ class FlatMap {
   std::vector<uint8_t> used_;
   size_t capacity_ = 0;
   size_t mask_ = 0;
+  size_t grow_at_ = 0;
   size_t size_ = 0;
 };
 

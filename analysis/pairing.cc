@@ -3,6 +3,7 @@
 #include "analysis/pairing.h"
 
 #include "analysis/event_stream.h"
+#include "analysis/vector_pool.h"
 
 #include <fmt/core.h>
 
@@ -39,31 +40,25 @@ void PairingCounts::Add(const PairingCounts& o) {
 
 namespace {
 
-// What a decoded entry is: an event, or the edge of a recording window
-// (kTagWindow), which every worker gets, in time order with its events.
-constexpr uint8_t kEvFree = 0;
-constexpr uint8_t kEvAlloc = 1;
-constexpr uint8_t kEvWindowOpen = 2;
-constexpr uint8_t kEvWindowClose = 3;
-
-// A decoded event, ordered by OrderKey (event_stream.h). A window opens
-// before and closes after the events that share its timestamp.
+// A decoded event, or the edge of a recording window (kTagWindow), which
+// every worker gets, in time order with its events. Its rank (event_stream.h)
+// says which of the four it is, and is stored as such so that the merge's
+// comparisons, one or two per event, read it without a translation.
 struct Ev {
   uint64_t timestamp_ns;
   uint64_t address;
   uint64_t size;
   uint32_t stack;
-  uint8_t kind;
+  Rank rank;  // kFree, kAlloc, kWindowOpen or kWindowClose
   uint8_t from_realloc;
 
-  OrderKey key() const {
-    static constexpr Rank kRanks[] = {Rank::kFree, Rank::kAlloc, Rank::kWindowOpen,
-                                      Rank::kWindowClose};
-    return {timestamp_ns, kRanks[kind]};
-  }
+  OrderKey key() const { return {timestamp_ns, rank}; }
 };
 
-inline bool IsAlloc(const Ev& e) { return e.kind == kEvAlloc; }
+inline bool IsAlloc(const Ev& e) { return e.rank == Rank::kAlloc; }
+inline bool IsWindowEdge(const Ev& e) {
+  return e.rank == Rank::kWindowOpen || e.rank == Rank::kWindowClose;
+}
 
 // A chunk's decoding state: claimed by exactly one worker (kUndecoded ->
 // kDecoding by compare-exchange), published with kDecoded.
@@ -73,7 +68,7 @@ constexpr int kDecoded = 2;
 
 struct Slot {
   std::atomic<int> state{kUndecoded};
-  std::vector<std::vector<Ev>> parts;  // one per worker
+  std::vector<std::vector<Ev>> parts;  // one per worker, from Shared::buffers
   uint64_t null_events = 0;
   uint64_t counts_records = 0;  // kTagCounts, summed
   format::ThreadCounts counts;
@@ -94,6 +89,14 @@ struct Shared {
   std::atomic<bool> failed{false};
   std::mutex error_mutex;
   std::string error;
+  // The parts' buffers, reused from chunk to chunk: a worker gives a part
+  // back when it has consumed it, the decoder of a later chunk takes it
+  // (vector_pool.h). A buffer grows only while it holds a chunk's events,
+  // so there are never more large buffers than large chunks were buffered
+  // at the same time; one above kPooledEvents is freed, not kept (a chunk
+  // of the tracer's default 128 KiB holds about 30 000 events).
+  static constexpr size_t kPooledEvents = size_t{1} << 17;
+  VectorPool<Ev> buffers{kPooledEvents};
 };
 
 // One multiply; a different constant from the workers' AddressMap, so a
@@ -107,21 +110,23 @@ class SlotDecoder : public ChunkVisitor {
  public:
   SlotDecoder(Slot* slot, int jobs) : slot_(slot), jobs_(jobs) {}
 
-  void OnEvent(const format::Event& e) override {
-    if (e.address == 0) {
-      ++slot_->null_events;
-      return;
+  void OnEvents(std::span<const format::Event> events) override {
+    for (const format::Event& e : events) {
+      if (e.address == 0) {
+        ++slot_->null_events;
+        continue;
+      }
+      Ev ev{e.timestamp_ns, e.address, e.size, e.stack_id,
+            e.op == format::EventOp::kAlloc ? Rank::kAlloc : Rank::kFree,
+            static_cast<uint8_t>(e.from_realloc ? 1 : 0)};
+      slot_->parts[jobs_ == 1 ? 0 : PartitionOf(e.address, jobs_)].push_back(ev);
     }
-    Ev ev{e.timestamp_ns, e.address, e.size, e.stack_id,
-          e.op == format::EventOp::kAlloc ? kEvAlloc : kEvFree,
-          static_cast<uint8_t>(e.from_realloc ? 1 : 0)};
-    slot_->parts[jobs_ == 1 ? 0 : PartitionOf(e.address, jobs_)].push_back(ev);
   }
   void OnCentral(const format::CentralEvent&) override { NoteCentral(); }
   // A window edge concerns every address: each worker gets it.
   void OnWindow(uint32_t, uint64_t ts_ns, format::WindowState state, format::WindowCause) override {
     Ev ev{ts_ns, 0, 0, 0,
-          state == format::WindowState::kOpen ? kEvWindowOpen : kEvWindowClose, 0};
+          state == format::WindowState::kOpen ? Rank::kWindowOpen : Rank::kWindowClose, 0};
     for (auto& part : slot_->parts) part.push_back(ev);
   }
   void OnCounts(uint32_t, const format::ThreadCounts& c) override {
@@ -168,6 +173,7 @@ bool DecodeClaimed(Shared& shared, size_t stream, size_t index) {
   // and memory is never sized from a claim (a crafted count of 2^31 would
   // reserve 64 GiB). The vectors grow with the events actually decoded.
   slot.parts.resize(shared.jobs);
+  for (auto& part : slot.parts) part = shared.buffers.Take();
   SlotDecoder decoder(&slot, shared.jobs);
   std::string error;
   bool ok = DecodeTraceChunk(*shared.trace, chunk, decoder, &error);
@@ -234,7 +240,7 @@ class AddressMap {
   AddressMap() { Resize(1u << 16); }
 
   AddressState& FindOrInsert(uint64_t address) {
-    if (size_ * 4 >= slots_.size() * 3) Resize(slots_.size() * 2);
+    if (size_ >= grow_at_) Resize(slots_.size() * 2);
     size_t i = Index(address);
     for (;;) {
       AddressState& s = slots_[i];
@@ -270,6 +276,7 @@ class AddressMap {
     slots_.assign(capacity, AddressState{});
     mask_ = capacity - 1;
     shift_ = 64 - __builtin_ctzll(capacity);
+    grow_at_ = capacity / 4 * 3;  // at most 3/4 full: probe sequences stay short
     size_ = 0;
     for (const AddressState& s : old) {
       if (s.address != 0) FindOrInsert(s.address) = s;
@@ -279,7 +286,19 @@ class AddressMap {
   std::vector<AddressState> slots_;
   size_t mask_ = 0;
   int shift_ = 64;
+  size_t grow_at_ = 0;
   size_t size_ = 0;
+};
+
+// What a worker keeps per pair: its counts and, for a cross-thread pair, its
+// timeline's row in Worker::timelines_. One map lookup per paired free finds
+// both (a second map keyed by the pair, for the timelines, cost a second
+// lookup per cross-thread free).
+struct PairTally {
+  static constexpr uint32_t kNoTimeline = ~uint32_t{0};
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  uint32_t timeline = kNoTimeline;
 };
 
 struct Cursor {
@@ -296,6 +315,8 @@ class Worker {
   Worker(Shared* shared, int index)
       : shared_(shared),
         index_(index),
+        window_from_(shared->window_from),
+        window_to_(shared->window_to),
         reopened_(shared->starts_closed),
         entry_stack_(shared->trace->streams.size(), format::kNoStack) {}
 
@@ -326,7 +347,7 @@ class Worker {
     });
     result->counts.Add(counts_);
     if (index_ == 0) result->windows = edges_;
-    pairs_.ForEach([result](const PairKey& k, const CountBytes& v) {
+    pairs_.ForEach([result](const PairKey& k, const PairTally& v) {
       CountBytes& t = result->pairs[k];
       t.count += v.count;
       t.bytes += v.bytes;
@@ -352,11 +373,19 @@ class Worker {
       result->timelines.ForEach([](const PairKey&, Timeline& t) { t.Fold(); });
     }
     for (; timeline_shift_ < result->timeline_shift; ++timeline_shift_) {
-      timelines_.ForEach([](const PairKey&, Timeline& t) { t.Fold(); });
+      for (Timeline& t : timelines_) t.Fold();
     }
-    timelines_.ForEach([result](const PairKey& k, const Timeline& t) {
+    pairs_.ForEach([this, result](const PairKey& k, const PairTally& v) {
+      if (v.timeline == PairTally::kNoTimeline) return;
+      const Timeline& t = timelines_[v.timeline];
       Timeline& into = result->timelines[k];
       for (int i = 0; i < kTimelineBuckets; ++i) into.buckets[i] += t.buckets[i];
+    });
+    // A paired free counts in the class of the allocation it ends, on the
+    // freeing thread: those are the pairs' counts, summed here rather than
+    // counted per free with a map lookup each.
+    pairs_.ForEach([this](const PairKey& k, const PairTally& v) {
+      by_class_[ThreadClass{k.free_thread, k.size_class}].frees += v.count;
     });
     by_class_.ForEach([result](const ThreadClass& k, const AllocsFrees& v) {
       AllocsFrees& t = result->by_class[k];
@@ -395,7 +424,7 @@ class Worker {
     Slot& slot = *shared_->slots[c.stream][c.chunk];
     auto& part = slot.parts[index_];
     shared_->buffered.fetch_sub(static_cast<int64_t>(part.size()), std::memory_order_relaxed);
-    std::vector<Ev>().swap(part);
+    shared_->buffers.Give(std::move(part));  // leaves part empty
     shared_->released[index_].fetch_add(1, std::memory_order_relaxed);
     ++c.chunk;
   }
@@ -410,11 +439,16 @@ class Worker {
     heap.Build();
     while (!heap.empty()) {
       Cursor& top = heap.top();
-      // The same thread's next events are likely next in time too: fetch
-      // their address slots while this one is processed.
-      if (top.end - top.cur > 16) live_.Prefetch(top.cur[16].address);
-      Process(*top.cur, StreamIndex(top.stream));
-      if (++top.cur == top.end) {
+      // The top's events up to the runner-up's next one are the next in the
+      // merged order: a run of them costs one heap operation, not one each.
+      const Cursor* next = heap.runner_up();
+      do {
+        // The same thread's next events are likely next in time too: fetch
+        // their address slots while this one is processed.
+        if (top.end - top.cur > 16) live_.Prefetch(top.cur[16].address);
+        Process(*top.cur, StreamIndex(top.stream));
+      } while (++top.cur != top.end && (next == nullptr || MergeHeap<Cursor>::Before(top, *next)));
+      if (top.cur == top.end) {
         Release(top);
         if (!Load(top)) {
           if (shared_->failed.load()) return;
@@ -426,30 +460,32 @@ class Worker {
     }
   }
 
-  // The current recording epoch (window closes seen so far), saturated.
-  uint16_t Epoch() const { return static_cast<uint16_t>(std::min(closes_, kMaxEpoch)); }
+  // The current recording epoch (window closes seen so far), saturated; read
+  // for every event, so kept rather than recomputed.
+  uint16_t Epoch() const { return epoch_; }
 
   // A recording window's edge. Events are not filtered by it: the trace
   // holds only what was recorded, and the few events a thread stamped just
   // outside a window (it was inside a hook when the window changed) are
   // analysed like the others.
   void ProcessEdge(const Ev& e) {
-    bool open = e.kind == kEvWindowOpen;
+    bool open = e.rank == Rank::kWindowOpen;
     if (index_ == 0) edges_.push_back({e.timestamp_ns, open});
     if (open) {
       reopened_ = true;  // a window that opened after the trace started
     } else {
       ++closes_;
+      epoch_ = static_cast<uint16_t>(std::min(closes_, kMaxEpoch));
     }
     last_edge_is_close_ = !open;
   }
 
   void Process(const Ev& e, StreamIndex thread) {
-    if (e.kind >= kEvWindowOpen) {
+    if (IsWindowEdge(e)) {
       ProcessEdge(e);
       return;
     }
-    if (e.timestamp_ns < shared_->window_from || e.timestamp_ns > shared_->window_to) {
+    if (e.timestamp_ns < window_from_ || e.timestamp_ns > window_to_) {
       ProcessOutsideWindow(e);
       return;
     }
@@ -496,17 +532,15 @@ class Worker {
       s.state = kFreed;
       s.epoch = Epoch();
       ++counts_.paired;
-      int size_class = SizeClassIndex(s.size);
-      ++by_class_[ThreadClass{thread, static_cast<uint32_t>(size_class)}].frees;
+      int size_class = SizeClassIndex(s.size);  // by_class_'s frees: from pairs_, in MergeInto
+      PairTally& tally = pairs_[PairKey{s.stack, e.stack, s.thread, thread,
+                                        static_cast<uint32_t>(size_class)}];
+      ++tally.count;
+      tally.bytes += s.size;
       if (s.thread != thread) {
         ++counts_.cross_thread;
-        NoteTimeline(PairKey{s.stack, e.stack, s.thread, thread, static_cast<uint32_t>(size_class)},
-                     e.timestamp_ns);
+        NoteTimeline(tally, e.timestamp_ns);
       }
-      CountBytes& cb = pairs_[PairKey{s.stack, e.stack, s.thread, thread,
-                                      static_cast<uint32_t>(size_class)}];
-      ++cb.count;
-      cb.bytes += s.size;
       return;
     }
     // An address freed again without a new allocation is a double free,
@@ -529,28 +563,36 @@ class Worker {
   // Before the window an event only sets its address's state; after it,
   // nothing happens (the trace "ends" at the window's end).
   void ProcessOutsideWindow(const Ev& e) {
-    if (e.timestamp_ns > shared_->window_to) return;
+    if (e.timestamp_ns > window_to_) return;
     AddressState& s = live_.FindOrInsert(e.address);
     s.state = IsAlloc(e) ? kLiveBeforeWindow : kFreed;
     s.epoch = Epoch();
   }
 
-  void NoteTimeline(const PairKey& key, uint64_t ts) {
+  void NoteTimeline(PairTally& tally, uint64_t ts) {
     uint64_t since = ts > shared_->origin_ns ? ts - shared_->origin_ns : 0;
     while ((since >> timeline_shift_) >= kTimelineBuckets) {
       ++timeline_shift_;
-      timelines_.ForEach([](const PairKey&, Timeline& t) { t.Fold(); });
+      for (Timeline& t : timelines_) t.Fold();
     }
-    ++timelines_[key].buckets[since >> timeline_shift_];
+    if (tally.timeline == PairTally::kNoTimeline) {
+      tally.timeline = static_cast<uint32_t>(timelines_.size());
+      timelines_.emplace_back();
+    }
+    ++timelines_[tally.timeline].buckets[since >> timeline_shift_];
   }
 
   Shared* shared_;
   int index_;
+  // The analysis window (Shared's), read for every event: kept here, next
+  // to the worker's other hot fields.
+  const uint64_t window_from_;
+  const uint64_t window_to_;
   PairingCounts counts_;
-  FlatMap<PairKey, Timeline, PairKeyHash> timelines_;
+  std::vector<Timeline> timelines_;  // of the cross-thread pairs, PairTally::timeline
   int timeline_shift_ = 20;  // 1 ms buckets to begin with
   AddressMap live_;
-  FlatMap<PairKey, CountBytes, PairKeyHash> pairs_;
+  FlatMap<PairKey, PairTally, PairKeyHash> pairs_;
   FlatMap<StackThread, CountBytes, StackThreadHash> live_sites_;
   FlatMap<StackThread, CountBytes, StackThreadHash> window_end_sites_;
   FlatMap<StackThread, CountBytes, StackThreadHash> unknown_;
@@ -559,6 +601,7 @@ class Worker {
   // Recording windows, from the window records merged into the stream.
   bool reopened_ = false;  // a window opened after the trace started
   uint32_t closes_ = 0;
+  uint16_t epoch_ = 0;  // closes_, saturated at kMaxEpoch
   bool last_edge_is_close_ = false;
   std::vector<WindowEdge> edges_;  // worker 0 only
   std::vector<uint32_t> entry_stack_;  // [stream index]

@@ -354,12 +354,26 @@ class Decoder {
 
  private:
   bool Fail(const uint8_t* at, const char* what, uint64_t value = 0, bool show = false) {
+    Flush();  // the records before the malformed one are delivered
     uint64_t offset = chunk_.file_offset + kChunkHeaderBytes + (at - chunk_.payload.data());
     *error_ = "corrupt record at offset " + std::to_string(offset) + " (" + what;
     if (show) *error_ += " " + std::to_string(value);
     *error_ += ")";
     return false;
   }
+  // Events are delivered in spans (RecordVisitor::OnEvents): Emit() adds
+  // one, Flush() delivers those pending, before any other record and at the
+  // end, so the visitor still sees every record in chunk order.
+  void Emit(const Event& e) {
+    batch_[batched_] = e;
+    if (++batched_ == kBatch) Flush();
+  }
+  void Flush() {
+    if (batched_ == 0) return;
+    visitor_.OnEvents(std::span<const Event>(batch_, batched_));
+    batched_ = 0;
+  }
+
   bool Get(uint64_t* v) {
     p_ = wire::GetVarint(p_, end_, v);
     return p_ != nullptr;
@@ -439,6 +453,9 @@ class Decoder {
   const uint8_t* p_ = nullptr;
   const uint8_t* end_ = nullptr;
   uint64_t frames_[kMaxStackDepth];
+  static constexpr size_t kBatch = 64;  // events per OnEvents() span at most
+  Event batch_[kBatch];
+  size_t batched_ = 0;
   // Mirror of ChunkWriter's per-chunk prediction table.
   struct Site {
     uint32_t stack_id;
@@ -514,7 +531,7 @@ bool Decoder::Run() {
         prev_ts = ev.timestamp_ns;
         prev_addr = ev.address;
         ++events;
-        visitor_.OnEvent(ev);
+        Emit(ev);
         break;
       }
       case kTagReallocBase: {
@@ -533,19 +550,20 @@ bool Decoder::Run() {
         ev.timestamp_ns = ts_free;
         ev.address = old_addr;
         ev.size = 0;
-        visitor_.OnEvent(ev);
+        Emit(ev);
         ev.op = EventOp::kAlloc;
         ev.fn = fn;
         ev.timestamp_ns = ts_alloc;
         ev.address = new_addr;
         ev.size = size;
-        visitor_.OnEvent(ev);
+        Emit(ev);
         prev_ts = ts_alloc;
         prev_addr = new_addr;
         events += 2;
         break;
       }
       case 0x00:
+        Flush();
         switch (tag) {
           case kTagStackDef: {
             uint64_t id, depth;
@@ -615,6 +633,7 @@ bool Decoder::Run() {
         }
         break;
       default:
+        Flush();
         if (tag >= kExtensionTagBase) {
           uint64_t len;
           if (!Get(&len) || len > static_cast<uint64_t>(end_ - p_)) {
@@ -634,6 +653,7 @@ bool Decoder::Run() {
         return Fail(start, ("unknown record tag " + Hex(tag)).c_str());
     }
   }
+  Flush();
   if (events != chunk_.event_count) {
     uint64_t offset = chunk_.file_offset;
     *error_ = "corrupt chunk at offset " + std::to_string(offset) + " (header says " +

@@ -67,6 +67,14 @@ class RecordVisitor {
  public:
   virtual ~RecordVisitor() = default;
   virtual void OnEvent(const Event& /*event*/) {}
+  // Consecutive events of the chunk (no other record between them, nor
+  // inside the span), in order; the decoder delivers every event this way,
+  // in spans of up to a few dozen. The default hands each to OnEvent. A
+  // visitor whose per-event work is small overrides this instead, and pays
+  // one virtual call per span rather than per event.
+  virtual void OnEvents(std::span<const Event> events) {
+    for (const Event& e : events) OnEvent(e);
+  }
   virtual void OnStack(uint32_t /*stack_id*/, std::span<const uint64_t> /*frames*/) {}
   virtual void OnThreadName(uint32_t /*tid*/, uint64_t /*ts_ns*/, std::string_view /*name*/) {}
   virtual void OnModule(uint32_t /*tid*/, const Module& /*module*/) {}
