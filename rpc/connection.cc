@@ -214,6 +214,7 @@ bool Connection::TryWriteResponseDirect(InboundCall* call) {
     } else {
       call->next_direct_done = direct_done_;
       direct_done_ = call;
+      has_direct_done_.store(true, std::memory_order_release);
       wake = wake_on_direct_done_ && !direct_wake_pending_;
       if (wake) direct_wake_pending_ = true;
     }
@@ -313,12 +314,19 @@ void Connection::AdoptPartialWrite(OutboundTransfer* t, InboundCall* call) {
 
 void Connection::ReleaseDirectlyAnswered() {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
+  // Runs before every read of a server connection: skip the lock when no
+  // worker wrote a response since the last run (inline handlers, the
+  // reactor path). A worker that writes one stores the flag before its
+  // response reaches the client, so before the client's next request is
+  // read here.
+  if (!has_direct_done_.load(std::memory_order_acquire)) return;
   InboundCall* list;
   {
     std::lock_guard<std::mutex> l(mu_);
     list = direct_done_;
     direct_done_ = nullptr;
     direct_wake_pending_ = false;
+    has_direct_done_.store(false, std::memory_order_relaxed);
   }
   if (list == nullptr) return;
   ConnectionRef ref(this);  // the last call may hold the last other reference
@@ -769,6 +777,7 @@ void Connection::Shutdown(const Status& why) {
     direct_partial_call_ = nullptr;
     done = direct_done_;
     direct_done_ = nullptr;
+    has_direct_done_.store(false, std::memory_order_relaxed);
     if (direction_ == Direction::kClient) waiting.Swap(awaiting_response_);
   }
   if (!lent) {
@@ -985,6 +994,7 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
   CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
   int fd;
   int wake_fd;
+  bool abandon;
   // The first wait is a blocking recv() (one syscall, as in a plain
   // blocking client) bounded by SO_RCVTIMEO; once that slice passed without
   // the response, poll() on the socket and the eventfd, with the exact
@@ -998,7 +1008,11 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
     fd = fd_ >= 0 ? fd_ : close_on_return_fd_;
     wake_fd = wake_fd_;
     block = reads_block_;
+    abandon = abandon_requested_;
   }
+  // The first check of abandon_requested_ used the lock above; later ones
+  // take it again (a Cancel() may come while we wait).
+  bool first_wait = true;
   const size_t max_size = reactor_->messenger()->max_message_size();
   const bool has_deadline = call->has_deadline();
   const std::chrono::steady_clock::time_point deadline = call->deadline();
@@ -1027,11 +1041,11 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
       int r = TakeLentFrame(call, std::move(inbound_));
       if (r != 0) return r > 0;
     }
-    bool abandon;
-    {
+    if (!first_wait) {
       std::lock_guard<std::mutex> l(mu_);
       abandon = abandon_requested_;
     }
+    first_wait = false;
     if (abandon) {
       HandBackReadSide(call, HandBack::kCancelled, false, nullptr, Status::OK());
       return false;

@@ -336,6 +336,9 @@ class Connection {
   // Server: calls whose response a worker wrote, for the reactor to end
   // (intrusive, through InboundCall::next_direct_done).
   InboundCall* direct_done_ = nullptr;
+  // direct_done_ != nullptr, readable without mu_ (written under it): lets
+  // the reactor skip the lock in ReleaseDirectlyAnswered.
+  std::atomic<bool> has_direct_done_{false};
   // Server: set while reading is paused for the call limit; a worker that
   // adds to direct_done_ then wakes the reactor (once).
   bool wake_on_direct_done_ = false;
