@@ -4,9 +4,11 @@
 #include "rpc/connection.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -86,6 +88,7 @@ void Connection::Start(bool connecting) {
   }
   last_progress_ = last_activity_ = ev_now(reactor_->loop());
   ev_io_start(reactor_->loop(), &read_watcher_);
+  if (!connecting) MakeReadsBlocking();
   if (direction_ == Direction::kClient) {
     WriteConnHeader(conn_header_);
     conn_header_transfer_.Reset();
@@ -183,8 +186,11 @@ void Connection::HandleWritable() {
           this, Status::NetworkError("connect to " + RemoteToString() + " failed", err));
       return;
     }
-    std::lock_guard<std::mutex> l(mu_);
-    connecting_ = false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      connecting_ = false;
+    }
+    MakeReadsBlocking();
   }
   WriteQueued();
 }
@@ -208,6 +214,7 @@ bool Connection::TryWriteResponseDirect(InboundCall* call) {
     } else {
       call->next_direct_done = direct_done_;
       direct_done_ = call;
+      has_direct_done_.store(true, std::memory_order_release);
       wake = wake_on_direct_done_ && !direct_wake_pending_;
       if (wake) direct_wake_pending_ = true;
     }
@@ -307,12 +314,19 @@ void Connection::AdoptPartialWrite(OutboundTransfer* t, InboundCall* call) {
 
 void Connection::ReleaseDirectlyAnswered() {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
+  // Runs before every read of a server connection: skip the lock when no
+  // worker wrote a response since the last run (inline handlers, the
+  // reactor path). A worker that writes one stores the flag before its
+  // response reaches the client, so before the client's next request is
+  // read here.
+  if (!has_direct_done_.load(std::memory_order_acquire)) return;
   InboundCall* list;
   {
     std::lock_guard<std::mutex> l(mu_);
     list = direct_done_;
     direct_done_ = nullptr;
     direct_wake_pending_ = false;
+    has_direct_done_.store(false, std::memory_order_relaxed);
   }
   if (list == nullptr) return;
   ConnectionRef ref(this);  // the last call may hold the last other reference
@@ -349,7 +363,7 @@ void Connection::HandleReadable() {
           SetReadPause(read_paused_ | kPauseMemory);
           return;
         }
-        ssize_t n = ::read(fd_, dst, room);
+        ssize_t n = ::recv(fd_, dst, room, MSG_DONTWAIT);
         if (n > 0) {
           drained = static_cast<size_t>(n) < room;
           last_progress_ = last_activity_ = ev_now(reactor_->loop());
@@ -366,7 +380,8 @@ void Connection::HandleReadable() {
                                        err));
         return;
       }
-      ssize_t n = ::read(fd_, read_buf_.get(), kReadBufferSize);
+      // MSG_DONTWAIT: the socket itself may be blocking (MakeReadsBlocking).
+      ssize_t n = ::recv(fd_, read_buf_.get(), kReadBufferSize, MSG_DONTWAIT);
       if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
         if (errno == EINTR) continue;
@@ -762,6 +777,7 @@ void Connection::Shutdown(const Status& why) {
     direct_partial_call_ = nullptr;
     done = direct_done_;
     direct_done_ = nullptr;
+    has_direct_done_.store(false, std::memory_order_relaxed);
     if (direction_ == Direction::kClient) waiting.Swap(awaiting_response_);
   }
   if (!lent) {
@@ -801,6 +817,21 @@ void Connection::Shutdown(const Status& why) {
 }
 
 // --- The read side lent to a sync caller (see connection.h) ---------------
+
+void Connection::MakeReadsBlocking() {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
+  if (!lend_reads_ || fd_ < 0) return;
+  // Once per connection (3 syscalls), so that no call pays one: every other
+  // reader and writer of this descriptor passes MSG_DONTWAIT.
+  const timeval slice{0, static_cast<suseconds_t>(kBlockingReadSliceUs)};
+  const int flags = ::fcntl(fd_, F_GETFL);
+  if (flags < 0 || ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof(slice)) != 0 ||
+      ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return;  // stays non-blocking: callers poll first (still correct)
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  reads_block_ = true;
+}
 
 void Connection::MaybeParkReadSide() {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
@@ -963,6 +994,12 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
   CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
   int fd;
   int wake_fd;
+  bool abandon;
+  // The first wait is a blocking recv() (one syscall, as in a plain
+  // blocking client) bounded by SO_RCVTIMEO; once that slice passed without
+  // the response, poll() on the socket and the eventfd, with the exact
+  // deadline, for the rest of the call.
+  bool block;
   {
     std::lock_guard<std::mutex> l(mu_);
     CROSSFREE_DCHECK(read_side_ == ReadSide::kCaller && reader_call_ == call);
@@ -970,7 +1007,12 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
     // waits in close_on_return_fd_ (still open, shut down: reads say EOF).
     fd = fd_ >= 0 ? fd_ : close_on_return_fd_;
     wake_fd = wake_fd_;
+    block = reads_block_;
+    abandon = abandon_requested_;
   }
+  // The first check of abandon_requested_ used the lock above; later ones
+  // take it again (a Cancel() may come while we wait).
+  bool first_wait = true;
   const size_t max_size = reactor_->messenger()->max_message_size();
   const bool has_deadline = call->has_deadline();
   const std::chrono::steady_clock::time_point deadline = call->deadline();
@@ -999,11 +1041,11 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
       int r = TakeLentFrame(call, std::move(inbound_));
       if (r != 0) return r > 0;
     }
-    bool abandon;
-    {
+    if (!first_wait) {
       std::lock_guard<std::mutex> l(mu_);
       abandon = abandon_requested_;
     }
+    first_wait = false;
     if (abandon) {
       HandBackReadSide(call, HandBack::kCancelled, false, nullptr, Status::OK());
       return false;
@@ -1016,30 +1058,46 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
         HandBackReadSide(call, HandBack::kTimedOut, false, nullptr, Status::OK());
         return false;
       }
+      // The receive timeout is coarse (kernel ticks): near the deadline,
+      // poll with its exact timeout instead.
+      if (left < std::chrono::microseconds(kBlockingReadMinLeftUs)) block = false;
       auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
       ts.tv_sec = ns / 1000000000;
       ts.tv_nsec = ns % 1000000000;
       tsp = &ts;
     }
-    // Sleeps in the kernel until the response (or EOF, or the reactor's
-    // wake-up) arrives: no spinning.
-    pollfd pfd[2] = {{fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
-    int n = ::ppoll(pfd, 2, tsp, nullptr);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      HandBackReadSide(nullptr, HandBack::kNone, false, nullptr,
-                       Status::NetworkError("poll on connection to " + RemoteToString(), err));
-      return false;
+    ssize_t r;
+    if (block) {
+      // Sleeps in the kernel until the response, EOF (Shutdown), or the end
+      // of the slice: no spinning. A Cancel() meanwhile (abandon_requested_)
+      // is seen when the slice ends.
+      r = ::recv(fd, read_buf_.get(), kReadBufferSize, 0);
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        block = false;  // a slow call: poll from now on
+        continue;
+      }
+    } else {
+      // Sleeps in the kernel until the response (or EOF, or the reactor's
+      // wake-up) arrives: no spinning.
+      pollfd pfd[2] = {{fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+      int n = ::ppoll(pfd, 2, tsp, nullptr);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        int err = errno;
+        HandBackReadSide(nullptr, HandBack::kNone, false, nullptr,
+                         Status::NetworkError("poll on connection to " + RemoteToString(), err));
+        return false;
+      }
+      if (n == 0) continue;  // the deadline check above decides
+      if (pfd[1].revents != 0) {
+        uint64_t v;
+        ssize_t d = ::read(wake_fd, &v, sizeof(v));  // drain; the flag says why
+        (void)d;
+      }
+      if (pfd[0].revents == 0) continue;
+      // MSG_DONTWAIT: the descriptor may be blocking (MakeReadsBlocking).
+      r = ::recv(fd, read_buf_.get(), kReadBufferSize, MSG_DONTWAIT);
     }
-    if (n == 0) continue;  // the deadline check above decides
-    if (pfd[1].revents != 0) {
-      uint64_t v;
-      ssize_t r = ::read(wake_fd, &v, sizeof(v));  // drain; the flag says why
-      (void)r;
-    }
-    if (pfd[0].revents == 0) continue;
-    ssize_t r = ::read(fd, read_buf_.get(), kReadBufferSize);
     if (r > 0) {
       read_pos_ = 0;
       read_len_ = static_cast<size_t>(r);

@@ -112,21 +112,24 @@ class Connection {
   // owner's accesses happen before the next owner's.
   //
   // Client, the caller's thread, only right after TrySendCallDirect gave it
-  // the read side: reads (poll + read on the socket, frames parsed from
-  // read_buf_) until its own response arrives, parses it and finishes the
+  // the read side: reads (a blocking recv, or poll + recv, see
+  // reads_block_; frames parsed from read_buf_) until its own response
+  // arrives, parses it and finishes the
   // call (its callback runs on this thread) and returns true. Returns false
   // having handed the read side to the reactor, which then finishes the
   // call (the caller waits for its callback as on the ordinary path) when:
   // a frame of another outstanding call arrives (kept in lent_frame_ for
   // the reactor to deliver); the call has a Cancel() pending (the reactor
   // handles that ordering); the reactor asked for the call back
-  // (AbandonCall: a cancel request, woken through wake_fd_); the deadline
+  // (AbandonCall: a cancel request, woken through wake_fd_ if polling, at
+  // the end of the blocking slice if in recv); the deadline
   // passed (the reactor times the call out before it reads again); the
   // socket reports EOF or an error, or a frame is malformed (the reactor
   // closes the connection, failing the call). Responses for unknown call
   // ids (calls that timed out) are dropped, as the reactor does. If the
   // reactor shuts the connection down meanwhile (Shutdown), it fails the
-  // call from the call map, shuts the socket down to wake this thread,
+  // call from the call map, shuts the socket down to wake this thread (in
+  // recv or poll),
   // and leaves the descriptor's close() to this thread (a descriptor
   // number must not be reused while a thread polls it).
   bool ReadOwnResponse(OutboundCall* call);
@@ -225,6 +228,13 @@ class Connection {
   bool HandleCallResponse(std::unique_ptr<InboundTransfer> transfer);
   bool HandleInboundCall(std::unique_ptr<InboundTransfer> transfer);
   void FailWithBadData(const Status& s);
+  // Client, reactor, once the connection is connected: with lending on,
+  // clears O_NONBLOCK and sets SO_RCVTIMEO to kBlockingReadSliceUs, so that
+  // a reading caller can wait in recv() itself rather than in poll() and
+  // then read() (one syscall per call fewer). Every other access passes
+  // MSG_DONTWAIT, so nothing else ever blocks on the descriptor. On failure
+  // the socket stays non-blocking and callers poll (reads_block_ false).
+  void MakeReadsBlocking();
   // Client, reactor: takes a parked read side back (kParked -> kReactor),
   // e.g. before a call the reactor must read the response of.
   void UnparkReadSide();
@@ -326,6 +336,9 @@ class Connection {
   // Server: calls whose response a worker wrote, for the reactor to end
   // (intrusive, through InboundCall::next_direct_done).
   InboundCall* direct_done_ = nullptr;
+  // direct_done_ != nullptr, readable without mu_ (written under it): lets
+  // the reactor skip the lock in ReleaseDirectlyAnswered.
+  std::atomic<bool> has_direct_done_{false};
   // Server: set while reading is paused for the call limit; a worker that
   // adds to direct_done_ then wakes the reactor (once).
   bool wake_on_direct_done_ = false;
@@ -333,7 +346,7 @@ class Connection {
 
   // Client, lending the read side (see ReadOwnResponse). read_side_,
   // reader_call_, abandon_requested_, lent_frame_, lent_error_,
-  // close_on_return_fd_ and lent_takes_ are guarded by mu_.
+  // close_on_return_fd_, reads_block_ and lent_takes_ are guarded by mu_.
   const bool lend_reads_;  // MessengerOptions::caller_reads_sync_responses
   ReadSide read_side_ = ReadSide::kReactor;
   OutboundCall* reader_call_ = nullptr;
@@ -350,6 +363,17 @@ class Connection {
   // An eventfd the reactor writes to wake the reading caller out of poll()
   // (made when the read side is first parked; -1 before).
   int wake_fd_ = -1;
+  // The descriptor is blocking with a receive timeout (MakeReadsBlocking):
+  // a reading caller's first wait is a recv() of at most
+  // kBlockingReadSliceUs; after it, and whenever less than
+  // kBlockingReadMinLeftUs remain to the call's deadline (the receive
+  // timeout counts in kernel ticks, poll() is exact), it polls the socket
+  // and wake_fd_. So a Cancel() of a call being read takes effect within
+  // the slice, a deadline as precisely as before, and a slow call costs
+  // one wake-up more.
+  static constexpr long kBlockingReadSliceUs = 5000;
+  static constexpr long kBlockingReadMinLeftUs = 25000;
+  bool reads_block_ = false;
   // Times a caller took the read side; the tick takes a parked read side
   // back when it did not change since the previous tick (reactor's copy).
   uint64_t lent_takes_ = 0;

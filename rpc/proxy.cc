@@ -60,7 +60,9 @@ Status Proxy::SyncRequest(const RemoteMethod& method, const google::protobuf::Me
   call->caller_may_read = caller_reads_wanted;
   bool direct = false;
   bool caller_reads = false;
-  if (conn && (!call->has_deadline() || std::chrono::steady_clock::now() < call->deadline())) {
+  // No clock read for the deadline here: Prepare just set it in the future
+  // (timeouts are > 0), and both waits below enforce it.
+  if (conn) {
     call->reactor = conn->reactor();
     direct = conn->TrySendCallDirect(call, caller_reads_wanted ? &caller_reads : nullptr);
   }

@@ -145,10 +145,13 @@ Status OutboundTransfer::Write(int fd) {
     iov[0].iov_len -= cur_offset_;
     // sendmsg with MSG_NOSIGNAL rather than writev: a peer that reset the
     // connection must cost an EPIPE, not a SIGPIPE that kills the process.
+    // MSG_DONTWAIT: a client socket whose read side is lent to blocking
+    // callers has O_NONBLOCK cleared (Connection::MakeReadsBlocking); no
+    // writer may block on it.
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<size_t>(n);
-    ssize_t w = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+    ssize_t w = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::OK();

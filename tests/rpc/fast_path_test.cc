@@ -215,8 +215,14 @@ TEST_CASE("caller reads: Cancel() from another thread ends the call Aborted", "[
   for (int round = 0; round < 3; ++round) {
     RpcController c;
     SleepResponsePB sresp;
-    std::thread canceller([&c] {
-      std::this_thread::sleep_for(100ms);
+    // 100 ms: the caller polls by then; 1 ms and at once: it may still be in
+    // its first blocking recv (Connection::kBlockingReadSliceUs), which a
+    // cancel ends at the slice's end. Counted from the request being sent:
+    // Cancel() is for calls in flight (state() is an acquire load).
+    const auto delay = round == 0 ? 100ms : round == 1 ? 1ms : 0ms;
+    std::thread canceller([&c, delay] {
+      while (c.state() == OutboundCall::State::kReady) std::this_thread::sleep_for(50us);
+      std::this_thread::sleep_for(delay);
       c.Cancel();
     });
     auto t0 = Clock::now();
