@@ -80,6 +80,14 @@ void Connection::RecycleInboundTransfer(std::unique_ptr<InboundTransfer> t) {
   spare_transfers_.push_back(std::move(t));
 }
 
+std::unique_ptr<InboundTransfer> Connection::TakeInboundTransfer(size_t max_size) {
+  if (spare_transfers_.empty()) return std::make_unique<InboundTransfer>(max_size, budget_);
+  std::unique_ptr<InboundTransfer> t = std::move(spare_transfers_.back());
+  spare_transfers_.pop_back();
+  spare_transfer_bytes_ -= t->buffer_capacity();
+  return t;
+}
+
 void Connection::Start(bool connecting) {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   {
@@ -414,15 +422,7 @@ void Connection::HandleReadable() {
       }
       continue;
     }
-    if (inbound_ == nullptr) {
-      if (!spare_transfers_.empty()) {
-        inbound_ = std::move(spare_transfers_.back());
-        spare_transfers_.pop_back();
-        spare_transfer_bytes_ -= inbound_->buffer_capacity();
-      } else {
-        inbound_.reset(new InboundTransfer(max_size, budget_));
-      }
-    }
+    if (inbound_ == nullptr) inbound_ = TakeInboundTransfer(max_size);
     size_t used = 0;
     Status s = inbound_->Consume(read_buf_.get() + read_pos_, read_len_ - read_pos_, &used);
     read_pos_ += used;
@@ -1020,15 +1020,7 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
     // Frames already read (by this caller, a previous one, or the reactor
     // before it lent the read side) first.
     while (read_pos_ < read_len_) {
-      if (inbound_ == nullptr) {
-        if (!spare_transfers_.empty()) {
-          inbound_ = std::move(spare_transfers_.back());
-          spare_transfers_.pop_back();
-          spare_transfer_bytes_ -= inbound_->buffer_capacity();
-        } else {
-          inbound_.reset(new InboundTransfer(max_size, budget_));
-        }
-      }
+      if (inbound_ == nullptr) inbound_ = TakeInboundTransfer(max_size);
       size_t used = 0;
       Status s = inbound_->Consume(read_buf_.get() + read_pos_, read_len_ - read_pos_, &used);
       read_pos_ += used;

@@ -23,6 +23,7 @@
 
 #include "rpc/calculator_service.h"
 #include "rpc/messenger.h"
+#include "tests/rpc/rpc_test_util.h"
 #include "tests/rpc/server_process.h"
 
 namespace crossfree::rpc {
@@ -32,6 +33,7 @@ using namespace std::chrono_literals;
 using testing::ConnHeader;
 using testing::RawConnect;
 using testing::RequestFrame;
+using testing::SecondsSince;
 using testing::SendAll;
 using testing::ServerProcess;
 using testing::WaitClosed;
@@ -65,10 +67,6 @@ std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> args) {
 void CloseAll(std::vector<int>* fds) {
   for (int fd : *fds) ::close(fd);
   fds->clear();
-}
-
-double SecondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 // Each of `conns` connections sends batch(0), batch(1), ... (batches of

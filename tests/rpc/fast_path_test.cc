@@ -25,8 +25,11 @@
 namespace crossfree::rpc {
 namespace {
 
+using testing::SecondsSince;
+using testing::SleepReq;
 using testing::StartClient;
 using testing::StartServer;
+using testing::WaitFor;
 using test::AddRequestPB;
 using test::AddResponsePB;
 using test::CalculatorServiceProxy;
@@ -40,25 +43,6 @@ using Clock = std::chrono::steady_clock;
 const std::vector<std::string> kInline = {"Add", "Echo"};
 constexpr bool kCallerReads = true;
 constexpr size_t kMaxMsg = 50 * 1024 * 1024;
-
-double SecondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-template <typename Pred>
-bool WaitFor(Pred pred) {
-  for (int i = 0; i < 500; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
-}
-
-SleepRequestPB SleepReq(uint32_t micros) {
-  SleepRequestPB r;
-  r.set_sleep_micros(micros);
-  return r;
-}
 
 Status Add(CalculatorServiceProxy* proxy, uint32_t x, uint32_t y, AddResponsePB* resp,
            std::chrono::nanoseconds timeout = 10s) {

@@ -16,8 +16,11 @@ namespace crossfree::rpc {
 namespace {
 
 using testing::CallbackCounter;
+using testing::SecondsSince;
+using testing::SleepReq;
 using testing::StartClient;
 using testing::StartServer;
+using testing::WaitFor;
 using test::AddRequestPB;
 using test::AddResponsePB;
 using test::CalculatorServiceProxy;
@@ -26,27 +29,6 @@ using test::EchoResponsePB;
 using test::SleepRequestPB;
 using test::SleepResponsePB;
 using namespace std::chrono_literals;
-
-double SecondsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// Waits up to 5 s for `pred`; tests then check exact outcomes, so a slow
-// (loaded) machine delays them instead of making them flaky.
-template <typename Pred>
-bool WaitFor(Pred pred) {
-  for (int i = 0; i < 500; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
-}
-
-SleepRequestPB SleepReq(uint32_t micros) {
-  SleepRequestPB r;
-  r.set_sleep_micros(micros);
-  return r;
-}
 
 TEST_CASE("sync Add call works end to end", "[rpc]") {
   auto server = StartServer();

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rpc/calculator_service.h"
@@ -35,6 +36,27 @@ std::shared_ptr<Messenger> StartClient(int reactors = 1,
 }  // namespace crossfree::rpc::testing
 
 namespace crossfree::rpc::testing {
+
+inline double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Waits up to 5 s for `pred`; tests then check exact outcomes, so a slow
+// (loaded) machine delays them instead of making them flaky.
+template <typename Pred>
+bool WaitFor(Pred pred) {
+  for (int i = 0; i < 500; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+inline test::SleepRequestPB SleepReq(uint32_t micros) {
+  test::SleepRequestPB r;
+  r.set_sleep_micros(micros);
+  return r;
+}
 
 // Counts callbacks of async calls and waits for them; remembers if any call's
 // callback ran more than once.
