@@ -38,13 +38,17 @@ Status ServicePool::Start() {
   return Status::OK();
 }
 
+void ServicePool::AnswerShuttingDown(InboundCall* call) {
+  call->RespondFailure(ErrorStatusPB::FATAL_SERVER_SHUTTING_DOWN,
+                       Status::ServiceUnavailable("service " + service_name() +
+                                                  " is shutting down"));
+}
+
 void ServicePool::BeginShutdown() {
   if (shut_down_.exchange(true)) return;
   std::vector<InboundCall*> left = queue_.Shutdown();
   for (InboundCall* call : left) {
-    call->RespondFailure(ErrorStatusPB::FATAL_SERVER_SHUTTING_DOWN,
-                         Status::ServiceUnavailable("service " + service_name() +
-                                                    " is shutting down"));
+    AnswerShuttingDown(call);
   }
 }
 
@@ -73,9 +77,7 @@ void ServicePool::QueueInboundCall(InboundCall* call) {
     // its response is written from here too (InboundCall::QueueResponse on
     // the reactor thread), unless the handler defers.
     if (shut_down_.load()) {
-      call->RespondFailure(ErrorStatusPB::FATAL_SERVER_SHUTTING_DOWN,
-                           Status::ServiceUnavailable("service " + service_name() +
-                                                      " is shutting down"));
+      AnswerShuttingDown(call);
       return;
     }
     // No staleness check (a clock read): the request was parsed just now, on
@@ -96,9 +98,7 @@ void ServicePool::QueueInboundCall(InboundCall* call) {
     return;
   }
   if (shut_down_.load()) {
-    call->RespondFailure(ErrorStatusPB::FATAL_SERVER_SHUTTING_DOWN,
-                         Status::ServiceUnavailable("service " + service_name() +
-                                                    " is shutting down"));
+    AnswerShuttingDown(call);
     return;
   }
   overflows_.fetch_add(1, std::memory_order_relaxed);

@@ -73,6 +73,8 @@ class ServicePool {
   // Answers a call that is not worth running (expired deadline, client
   // gone) and returns true; false if it should run.
   bool AnswerIfStale(InboundCall* call);
+  // Answers FATAL_SERVER_SHUTTING_DOWN.
+  void AnswerShuttingDown(InboundCall* call);
   // The index of the call's method if the pool runs it inline, else -1.
   int InlineMethodIndex(const InboundCall* call) const;
 
