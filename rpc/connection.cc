@@ -35,6 +35,18 @@ class NoopCallbacks final : public TransferCallbacks {
 };
 NoopCallbacks g_noop_callbacks;
 
+// A response frame's header, body and sidecars (views into `frame`), for
+// whichever thread owns the read side: the reactor or a reading caller.
+Status ParseCallResponse(std::string_view frame, CallResponse* resp) {
+  std::string_view body;
+  Status s = ParseFrame(frame, &resp->header, &body);
+  if (s.ok()) {
+    s = SplitSidecars(body, resp->header.sidecar_offsets(), &resp->body_pb, &resp->sidecars,
+                      kMaxSidecars);
+  }
+  return s.ok() ? s : s.CloneAndPrepend("invalid RPC response");
+}
+
 }  // namespace
 
 Connection::Connection(Reactor* reactor, Direction direction, int fd, const Sockaddr& remote)
@@ -591,16 +603,8 @@ void Connection::CancelInboundCalls() {
 
 bool Connection::HandleCallResponse(std::unique_ptr<InboundTransfer> transfer) {
   CallResponse resp;
-  std::string_view body;
-  Status s = ParseFrame(transfer->frame(), &resp.header, &body);
-  if (!s.ok()) {
-    FailWithBadData(s.CloneAndPrepend("invalid RPC response"));
-    return false;
-  }
-  s = SplitSidecars(body, resp.header.sidecar_offsets(), &resp.body_pb, &resp.sidecars,
-                    kMaxSidecars);
-  if (!s.ok()) {
-    FailWithBadData(s.CloneAndPrepend("invalid RPC response"));
+  if (Status s = ParseCallResponse(transfer->frame(), &resp); !s.ok()) {
+    FailWithBadData(s);
     return false;
   }
   OutboundCall* call;
@@ -941,16 +945,9 @@ void Connection::HandBackReadSide(OutboundCall* call, HandBack reason, bool may_
 
 int Connection::TakeLentFrame(OutboundCall* call, std::unique_ptr<InboundTransfer> frame) {
   CallResponse resp;
-  std::string_view body;
-  Status s = ParseFrame(frame->frame(), &resp.header, &body);
-  if (s.ok()) {
-    s = SplitSidecars(body, resp.header.sidecar_offsets(), &resp.body_pb, &resp.sidecars,
-                      kMaxSidecars);
-  }
-  if (!s.ok()) {
+  if (Status s = ParseCallResponse(frame->frame(), &resp); !s.ok()) {
     // The reactor closes the connection, as if it had read this itself.
-    HandBackReadSide(nullptr, HandBack::kNone, false, nullptr,
-                     s.CloneAndPrepend("invalid RPC response"));
+    HandBackReadSide(nullptr, HandBack::kNone, false, nullptr, s);
     return -1;
   }
   const int32_t id = resp.header.call_id();

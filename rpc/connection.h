@@ -238,9 +238,6 @@ class Connection {
   // MSG_DONTWAIT, so nothing else ever blocks on the descriptor. On failure
   // the socket stays non-blocking and callers poll (reads_block_ false).
   void MakeReadsBlocking();
-  // Client, reactor: takes a parked read side back (kParked -> kReactor),
-  // e.g. before a call the reactor must read the response of.
-  void UnparkReadSide();
   // Client, reactor: after the read side came back (read_side_ kReactor,
   // kPauseLent still set): closes the connection on the caller's error, or
   // restarts reading and delivers the frame the caller kept.
