@@ -92,14 +92,6 @@ void Connection::RecycleInboundTransfer(std::unique_ptr<InboundTransfer> t) {
   spare_transfers_.push_back(std::move(t));
 }
 
-std::unique_ptr<InboundTransfer> Connection::TakeInboundTransfer(size_t max_size) {
-  if (spare_transfers_.empty()) return std::make_unique<InboundTransfer>(max_size, budget_);
-  std::unique_ptr<InboundTransfer> t = std::move(spare_transfers_.back());
-  spare_transfers_.pop_back();
-  spare_transfer_bytes_ -= t->buffer_capacity();
-  return t;
-}
-
 void Connection::Start(bool connecting) {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   {
@@ -434,7 +426,15 @@ void Connection::HandleReadable() {
       }
       continue;
     }
-    if (inbound_ == nullptr) inbound_ = TakeInboundTransfer(max_size);
+    if (inbound_ == nullptr) {
+      if (!spare_transfers_.empty()) {
+        inbound_ = std::move(spare_transfers_.back());
+        spare_transfers_.pop_back();
+        spare_transfer_bytes_ -= inbound_->buffer_capacity();
+      } else {
+        inbound_.reset(new InboundTransfer(max_size, budget_));
+      }
+    }
     size_t used = 0;
     Status s = inbound_->Consume(read_buf_.get() + read_pos_, read_len_ - read_pos_, &used);
     read_pos_ += used;
@@ -1017,7 +1017,15 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
     // Frames already read (by this caller, a previous one, or the reactor
     // before it lent the read side) first.
     while (read_pos_ < read_len_) {
-      if (inbound_ == nullptr) inbound_ = TakeInboundTransfer(max_size);
+      if (inbound_ == nullptr) {
+        if (!spare_transfers_.empty()) {
+          inbound_ = std::move(spare_transfers_.back());
+          spare_transfers_.pop_back();
+          spare_transfer_bytes_ -= inbound_->buffer_capacity();
+        } else {
+          inbound_.reset(new InboundTransfer(max_size, budget_));
+        }
+      }
       size_t used = 0;
       Status s = inbound_->Consume(read_buf_.get() + read_pos_, read_len_ - read_pos_, &used);
       read_pos_ += used;

@@ -228,9 +228,6 @@ class Connection {
   bool HandleCallResponse(std::unique_ptr<InboundTransfer> transfer);
   bool HandleInboundCall(std::unique_ptr<InboundTransfer> transfer);
   void FailWithBadData(const Status& s);
-  // The owner of the read side: the transfer the next frame is read into,
-  // a spare one when the pool has one, else a new one.
-  std::unique_ptr<InboundTransfer> TakeInboundTransfer(size_t max_size);
   // Client, reactor, once the connection is connected: with lending on,
   // clears O_NONBLOCK and sets SO_RCVTIMEO to kBlockingReadSliceUs, so that
   // a reading caller can wait in recv() itself rather than in poll() and
