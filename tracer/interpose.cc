@@ -13,7 +13,9 @@
 //  - when sampling (sampler.h), every allocation and free is counted and
 //    only a sampled allocation, or the free of a sampled object, goes on
 //    to the recorder; a free while recording is off still takes its object
-//    out of the live set, so a reused address is never mistaken for it;
+//    out of the live set, so a reused address is never mistaken for it.
+//    The hooks a sampled run calls most try the unsampled fast path first
+//    (the real call and its count, nothing else);
 //  - the stack is captured from the public function's own frame
 //    (CROSSFREE_SITE), so frames[0] is the code that called it. The tracer
 //    is built with -fno-optimize-sibling-calls so that frame stays live.
@@ -48,7 +50,53 @@ using format::FreeFn;
 // Null while the real functions are still being resolved (then dlsym is
 // running and the allocation hooks answer from the bootstrap arena).
 CROSSFREE_INLINE const RealFunctions* Resolved() {
-  return RealResolved() ? &Real() : nullptr;
+  return RealResolved() ? &internal::g_real : nullptr;  // Real() would check again
+}
+
+// The unsampled fast path (sampler.h), taken first by the hooks that a
+// sampled run calls most (malloc, calloc, the plain operators new and
+// delete, free): the real call under the guard and its count, before any
+// of the shapes below builds its call site. Each returns false (or null)
+// when the call must take the full path instead.
+CROSSFREE_INLINE bool RealReady() {
+  return __atomic_load_n(&internal::g_real_state, __ATOMIC_ACQUIRE) == 2;
+}
+
+CROSSFREE_INLINE bool UnsampledFree(void* p) {
+  if (!FreeUnsampled(p) || InArena(p) || !RealReady()) return false;
+  CountFree();
+  GuardScope guard;
+  internal::g_real.free(p);
+  return true;
+}
+
+// A plain delete whose next definition is libstdc++'s (StdOperatorsDirect).
+CROSSFREE_INLINE bool UnsampledPlainDelete(void* p) {
+  return StdOperatorsDirect() && UnsampledFree(p);
+}
+
+// malloc and calloc: done, failed or not (a failure counts nothing, as on
+// the full path).
+template <typename Call>
+CROSSFREE_INLINE bool UnsampledAlloc(void** out, Call&& call) {
+  if (!NextAllocationUnsampled() || !RealReady()) return false;
+  {
+    GuardScope guard;
+    *out = call();
+  }
+  if (*out != nullptr) CountUnsampledAllocation();
+  return true;
+}
+
+// A plain operator new: null when not taken or when malloc failed (then
+// the full path runs libstdc++'s new for its new-handler loop).
+CROSSFREE_INLINE void* UnsampledPlainNew(size_t n) {
+  void* p = nullptr;
+  if (!StdOperatorsDirect() ||
+      !UnsampledAlloc(&p, [n] { return internal::g_real.malloc(n != 0 ? n : 1); })) {
+    return nullptr;
+  }
+  return p;
 }
 
 // Shape 1: an allocation that cannot throw. call() returns the new block.
@@ -252,6 +300,10 @@ CROSSFREE_INLINE uint64_t MulOrMax(size_t a, size_t b) {
 }  // namespace
 }  // namespace crossfree::tracer
 
+using crossfree::tracer::UnsampledAlloc;
+using crossfree::tracer::UnsampledFree;
+using crossfree::tracer::UnsampledPlainDelete;
+using crossfree::tracer::UnsampledPlainNew;
 using crossfree::tracer::Alloc;
 using crossfree::tracer::ArenaAlloc;
 using crossfree::tracer::ArenaBlockSize;
@@ -274,23 +326,32 @@ using crossfree::format::FreeFn;
 // ---- The C allocation functions ------------------------------------------
 
 CROSSFREE_HOOK void* malloc(size_t n) {
+  if (void* p; UnsampledAlloc(&p, [n] { return crossfree::tracer::internal::g_real.malloc(n); })) {
+    return p;
+  }
   const RealFunctions* r = Resolved();
   if (r == nullptr) return ArenaAlloc(n, 16);
-  return Alloc(AllocFn::kMalloc, CROSSFREE_SITE, n, [&] { return r->malloc(n); });
+  return Alloc(AllocFn::kMalloc, CROSSFREE_SITE, n, [=] { return r->malloc(n); });
 }
 
 CROSSFREE_HOOK void free(void* p) {
+  if (UnsampledFree(p)) return;
   const RealFunctions* r = Resolved();
-  Free(FreeFn::kFree, CROSSFREE_SITE, p, 0, [&] {
+  Free(FreeFn::kFree, CROSSFREE_SITE, p, 0, [=] {
     if (r != nullptr) r->free(p);
   });
 }
 
 CROSSFREE_HOOK void* calloc(size_t n, size_t size) {
+  if (void* p; UnsampledAlloc(&p, [n, size] {
+        return crossfree::tracer::internal::g_real.calloc(n, size);
+      })) {
+    return p;
+  }
   const RealFunctions* r = Resolved();
   if (r == nullptr) return MulOrMax(n, size) == UINT64_MAX ? nullptr : ArenaAlloc(n * size, 16);
   return Alloc(AllocFn::kCalloc, CROSSFREE_SITE, MulOrMax(n, size),
-               [&] { return r->calloc(n, size); });
+               [=] { return r->calloc(n, size); });
 }
 
 CROSSFREE_HOOK void* realloc(void* p, size_t n) {
@@ -298,14 +359,14 @@ CROSSFREE_HOOK void* realloc(void* p, size_t n) {
   if (r == nullptr || InArena(p)) {
     // A bootstrap block moves to the real heap (or to a new arena block).
     void* q = r == nullptr ? ArenaAlloc(n, 16)
-                           : Alloc(AllocFn::kRealloc, CROSSFREE_SITE, n, [&] { return r->malloc(n); });
+                           : Alloc(AllocFn::kRealloc, CROSSFREE_SITE, n, [=] { return r->malloc(n); });
     if (q != nullptr && p != nullptr) {
       size_t old = ArenaBlockSize(p);
       __builtin_memcpy(q, p, old < n ? old : n);
     }
     return q;
   }
-  return Realloc(AllocFn::kRealloc, CROSSFREE_SITE, p, n, [&] { return r->realloc(p, n); });
+  return Realloc(AllocFn::kRealloc, CROSSFREE_SITE, p, n, [=] { return r->realloc(p, n); });
 }
 
 CROSSFREE_HOOK void* reallocarray(void* p, size_t n, size_t size) {
@@ -319,7 +380,7 @@ CROSSFREE_HOOK void* reallocarray(void* p, size_t n, size_t size) {
     return realloc(p, bytes);
   }
   return Realloc(AllocFn::kReallocArray, CROSSFREE_SITE, p, bytes,
-                 [&] { return r->reallocarray(p, n, size); });
+                 [=] { return r->reallocarray(p, n, size); });
 }
 
 CROSSFREE_HOOK int posix_memalign(void** out, size_t align, size_t n) {
@@ -331,7 +392,7 @@ CROSSFREE_HOOK int posix_memalign(void** out, size_t align, size_t n) {
     return 0;
   }
   int rc = 0;
-  Alloc(AllocFn::kPosixMemalign, CROSSFREE_SITE, n, [&]() -> void* {
+  Alloc(AllocFn::kPosixMemalign, CROSSFREE_SITE, n, [=, &rc]() -> void* {
     rc = r->posix_memalign(out, align, n);
     return rc == 0 ? *out : nullptr;
   });
@@ -341,25 +402,25 @@ CROSSFREE_HOOK int posix_memalign(void** out, size_t align, size_t n) {
 CROSSFREE_HOOK void* aligned_alloc(size_t align, size_t n) {
   const RealFunctions* r = Resolved();
   if (r == nullptr || r->aligned_alloc == nullptr) return ArenaAlloc(n, align);
-  return Alloc(AllocFn::kAlignedAlloc, CROSSFREE_SITE, n, [&] { return r->aligned_alloc(align, n); });
+  return Alloc(AllocFn::kAlignedAlloc, CROSSFREE_SITE, n, [=] { return r->aligned_alloc(align, n); });
 }
 
 CROSSFREE_HOOK void* memalign(size_t align, size_t n) {
   const RealFunctions* r = Resolved();
   if (r == nullptr || r->memalign == nullptr) return ArenaAlloc(n, align);
-  return Alloc(AllocFn::kMemalign, CROSSFREE_SITE, n, [&] { return r->memalign(align, n); });
+  return Alloc(AllocFn::kMemalign, CROSSFREE_SITE, n, [=] { return r->memalign(align, n); });
 }
 
 CROSSFREE_HOOK void* valloc(size_t n) {
   const RealFunctions* r = Resolved();
   if (r == nullptr || r->valloc == nullptr) return ArenaAlloc(n, 4096);
-  return Alloc(AllocFn::kValloc, CROSSFREE_SITE, n, [&] { return r->valloc(n); });
+  return Alloc(AllocFn::kValloc, CROSSFREE_SITE, n, [=] { return r->valloc(n); });
 }
 
 CROSSFREE_HOOK void* pvalloc(size_t n) {
   const RealFunctions* r = Resolved();
   if (r == nullptr || r->pvalloc == nullptr) return ArenaAlloc(n, 4096);
-  return Alloc(AllocFn::kPvalloc, CROSSFREE_SITE, n, [&] { return r->pvalloc(n); });
+  return Alloc(AllocFn::kPvalloc, CROSSFREE_SITE, n, [=] { return r->pvalloc(n); });
 }
 
 CROSSFREE_HOOK size_t malloc_usable_size(void* p) {
@@ -371,29 +432,31 @@ CROSSFREE_HOOK size_t malloc_usable_size(void* p) {
 // ---- operator new ---------------------------------------------------------
 
 CROSSFREE_CXX_HOOK void* operator new(size_t n) {
+  if (void* p = UnsampledPlainNew(n)) return p;
   const RealFunctions* r = Resolved();
-  return ThrowingNew(AllocFn::kNew, CROSSFREE_SITE, n, [&](bool guarded) {
+  return ThrowingNew(AllocFn::kNew, CROSSFREE_SITE, n, [=](bool guarded) {
     return NextNew(r, r ? r->op_new : nullptr, n, guarded);
   });
 }
 
 CROSSFREE_CXX_HOOK void* operator new[](size_t n) {
+  if (void* p = UnsampledPlainNew(n)) return p;
   const RealFunctions* r = Resolved();
-  return ThrowingNew(AllocFn::kNewArray, CROSSFREE_SITE, n, [&](bool guarded) {
+  return ThrowingNew(AllocFn::kNewArray, CROSSFREE_SITE, n, [=](bool guarded) {
     return NextNew(r, r ? r->op_new_array : nullptr, n, guarded);
   });
 }
 
 CROSSFREE_CXX_HOOK void* operator new(size_t n, std::align_val_t al) {
   const RealFunctions* r = Resolved();
-  return ThrowingNew(AllocFn::kNew, CROSSFREE_SITE, n, [&](bool guarded) {
+  return ThrowingNew(AllocFn::kNew, CROSSFREE_SITE, n, [=](bool guarded) {
     return NextNewAligned(r, r ? r->op_new_aligned : nullptr, n, static_cast<size_t>(al), guarded);
   });
 }
 
 CROSSFREE_CXX_HOOK void* operator new[](size_t n, std::align_val_t al) {
   const RealFunctions* r = Resolved();
-  return ThrowingNew(AllocFn::kNewArray, CROSSFREE_SITE, n, [&](bool guarded) {
+  return ThrowingNew(AllocFn::kNewArray, CROSSFREE_SITE, n, [=](bool guarded) {
     return NextNewAligned(r, r ? r->op_new_array_aligned : nullptr, n, static_cast<size_t>(al),
                           guarded);
   });
@@ -402,19 +465,19 @@ CROSSFREE_CXX_HOOK void* operator new[](size_t n, std::align_val_t al) {
 CROSSFREE_CXX_HOOK void* operator new(size_t n, const std::nothrow_t& tag) noexcept {
   const RealFunctions* r = Resolved();
   return Alloc(AllocFn::kNew, CROSSFREE_SITE, n,
-               [&] { return NothrowNew(r, r ? r->op_new_nothrow : nullptr, n, tag); });
+               [=, &tag] { return NothrowNew(r, r ? r->op_new_nothrow : nullptr, n, tag); });
 }
 
 CROSSFREE_CXX_HOOK void* operator new[](size_t n, const std::nothrow_t& tag) noexcept {
   const RealFunctions* r = Resolved();
   return Alloc(AllocFn::kNewArray, CROSSFREE_SITE, n,
-               [&] { return NothrowNew(r, r ? r->op_new_array_nothrow : nullptr, n, tag); });
+               [=, &tag] { return NothrowNew(r, r ? r->op_new_array_nothrow : nullptr, n, tag); });
 }
 
 CROSSFREE_CXX_HOOK void* operator new(size_t n, std::align_val_t al,
                                       const std::nothrow_t& tag) noexcept {
   const RealFunctions* r = Resolved();
-  return Alloc(AllocFn::kNew, CROSSFREE_SITE, n, [&] {
+  return Alloc(AllocFn::kNew, CROSSFREE_SITE, n, [=, &tag] {
     return NothrowNewAligned(r, r ? r->op_new_aligned_nothrow : nullptr, n,
                              static_cast<size_t>(al), tag);
   });
@@ -423,7 +486,7 @@ CROSSFREE_CXX_HOOK void* operator new(size_t n, std::align_val_t al,
 CROSSFREE_CXX_HOOK void* operator new[](size_t n, std::align_val_t al,
                                         const std::nothrow_t& tag) noexcept {
   const RealFunctions* r = Resolved();
-  return Alloc(AllocFn::kNewArray, CROSSFREE_SITE, n, [&] {
+  return Alloc(AllocFn::kNewArray, CROSSFREE_SITE, n, [=, &tag] {
     return NothrowNewAligned(r, r ? r->op_new_array_aligned_nothrow : nullptr, n,
                              static_cast<size_t>(al), tag);
   });
@@ -432,67 +495,71 @@ CROSSFREE_CXX_HOOK void* operator new[](size_t n, std::align_val_t al,
 // ---- operator delete ------------------------------------------------------
 
 CROSSFREE_CXX_HOOK void operator delete(void* p) noexcept {
+  if (UnsampledPlainDelete(p)) return;
   const RealFunctions* r = Resolved();
   Free(FreeFn::kDelete, CROSSFREE_SITE, p, 0,
-       [&] { NextPlainDelete(r, r ? r->op_delete : nullptr, p); });
+       [=] { NextPlainDelete(r, r ? r->op_delete : nullptr, p); });
 }
 
 CROSSFREE_CXX_HOOK void operator delete[](void* p) noexcept {
+  if (UnsampledPlainDelete(p)) return;
   const RealFunctions* r = Resolved();
   Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, 0,
-       [&] { NextPlainDelete(r, r ? r->op_delete_array : nullptr, p); });
+       [=] { NextPlainDelete(r, r ? r->op_delete_array : nullptr, p); });
 }
 
 CROSSFREE_CXX_HOOK void operator delete(void* p, size_t n) noexcept {
+  if (UnsampledPlainDelete(p)) return;
   const RealFunctions* r = Resolved();
   Free(FreeFn::kDelete, CROSSFREE_SITE, p, n,
-       [&] { NextPlainDelete(r, r ? r->op_delete_sized : nullptr, p, n); });
+       [=] { NextPlainDelete(r, r ? r->op_delete_sized : nullptr, p, n); });
 }
 
 CROSSFREE_CXX_HOOK void operator delete[](void* p, size_t n) noexcept {
+  if (UnsampledPlainDelete(p)) return;
   const RealFunctions* r = Resolved();
   Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, n,
-       [&] { NextPlainDelete(r, r ? r->op_delete_array_sized : nullptr, p, n); });
+       [=] { NextPlainDelete(r, r ? r->op_delete_array_sized : nullptr, p, n); });
 }
 
 CROSSFREE_CXX_HOOK void operator delete(void* p, std::align_val_t al) noexcept {
   const RealFunctions* r = Resolved();
-  Free(FreeFn::kDelete, CROSSFREE_SITE, p, 0, [&] {
+  Free(FreeFn::kDelete, CROSSFREE_SITE, p, 0, [=] {
     NextDelete(r, r ? r->op_delete_aligned : nullptr, p, static_cast<size_t>(al));
   });
 }
 
 CROSSFREE_CXX_HOOK void operator delete[](void* p, std::align_val_t al) noexcept {
   const RealFunctions* r = Resolved();
-  Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, 0, [&] {
+  Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, 0, [=] {
     NextDelete(r, r ? r->op_delete_array_aligned : nullptr, p, static_cast<size_t>(al));
   });
 }
 
 CROSSFREE_CXX_HOOK void operator delete(void* p, size_t n, std::align_val_t al) noexcept {
   const RealFunctions* r = Resolved();
-  Free(FreeFn::kDelete, CROSSFREE_SITE, p, n, [&] {
+  Free(FreeFn::kDelete, CROSSFREE_SITE, p, n, [=] {
     NextDelete(r, r ? r->op_delete_sized_aligned : nullptr, p, n, static_cast<size_t>(al));
   });
 }
 
 CROSSFREE_CXX_HOOK void operator delete[](void* p, size_t n, std::align_val_t al) noexcept {
   const RealFunctions* r = Resolved();
-  Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, n, [&] {
+  Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, n, [=] {
     NextDelete(r, r ? r->op_delete_array_sized_aligned : nullptr, p, n, static_cast<size_t>(al));
   });
 }
 
 CROSSFREE_CXX_HOOK void operator delete(void* p, const std::nothrow_t& tag) noexcept {
   const RealFunctions* r = Resolved();
-  Free(FreeFn::kDelete, CROSSFREE_SITE, p, 0, [&] {
+  Free(FreeFn::kDelete, CROSSFREE_SITE, p, 0, [=, &tag] {
     NextPlainDelete(r, r ? r->op_delete_nothrow : nullptr, p, static_cast<const void*>(&tag));
   });
 }
 
 CROSSFREE_CXX_HOOK void operator delete[](void* p, const std::nothrow_t& tag) noexcept {
   const RealFunctions* r = Resolved();
-  Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, 0, [&] {
+  Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, 0, [=, &tag] {
     NextPlainDelete(r, r ? r->op_delete_array_nothrow : nullptr, p, static_cast<const void*>(&tag));
   });
 }
@@ -500,7 +567,7 @@ CROSSFREE_CXX_HOOK void operator delete[](void* p, const std::nothrow_t& tag) no
 CROSSFREE_CXX_HOOK void operator delete(void* p, std::align_val_t al,
                                         const std::nothrow_t& tag) noexcept {
   const RealFunctions* r = Resolved();
-  Free(FreeFn::kDelete, CROSSFREE_SITE, p, 0, [&] {
+  Free(FreeFn::kDelete, CROSSFREE_SITE, p, 0, [=, &tag] {
     NextDelete(r, r ? r->op_delete_aligned_nothrow : nullptr, p, static_cast<size_t>(al),
                static_cast<const void*>(&tag));
   });
@@ -509,7 +576,7 @@ CROSSFREE_CXX_HOOK void operator delete(void* p, std::align_val_t al,
 CROSSFREE_CXX_HOOK void operator delete[](void* p, std::align_val_t al,
                                           const std::nothrow_t& tag) noexcept {
   const RealFunctions* r = Resolved();
-  Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, 0, [&] {
+  Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, 0, [=, &tag] {
     NextDelete(r, r ? r->op_delete_array_aligned_nothrow : nullptr, p, static_cast<size_t>(al),
                static_cast<const void*>(&tag));
   });

@@ -151,4 +151,40 @@ inline bool ForgetSampled(const void* p) {
          __atomic_load_n(&crossfree_tracer_guard, __ATOMIC_RELAXED) == 0 && LiveRemove(p);
 }
 
+// ---- The unsampled fast path ----------------------------------------------
+//
+// While sampling, nearly every call is an allocation the skip counter
+// already knows is not sampled, or a free whose address has no live entry
+// homed in its bucket. Those need nothing but their count, so the hooks
+// ask these first and keep everything else out of line: the common call
+// then costs a few loads and the count, close to plain interposition.
+// Both need the same conditions as KeepAllocation/KeepFree on the hooks'
+// path: no hook of this thread active (the guard), recording on (1: a
+// pending toggle request, 2, takes the slow path) and this thread's
+// sampler running (a skip was drawn).
+
+inline bool UnsampledPathOpen() {
+  return __atomic_load_n(&crossfree_tracer_guard, __ATOMIC_RELAXED) == 0 &&
+         __atomic_load_n(&g_recording, __ATOMIC_RELAXED) == 1;
+}
+
+// The next successful allocation of this thread is not sampled (skip > 1
+// is only ever set by a running sampler). Then the hook makes the real
+// call and, if it succeeded, CountUnsampledAllocation.
+inline bool NextAllocationUnsampled() {
+  return __builtin_expect(t_sample.skip > 1, 1) && UnsampledPathOpen();
+}
+inline void CountUnsampledAllocation() {
+  sampler_internal::Bump(&t_sample.allocs);
+  --t_sample.skip;  // a signal handler's sample in between leaves it <= 1: the slow path then samples
+}
+
+// The free of p (not null) is counted and certainly not of a sampled
+// object; the hook then calls CountFree and the real free.
+inline bool FreeUnsampled(const void* p) {
+  return p != nullptr && __builtin_expect(SamplerSeeded(), 1) && UnsampledPathOpen() &&
+         g_live_home_counts[LiveHome(reinterpret_cast<uint64_t>(p))].load(
+             std::memory_order_relaxed) == 0;
+}
+
 }  // namespace crossfree::tracer
