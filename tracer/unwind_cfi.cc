@@ -290,6 +290,27 @@ inline bool SameWord(uintptr_t addr, uintptr_t value, const StackBounds& b) {
          *reinterpret_cast<const uintptr_t*>(addr) == value;
 }
 
+// Replays memo steps k, k - 1, ..., 1 (outward) while each one's recorded
+// reads still hold their values, appending their return addresses to out
+// (at most room). Returns the index of the last step proven: the state the
+// walk is in afterwards. A function of its own so that the loop keeps
+// everything in registers: out never aliases the steps or the stack words
+// read (it is the recorder's buffer, below the walked frames).
+inline int ReplaySteps(const MemoStep* __restrict steps, int k, uint64_t* __restrict out,
+                       int room, int* appended) {
+  int n = 0;
+  while (k > 0 && n < room) {
+    const MemoStep& m = steps[k];
+    const uintptr_t ra = m.ra_val;
+    if (*reinterpret_cast<const uintptr_t*>(m.ra_addr) != ra) break;
+    if (m.rbp_addr != 0 && *reinterpret_cast<const uintptr_t*>(m.rbp_addr) != m.rbp_val) break;
+    out[n++] = ra;
+    --k;
+  }
+  *appended = n;
+  return k;
+}
+
 // Writes a fresh walk (innermost first) into the memo, outermost first.
 void StoreMemo(WalkMemo& memo, const MemoStep* fresh, int n, int ended, uintptr_t high) {
   for (int i = 0; i < n; ++i) memo.step[i] = fresh[n - 1 - i];
@@ -327,16 +348,9 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
         // (the full walk checked it, against this same high), and the
         // steps' sp only grow from the meeting one, so one check that the
         // meeting sp is in bounds covers every read of the replay.
-        int k = cursor;
-        while (k > 0 && depth < max_depth) {
-          const MemoStep& m = memo->step[k];
-          if (*reinterpret_cast<const uintptr_t*>(m.ra_addr) != m.ra_val ||
-              (m.rbp_addr != 0 && *reinterpret_cast<const uintptr_t*>(m.rbp_addr) != m.rbp_val)) {
-            break;
-          }
-          frames[depth++] = m.ra_val;
-          --k;
-        }
+        int appended = 0;
+        const int k = ReplaySteps(memo->step, cursor, frames + depth, max_depth - depth, &appended);
+        depth += appended;
         const MemoStep& last = memo->step[k];
         const bool done = depth >= max_depth ||
                           (k == 0 && memo->ended != 0 &&
