@@ -219,12 +219,14 @@ void InitRecorder() {
   g.malloc_hook = g.settings.malloc_hook && ProbeMallocHook();
   if (!OpenTrace(/*fork_child=*/false)) {
     g.phase.store(internal::kStopped, std::memory_order_release);
+    __atomic_store_n(&g_started, 1, __ATOMIC_RELEASE);
     errno = saved_errno;
     return;
   }
   g.modules_pending.store(true, std::memory_order_release);
   g.phase.store(internal::kActive, std::memory_order_release);
   __atomic_store_n(&g_recording, WindowOpen() ? 1 : 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_started, 1, __ATOMIC_RELEASE);
   if (g.malloc_hook) RegisterMallocHooks();
   errno = saved_errno;
 }

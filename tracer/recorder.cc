@@ -58,6 +58,8 @@ __thread int crossfree_tracer_guard __attribute__((tls_model("initial-exec"))) =
 namespace crossfree::tracer {
 
 int g_recording = 0;
+int g_started = 0;
+__thread uint32_t t_off_calls __attribute__((tls_model("initial-exec"))) = 0;
 
 namespace internal {
 

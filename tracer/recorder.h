@@ -34,13 +34,29 @@ namespace crossfree::tracer {
 // re-checks.
 extern int g_recording;
 
+// 1 once start-up has run, whatever its outcome. From then on a hook that
+// finds recording off (0: a closed window, or the tracer stopped) takes the
+// slow path only on every 64th call of its thread; the slow path is where
+// a closed window polls for the end of its delay and where a toggle
+// request that its signal handler could not carry out is, so both are
+// noticed within 64 calls of any thread, and the other calls cost about
+// what plain interposition costs.
+extern int g_started;
+inline constexpr uint32_t kOffPollCalls = 64;
+extern __thread uint32_t t_off_calls __attribute__((tls_model("initial-exec")));
+
 // Whether a hook on this thread should record. False while the guard is
 // held, before start-up finishes (and start-up cannot run now), after the
 // exit flush, and when tracing failed. Starts the tracer lazily.
 bool ShouldRecordSlow();
 inline bool ShouldRecord() {
   if (__atomic_load_n(&crossfree_tracer_guard, __ATOMIC_RELAXED) != 0) return false;
-  if (__atomic_load_n(&g_recording, __ATOMIC_RELAXED) == 1) return true;
+  const int recording = __atomic_load_n(&g_recording, __ATOMIC_RELAXED);
+  if (recording == 1) return true;
+  if (recording == 0 && __atomic_load_n(&g_started, __ATOMIC_RELAXED) != 0 &&
+      ++t_off_calls % kOffPollCalls != 0) {
+    return false;
+  }
   return ShouldRecordSlow();
 }
 

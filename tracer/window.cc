@@ -31,8 +31,6 @@ struct WindowGlobals {
 };
 WindowGlobals w;
 
-__thread uint32_t t_poll_countdown __attribute__((tls_model("initial-exec"))) = 0;
-
 // Owners in the middle of a record when a window closes finish it within
 // microseconds; a thread stopped by a debugger must not stall the program.
 constexpr uint64_t kCloseWaitNs = 50'000'000;
@@ -155,8 +153,7 @@ void PollClosedWindow() {
     return;
   }
   if (w.open_at_ns == UINT64_MAX) return;
-  if (++t_poll_countdown < 64) return;
-  t_poll_countdown = 0;
+  // Reached on one call in kOffPollCalls of each thread (ShouldRecord).
   const uint64_t now = NowNs();
   if (now >= w.open_at_ns) Settle(now);
 }

@@ -43,9 +43,10 @@ bool TraceStartsWindowed(bool fork_child);
 bool ForkChildOpenRecord(format::WindowCause* cause);
 void WindowAtForkChild();
 
-// Closed window (g_recording 0, phase active): called by ShouldRecordSlow
-// on every hook call; checks the deadline every 64th call of a thread and
-// carries out a pending toggle request.
+// Closed window (g_recording 0, phase active): called by ShouldRecordSlow,
+// which hooks reach on one call in kOffPollCalls of their thread
+// (recorder.h); checks the deadline and carries out a pending toggle
+// request.
 void PollClosedWindow();
 
 // Open window: the next deadline (UINT64_MAX when none). The recorder
