@@ -33,9 +33,13 @@
 
 #define CROSSFREE_SITE \
   ::crossfree::tracer::CallSite { __builtin_return_address(0), __builtin_frame_address(0) }
+// The same site as two arguments, for a hook's out-of-line full path
+// (two registers, where a CallSite would go through memory).
+#define CROSSFREE_SITE_ARGS __builtin_return_address(0), __builtin_frame_address(0)
 #define CROSSFREE_HOOK extern "C" __attribute__((visibility("default")))
 #define CROSSFREE_CXX_HOOK __attribute__((visibility("default")))
 #define CROSSFREE_INLINE inline __attribute__((always_inline))
+#define CROSSFREE_OUT_OF_LINE __attribute__((noinline))
 
 extern "C" void* crossfree_guarded_new(void* (*next)(size_t), size_t size);
 extern "C" void* crossfree_guarded_new_aligned(void* (*next)(size_t, size_t), size_t size,
@@ -305,6 +309,7 @@ using crossfree::tracer::UnsampledFree;
 using crossfree::tracer::UnsampledPlainDelete;
 using crossfree::tracer::UnsampledPlainNew;
 using crossfree::tracer::Alloc;
+using crossfree::tracer::CallSite;
 using crossfree::tracer::ArenaAlloc;
 using crossfree::tracer::ArenaBlockSize;
 using crossfree::tracer::Free;
@@ -325,22 +330,49 @@ using crossfree::format::FreeFn;
 
 // ---- The C allocation functions ------------------------------------------
 
+// The hooks with an unsampled fast path keep their full path in a function
+// of its own (Traced*), handed the hook's call site, so that the fast path
+// does not pay for that code's register saves.
+namespace {
+CROSSFREE_OUT_OF_LINE void* TracedMalloc(size_t n, void* return_address, void* frame_address) {
+  const CallSite site{return_address, frame_address};
+  const RealFunctions* r = Resolved();
+  if (r == nullptr) return ArenaAlloc(n, 16);
+  return Alloc(AllocFn::kMalloc, site, n, [=] { return r->malloc(n); });
+}
+}  // namespace
+
 CROSSFREE_HOOK void* malloc(size_t n) {
   if (void* p; UnsampledAlloc(&p, [n] { return crossfree::tracer::internal::g_real.malloc(n); })) {
     return p;
   }
-  const RealFunctions* r = Resolved();
-  if (r == nullptr) return ArenaAlloc(n, 16);
-  return Alloc(AllocFn::kMalloc, CROSSFREE_SITE, n, [=] { return r->malloc(n); });
+  return TracedMalloc(n, CROSSFREE_SITE_ARGS);
 }
 
-CROSSFREE_HOOK void free(void* p) {
-  if (UnsampledFree(p)) return;
+namespace {
+CROSSFREE_OUT_OF_LINE void TracedFree(void* p, void* return_address, void* frame_address) {
+  const CallSite site{return_address, frame_address};
   const RealFunctions* r = Resolved();
-  Free(FreeFn::kFree, CROSSFREE_SITE, p, 0, [=] {
+  Free(FreeFn::kFree, site, p, 0, [=] {
     if (r != nullptr) r->free(p);
   });
 }
+}  // namespace
+
+CROSSFREE_HOOK void free(void* p) {
+  if (UnsampledFree(p)) return;
+  TracedFree(p, CROSSFREE_SITE_ARGS);
+}
+
+namespace {
+CROSSFREE_OUT_OF_LINE void* TracedCalloc(size_t n, size_t size, void* return_address,
+                                         void* frame_address) {
+  const CallSite site{return_address, frame_address};
+  const RealFunctions* r = Resolved();
+  if (r == nullptr) return MulOrMax(n, size) == UINT64_MAX ? nullptr : ArenaAlloc(n * size, 16);
+  return Alloc(AllocFn::kCalloc, site, MulOrMax(n, size), [=] { return r->calloc(n, size); });
+}
+}  // namespace
 
 CROSSFREE_HOOK void* calloc(size_t n, size_t size) {
   if (void* p; UnsampledAlloc(&p, [n, size] {
@@ -348,10 +380,7 @@ CROSSFREE_HOOK void* calloc(size_t n, size_t size) {
       })) {
     return p;
   }
-  const RealFunctions* r = Resolved();
-  if (r == nullptr) return MulOrMax(n, size) == UINT64_MAX ? nullptr : ArenaAlloc(n * size, 16);
-  return Alloc(AllocFn::kCalloc, CROSSFREE_SITE, MulOrMax(n, size),
-               [=] { return r->calloc(n, size); });
+  return TracedCalloc(n, size, CROSSFREE_SITE_ARGS);
 }
 
 CROSSFREE_HOOK void* realloc(void* p, size_t n) {
@@ -431,20 +460,34 @@ CROSSFREE_HOOK size_t malloc_usable_size(void* p) {
 
 // ---- operator new ---------------------------------------------------------
 
-CROSSFREE_CXX_HOOK void* operator new(size_t n) {
-  if (void* p = UnsampledPlainNew(n)) return p;
+namespace {
+CROSSFREE_OUT_OF_LINE void* TracedNew(size_t n, void* return_address, void* frame_address) {
+  const CallSite site{return_address, frame_address};
   const RealFunctions* r = Resolved();
-  return ThrowingNew(AllocFn::kNew, CROSSFREE_SITE, n, [=](bool guarded) {
+  return ThrowingNew(AllocFn::kNew, site, n, [=](bool guarded) {
     return NextNew(r, r ? r->op_new : nullptr, n, guarded);
   });
 }
+}  // namespace
+
+CROSSFREE_CXX_HOOK void* operator new(size_t n) {
+  if (void* p = UnsampledPlainNew(n)) return p;
+  return TracedNew(n, CROSSFREE_SITE_ARGS);
+}
+
+namespace {
+CROSSFREE_OUT_OF_LINE void* TracedNewArray(size_t n, void* return_address, void* frame_address) {
+  const CallSite site{return_address, frame_address};
+  const RealFunctions* r = Resolved();
+  return ThrowingNew(AllocFn::kNewArray, site, n, [=](bool guarded) {
+    return NextNew(r, r ? r->op_new_array : nullptr, n, guarded);
+  });
+}
+}  // namespace
 
 CROSSFREE_CXX_HOOK void* operator new[](size_t n) {
   if (void* p = UnsampledPlainNew(n)) return p;
-  const RealFunctions* r = Resolved();
-  return ThrowingNew(AllocFn::kNewArray, CROSSFREE_SITE, n, [=](bool guarded) {
-    return NextNew(r, r ? r->op_new_array : nullptr, n, guarded);
-  });
+  return TracedNewArray(n, CROSSFREE_SITE_ARGS);
 }
 
 CROSSFREE_CXX_HOOK void* operator new(size_t n, std::align_val_t al) {
@@ -494,32 +537,61 @@ CROSSFREE_CXX_HOOK void* operator new[](size_t n, std::align_val_t al,
 
 // ---- operator delete ------------------------------------------------------
 
+namespace {
+CROSSFREE_OUT_OF_LINE void TracedDelete(void* p, void* return_address, void* frame_address) {
+  const CallSite site{return_address, frame_address};
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kDelete, site, p, 0, [=] { NextPlainDelete(r, r ? r->op_delete : nullptr, p); });
+}
+}  // namespace
+
 CROSSFREE_CXX_HOOK void operator delete(void* p) noexcept {
   if (UnsampledPlainDelete(p)) return;
-  const RealFunctions* r = Resolved();
-  Free(FreeFn::kDelete, CROSSFREE_SITE, p, 0,
-       [=] { NextPlainDelete(r, r ? r->op_delete : nullptr, p); });
+  TracedDelete(p, CROSSFREE_SITE_ARGS);
 }
+
+namespace {
+CROSSFREE_OUT_OF_LINE void TracedDeleteArray(void* p, void* return_address, void* frame_address) {
+  const CallSite site{return_address, frame_address};
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kDeleteArray, site, p, 0,
+       [=] { NextPlainDelete(r, r ? r->op_delete_array : nullptr, p); });
+}
+}  // namespace
 
 CROSSFREE_CXX_HOOK void operator delete[](void* p) noexcept {
   if (UnsampledPlainDelete(p)) return;
-  const RealFunctions* r = Resolved();
-  Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, 0,
-       [=] { NextPlainDelete(r, r ? r->op_delete_array : nullptr, p); });
+  TracedDeleteArray(p, CROSSFREE_SITE_ARGS);
 }
+
+namespace {
+CROSSFREE_OUT_OF_LINE void TracedDeleteSized(void* p, size_t n, void* return_address,
+                                            void* frame_address) {
+  const CallSite site{return_address, frame_address};
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kDelete, site, p, n,
+       [=] { NextPlainDelete(r, r ? r->op_delete_sized : nullptr, p, n); });
+}
+}  // namespace
 
 CROSSFREE_CXX_HOOK void operator delete(void* p, size_t n) noexcept {
   if (UnsampledPlainDelete(p)) return;
-  const RealFunctions* r = Resolved();
-  Free(FreeFn::kDelete, CROSSFREE_SITE, p, n,
-       [=] { NextPlainDelete(r, r ? r->op_delete_sized : nullptr, p, n); });
+  TracedDeleteSized(p, n, CROSSFREE_SITE_ARGS);
 }
+
+namespace {
+CROSSFREE_OUT_OF_LINE void TracedDeleteArraySized(void* p, size_t n, void* return_address,
+                                                 void* frame_address) {
+  const CallSite site{return_address, frame_address};
+  const RealFunctions* r = Resolved();
+  Free(FreeFn::kDeleteArray, site, p, n,
+       [=] { NextPlainDelete(r, r ? r->op_delete_array_sized : nullptr, p, n); });
+}
+}  // namespace
 
 CROSSFREE_CXX_HOOK void operator delete[](void* p, size_t n) noexcept {
   if (UnsampledPlainDelete(p)) return;
-  const RealFunctions* r = Resolved();
-  Free(FreeFn::kDeleteArray, CROSSFREE_SITE, p, n,
-       [=] { NextPlainDelete(r, r ? r->op_delete_array_sized : nullptr, p, n); });
+  TracedDeleteArraySized(p, n, CROSSFREE_SITE_ARGS);
 }
 
 CROSSFREE_CXX_HOOK void operator delete(void* p, std::align_val_t al) noexcept {
