@@ -304,27 +304,28 @@ CROSSFREE_INLINE uint64_t MulOrMax(size_t a, size_t b) {
 }  // namespace
 }  // namespace crossfree::tracer
 
+using crossfree::tracer::Alloc;
+using crossfree::tracer::ArenaAlloc;
+using crossfree::tracer::ArenaBlockSize;
+using crossfree::tracer::CallSite;
+using crossfree::tracer::Free;
+using crossfree::tracer::InArena;
+using crossfree::tracer::internal::g_real;
+using crossfree::tracer::MulOrMax;
+using crossfree::tracer::NextDelete;
+using crossfree::tracer::NextNew;
+using crossfree::tracer::NextNewAligned;
+using crossfree::tracer::NextPlainDelete;
+using crossfree::tracer::NothrowNew;
+using crossfree::tracer::NothrowNewAligned;
+using crossfree::tracer::RealFunctions;
+using crossfree::tracer::Realloc;
+using crossfree::tracer::Resolved;
+using crossfree::tracer::ThrowingNew;
 using crossfree::tracer::UnsampledAlloc;
 using crossfree::tracer::UnsampledFree;
 using crossfree::tracer::UnsampledPlainDelete;
 using crossfree::tracer::UnsampledPlainNew;
-using crossfree::tracer::Alloc;
-using crossfree::tracer::CallSite;
-using crossfree::tracer::ArenaAlloc;
-using crossfree::tracer::ArenaBlockSize;
-using crossfree::tracer::Free;
-using crossfree::tracer::InArena;
-using crossfree::tracer::MulOrMax;
-using crossfree::tracer::NextDelete;
-using crossfree::tracer::NextPlainDelete;
-using crossfree::tracer::NextNew;
-using crossfree::tracer::NextNewAligned;
-using crossfree::tracer::NothrowNew;
-using crossfree::tracer::NothrowNewAligned;
-using crossfree::tracer::Realloc;
-using crossfree::tracer::RealFunctions;
-using crossfree::tracer::Resolved;
-using crossfree::tracer::ThrowingNew;
 using crossfree::format::AllocFn;
 using crossfree::format::FreeFn;
 
@@ -343,7 +344,7 @@ CROSSFREE_OUT_OF_LINE void* TracedMalloc(size_t n, void* return_address, void* f
 }  // namespace
 
 CROSSFREE_HOOK void* malloc(size_t n) {
-  if (void* p; UnsampledAlloc(&p, [n] { return crossfree::tracer::internal::g_real.malloc(n); })) {
+  if (void* p; UnsampledAlloc(&p, [n] { return g_real.malloc(n); })) {
     return p;
   }
   return TracedMalloc(n, CROSSFREE_SITE_ARGS);
@@ -375,9 +376,7 @@ CROSSFREE_OUT_OF_LINE void* TracedCalloc(size_t n, size_t size, void* return_add
 }  // namespace
 
 CROSSFREE_HOOK void* calloc(size_t n, size_t size) {
-  if (void* p; UnsampledAlloc(&p, [n, size] {
-        return crossfree::tracer::internal::g_real.calloc(n, size);
-      })) {
+  if (void* p; UnsampledAlloc(&p, [n, size] { return g_real.calloc(n, size); })) {
     return p;
   }
   return TracedCalloc(n, size, CROSSFREE_SITE_ARGS);
