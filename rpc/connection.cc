@@ -41,7 +41,7 @@ Status ParseCallResponse(std::string_view frame, CallResponse* resp) {
   std::string_view body;
   Status s = ParseFrame(frame, &resp->header, &body);
   if (s.ok()) {
-    s = SplitSidecars(body, resp->header.sidecar_offsets(), &resp->body_pb, &resp->sidecars,
+    s = SplitSidecars(body, resp->header.sidecar_offsets, &resp->body_pb, &resp->sidecars,
                       kMaxSidecars);
   }
   return s.ok() ? s : s.CloneAndPrepend("invalid RPC response");
@@ -253,7 +253,7 @@ bool Connection::TrySendCallDirect(OutboundCall* call, bool* caller_reads) {
     std::lock_guard<std::mutex> l(mu_);
     if (fd_ < 0 || connecting_ || out_head_ != nullptr || direct_partial_ != nullptr) return false;
     const int32_t id = next_call_id_;
-    call->SerializeHeader(id, &scratch_request_header_);
+    call->SerializeHeader(id);
     Status s = t->Write(fd_);
     if (!t->started()) {
       // Nothing on the wire: leave it to the reactor (which serializes the
@@ -611,7 +611,7 @@ bool Connection::HandleCallResponse(std::unique_ptr<InboundTransfer> transfer) {
   bool early = false;
   {
     std::lock_guard<std::mutex> l(mu_);
-    call = awaiting_response_.Find(resp.header.call_id());
+    call = awaiting_response_.Find(resp.header.call_id);
     if (call != nullptr) {
       if (call->state() != OutboundCall::State::kSent) {
         early = true;
@@ -624,12 +624,12 @@ bool Connection::HandleCallResponse(std::unique_ptr<InboundTransfer> transfer) {
   if (call == nullptr) {
     // A call that timed out or was cancelled: its late response is dropped.
     Log(LogLevel::kInfo, "ignoring response for unknown call id " +
-                             std::to_string(resp.header.call_id()) + " from " + RemoteToString());
+                             std::to_string(resp.header.call_id) + " from " + RemoteToString());
     return true;
   }
   if (early) {
     FailWithBadData(Status::Corruption("response for call id " +
-                                       std::to_string(resp.header.call_id()) +
+                                       std::to_string(resp.header.call_id) +
                                        " arrived before its request was fully sent"));
     return false;
   }
@@ -657,7 +657,7 @@ void Connection::QueueOutboundCall(OutboundCall* call) {
     std::lock_guard<std::mutex> l(mu_);
     int32_t id = next_call_id_;
     next_call_id_ = next_call_id_ == INT32_MAX ? 0 : next_call_id_ + 1;
-    call->SerializeHeader(id, &scratch_request_header_);
+    call->SerializeHeader(id);
     awaiting_response_.Erase(id);  // a stale entry after call id wrap-around
     awaiting_response_.Insert(id, call);
     call->in_awaiting_map = true;
@@ -950,7 +950,7 @@ int Connection::TakeLentFrame(OutboundCall* call, std::unique_ptr<InboundTransfe
     HandBackReadSide(nullptr, HandBack::kNone, false, nullptr, s);
     return -1;
   }
-  const int32_t id = resp.header.call_id();
+  const int32_t id = resp.header.call_id;
   OutboundCall* found;
   {
     std::lock_guard<std::mutex> l(mu_);

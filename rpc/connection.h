@@ -322,8 +322,8 @@ class Connection {
   // Guards what direct writers (TrySendCallDirect, TryWriteResponseDirect)
   // share with the reactor: the socket writes and fd_ (closing), the links
   // of the out-queue (the reactor changes them only under it; direct writers
-  // read them), connecting_ (written under it), the client's call ids,
-  // scratch header and awaiting_response_, and the direct_* fields below.
+  // read them), connecting_ (written under it), the client's call ids and
+  // awaiting_response_, and the direct_* fields below.
   // Never held while a callback runs.
   std::mutex mu_;
   // A transfer a direct writer left partly written: nobody writes until the
@@ -379,7 +379,6 @@ class Connection {
   // Client: calls sent or queued, by call id.
   int32_t next_call_id_ = 0;
   CallIdMap<OutboundCall> awaiting_response_;
-  RequestHeader scratch_request_header_;  // reused to serialize request headers
   // Server: calls being handled, by call id.
   CallIdMap<InboundCall> calls_being_handled_;
 };

@@ -16,6 +16,7 @@
 #include <google/protobuf/message_lite.h>
 
 #include "rpc/connection.h"
+#include "rpc/header_codec.h"
 #include "rpc/rpc_context.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/status.h"
@@ -72,9 +73,10 @@ class InboundCall final : public TransferCallbacks {
   // the problem; the connection then closes.
   Status Parse();
 
-  int32_t call_id() const { return header_.call_id(); }
-  const std::string& service_name() const { return header_.remote_method().service_name(); }
-  const std::string& method_name() const { return header_.remote_method().method_name(); }
+  int32_t call_id() const { return header_.call_id; }
+  // Views into the request frame, valid until the call responds.
+  std::string_view service_name() const { return header_.service_name; }
+  std::string_view method_name() const { return header_.method_name; }
   std::string_view body_pb() const { return body_pb_; }
   // Views into the request frame, valid until the call responds.
   const std::vector<std::string_view>& inbound_sidecars() const { return sidecars_; }
@@ -133,7 +135,7 @@ class InboundCall final : public TransferCallbacks {
   bool pooled_ = false;     // in the connection's pool
   std::atomic<bool> cancelled_{false};
   std::unique_ptr<InboundTransfer> transfer_;
-  RequestHeader header_;
+  ParsedRequestHeader header_;
   std::string_view body_pb_;
   std::vector<std::string_view> sidecars_;
   std::chrono::steady_clock::time_point arrival_;

@@ -108,7 +108,7 @@ void Messenger::QueueInboundCall(InboundCall* call) {
   if (it == services_.end()) {
     l.unlock();
     call->RespondFailure(ErrorStatusPB::ERROR_NO_SUCH_SERVICE,
-                         Status::NotFound("service " + call->service_name() +
+                         Status::NotFound("service " + std::string(call->service_name()) +
                                           " is not registered on this server"));
     return;
   }

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -165,7 +166,14 @@ class Messenger {
   std::vector<std::unique_ptr<Reactor>> reactors_;
   std::unique_ptr<Acceptor> acceptor_;
   mutable std::shared_mutex services_mu_;
-  std::unordered_map<std::string, std::unique_ptr<ServicePool>> services_;
+  // Transparent hash and equality: a call's service name (a view into its
+  // request frame) is looked up without making a std::string of it.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::unique_ptr<ServicePool>, NameHash, std::equal_to<>>
+      services_;
   int next_worker_index_ = 0;
   std::mutex shutdown_mu_;
   std::atomic<bool> shut_down_{false};

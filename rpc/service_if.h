@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <google/protobuf/arena.h>
@@ -42,7 +43,7 @@ class ServiceIf {
   void Handle(InboundCall* call, int method_index);
   // Index of the method named `name`, or -1. Any thread (the table is
   // fixed once the service is registered).
-  int FindMethod(const std::string& name) const;
+  int FindMethod(std::string_view name) const;
 
  protected:
   void AddMethod(MethodInfo info) { methods_.push_back(std::move(info)); }
