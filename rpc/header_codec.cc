@@ -9,8 +9,8 @@
 // embedded message merged field by field.
 #include "rpc/header_codec.h"
 
-#include <algorithm>
 #include <climits>
+#include <cstring>
 
 #include "rpc/serialization.h"
 
@@ -52,6 +52,12 @@ uint8_t* WriteOffsets(uint8_t tag, size_t body_size, std::span<const std::string
     offset += sc.size();
   }
   return p;
+}
+
+// memcpy rather than std::copy: char to uint8_t would copy byte by byte.
+uint8_t* Append(std::string_view bytes, uint8_t* p) {
+  memcpy(p, bytes.data(), bytes.size());
+  return p + bytes.size();
 }
 
 // int32 fields are sign-extended to 64 bits on the wire, as protobuf does.
@@ -128,6 +134,10 @@ class WireReader {
 
  private:
   bool ReadVarintBytes(int max_bytes, uint64_t* v) {
+    if (p_ < end_ && *p_ < 0x80) {  // one byte: every tag and most values here
+      *v = *p_++;
+      return true;
+    }
     uint64_t r = 0;
     for (int i = 0; i < max_bytes && p_ + i < end_; ++i) {
       uint8_t b = p_[i];
@@ -200,10 +210,10 @@ std::string EncodeRemoteMethodField(std::string_view service_name, std::string_v
   p = WriteVarint(inner, p);
   *p++ = Tag(1, kLengthDelimited);
   p = WriteVarint(service_name.size(), p);
-  p = std::copy(service_name.begin(), service_name.end(), p);
+  p = Append(service_name, p);
   *p++ = Tag(2, kLengthDelimited);
   p = WriteVarint(method_name.size(), p);
-  std::copy(method_name.begin(), method_name.end(), p);
+  Append(method_name, p);
   return out;
 }
 
@@ -217,7 +227,7 @@ size_t RequestHeaderSize(const RequestHeaderFields& f) {
 uint8_t* WriteRequestHeader(const RequestHeaderFields& f, uint8_t* p) {
   *p++ = Tag(1, kVarint);
   p = WriteVarint(Int32Wire(f.call_id), p);
-  p = std::copy(f.remote_method_field.begin(), f.remote_method_field.end(), p);
+  p = Append(f.remote_method_field, p);
   if (f.timeout_millis > 0) {
     *p++ = Tag(3, kVarint);
     p = WriteVarint(f.timeout_millis, p);
