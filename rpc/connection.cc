@@ -583,7 +583,7 @@ bool Connection::HandleInboundCall(std::unique_ptr<InboundTransfer> transfer) {
     return false;
   }
   UpdateBackPressure();
-  reactor_->messenger()->QueueInboundCall(call);
+  reactor_->messenger()->QueueInboundCall(call, &last_service_pool_);
   return !shut_down_;
 }
 

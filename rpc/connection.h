@@ -26,6 +26,7 @@ class InboundCall;
 class MemoryBudget;
 class OutboundCall;
 class Reactor;
+class ServicePool;
 
 // Owner: shared through ConnectionRef. Its Reactor holds one while the
 // connection is open; each live server InboundCall holds another, so a call
@@ -381,6 +382,8 @@ class Connection {
   CallIdMap<OutboundCall> awaiting_response_;
   // Server: calls being handled, by call id.
   CallIdMap<InboundCall> calls_being_handled_;
+  // Server: the service pool of the previous call (Messenger::QueueInboundCall).
+  ServicePool* last_service_pool_ = nullptr;
 };
 
 // A counted reference to a Connection: adds one when made from a pointer,

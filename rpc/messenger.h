@@ -125,8 +125,13 @@ class Messenger {
   size_t max_message_size() const { return options_.max_message_size; }
 
   // Server reactor thread: routes a parsed call to its service pool, or
-  // answers ERROR_NO_SUCH_SERVICE.
-  void QueueInboundCall(InboundCall* call);
+  // answers ERROR_NO_SUCH_SERVICE. `last_pool` (the connection's, reactor
+  // state) is the pool of the connection's previous call: tried first, by
+  // name, since a client calls the same service again and again; the map
+  // (a shared lock and a hash of the name) is asked only when the name
+  // differs, and *last_pool updated. Pools live as long as the messenger,
+  // so the pointer stays valid while the connection can read calls.
+  void QueueInboundCall(InboundCall* call, ServicePool** last_pool);
   // Any thread: posts a prepared call to its reactor.
   void QueueOutboundCall(OutboundCall* call);
 
