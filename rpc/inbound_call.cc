@@ -93,6 +93,7 @@ void InboundCall::Reuse(std::unique_ptr<InboundTransfer> transfer) {
   conn_ref_ = ConnectionRef(conn_);
   pooled_ = false;
   cancelled_.store(false, std::memory_order_relaxed);
+  method_index_ = kMethodNotLookedUp;
   transfer_ = std::move(transfer);
 }
 

@@ -84,6 +84,13 @@ class InboundCall final : public TransferCallbacks {
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
   std::chrono::steady_clock::time_point arrival() const { return arrival_; }
   Connection* connection() const { return conn_; }
+  // The index of the call's method in its service (ServiceIf::FindMethod),
+  // once a service pool looked it up on the reactor (to decide whether it
+  // runs inline), so the worker does not look it up again;
+  // kMethodNotLookedUp before.
+  static constexpr int kMethodNotLookedUp = -2;
+  int method_index() const { return method_index_; }
+  void set_method_index(int i) { method_index_ = i; }
 
   // Responding, from any thread, once: Prepare* serializes the response (or
   // the error) into the call; QueueResponse then posts the call back to its
@@ -136,6 +143,7 @@ class InboundCall final : public TransferCallbacks {
   std::atomic<bool> cancelled_{false};
   std::unique_ptr<InboundTransfer> transfer_;
   ParsedRequestHeader header_;
+  int method_index_ = kMethodNotLookedUp;
   std::string_view body_pb_;
   std::vector<std::string_view> sidecars_;
   std::chrono::steady_clock::time_point arrival_;

@@ -15,7 +15,10 @@ int ServiceIf::FindMethod(std::string_view name) const {
   return -1;
 }
 
-void ServiceIf::Handle(InboundCall* call) { Handle(call, FindMethod(call->method_name())); }
+void ServiceIf::Handle(InboundCall* call) {
+  int i = call->method_index();
+  Handle(call, i != InboundCall::kMethodNotLookedUp ? i : FindMethod(call->method_name()));
+}
 
 void ServiceIf::Handle(InboundCall* call, int method_index) {
   if (method_index < 0 || static_cast<size_t>(method_index) >= methods_.size()) {

@@ -35,8 +35,9 @@ class ServiceIf {
   virtual ~ServiceIf() = default;
   virtual const std::string& service_name() const = 0;
 
-  // Worker thread: finds the method, makes and parses the messages and runs
-  // the handler; answers ERROR_NO_SUCH_METHOD / ERROR_INVALID_REQUEST itself.
+  // Worker thread: finds the method (unless the pool already did,
+  // InboundCall::method_index), makes and parses the messages and runs the
+  // handler; answers ERROR_NO_SUCH_METHOD / ERROR_INVALID_REQUEST itself.
   void Handle(InboundCall* call);
   // The same for a method already looked up (index from FindMethod; -1:
   // none), on whichever thread the pool runs it.
