@@ -276,6 +276,11 @@ bool Connection::TrySendCallDirect(OutboundCall* call, bool* caller_reads) {
         read_side_ = ReadSide::kCaller;
         reader_call_ = call;
         ++lent_takes_;
+        // What ReadOwnResponse needs, taken under this lock so that it does
+        // not lock again (see reader_fd_).
+        reader_fd_ = fd_;
+        reader_wake_fd_ = wake_fd_;
+        reader_blocks_ = reads_block_;
         *caller_reads = true;
       } else {
         read_side_ = ReadSide::kReactor;
@@ -989,26 +994,27 @@ int Connection::TakeLentFrame(OutboundCall* call, std::unique_ptr<InboundTransfe
 
 bool Connection::ReadOwnResponse(OutboundCall* call) {
   CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
-  int fd;
-  int wake_fd;
-  bool abandon;
+#if CROSSFREE_DCHECK_IS_ON()
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    CROSSFREE_DCHECK(read_side_ == ReadSide::kCaller && reader_call_ == call);
+  }
+#endif
+  // Taken by TrySendCallDirect under mu_ a moment ago, on this thread. If
+  // Shutdown ran since, the descriptor is still open (close_on_return_fd_,
+  // shut down: reads say EOF) and keeps its number until we hand back.
+  const int fd = reader_fd_;
+  const int wake_fd = reader_wake_fd_;
   // The first wait is a blocking recv() (one syscall, as in a plain
   // blocking client) bounded by SO_RCVTIMEO; once that slice passed without
   // the response, poll() on the socket and the eventfd, with the exact
   // deadline, for the rest of the call.
-  bool block;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    CROSSFREE_DCHECK(read_side_ == ReadSide::kCaller && reader_call_ == call);
-    // Shutdown may have run since TrySendCallDirect: then the descriptor
-    // waits in close_on_return_fd_ (still open, shut down: reads say EOF).
-    fd = fd_ >= 0 ? fd_ : close_on_return_fd_;
-    wake_fd = wake_fd_;
-    block = reads_block_;
-    abandon = abandon_requested_;
-  }
-  // The first check of abandon_requested_ used the lock above; later ones
-  // take it again (a Cancel() may come while we wait).
+  bool block = reader_blocks_;
+  // abandon_requested_ was false when the read side was granted (every hand
+  // back clears it): the first check is after the first wait, under the
+  // lock, like every later one. A Cancel() before that wakes the poll
+  // (wake_fd_) or is seen when the blocking slice ends, as during it.
+  bool abandon = false;
   bool first_wait = true;
   const size_t max_size = reactor_->messenger()->max_message_size();
   const bool has_deadline = call->has_deadline();

@@ -372,6 +372,13 @@ class Connection {
   static constexpr long kBlockingReadSliceUs = 5000;
   static constexpr long kBlockingReadMinLeftUs = 25000;
   bool reads_block_ = false;
+  // Read-side state (the owner of the read side reads them without mu_):
+  // fd_, wake_fd_ and reads_block_ as they were when a caller was granted
+  // the read side, written then under mu_ by that same caller, so that
+  // ReadOwnResponse needs no lock of its own to start reading.
+  int reader_fd_ = -1;
+  int reader_wake_fd_ = -1;
+  bool reader_blocks_ = false;
   // Times a caller took the read side; the tick takes a parked read side
   // back when it did not change since the previous tick (reactor's copy).
   uint64_t lent_takes_ = 0;
