@@ -41,7 +41,7 @@ Status ParseCallResponse(std::string_view frame, CallResponse* resp) {
   std::string_view body;
   Status s = ParseFrame(frame, &resp->header, &body);
   if (s.ok()) {
-    s = SplitSidecars(body, resp->header.sidecar_offsets(), &resp->body_pb, &resp->sidecars,
+    s = SplitSidecars(body, resp->header.sidecar_offsets, &resp->body_pb, &resp->sidecars,
                       kMaxSidecars);
   }
   return s.ok() ? s : s.CloneAndPrepend("invalid RPC response");
@@ -253,7 +253,7 @@ bool Connection::TrySendCallDirect(OutboundCall* call, bool* caller_reads) {
     std::lock_guard<std::mutex> l(mu_);
     if (fd_ < 0 || connecting_ || out_head_ != nullptr || direct_partial_ != nullptr) return false;
     const int32_t id = next_call_id_;
-    call->SerializeHeader(id, &scratch_request_header_);
+    call->SerializeHeader(id);
     Status s = t->Write(fd_);
     if (!t->started()) {
       // Nothing on the wire: leave it to the reactor (which serializes the
@@ -276,6 +276,11 @@ bool Connection::TrySendCallDirect(OutboundCall* call, bool* caller_reads) {
         read_side_ = ReadSide::kCaller;
         reader_call_ = call;
         ++lent_takes_;
+        // What ReadOwnResponse needs, taken under this lock so that it does
+        // not lock again (see reader_fd_).
+        reader_fd_ = fd_;
+        reader_wake_fd_ = wake_fd_;
+        reader_blocks_ = reads_block_;
         *caller_reads = true;
       } else {
         read_side_ = ReadSide::kReactor;
@@ -583,7 +588,7 @@ bool Connection::HandleInboundCall(std::unique_ptr<InboundTransfer> transfer) {
     return false;
   }
   UpdateBackPressure();
-  reactor_->messenger()->QueueInboundCall(call);
+  reactor_->messenger()->QueueInboundCall(call, &last_service_pool_);
   return !shut_down_;
 }
 
@@ -611,7 +616,7 @@ bool Connection::HandleCallResponse(std::unique_ptr<InboundTransfer> transfer) {
   bool early = false;
   {
     std::lock_guard<std::mutex> l(mu_);
-    call = awaiting_response_.Find(resp.header.call_id());
+    call = awaiting_response_.Find(resp.header.call_id);
     if (call != nullptr) {
       if (call->state() != OutboundCall::State::kSent) {
         early = true;
@@ -624,12 +629,12 @@ bool Connection::HandleCallResponse(std::unique_ptr<InboundTransfer> transfer) {
   if (call == nullptr) {
     // A call that timed out or was cancelled: its late response is dropped.
     Log(LogLevel::kInfo, "ignoring response for unknown call id " +
-                             std::to_string(resp.header.call_id()) + " from " + RemoteToString());
+                             std::to_string(resp.header.call_id) + " from " + RemoteToString());
     return true;
   }
   if (early) {
     FailWithBadData(Status::Corruption("response for call id " +
-                                       std::to_string(resp.header.call_id()) +
+                                       std::to_string(resp.header.call_id) +
                                        " arrived before its request was fully sent"));
     return false;
   }
@@ -657,7 +662,7 @@ void Connection::QueueOutboundCall(OutboundCall* call) {
     std::lock_guard<std::mutex> l(mu_);
     int32_t id = next_call_id_;
     next_call_id_ = next_call_id_ == INT32_MAX ? 0 : next_call_id_ + 1;
-    call->SerializeHeader(id, &scratch_request_header_);
+    call->SerializeHeader(id);
     awaiting_response_.Erase(id);  // a stale entry after call id wrap-around
     awaiting_response_.Insert(id, call);
     call->in_awaiting_map = true;
@@ -950,7 +955,7 @@ int Connection::TakeLentFrame(OutboundCall* call, std::unique_ptr<InboundTransfe
     HandBackReadSide(nullptr, HandBack::kNone, false, nullptr, s);
     return -1;
   }
-  const int32_t id = resp.header.call_id();
+  const int32_t id = resp.header.call_id;
   OutboundCall* found;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -989,26 +994,27 @@ int Connection::TakeLentFrame(OutboundCall* call, std::unique_ptr<InboundTransfe
 
 bool Connection::ReadOwnResponse(OutboundCall* call) {
   CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
-  int fd;
-  int wake_fd;
-  bool abandon;
+#if CROSSFREE_DCHECK_IS_ON()
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    CROSSFREE_DCHECK(read_side_ == ReadSide::kCaller && reader_call_ == call);
+  }
+#endif
+  // Taken by TrySendCallDirect under mu_ a moment ago, on this thread. If
+  // Shutdown ran since, the descriptor is still open (close_on_return_fd_,
+  // shut down: reads say EOF) and keeps its number until we hand back.
+  const int fd = reader_fd_;
+  const int wake_fd = reader_wake_fd_;
   // The first wait is a blocking recv() (one syscall, as in a plain
   // blocking client) bounded by SO_RCVTIMEO; once that slice passed without
   // the response, poll() on the socket and the eventfd, with the exact
   // deadline, for the rest of the call.
-  bool block;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    CROSSFREE_DCHECK(read_side_ == ReadSide::kCaller && reader_call_ == call);
-    // Shutdown may have run since TrySendCallDirect: then the descriptor
-    // waits in close_on_return_fd_ (still open, shut down: reads say EOF).
-    fd = fd_ >= 0 ? fd_ : close_on_return_fd_;
-    wake_fd = wake_fd_;
-    block = reads_block_;
-    abandon = abandon_requested_;
-  }
-  // The first check of abandon_requested_ used the lock above; later ones
-  // take it again (a Cancel() may come while we wait).
+  bool block = reader_blocks_;
+  // abandon_requested_ was false when the read side was granted (every hand
+  // back clears it): the first check is after the first wait, under the
+  // lock, like every later one. A Cancel() before that wakes the poll
+  // (wake_fd_) or is seen when the blocking slice ends, as during it.
+  bool abandon = false;
   bool first_wait = true;
   const size_t max_size = reactor_->messenger()->max_message_size();
   const bool has_deadline = call->has_deadline();

@@ -26,6 +26,7 @@ class InboundCall;
 class MemoryBudget;
 class OutboundCall;
 class Reactor;
+class ServicePool;
 
 // Owner: shared through ConnectionRef. Its Reactor holds one while the
 // connection is open; each live server InboundCall holds another, so a call
@@ -322,8 +323,8 @@ class Connection {
   // Guards what direct writers (TrySendCallDirect, TryWriteResponseDirect)
   // share with the reactor: the socket writes and fd_ (closing), the links
   // of the out-queue (the reactor changes them only under it; direct writers
-  // read them), connecting_ (written under it), the client's call ids,
-  // scratch header and awaiting_response_, and the direct_* fields below.
+  // read them), connecting_ (written under it), the client's call ids and
+  // awaiting_response_, and the direct_* fields below.
   // Never held while a callback runs.
   std::mutex mu_;
   // A transfer a direct writer left partly written: nobody writes until the
@@ -371,6 +372,13 @@ class Connection {
   static constexpr long kBlockingReadSliceUs = 5000;
   static constexpr long kBlockingReadMinLeftUs = 25000;
   bool reads_block_ = false;
+  // Read-side state (the owner of the read side reads them without mu_):
+  // fd_, wake_fd_ and reads_block_ as they were when a caller was granted
+  // the read side, written then under mu_ by that same caller, so that
+  // ReadOwnResponse needs no lock of its own to start reading.
+  int reader_fd_ = -1;
+  int reader_wake_fd_ = -1;
+  bool reader_blocks_ = false;
   // Times a caller took the read side; the tick takes a parked read side
   // back when it did not change since the previous tick (reactor's copy).
   uint64_t lent_takes_ = 0;
@@ -379,9 +387,10 @@ class Connection {
   // Client: calls sent or queued, by call id.
   int32_t next_call_id_ = 0;
   CallIdMap<OutboundCall> awaiting_response_;
-  RequestHeader scratch_request_header_;  // reused to serialize request headers
   // Server: calls being handled, by call id.
   CallIdMap<InboundCall> calls_being_handled_;
+  // Server: the service pool of the previous call (Messenger::QueueInboundCall).
+  ServicePool* last_service_pool_ = nullptr;
 };
 
 // A counted reference to a Connection: adds one when made from a pointer,

@@ -69,13 +69,11 @@ void InboundCall::Destroy(InboundCall* call) {
 
 bool InboundCall::CanRecycle() const {
   // Bounded retention: keep only calls whose reusable parts are small.
+  // (The method names are views into the request frame: nothing to keep.)
   constexpr size_t kMaxKeptSidecars = 8;
-  constexpr size_t kMaxKeptNameBytes = 256;
   return sidecars_.capacity() <= kMaxKeptSidecars &&
          outbound_sidecars_.capacity() <= kMaxKeptSidecars &&
-         static_cast<size_t>(header_.sidecar_offsets_size()) <= kMaxKeptSidecars &&
-         service_name().capacity() <= kMaxKeptNameBytes &&
-         method_name().capacity() <= kMaxKeptNameBytes;
+         header_.sidecar_offsets.capacity() <= kMaxKeptSidecars;
 }
 
 void InboundCall::Recycle() {
@@ -95,6 +93,7 @@ void InboundCall::Reuse(std::unique_ptr<InboundTransfer> transfer) {
   conn_ref_ = ConnectionRef(conn_);
   pooled_ = false;
   cancelled_.store(false, std::memory_order_relaxed);
+  method_index_ = kMethodNotLookedUp;
   transfer_ = std::move(transfer);
 }
 
@@ -102,15 +101,15 @@ Status InboundCall::Parse() {
   arrival_ = std::chrono::steady_clock::now();
   std::string_view body;
   CROSSFREE_RETURN_NOT_OK(ParseFrame(transfer_->frame(), &header_, &body));
-  if (!header_.has_remote_method()) {
-    return Status::Corruption("request header for call id " + std::to_string(header_.call_id()) +
+  if (!header_.has_remote_method) {
+    return Status::Corruption("request header for call id " + std::to_string(header_.call_id) +
                               " has no remote_method");
   }
   CROSSFREE_RETURN_NOT_OK(
-      SplitSidecars(body, header_.sidecar_offsets(), &body_pb_, &sidecars_, kMaxSidecars));
-  if (header_.timeout_millis() > 0) {
+      SplitSidecars(body, header_.sidecar_offsets, &body_pb_, &sidecars_, kMaxSidecars));
+  if (header_.timeout_millis > 0) {
     has_deadline_ = true;
-    deadline_ = arrival_ + std::chrono::milliseconds(header_.timeout_millis());
+    deadline_ = arrival_ + std::chrono::milliseconds(header_.timeout_millis);
   }
   return Status::OK();
 }
@@ -154,16 +153,15 @@ void InboundCall::RespondFailure(ErrorStatusPB::RpcErrorCodePB code, const Statu
 }
 
 void InboundCall::PrepareResponse(bool is_error, const google::protobuf::MessageLite& body) {
-  ResponseHeader header;
-  header.set_call_id(call_id());
-  if (is_error) header.set_is_error(true);
+  ResponseHeaderFields header;
+  header.call_id = call_id();
+  header.is_error = is_error;
   size_t body_size = body.ByteSizeLong();
+  header.body_size = body_size;
+  header.sidecars = outbound_sidecars_;
   size_t sidecar_bytes = 0;
-  for (const std::string& sc : outbound_sidecars_) {
-    header.add_sidecar_offsets(static_cast<uint32_t>(body_size + sidecar_bytes));
-    sidecar_bytes += sc.size();
-  }
-  FrameLayout layout = ComputeFrameLayout(header, body_size, sidecar_bytes);
+  for (const std::string& sc : outbound_sidecars_) sidecar_bytes += sc.size();
+  FrameLayout layout = ComputeFrameLayout(ResponseHeaderSize(header), body_size, sidecar_bytes);
   const size_t n = layout.head_bytes + body_size;
   uint8_t* dst;
   OutboundTransfer* t;
@@ -192,7 +190,7 @@ void InboundCall::PrepareResponse(bool is_error, const google::protobuf::Message
     t->Reset();
     t->set_callbacks(this);
   }
-  uint8_t* p = SerializeFrameHeader(layout, header, dst);
+  uint8_t* p = WriteBodyLength(layout, WriteResponseHeader(header, WriteFrameStart(layout, dst)));
   body.SerializeWithCachedSizesToArray(p);
   t->AddSlice(dst, n);
   for (const std::string& sc : outbound_sidecars_) t->AddSlice(sc.data(), sc.size());

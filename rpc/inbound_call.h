@@ -16,6 +16,7 @@
 #include <google/protobuf/message_lite.h>
 
 #include "rpc/connection.h"
+#include "rpc/header_codec.h"
 #include "rpc/rpc_context.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/status.h"
@@ -72,9 +73,10 @@ class InboundCall final : public TransferCallbacks {
   // the problem; the connection then closes.
   Status Parse();
 
-  int32_t call_id() const { return header_.call_id(); }
-  const std::string& service_name() const { return header_.remote_method().service_name(); }
-  const std::string& method_name() const { return header_.remote_method().method_name(); }
+  int32_t call_id() const { return header_.call_id; }
+  // Views into the request frame, valid until the call responds.
+  std::string_view service_name() const { return header_.service_name; }
+  std::string_view method_name() const { return header_.method_name; }
   std::string_view body_pb() const { return body_pb_; }
   // Views into the request frame, valid until the call responds.
   const std::vector<std::string_view>& inbound_sidecars() const { return sidecars_; }
@@ -82,6 +84,13 @@ class InboundCall final : public TransferCallbacks {
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
   std::chrono::steady_clock::time_point arrival() const { return arrival_; }
   Connection* connection() const { return conn_; }
+  // The index of the call's method in its service (ServiceIf::FindMethod),
+  // once a service pool looked it up on the reactor (to decide whether it
+  // runs inline), so the worker does not look it up again;
+  // kMethodNotLookedUp before.
+  static constexpr int kMethodNotLookedUp = -2;
+  int method_index() const { return method_index_; }
+  void set_method_index(int i) { method_index_ = i; }
 
   // Responding, from any thread, once: Prepare* serializes the response (or
   // the error) into the call; QueueResponse then posts the call back to its
@@ -133,7 +142,8 @@ class InboundCall final : public TransferCallbacks {
   bool pooled_ = false;     // in the connection's pool
   std::atomic<bool> cancelled_{false};
   std::unique_ptr<InboundTransfer> transfer_;
-  RequestHeader header_;
+  ParsedRequestHeader header_;
+  int method_index_ = kMethodNotLookedUp;
   std::string_view body_pb_;
   std::vector<std::string_view> sidecars_;
   std::chrono::steady_clock::time_point arrival_;

@@ -102,17 +102,22 @@ Reactor* Messenger::ReactorFor(const Sockaddr& addr) const {
   return reactors_[(addr.Hash() >> 32) % reactors_.size()].get();
 }
 
-void Messenger::QueueInboundCall(InboundCall* call) {
-  std::shared_lock<std::shared_mutex> l(services_mu_);
-  auto it = services_.find(call->service_name());
-  if (it == services_.end()) {
-    l.unlock();
-    call->RespondFailure(ErrorStatusPB::ERROR_NO_SUCH_SERVICE,
-                         Status::NotFound("service " + call->service_name() +
-                                          " is not registered on this server"));
-    return;
+void Messenger::QueueInboundCall(InboundCall* call, ServicePool** last_pool) {
+  ServicePool* pool = *last_pool;
+  if (pool == nullptr || pool->service_name() != call->service_name()) {
+    std::shared_lock<std::shared_mutex> l(services_mu_);
+    auto it = services_.find(call->service_name());
+    if (it == services_.end()) {
+      l.unlock();
+      call->RespondFailure(ErrorStatusPB::ERROR_NO_SUCH_SERVICE,
+                           Status::NotFound("service " + std::string(call->service_name()) +
+                                            " is not registered on this server"));
+      return;
+    }
+    pool = it->second.get();
+    *last_pool = pool;
   }
-  it->second->QueueInboundCall(call);
+  pool->QueueInboundCall(call);
 }
 
 void Messenger::QueueOutboundCall(OutboundCall* call) {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -124,8 +125,13 @@ class Messenger {
   size_t max_message_size() const { return options_.max_message_size; }
 
   // Server reactor thread: routes a parsed call to its service pool, or
-  // answers ERROR_NO_SUCH_SERVICE.
-  void QueueInboundCall(InboundCall* call);
+  // answers ERROR_NO_SUCH_SERVICE. `last_pool` (the connection's, reactor
+  // state) is the pool of the connection's previous call: tried first, by
+  // name, since a client calls the same service again and again; the map
+  // (a shared lock and a hash of the name) is asked only when the name
+  // differs, and *last_pool updated. Pools live as long as the messenger,
+  // so the pointer stays valid while the connection can read calls.
+  void QueueInboundCall(InboundCall* call, ServicePool** last_pool);
   // Any thread: posts a prepared call to its reactor.
   void QueueOutboundCall(OutboundCall* call);
 
@@ -165,7 +171,14 @@ class Messenger {
   std::vector<std::unique_ptr<Reactor>> reactors_;
   std::unique_ptr<Acceptor> acceptor_;
   mutable std::shared_mutex services_mu_;
-  std::unordered_map<std::string, std::unique_ptr<ServicePool>> services_;
+  // Transparent hash and equality: a call's service name (a view into its
+  // request frame) is looked up without making a std::string of it.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::unique_ptr<ServicePool>, NameHash, std::equal_to<>>
+      services_;
   int next_worker_index_ = 0;
   std::mutex shutdown_mu_;
   std::atomic<bool> shut_down_{false};

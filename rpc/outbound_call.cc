@@ -81,33 +81,27 @@ void OutboundCall::Reset() {
   set_state(State::kReady);
 }
 
-void OutboundCall::SerializeHeader(int32_t call_id, RequestHeader* h) {
+void OutboundCall::SerializeHeader(int32_t call_id) {
   call_id_ = call_id;
-  h->set_call_id(call_id);
-  RemoteMethodPB* m = h->mutable_remote_method();
-  m->set_service_name(method_->service_name);
-  m->set_method_name(method_->method_name);
-  if (timeout_millis_ > 0) {
-    h->set_timeout_millis(timeout_millis_);
-  } else {
-    h->clear_timeout_millis();
-  }
-  h->clear_sidecar_offsets();
+  RequestHeaderFields h;
+  h.call_id = call_id;
+  h.remote_method_field = method_->remote_method_field;
+  h.timeout_millis = timeout_millis_;
+  h.body_size = request_body_.size();
   size_t sidecar_bytes = 0;
   if (outbound_sidecars != nullptr) {
-    for (const std::string& sc : *outbound_sidecars) {
-      h->add_sidecar_offsets(static_cast<uint32_t>(request_body_.size() + sidecar_bytes));
-      sidecar_bytes += sc.size();
-    }
+    h.sidecars = *outbound_sidecars;
+    for (const std::string& sc : *outbound_sidecars) sidecar_bytes += sc.size();
   }
-  FrameLayout layout = ComputeFrameLayout(*h, request_body_.size(), sidecar_bytes);
+  FrameLayout layout =
+      ComputeFrameLayout(RequestHeaderSize(h), request_body_.size(), sidecar_bytes);
   uint8_t* head = header_inline_;
   if (layout.head_bytes > kInlineHeaderBytes) {
     // Freed on this reactor as soon as the frame is written.
     header_heap_.reset(new uint8_t[layout.head_bytes]);
     head = header_heap_.get();
   }
-  SerializeFrameHeader(layout, *h, head);
+  WriteBodyLength(layout, WriteRequestHeader(h, WriteFrameStart(layout, head)));
   transfer_.Reset();
   transfer_.AddSlice(head, layout.head_bytes);
   transfer_.AddSlice(request_body_.data(), request_body_.size());
@@ -141,7 +135,7 @@ void OutboundCall::NotifyTransferAborted(const Status&) {
 void OutboundCall::HandleResponse(CallResponse* r, Connection* conn) {
   Status st;
   State state = State::kFinishedSuccess;
-  if (r->header.is_error()) {
+  if (r->header.is_error) {
     auto err = std::make_unique<ErrorStatusPB>();
     if (!err->ParsePartialFromArray(r->body_pb.data(), static_cast<int>(r->body_pb.size())) ||
         !err->IsInitialized()) {

@@ -15,6 +15,7 @@
 #include <google/protobuf/message_lite.h>
 
 #include "rpc/connection.h"
+#include "rpc/header_codec.h"
 #include "rpc/inline_function.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
@@ -29,9 +30,17 @@ class Messenger;
 class RpcController;
 
 // Names one method of one service; generated proxies hold static instances.
+// Immutable: the encoded header field is computed from the names once.
 struct RemoteMethod {
-  std::string service_name;
-  std::string method_name;
+  RemoteMethod(std::string service, std::string method)
+      : service_name(std::move(service)),
+        method_name(std::move(method)),
+        remote_method_field(EncodeRemoteMethodField(service_name, method_name)) {}
+  const std::string service_name;
+  const std::string method_name;
+  // The RequestHeader's remote_method field as sent (header_codec.h): every
+  // request copies these bytes instead of encoding the names again.
+  const std::string remote_method_field;
 };
 
 // Called once when a call finishes. Runs on the client reactor thread and
@@ -41,7 +50,7 @@ using ResponseCallback = InlineFunction<void(), 48>;
 // The parsed response of a call: header, the frame it came in and views of
 // the body and sidecars inside that frame.
 struct CallResponse {
-  ResponseHeader header;
+  ParsedResponseHeader header;
   std::unique_ptr<InboundTransfer> transfer;
   std::string_view body_pb;
   std::vector<std::string_view> sidecars;
@@ -85,9 +94,8 @@ class OutboundCall final : public TransferCallbacks {
 
   // --- client reactor thread only (or the caller, under the connection's
   // mutex, in Connection::TrySendCallDirect) ---
-  // Builds the header for `call_id` and fills transfer(). `header` is the
-  // connection's scratch RequestHeader.
-  void SerializeHeader(int32_t call_id, RequestHeader* header);
+  // Builds the header for `call_id` and fills transfer().
+  void SerializeHeader(int32_t call_id);
   OutboundTransfer* transfer() { return &transfer_; }
   void NotifyTransferFinished() override;
   void NotifyTransferAborted(const Status& status) override;

@@ -45,6 +45,10 @@ struct Flags {
   int client_threads = 16;
   int worker_threads = 1;
   double run_seconds = 1;
+  // Sync: > 0 makes each client thread stop after this many calls (the run is
+  // then as long as they take, not run_seconds): a fixed amount of work, for
+  // counting instructions per call under callgrind.
+  int64_t calls = 0;
   std::string mode = "sync";
   int async_call_concurrency = 60;
   int payload_bytes = 0;
@@ -127,7 +131,8 @@ class Workload {
 
   void RunSync() {
     int attempt = 0;
-    while (!stop_->load(std::memory_order_relaxed)) {
+    uint64_t limit = flags_.calls > 0 ? static_cast<uint64_t>(flags_.calls) : UINT64_MAX;
+    while (!stop_->load(std::memory_order_relaxed) && calls() < limit) {
       RpcController c;
       c.set_timeout(std::chrono::seconds(10));
       Clock::time_point t0 = Clock::now();
@@ -486,7 +491,8 @@ int Run(const Flags& f) {
       });
     }
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  bool fixed_calls = f.mode == "sync" && f.calls > 0;
+  if (!fixed_calls) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   auto calls_now = [&] {
     uint64_t n = 0;
     for (auto& w : workloads) n += w->calls();
@@ -496,7 +502,12 @@ int Run(const Flags& f) {
   getrusage(RUSAGE_SELF, &ru0);
   if (counting) crossfree_alloc_count_start();
   Clock::time_point t0 = Clock::now();
-  std::this_thread::sleep_for(std::chrono::duration<double>(f.run_seconds));
+  if (fixed_calls) {
+    for (auto& t : threads) t.join();
+    threads.clear();
+  } else {
+    std::this_thread::sleep_for(std::chrono::duration<double>(f.run_seconds));
+  }
   double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   uint64_t calls = calls_now() - calls0;
   char report[4096] = "";
@@ -588,6 +599,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--run_seconds", f.run_seconds, "Measured run time in seconds")
       ->check(CLI::PositiveNumber);
+  app.add_option("--calls", f.calls,
+                 "Sync: each client thread makes this many calls, then the run ends "
+                 "(instead of --run_seconds; no ramp: for instruction counts)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--mode", f.mode,
                  "sync, async, or pingpong (raw blocking TCP round trips, no RPC: the limit)")
       ->check(CLI::IsMember({"sync", "async", "pingpong"}));

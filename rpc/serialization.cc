@@ -3,30 +3,14 @@
 // the caller's buffer and parsing works on views of the received bytes.
 #include "rpc/serialization.h"
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 #include <string>
 
 namespace crossfree::rpc {
 
 namespace {
-
-size_t VarintSize(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
-uint8_t* WriteVarint(uint64_t v, uint8_t* p) {
-  while (v >= 0x80) {
-    *p++ = static_cast<uint8_t>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<uint8_t>(v);
-  return p;
-}
 
 // Reads a varint of at most 5 bytes (a u32). False when truncated or too long.
 bool ReadVarint32(std::string_view* in, uint32_t* out) {
@@ -76,10 +60,9 @@ Status ValidateConnHeader(const uint8_t header[kConnHeaderLength]) {
   return Status::OK();
 }
 
-FrameLayout ComputeFrameLayout(const google::protobuf::MessageLite& header, size_t body_size,
-                               size_t sidecar_bytes) {
+FrameLayout ComputeFrameLayout(size_t header_size, size_t body_size, size_t sidecar_bytes) {
   FrameLayout l;
-  l.header_size = header.ByteSizeLong();
+  l.header_size = header_size;
   l.body_size = body_size;
   l.sidecar_bytes = sidecar_bytes;
   l.head_bytes = kFrameLengthPrefix + VarintSize(l.header_size) + l.header_size +
@@ -88,17 +71,33 @@ FrameLayout ComputeFrameLayout(const google::protobuf::MessageLite& header, size
   return l;
 }
 
-uint8_t* SerializeFrameHeader(const FrameLayout& l, const google::protobuf::MessageLite& header,
-                              uint8_t* dst) {
-  EncodeBigEndian32(static_cast<uint32_t>(l.total - kFrameLengthPrefix), dst);
-  uint8_t* p = dst + kFrameLengthPrefix;
-  p = WriteVarint(l.header_size, p);
-  p = header.SerializeWithCachedSizesToArray(p);
-  return WriteVarint(l.body_size + l.sidecar_bytes, p);
+FrameLayout ComputeFrameLayout(const google::protobuf::MessageLite& header, size_t body_size,
+                               size_t sidecar_bytes) {
+  return ComputeFrameLayout(header.ByteSizeLong(), body_size, sidecar_bytes);
 }
 
-Status ParseFrame(std::string_view frame, google::protobuf::MessageLite* header,
-                  std::string_view* body) {
+uint8_t* WriteFrameStart(const FrameLayout& l, uint8_t* dst) {
+  EncodeBigEndian32(static_cast<uint32_t>(l.total - kFrameLengthPrefix), dst);
+  return WriteVarint(l.header_size, dst + kFrameLengthPrefix);
+}
+
+uint8_t* WriteBodyLength(const FrameLayout& l, uint8_t* header_end) {
+  return WriteVarint(l.body_size + l.sidecar_bytes, header_end);
+}
+
+uint8_t* SerializeFrameHeader(const FrameLayout& l, const google::protobuf::MessageLite& header,
+                              uint8_t* dst) {
+  uint8_t* p = WriteFrameStart(l, dst);
+  p = header.SerializeWithCachedSizesToArray(p);
+  return WriteBodyLength(l, p);
+}
+
+namespace {
+
+// ParseFrame for any header parser: `parse_header(bytes)` returns OK or the
+// Corruption to report.
+template <typename ParseHeader>
+Status ParseFrameWith(std::string_view frame, ParseHeader parse_header, std::string_view* body) {
   uint32_t header_len = 0;
   if (!ReadVarint32(&frame, &header_len)) {
     return Status::Corruption("invalid frame: missing or truncated header length varint");
@@ -108,15 +107,7 @@ Status ParseFrame(std::string_view frame, google::protobuf::MessageLite* header,
                               " exceeds the " + std::to_string(frame.size()) +
                               " bytes left in the frame");
   }
-  // ParsePartial + IsInitialized rather than ParseFromArray: same check,
-  // without protobuf logging an error line for every bad frame a peer sends.
-  if (!header->ParsePartialFromArray(frame.data(), static_cast<int>(header_len))) {
-    return Status::Corruption("invalid frame: unparsable header");
-  }
-  if (!header->IsInitialized()) {
-    return Status::Corruption("invalid frame: header is missing required fields: " +
-                              header->InitializationErrorString());
-  }
+  CROSSFREE_RETURN_NOT_OK(parse_header(frame.substr(0, header_len)));
   frame.remove_prefix(header_len);
   uint32_t body_len = 0;
   if (!ReadVarint32(&frame, &body_len)) {
@@ -130,11 +121,43 @@ Status ParseFrame(std::string_view frame, google::protobuf::MessageLite* header,
   return Status::OK();
 }
 
-Status SplitSidecars(std::string_view body, const google::protobuf::RepeatedField<uint32_t>& offsets,
+}  // namespace
+
+Status ParseFrame(std::string_view frame, google::protobuf::MessageLite* header,
+                  std::string_view* body) {
+  return ParseFrameWith(
+      frame,
+      [header](std::string_view bytes) {
+        // ParsePartial + IsInitialized rather than ParseFromArray: same check,
+        // without protobuf logging an error line for every bad frame a peer sends.
+        if (!header->ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+          return Status::Corruption("invalid frame: unparsable header");
+        }
+        if (!header->IsInitialized()) {
+          return Status::Corruption("invalid frame: header is missing required fields: " +
+                                    header->InitializationErrorString());
+        }
+        return Status::OK();
+      },
+      body);
+}
+
+Status ParseFrame(std::string_view frame, ParsedRequestHeader* header, std::string_view* body) {
+  return ParseFrameWith(
+      frame, [header](std::string_view bytes) { return ParseRequestHeader(bytes, header); }, body);
+}
+
+Status ParseFrame(std::string_view frame, ParsedResponseHeader* header, std::string_view* body) {
+  return ParseFrameWith(
+      frame, [header](std::string_view bytes) { return ParseResponseHeader(bytes, header); },
+      body);
+}
+
+Status SplitSidecars(std::string_view body, std::span<const uint32_t> offsets,
                      std::string_view* pb, std::vector<std::string_view>* sidecars,
                      int max_sidecars) {
   sidecars->clear();
-  int n = offsets.size();
+  int n = static_cast<int>(std::min<size_t>(offsets.size(), INT_MAX));
   if (n > max_sidecars) {
     return Status::Corruption("too many sidecars: " + std::to_string(n) + " (limit " +
                               std::to_string(max_sidecars) + ")");
@@ -145,8 +168,8 @@ Status SplitSidecars(std::string_view body, const google::protobuf::RepeatedFiel
   }
   sidecars->reserve(n);
   for (int i = 0; i < n; ++i) {
-    uint32_t start = offsets.Get(i);
-    uint32_t end = i + 1 < n ? offsets.Get(i + 1) : static_cast<uint32_t>(body.size());
+    uint32_t start = offsets[i];
+    uint32_t end = i + 1 < n ? offsets[i + 1] : static_cast<uint32_t>(body.size());
     if (start > body.size() || end > body.size()) {
       return Status::Corruption("sidecar offset " + std::to_string(start) +
                                 " is past the end of a " + std::to_string(body.size()) +
@@ -158,7 +181,7 @@ Status SplitSidecars(std::string_view body, const google::protobuf::RepeatedFiel
     }
     sidecars->push_back(body.substr(start, end - start));
   }
-  *pb = body.substr(0, offsets.Get(0));
+  *pb = body.substr(0, offsets[0]);
   return Status::OK();
 }
 

@@ -5,12 +5,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
 #include <google/protobuf/message_lite.h>
 #include <google/protobuf/repeated_field.h>
 
+#include "rpc/header_codec.h"
 #include "rpc/status.h"
 
 namespace crossfree::rpc {
@@ -49,6 +51,15 @@ struct FrameLayout {
 FrameLayout ComputeFrameLayout(const google::protobuf::MessageLite& header, size_t body_size,
                                size_t sidecar_bytes);
 
+// The same for a header of `header_size` bytes written without protobuf
+// (header_codec.h): WriteFrameStart writes the length prefix and the header
+// length varint and returns where the header goes; WriteBodyLength, given
+// the end of the header, writes the body length varint and returns where
+// the body goes.
+FrameLayout ComputeFrameLayout(size_t header_size, size_t body_size, size_t sidecar_bytes);
+uint8_t* WriteFrameStart(const FrameLayout& layout, uint8_t* dst);
+uint8_t* WriteBodyLength(const FrameLayout& layout, uint8_t* header_end);
+
 // Writes the length prefix, the header and the body length varint
 // (layout.head_bytes bytes) into dst and returns where the body goes. Call
 // right after ComputeFrameLayout on the same, unchanged header.
@@ -60,13 +71,42 @@ uint8_t* SerializeFrameHeader(const FrameLayout& layout,
 // missing/short varint, an unparsable header or trailing bytes.
 Status ParseFrame(std::string_view frame, google::protobuf::MessageLite* header,
                   std::string_view* body);
+// The same, parsing the header by hand (header_codec.h): what the
+// connections use; the same checks and messages.
+Status ParseFrame(std::string_view frame, ParsedRequestHeader* header, std::string_view* body);
+Status ParseFrame(std::string_view frame, ParsedResponseHeader* header, std::string_view* body);
 
 // Splits body-plus-sidecars by sidecar offsets (relative to the body start).
 // *pb gets the body message bytes; *sidecars each sidecar (cleared first). Corruption for
 // more than `max_sidecars`, decreasing offsets or offsets past the end.
-Status SplitSidecars(std::string_view body, const google::protobuf::RepeatedField<uint32_t>& offsets,
+Status SplitSidecars(std::string_view body, std::span<const uint32_t> offsets,
                      std::string_view* pb, std::vector<std::string_view>* sidecars,
                      int max_sidecars);
+inline Status SplitSidecars(std::string_view body,
+                            const google::protobuf::RepeatedField<uint32_t>& offsets,
+                            std::string_view* pb, std::vector<std::string_view>* sidecars,
+                            int max_sidecars) {
+  return SplitSidecars(body, std::span<const uint32_t>(offsets.data(), offsets.size()), pb,
+                       sidecars, max_sidecars);
+}
+
+// Base-128 varints (protobuf's): the encoded size of v, and writing it.
+inline size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+inline uint8_t* WriteVarint(uint64_t v, uint8_t* p) {
+  while (v >= 0x80) {
+    *p++ = static_cast<uint8_t>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<uint8_t>(v);
+  return p;
+}
 
 // Big-endian u32 helpers.
 inline void EncodeBigEndian32(uint32_t v, uint8_t* p) {

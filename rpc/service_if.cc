@@ -8,19 +8,22 @@
 
 namespace crossfree::rpc {
 
-int ServiceIf::FindMethod(const std::string& name) const {
+int ServiceIf::FindMethod(std::string_view name) const {
   for (size_t i = 0; i < methods_.size(); ++i) {
     if (methods_[i].name == name) return static_cast<int>(i);
   }
   return -1;
 }
 
-void ServiceIf::Handle(InboundCall* call) { Handle(call, FindMethod(call->method_name())); }
+void ServiceIf::Handle(InboundCall* call) {
+  int i = call->method_index();
+  Handle(call, i != InboundCall::kMethodNotLookedUp ? i : FindMethod(call->method_name()));
+}
 
 void ServiceIf::Handle(InboundCall* call, int method_index) {
   if (method_index < 0 || static_cast<size_t>(method_index) >= methods_.size()) {
     call->RespondFailure(ErrorStatusPB::ERROR_NO_SUCH_METHOD,
-                         Status::NotFound("no such method " + call->method_name() +
+                         Status::NotFound("no such method " + std::string(call->method_name()) +
                                           " in service " + service_name()));
     return;
   }
@@ -40,14 +43,14 @@ void ServiceIf::Handle(InboundCall* call, int method_index) {
   if (!req->ParsePartialFromArray(body.data(), static_cast<int>(body.size()))) {
     ctx->RespondRpcFailure(ErrorStatusPB::ERROR_INVALID_REQUEST,
                            Status::InvalidArgument("invalid parameter for call " +
-                                                   service_name() + "." + call->method_name() +
+                                                   service_name() + "." + std::string(call->method_name()) +
                                                    ": unparsable request body"));
     return;
   }
   if (!req->IsInitialized()) {
     ctx->RespondRpcFailure(ErrorStatusPB::ERROR_INVALID_REQUEST,
                            Status::InvalidArgument("invalid parameter for call " +
-                                                   service_name() + "." + call->method_name() +
+                                                   service_name() + "." + std::string(call->method_name()) +
                                                    ": missing required fields: " +
                                                    req->InitializationErrorString()));
     return;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <google/protobuf/arena.h>
@@ -34,15 +35,16 @@ class ServiceIf {
   virtual ~ServiceIf() = default;
   virtual const std::string& service_name() const = 0;
 
-  // Worker thread: finds the method, makes and parses the messages and runs
-  // the handler; answers ERROR_NO_SUCH_METHOD / ERROR_INVALID_REQUEST itself.
+  // Worker thread: finds the method (unless the pool already did,
+  // InboundCall::method_index), makes and parses the messages and runs the
+  // handler; answers ERROR_NO_SUCH_METHOD / ERROR_INVALID_REQUEST itself.
   void Handle(InboundCall* call);
   // The same for a method already looked up (index from FindMethod; -1:
   // none), on whichever thread the pool runs it.
   void Handle(InboundCall* call, int method_index);
   // Index of the method named `name`, or -1. Any thread (the table is
   // fixed once the service is registered).
-  int FindMethod(const std::string& name) const;
+  int FindMethod(std::string_view name) const;
 
  protected:
   void AddMethod(MethodInfo info) { methods_.push_back(std::move(info)); }

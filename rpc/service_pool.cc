@@ -65,9 +65,10 @@ void ServicePool::Shutdown() {
   for (std::thread& t : workers_) t.join();
 }
 
-int ServicePool::InlineMethodIndex(const InboundCall* call) const {
+int ServicePool::InlineMethodIndex(InboundCall* call) const {
   if (inline_.empty()) return -1;
   int i = service_->FindMethod(call->method_name());
+  call->set_method_index(i);  // a queued call's worker needs it too
   return i >= 0 && static_cast<size_t>(i) < inline_.size() && inline_[i] ? i : -1;
 }
 

@@ -76,7 +76,8 @@ class ServicePool {
   // Answers FATAL_SERVER_SHUTTING_DOWN.
   void AnswerShuttingDown(InboundCall* call);
   // The index of the call's method if the pool runs it inline, else -1.
-  int InlineMethodIndex(const InboundCall* call) const;
+  // Stores the index it looked up in the call (InboundCall::method_index).
+  int InlineMethodIndex(InboundCall* call) const;
 
   std::unique_ptr<ServiceIf> service_;
   const ServicePoolOptions options_;
