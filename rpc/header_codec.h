@@ -8,7 +8,7 @@
 // the same fields, and parsing accepts and rejects what protobuf's parser
 // does (unknown fields skipped, packed or unpacked offsets, repeated
 // messages merged), so peers using the .proto interoperate unchanged;
-// tests/rpc/unit_test.cc checks both against protobuf.
+// tests/rpc/header_codec_test.cc checks both against protobuf.
 #pragma once
 
 #include <cstddef>
