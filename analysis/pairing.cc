@@ -441,13 +441,20 @@ class Worker {
       Cursor& top = heap.top();
       // The top's events up to the runner-up's next one are the next in the
       // merged order: a run of them costs one heap operation, not one each.
-      const Cursor* next = heap.runner_up();
+      // The run works on copies of the cursor and the bound: Process()
+      // writes through pointers the compiler cannot tell from the heap's,
+      // so reading them from the heap would reload them for every event.
+      const RunBound bound = heap.TopRunBound();
+      const StreamIndex thread(top.stream);
+      const Ev* cur = top.cur;
+      const Ev* const end = top.end;
       do {
         // The same thread's next events are likely next in time too: fetch
         // their address slots while this one is processed.
-        if (top.end - top.cur > 16) live_.Prefetch(top.cur[16].address);
-        Process(*top.cur, StreamIndex(top.stream));
-      } while (++top.cur != top.end && (next == nullptr || MergeHeap<Cursor>::Before(top, *next)));
+        if (end - cur > 16) live_.Prefetch(cur[16].address);
+        Process(*cur, thread);
+      } while (++cur != end && bound.Admits(cur->key()));
+      top.cur = cur;
       if (top.cur == top.end) {
         Release(top);
         if (!Load(top)) {
