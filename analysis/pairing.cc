@@ -232,9 +232,13 @@ struct AddressState {
   uint32_t stack;
   StreamIndex thread;
   uint8_t state;   // 0 (new), kLive or kFreed
+  // SizeClassIndex(size) while kLive, worked out once at the allocation:
+  // the pair its free makes is keyed by it.
+  uint8_t size_class;
   uint16_t epoch;  // of the address's last event, saturated at kMaxEpoch
 };
 static_assert(sizeof(AddressState) == 32);
+static_assert(kSizeClassCount <= 256);  // AddressState::size_class
 
 class AddressMap {
  public:
@@ -528,7 +532,8 @@ class Worker {
       s.stack = e.stack;
       s.thread = thread;
       s.epoch = Epoch();
-      ++by_class_[ThreadClass{thread, static_cast<uint32_t>(SizeClassIndex(e.size))}].allocs;
+      s.size_class = static_cast<uint8_t>(SizeClassIndex(e.size));
+      ++by_class_[ThreadClass{thread, s.size_class}].allocs;
       return;
     }
     ++counts_.frees;
@@ -545,9 +550,8 @@ class Worker {
       s.state = kFreed;
       s.epoch = Epoch();
       ++counts_.paired;
-      int size_class = SizeClassIndex(s.size);  // by_class_'s frees: from pairs_, in MergeInto
-      PairTally& tally = pairs_[PairKey{s.stack, e.stack, s.thread, thread,
-                                        static_cast<uint32_t>(size_class)}];
+      // by_class_'s frees: from pairs_, in MergeInto
+      PairTally& tally = pairs_[PairKey{s.stack, e.stack, s.thread, thread, s.size_class}];
       ++tally.count;
       tally.bytes += s.size;
       if (s.thread != thread) {
