@@ -46,6 +46,15 @@ namespace {
 // says which of the four it is, and is stored as such so that the merge's
 // comparisons, one or two per event, read it without a translation.
 struct Ev {
+  // Left uninitialized by default: SlotDecoder::OnEvents grows a part by a
+  // span's length and then writes each element, so zeroing them first was
+  // work thrown away (a vector value-initializes what resize() adds unless
+  // the type has a default constructor of its own).
+  Ev() {}
+  Ev(uint64_t ts, uint64_t addr, uint64_t sz, uint32_t stack_id, Rank r, uint8_t realloc_half)
+      : timestamp_ns(ts), address(addr), size(sz), stack(stack_id), rank(r),
+        from_realloc(realloc_half) {}
+
   uint64_t timestamp_ns;
   uint64_t address;
   uint64_t size;
@@ -107,21 +116,50 @@ inline uint32_t PartitionOf(uint64_t address, int jobs) {
   return static_cast<uint32_t>((h * static_cast<uint64_t>(jobs)) >> 32);
 }
 
+inline Ev ToEv(const format::Event& e) {
+  return Ev{e.timestamp_ns, e.address, e.size, e.stack_id,
+            e.op == format::EventOp::kAlloc ? Rank::kAlloc : Rank::kFree,
+            static_cast<uint8_t>(e.from_realloc ? 1 : 0)};
+}
+
 class SlotDecoder : public ChunkVisitor {
  public:
   SlotDecoder(Slot* slot, int jobs) : slot_(slot), jobs_(jobs) {}
 
+  // Each part grows by the span's length at once (room for every event of
+  // the span, the most it can get) and is written through a plain pointer,
+  // then cut to what it got: a push_back per event checked the capacity
+  // and, as the stores may alias the vector, reloaded its bounds each time.
   void OnEvents(std::span<const format::Event> events) override {
-    for (const format::Event& e : events) {
-      if (e.address == 0) {
-        ++slot_->null_events;
-        continue;
-      }
-      Ev ev{e.timestamp_ns, e.address, e.size, e.stack_id,
-            e.op == format::EventOp::kAlloc ? Rank::kAlloc : Rank::kFree,
-            static_cast<uint8_t>(e.from_realloc ? 1 : 0)};
-      slot_->parts[jobs_ == 1 ? 0 : PartitionOf(e.address, jobs_)].push_back(ev);
+    auto& parts = slot_->parts;
+    out_.resize(parts.size());
+    for (size_t j = 0; j < parts.size(); ++j) {
+      size_t used = parts[j].size();
+      parts[j].resize(used + events.size());
+      out_[j] = parts[j].data() + used;
     }
+    uint64_t nulls = 0;
+    if (jobs_ == 1) {
+      Ev* out = out_[0];
+      for (const format::Event& e : events) {
+        if (e.address == 0) {
+          ++nulls;
+          continue;
+        }
+        *out++ = ToEv(e);
+      }
+      out_[0] = out;
+    } else {
+      for (const format::Event& e : events) {
+        if (e.address == 0) {
+          ++nulls;
+          continue;
+        }
+        *out_[PartitionOf(e.address, jobs_)]++ = ToEv(e);
+      }
+    }
+    for (size_t j = 0; j < parts.size(); ++j) parts[j].resize(out_[j] - parts[j].data());
+    slot_->null_events += nulls;
   }
   void OnCentral(const format::CentralEvent&) override { NoteCentral(); }
   // A window edge concerns every address: each worker gets it.
@@ -140,6 +178,7 @@ class SlotDecoder : public ChunkVisitor {
  private:
   Slot* slot_;
   int jobs_;
+  std::vector<Ev*> out_;  // OnEvents(): where each part's next event goes
 };
 
 void Fail(Shared& shared, std::string message) {
