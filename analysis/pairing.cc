@@ -549,13 +549,10 @@ class Worker {
     if (entry_stack_[thread.value] == format::kNoStack) entry_stack_[thread.value] = e.stack;
     counts_.realloc_events += e.from_realloc;
     AddressState& s = live_.FindOrInsert(e.address);
-    // The address's last event came before a closed stretch of recording,
-    // which may have freed or reused it unseen.
-    const bool across_gap = s.state != 0 && s.epoch < Epoch();
     if (IsAlloc(e)) {
       ++counts_.allocations;
       if (s.state == kLive) {
-        if (across_gap) {
+        if (AcrossGap(s)) {
           // Freed while recording was closed: live at its window's end.
           ++counts_.live_at_window_end;
           counts_.live_window_end_bytes += s.size;
@@ -603,7 +600,7 @@ class Worker {
     // unless recording was closed in between (it was allocated again
     // then). One never allocated in the trace is of unknown origin, or, in
     // a window that opened after the trace started, allocated before it.
-    bool is_double = s.state == kFreed && !across_gap;
+    bool is_double = s.state == kFreed && !AcrossGap(s);
     s.state = kFreed;  // a second free of it is then a double free
     s.epoch = Epoch();
     if (!is_double && reopened_) {
@@ -615,6 +612,11 @@ class Worker {
     cb.bytes += e.size;
     ++(is_double ? counts_.double_frees : counts_.unknown_frees);
   }
+
+  // Whether the last event of a seen address (state not 0) came before a
+  // closed stretch of recording, which may have freed or reused it unseen.
+  // Asked only on the two paths that need it, not for every event.
+  bool AcrossGap(const AddressState& s) const { return s.epoch < Epoch(); }
 
   // Before the window an event only sets its address's state; after it,
   // nothing happens (the trace "ends" at the window's end).
