@@ -479,13 +479,16 @@ constexpr bool ValidFreeFn(uint8_t fn) {
   return false;
 }
 
-// What an allocation or free tag says, looked up once per event record
-// rather than worked out from its kind and function with a branch each.
+// What a tag says when it is an allocation or a free, looked up once per
+// record rather than worked out from its kind and function with a branch
+// each. One byte, so that the lookup is one load.
 struct EventTag {
-  bool alloc = false;
-  bool valid_fn = false;   // its function is a known AllocFn or FreeFn
-  uint8_t addr_shift = 0;  // 4 for the aligned kinds (address delta in units of 16)
+  bool event : 1 = false;     // one of the four allocation and free kinds
+  bool alloc : 1 = false;
+  bool valid_fn : 1 = false;  // its function is a known AllocFn or FreeFn
+  uint8_t addr_shift : 3 = 0; // 4 for the aligned kinds (address delta in units of 16)
 };
+static_assert(sizeof(EventTag) == 1);
 
 constexpr std::array<EventTag, 256> MakeEventTags() {
   std::array<EventTag, 256> tags{};
@@ -493,6 +496,8 @@ constexpr std::array<EventTag, 256> MakeEventTags() {
     int kind = tag & 0xf0;
     auto fn = static_cast<uint8_t>(tag & 0x0f);
     EventTag& t = tags[tag];
+    t.event = kind == kTagAllocBase || kind == kTagAllocAlignedBase || kind == kTagFreeBase ||
+              kind == kTagFreeAlignedBase;
     t.alloc = kind == kTagAllocBase || kind == kTagAllocAlignedBase;
     t.valid_fn = t.alloc ? ValidAllocFn(fn) : ValidFreeFn(fn);
     t.addr_shift = kind == kTagAllocAlignedBase || kind == kTagFreeAlignedBase ? 4 : 0;
@@ -550,45 +555,44 @@ bool Decoder::Run() {
     uint8_t tag = *p_++;
     uint8_t kind = tag & 0xf0;
     uint8_t fn = tag & 0x0f;
-    switch (kind) {
-      case kTagAllocBase:
-      case kTagAllocAlignedBase:
-      case kTagFreeBase:
-      case kTagFreeAlignedBase: {
-        const EventTag t = kEventTags[tag];
-        if (!t.valid_fn) {
-          return Fail(start, t.alloc ? "unknown allocation function" : "unknown free function",
-                      fn, true);
-        }
-        EventFields f;
-        p_ = GetEventFields(p_, end_, &f);
-        if (p_ == nullptr) return Fail(start, "truncated event");
-        if ((f.word >> 1) > UINT32_MAX) return Fail(start, "bad stack id", f.word >> 1, true);
-        ev.timestamp_ns = prev_ts + static_cast<uint64_t>(wire::UnZigZag(f.ts_delta));
-        ev.stack_id = static_cast<uint32_t>(f.word >> 1);
-        Site& site = sites_[ev.stack_id % ChunkWriter::kSiteSlots];
-        bool hit = site.stack_id == ev.stack_id;
-        ev.address = (hit ? site.address : prev_addr) +
-                     (static_cast<uint64_t>(wire::UnZigZag(f.addr_delta)) << t.addr_shift);
-        if (f.word & 1) {
-          ev.size = f.size;
-        } else if (hit) {
-          ev.size = site.size;
-        } else {
-          return Fail(start, "event repeats the size of a stack not seen in this chunk");
-        }
-        site.stack_id = ev.stack_id;
-        site.size = static_cast<uint32_t>(ev.size);
-        site.address = ev.address;
-        ev.op = t.alloc ? EventOp::kAlloc : EventOp::kFree;
-        ev.fn = fn;
-        ev.from_realloc = false;
-        prev_ts = ev.timestamp_ns;
-        prev_addr = ev.address;
-        ++events;
-        Emit(ev);
-        break;
+    // Allocations and frees, nearly every record, are told by the table
+    // before the switch over the other kinds.
+    const EventTag t = kEventTags[tag];
+    if (t.event) {
+      if (!t.valid_fn) {
+        return Fail(start, t.alloc ? "unknown allocation function" : "unknown free function",
+                    fn, true);
       }
+      EventFields f;
+      p_ = GetEventFields(p_, end_, &f);
+      if (p_ == nullptr) return Fail(start, "truncated event");
+      if ((f.word >> 1) > UINT32_MAX) return Fail(start, "bad stack id", f.word >> 1, true);
+      ev.timestamp_ns = prev_ts + static_cast<uint64_t>(wire::UnZigZag(f.ts_delta));
+      ev.stack_id = static_cast<uint32_t>(f.word >> 1);
+      Site& site = sites_[ev.stack_id % ChunkWriter::kSiteSlots];
+      bool hit = site.stack_id == ev.stack_id;
+      ev.address = (hit ? site.address : prev_addr) +
+                   (static_cast<uint64_t>(wire::UnZigZag(f.addr_delta)) << t.addr_shift);
+      if (f.word & 1) {
+        ev.size = f.size;
+      } else if (hit) {
+        ev.size = site.size;
+      } else {
+        return Fail(start, "event repeats the size of a stack not seen in this chunk");
+      }
+      site.stack_id = ev.stack_id;
+      site.size = static_cast<uint32_t>(ev.size);
+      site.address = ev.address;
+      ev.op = t.alloc ? EventOp::kAlloc : EventOp::kFree;
+      ev.fn = fn;
+      ev.from_realloc = false;
+      prev_ts = ev.timestamp_ns;
+      prev_addr = ev.address;
+      ++events;
+      Emit(ev);
+      continue;
+    }
+    switch (kind) {
       case kTagReallocBase: {
         if (!ValidAllocFn(fn)) return Fail(start, "unknown allocation function", fn, true);
         uint64_t ts_free, ts_alloc, old_addr, new_addr, size;
