@@ -218,7 +218,10 @@ std::span<const uint8_t> TraceReader::View(uint64_t offset, size_t n, std::vecto
     if (offset >= bytes_.size()) return {};
     return bytes_.subspan(offset, std::min<uint64_t>(n, bytes_.size() - offset));
   }
-  buffer->resize(n);
+  // Grown, never shrunk, to the largest read so far: a resize down to a
+  // chunk header and back up to the chunk zero-filled the whole chunk first
+  // for every chunk (its capacity never shrank anyway).
+  if (buffer->size() < n) buffer->resize(n);
   ssize_t r = ReadAt(offset, n, buffer->data());
   if (r < 0) {
     *io_error = true;
@@ -325,7 +328,7 @@ bool TraceReader::LoadPayload(const Chunk& chunk, std::vector<uint8_t>* buffer, 
     loaded->payload = bytes_.subspan(chunk.file_offset + kChunkHeaderBytes, chunk.payload_bytes);
     return true;
   }
-  buffer->resize(total);
+  if (buffer->size() < total) buffer->resize(total);  // as in View(): no zero-fill per chunk
   ssize_t r = ReadAt(chunk.file_offset, total, buffer->data());
   if (r < 0) {
     *error = name_ + ": read error at offset " + std::to_string(chunk.file_offset) + ": " +
