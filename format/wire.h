@@ -129,12 +129,12 @@ inline const uint8_t* GetVarint(const uint8_t* p, const uint8_t* end, uint64_t* 
 }
 
 // GetVarint for a caller that knows at least kMaxVarintBytes bytes are left
-// at p: no varint can then run past the end, and the one- and two-byte
-// cases skip the check. Still null on a varint that is too long or
-// overflows.
+// at p: no varint can then run past the end, so no byte is checked for it,
+// and only the tenth byte for overflow (it may hold bit 63 alone). Null on
+// a varint that is too long or overflows, as GetVarint.
 inline const uint8_t* GetVarintRoomy(const uint8_t* p, uint64_t* out) {
   uint64_t b0 = p[0];
-  if (b0 < 0x80) {
+  if (b0 < 0x80) {  // one and two bytes, the most common, first
     *out = b0;
     return p + 1;
   }
@@ -142,7 +142,19 @@ inline const uint8_t* GetVarintRoomy(const uint8_t* p, uint64_t* out) {
     *out = (b0 & 0x7f) | (static_cast<uint64_t>(p[1]) << 7);
     return p + 2;
   }
-  return GetVarintLoop(p, p + kMaxVarintBytes, out);
+  uint64_t v = (b0 & 0x7f) | (static_cast<uint64_t>(p[1] & 0x7f) << 7);
+  for (int i = 2; i < 9; ++i) {  // bytes 3 to 9: bits 14 to 62
+    uint64_t b = p[i];
+    v |= (b & 0x7f) << (7 * i);
+    if (b < 0x80) {
+      *out = v;
+      return p + i + 1;
+    }
+  }
+  uint64_t last = p[9];
+  if (last > 1) return nullptr;
+  *out = v | last << 63;
+  return p + kMaxVarintBytes;
 }
 
 }  // namespace crossfree::format::wire
