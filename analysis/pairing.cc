@@ -387,6 +387,7 @@ class Worker {
     const bool ended_at_window = last_edge_is_close_ || shared_->window_to != ~uint64_t{0};
     live_.ForEach([this, ended_at_window](const AddressState& s) {
       if (s.state != kLive) return;
+      CountAllocation(s);  // still live: no free ended it
       bool window_end = ended_at_window || s.epoch < Epoch();
       ++(window_end ? counts_.live_at_window_end : counts_.live_at_exit);
       (window_end ? counts_.live_window_end_bytes : counts_.live_bytes) += s.size;
@@ -432,9 +433,11 @@ class Worker {
     });
     // A paired free counts in the class of the allocation it ends, on the
     // freeing thread: those are the pairs' counts, summed here rather than
-    // counted per free with a map lookup each.
+    // counted per free with a map lookup each. The allocations they end
+    // are counted from them too (see CountAllocation).
     pairs_.ForEach([this](const PairKey& k, const PairTally& v) {
       by_class_[ThreadClass{k.free_thread, k.size_class}].frees += v.count;
+      by_class_[ThreadClass{k.alloc_thread, k.size_class}].allocs += v.count;
     });
     by_class_.ForEach([result](const ThreadClass& k, const AllocsFrees& v) {
       AllocsFrees& t = result->by_class[k];
@@ -552,6 +555,7 @@ class Worker {
     if (IsAlloc(e)) {
       ++counts_.allocations;
       if (s.state == kLive) {
+        CountAllocation(s);  // the one it replaces, which no free ends
         if (AcrossGap(s)) {
           // Freed while recording was closed: live at its window's end.
           ++counts_.live_at_window_end;
@@ -569,7 +573,6 @@ class Worker {
       s.thread = thread;
       s.epoch = Epoch();
       s.size_class = static_cast<uint8_t>(SizeClassIndex(e.size));
-      ++by_class_[ThreadClass{thread, s.size_class}].allocs;
       return;
     }
     ++counts_.frees;
@@ -611,6 +614,16 @@ class Worker {
     ++cb.count;
     cb.bytes += e.size;
     ++(is_double ? counts_.double_frees : counts_.unknown_frees);
+  }
+
+  // by_class_'s allocations are not counted as they happen, with a map
+  // lookup each, but when the allocation's fate is known: an allocation
+  // inside the window stays kLive until a free pairs with it (counted from
+  // pairs_ in MergeInto), another allocation replaces it (counted here), or
+  // the trace ends (counted from live_ in MergeInto). Nothing else ends
+  // the state: events after an allocation are not before the window.
+  void CountAllocation(const AddressState& live) {
+    ++by_class_[ThreadClass{live.thread, live.size_class}].allocs;
   }
 
   // Whether the last event of a seen address (state not 0) came before a
