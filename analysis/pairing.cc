@@ -465,11 +465,29 @@ class Worker {
       if (!part.empty()) {
         c.cur = part.data();
         c.end = part.data() + part.size();
+        NoteEntryStack(c.stream, part);
         return true;
       }
       Release(c);
     }
     return false;
+  }
+
+  // A thread's entry stack is the stack of its first event inside the
+  // window that has one. The thread's events come in its own order, part
+  // after part, so it is found when a part is loaded (at its first event,
+  // nearly always) instead of being checked for every event the merge
+  // processes.
+  void NoteEntryStack(uint32_t stream, const std::vector<Ev>& part) {
+    uint32_t& entry = entry_stack_[stream];
+    if (entry != format::kNoStack) return;
+    for (const Ev& e : part) {
+      if (IsWindowEdge(e) || e.timestamp_ns < window_from_ || e.timestamp_ns > window_to_) continue;
+      if (e.stack != format::kNoStack) {
+        entry = e.stack;
+        return;
+      }
+    }
   }
 
   void Release(Cursor& c) {
@@ -549,7 +567,6 @@ class Worker {
       return;
     }
     ++counts_.events;
-    if (entry_stack_[thread.value] == format::kNoStack) entry_stack_[thread.value] = e.stack;
     counts_.realloc_events += e.from_realloc;
     AddressState& s = live_.FindOrInsert(e.address);
     if (IsAlloc(e)) {
