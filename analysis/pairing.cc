@@ -366,6 +366,7 @@ class Worker {
         index_(index),
         window_from_(shared->window_from),
         window_to_(shared->window_to),
+        windowed_(window_from_ != 0 || window_to_ != ~uint64_t{0}),
         reopened_(shared->starts_closed),
         entry_stack_(shared->trace->streams.size(), format::kNoStack) {}
 
@@ -482,7 +483,7 @@ class Worker {
     uint32_t& entry = entry_stack_[stream];
     if (entry != format::kNoStack) return;
     for (const Ev& e : part) {
-      if (IsWindowEdge(e) || e.timestamp_ns < window_from_ || e.timestamp_ns > window_to_) continue;
+      if (IsWindowEdge(e) || OutsideWindow(e)) continue;
       if (e.stack != format::kNoStack) {
         entry = e.stack;
         return;
@@ -562,7 +563,7 @@ class Worker {
       ProcessEdge(e);
       return;
     }
-    if (e.timestamp_ns < window_from_ || e.timestamp_ns > window_to_) {
+    if (OutsideWindow(e)) {
       ProcessOutsideWindow(e);
       return;
     }
@@ -648,6 +649,12 @@ class Worker {
   // Asked only on the two paths that need it, not for every event.
   bool AcrossGap(const AddressState& s) const { return s.epoch < Epoch(); }
 
+  // Without --from or --to (windowed_ false) no event is outside: one test
+  // per event instead of two compares.
+  bool OutsideWindow(const Ev& e) const {
+    return windowed_ && (e.timestamp_ns < window_from_ || e.timestamp_ns > window_to_);
+  }
+
   // Before the window an event only sets its address's state; after it,
   // nothing happens (the trace "ends" at the window's end).
   void ProcessOutsideWindow(const Ev& e) {
@@ -676,6 +683,7 @@ class Worker {
   // to the worker's other hot fields.
   const uint64_t window_from_;
   const uint64_t window_to_;
+  const bool windowed_;  // an analysis window is set (PairingOptions::windowed())
   PairingCounts counts_;
   std::vector<Timeline> timelines_;  // of the cross-thread pairs, PairTally::timeline
   int timeline_shift_ = 20;  // 1 ms buckets to begin with
