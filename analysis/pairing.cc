@@ -284,12 +284,16 @@ class AddressMap {
   AddressMap() { Resize(1u << 16); }
 
   AddressState& FindOrInsert(uint64_t address) {
-    if (size_ >= grow_at_) Resize(slots_.size() * 2);
     size_t i = Index(address);
     for (;;) {
       AddressState& s = slots_[i];
       if (s.address == address) return s;
       if (s.address == 0) {
+        // Grown only when an address is added, not checked for every lookup.
+        if (size_ >= grow_at_) {
+          Resize(slots_.size() * 2);
+          return FindOrInsert(address);
+        }
         s.address = address;
         s.state = 0;
         ++size_;
