@@ -400,6 +400,9 @@ class Worker {
       ++cb.count;
       cb.bytes += s.size;
     });
+    // Every event inside the window is an allocation or a free: counted
+    // as those, not a third time.
+    counts_.events = counts_.allocations + counts_.frees;
     result->counts.Add(counts_);
     if (index_ == 0) result->windows = edges_;
     pairs_.ForEach([result](const PairKey& k, const PairTally& v) {
@@ -571,7 +574,6 @@ class Worker {
       ProcessOutsideWindow(e);
       return;
     }
-    ++counts_.events;
     counts_.realloc_events += e.from_realloc;
     AddressState& s = live_.FindOrInsert(e.address);
     if (IsAlloc(e)) {
