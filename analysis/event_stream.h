@@ -143,14 +143,23 @@ class MergeHeap {
   // What the top cursor may go on consuming without a Fix(): the keys that
   // are Before(runner_up()) in the top's stream; all keys when the top is
   // alone. Valid until the next Fix() or Pop().
-  RunBound TopRunBound() const {
+  RunBound TopRunBound() {
     const Cursor* next = runner_up();
     if (next == nullptr) return RunBound{};
+    bounded_by_ = static_cast<size_t>(next - heap_.data());
     OrderKey k = next->key();
     bool top_wins_ties = heap_[0].stream < next->stream;
     return RunBound{k.timestamp_ns, static_cast<unsigned>(k.rank) + (top_wins_ties ? 1u : 0u)};
   }
   void Fix() { SiftDown(0); }
+  // Fix() after the top was advanced past what TopRunBound() admitted: the
+  // runner-up it was bounded by is then the least, and moves up without the
+  // two comparisons Fix() makes to find that out; the old top sinks from
+  // the runner-up's place.
+  void FixPastBound() {
+    std::swap(heap_[0], heap_[bounded_by_]);
+    SiftDown(bounded_by_);
+  }
   void Pop() {
     heap_[0] = heap_.back();
     heap_.pop_back();
@@ -177,6 +186,7 @@ class MergeHeap {
     }
   }
   std::vector<Cursor> heap_;
+  size_t bounded_by_ = 0;  // the runner-up's place at the last TopRunBound()
 };
 
 }  // namespace crossfree::analyzer

@@ -533,13 +533,15 @@ class Worker {
         Process(*cur, thread);
       } while (++cur != end && bound.Admits(cur->key()));
       top.cur = cur;
-      if (top.cur == top.end) {
-        Release(top);
-        if (!Load(top)) {
-          if (shared_->failed.load()) return;
-          heap.Pop();
-          continue;
-        }
+      if (top.cur != top.end) {
+        heap.FixPastBound();  // the run stopped at the bound
+        continue;
+      }
+      Release(top);
+      if (!Load(top)) {
+        if (shared_->failed.load()) return;
+        heap.Pop();
+        continue;
       }
       heap.Fix();
     }
