@@ -95,6 +95,23 @@ bool DecodeTraceChunk(ProcessTrace& trace, const format::Chunk& chunk, ChunkVisi
 // module map by load time. Call once, after the first full pass.
 void FinishMetadata(ProcessTrace& trace);
 
+// The events of the top cursor's stream that still come before the
+// runner-up (MergeHeap::TopRunBound): a key k is admitted while k is below
+// the runner-up's key, or equal to it and the top's stream wins the
+// tie-break. The tie-break is folded into rank_limit when the bound is
+// made, so the check per event is one timestamp compare (nearly always
+// decisive) and, on equal timestamps, one rank compare; it reads nothing
+// but the bound, which the caller keeps in registers for the run.
+struct RunBound {
+  uint64_t timestamp_ns = ~uint64_t{0};
+  unsigned rank_limit = 256;  // above every Rank: with the timestamp above, admits all
+
+  bool Admits(OrderKey k) const {
+    return k.timestamp_ns < timestamp_ns ||
+           (k.timestamp_ns == timestamp_ns && static_cast<unsigned>(k.rank) < rank_limit);
+  }
+};
+
 // A binary min-heap of merge cursors, one per thread stream, ordered by the
 // cursor's current OrderKey and then by stream index (a fixed tie-break, so
 // every pass sees the same order). Cursor needs `OrderKey key() const` and a
@@ -103,8 +120,8 @@ void FinishMetadata(ProcessTrace& trace);
 //
 // A thread's events often come in runs (a burst of allocations before
 // another thread's frees): while the advanced top cursor is still
-// Before(runner_up()), it is still the top, and the caller may go on
-// advancing it without a Fix() per event.
+// Before(runner_up()) (TopRunBound() admits its key), it is still the top,
+// and the caller may go on advancing it without a Fix() per event.
 template <typename Cursor>
 class MergeHeap {
  public:
@@ -123,7 +140,26 @@ class MergeHeap {
     if (n == 2 || Before(heap_[1], heap_[2])) return &heap_[1];
     return &heap_[2];
   }
+  // What the top cursor may go on consuming without a Fix(): the keys that
+  // are Before(runner_up()) in the top's stream; all keys when the top is
+  // alone. Valid until the next Fix() or Pop().
+  RunBound TopRunBound() {
+    const Cursor* next = runner_up();
+    if (next == nullptr) return RunBound{};
+    bounded_by_ = static_cast<size_t>(next - heap_.data());
+    OrderKey k = next->key();
+    bool top_wins_ties = heap_[0].stream < next->stream;
+    return RunBound{k.timestamp_ns, static_cast<unsigned>(k.rank) + (top_wins_ties ? 1u : 0u)};
+  }
   void Fix() { SiftDown(0); }
+  // Fix() after the top was advanced past what TopRunBound() admitted: the
+  // runner-up it was bounded by is then the least, and moves up without the
+  // two comparisons Fix() makes to find that out; the old top sinks from
+  // the runner-up's place.
+  void FixPastBound() {
+    std::swap(heap_[0], heap_[bounded_by_]);
+    SiftDown(bounded_by_);
+  }
   void Pop() {
     heap_[0] = heap_.back();
     heap_.pop_back();
@@ -150,6 +186,7 @@ class MergeHeap {
     }
   }
   std::vector<Cursor> heap_;
+  size_t bounded_by_ = 0;  // the runner-up's place at the last TopRunBound()
 };
 
 }  // namespace crossfree::analyzer

@@ -21,6 +21,9 @@ inline uint64_t MixBits(uint64_t x) {
 }
 
 // Key needs operator== and a Hash functor returning a well-mixed uint64_t.
+// A slot holds its key, its value and whether it is used side by side, so
+// a lookup reads one place (one cache line for small keys and values), not
+// three arrays.
 template <typename Key, typename Value, typename Hash>
 class FlatMap {
  public:
@@ -28,23 +31,24 @@ class FlatMap {
 
   // Returns the value for key, default-constructing it on first use.
   Value& operator[](const Key& key) {
-    if (size_ >= grow_at_) Rehash(capacity_ * 2);
+    if (size_ >= grow_at_) Rehash(slots_.size() * 2);
     size_t i = Hash()(key) & mask_;
-    while (used_[i]) {
-      if (keys_[i] == key) return values_[i];
+    while (slots_[i].used) {
+      if (slots_[i].key == key) return slots_[i].value;
       i = (i + 1) & mask_;
     }
-    used_[i] = 1;
-    keys_[i] = key;
-    values_[i] = Value();
+    Slot& s = slots_[i];
+    s.used = true;
+    s.key = key;
+    s.value = Value();
     ++size_;
-    return values_[i];
+    return s.value;
   }
 
   Value* Find(const Key& key) {
     size_t i = Hash()(key) & mask_;
-    while (used_[i]) {
-      if (keys_[i] == key) return &values_[i];
+    while (slots_[i].used) {
+      if (slots_[i].key == key) return &slots_[i].value;
       i = (i + 1) & mask_;
     }
     return nullptr;
@@ -55,46 +59,42 @@ class FlatMap {
 
   template <typename Fn>
   void ForEach(Fn&& fn) const {
-    for (size_t i = 0; i < capacity_; ++i) {
-      if (used_[i]) fn(keys_[i], values_[i]);
+    for (const Slot& s : slots_) {
+      if (s.used) fn(s.key, s.value);
     }
   }
   // The same with the values open to change (not the keys).
   template <typename Fn>
   void ForEach(Fn&& fn) {
-    for (size_t i = 0; i < capacity_; ++i) {
-      if (used_[i]) fn(static_cast<const Key&>(keys_[i]), values_[i]);
+    for (Slot& s : slots_) {
+      if (s.used) fn(static_cast<const Key&>(s.key), s.value);
     }
   }
 
  private:
+  struct Slot {
+    Key key{};
+    Value value{};
+    bool used = false;
+  };
+
   void Rehash(size_t capacity) {
-    std::vector<Key> keys(capacity);
-    std::vector<Value> values(capacity);
-    std::vector<uint8_t> used(capacity, 0);
+    std::vector<Slot> slots(capacity);
     size_t mask = capacity - 1;
-    for (size_t i = 0; i < capacity_; ++i) {
-      if (!used_[i]) continue;
-      size_t j = Hash()(keys_[i]) & mask;
-      while (used[j]) j = (j + 1) & mask;
-      used[j] = 1;
-      keys[j] = std::move(keys_[i]);
-      values[j] = std::move(values_[i]);
+    for (Slot& old : slots_) {
+      if (!old.used) continue;
+      size_t j = Hash()(old.key) & mask;
+      while (slots[j].used) j = (j + 1) & mask;
+      slots[j] = std::move(old);
     }
-    keys_.swap(keys);
-    values_.swap(values);
-    used_.swap(used);
-    capacity_ = capacity;
+    slots_.swap(slots);
     mask_ = mask;
     // Grow before an insert would make it more than 3/4 full (kept, not
     // recomputed by every lookup).
     grow_at_ = capacity / 4 * 3;
   }
 
-  std::vector<Key> keys_;
-  std::vector<Value> values_;
-  std::vector<uint8_t> used_;
-  size_t capacity_ = 0;
+  std::vector<Slot> slots_;
   size_t mask_ = 0;
   size_t grow_at_ = 0;
   size_t size_ = 0;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -45,6 +46,15 @@ namespace {
 // says which of the four it is, and is stored as such so that the merge's
 // comparisons, one or two per event, read it without a translation.
 struct Ev {
+  // Left uninitialized by default: SlotDecoder::OnEvents grows a part by a
+  // span's length and then writes each element, so zeroing them first was
+  // work thrown away (a vector value-initializes what resize() adds unless
+  // the type has a default constructor of its own).
+  Ev() {}
+  Ev(uint64_t ts, uint64_t addr, uint64_t sz, uint32_t stack_id, Rank r, uint8_t realloc_half)
+      : timestamp_ns(ts), address(addr), size(sz), stack(stack_id), rank(r),
+        from_realloc(realloc_half) {}
+
   uint64_t timestamp_ns;
   uint64_t address;
   uint64_t size;
@@ -106,21 +116,50 @@ inline uint32_t PartitionOf(uint64_t address, int jobs) {
   return static_cast<uint32_t>((h * static_cast<uint64_t>(jobs)) >> 32);
 }
 
+inline Ev ToEv(const format::Event& e) {
+  return Ev{e.timestamp_ns, e.address, e.size, e.stack_id,
+            e.op == format::EventOp::kAlloc ? Rank::kAlloc : Rank::kFree,
+            static_cast<uint8_t>(e.from_realloc ? 1 : 0)};
+}
+
 class SlotDecoder : public ChunkVisitor {
  public:
   SlotDecoder(Slot* slot, int jobs) : slot_(slot), jobs_(jobs) {}
 
+  // Each part grows by the span's length at once (room for every event of
+  // the span, the most it can get) and is written through a plain pointer,
+  // then cut to what it got: a push_back per event checked the capacity
+  // and, as the stores may alias the vector, reloaded its bounds each time.
   void OnEvents(std::span<const format::Event> events) override {
-    for (const format::Event& e : events) {
-      if (e.address == 0) {
-        ++slot_->null_events;
-        continue;
-      }
-      Ev ev{e.timestamp_ns, e.address, e.size, e.stack_id,
-            e.op == format::EventOp::kAlloc ? Rank::kAlloc : Rank::kFree,
-            static_cast<uint8_t>(e.from_realloc ? 1 : 0)};
-      slot_->parts[jobs_ == 1 ? 0 : PartitionOf(e.address, jobs_)].push_back(ev);
+    auto& parts = slot_->parts;
+    out_.resize(parts.size());
+    for (size_t j = 0; j < parts.size(); ++j) {
+      size_t used = parts[j].size();
+      parts[j].resize(used + events.size());
+      out_[j] = parts[j].data() + used;
     }
+    uint64_t nulls = 0;
+    if (jobs_ == 1) {
+      Ev* out = out_[0];
+      for (const format::Event& e : events) {
+        if (e.address == 0) {
+          ++nulls;
+          continue;
+        }
+        *out++ = ToEv(e);
+      }
+      out_[0] = out;
+    } else {
+      for (const format::Event& e : events) {
+        if (e.address == 0) {
+          ++nulls;
+          continue;
+        }
+        *out_[PartitionOf(e.address, jobs_)]++ = ToEv(e);
+      }
+    }
+    for (size_t j = 0; j < parts.size(); ++j) parts[j].resize(out_[j] - parts[j].data());
+    slot_->null_events += nulls;
   }
   void OnCentral(const format::CentralEvent&) override { NoteCentral(); }
   // A window edge concerns every address: each worker gets it.
@@ -139,6 +178,7 @@ class SlotDecoder : public ChunkVisitor {
  private:
   Slot* slot_;
   int jobs_;
+  std::vector<Ev*> out_;  // OnEvents(): where each part's next event goes
 };
 
 void Fail(Shared& shared, std::string message) {
@@ -231,21 +271,29 @@ struct AddressState {
   uint32_t stack;
   StreamIndex thread;
   uint8_t state;   // 0 (new), kLive or kFreed
+  // SizeClassIndex(size) while kLive, worked out once at the allocation:
+  // the pair its free makes is keyed by it.
+  uint8_t size_class;
   uint16_t epoch;  // of the address's last event, saturated at kMaxEpoch
 };
 static_assert(sizeof(AddressState) == 32);
+static_assert(kSizeClassCount <= 256);  // AddressState::size_class
 
 class AddressMap {
  public:
   AddressMap() { Resize(1u << 16); }
 
   AddressState& FindOrInsert(uint64_t address) {
-    if (size_ >= grow_at_) Resize(slots_.size() * 2);
     size_t i = Index(address);
     for (;;) {
       AddressState& s = slots_[i];
       if (s.address == address) return s;
       if (s.address == 0) {
+        // Grown only when an address is added, not checked for every lookup.
+        if (size_ >= grow_at_) {
+          Resize(slots_.size() * 2);
+          return FindOrInsert(address);
+        }
         s.address = address;
         s.state = 0;
         ++size_;
@@ -265,9 +313,14 @@ class AddressMap {
   }
 
  private:
-  // Fibonacci hashing: the multiply spreads the aligned low bits upward.
+  // Fibonacci hashing: the multiply spreads the low bits upward. The
+  // address is first rotated right by 4, past the bits malloc's 16-byte
+  // alignment leaves 0: multiplied in place, a stride of 64 bytes (a
+  // typical slab of equal objects) made runs of neighbouring slots and
+  // about 3 probes per lookup at half load, against 1.1 rotated. Rotated,
+  // not shifted, so that addresses apart by less than 16 still differ.
   size_t Index(uint64_t address) const {
-    return static_cast<size_t>((address * 0x9e3779b97f4a7c15ULL) >> shift_);
+    return static_cast<size_t>((std::rotr(address, 4) * 0x9e3779b97f4a7c15ULL) >> shift_);
   }
 
   void Resize(size_t capacity) {
@@ -317,6 +370,7 @@ class Worker {
         index_(index),
         window_from_(shared->window_from),
         window_to_(shared->window_to),
+        windowed_(window_from_ != 0 || window_to_ != ~uint64_t{0}),
         reopened_(shared->starts_closed),
         entry_stack_(shared->trace->streams.size(), format::kNoStack) {}
 
@@ -338,6 +392,7 @@ class Worker {
     const bool ended_at_window = last_edge_is_close_ || shared_->window_to != ~uint64_t{0};
     live_.ForEach([this, ended_at_window](const AddressState& s) {
       if (s.state != kLive) return;
+      CountAllocation(s);  // still live: no free ended it
       bool window_end = ended_at_window || s.epoch < Epoch();
       ++(window_end ? counts_.live_at_window_end : counts_.live_at_exit);
       (window_end ? counts_.live_window_end_bytes : counts_.live_bytes) += s.size;
@@ -345,6 +400,9 @@ class Worker {
       ++cb.count;
       cb.bytes += s.size;
     });
+    // Every event inside the window is an allocation or a free: counted
+    // as those, not a third time.
+    counts_.events = counts_.allocations + counts_.frees;
     result->counts.Add(counts_);
     if (index_ == 0) result->windows = edges_;
     pairs_.ForEach([result](const PairKey& k, const PairTally& v) {
@@ -383,9 +441,11 @@ class Worker {
     });
     // A paired free counts in the class of the allocation it ends, on the
     // freeing thread: those are the pairs' counts, summed here rather than
-    // counted per free with a map lookup each.
+    // counted per free with a map lookup each. The allocations they end
+    // are counted from them too (see CountAllocation).
     pairs_.ForEach([this](const PairKey& k, const PairTally& v) {
       by_class_[ThreadClass{k.free_thread, k.size_class}].frees += v.count;
+      by_class_[ThreadClass{k.alloc_thread, k.size_class}].allocs += v.count;
     });
     by_class_.ForEach([result](const ThreadClass& k, const AllocsFrees& v) {
       AllocsFrees& t = result->by_class[k];
@@ -413,11 +473,29 @@ class Worker {
       if (!part.empty()) {
         c.cur = part.data();
         c.end = part.data() + part.size();
+        NoteEntryStack(c.stream, part);
         return true;
       }
       Release(c);
     }
     return false;
+  }
+
+  // A thread's entry stack is the stack of its first event inside the
+  // window that has one. The thread's events come in its own order, part
+  // after part, so it is found when a part is loaded (at its first event,
+  // nearly always) instead of being checked for every event the merge
+  // processes.
+  void NoteEntryStack(uint32_t stream, const std::vector<Ev>& part) {
+    uint32_t& entry = entry_stack_[stream];
+    if (entry != format::kNoStack) return;
+    for (const Ev& e : part) {
+      if (IsWindowEdge(e) || OutsideWindow(e)) continue;
+      if (e.stack != format::kNoStack) {
+        entry = e.stack;
+        return;
+      }
+    }
   }
 
   void Release(Cursor& c) {
@@ -441,20 +519,29 @@ class Worker {
       Cursor& top = heap.top();
       // The top's events up to the runner-up's next one are the next in the
       // merged order: a run of them costs one heap operation, not one each.
-      const Cursor* next = heap.runner_up();
+      // The run works on copies of the cursor and the bound: Process()
+      // writes through pointers the compiler cannot tell from the heap's,
+      // so reading them from the heap would reload them for every event.
+      const RunBound bound = heap.TopRunBound();
+      const StreamIndex thread(top.stream);
+      const Ev* cur = top.cur;
+      const Ev* const end = top.end;
       do {
         // The same thread's next events are likely next in time too: fetch
         // their address slots while this one is processed.
-        if (top.end - top.cur > 16) live_.Prefetch(top.cur[16].address);
-        Process(*top.cur, StreamIndex(top.stream));
-      } while (++top.cur != top.end && (next == nullptr || MergeHeap<Cursor>::Before(top, *next)));
-      if (top.cur == top.end) {
-        Release(top);
-        if (!Load(top)) {
-          if (shared_->failed.load()) return;
-          heap.Pop();
-          continue;
-        }
+        if (end - cur > 16) live_.Prefetch(cur[16].address);
+        Process(*cur, thread);
+      } while (++cur != end && bound.Admits(cur->key()));
+      top.cur = cur;
+      if (top.cur != top.end) {
+        heap.FixPastBound();  // the run stopped at the bound
+        continue;
+      }
+      Release(top);
+      if (!Load(top)) {
+        if (shared_->failed.load()) return;
+        heap.Pop();
+        continue;
       }
       heap.Fix();
     }
@@ -485,21 +572,17 @@ class Worker {
       ProcessEdge(e);
       return;
     }
-    if (e.timestamp_ns < window_from_ || e.timestamp_ns > window_to_) {
+    if (OutsideWindow(e)) {
       ProcessOutsideWindow(e);
       return;
     }
-    ++counts_.events;
-    if (entry_stack_[thread.value] == format::kNoStack) entry_stack_[thread.value] = e.stack;
     counts_.realloc_events += e.from_realloc;
     AddressState& s = live_.FindOrInsert(e.address);
-    // The address's last event came before a closed stretch of recording,
-    // which may have freed or reused it unseen.
-    const bool across_gap = s.state != 0 && s.epoch < Epoch();
     if (IsAlloc(e)) {
       ++counts_.allocations;
       if (s.state == kLive) {
-        if (across_gap) {
+        CountAllocation(s);  // the one it replaces, which no free ends
+        if (AcrossGap(s)) {
           // Freed while recording was closed: live at its window's end.
           ++counts_.live_at_window_end;
           counts_.live_window_end_bytes += s.size;
@@ -515,7 +598,7 @@ class Worker {
       s.stack = e.stack;
       s.thread = thread;
       s.epoch = Epoch();
-      ++by_class_[ThreadClass{thread, static_cast<uint32_t>(SizeClassIndex(e.size))}].allocs;
+      s.size_class = static_cast<uint8_t>(SizeClassIndex(e.size));
       return;
     }
     ++counts_.frees;
@@ -532,9 +615,8 @@ class Worker {
       s.state = kFreed;
       s.epoch = Epoch();
       ++counts_.paired;
-      int size_class = SizeClassIndex(s.size);  // by_class_'s frees: from pairs_, in MergeInto
-      PairTally& tally = pairs_[PairKey{s.stack, e.stack, s.thread, thread,
-                                        static_cast<uint32_t>(size_class)}];
+      // by_class_'s frees: from pairs_, in MergeInto
+      PairTally& tally = pairs_[PairKey{s.stack, e.stack, s.thread, thread, s.size_class}];
       ++tally.count;
       tally.bytes += s.size;
       if (s.thread != thread) {
@@ -547,7 +629,7 @@ class Worker {
     // unless recording was closed in between (it was allocated again
     // then). One never allocated in the trace is of unknown origin, or, in
     // a window that opened after the trace started, allocated before it.
-    bool is_double = s.state == kFreed && !across_gap;
+    bool is_double = s.state == kFreed && !AcrossGap(s);
     s.state = kFreed;  // a second free of it is then a double free
     s.epoch = Epoch();
     if (!is_double && reopened_) {
@@ -558,6 +640,27 @@ class Worker {
     ++cb.count;
     cb.bytes += e.size;
     ++(is_double ? counts_.double_frees : counts_.unknown_frees);
+  }
+
+  // by_class_'s allocations are not counted as they happen, with a map
+  // lookup each, but when the allocation's fate is known: an allocation
+  // inside the window stays kLive until a free pairs with it (counted from
+  // pairs_ in MergeInto), another allocation replaces it (counted here), or
+  // the trace ends (counted from live_ in MergeInto). Nothing else ends
+  // the state: events after an allocation are not before the window.
+  void CountAllocation(const AddressState& live) {
+    ++by_class_[ThreadClass{live.thread, live.size_class}].allocs;
+  }
+
+  // Whether the last event of a seen address (state not 0) came before a
+  // closed stretch of recording, which may have freed or reused it unseen.
+  // Asked only on the two paths that need it, not for every event.
+  bool AcrossGap(const AddressState& s) const { return s.epoch < Epoch(); }
+
+  // Without --from or --to (windowed_ false) no event is outside: one test
+  // per event instead of two compares.
+  bool OutsideWindow(const Ev& e) const {
+    return windowed_ && (e.timestamp_ns < window_from_ || e.timestamp_ns > window_to_);
   }
 
   // Before the window an event only sets its address's state; after it,
@@ -588,6 +691,7 @@ class Worker {
   // to the worker's other hot fields.
   const uint64_t window_from_;
   const uint64_t window_to_;
+  const bool windowed_;  // an analysis window is set (PairingOptions::windowed())
   PairingCounts counts_;
   std::vector<Timeline> timelines_;  // of the cross-thread pairs, PairTally::timeline
   int timeline_shift_ = 20;  // 1 ms buckets to begin with

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <string_view>
@@ -217,7 +218,10 @@ std::span<const uint8_t> TraceReader::View(uint64_t offset, size_t n, std::vecto
     if (offset >= bytes_.size()) return {};
     return bytes_.subspan(offset, std::min<uint64_t>(n, bytes_.size() - offset));
   }
-  buffer->resize(n);
+  // Grown, never shrunk, to the largest read so far: a resize down to a
+  // chunk header and back up to the chunk zero-filled the whole chunk first
+  // for every chunk (its capacity never shrank anyway).
+  if (buffer->size() < n) buffer->resize(n);
   ssize_t r = ReadAt(offset, n, buffer->data());
   if (r < 0) {
     *io_error = true;
@@ -324,7 +328,7 @@ bool TraceReader::LoadPayload(const Chunk& chunk, std::vector<uint8_t>* buffer, 
     loaded->payload = bytes_.subspan(chunk.file_offset + kChunkHeaderBytes, chunk.payload_bytes);
     return true;
   }
-  buffer->resize(total);
+  if (buffer->size() < total) buffer->resize(total);  // as in View(): no zero-fill per chunk
   ssize_t r = ReadAt(chunk.file_offset, total, buffer->data());
   if (r < 0) {
     *error = name_ + ": read error at offset " + std::to_string(chunk.file_offset) + ": " +
@@ -465,8 +469,8 @@ class Decoder {
   Site sites_[ChunkWriter::kSiteSlots];
 };
 
-bool ValidAllocFn(uint8_t fn) { return fn <= static_cast<uint8_t>(AllocFn::kMallocHook); }
-bool ValidFreeFn(uint8_t fn) {
+constexpr bool ValidAllocFn(uint8_t fn) { return fn <= static_cast<uint8_t>(AllocFn::kMallocHook); }
+constexpr bool ValidFreeFn(uint8_t fn) {
   switch (static_cast<FreeFn>(fn)) {
     case FreeFn::kFree:
     case FreeFn::kRealloc:
@@ -476,6 +480,68 @@ bool ValidFreeFn(uint8_t fn) {
       return true;
   }
   return false;
+}
+
+// What a tag says when it is an allocation or a free, looked up once per
+// record rather than worked out from its kind and function with a branch
+// each. One byte, so that the lookup is one load.
+struct EventTag {
+  bool event : 1 = false;     // one of the four allocation and free kinds
+  bool alloc : 1 = false;
+  bool valid_fn : 1 = false;  // its function is a known AllocFn or FreeFn
+  uint8_t addr_shift : 3 = 0; // 4 for the aligned kinds (address delta in units of 16)
+};
+static_assert(sizeof(EventTag) == 1);
+
+constexpr std::array<EventTag, 256> MakeEventTags() {
+  std::array<EventTag, 256> tags{};
+  for (int tag = 0; tag < 256; ++tag) {
+    int kind = tag & 0xf0;
+    auto fn = static_cast<uint8_t>(tag & 0x0f);
+    EventTag& t = tags[tag];
+    t.event = kind == kTagAllocBase || kind == kTagAllocAlignedBase || kind == kTagFreeBase ||
+              kind == kTagFreeAlignedBase;
+    t.alloc = kind == kTagAllocBase || kind == kTagAllocAlignedBase;
+    t.valid_fn = t.alloc ? ValidAllocFn(fn) : ValidFreeFn(fn);
+    t.addr_shift = kind == kTagAllocAlignedBase || kind == kTagFreeAlignedBase ? 4 : 0;
+  }
+  return tags;
+}
+constexpr std::array<EventTag, 256> kEventTags = MakeEventTags();
+
+// The varint fields of an event record after its tag: timestamp delta,
+// stack word (id << 1 | size present), address delta, and the size when
+// the word says it is present.
+struct EventFields {
+  uint64_t ts_delta = 0;
+  uint64_t word = 0;
+  uint64_t addr_delta = 0;
+  uint64_t size = 0;
+};
+
+// Nearly every event record has this many bytes or more after its tag in
+// the chunk, enough for its (at most four) varints: none of them can then
+// run past the end, and they are read without checking for it.
+inline constexpr size_t kMaxEventFieldBytes = 4 * wire::kMaxVarintBytes;
+
+// Reads the fields from [p, end); null when one runs past end or is
+// malformed. The size is not read after a stack word too large for a stack
+// id: the caller reports that first, whatever follows.
+const uint8_t* GetEventFields(const uint8_t* p, const uint8_t* end, EventFields* f) {
+  if (static_cast<size_t>(end - p) >= kMaxEventFieldBytes) {
+    if (!(p = wire::GetVarintRoomy(p, &f->ts_delta)) || !(p = wire::GetVarintRoomy(p, &f->word)) ||
+        !(p = wire::GetVarintRoomy(p, &f->addr_delta))) {
+      return nullptr;
+    }
+    if (!(f->word & 1) || (f->word >> 1) > UINT32_MAX) return p;
+    return wire::GetVarintRoomy(p, &f->size);
+  }
+  if (!(p = wire::GetVarint(p, end, &f->ts_delta)) || !(p = wire::GetVarint(p, end, &f->word)) ||
+      !(p = wire::GetVarint(p, end, &f->addr_delta))) {
+    return nullptr;
+  }
+  if (!(f->word & 1) || (f->word >> 1) > UINT32_MAX) return p;
+  return wire::GetVarint(p, end, &f->size);
 }
 
 bool Decoder::Run() {
@@ -492,48 +558,44 @@ bool Decoder::Run() {
     uint8_t tag = *p_++;
     uint8_t kind = tag & 0xf0;
     uint8_t fn = tag & 0x0f;
-    uint64_t raw;
-    switch (kind) {
-      case kTagAllocBase:
-      case kTagAllocAlignedBase:
-      case kTagFreeBase:
-      case kTagFreeAlignedBase: {
-        bool alloc = kind == kTagAllocBase || kind == kTagAllocAlignedBase;
-        if (alloc ? !ValidAllocFn(fn) : !ValidFreeFn(fn)) {
-          return Fail(start, alloc ? "unknown allocation function" : "unknown free function",
-                      fn, true);
-        }
-        uint64_t word;
-        if (!GetDelta(prev_ts, &ev.timestamp_ns) || !Get(&word) || !Get(&raw)) {
-          return Fail(start, "truncated event");
-        }
-        if ((word >> 1) > UINT32_MAX) return Fail(start, "bad stack id", word >> 1, true);
-        ev.stack_id = static_cast<uint32_t>(word >> 1);
-        Site& site = sites_[ev.stack_id % ChunkWriter::kSiteSlots];
-        bool hit = site.stack_id == ev.stack_id;
-        int64_t d = wire::UnZigZag(raw);
-        bool aligned = kind == kTagAllocAlignedBase || kind == kTagFreeAlignedBase;
-        ev.address = (hit ? site.address : prev_addr) +
-                     (aligned ? static_cast<uint64_t>(d) << 4 : static_cast<uint64_t>(d));
-        if (word & 1) {
-          if (!Get(&ev.size)) return Fail(start, "truncated event");
-        } else if (hit) {
-          ev.size = site.size;
-        } else {
-          return Fail(start, "event repeats the size of a stack not seen in this chunk");
-        }
-        site.stack_id = ev.stack_id;
-        site.size = static_cast<uint32_t>(ev.size);
-        site.address = ev.address;
-        ev.op = alloc ? EventOp::kAlloc : EventOp::kFree;
-        ev.fn = fn;
-        ev.from_realloc = false;
-        prev_ts = ev.timestamp_ns;
-        prev_addr = ev.address;
-        ++events;
-        Emit(ev);
-        break;
+    // Allocations and frees, nearly every record, are told by the table
+    // before the switch over the other kinds.
+    const EventTag t = kEventTags[tag];
+    if (t.event) {
+      if (!t.valid_fn) {
+        return Fail(start, t.alloc ? "unknown allocation function" : "unknown free function",
+                    fn, true);
       }
+      EventFields f;
+      p_ = GetEventFields(p_, end_, &f);
+      if (p_ == nullptr) return Fail(start, "truncated event");
+      if ((f.word >> 1) > UINT32_MAX) return Fail(start, "bad stack id", f.word >> 1, true);
+      ev.timestamp_ns = prev_ts + static_cast<uint64_t>(wire::UnZigZag(f.ts_delta));
+      ev.stack_id = static_cast<uint32_t>(f.word >> 1);
+      Site& site = sites_[ev.stack_id % ChunkWriter::kSiteSlots];
+      bool hit = site.stack_id == ev.stack_id;
+      ev.address = (hit ? site.address : prev_addr) +
+                   (static_cast<uint64_t>(wire::UnZigZag(f.addr_delta)) << t.addr_shift);
+      if (f.word & 1) {
+        ev.size = f.size;
+      } else if (hit) {
+        ev.size = site.size;
+      } else {
+        return Fail(start, "event repeats the size of a stack not seen in this chunk");
+      }
+      site.stack_id = ev.stack_id;
+      site.size = static_cast<uint32_t>(ev.size);
+      site.address = ev.address;
+      ev.op = t.alloc ? EventOp::kAlloc : EventOp::kFree;
+      ev.fn = fn;
+      ev.from_realloc = false;
+      prev_ts = ev.timestamp_ns;
+      prev_addr = ev.address;
+      ++events;
+      Emit(ev);
+      continue;
+    }
+    switch (kind) {
       case kTagReallocBase: {
         if (!ValidAllocFn(fn)) return Fail(start, "unknown allocation function", fn, true);
         uint64_t ts_free, ts_alloc, old_addr, new_addr, size;

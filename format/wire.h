@@ -92,6 +92,25 @@ inline uint8_t* PutVarint(uint8_t* p, uint64_t v) {
   return p;
 }
 
+// The longest valid varint: 64 bits at 7 per byte.
+inline constexpr size_t kMaxVarintBytes = 10;
+
+// GetVarint's general case, byte by byte.
+inline const uint8_t* GetVarintLoop(const uint8_t* p, const uint8_t* end, uint64_t* out) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (p >= end) return nullptr;
+    uint64_t b = *p++;
+    if (shift == 63 && b > 1) return nullptr;
+    v |= (b & 0x7f) << shift;
+    if (b < 0x80) {
+      *out = v;
+      return p;
+    }
+  }
+  return nullptr;
+}
+
 // Reads a varint from [p, end). Returns null on a varint that runs past end
 // or is longer than 10 bytes / overflows 64 bits.
 inline const uint8_t* GetVarint(const uint8_t* p, const uint8_t* end, uint64_t* out) {
@@ -106,18 +125,36 @@ inline const uint8_t* GetVarint(const uint8_t* p, const uint8_t* end, uint64_t* 
       return p + 2;
     }
   }
-  uint64_t v = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (p >= end) return nullptr;
-    uint64_t b = *p++;
-    if (shift == 63 && b > 1) return nullptr;
-    v |= (b & 0x7f) << shift;
+  return GetVarintLoop(p, end, out);
+}
+
+// GetVarint for a caller that knows at least kMaxVarintBytes bytes are left
+// at p: no varint can then run past the end, so no byte is checked for it,
+// and only the tenth byte for overflow (it may hold bit 63 alone). Null on
+// a varint that is too long or overflows, as GetVarint.
+inline const uint8_t* GetVarintRoomy(const uint8_t* p, uint64_t* out) {
+  uint64_t b0 = p[0];
+  if (b0 < 0x80) {  // one and two bytes, the most common, first
+    *out = b0;
+    return p + 1;
+  }
+  if (p[1] < 0x80) {
+    *out = (b0 & 0x7f) | (static_cast<uint64_t>(p[1]) << 7);
+    return p + 2;
+  }
+  uint64_t v = (b0 & 0x7f) | (static_cast<uint64_t>(p[1] & 0x7f) << 7);
+  for (int i = 2; i < 9; ++i) {  // bytes 3 to 9: bits 14 to 62
+    uint64_t b = p[i];
+    v |= (b & 0x7f) << (7 * i);
     if (b < 0x80) {
       *out = v;
-      return p;
+      return p + i + 1;
     }
   }
-  return nullptr;
+  uint64_t last = p[9];
+  if (last > 1) return nullptr;
+  *out = v | last << 63;
+  return p + kMaxVarintBytes;
 }
 
 }  // namespace crossfree::format::wire

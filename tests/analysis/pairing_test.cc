@@ -190,6 +190,50 @@ TEST_CASE("unknown frees, double frees and live allocations are counted apart") 
   CHECK(dbl->count == 1);
 }
 
+// Allocations per (thread, class) are counted when each allocation's fate
+// is known (paired, replaced, or live at the end), not as they happen: every
+// fate must count once, and frees without an allocation must not.
+TEST_CASE("allocations per thread and size class count every fate once") {
+  SyntheticTrace t(kPid);
+  t.Alloc(kA, 1, 0x1000, 16, 1);
+  t.Free(kB, 2, 0x1000, 2);         // paired, cross-thread
+  t.Alloc(kA, 3, 0x2000, 100, 1);
+  t.Alloc(kA, 4, 0x2000, 200, 1);   // replaces the live 100-byte one
+  t.Free(kA, 5, 0x2000, 2);         // pairs with the 200-byte one
+  t.Alloc(kB, 6, 0x3000, 16, 3);    // live at exit
+  t.Alloc(kA, 7, 0x4000, 300, 1);
+  t.Free(kA, 8, 0x4000, 2);
+  t.Free(kB, 9, 0x4000, 2);         // double free
+  t.Free(kB, 10, 0x5000, 2);        // unknown free
+  for (int jobs : {1, 2, 3}) {
+    INFO("jobs " << jobs);
+    Run run;
+    AddTrace(run, t);
+    PairAll(run, jobs);
+    const ProcessTrace& trace = *run.set.traces()[0];
+    StreamIndex a = ThreadIndex(trace, kA), b = ThreadIndex(trace, kB);
+    const PairingResult& r = run.results[0];
+    CHECK(r.counts.alloc_over_live == 1);
+    CHECK(r.ByClass(a, SizeClassIndex(16)).allocs == 1);
+    CHECK(r.ByClass(b, SizeClassIndex(16)).frees == 1);
+    CHECK(r.ByClass(a, SizeClassIndex(100)).allocs == 1);
+    CHECK(r.ByClass(a, SizeClassIndex(100)).frees == 0);
+    CHECK(r.ByClass(a, SizeClassIndex(200)).allocs == 1);
+    CHECK(r.ByClass(a, SizeClassIndex(200)).frees == 1);
+    CHECK(r.ByClass(b, SizeClassIndex(16)).allocs == 1);
+    CHECK(r.ByClass(a, SizeClassIndex(300)).allocs == 1);
+    CHECK(r.ByClass(a, SizeClassIndex(300)).frees == 1);
+    CHECK(r.ByClass(b, SizeClassIndex(300)).frees == 0);
+    uint64_t allocs = 0, frees = 0;
+    r.by_class.ForEach([&](const ThreadClass&, const AllocsFrees& v) {
+      allocs += v.allocs;
+      frees += v.frees;
+    });
+    CHECK(allocs == r.counts.allocations);
+    CHECK(frees == r.counts.paired);
+  }
+}
+
 TEST_CASE("a free and an allocation with the same timestamp: the free comes first") {
   SyntheticTrace t(kPid);
   t.Alloc(kA, 1, 0x4000, 32, 1);
@@ -411,6 +455,14 @@ TEST_CASE("an analysis window counts what happens inside it") {
     CHECK(r.counts.live_at_exit == 0);
     CHECK(r.counts.allocations == 4);
     CHECK(r.counts.frees == 4);
+    // By thread and class: only the allocations inside the window, the one
+    // live at its end included.
+    const ProcessTrace& trace = *set.traces()[0];
+    const int c16 = SizeClassIndex(16);
+    CHECK(r.ByClass(ThreadIndex(trace, 600), c16).allocs == 3);  // 0x200, 0x300, 0x500
+    CHECK(r.ByClass(ThreadIndex(trace, 602), c16).allocs == 1);  // 0x400
+    CHECK(r.ByClass(ThreadIndex(trace, 601), c16).frees == 2);   // 0x300, 0x500
+    CHECK(r.ByClass(ThreadIndex(trace, 600), c16).frees == 1);   // 0x400
     // Without a window: every pair, nothing before.
     PairingResult all;
     options.window_from_ns = 0;
