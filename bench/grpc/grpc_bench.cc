@@ -85,8 +85,15 @@ class Workload {
     // Without this, channels with equal arguments share one subchannel (one
     // TCP connection) through gRPC's global subchannel pool.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    stub_ = CalculatorService::NewStub(
-        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+    auto channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+    // Connected before the clock starts: with 16 channels opening at once,
+    // gRPC 1.51 now and then fails a first connect ("failed to connect to
+    // all addresses"), and a call made then fails at once instead of
+    // waiting; WaitForConnected retries with the channel's own backoff.
+    if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10))) {
+      Die("channel to " + target + " not connected after 10 s");
+    }
+    stub_ = CalculatorService::NewStub(channel);
   }
 
   void Run() {
