@@ -62,12 +62,8 @@ CROSSFREE_INLINE const RealFunctions* Resolved() {
 // delete, free): the real call under the guard and its count, before any
 // of the shapes below builds its call site. Each returns false (or null)
 // when the call must take the full path instead.
-CROSSFREE_INLINE bool RealReady() {
-  return __atomic_load_n(&internal::g_real_state, __ATOMIC_ACQUIRE) == 2;
-}
-
 CROSSFREE_INLINE bool UnsampledFree(void* p) {
-  if (!FreeUnsampled(p) || InArena(p) || !RealReady()) return false;
+  if (!FreeUnsampled(p) || InArena(p) || !RealResolvedAlready()) return false;
   CountFree();
   GuardScope guard;
   internal::g_real.free(p);
@@ -83,7 +79,7 @@ CROSSFREE_INLINE bool UnsampledPlainDelete(void* p) {
 // the full path).
 template <typename Call>
 CROSSFREE_INLINE bool UnsampledAlloc(void** out, Call&& call) {
-  if (!NextAllocationUnsampled() || !RealReady()) return false;
+  if (!NextAllocationUnsampled() || !RealResolvedAlready()) return false;
   {
     GuardScope guard;
     *out = call();

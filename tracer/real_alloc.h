@@ -26,13 +26,16 @@ extern bool g_std_operators_direct;
 bool ResolveSlow();
 }  // namespace internal
 
+// True once the table is resolved; never resolves (the hooks' fast paths,
+// which fall back to a full path that does).
+inline bool RealResolvedAlready() {
+  return __atomic_load_n(&internal::g_real_state, __ATOMIC_ACQUIRE) == 2;
+}
+
 // True once the table is resolved; resolves on first use. While resolution
 // runs (dlsym), it returns false and the malloc-family hooks serve requests
 // from the arena.
-inline bool RealResolved() {
-  if (__atomic_load_n(&internal::g_real_state, __ATOMIC_ACQUIRE) == 2) return true;
-  return internal::ResolveSlow();
-}
+inline bool RealResolved() { return RealResolvedAlready() || internal::ResolveSlow(); }
 
 // The resolved table (entries null while resolution runs).
 inline const RealFunctions& Real() {

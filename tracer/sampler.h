@@ -97,13 +97,15 @@ inline uint32_t LiveHome(uint64_t address) {
   return static_cast<uint32_t>(((address >> 4) * 0x9E3779B97F4A7C15ull) >>
                                (64 - kLiveBucketBits));
 }
+// No live entry is homed where address would be: it is certainly not in
+// the set (the one load an unsampled free makes).
+inline bool LiveHomeEmpty(const void* address) {
+  return g_live_home_counts[LiveHome(reinterpret_cast<uint64_t>(address))].load(
+             std::memory_order_relaxed) == 0;
+}
 inline bool LiveRemove(const void* address) {
-  auto a = reinterpret_cast<uint64_t>(address);
-  if (__builtin_expect(
-          g_live_home_counts[LiveHome(a)].load(std::memory_order_relaxed) == 0, 1)) {
-    return false;
-  }
-  return LiveRemoveSlow(a);
+  if (__builtin_expect(LiveHomeEmpty(address), 1)) return false;
+  return LiveRemoveSlow(reinterpret_cast<uint64_t>(address));
 }
 
 // Start-up, before recording begins: period >= 2 turns sampling on. The
@@ -183,8 +185,7 @@ inline void CountUnsampledAllocation() {
 // object; the hook then calls CountFree and the real free.
 inline bool FreeUnsampled(const void* p) {
   return p != nullptr && __builtin_expect(SamplerSeeded(), 1) && UnsampledPathOpen() &&
-         g_live_home_counts[LiveHome(reinterpret_cast<uint64_t>(p))].load(
-             std::memory_order_relaxed) == 0;
+         LiveHomeEmpty(p);
 }
 
 }  // namespace crossfree::tracer
