@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "rpc/header_codec.h"
+#include "tests/rpc/header_codec_compare.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
 
@@ -35,52 +36,15 @@ std::string Varint(uint64_t v) {
   return std::string(reinterpret_cast<char*>(b), WriteVarint(v, b) - b);
 }
 
-// Parses with both codecs and checks they agree.
+// Parses with both codecs and checks they agree (header_codec_compare.h).
 void CheckSameRequest(const std::string& bytes) {
   INFO("bytes: " << Hex(bytes));
-  RequestHeader pb;
-  bool pb_parsed = pb.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size()));
-  ParsedRequestHeader h;
-  Status s = ParseRequestHeader(bytes, &h);
-  if (!pb_parsed) {
-    CHECK(s.message() == "invalid frame: unparsable header");
-    return;
-  }
-  if (!pb.IsInitialized()) {
-    CHECK(s.message() ==
-          "invalid frame: header is missing required fields: " + pb.InitializationErrorString());
-    return;
-  }
-  REQUIRE(s.ok());
-  CHECK(h.call_id == pb.call_id());
-  CHECK(h.has_remote_method == pb.has_remote_method());
-  CHECK(h.service_name == pb.remote_method().service_name());
-  CHECK(h.method_name == pb.remote_method().method_name());
-  CHECK(h.timeout_millis == pb.timeout_millis());
-  CHECK(h.sidecar_offsets ==
-        std::vector<uint32_t>(pb.sidecar_offsets().begin(), pb.sidecar_offsets().end()));
+  CHECK(testing::CompareRequestParse(bytes) == "");
 }
 
 void CheckSameResponse(const std::string& bytes) {
   INFO("bytes: " << Hex(bytes));
-  ResponseHeader pb;
-  bool pb_parsed = pb.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size()));
-  ParsedResponseHeader h;
-  Status s = ParseResponseHeader(bytes, &h);
-  if (!pb_parsed) {
-    CHECK(s.message() == "invalid frame: unparsable header");
-    return;
-  }
-  if (!pb.IsInitialized()) {
-    CHECK(s.message() ==
-          "invalid frame: header is missing required fields: " + pb.InitializationErrorString());
-    return;
-  }
-  REQUIRE(s.ok());
-  CHECK(h.call_id == pb.call_id());
-  CHECK(h.is_error == pb.is_error());
-  CHECK(h.sidecar_offsets ==
-        std::vector<uint32_t>(pb.sidecar_offsets().begin(), pb.sidecar_offsets().end()));
+  CHECK(testing::CompareResponseParse(bytes) == "");
 }
 
 std::string WrittenRequest(int32_t call_id, const std::string& svc, const std::string& method,
