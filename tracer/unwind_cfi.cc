@@ -298,17 +298,22 @@ inline bool SameWord(uintptr_t addr, uintptr_t value, const StackBounds& b) {
 // read (it is the recorder's buffer, below the walked frames).
 inline int ReplaySteps(const MemoStep* __restrict steps, int k, uint64_t* __restrict out,
                        int room, int* appended) {
-  int n = 0;
-  while (k > 0 && n < room) {
-    const MemoStep& m = steps[k];
-    const uintptr_t ra = m.ra_val;
-    if (*reinterpret_cast<const uintptr_t*>(m.ra_addr) != ra) break;
-    if (m.rbp_addr != 0 && *reinterpret_cast<const uintptr_t*>(m.rbp_addr) != m.rbp_val) break;
-    out[n++] = ra;
-    --k;
+  // One pointer and one precomputed end: the loop's only bookkeeping.
+  const MemoStep* m = steps + k;
+  const MemoStep* const end = steps + (k > room ? k - room : 0);
+  uint64_t* o = out;
+  for (; m != end; --m) {
+    // Both words unconditionally: a step that read no rbp repeats its
+    // return address there (MemoStep), which holds if the first does.
+    const uintptr_t ra = m->ra_val;
+    if (*reinterpret_cast<const uintptr_t*>(m->ra_addr) != ra ||
+        *reinterpret_cast<const uintptr_t*>(m->rbp_addr) != m->rbp_val) {
+      break;
+    }
+    *o++ = ra;
   }
-  *appended = n;
-  return k;
+  *appended = static_cast<int>(o - out);
+  return static_cast<int>(m - steps);
 }
 
 // Writes a fresh walk (innermost first) into the memo, outermost first.
@@ -459,6 +464,10 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
       ra = *reinterpret_cast<const uintptr_t*>(cfa - 8);
       step.ra_addr = cfa - 8;
       step.ra_val = ra;
+      if (step.rbp_addr == 0) {
+        step.rbp_addr = step.ra_addr;
+        step.rbp_val = ra;
+      }
       if (ra < 4096) stop = true;
     }
     if (recording) {

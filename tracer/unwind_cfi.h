@@ -61,7 +61,11 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
 struct MemoStep {
   uintptr_t pc, sp, fp;          // the state
   uintptr_t ra_addr, ra_val;     // the return address read (ra_addr 0: none)
-  uintptr_t rbp_addr, rbp_val;   // the saved rbp read (rbp_addr 0: none)
+  uintptr_t rbp_addr, rbp_val;   // the saved rbp read; when the step read
+                                 // none but a return address, that address
+                                 // and value again (the replay then checks
+                                 // two words without a branch); both 0 when
+                                 // it read nothing
 };
 inline constexpr int kMemoSteps = 48;
 struct WalkMemo {
