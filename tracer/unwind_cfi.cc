@@ -316,9 +316,9 @@ inline int ReplaySteps(const MemoStep* __restrict steps, int k, uint64_t* __rest
   return static_cast<int>(m - steps);
 }
 
-// Writes a fresh walk (innermost first) into the memo, outermost first.
+// Writes a fresh walk (its n steps, outermost first) as the whole memo.
 void StoreMemo(WalkMemo& memo, const MemoStep* fresh, int n, int ended, uintptr_t high) {
-  for (int i = 0; i < n; ++i) memo.step[i] = fresh[n - 1 - i];
+  __builtin_memcpy(memo.step, fresh, sizeof(MemoStep) * static_cast<size_t>(n));
   memo.count = n;
   memo.ended = ended;
   memo.high = high;
@@ -336,7 +336,10 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
   const bool use_memo = memo_state != nullptr && g_memo_enabled;
   // Without a memo the walk records nothing: neither is touched then.
   WalkMemo* const memo = use_memo ? memo_state : nullptr;
-  MemoStep* const fresh = use_memo ? memo_state->fresh : nullptr;  // innermost first
+  // This walk's steps fill memo->fresh from its end down, innermost in the
+  // last slot: the nfresh steps at fresh_end - nfresh are outermost first,
+  // the memo's order, and go into it with one memcpy.
+  MemoStep* const fresh_end = use_memo ? memo_state->fresh + kMemoSteps : nullptr;
   int nfresh = 0;
   bool recording = use_memo;
   // Where the memo may meet this walk: its steps by decreasing sp, so the
@@ -364,7 +367,8 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
           // The memo keeps its outer steps [0, cursor] and takes this
           // walk's new inner steps on top.
           if (recording && cursor + 1 + nfresh <= kMemoSteps) {
-            for (int i = 0; i < nfresh; ++i) memo->step[cursor + 1 + i] = fresh[nfresh - 1 - i];
+            __builtin_memcpy(&memo->step[cursor + 1], fresh_end - nfresh,
+                             sizeof(MemoStep) * static_cast<size_t>(nfresh));
             memo->count = cursor + 1 + nfresh;
           }
           return depth;
@@ -372,11 +376,15 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
         // A difference (or the memo ends short of this walk): the steps
         // replayed so far join this walk's record and the full walk goes
         // on from state k.
-        for (int i = cursor; i > k && recording; --i) {
-          if (nfresh == kMemoSteps) {
+        // They are memo steps k + 1 ... cursor, outermost first already.
+        if (recording) {
+          const int replayed = cursor - k;
+          if (nfresh + replayed > kMemoSteps) {
             recording = false;
           } else {
-            fresh[nfresh++] = memo->step[i];
+            nfresh += replayed;
+            __builtin_memcpy(fresh_end - nfresh, &memo->step[k + 1],
+                             sizeof(MemoStep) * static_cast<size_t>(replayed));
           }
         }
         pc = last.pc;
@@ -474,7 +482,7 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
       if (nfresh == kMemoSteps) {
         recording = false;
       } else {
-        fresh[nfresh++] = step;
+        *(fresh_end - ++nfresh) = step;
       }
     }
     if (stop) {
@@ -490,9 +498,9 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
     if (ended == 0) {
       // Stopped for max_depth at the state (pc, sp, fp): its step not taken.
       if (nfresh == kMemoSteps) return depth;
-      fresh[nfresh++] = MemoStep{pc, sp, fp, 0, 0, 0, 0};
+      *(fresh_end - ++nfresh) = MemoStep{pc, sp, fp, 0, 0, 0, 0};
     }
-    StoreMemo(*memo, fresh, nfresh, ended, bounds.high);
+    StoreMemo(*memo, fresh_end - nfresh, nfresh, ended, bounds.high);
   }
   return depth;
 }

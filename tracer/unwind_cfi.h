@@ -74,7 +74,8 @@ struct WalkMemo {
   int ended;       // 1: step[0] ended the walk (after its reads, if any);
                    // 0: the walk stopped at step[0] for max_depth
   MemoStep step[kMemoSteps];
-  MemoStep fresh[kMemoSteps];  // the walk in progress, innermost first
+  MemoStep fresh[kMemoSteps];  // the walk in progress, filled from the end
+                               // down (innermost in the last slot)
 };
 
 // Turns the walk memo off for every walk (benchmarks: the cost without it).
