@@ -2,22 +2,58 @@
 // Benchmark only: the cheapest possible LD_PRELOAD allocation interposer.
 // malloc, calloc, realloc and free forward straight to glibc's own entry
 // points (operator new/delete reach them through libstdc++). It records
-// nothing; scripts/bench-sampling runs it beside the tracer so that the
-// cost any preloaded interposer adds to a workload (one more call per
-// allocation, and the change in timing it brings) is measured rather than
-// guessed. glibc-specific (__libc_malloc and friends).
+// nothing; scripts/bench-sampling and scripts/bench-tracer run it beside the
+// tracer so that the cost any preloaded interposer adds to a workload (one
+// more call per allocation, and the change in timing it brings) is measured
+// rather than guessed. glibc-specific (__libc_malloc and friends).
+//
+// Built a second time with CROSSFREE_STAMP_FLOOR defined: then every call
+// also takes the tracer's timestamp (lfence; rdtsc, tracer/clock.h) and
+// stores it, 8 bytes, into a thread-local ring. That is the floor of any
+// tracer that stamps each event the way crossfree's ordering rule needs
+// (docs/design.md): no stack, no encoding, no file.
 #include <stddef.h>
+#include <stdint.h>
 
 extern void* __libc_malloc(size_t size);
 extern void* __libc_calloc(size_t count, size_t size);
 extern void* __libc_realloc(void* p, size_t size);
 extern void __libc_free(void* p);
 
-__attribute__((visibility("default"))) void* malloc(size_t size) { return __libc_malloc(size); }
+#ifdef CROSSFREE_STAMP_FLOOR
+enum { kRingWords = 512 };  // 4 KiB per thread, static TLS
+// initial-exec: a plain %fs-relative access, as the tracer's own TLS (the
+// default model of a shared object calls __tls_get_addr every time).
+#define FLOOR_TLS __thread __attribute__((tls_model("initial-exec")))
+static FLOOR_TLS uint64_t t_ring[kRingWords];
+static FLOOR_TLS unsigned t_next;
+
+static inline void Stamp(void) {
+  uint32_t lo, hi;
+  __asm__ __volatile__("lfence\n\trdtsc" : "=a"(lo), "=d"(hi) : : "memory");
+  t_ring[t_next++ % kRingWords] = ((uint64_t)hi << 32) | lo;
+}
+#else
+static inline void Stamp(void) {}
+#endif
+
+__attribute__((visibility("default"))) void* malloc(size_t size) {
+  void* p = __libc_malloc(size);
+  Stamp();
+  return p;
+}
 __attribute__((visibility("default"))) void* calloc(size_t count, size_t size) {
-  return __libc_calloc(count, size);
+  void* p = __libc_calloc(count, size);
+  Stamp();
+  return p;
 }
 __attribute__((visibility("default"))) void* realloc(void* p, size_t size) {
-  return __libc_realloc(p, size);
+  Stamp();
+  void* q = __libc_realloc(p, size);
+  Stamp();
+  return q;
 }
-__attribute__((visibility("default"))) void free(void* p) { __libc_free(p); }
+__attribute__((visibility("default"))) void free(void* p) {
+  Stamp();
+  __libc_free(p);
+}
