@@ -81,17 +81,13 @@ inline uint64_t HashPc(uint64_t pc) {
 
 constexpr int kMaxProbes = 32;
 
-// Per-thread direct-mapped front cache: the shared table is spread over
-// megabytes and its lines miss in L1; a thread's hot return addresses fit
-// in 1 KiB of its own. Trivial type: no TLS constructor, initial-exec.
-constexpr int kFrontSlots = 64;
-struct FrontCache {
-  uint64_t pc[kFrontSlots];
-  uint64_t rule[kFrontSlots];
-};
-thread_local constinit FrontCache tls_front __attribute__((tls_model("initial-exec"))) = {};
-
-inline int FrontIndex(uint64_t pc) { return static_cast<int>((pc ^ (pc >> 6)) & (kFrontSlots - 1)); }
+// The front cache (WalkMemo::front, unwind_cfi.h). Multiplicative: the hot
+// return addresses of one loop lie a few bytes to a few hundred apart, and
+// pc ^ (pc >> 6) into 64 slots put two of the deep workload's on one slot
+// (a front miss on every event, callgrind; none with this and 128 slots).
+inline int FrontIndex(uint64_t pc) {
+  return static_cast<int>((pc * 0x9e3779b97f4a7c15ull) >> (64 - kFrontBits));
+}
 
 // Returns the cached rule for pc, or kRuleEmpty.
 inline uint64_t CacheFind(uint64_t pc) {
@@ -332,7 +328,9 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
                 uint64_t* frames, int depth, int max_depth, WalkMemo* memo_state) {
   // A local copy: stores to frames could otherwise alias it (reloads).
   const StackBounds bounds = bounds_in;
-  FrontCache& front = tls_front;
+  // The thread's front cache; a walk without a memo state (tests, the
+  // check mode's second walk) looks every rule up in the shared table.
+  FrontCache* const front = memo_state != nullptr ? &memo_state->front : nullptr;
   const bool use_memo = memo_state != nullptr && g_memo_enabled;
   // Without a memo the walk records nothing: neither is touched then.
   WalkMemo* const memo = use_memo ? memo_state : nullptr;
@@ -395,7 +393,8 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
       }
     }
     const int front_index = FrontIndex(pc);
-    uint64_t packed = front.pc[front_index] == pc ? front.rule[front_index] : CacheFind(pc);
+    uint64_t packed = front != nullptr && front->pc[front_index] == pc ? front->rule[front_index]
+                                                                       : CacheFind(pc);
     if (packed == kRuleEmpty) {
       if (!TryLockFill()) {
         g_fallbacks.fetch_add(1, std::memory_order_relaxed);
@@ -410,8 +409,10 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
       }
       UnlockFill();
     }
-    front.pc[front_index] = pc;
-    front.rule[front_index] = packed;
+    if (front != nullptr) {
+      front->pc[front_index] = pc;
+      front->rule[front_index] = packed;
+    }
     Rule rule = Unpack(packed);
     MemoStep step{pc, sp, fp, 0, 0, 0, 0};
     // Every load below is proven inside [sp, bounds.high) first, with

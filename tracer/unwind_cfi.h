@@ -68,12 +68,25 @@ struct MemoStep {
                                  // it read nothing
 };
 inline constexpr int kMemoSteps = 48;
+
+// A thread's direct-mapped front cache of rules by return address: the
+// shared table is spread over megabytes and its lines miss in L1; a
+// thread's hot return addresses fit in 2 KiB of its own. Kept in the
+// thread's state with the memo, not in TLS, for the same reason.
+inline constexpr int kFrontBits = 7;
+inline constexpr int kFrontSlots = 1 << kFrontBits;
+struct FrontCache {
+  uint64_t pc[kFrontSlots];    // 0: empty (no walk looks a rule up for pc 0)
+  uint64_t rule[kFrontSlots];
+};
+
 struct WalkMemo {
   uintptr_t high;  // bounds.high of the walks the facts were made with
   int count;       // steps, OUTERMOST first: step[0] is the walk's last state
   int ended;       // 1: step[0] ended the walk (after its reads, if any);
                    // 0: the walk stopped at step[0] for max_depth
   MemoStep step[kMemoSteps];
+  FrontCache front;             // used with or without the memo's steps
   MemoStep fresh[kMemoSteps];  // the walk in progress, filled from the end
                                // down (innermost in the last slot)
 };
