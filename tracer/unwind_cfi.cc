@@ -81,6 +81,11 @@ inline uint64_t HashPc(uint64_t pc) {
 
 constexpr int kMaxProbes = 32;
 
+// Which of a thread's memos a walk starting at return address pc uses.
+inline int MemoSite(uint64_t pc) {
+  return static_cast<int>((pc * 0x9e3779b97f4a7c15ull) >> (64 - kMemoSiteBits));
+}
+
 // The front cache (WalkMemo::front, unwind_cfi.h). Multiplicative: the hot
 // return addresses of one loop lie a few bytes to a few hundred apart, and
 // pc ^ (pc >> 6) into 64 slots put two of the deep workload's on one slot
@@ -313,7 +318,7 @@ inline int ReplaySteps(const MemoStep* __restrict steps, int k, uint64_t* __rest
 }
 
 // Writes a fresh walk (its n steps, outermost first) as the whole memo.
-void StoreMemo(WalkMemo& memo, const MemoStep* fresh, int n, int ended, uintptr_t high) {
+void StoreMemo(MemoSteps& memo, const MemoStep* fresh, int n, int ended, uintptr_t high) {
   __builtin_memcpy(memo.step, fresh, sizeof(MemoStep) * static_cast<size_t>(n));
   memo.count = n;
   memo.ended = ended;
@@ -333,7 +338,10 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
   FrontCache* const front = memo_state != nullptr ? &memo_state->front : nullptr;
   const bool use_memo = memo_state != nullptr && g_memo_enabled;
   // Without a memo the walk records nothing: neither is touched then.
-  WalkMemo* const memo = use_memo ? memo_state : nullptr;
+  // The facts of the last walk that started at this walk's first return
+  // address (its call site): walks from one site tend to share more of
+  // their stacks with each other than with the thread's previous walk.
+  MemoSteps* const memo = use_memo ? &memo_state->by_site[MemoSite(pc)] : nullptr;
   // This walk's steps fill memo->fresh from its end down, innermost in the
   // last slot: the nfresh steps at fresh_end - nfresh are outermost first,
   // the memo's order, and go into it with one memcpy.

@@ -80,12 +80,24 @@ struct FrontCache {
   uint64_t rule[kFrontSlots];
 };
 
-struct WalkMemo {
+// The facts of one walk, kept for the next that may meet them.
+struct MemoSteps {
   uintptr_t high;  // bounds.high of the walks the facts were made with
   int count;       // steps, OUTERMOST first: step[0] is the walk's last state
   int ended;       // 1: step[0] ended the walk (after its reads, if any);
                    // 0: the walk stopped at step[0] for max_depth
   MemoStep step[kMemoSteps];
+};
+
+// A thread's walk state. One MemoSteps per call site class: a walk uses
+// (and then replaces) the memo of its first return address's hash, so
+// the walks of a loop that allocates at several sites each meet the last
+// walk from their own site. Any memo is as sound as any other (its facts
+// are only trusted through the comparisons); the choice only decides how
+// much of a walk is replayed.
+inline constexpr int kMemoSiteBits = 3;
+struct WalkMemo {
+  MemoSteps by_site[1 << kMemoSiteBits];
   FrontCache front;             // used with or without the memo's steps
   MemoStep fresh[kMemoSteps];  // the walk in progress, filled from the end
                                // down (innermost in the last slot)
