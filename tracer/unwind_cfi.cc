@@ -81,9 +81,11 @@ inline uint64_t HashPc(uint64_t pc) {
 
 constexpr int kMaxProbes = 32;
 
-// Which of a thread's memos a walk starting at return address pc uses.
-inline int MemoSite(uint64_t pc) {
-  return static_cast<int>((pc * 0x9e3779b97f4a7c15ull) >> (64 - kMemoSiteBits));
+// Which of a thread's memos a walk starting at return address pc with
+// stack pointer sp uses. sp is shifted so that its low bits, which step by
+// the 16 bytes of a frame, do not cancel the pc's.
+inline int MemoSite(uint64_t pc, uint64_t sp) {
+  return static_cast<int>(((pc ^ (sp << 17)) * 0x9e3779b97f4a7c15ull) >> (64 - kMemoSiteBits));
 }
 
 // The front cache (WalkMemo::front, unwind_cfi.h). Multiplicative: the hot
@@ -338,10 +340,10 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
   FrontCache* const front = memo_state != nullptr ? &memo_state->front : nullptr;
   const bool use_memo = memo_state != nullptr && g_memo_enabled;
   // Without a memo the walk records nothing: neither is touched then.
-  // The facts of the last walk that started at this walk's first return
-  // address (its call site): walks from one site tend to share more of
-  // their stacks with each other than with the thread's previous walk.
-  MemoSteps* const memo = use_memo ? &memo_state->by_site[MemoSite(pc)] : nullptr;
+  // The facts of the last walk that started where this one starts (its
+  // return address and stack pointer, WalkMemo): it usually holds the whole
+  // stack, where the thread's previous walk shares only the outer frames.
+  MemoSteps* const memo = use_memo ? &memo_state->by_site[MemoSite(pc, sp)] : nullptr;
   // This walk's steps fill memo->fresh from its end down, innermost in the
   // last slot: the nfresh steps at fresh_end - nfresh are outermost first,
   // the memo's order, and go into it with one memcpy.
