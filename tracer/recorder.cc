@@ -288,7 +288,15 @@ uint32_t CaptureAndIntern(ThreadState* s, const CallSite& site, uint64_t ts) {
   uint64_t frames[format::kMaxStackDepth + kSkipSlack];
   const bool skipping = site.in_allocator != nullptr;
   int want = g.settings.depth + (skipping ? kSkipSlack : 0);
+  // The walk memo's last state is per capture: fp and libunwind captures
+  // leave it alone, so clear it first.
+  s->capture.walk.last = nullptr;
   int depth = CaptureStack(site.return_address, site.frame_address, frames, want, &s->capture);
+  const auto* skip = reinterpret_cast<const void*>(site.in_allocator);
+  uint32_t remembered = format::kNoStack;
+  const bool have_remembered = RememberedStackId(s->capture, want, skip, &remembered);
+  // Check mode interns anyway and compares (below).
+  if (have_remembered && !StackCheckEnabled()) return remembered;
   int first = 0;
   if (skipping) {
     for (int i = 0; i < depth && i < kSkipSlack; ++i) {
@@ -298,9 +306,19 @@ uint32_t CaptureAndIntern(ThreadState* s, const CallSite& site, uint64_t ts) {
   }
   int n = depth - first;
   if (n > g.settings.depth) n = g.settings.depth;
-  if (n <= 0) return format::kNoStack;
   bool is_new = false;
-  uint32_t id = InternStack(frames + first, n, &is_new, &s->capture);
+  const uint32_t id = n > 0 ? InternStack(frames + first, n, &is_new, &s->capture)
+                            : format::kNoStack;
+  if (have_remembered && id != remembered) {
+    MessageLine()
+        .Add("CROSSFREE_STACK_CHECK: a replayed capture's remembered stack id ")
+        .AddNumber(remembered)
+        .Add(" differs from its interned id ")
+        .AddNumber(id)
+        .Print();
+    abort();
+  }
+  RememberStackId(s->capture, want, skip, id);
   if (is_new && id != format::kNoStack) {
     AppendRecord(s, ts, [&](format::ChunkWriter& w) {
       return w.AppendStack(id, frames + first, static_cast<uint32_t>(n));

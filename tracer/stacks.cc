@@ -152,6 +152,27 @@ int CaptureStack(void* hook_return_address, void* hook_frame_address, uint64_t* 
 
 void SetStackCheck(bool enabled) { g_stack_check = enabled; }
 
+bool StackCheckEnabled() { return g_stack_check; }
+
+bool RememberedStackId(const CaptureCache& cache, int want, const void* skip, uint32_t* id) {
+  const MemoSteps* memo = cache.walk.last;
+  if (memo == nullptr || cache.walk.whole == 0 || memo->id_valid == 0 ||
+      memo->id_want != want || memo->id_skip != skip) {
+    return false;
+  }
+  *id = memo->stack_id;
+  return true;
+}
+
+void RememberStackId(CaptureCache& cache, int want, const void* skip, uint32_t id) {
+  MemoSteps* memo = cache.walk.last;
+  if (memo == nullptr) return;
+  memo->stack_id = id;
+  memo->id_want = want;
+  memo->id_skip = skip;
+  memo->id_valid = 1;
+}
+
 namespace {
 
 inline int ThreadStackIndex(const uint64_t* frames, int depth) {

@@ -73,6 +73,20 @@ int CaptureStack(void* hook_return_address, void* hook_frame_address,
 // makes each capture cost two walks.
 void SetStackCheck(bool enabled);
 
+// True in check mode (SetStackCheck).
+bool StackCheckEnabled();
+
+// The stack id of the capture just made with cache, without interning it
+// again: true, with *id, when that capture's walk only replayed a memo
+// whole (its frames equal those of the capture the memo described before)
+// and the id of that capture was remembered with the same want (the
+// capture's max_depth) and skip (whatever else turns the frames into the
+// interned stack, compared as a pointer). Only the thread owning cache.
+bool RememberedStackId(const CaptureCache& cache, int want, const void* skip, uint32_t* id);
+// Remembers id as the stack of the capture just made with cache, for the
+// next capture that replays the same memo whole.
+void RememberStackId(CaptureCache& cache, int want, const void* skip, uint32_t id);
+
 // Returns the process-wide id of this stack, or format::kNoStack when depth
 // is 0 or the table is full (counted, reported at exit). *is_new is set for exactly one caller per distinct stack: that
 // caller must write the stack's definition into its own chunk. Lock-free.

@@ -322,6 +322,7 @@ inline int ReplaySteps(const MemoStep* __restrict steps, int k, uint64_t* __rest
 // Writes a fresh walk (its n steps, outermost first) as the whole memo.
 void StoreMemo(MemoSteps& memo, const MemoStep* fresh, int n, int ended, uintptr_t high) {
   __builtin_memcpy(memo.step, fresh, sizeof(MemoStep) * static_cast<size_t>(n));
+  memo.id_valid = 0;
   memo.count = n;
   memo.ended = ended;
   memo.high = high;
@@ -344,6 +345,12 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
   // return address and stack pointer, WalkMemo): it usually holds the whole
   // stack, where the thread's previous walk shares only the outer frames.
   MemoSteps* const memo = use_memo ? &memo_state->by_site[MemoSite(pc, sp)] : nullptr;
+  // Until the walk ends with the memo describing it, the recorder must not
+  // trust or store a stack id there (WalkMemo::last).
+  if (memo_state != nullptr) {
+    memo_state->last = nullptr;
+    memo_state->whole = 0;
+  }
   // This walk's steps fill memo->fresh from its end down, innermost in the
   // last slot: the nfresh steps at fresh_end - nfresh are outermost first,
   // the memo's order, and go into it with one memcpy.
@@ -375,9 +382,17 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
           // The memo keeps its outer steps [0, cursor] and takes this
           // walk's new inner steps on top.
           if (recording && cursor + 1 + nfresh <= kMemoSteps) {
-            __builtin_memcpy(&memo->step[cursor + 1], fresh_end - nfresh,
-                             sizeof(MemoStep) * static_cast<size_t>(nfresh));
-            memo->count = cursor + 1 + nfresh;
+            if (nfresh == 0 && cursor + 1 == memo->count) {
+              // Met at the memo's first state and replayed to its end: the
+              // frames are the memo's last walk's, the memo is unchanged.
+              memo_state->whole = 1;
+            } else {
+              __builtin_memcpy(&memo->step[cursor + 1], fresh_end - nfresh,
+                               sizeof(MemoStep) * static_cast<size_t>(nfresh));
+              memo->count = cursor + 1 + nfresh;
+              memo->id_valid = 0;
+            }
+            memo_state->last = memo;
           }
           return depth;
         }
@@ -512,6 +527,7 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
       *(fresh_end - ++nfresh) = MemoStep{pc, sp, fp, 0, 0, 0, 0};
     }
     StoreMemo(*memo, fresh_end - nfresh, nfresh, ended, bounds.high);
+    memo_state->last = memo;
   }
   return depth;
 }

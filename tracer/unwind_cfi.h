@@ -87,6 +87,13 @@ struct MemoSteps {
   int ended;       // 1: step[0] ended the walk (after its reads, if any);
                    // 0: the walk stopped at step[0] for max_depth
   MemoStep step[kMemoSteps];
+  // The stack id the recorder interned for the walk these steps describe,
+  // with what shaped it from the frames (the capture's depth limit and its
+  // allocator-frame filter); id_valid is cleared whenever the steps change.
+  uint32_t stack_id;
+  int id_valid;
+  int id_want;
+  const void* id_skip;
 };
 
 // A thread's walk state. A walk uses (and then replaces) the memo chosen
@@ -105,6 +112,12 @@ inline constexpr int kMemoSiteBits = 5;
 struct WalkMemo {
   MemoSteps by_site[1 << kMemoSiteBits];
   FrontCache front;             // used with or without the memo's steps
+  // Set by every walk with this state: the memo that now describes the
+  // walk's frames (null when none does: the memo was off, full, or the walk
+  // went on in libunwind), and whether the walk only replayed it whole, so
+  // that its frames equal those of the walk that memo described before.
+  MemoSteps* last;
+  int whole;
   MemoStep fresh[kMemoSteps];  // the walk in progress, filled from the end
                                // down (innermost in the last slot)
 };
