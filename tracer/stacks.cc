@@ -66,6 +66,25 @@ int CaptureFramePointer(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_d
   abort();
 }
 
+// Check mode: walks the stack again from its rules alone and aborts on any
+// difference from the capture. Out of line: its buffer would otherwise
+// enlarge every capture's frame.
+__attribute__((noinline, cold)) void CheckHybridCapture(uintptr_t ret, uintptr_t fp,
+                                                        uintptr_t caller_fp,
+                                                        const StackBounds& bounds,
+                                                        const uint64_t* frames, int depth,
+                                                        int max_depth) {
+  uint64_t full[format::kMaxStackDepth + 32];
+  const int limit = max_depth < static_cast<int>(sizeof(full) / sizeof(full[0]))
+                        ? max_depth
+                        : static_cast<int>(sizeof(full) / sizeof(full[0]));
+  full[0] = ret;
+  const int want = WalkWithCfi(ret, fp + 16, caller_fp, bounds, full, 1, limit, nullptr);
+  if (want != depth || std::memcmp(full, frames, sizeof(uint64_t) * depth) != 0) {
+    StackCheckFailed(frames, depth, full, want);
+  }
+}
+
 int CaptureHybrid(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth,
                   CaptureCache* cache) {
   frames[0] = ret;
@@ -79,15 +98,7 @@ int CaptureHybrid(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_depth,
   const int depth = WalkWithCfi(ret, fp + 16, caller_fp, bounds, frames, 1, max_depth,
                                 cache != nullptr ? &cache->walk : nullptr);
   if (__builtin_expect(g_stack_check, 0)) {
-    uint64_t full[format::kMaxStackDepth + 32];
-    int limit = max_depth < static_cast<int>(sizeof(full) / sizeof(full[0]))
-                    ? max_depth
-                    : static_cast<int>(sizeof(full) / sizeof(full[0]));
-    full[0] = ret;
-    const int want = WalkWithCfi(ret, fp + 16, caller_fp, bounds, full, 1, limit, nullptr);
-    if (want != depth || std::memcmp(full, frames, sizeof(uint64_t) * depth) != 0) {
-      StackCheckFailed(frames, depth, full, want);
-    }
+    CheckHybridCapture(ret, fp, caller_fp, bounds, frames, depth, max_depth);
   }
   return depth;
 }
@@ -154,24 +165,6 @@ void SetStackCheck(bool enabled) { g_stack_check = enabled; }
 
 bool StackCheckEnabled() { return g_stack_check; }
 
-bool RememberedStackId(const CaptureCache& cache, int want, const void* skip, uint32_t* id) {
-  const MemoSteps* memo = cache.walk.last;
-  if (memo == nullptr || cache.walk.whole == 0 || memo->id_valid == 0 ||
-      memo->id_want != want || memo->id_skip != skip) {
-    return false;
-  }
-  *id = memo->stack_id;
-  return true;
-}
-
-void RememberStackId(CaptureCache& cache, int want, const void* skip, uint32_t id) {
-  MemoSteps* memo = cache.walk.last;
-  if (memo == nullptr) return;
-  memo->stack_id = id;
-  memo->id_want = want;
-  memo->id_skip = skip;
-  memo->id_valid = 1;
-}
 
 namespace {
 

@@ -82,10 +82,11 @@ bool StackCheckEnabled();
 // and the id of that capture was remembered with the same want (the
 // capture's max_depth) and skip (whatever else turns the frames into the
 // interned stack, compared as a pointer). Only the thread owning cache.
-bool RememberedStackId(const CaptureCache& cache, int want, const void* skip, uint32_t* id);
+inline bool RememberedStackId(const CaptureCache& cache, int want, const void* skip,
+                              uint32_t* id);
 // Remembers id as the stack of the capture just made with cache, for the
 // next capture that replays the same memo whole.
-void RememberStackId(CaptureCache& cache, int want, const void* skip, uint32_t id);
+inline void RememberStackId(CaptureCache& cache, int want, const void* skip, uint32_t id);
 
 // Returns the process-wide id of this stack, or format::kNoStack when depth
 // is 0 or the table is full (counted, reported at exit). *is_new is set for exactly one caller per distinct stack: that
@@ -100,5 +101,27 @@ uint32_t InternedStackCount();
 // Stacks that could not be interned (table full, or a stalled publisher):
 // their events carry kNoStack. For the tracer's exit summary.
 uint64_t DroppedStackCount();
+
+// ---- Inline definitions (called once per event by the recorder). ----
+
+inline bool RememberedStackId(const CaptureCache& cache, int want, const void* skip,
+                              uint32_t* id) {
+  const MemoSteps* memo = cache.walk.last;
+  if (memo == nullptr || cache.walk.whole == 0 || memo->id_valid == 0 ||
+      memo->id_want != want || memo->id_skip != skip) {
+    return false;
+  }
+  *id = memo->stack_id;
+  return true;
+}
+
+inline void RememberStackId(CaptureCache& cache, int want, const void* skip, uint32_t id) {
+  MemoSteps* memo = cache.walk.last;
+  if (memo == nullptr) return;
+  memo->stack_id = id;
+  memo->id_want = want;
+  memo->id_skip = skip;
+  memo->id_valid = 1;
+}
 
 }  // namespace crossfree::tracer

@@ -110,7 +110,8 @@ struct MemoSteps {
 // thread's walks start at different places.
 inline constexpr int kMemoSiteBits = 5;
 struct WalkMemo {
-  MemoSteps by_site[1 << kMemoSiteBits];
+  MemoSteps by_site[1 << kMemoSiteBits];  // two-way sets (PickMemo)
+  uint8_t recent_way[1 << (kMemoSiteBits - 1)];
   FrontCache front;             // used with or without the memo's steps
   // Set by every walk with this state: the memo that now describes the
   // walk's frames (null when none does: the memo was off, full, or the walk
