@@ -119,37 +119,46 @@ void Connection::WriteCallback(struct ev_loop*, ev_io* w, int) {
 }
 
 void Connection::EnqueueTransfer(OutboundTransfer* t) {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   t->next_in_queue = nullptr;
   out_bytes_ += t->total_bytes();
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (out_tail_ == nullptr) {
-      out_head_ = out_tail_ = t;
-    } else {
-      out_tail_->next_in_queue = t;
-      out_tail_ = t;
-    }
+  std::unique_lock<std::mutex> l(mu_);
+  if (out_tail_ == nullptr) {
+    out_head_ = out_tail_ = t;
+  } else {
+    out_tail_->next_in_queue = t;
+    out_tail_ = t;
   }
   if (connecting_) {
+    l.unlock();
     if (!write_watcher_active_) {
       ev_io_start(reactor_->loop(), &write_watcher_);
       write_watcher_active_ = true;
     }
     return;
   }
-  // Send at once when the queue was idle; otherwise the write watcher is on.
+  // Send at once when the queue was idle (still holding mu_: the write is
+  // the same critical section as the link); otherwise the write watcher is on.
   if (out_head_ == t) {
     ConnectionRef ref(this);
-    WriteQueued();
+    WriteQueued(std::move(l));
   } else {
+    l.unlock();
     UpdateBackPressure();
     SyncOutCharge();
   }
 }
 
-void Connection::WriteQueued() {
+void Connection::WriteQueued(std::unique_lock<std::mutex> l) {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
+  CROSSFREE_DCHECK(!l.owns_lock() || l.mutex() == &mu_);
   while (!shut_down_) {
-    std::unique_lock<std::mutex> l(mu_);
+    if (!l.owns_lock()) {
+      // Only this thread changes the queue links (under mu_, which direct
+      // writers take to read them), so an empty queue needs no lock to see.
+      if (out_head_ == nullptr) break;
+      l = std::unique_lock<std::mutex>(mu_);
+    }
     OutboundTransfer* t = out_head_;
     // A direct writer's partial frame goes first: AdoptPartialWrite, a task
     // already queued, puts it at the head and comes back here.
@@ -179,6 +188,7 @@ void Connection::WriteQueued() {
     out_bytes_ -= t->total_bytes();
     t->callbacks()->NotifyTransferFinished();
   }
+  if (l.owns_lock()) l.unlock();
   if (write_watcher_active_ && !shut_down_) {
     ev_io_stop(reactor_->loop(), &write_watcher_);
     write_watcher_active_ = false;

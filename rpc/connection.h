@@ -216,7 +216,10 @@ class Connection {
   void HandleReadable();
   void HandleWritable();
   // Writes queued transfers until EAGAIN; enables/disables the write watcher.
-  void WriteQueued();
+  // `held` (optional) is a lock of mu_ the caller already took, so a
+  // transfer queued on an idle connection is linked and written in one
+  // critical section. Reactor thread.
+  void WriteQueued(std::unique_lock<std::mutex> held = {});
   void EnqueueTransfer(OutboundTransfer* t);
   // Reactor: takes over the transfer a direct writer left partly written
   // (`call`: its server call, or nullptr on a client), puts it at the head of
