@@ -95,7 +95,7 @@ void Connection::RecycleInboundTransfer(std::unique_ptr<InboundTransfer> t) {
 void Connection::Start(bool connecting) {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     connecting_ = connecting;
   }
   last_progress_ = last_activity_ = ev_now(reactor_->loop());
@@ -122,7 +122,7 @@ void Connection::EnqueueTransfer(OutboundTransfer* t) {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   t->next_in_queue = nullptr;
   out_bytes_ += t->total_bytes();
-  std::unique_lock<std::mutex> l(mu_);
+  std::unique_lock<FutexMutex> l(mu_);
   if (out_tail_ == nullptr) {
     out_head_ = out_tail_ = t;
   } else {
@@ -149,7 +149,7 @@ void Connection::EnqueueTransfer(OutboundTransfer* t) {
   }
 }
 
-void Connection::WriteQueued(std::unique_lock<std::mutex> l) {
+void Connection::WriteQueued(std::unique_lock<FutexMutex> l) {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   CROSSFREE_DCHECK(!l.owns_lock() || l.mutex() == &mu_);
   while (!shut_down_) {
@@ -157,7 +157,7 @@ void Connection::WriteQueued(std::unique_lock<std::mutex> l) {
       // Only this thread changes the queue links (under mu_, which direct
       // writers take to read them), so an empty queue needs no lock to see.
       if (out_head_ == nullptr) break;
-      l = std::unique_lock<std::mutex>(mu_);
+      l = std::unique_lock<FutexMutex>(mu_);
     }
     OutboundTransfer* t = out_head_;
     // A direct writer's partial frame goes first: AdoptPartialWrite, a task
@@ -209,7 +209,7 @@ void Connection::HandleWritable() {
       return;
     }
     {
-      std::lock_guard<std::mutex> l(mu_);
+      std::lock_guard<FutexMutex> l(mu_);
       connecting_ = false;
     }
     MakeReadsBlocking();
@@ -223,7 +223,7 @@ bool Connection::TryWriteResponseDirect(InboundCall* call) {
   bool adopt = false;
   bool wake = false;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     if (fd_ < 0 || connecting_ || out_head_ != nullptr || direct_partial_ != nullptr) return false;
     Status s = t->Write(fd_);
     // Nothing written (EAGAIN, or an error the reactor will meet too): the
@@ -260,7 +260,7 @@ bool Connection::TrySendCallDirect(OutboundCall* call, bool* caller_reads) {
   OutboundTransfer* t = call->transfer();
   bool unpark = false;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     if (fd_ < 0 || connecting_ || out_head_ != nullptr || direct_partial_ != nullptr) return false;
     const int32_t id = next_call_id_;
     call->SerializeHeader(id);
@@ -322,7 +322,7 @@ bool Connection::TrySendCallDirect(OutboundCall* call, bool* caller_reads) {
 void Connection::AdoptPartialWrite(OutboundTransfer* t, InboundCall* call) {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     if (direct_partial_ != t) return;  // Shutdown aborted it already
     direct_partial_ = nullptr;
     direct_partial_call_ = nullptr;
@@ -349,7 +349,7 @@ void Connection::ReleaseDirectlyAnswered() {
   if (!has_direct_done_.load(std::memory_order_acquire)) return;
   InboundCall* list;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     list = direct_done_;
     direct_done_ = nullptr;
     direct_wake_pending_ = false;
@@ -498,7 +498,7 @@ void Connection::SetReadPause(uint8_t reasons) {
   const bool want_wake = (reasons & kPauseCalls) != 0;
   bool any = false;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     wake_on_direct_done_ = want_wake;
     any = direct_done_ != nullptr;
   }
@@ -522,7 +522,7 @@ void Connection::OnTick(double now) {
     if (!lend_reads_) return;
     bool unpark = false;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      std::lock_guard<FutexMutex> l(mu_);
       unpark = read_side_ == ReadSide::kParked && lent_takes_ == lent_takes_seen_;
       if (unpark) read_side_ = ReadSide::kReactor;
       lent_takes_seen_ = lent_takes_;
@@ -625,7 +625,7 @@ bool Connection::HandleCallResponse(std::unique_ptr<InboundTransfer> transfer) {
   OutboundCall* call;
   bool early = false;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     call = awaiting_response_.Find(resp.header.call_id);
     if (call != nullptr) {
       if (call->state() != OutboundCall::State::kSent) {
@@ -669,7 +669,7 @@ void Connection::QueueOutboundCall(OutboundCall* call) {
   }
   bool unpark = false;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     int32_t id = next_call_id_;
     next_call_id_ = next_call_id_ == INT32_MAX ? 0 : next_call_id_ + 1;
     call->SerializeHeader(id);
@@ -694,7 +694,7 @@ void Connection::AbandonCall(OutboundCall* call, const Status& status) {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   OutboundCall::State st =
       status.IsTimedOut() ? OutboundCall::State::kTimedOut : OutboundCall::State::kCancelled;
-  std::unique_lock<std::mutex> l(mu_);
+  std::unique_lock<FutexMutex> l(mu_);
   if (read_side_ == ReadSide::kCaller && reader_call_ == call) {
     // Its caller is reading the response and alone may finish the call:
     // ask it to hand the call back (HandBack::kCancelled), after which
@@ -774,7 +774,7 @@ void Connection::Shutdown(const Status& why) {
   {
     // Direct writers check fd_ under mu_: none writes to a closed (or
     // reused) descriptor, and none starts once this is done.
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     lent = read_side_ == ReadSide::kCaller;
     if (lent) {
       // A caller polls and reads this descriptor (ReadOwnResponse): wake it
@@ -848,7 +848,7 @@ void Connection::MakeReadsBlocking() {
       ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK) != 0) {
     return;  // stays non-blocking: callers poll first (still correct)
   }
-  std::lock_guard<std::mutex> l(mu_);
+  std::lock_guard<FutexMutex> l(mu_);
   reads_block_ = true;
 }
 
@@ -856,7 +856,7 @@ void Connection::MaybeParkReadSide() {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   if (!lend_reads_ || shut_down_ || (read_paused_ & kPauseLent) != 0) return;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     if (read_side_ != ReadSide::kReactor || connecting_ || !awaiting_response_.empty() ||
         out_head_ != nullptr || direct_partial_ != nullptr) {
       return;
@@ -878,7 +878,7 @@ void Connection::ResumeLentReads() {
   std::unique_ptr<InboundTransfer> frame;
   Status error;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     if (read_side_ != ReadSide::kReactor) return;  // parked or lent again
     frame = std::move(lent_frame_);
     error = std::move(lent_error_);
@@ -921,7 +921,7 @@ void Connection::HandBackReadSide(OutboundCall* call, HandBack reason, bool may_
                                   std::unique_ptr<InboundTransfer> frame, const Status& error) {
   CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     reader_call_ = nullptr;
     abandon_requested_ = false;
     if (close_on_return_fd_ >= 0) {
@@ -968,7 +968,7 @@ int Connection::TakeLentFrame(OutboundCall* call, std::unique_ptr<InboundTransfe
   const int32_t id = resp.header.call_id;
   OutboundCall* found;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     found = awaiting_response_.Find(id);
     // Ours, and no Cancel() is pending (from here on none will be posted):
     // finish it here. Anything else is the reactor's to deliver, with its
@@ -1006,7 +1006,7 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
   CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
 #if CROSSFREE_DCHECK_IS_ON()
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     CROSSFREE_DCHECK(read_side_ == ReadSide::kCaller && reader_call_ == call);
   }
 #endif
@@ -1055,7 +1055,7 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
       if (r != 0) return r > 0;
     }
     if (!first_wait) {
-      std::lock_guard<std::mutex> l(mu_);
+      std::lock_guard<FutexMutex> l(mu_);
       abandon = abandon_requested_;
     }
     first_wait = false;
