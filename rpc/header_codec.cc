@@ -202,7 +202,7 @@ void AddName(std::string* names, const char* name) {
 // A varint of 1 to 4 bytes (values below 2^28) at [*p, end), or false
 // (longer, truncated, or none): the fast paths below take the general
 // parser for anything else, so they need not handle it.
-inline bool ShortVarint(const uint8_t** pp, const uint8_t* end, uint32_t* v) {
+[[gnu::always_inline]] inline bool ShortVarint(const uint8_t** pp, const uint8_t* end, uint32_t* v) {
   const uint8_t* p = *pp;
   const ptrdiff_t left = end - p;
   if (left >= 1 && p[0] < 0x80) {
@@ -358,8 +358,29 @@ uint8_t* WriteResponseHeader(const ResponseHeaderFields& f, uint8_t* p) {
   return WriteOffsets(Tag(3, kVarint), f.body_size, f.sidecars, p);
 }
 
+namespace {
+
+// The general parsers, for what the canonical fast paths do not take. Not
+// inlined into ParseRequestHeader / ParseResponseHeader, so the fast path
+// does not pay for their stack frame and saved registers.
+[[gnu::noinline]] Status ParseAnyRequestHeader(std::string_view bytes, ParsedRequestHeader* h);
+[[gnu::noinline]] Status ParseAnyResponseHeader(std::string_view bytes, ParsedResponseHeader* h);
+
+}  // namespace
+
 Status ParseRequestHeader(std::string_view bytes, ParsedRequestHeader* h) {
   if (ParseCanonicalRequestHeader(bytes, h)) return Status::OK();
+  return ParseAnyRequestHeader(bytes, h);
+}
+
+Status ParseResponseHeader(std::string_view bytes, ParsedResponseHeader* h) {
+  if (ParseCanonicalResponseHeader(bytes, h)) return Status::OK();
+  return ParseAnyResponseHeader(bytes, h);
+}
+
+namespace {
+
+Status ParseAnyRequestHeader(std::string_view bytes, ParsedRequestHeader* h) {
   h->call_id = 0;
   h->has_remote_method = false;
   h->service_name = h->method_name = std::string_view();
@@ -424,8 +445,7 @@ Status ParseRequestHeader(std::string_view bytes, ParsedRequestHeader* h) {
   return Status::OK();
 }
 
-Status ParseResponseHeader(std::string_view bytes, ParsedResponseHeader* h) {
-  if (ParseCanonicalResponseHeader(bytes, h)) return Status::OK();
+Status ParseAnyResponseHeader(std::string_view bytes, ParsedResponseHeader* h) {
   h->call_id = 0;
   h->is_error = false;
   h->sidecar_offsets.clear();
@@ -460,5 +480,7 @@ Status ParseResponseHeader(std::string_view bytes, ParsedResponseHeader* h) {
   if (!has_call_id) return MissingFields("call_id");
   return Status::OK();
 }
+
+}  // namespace
 
 }  // namespace crossfree::rpc
