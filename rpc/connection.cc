@@ -22,6 +22,7 @@
 #include "rpc/notification.h"
 #include "rpc/outbound_call.h"
 #include "rpc/reactor.h"
+#include "rpc/socket_io.h"
 
 namespace crossfree::rpc {
 
@@ -390,7 +391,7 @@ void Connection::HandleReadable() {
           SetReadPause(read_paused_ | kPauseMemory);
           return;
         }
-        ssize_t n = ::recv(fd_, dst, room, MSG_DONTWAIT);
+        ssize_t n = SocketRecv(fd_, dst, room, MSG_DONTWAIT);
         if (n > 0) {
           drained = static_cast<size_t>(n) < room;
           last_progress_ = last_activity_ = ev_now(reactor_->loop());
@@ -408,7 +409,7 @@ void Connection::HandleReadable() {
         return;
       }
       // MSG_DONTWAIT: the socket itself may be blocking (MakeReadsBlocking).
-      ssize_t n = ::recv(fd_, read_buf_.get(), kReadBufferSize, MSG_DONTWAIT);
+      ssize_t n = SocketRecv(fd_, read_buf_.get(), kReadBufferSize, MSG_DONTWAIT);
       if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
         if (errno == EINTR) continue;
@@ -1084,7 +1085,7 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
       // Sleeps in the kernel until the response, EOF (Shutdown), or the end
       // of the slice: no spinning. A Cancel() meanwhile (abandon_requested_)
       // is seen when the slice ends.
-      r = ::recv(fd, read_buf_.get(), kReadBufferSize, 0);
+      r = SocketRecv(fd, read_buf_.get(), kReadBufferSize, 0);
       if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         block = false;  // a slow call: poll from now on
         continue;
@@ -1109,7 +1110,7 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
       }
       if (pfd[0].revents == 0) continue;
       // MSG_DONTWAIT: the descriptor may be blocking (MakeReadsBlocking).
-      r = ::recv(fd, read_buf_.get(), kReadBufferSize, MSG_DONTWAIT);
+      r = SocketRecv(fd, read_buf_.get(), kReadBufferSize, MSG_DONTWAIT);
     }
     if (r > 0) {
       read_pos_ = 0;

@@ -13,6 +13,7 @@
 
 #include "rpc/memory_budget.h"
 #include "rpc/serialization.h"
+#include "rpc/socket_io.h"
 
 namespace crossfree::rpc {
 
@@ -155,7 +156,7 @@ Status OutboundTransfer::Write(int fd) {
     if (cur_slice_ + 1 == num_slices_) {
       // One slice left (a small frame is one): no iovec array to build.
       const iovec& v = slice(cur_slice_);
-      w = ::send(fd, static_cast<char*>(v.iov_base) + cur_offset_, v.iov_len - cur_offset_, kFlags);
+      w = SocketSend(fd, static_cast<char*>(v.iov_base) + cur_offset_, v.iov_len - cur_offset_, kFlags);
     } else {
       iovec iov[kMaxIov];
       int n = 0;
@@ -167,7 +168,7 @@ Status OutboundTransfer::Write(int fd) {
       msghdr msg{};
       msg.msg_iov = iov;
       msg.msg_iovlen = static_cast<size_t>(n);
-      w = ::sendmsg(fd, &msg, kFlags);
+      w = SocketSendMsg(fd, &msg, kFlags);
     }
     if (w < 0) {
       if (errno == EINTR) continue;
