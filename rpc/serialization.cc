@@ -160,9 +160,9 @@ Status ParseFrame(std::string_view frame, ParsedResponseHeader* header, std::str
       body);
 }
 
-Status SplitSidecars(std::string_view body, std::span<const uint32_t> offsets,
-                     std::string_view* pb, std::vector<std::string_view>* sidecars,
-                     int max_sidecars) {
+Status SplitSidecarsWithOffsets(std::string_view body, std::span<const uint32_t> offsets,
+                                std::string_view* pb, std::vector<std::string_view>* sidecars,
+                                int max_sidecars) {
   sidecars->clear();
   int n = static_cast<int>(std::min<size_t>(offsets.size(), INT_MAX));
   if (n > max_sidecars) {
