@@ -101,29 +101,36 @@ uint8_t* SerializeFrameHeader(const FrameLayout& l, const google::protobuf::Mess
 
 namespace {
 
+// The errors of ParseFrameWith, out of line (cold): building their
+// messages needs a large stack frame the valid frame should not pay for.
+[[gnu::noinline, gnu::cold]] Status FrameError(const char* what) {
+  return Status::Corruption(std::string("invalid frame: ") + what);
+}
+[[gnu::noinline, gnu::cold]] Status HeaderTooLong(uint32_t header_len, size_t left) {
+  return Status::Corruption("invalid frame: header length " + std::to_string(header_len) +
+                            " exceeds the " + std::to_string(left) + " bytes left in the frame");
+}
+[[gnu::noinline, gnu::cold]] Status BodyLengthMismatch(uint32_t body_len, size_t left) {
+  return Status::Corruption("invalid frame: body length " + std::to_string(body_len) + " but " +
+                            std::to_string(left) + " bytes remain");
+}
+
 // ParseFrame for any header parser: `parse_header(bytes)` returns OK or the
 // Corruption to report.
 template <typename ParseHeader>
 Status ParseFrameWith(std::string_view frame, ParseHeader parse_header, std::string_view* body) {
   uint32_t header_len = 0;
   if (!ReadVarint32(&frame, &header_len)) {
-    return Status::Corruption("invalid frame: missing or truncated header length varint");
+    return FrameError("missing or truncated header length varint");
   }
-  if (header_len > frame.size()) {
-    return Status::Corruption("invalid frame: header length " + std::to_string(header_len) +
-                              " exceeds the " + std::to_string(frame.size()) +
-                              " bytes left in the frame");
-  }
+  if (header_len > frame.size()) return HeaderTooLong(header_len, frame.size());
   CROSSFREE_RETURN_NOT_OK(parse_header(frame.substr(0, header_len)));
   frame.remove_prefix(header_len);
   uint32_t body_len = 0;
   if (!ReadVarint32(&frame, &body_len)) {
-    return Status::Corruption("invalid frame: missing or truncated body length varint");
+    return FrameError("missing or truncated body length varint");
   }
-  if (body_len != frame.size()) {
-    return Status::Corruption("invalid frame: body length " + std::to_string(body_len) +
-                              " but " + std::to_string(frame.size()) + " bytes remain");
-  }
+  if (body_len != frame.size()) return BodyLengthMismatch(body_len, frame.size());
   *body = frame;
   return Status::OK();
 }
