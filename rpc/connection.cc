@@ -22,6 +22,7 @@
 #include "rpc/notification.h"
 #include "rpc/outbound_call.h"
 #include "rpc/reactor.h"
+#include "rpc/socket_io.h"
 
 namespace crossfree::rpc {
 
@@ -95,7 +96,7 @@ void Connection::RecycleInboundTransfer(std::unique_ptr<InboundTransfer> t) {
 void Connection::Start(bool connecting) {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     connecting_ = connecting;
   }
   last_progress_ = last_activity_ = ev_now(reactor_->loop());
@@ -119,37 +120,46 @@ void Connection::WriteCallback(struct ev_loop*, ev_io* w, int) {
 }
 
 void Connection::EnqueueTransfer(OutboundTransfer* t) {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   t->next_in_queue = nullptr;
   out_bytes_ += t->total_bytes();
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (out_tail_ == nullptr) {
-      out_head_ = out_tail_ = t;
-    } else {
-      out_tail_->next_in_queue = t;
-      out_tail_ = t;
-    }
+  std::unique_lock<FutexMutex> l(mu_);
+  if (out_tail_ == nullptr) {
+    out_head_ = out_tail_ = t;
+  } else {
+    out_tail_->next_in_queue = t;
+    out_tail_ = t;
   }
   if (connecting_) {
+    l.unlock();
     if (!write_watcher_active_) {
       ev_io_start(reactor_->loop(), &write_watcher_);
       write_watcher_active_ = true;
     }
     return;
   }
-  // Send at once when the queue was idle; otherwise the write watcher is on.
+  // Send at once when the queue was idle (still holding mu_: the write is
+  // the same critical section as the link); otherwise the write watcher is on.
   if (out_head_ == t) {
     ConnectionRef ref(this);
-    WriteQueued();
+    WriteQueued(std::move(l));
   } else {
+    l.unlock();
     UpdateBackPressure();
     SyncOutCharge();
   }
 }
 
-void Connection::WriteQueued() {
+void Connection::WriteQueued(std::unique_lock<FutexMutex> l) {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
+  CROSSFREE_DCHECK(!l.owns_lock() || l.mutex() == &mu_);
   while (!shut_down_) {
-    std::unique_lock<std::mutex> l(mu_);
+    if (!l.owns_lock()) {
+      // Only this thread changes the queue links (under mu_, which direct
+      // writers take to read them), so an empty queue needs no lock to see.
+      if (out_head_ == nullptr) break;
+      l = std::unique_lock<FutexMutex>(mu_);
+    }
     OutboundTransfer* t = out_head_;
     // A direct writer's partial frame goes first: AdoptPartialWrite, a task
     // already queued, puts it at the head and comes back here.
@@ -179,6 +189,7 @@ void Connection::WriteQueued() {
     out_bytes_ -= t->total_bytes();
     t->callbacks()->NotifyTransferFinished();
   }
+  if (l.owns_lock()) l.unlock();
   if (write_watcher_active_ && !shut_down_) {
     ev_io_stop(reactor_->loop(), &write_watcher_);
     write_watcher_active_ = false;
@@ -199,7 +210,7 @@ void Connection::HandleWritable() {
       return;
     }
     {
-      std::lock_guard<std::mutex> l(mu_);
+      std::lock_guard<FutexMutex> l(mu_);
       connecting_ = false;
     }
     MakeReadsBlocking();
@@ -213,7 +224,7 @@ bool Connection::TryWriteResponseDirect(InboundCall* call) {
   bool adopt = false;
   bool wake = false;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     if (fd_ < 0 || connecting_ || out_head_ != nullptr || direct_partial_ != nullptr) return false;
     Status s = t->Write(fd_);
     // Nothing written (EAGAIN, or an error the reactor will meet too): the
@@ -250,7 +261,7 @@ bool Connection::TrySendCallDirect(OutboundCall* call, bool* caller_reads) {
   OutboundTransfer* t = call->transfer();
   bool unpark = false;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     if (fd_ < 0 || connecting_ || out_head_ != nullptr || direct_partial_ != nullptr) return false;
     const int32_t id = next_call_id_;
     call->SerializeHeader(id);
@@ -312,7 +323,7 @@ bool Connection::TrySendCallDirect(OutboundCall* call, bool* caller_reads) {
 void Connection::AdoptPartialWrite(OutboundTransfer* t, InboundCall* call) {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     if (direct_partial_ != t) return;  // Shutdown aborted it already
     direct_partial_ = nullptr;
     direct_partial_call_ = nullptr;
@@ -339,7 +350,7 @@ void Connection::ReleaseDirectlyAnswered() {
   if (!has_direct_done_.load(std::memory_order_acquire)) return;
   InboundCall* list;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     list = direct_done_;
     direct_done_ = nullptr;
     direct_wake_pending_ = false;
@@ -380,7 +391,7 @@ void Connection::HandleReadable() {
           SetReadPause(read_paused_ | kPauseMemory);
           return;
         }
-        ssize_t n = ::recv(fd_, dst, room, MSG_DONTWAIT);
+        ssize_t n = SocketRecv(fd_, dst, room, MSG_DONTWAIT);
         if (n > 0) {
           drained = static_cast<size_t>(n) < room;
           last_progress_ = last_activity_ = ev_now(reactor_->loop());
@@ -398,7 +409,7 @@ void Connection::HandleReadable() {
         return;
       }
       // MSG_DONTWAIT: the socket itself may be blocking (MakeReadsBlocking).
-      ssize_t n = ::recv(fd_, read_buf_.get(), kReadBufferSize, MSG_DONTWAIT);
+      ssize_t n = SocketRecv(fd_, read_buf_.get(), kReadBufferSize, MSG_DONTWAIT);
       if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
         if (errno == EINTR) continue;
@@ -488,7 +499,7 @@ void Connection::SetReadPause(uint8_t reasons) {
   const bool want_wake = (reasons & kPauseCalls) != 0;
   bool any = false;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     wake_on_direct_done_ = want_wake;
     any = direct_done_ != nullptr;
   }
@@ -512,7 +523,7 @@ void Connection::OnTick(double now) {
     if (!lend_reads_) return;
     bool unpark = false;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      std::lock_guard<FutexMutex> l(mu_);
       unpark = read_side_ == ReadSide::kParked && lent_takes_ == lent_takes_seen_;
       if (unpark) read_side_ = ReadSide::kReactor;
       lent_takes_seen_ = lent_takes_;
@@ -615,7 +626,7 @@ bool Connection::HandleCallResponse(std::unique_ptr<InboundTransfer> transfer) {
   OutboundCall* call;
   bool early = false;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     call = awaiting_response_.Find(resp.header.call_id);
     if (call != nullptr) {
       if (call->state() != OutboundCall::State::kSent) {
@@ -659,7 +670,7 @@ void Connection::QueueOutboundCall(OutboundCall* call) {
   }
   bool unpark = false;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     int32_t id = next_call_id_;
     next_call_id_ = next_call_id_ == INT32_MAX ? 0 : next_call_id_ + 1;
     call->SerializeHeader(id);
@@ -684,7 +695,7 @@ void Connection::AbandonCall(OutboundCall* call, const Status& status) {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   OutboundCall::State st =
       status.IsTimedOut() ? OutboundCall::State::kTimedOut : OutboundCall::State::kCancelled;
-  std::unique_lock<std::mutex> l(mu_);
+  std::unique_lock<FutexMutex> l(mu_);
   if (read_side_ == ReadSide::kCaller && reader_call_ == call) {
     // Its caller is reading the response and alone may finish the call:
     // ask it to hand the call back (HandBack::kCancelled), after which
@@ -764,7 +775,7 @@ void Connection::Shutdown(const Status& why) {
   {
     // Direct writers check fd_ under mu_: none writes to a closed (or
     // reused) descriptor, and none starts once this is done.
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     lent = read_side_ == ReadSide::kCaller;
     if (lent) {
       // A caller polls and reads this descriptor (ReadOwnResponse): wake it
@@ -838,7 +849,7 @@ void Connection::MakeReadsBlocking() {
       ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK) != 0) {
     return;  // stays non-blocking: callers poll first (still correct)
   }
-  std::lock_guard<std::mutex> l(mu_);
+  std::lock_guard<FutexMutex> l(mu_);
   reads_block_ = true;
 }
 
@@ -846,7 +857,7 @@ void Connection::MaybeParkReadSide() {
   CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   if (!lend_reads_ || shut_down_ || (read_paused_ & kPauseLent) != 0) return;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     if (read_side_ != ReadSide::kReactor || connecting_ || !awaiting_response_.empty() ||
         out_head_ != nullptr || direct_partial_ != nullptr) {
       return;
@@ -868,7 +879,7 @@ void Connection::ResumeLentReads() {
   std::unique_ptr<InboundTransfer> frame;
   Status error;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     if (read_side_ != ReadSide::kReactor) return;  // parked or lent again
     frame = std::move(lent_frame_);
     error = std::move(lent_error_);
@@ -911,7 +922,7 @@ void Connection::HandBackReadSide(OutboundCall* call, HandBack reason, bool may_
                                   std::unique_ptr<InboundTransfer> frame, const Status& error) {
   CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     reader_call_ = nullptr;
     abandon_requested_ = false;
     if (close_on_return_fd_ >= 0) {
@@ -958,7 +969,7 @@ int Connection::TakeLentFrame(OutboundCall* call, std::unique_ptr<InboundTransfe
   const int32_t id = resp.header.call_id;
   OutboundCall* found;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     found = awaiting_response_.Find(id);
     // Ours, and no Cancel() is pending (from here on none will be posted):
     // finish it here. Anything else is the reactor's to deliver, with its
@@ -996,7 +1007,7 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
   CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
 #if CROSSFREE_DCHECK_IS_ON()
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<FutexMutex> l(mu_);
     CROSSFREE_DCHECK(read_side_ == ReadSide::kCaller && reader_call_ == call);
   }
 #endif
@@ -1045,7 +1056,7 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
       if (r != 0) return r > 0;
     }
     if (!first_wait) {
-      std::lock_guard<std::mutex> l(mu_);
+      std::lock_guard<FutexMutex> l(mu_);
       abandon = abandon_requested_;
     }
     first_wait = false;
@@ -1074,7 +1085,7 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
       // Sleeps in the kernel until the response, EOF (Shutdown), or the end
       // of the slice: no spinning. A Cancel() meanwhile (abandon_requested_)
       // is seen when the slice ends.
-      r = ::recv(fd, read_buf_.get(), kReadBufferSize, 0);
+      r = SocketRecv(fd, read_buf_.get(), kReadBufferSize, 0);
       if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         block = false;  // a slow call: poll from now on
         continue;
@@ -1099,7 +1110,7 @@ bool Connection::ReadOwnResponse(OutboundCall* call) {
       }
       if (pfd[0].revents == 0) continue;
       // MSG_DONTWAIT: the descriptor may be blocking (MakeReadsBlocking).
-      r = ::recv(fd, read_buf_.get(), kReadBufferSize, MSG_DONTWAIT);
+      r = SocketRecv(fd, read_buf_.get(), kReadBufferSize, MSG_DONTWAIT);
     }
     if (r > 0) {
       read_pos_ = 0;

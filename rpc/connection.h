@@ -13,6 +13,7 @@
 #include <ev.h>
 
 #include "rpc/call_id_map.h"
+#include "rpc/futex_mutex.h"
 #include "rpc/inbound_call_pool.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
@@ -216,7 +217,10 @@ class Connection {
   void HandleReadable();
   void HandleWritable();
   // Writes queued transfers until EAGAIN; enables/disables the write watcher.
-  void WriteQueued();
+  // `held` (optional) is a lock of mu_ the caller already took, so a
+  // transfer queued on an idle connection is linked and written in one
+  // critical section. Reactor thread.
+  void WriteQueued(std::unique_lock<FutexMutex> held = {});
   void EnqueueTransfer(OutboundTransfer* t);
   // Reactor: takes over the transfer a direct writer left partly written
   // (`call`: its server call, or nullptr on a client), puts it at the head of
@@ -326,7 +330,7 @@ class Connection {
   // read them), connecting_ (written under it), the client's call ids and
   // awaiting_response_, and the direct_* fields below.
   // Never held while a callback runs.
-  std::mutex mu_;
+  FutexMutex mu_;
   // A transfer a direct writer left partly written: nobody writes until the
   // reactor adopted it (AdoptPartialWrite).
   OutboundTransfer* direct_partial_ = nullptr;

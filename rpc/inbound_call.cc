@@ -4,6 +4,7 @@
 #include "rpc/inbound_call.h"
 
 #include "rpc/alloc_pattern.h"
+#include "rpc/dcheck.h"
 #include "rpc/connection.h"
 #include "rpc/reactor.h"
 #include "rpc/serialization.h"
@@ -48,7 +49,7 @@ void InboundCall::ReleaseCallState() {
   legacy_buffer_ = nullptr;
   context_.reset();
   arena_.reset();
-  message_arena_.reset();
+  ReleaseMessages();
   response_heap_.reset();
   // The request frame came from this connection's reactor: back to its pool
   // when we are on that reactor (not on the shutdown path of another thread).
@@ -126,9 +127,33 @@ google::protobuf::Arena* InboundCall::arena() {
   return &*arena_;
 }
 
-google::protobuf::Arena* InboundCall::message_arena() {
+void InboundCall::ConstructMessages(const MethodInfo& method,
+                                    google::protobuf::MessageLite** request,
+                                    google::protobuf::MessageLite** response) {
+  CROSSFREE_DCHECK(placed_request_ == nullptr && !message_arena_);
+  const size_t align = method.message_align;
+  // The response starts at the first multiple of its alignment after the request.
+  const size_t resp_offset = align == 0 ? 0 : (method.request_size + align - 1) / align * align;
+  if (method.place_request != nullptr && align <= kMessageBlockAlign &&
+      resp_offset + method.response_size <= sizeof(message_arena_block_)) {
+    placed_request_ = method.place_request(message_arena_block_);
+    placed_response_ = method.place_response(message_arena_block_ + resp_offset);
+    *request = placed_request_;
+    *response = placed_response_;
+    return;
+  }
   message_arena_.emplace(message_arena_block_, sizeof(message_arena_block_));
-  return &*message_arena_;
+  *request = method.new_request(&*message_arena_);
+  *response = method.new_response(&*message_arena_);
+}
+
+void InboundCall::ReleaseMessages() {
+  if (placed_request_ != nullptr) {
+    placed_response_->~MessageLite();
+    placed_request_->~MessageLite();
+    placed_request_ = placed_response_ = nullptr;
+  }
+  message_arena_.reset();
 }
 
 void InboundCall::PrepareSuccess(const google::protobuf::MessageLite& response,

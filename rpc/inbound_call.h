@@ -19,6 +19,7 @@
 #include "rpc/header_codec.h"
 #include "rpc/rpc_context.h"
 #include "rpc/rpc_header.pb.h"
+#include "rpc/service_if.h"
 #include "rpc/status.h"
 #include "rpc/transfer.h"
 
@@ -110,16 +111,20 @@ class InboundCall final : public TransferCallbacks {
   RpcContext* CreateContext(google::protobuf::MessageLite* request,
                             google::protobuf::MessageLite* response, bool legacy);
   google::protobuf::Arena* arena();
-  // Fixed pattern, worker thread: a fresh arena for the handler's request
-  // and response whose first block is message_arena_block_, memory of this
-  // call (so small messages cost no heap allocation). Blocks beyond it are
-  // allocated by the worker and freed by ReleaseMessageArena.
-  google::protobuf::Arena* message_arena();
-  // The responder (the worker for synchronous handlers), after serializing
-  // the response: destroys the messages and frees any extra arena blocks,
-  // so they die on the thread that made them, as the new/delete'd messages
-  // did before (fix 4).
-  void ReleaseMessageArena() { message_arena_.reset(); }
+  // Fixed pattern, on the thread that runs the handler: the request and
+  // response of `method`, constructed without an arena in this call's
+  // message block when both fit (the common small-message case: no arena
+  // to set up or tear down, no heap), else on a fresh arena whose first
+  // block is that block (blocks beyond it are allocated by this thread and
+  // freed by ReleaseMessages).
+  void ConstructMessages(const MethodInfo& method, google::protobuf::MessageLite** request,
+                         google::protobuf::MessageLite** response);
+  // The responder (the handler's thread for synchronous handlers), after
+  // serializing the response: destroys the messages (and frees any arena
+  // blocks), so they die on the thread that made them, as the
+  // new/delete'd messages did before (fix 4). Also run when the call ends
+  // without a response having been made.
+  void ReleaseMessages();
 
   // Reactor thread: the transfer to write and the result of writing it.
   OutboundTransfer* response_transfer() { return response_transfer_ptr_; }
@@ -155,8 +160,13 @@ class InboundCall final : public TransferCallbacks {
   // Fixed pattern: enough for the header of protobuf's arena plus small
   // request/response messages (AddRequestPB + AddResponsePB use ~100 bytes).
   static constexpr size_t kMessageArenaBytes = 512;
-  alignas(16) char message_arena_block_[kMessageArenaBytes];
+  static constexpr size_t kMessageBlockAlign = 16;
+  alignas(kMessageBlockAlign) char message_arena_block_[kMessageArenaBytes];
   std::optional<google::protobuf::Arena> message_arena_;
+  // Messages constructed in message_arena_block_ (no arena), destroyed by
+  // ReleaseMessages; nullptr otherwise.
+  google::protobuf::MessageLite* placed_request_ = nullptr;
+  google::protobuf::MessageLite* placed_response_ = nullptr;
 
   // Response (fixed pattern): small responses go in the inline buffer, larger
   // ones reuse the request buffer when it is big enough.

@@ -181,7 +181,11 @@ class OutboundCall final : public TransferCallbacks {
   Sockaddr remote_;
   const RemoteMethod* method_ = nullptr;
   google::protobuf::MessageLite* response_pb_ = nullptr;
+  // The serialized request body: in frame_inline_ (body_inline_) when it
+  // fits, else here.
   std::string request_body_;
+  size_t body_size_ = 0;
+  bool body_inline_ = false;
   ResponseCallback callback_;
   ResponseCallback* legacy_callback_ = nullptr;  // legacy_client_transfer: boxed on C
   std::chrono::steady_clock::time_point deadline_{};
@@ -193,11 +197,16 @@ class OutboundCall final : public TransferCallbacks {
   Status status_;
   int32_t call_id_ = -1;
 
-  // Request header bytes (prefix, header, body varint), written on the
-  // reactor; inline unless the method names are long, else freed on the
-  // reactor as soon as the frame is sent.
+  // The request frame: a small body is serialized by Prepare at
+  // kInlineHeaderBytes, and SerializeHeader (on whichever thread sends it)
+  // writes the head bytes (prefix, header, body varint) right before it,
+  // so the frame is one slice and the body needs no string. A larger body
+  // is in request_body_ and the head starts at 0. A head longer than
+  // kInlineHeaderBytes (long method names) goes to header_heap_, freed as
+  // soon as the frame is sent.
   static constexpr size_t kInlineHeaderBytes = 160;
-  uint8_t header_inline_[kInlineHeaderBytes];
+  static constexpr size_t kInlineBodyBytes = 256;
+  uint8_t frame_inline_[kInlineHeaderBytes + kInlineBodyBytes];
   std::unique_ptr<uint8_t[]> header_heap_;
   OutboundTransfer transfer_;
 

@@ -150,7 +150,11 @@ class Generator : public google::protobuf::compiler::CodeGenerator {
                "         ::google::protobuf::MessageLite* resp, ::crossfree::rpc::RpcContext* ctx) {\n"
                "        static_cast<$name$If*>(s)->$m$(static_cast<const $req$*>(req),\n"
                "                                      static_cast<$resp$*>(resp), ctx);\n"
-               "      }});\n",
+               "      },\n"
+               "      sizeof($req$), sizeof($resp$),\n"
+               "      alignof($req$) > alignof($resp$) ? alignof($req$) : alignof($resp$),\n"
+               "      [](void* at) -> ::google::protobuf::MessageLite* { return new (at) $req$(); },\n"
+               "      [](void* at) -> ::google::protobuf::MessageLite* { return new (at) $resp$(); }});\n",
                "m", md->name(), "name", s->name(), "req", CppType(md->input_type()), "resp",
                CppType(md->output_type()));
     }

@@ -50,7 +50,7 @@ Status Proxy::SyncRequest(const RemoteMethod& method, const google::protobuf::Me
   // The cached connection, unless it closed: then the reactor opens another.
   ConnectionRef conn;
   {
-    std::lock_guard<std::mutex> l(conn_mu_);
+    std::lock_guard<FutexMutex> l(conn_mu_);
     if (conn_ && conn_->closed()) conn_.reset();
     if (conn_) conn = ConnectionRef(conn_.get());
   }
@@ -93,7 +93,7 @@ Status Proxy::SyncRequest(const RemoteMethod& method, const google::protobuf::Me
     }
   }
   if (call->connection_for_caller) {
-    std::lock_guard<std::mutex> l(conn_mu_);
+    std::lock_guard<FutexMutex> l(conn_mu_);
     if (!conn_) conn_ = std::move(call->connection_for_caller);
     call->connection_for_caller.reset();
   }

@@ -10,6 +10,7 @@
 #include <google/protobuf/message_lite.h>
 
 #include "rpc/connection.h"
+#include "rpc/futex_mutex.h"
 #include "rpc/outbound_call.h"
 #include "rpc/rpc_controller.h"
 #include "rpc/sockaddr.h"
@@ -52,7 +53,7 @@ class Proxy {
   Sockaddr remote_;
   // The connection the last sync call went over (see SyncRequest), for
   // direct sends; dropped once it is closed.
-  std::mutex conn_mu_;
+  FutexMutex conn_mu_;
   ConnectionRef conn_;
 };
 

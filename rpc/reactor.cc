@@ -33,6 +33,13 @@ struct HeapTask {
   ReactorTask task;
 };
 
+// libev's loop time (ev_now: taken right before and right after each
+// poll) in nanoseconds; for the busy-time accounting, which so reads no
+// clock of its own.
+uint64_t LoopNanos(struct ev_loop* loop) {
+  return static_cast<uint64_t>(ev_now(loop) * 1e9);
+}
+
 }  // namespace
 
 uint64_t MonoNanos() {
@@ -62,12 +69,8 @@ Status Reactor::Start() {
   ev_timer_init(&tick_, &Reactor::TickCallback, kTickSeconds, kTickSeconds);
   tick_.data = this;
   ev_timer_start(loop_, &tick_);
-  ev_prepare_init(&prepare_, &Reactor::PrepareCallback);
-  prepare_.data = this;
-  ev_prepare_start(loop_, &prepare_);
-  ev_check_init(&check_, &Reactor::CheckCallback);
-  check_.data = this;
-  ev_check_start(loop_, &check_);
+  ev_set_loop_release_cb(loop_, &Reactor::BeforePoll, &Reactor::AfterPoll);
+  ev_set_invoke_pending_cb(loop_, &Reactor::InvokePending);
   thread_ = std::thread([this] { RunThread(); });
   while (!started_.load()) std::this_thread::yield();
   return Status::OK();
@@ -77,7 +80,8 @@ void Reactor::RunThread() {
   SetCurrentThreadName(name_);
   tid_ = pthread_self();
   started_.store(true);
-  tick_start_ns_ = MonoNanos();
+  ev_now_update(loop_);
+  tick_start_ns_ = LoopNanos(loop_);
   ev_run(loop_, 0);
   // The loop stopped: nothing more will be posted successfully (closing_ is
   // set), abort whatever is left, on this thread.
@@ -192,10 +196,11 @@ void Reactor::AsyncCallback(struct ev_loop*, ev_async* w, int) {
 
 void Reactor::TickCallback(struct ev_loop*, ev_timer* w, int) {
   Reactor* r = static_cast<Reactor*>(w->data);
-  uint64_t now = MonoNanos();
-  uint64_t wall = now - r->tick_start_ns_;
-  // The tick callback itself runs inside a busy period: count up to now.
-  uint64_t busy = r->busy_ns_in_tick_ + (now - r->wake_ns_);
+  // The loop time of this wake-up (the tick runs inside a busy period,
+  // which starts at it: what follows counts in the next tick).
+  uint64_t now = LoopNanos(r->loop_);
+  uint64_t wall = now > r->tick_start_ns_ ? now - r->tick_start_ns_ : 0;
+  uint64_t busy = r->busy_ns_in_tick_ + (now > r->wake_ns_ ? now - r->wake_ns_ : 0);
   if (wall > 0) r->load_percent_.Record(busy * 100 / wall);
   r->busy_ns_in_tick_ = 0;
   r->tick_start_ns_ = now;
@@ -223,19 +228,26 @@ void Reactor::CancelInboundCalls() {
   for (auto& [c, ref] : server_conns_) c->CancelInboundCalls();
 }
 
-void Reactor::CheckCallback(struct ev_loop*, ev_check* w, int) {
-  // Runs right after the poll returns: a busy period starts.
-  Reactor* r = static_cast<Reactor*>(w->data);
-  r->polling_.store(false, std::memory_order_relaxed);
-  r->wake_ns_ = MonoNanos();
+void Reactor::AfterPoll(struct ev_loop* loop) noexcept {
+  static_cast<Reactor*>(ev_userdata(loop))->polling_.store(false, std::memory_order_relaxed);
 }
 
-void Reactor::PrepareCallback(struct ev_loop*, ev_prepare* w, int) {
-  // Runs right before the loop polls again: the busy period ends.
-  Reactor* r = static_cast<Reactor*>(w->data);
+void Reactor::InvokePending(struct ev_loop* loop) noexcept {
+  // libev updated its loop time right after the poll: a busy period starts
+  // (the first invocation after a poll; without fork or prepare watchers,
+  // the only one).
+  Reactor* r = static_cast<Reactor*>(ev_userdata(loop));
+  if (r->wake_ns_ == 0) r->wake_ns_ = LoopNanos(loop);
+  ev_invoke_pending(loop);
+}
+
+void Reactor::BeforePoll(struct ev_loop* loop) noexcept {
+  // libev updated its loop time right before this: the busy period ends.
+  Reactor* r = static_cast<Reactor*>(ev_userdata(loop));
   r->polling_.store(true, std::memory_order_relaxed);
   if (r->wake_ns_ == 0) return;
-  uint64_t d = MonoNanos() - r->wake_ns_;
+  uint64_t now = LoopNanos(loop);
+  uint64_t d = now > r->wake_ns_ ? now - r->wake_ns_ : 0;  // realtime-based: may step back
   r->busy_ns_in_tick_ += d;
   r->active_latency_us_.Record(d / 1000);
   r->wake_ns_ = 0;

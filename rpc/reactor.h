@@ -95,8 +95,17 @@ class Reactor {
  private:
   static void AsyncCallback(struct ev_loop* loop, ev_async* w, int revents);
   static void TickCallback(struct ev_loop* loop, ev_timer* w, int revents);
-  static void PrepareCallback(struct ev_loop* loop, ev_prepare* w, int revents);
-  static void CheckCallback(struct ev_loop* loop, ev_check* w, int revents);
+  // The busy-time accounting and the polling_ hint, as libev loop hooks
+  // rather than an ev_prepare and an ev_check watcher. Why: two watchers
+  // cost two event queueings and invocations per loop iteration, and each
+  // read the clock, which libev reads right before and after polling
+  // anyway (ev_now). BeforePoll / AfterPoll (ev_set_loop_release_cb) run
+  // right around epoll_wait; InvokePending (ev_set_invoke_pending_cb) runs
+  // the iteration's callbacks and stamps the busy period's start with the
+  // loop time libev took after the poll. Reactor thread.
+  static void BeforePoll(struct ev_loop* loop) noexcept;
+  static void AfterPoll(struct ev_loop* loop) noexcept;
+  static void InvokePending(struct ev_loop* loop) noexcept;
   void RunThread();
   void DrainTasks();
   void ShutdownOnReactor();
@@ -110,12 +119,10 @@ class Reactor {
   struct ev_loop* loop_ = nullptr;
   ev_async wakeup_;
   ev_timer tick_;
-  ev_prepare prepare_;
-  ev_check check_;
   std::thread thread_;
   pthread_t tid_{};
   std::atomic<bool> started_{false};
-  std::atomic<bool> polling_{false};  // set by PrepareCallback, cleared by CheckCallback
+  std::atomic<bool> polling_{false};  // set by BeforePoll, cleared by AfterPoll
 
   // Guards pending_ and closing_. Producers push; the reactor swaps pending_
   // with running_ and runs them, so both vectors keep their capacity and no
@@ -132,7 +139,8 @@ class Reactor {
   std::vector<Connection*> tick_scratch_;
   bool shut_down_on_reactor_ = false;
 
-  // Busy-time accounting (reactor thread only, except the histograms).
+  // Busy-time accounting (reactor thread only, except the histograms), in
+  // nanoseconds of libev's loop time (LoopNanos; 0: not in a busy period).
   uint64_t wake_ns_ = 0;
   uint64_t busy_ns_in_tick_ = 0;
   uint64_t tick_start_ns_ = 0;

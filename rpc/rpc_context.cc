@@ -20,7 +20,7 @@ void RpcContext::ReleaseMessages() {
     // Fix 4: made on the call's message arena by the worker that ran the
     // handler; a synchronous handler responds on that same worker, so any
     // heap block or string of theirs dies where it was born.
-    call_->ReleaseMessageArena();
+    call_->ReleaseMessages();
   }
   request_ = nullptr;
   response_ = nullptr;

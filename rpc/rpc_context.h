@@ -64,9 +64,10 @@ class RpcContext {
   int32_t call_id() const;
 
  private:
-  // Fixed pattern: the messages live on the call's message arena (first
-  // block inline in the call, more blocks from the worker); it is destroyed
-  // here, by the responder (the same worker for synchronous handlers).
+  // Fixed pattern: the messages live in the call's message block (or on an
+  // arena whose first block it is, more blocks from the handler's thread);
+  // they are destroyed here, by the responder (the handler's thread for
+  // synchronous handlers).
   // Legacy: they live on the call's heap arena, freed with the call.
   void ReleaseMessages();
   void Done();

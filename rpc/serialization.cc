@@ -14,6 +14,13 @@ namespace {
 
 // Reads a varint of at most 5 bytes (a u32). False when truncated or too long.
 bool ReadVarint32(std::string_view* in, uint32_t* out) {
+  // One byte: every header length and small body length (the loop below
+  // costs several times as much, and runs twice per frame).
+  if (!in->empty() && static_cast<uint8_t>(in->front()) < 0x80) {
+    *out = static_cast<uint8_t>(in->front());
+    in->remove_prefix(1);
+    return true;
+  }
   uint64_t v = 0;
   for (size_t i = 0; i < in->size() && i < 5; ++i) {
     uint8_t b = static_cast<uint8_t>((*in)[i]);
@@ -94,29 +101,36 @@ uint8_t* SerializeFrameHeader(const FrameLayout& l, const google::protobuf::Mess
 
 namespace {
 
+// The errors of ParseFrameWith, out of line (cold): building their
+// messages needs a large stack frame the valid frame should not pay for.
+[[gnu::noinline, gnu::cold]] Status FrameError(const char* what) {
+  return Status::Corruption(std::string("invalid frame: ") + what);
+}
+[[gnu::noinline, gnu::cold]] Status HeaderTooLong(uint32_t header_len, size_t left) {
+  return Status::Corruption("invalid frame: header length " + std::to_string(header_len) +
+                            " exceeds the " + std::to_string(left) + " bytes left in the frame");
+}
+[[gnu::noinline, gnu::cold]] Status BodyLengthMismatch(uint32_t body_len, size_t left) {
+  return Status::Corruption("invalid frame: body length " + std::to_string(body_len) + " but " +
+                            std::to_string(left) + " bytes remain");
+}
+
 // ParseFrame for any header parser: `parse_header(bytes)` returns OK or the
 // Corruption to report.
 template <typename ParseHeader>
 Status ParseFrameWith(std::string_view frame, ParseHeader parse_header, std::string_view* body) {
   uint32_t header_len = 0;
   if (!ReadVarint32(&frame, &header_len)) {
-    return Status::Corruption("invalid frame: missing or truncated header length varint");
+    return FrameError("missing or truncated header length varint");
   }
-  if (header_len > frame.size()) {
-    return Status::Corruption("invalid frame: header length " + std::to_string(header_len) +
-                              " exceeds the " + std::to_string(frame.size()) +
-                              " bytes left in the frame");
-  }
+  if (header_len > frame.size()) return HeaderTooLong(header_len, frame.size());
   CROSSFREE_RETURN_NOT_OK(parse_header(frame.substr(0, header_len)));
   frame.remove_prefix(header_len);
   uint32_t body_len = 0;
   if (!ReadVarint32(&frame, &body_len)) {
-    return Status::Corruption("invalid frame: missing or truncated body length varint");
+    return FrameError("missing or truncated body length varint");
   }
-  if (body_len != frame.size()) {
-    return Status::Corruption("invalid frame: body length " + std::to_string(body_len) +
-                              " but " + std::to_string(frame.size()) + " bytes remain");
-  }
+  if (body_len != frame.size()) return BodyLengthMismatch(body_len, frame.size());
   *body = frame;
   return Status::OK();
 }
@@ -153,9 +167,9 @@ Status ParseFrame(std::string_view frame, ParsedResponseHeader* header, std::str
       body);
 }
 
-Status SplitSidecars(std::string_view body, std::span<const uint32_t> offsets,
-                     std::string_view* pb, std::vector<std::string_view>* sidecars,
-                     int max_sidecars) {
+Status SplitSidecarsWithOffsets(std::string_view body, std::span<const uint32_t> offsets,
+                                std::string_view* pb, std::vector<std::string_view>* sidecars,
+                                int max_sidecars) {
   sidecars->clear();
   int n = static_cast<int>(std::min<size_t>(offsets.size(), INT_MAX));
   if (n > max_sidecars) {

@@ -79,9 +79,20 @@ Status ParseFrame(std::string_view frame, ParsedResponseHeader* header, std::str
 // Splits body-plus-sidecars by sidecar offsets (relative to the body start).
 // *pb gets the body message bytes; *sidecars each sidecar (cleared first). Corruption for
 // more than `max_sidecars`, decreasing offsets or offsets past the end.
-Status SplitSidecars(std::string_view body, std::span<const uint32_t> offsets,
-                     std::string_view* pb, std::vector<std::string_view>* sidecars,
-                     int max_sidecars);
+Status SplitSidecarsWithOffsets(std::string_view body, std::span<const uint32_t> offsets,
+                                std::string_view* pb, std::vector<std::string_view>* sidecars,
+                                int max_sidecars);
+// Inline for the usual frame without sidecars (twice per call).
+inline Status SplitSidecars(std::string_view body, std::span<const uint32_t> offsets,
+                            std::string_view* pb, std::vector<std::string_view>* sidecars,
+                            int max_sidecars) {
+  if (offsets.empty()) {
+    sidecars->clear();
+    *pb = body;
+    return Status::OK();
+  }
+  return SplitSidecarsWithOffsets(body, offsets, pb, sidecars, max_sidecars);
+}
 inline Status SplitSidecars(std::string_view body,
                             const google::protobuf::RepeatedField<uint32_t>& offsets,
                             std::string_view* pb, std::vector<std::string_view>* sidecars,

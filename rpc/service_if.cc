@@ -30,12 +30,17 @@ void ServiceIf::Handle(InboundCall* call, int method_index) {
   const MethodInfo* method = &methods_[method_index];
   const bool legacy = GetAllocPattern().legacy_messages;
   // Legacy: messages on the call's arena (blocks allocated here, on the
-  // worker, and freed by the reactor with the call). Fixed: on an arena
-  // whose first block is inside the call (no heap for small messages); the
-  // responder destroys it (RpcContext::ReleaseMessages).
-  google::protobuf::Arena* arena = legacy ? call->arena() : call->message_arena();
-  google::protobuf::MessageLite* req = method->new_request(arena);
-  google::protobuf::MessageLite* resp = method->new_response(arena);
+  // worker, and freed by the reactor with the call). Fixed: constructed in
+  // memory of the call (or on an arena whose first block is there); the
+  // responder destroys them (RpcContext::ReleaseMessages).
+  google::protobuf::MessageLite* req;
+  google::protobuf::MessageLite* resp;
+  if (legacy) {
+    req = method->new_request(call->arena());
+    resp = method->new_response(call->arena());
+  } else {
+    call->ConstructMessages(*method, &req, &resp);
+  }
   RpcContext* ctx = call->CreateContext(req, resp, legacy);
   std::string_view body = call->body_pb();
   // ParsePartial + IsInitialized: the same check as ParseFromArray without

@@ -3,6 +3,8 @@
 // handlers and turns an InboundCall into a typed handler call.
 #pragma once
 
+#include <cstddef>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +26,16 @@ struct MethodInfo {
   google::protobuf::MessageLite* (*new_response)(google::protobuf::Arena* arena);
   void (*handler)(ServiceIf* service, const google::protobuf::MessageLite* request,
                   google::protobuf::MessageLite* response, RpcContext* context);
+  // Fixed pattern: the messages constructed without an arena in storage the
+  // caller provides (`at`: request_size / response_size bytes, aligned to
+  // message_align), destroyed with their virtual destructor. Why: a protobuf
+  // Arena costs more to set up and tear down than a small call's messages
+  // (InboundCall::ConstructMessages uses this when both fit in the call).
+  size_t request_size = 0;
+  size_t response_size = 0;
+  size_t message_align = 0;
+  google::protobuf::MessageLite* (*place_request)(void* at) = nullptr;
+  google::protobuf::MessageLite* (*place_response)(void* at) = nullptr;
 };
 
 // Owner: the ServicePool it is registered with. Thread: Handle runs on the

@@ -26,16 +26,21 @@ const char* Status::CodeName(Code code) {
   return "Unknown";
 }
 
+const std::string& Status::EmptyMessage() {
+  static const std::string* const kEmpty = new std::string();  // never destroyed
+  return *kEmpty;
+}
+
 std::string Status::ToString() const {
-  std::string out = CodeName(code_);
+  std::string out = CodeName(code());
   if (ok()) return out;
   out += ": ";
-  out += message_;
-  if (posix_code_ != 0) {
+  out += state_->message;
+  if (state_->posix_code != 0) {
     char buf[128];
     // GNU strerror_r returns the message pointer, which may not be buf.
-    const char* text = strerror_r(posix_code_, buf, sizeof(buf));
-    out += " (error " + std::to_string(posix_code_) + ": " + text + ")";
+    const char* text = strerror_r(state_->posix_code, buf, sizeof(buf));
+    out += " (error " + std::to_string(state_->posix_code) + ": " + text + ")";
   }
   return out;
 }
@@ -44,8 +49,8 @@ Status Status::CloneAndPrepend(std::string_view prefix) const {
   if (ok()) return *this;
   std::string msg(prefix);
   msg += ": ";
-  msg += message_;
-  return Status(code_, msg, posix_code_);
+  msg += state_->message;
+  return Status(state_->code, msg, state_->posix_code);
 }
 
 }  // namespace crossfree::rpc

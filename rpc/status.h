@@ -9,7 +9,8 @@
 namespace crossfree::rpc {
 
 // A Status is a code, a human-readable message and an optional POSIX errno.
-// An OK status holds no heap memory; an error status owns its message.
+// An OK status holds no heap memory; an error status owns its code, message
+// and errno (one allocation, plus the message's if it is long).
 // Thread safety: a Status is a plain value; copy it between threads freely.
 class Status {
  public:
@@ -31,6 +32,27 @@ class Status {
   };
 
   Status() = default;
+  ~Status() { delete state_; }
+  // Copies own their own copy of an error (as the message string used to):
+  // each thread frees what it made.
+  Status(const Status& o) : state_(o.state_ != nullptr ? new State(*o.state_) : nullptr) {}
+  Status(Status&& o) noexcept : state_(o.state_) { o.state_ = nullptr; }
+  Status& operator=(const Status& o) {
+    if (this != &o) {
+      State* copy = o.state_ != nullptr ? new State(*o.state_) : nullptr;
+      delete state_;
+      state_ = copy;
+    }
+    return *this;
+  }
+  Status& operator=(Status&& o) noexcept {
+    if (this != &o) {
+      delete state_;
+      state_ = o.state_;
+      o.state_ = nullptr;
+    }
+    return *this;
+  }
   static Status OK() { return Status(); }
   static Status NotFound(std::string_view m, int e = 0) { return Status(Code::kNotFound, m, e); }
   static Status Corruption(std::string_view m, int e = 0) { return Status(Code::kCorruption, m, e); }
@@ -52,21 +74,22 @@ class Status {
   }
   static Status TimedOut(std::string_view m, int e = 0) { return Status(Code::kTimedOut, m, e); }
 
-  bool ok() const { return code_ == Code::kOk; }
-  bool IsNotFound() const { return code_ == Code::kNotFound; }
-  bool IsCorruption() const { return code_ == Code::kCorruption; }
-  bool IsInvalidArgument() const { return code_ == Code::kInvalidArgument; }
-  bool IsIOError() const { return code_ == Code::kIOError; }
-  bool IsNetworkError() const { return code_ == Code::kNetworkError; }
-  bool IsIllegalState() const { return code_ == Code::kIllegalState; }
-  bool IsAborted() const { return code_ == Code::kAborted; }
-  bool IsRemoteError() const { return code_ == Code::kRemoteError; }
-  bool IsServiceUnavailable() const { return code_ == Code::kServiceUnavailable; }
-  bool IsTimedOut() const { return code_ == Code::kTimedOut; }
+  bool ok() const { return state_ == nullptr; }
+  bool IsNotFound() const { return code() == Code::kNotFound; }
+  bool IsCorruption() const { return code() == Code::kCorruption; }
+  bool IsInvalidArgument() const { return code() == Code::kInvalidArgument; }
+  bool IsIOError() const { return code() == Code::kIOError; }
+  bool IsNetworkError() const { return code() == Code::kNetworkError; }
+  bool IsIllegalState() const { return code() == Code::kIllegalState; }
+  bool IsAborted() const { return code() == Code::kAborted; }
+  bool IsRemoteError() const { return code() == Code::kRemoteError; }
+  bool IsServiceUnavailable() const { return code() == Code::kServiceUnavailable; }
+  bool IsTimedOut() const { return code() == Code::kTimedOut; }
 
-  Code code() const { return code_; }
-  const std::string& message() const { return message_; }
-  int posix_code() const { return posix_code_; }
+  Code code() const { return state_ != nullptr ? state_->code : Code::kOk; }
+  // Empty for OK.
+  const std::string& message() const { return state_ != nullptr ? state_->message : EmptyMessage(); }
+  int posix_code() const { return state_ != nullptr ? state_->posix_code : 0; }
 
   // "Code name: message (error N: strerror)".
   std::string ToString() const;
@@ -76,12 +99,19 @@ class Status {
   Status CloneAndPrepend(std::string_view prefix) const;
 
  private:
+  // Only errors have a state (never with Code::kOk): an OK status is one
+  // null pointer, so making, moving, testing and dropping the OK statuses
+  // every call passes around costs a store or a compare, not a string.
+  struct State {
+    Code code;
+    std::string message;
+    int posix_code;
+  };
   Status(Code code, std::string_view msg, int posix_code)
-      : code_(code), message_(msg), posix_code_(posix_code) {}
+      : state_(new State{code, std::string(msg), posix_code}) {}
+  static const std::string& EmptyMessage();
 
-  Code code_ = Code::kOk;
-  std::string message_;
-  int posix_code_ = 0;
+  State* state_ = nullptr;
 };
 
 }  // namespace crossfree::rpc

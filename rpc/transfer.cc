@@ -13,6 +13,7 @@
 
 #include "rpc/memory_budget.h"
 #include "rpc/serialization.h"
+#include "rpc/socket_io.h"
 
 namespace crossfree::rpc {
 
@@ -47,15 +48,24 @@ Status InboundTransfer::Consume(const uint8_t* data, size_t len, size_t* used) {
   size_t taken = 0;
   blocked_on_memory_ = false;
   if (!have_length_) {
-    size_t n = std::min(len, kFrameLengthPrefix - prefix_received_);
-    memcpy(prefix_ + prefix_received_, data, n);
-    prefix_received_ += n;
-    taken += n;
-    if (prefix_received_ < kFrameLengthPrefix) {
-      *used = taken;
-      return Status::OK();
+    uint32_t length;
+    if (prefix_received_ == 0 && len >= kFrameLengthPrefix) {
+      // The whole prefix in this read (the usual case): decoded in place,
+      // without the variable-length copy into prefix_.
+      length = DecodeBigEndian32(data);
+      prefix_received_ = kFrameLengthPrefix;
+      taken = kFrameLengthPrefix;
+    } else {
+      size_t n = std::min(len, kFrameLengthPrefix - prefix_received_);
+      memcpy(prefix_ + prefix_received_, data, n);
+      prefix_received_ += n;
+      taken += n;
+      if (prefix_received_ < kFrameLengthPrefix) {
+        *used = taken;
+        return Status::OK();
+      }
+      length = DecodeBigEndian32(prefix_);
     }
-    uint32_t length = DecodeBigEndian32(prefix_);
     if (length < kMinFrameLength) {
       *used = taken;
       return Status::NetworkError("invalid length: frame length prefix is " +
@@ -135,28 +145,36 @@ void OutboundTransfer::AddSlice(const void* data, size_t len) {
 
 Status OutboundTransfer::Write(int fd) {
   constexpr int kMaxIov = 64;
+  // send/sendmsg with MSG_NOSIGNAL rather than write/writev: a peer that
+  // reset the connection must cost an EPIPE, not a SIGPIPE that kills the
+  // process. MSG_DONTWAIT: a client socket whose read side is lent to
+  // blocking callers has O_NONBLOCK cleared (Connection::MakeReadsBlocking);
+  // no writer may block on it.
+  constexpr int kFlags = MSG_NOSIGNAL | MSG_DONTWAIT;
   while (!done()) {
-    iovec iov[kMaxIov];
-    int n = 0;
-    for (int i = cur_slice_; i < num_slices_ && n < kMaxIov; ++i, ++n) {
-      iov[n] = slice(i);
+    ssize_t w;
+    if (cur_slice_ + 1 == num_slices_) {
+      // One slice left (a small frame is one): no iovec array to build.
+      const iovec& v = slice(cur_slice_);
+      w = SocketSend(fd, static_cast<char*>(v.iov_base) + cur_offset_, v.iov_len - cur_offset_, kFlags);
+    } else {
+      iovec iov[kMaxIov];
+      int n = 0;
+      for (int i = cur_slice_; i < num_slices_ && n < kMaxIov; ++i, ++n) {
+        iov[n] = slice(i);
+      }
+      iov[0].iov_base = static_cast<char*>(iov[0].iov_base) + cur_offset_;
+      iov[0].iov_len -= cur_offset_;
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = static_cast<size_t>(n);
+      w = SocketSendMsg(fd, &msg, kFlags);
     }
-    iov[0].iov_base = static_cast<char*>(iov[0].iov_base) + cur_offset_;
-    iov[0].iov_len -= cur_offset_;
-    // sendmsg with MSG_NOSIGNAL rather than writev: a peer that reset the
-    // connection must cost an EPIPE, not a SIGPIPE that kills the process.
-    // MSG_DONTWAIT: a client socket whose read side is lent to blocking
-    // callers has O_NONBLOCK cleared (Connection::MakeReadsBlocking); no
-    // writer may block on it.
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = static_cast<size_t>(n);
-    ssize_t w = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::OK();
       int err = errno;
-      return Status::NetworkError("sendmsg failed", err);
+      return Status::NetworkError("send failed", err);
     }
     if (w > 0) started_ = true;
     size_t left = static_cast<size_t>(w);

@@ -63,16 +63,20 @@ std::string WrittenRequest(int32_t call_id, const std::string& svc, const std::s
 }
 
 TEST_CASE("headers are written as protobuf writes them", "[rpc][header_codec]") {
-  const std::vector<int32_t> ids = {0, 1, 127, 128, 300, 1 << 21, INT32_MAX, -1};
+  // The byte-count boundaries of the parsers' short-varint fast path
+  // (1 to 4 bytes; 5 and more take the general parser) included.
+  const std::vector<int32_t> ids = {0,       1,           127,           128,     300,
+                                    16383,   16384,       (1 << 21) - 1, 1 << 21, (1 << 28) - 1,
+                                    1 << 28, INT32_MAX,   -1};
   const std::vector<std::string> names = {"", "m", "crossfree.rpc.test.CalculatorService",
                                           std::string(200, 'n')};
   const std::vector<std::vector<std::string>> sidecars = {
       {}, {"a"}, {"", "bb", std::string(300, 'c')}};
   for (int32_t id : ids) {
     for (const std::string& name : names) {
-      for (uint32_t timeout : {0u, 1u, 10000u, UINT32_MAX}) {
+      for (uint32_t timeout : {0u, 1u, 10000u, (1u << 28) - 1, 1u << 28, UINT32_MAX}) {
         for (const auto& sc : sidecars) {
-          for (size_t body : {size_t{0}, size_t{5}, size_t{1} << 20}) {
+          for (size_t body : {size_t{0}, size_t{5}, size_t{1} << 20, size_t{1} << 28}) {
             RequestHeader pb;
             pb.set_call_id(id);
             pb.mutable_remote_method()->set_service_name(name);

@@ -269,6 +269,37 @@ TEST_CASE("unknown service, unknown method and unparsable body get RPC errors", 
   CHECK(resp.result() == 2);
 }
 
+TEST_CASE("request frames of every layout reach the server", "[rpc]") {
+  // OutboundCall puts a body of at most 256 bytes right after its head in one
+  // buffer, a larger one in a string, and a head of more than 160 bytes
+  // (long names) on the heap: each combination, and the bodies around 256.
+  auto server = StartServer();
+  auto client = StartClient();
+  Proxy proxy(client, server.address);
+  CalculatorServiceProxy calc(client, server.address);
+  for (size_t n : {0, 1, 250, 251, 252, 253, 254, 255, 256, 257, 1000}) {
+    EchoRequestPB req;
+    req.set_data(std::string(n, 'e'));
+    EchoResponsePB resp;
+    RpcController c;
+    INFO("request body " << req.ByteSizeLong() << " bytes");
+    REQUIRE(calc.Echo(req, &resp, &c).ok());
+    CHECK(resp.data() == req.data());
+  }
+  const std::string long_name(300, 'M');
+  RemoteMethod m{test::CalculatorServiceIf::kServiceName, long_name};
+  for (size_t n : {1, 1000}) {
+    EchoRequestPB req;
+    req.set_data(std::string(n, 'e'));
+    EchoResponsePB resp;
+    RpcController c;
+    Status s = proxy.SyncRequest(m, req, &resp, &c);
+    REQUIRE(c.error_response() != nullptr);
+    CHECK(c.error_response()->code() == ErrorStatusPB::ERROR_NO_SUCH_METHOD);
+    CHECK(s.message().find(long_name) != std::string::npos);
+  }
+}
+
 TEST_CASE("a full service queue answers SERVER_TOO_BUSY", "[rpc]") {
   auto server = StartServer(1, 1, /*queue_length=*/1);
   auto client = StartClient();

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <random>
 #include <string>
@@ -18,6 +19,7 @@
 #include "rpc/call_id_map.h"
 #include "rpc/dcheck.h"
 #include "rpc/deferred_pool.h"
+#include "rpc/futex_mutex.h"
 #include "rpc/memory_budget.h"
 #include "rpc/sockaddr.h"
 #include "rpc/transfer.h"
@@ -41,6 +43,46 @@ TEST_CASE("Status carries code, message and errno", "[rpc][unit]") {
   Status p = Status::TimedOut("late").CloneAndPrepend("Add");
   CHECK(p.IsTimedOut());
   CHECK(p.message() == "Add: late");
+  // OK is a null state: empty message, no errno; copies of an error own
+  // their own state, moves leave OK behind.
+  CHECK(Status::OK().message().empty());
+  CHECK(Status::OK().posix_code() == 0);
+  CHECK(Status::OK().code() == Status::Code::kOk);
+  Status copy = s;
+  CHECK(copy.IsNetworkError());
+  CHECK(copy.message() == s.message());
+  CHECK(&copy.message() != &s.message());
+  Status moved = std::move(copy);
+  CHECK(moved.posix_code() == 108);
+  CHECK(copy.ok());  // NOLINT(bugprone-use-after-move): a moved-from Status is OK
+  moved = Status::OK();
+  CHECK(moved.ok());
+  moved = s;
+  CHECK(moved.ToString() == s.ToString());
+  const Status& same = moved;
+  moved = same;  // self-assignment keeps the error
+  CHECK(moved.IsNetworkError());
+}
+
+TEST_CASE("FutexMutex excludes: contended increments are all counted", "[rpc][unit]") {
+  FutexMutex mu;
+  uint64_t counter = 0;  // guarded by mu
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 50000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kPerThread; ++i) {
+        std::lock_guard<FutexMutex> l(mu);
+        ++counter;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  CHECK(counter == uint64_t{kThreads} * kPerThread);
+  CHECK(mu.try_lock());
+  CHECK_FALSE(mu.try_lock());
+  mu.unlock();
 }
 
 TEST_CASE("InlineFunction holds move-only captures inline and destroys them once",
