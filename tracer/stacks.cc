@@ -165,7 +165,6 @@ void SetStackCheck(bool enabled) { g_stack_check = enabled; }
 
 bool StackCheckEnabled() { return g_stack_check; }
 
-
 namespace {
 
 inline int ThreadStackIndex(const uint64_t* frames, int depth) {
