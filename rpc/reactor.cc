@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -41,12 +40,6 @@ uint64_t LoopNanos(struct ev_loop* loop) {
 }
 
 }  // namespace
-
-uint64_t MonoNanos() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 Reactor::Reactor(Messenger* messenger, int index, std::string thread_name)
     : messenger_(messenger), index_(index), name_(std::move(thread_name)) {

@@ -148,7 +148,4 @@ class Reactor {
   Log2Histogram active_latency_us_;
 };
 
-// Monotonic clock in nanoseconds.
-uint64_t MonoNanos();
-
 }  // namespace crossfree::rpc
