@@ -3,6 +3,7 @@
 // Part of the crossfree RPC core (rpc/).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -32,27 +33,16 @@ class Status {
   };
 
   Status() = default;
-  ~Status() { delete state_; }
   // Copies own their own copy of an error (as the message string used to):
-  // each thread frees what it made.
-  Status(const Status& o) : state_(o.state_ != nullptr ? new State(*o.state_) : nullptr) {}
-  Status(Status&& o) noexcept : state_(o.state_) { o.state_ = nullptr; }
+  // each thread frees what it made. Moves leave the source OK.
+  Status(const Status& o)
+      : state_(o.state_ != nullptr ? std::make_unique<State>(*o.state_) : nullptr) {}
+  Status(Status&& o) noexcept = default;
   Status& operator=(const Status& o) {
-    if (this != &o) {
-      State* copy = o.state_ != nullptr ? new State(*o.state_) : nullptr;
-      delete state_;
-      state_ = copy;
-    }
+    if (this != &o) state_ = o.state_ != nullptr ? std::make_unique<State>(*o.state_) : nullptr;
     return *this;
   }
-  Status& operator=(Status&& o) noexcept {
-    if (this != &o) {
-      delete state_;
-      state_ = o.state_;
-      o.state_ = nullptr;
-    }
-    return *this;
-  }
+  Status& operator=(Status&& o) noexcept = default;
   static Status OK() { return Status(); }
   static Status NotFound(std::string_view m, int e = 0) { return Status(Code::kNotFound, m, e); }
   static Status Corruption(std::string_view m, int e = 0) { return Status(Code::kCorruption, m, e); }
@@ -108,10 +98,10 @@ class Status {
     int posix_code;
   };
   Status(Code code, std::string_view msg, int posix_code)
-      : state_(new State{code, std::string(msg), posix_code}) {}
+      : state_(std::make_unique<State>(State{code, std::string(msg), posix_code})) {}
   static const std::string& EmptyMessage();
 
-  State* state_ = nullptr;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace crossfree::rpc
