@@ -288,9 +288,6 @@ uint32_t CaptureAndIntern(ThreadState* s, const CallSite& site, uint64_t ts) {
   uint64_t frames[format::kMaxStackDepth + kSkipSlack];
   const bool skipping = site.in_allocator != nullptr;
   int want = g.settings.depth + (skipping ? kSkipSlack : 0);
-  // The walk memo's last state is per capture: fp and libunwind captures
-  // leave it alone, so clear it first.
-  s->capture.walk.last = nullptr;
   int depth = CaptureStack(site.return_address, site.frame_address, frames, want, &s->capture);
   const auto* skip = reinterpret_cast<const void*>(site.in_allocator);
   uint32_t remembered = format::kNoStack;

@@ -140,6 +140,10 @@ bool InitStacks(UnwindMode mode, int max_depth) {
 
 int CaptureStack(void* hook_return_address, void* hook_frame_address, uint64_t* frames,
                  int max_depth, CaptureCache* cache) {
+  // The memo a capture leaves in cache->walk.last (RememberedStackId) is
+  // only a hybrid walk's: every other path, a hybrid capture that stops
+  // before walking included, must not leave the previous capture's there.
+  if (cache != nullptr) cache->walk.last = nullptr;
   // max_depth is the caller's buffer size and is honoured as given (the
   // tracer asks for extra frames when it will drop allocator frames).
   if (max_depth <= 0 || hook_return_address == nullptr) return 0;
