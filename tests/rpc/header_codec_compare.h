@@ -42,42 +42,50 @@ std::vector<uint32_t> Offsets(const Repeated& r) {
   return std::vector<uint32_t>(r.begin(), r.end());
 }
 
+// Parses bytes with protobuf (as PB) and with `parse` (into a Parsed):
+// the verdicts' difference, else `fields(parsed, pb)`, "" when every field
+// agrees.
+template <typename PB, typename Parsed, typename Parse, typename Fields>
+std::string CompareParse(std::string_view bytes, Parse parse, Fields fields) {
+  PB pb;
+  const bool pb_parsed = pb.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  Parsed h;
+  bool both_ok = false;
+  std::string verdict = CompareVerdict(pb, pb_parsed, parse(bytes, &h), &both_ok);
+  if (!both_ok) return verdict;
+  return fields(h, pb);
+}
+
 }  // namespace compare_internal
 
 // "" when both parsers agree on bytes, else the first difference.
 inline std::string CompareRequestParse(std::string_view bytes) {
-  RequestHeader pb;
-  const bool pb_parsed = pb.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size()));
-  ParsedRequestHeader h;
-  bool both_ok = false;
-  std::string verdict =
-      compare_internal::CompareVerdict(pb, pb_parsed, ParseRequestHeader(bytes, &h), &both_ok);
-  if (!both_ok) return verdict;
-  if (h.call_id != pb.call_id()) return "call_id";
-  if (h.has_remote_method != pb.has_remote_method()) return "has_remote_method";
-  if (h.service_name != pb.remote_method().service_name()) return "service_name";
-  if (h.method_name != pb.remote_method().method_name()) return "method_name";
-  if (h.timeout_millis != pb.timeout_millis()) return "timeout_millis";
-  if (h.sidecar_offsets != compare_internal::Offsets(pb.sidecar_offsets())) {
-    return "sidecar_offsets";
-  }
-  return "";
+  return compare_internal::CompareParse<RequestHeader, ParsedRequestHeader>(
+      bytes, ParseRequestHeader,
+      [](const ParsedRequestHeader& h, const RequestHeader& pb) -> std::string {
+        if (h.call_id != pb.call_id()) return "call_id";
+        if (h.has_remote_method != pb.has_remote_method()) return "has_remote_method";
+        if (h.service_name != pb.remote_method().service_name()) return "service_name";
+        if (h.method_name != pb.remote_method().method_name()) return "method_name";
+        if (h.timeout_millis != pb.timeout_millis()) return "timeout_millis";
+        if (h.sidecar_offsets != compare_internal::Offsets(pb.sidecar_offsets())) {
+          return "sidecar_offsets";
+        }
+        return "";
+      });
 }
 
 inline std::string CompareResponseParse(std::string_view bytes) {
-  ResponseHeader pb;
-  const bool pb_parsed = pb.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size()));
-  ParsedResponseHeader h;
-  bool both_ok = false;
-  std::string verdict =
-      compare_internal::CompareVerdict(pb, pb_parsed, ParseResponseHeader(bytes, &h), &both_ok);
-  if (!both_ok) return verdict;
-  if (h.call_id != pb.call_id()) return "call_id";
-  if (h.is_error != pb.is_error()) return "is_error";
-  if (h.sidecar_offsets != compare_internal::Offsets(pb.sidecar_offsets())) {
-    return "sidecar_offsets";
-  }
-  return "";
+  return compare_internal::CompareParse<ResponseHeader, ParsedResponseHeader>(
+      bytes, ParseResponseHeader,
+      [](const ParsedResponseHeader& h, const ResponseHeader& pb) -> std::string {
+        if (h.call_id != pb.call_id()) return "call_id";
+        if (h.is_error != pb.is_error()) return "is_error";
+        if (h.sidecar_offsets != compare_internal::Offsets(pb.sidecar_offsets())) {
+          return "sidecar_offsets";
+        }
+        return "";
+      });
 }
 
 }  // namespace crossfree::rpc::testing
