@@ -59,6 +59,11 @@ class ServicePool {
   // is full") when the queue is full, unless the call's deadline is earlier
   // than a queued call's: that one is answered instead.
   void QueueInboundCall(InboundCall* call);
+  // A connection thread (MessengerOptions::connection_threads): runs the
+  // call's handler now, on this thread, for any method (the thread is the
+  // connection's own: blocking there stalls only that connection), or
+  // answers FATAL_SERVER_SHUTTING_DOWN once the pool is shutting down.
+  void HandleInboundCallHere(InboundCall* call);
 
   const std::string& service_name() const { return service_->service_name(); }
   uint64_t queue_overflows() const { return overflows_.load(std::memory_order_relaxed); }
