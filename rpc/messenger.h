@@ -206,8 +206,10 @@ class Messenger {
   explicit Messenger(const MessengerOptions& options);
   Status Init();
   // The pool of the call's service (last_pool first, see QueueInboundCall),
-  // or nullptr having answered ERROR_NO_SUCH_SERVICE.
-  ServicePool* PoolFor(InboundCall* call, ServicePool** last_pool);
+  // or nullptr having answered ERROR_NO_SUCH_SERVICE. Always inlined into its
+  // two callers (messenger.cc): it is on every call's path, and as a call it
+  // cost 18 instructions per call more than the code it replaced.
+  [[gnu::always_inline]] inline ServicePool* PoolFor(InboundCall* call, ServicePool** last_pool);
 
   const MessengerOptions options_;
   // Before the reactors: connections and calls release into them until

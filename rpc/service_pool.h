@@ -29,7 +29,9 @@ struct ServicePoolOptions {
   // connection of that reactor waits. A handler may still RpcContext::Defer
   // the slow part to the deferred pool. Inline calls skip the queue, so
   // queue_length does not bound them; the per-connection bounds
-  // (MessengerOptions) do. Unknown names make RegisterService fail.
+  // (MessengerOptions) do. Unknown names make RegisterService fail. With
+  // MessengerOptions::connection_threads every method runs on the
+  // connection's own thread, whatever this says (and the workers idle).
   std::vector<std::string> inline_methods;
 };
 
