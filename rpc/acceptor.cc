@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rpc/connection_thread_set.h"
 #include "rpc/logging.h"
 #include "rpc/messenger.h"
 
@@ -59,6 +60,10 @@ void Acceptor::Run() {
   RateLimitedLog failure_log(1000);
   RateLimitedLog limit_log(1000);
   bool backing_off = false;
+  // Connection-thread mode: the socket stays blocking (its thread blocks
+  // in recv() on it); the reactors' sockets are non-blocking.
+  ConnectionThreadSet* threads = messenger_->connection_thread_set();
+  const int accept_flags = threads != nullptr ? SOCK_CLOEXEC : SOCK_NONBLOCK | SOCK_CLOEXEC;
   for (;;) {
     // While backing off only the wake-up fd is watched, for a while.
     pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
@@ -76,7 +81,7 @@ void Acceptor::Run() {
     if ((fds[1].revents & POLLIN) == 0) continue;
     Sockaddr remote;
     socklen_t len = Sockaddr::kStorageLen;
-    int fd = ::accept4(listen_fd_, remote.mutable_addr(), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd = ::accept4(listen_fd_, remote.mutable_addr(), &len, accept_flags);
     if (fd < 0) {
       int err = errno;
       if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ECONNABORTED) continue;
@@ -111,6 +116,10 @@ void Acceptor::Run() {
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (threads != nullptr) {
+      threads->Start(fd, remote);  // owns fd and the connection count from here
+      continue;
+    }
     Reactor* reactor = messenger_->ReactorFor(remote);
     Messenger* m = messenger_;
     reactor->ScheduleTask([reactor, m, fd, remote](const Status& s) {

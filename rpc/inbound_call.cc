@@ -4,8 +4,10 @@
 #include "rpc/inbound_call.h"
 
 #include "rpc/alloc_pattern.h"
-#include "rpc/dcheck.h"
 #include "rpc/connection.h"
+#include "rpc/connection_thread.h"
+#include "rpc/dcheck.h"
+#include "rpc/messenger.h"
 #include "rpc/reactor.h"
 #include "rpc/serialization.h"
 #include "rpc/service_queue.h"
@@ -34,6 +36,18 @@ class LegacyResponseCallbacks final : public TransferCallbacks {
 InboundCall::InboundCall(Connection* conn, std::unique_ptr<InboundTransfer> transfer)
     : conn_(conn), conn_ref_(conn), transfer_(std::move(transfer)) {}
 
+InboundCall::InboundCall(ConnectionThread* owner)
+    : conn_(nullptr), thread_conn_(owner), pooled_(true) {}
+
+bool InboundCall::cancelled() const {
+  if (cancelled_.load(std::memory_order_relaxed)) return true;
+  return conn_ != nullptr ? conn_->closed() : thread_conn_->closed();
+}
+
+Messenger* InboundCall::messenger() const {
+  return conn_ != nullptr ? conn_->reactor()->messenger() : thread_conn_->messenger();
+}
+
 InboundCall::~InboundCall() {
   // Pooled: state already released. conn_ref_ (if any) is dropped after
   // this body, once nothing here needs the connection.
@@ -53,13 +67,21 @@ void InboundCall::ReleaseCallState() {
   response_heap_.reset();
   // The request frame came from this connection's reactor: back to its pool
   // when we are on that reactor (not on the shutdown path of another thread).
-  if (transfer_ != nullptr && conn_->reactor()->IsCurrentThread()) {
-    conn_->RecycleInboundTransfer(std::move(transfer_));
+  // A connection thread's call is released by that thread only (Recycle),
+  // and the frame is its reused receive buffer.
+  if (transfer_ != nullptr) {
+    if (conn_ == nullptr) {
+      thread_conn_->RecycleInboundTransfer(std::move(transfer_));
+    } else if (conn_->reactor()->IsCurrentThread()) {
+      conn_->RecycleInboundTransfer(std::move(transfer_));
+    }
   }
   transfer_.reset();
 }
 
 void InboundCall::Destroy(InboundCall* call) {
+  // A connection thread's call ends in its thread's Recycle, never here.
+  CROSSFREE_DCHECK(call->conn_ != nullptr);
   // IsCurrentThread first: only the reactor may read the connection state.
   if (call->conn_->reactor()->IsCurrentThread()) {
     call->conn_->ReleaseInboundCall(call);
@@ -223,6 +245,12 @@ void InboundCall::PrepareResponse(bool is_error, const google::protobuf::Message
 }
 
 void InboundCall::QueueResponse() {
+  if (conn_ == nullptr) {
+    // Connection-thread mode: that thread writes it (it is waiting for this,
+    // or will look once the handler returns).
+    thread_conn_->ResponseReady();
+    return;
+  }
   Reactor* r = conn_->reactor();
   if (r->IsCurrentThread()) {
     conn_->QueueResponseForCall(this);

@@ -25,7 +25,9 @@
 
 namespace crossfree::rpc {
 
+class ConnectionThread;
 class LegacyResponseCallbacks;
+class Messenger;
 
 // Owner: its Connection's reactor. The reactor allocates it when a request
 // frame arrives (or takes one from the connection's InboundCallPool) and,
@@ -38,9 +40,19 @@ class LegacyResponseCallbacks;
 // responding the responder must not touch the call. While live (not pooled)
 // it holds a ConnectionRef, so a response made after the connection closed
 // still finds it.
+// Connection-thread mode (MessengerOptions::connection_threads): the call
+// belongs to a ConnectionThread instead (connection() is nullptr). That
+// thread makes it once per connection, lends it each request frame
+// (Reuse), runs the handler, writes the response itself and Recycles it;
+// QueueResponse only tells it that the response is ready, and the frame
+// goes back to it (ConnectionThread::RecycleInboundTransfer). Destroy is
+// never called on such a call.
 class InboundCall final : public TransferCallbacks {
  public:
   InboundCall(Connection* conn, std::unique_ptr<InboundTransfer> transfer);
+  // Connection-thread mode: a call with no frame yet, as if pooled (Reuse
+  // starts each call).
+  explicit InboundCall(ConnectionThread* owner);
   ~InboundCall();
   InboundCall(const InboundCall&) = delete;
   InboundCall& operator=(const InboundCall&) = delete;
@@ -66,9 +78,7 @@ class InboundCall final : public TransferCallbacks {
   // period ended (Cancel, on the reactor). Any thread, while the call is
   // live (it holds a connection reference).
   void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
-  bool cancelled() const {
-    return cancelled_.load(std::memory_order_relaxed) || conn_->closed();
-  }
+  bool cancelled() const;
 
   // Reactor thread: parses header, method and sidecars. Corruption naming
   // the problem; the connection then closes.
@@ -84,7 +94,10 @@ class InboundCall final : public TransferCallbacks {
   bool has_deadline() const { return has_deadline_; }
   std::chrono::steady_clock::time_point deadline() const { return deadline_; }
   std::chrono::steady_clock::time_point arrival() const { return arrival_; }
+  // nullptr in connection-thread mode.
   Connection* connection() const { return conn_; }
+  // The messenger that received the call (any thread, while live).
+  Messenger* messenger() const;
   // The index of the call's method in its service (ServiceIf::FindMethod),
   // once a service pool looked it up on the reactor (to decide whether it
   // runs inline), so the worker does not look it up again;
@@ -142,7 +155,8 @@ class InboundCall final : public TransferCallbacks {
   // Frees what a call owns beyond its object (shared by ~ and Recycle).
   void ReleaseCallState();
 
-  Connection* const conn_;
+  Connection* const conn_;           // nullptr in connection-thread mode
+  ConnectionThread* const thread_conn_ = nullptr;  // that mode's owner
   ConnectionRef conn_ref_;  // empty while pooled
   bool pooled_ = false;     // in the connection's pool
   std::atomic<bool> cancelled_{false};

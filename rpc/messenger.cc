@@ -3,6 +3,7 @@
 #include "rpc/messenger.h"
 
 #include "rpc/acceptor.h"
+#include "rpc/connection_thread_set.h"
 #include "rpc/inbound_call.h"
 #include "rpc/logging.h"
 #include "rpc/outbound_call.h"
@@ -20,6 +21,11 @@ Status Messenger::Create(const MessengerOptions& options, std::shared_ptr<Messen
     return Status::InvalidArgument("a messenger needs at least one reactor, got " +
                                    std::to_string(options.num_reactors));
   }
+  if (options.connection_threads && options.max_connections <= 0) {
+    // Each connection costs a thread: an unbounded number is refused.
+    return Status::InvalidArgument(
+        "connection_threads needs a max_connections bound (each connection is a thread)");
+  }
   std::shared_ptr<Messenger> m(new Messenger(options));
   CROSSFREE_RETURN_NOT_OK(m->Init());
   *out = std::move(m);
@@ -32,11 +38,13 @@ Status Messenger::Init() {
         std::make_unique<Reactor>(this, i, options_.reactor_prefix + "-" + std::to_string(i)));
   }
   for (auto& r : reactors_) CROSSFREE_RETURN_NOT_OK(r->Start());
+  if (options_.connection_threads) connection_threads_ = std::make_unique<ConnectionThreadSet>(this);
   return Status::OK();
 }
 
 Messenger::~Messenger() {
   Shutdown();
+  connection_threads_.reset();
   services_.clear();
   reactors_.clear();
 }
@@ -71,8 +79,10 @@ void Messenger::Shutdown() {
   std::shared_lock<std::shared_mutex> sl(services_mu_);
   deferred_.BeginShutdown();
   for (auto& [name, pool] : services_) pool->BeginShutdown();
+  if (connection_threads_ != nullptr) connection_threads_->BeginShutdown();
   bool idle = deferred_.WaitIdle(deadline);
   for (auto& [name, pool] : services_) idle = pool->WaitIdle(deadline) && idle;
+  if (connection_threads_ != nullptr) idle = connection_threads_->WaitIdle(deadline) && idle;
   if (!idle) {
     // Handlers that watch RpcContext::cancelled() stop now; the others are
     // waited for below, however long they take.
@@ -83,9 +93,13 @@ void Messenger::Shutdown() {
       Reactor* reactor = r.get();
       reactor->RunAndWait([reactor] { reactor->CancelInboundCalls(); });
     }
+    if (connection_threads_ != nullptr) connection_threads_->CancelCalls();
   }
   deferred_.Shutdown();
   for (auto& [name, pool] : services_) pool->Shutdown();
+  // After the deferred pool: a connection thread may wait for a deferred
+  // response, which its Shutdown answered by now.
+  if (connection_threads_ != nullptr) connection_threads_->Shutdown();
   sl.unlock();
   for (auto& r : reactors_) r->Shutdown();
 }
@@ -102,7 +116,7 @@ Reactor* Messenger::ReactorFor(const Sockaddr& addr) const {
   return reactors_[(addr.Hash() >> 32) % reactors_.size()].get();
 }
 
-void Messenger::QueueInboundCall(InboundCall* call, ServicePool** last_pool) {
+inline ServicePool* Messenger::PoolFor(InboundCall* call, ServicePool** last_pool) {
   ServicePool* pool = *last_pool;
   if (pool == nullptr || pool->service_name() != call->service_name()) {
     std::shared_lock<std::shared_mutex> l(services_mu_);
@@ -112,12 +126,20 @@ void Messenger::QueueInboundCall(InboundCall* call, ServicePool** last_pool) {
       call->RespondFailure(ErrorStatusPB::ERROR_NO_SUCH_SERVICE,
                            Status::NotFound("service " + std::string(call->service_name()) +
                                             " is not registered on this server"));
-      return;
+      return nullptr;
     }
     pool = it->second.get();
     *last_pool = pool;
   }
-  pool->QueueInboundCall(call);
+  return pool;
+}
+
+void Messenger::QueueInboundCall(InboundCall* call, ServicePool** last_pool) {
+  if (ServicePool* pool = PoolFor(call, last_pool)) pool->QueueInboundCall(call);
+}
+
+void Messenger::HandleInboundCallHere(InboundCall* call, ServicePool** last_pool) {
+  if (ServicePool* pool = PoolFor(call, last_pool)) pool->HandleInboundCallHere(call);
 }
 
 void Messenger::QueueOutboundCall(OutboundCall* call) {

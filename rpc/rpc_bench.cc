@@ -62,6 +62,7 @@ struct Flags {
   int queue_length = 200;
   bool inline_handlers = false;
   bool caller_reads = false;
+  bool connection_threads = false;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -417,6 +418,7 @@ int Run(const Flags& f) {
   MessengerOptions so;
   so.name = "server";
   so.num_reactors = f.server_reactors;
+  so.connection_threads = f.connection_threads;
   std::shared_ptr<Messenger> server;
   s = Messenger::Create(so, &server);
   if (s.ok()) {
@@ -473,8 +475,9 @@ int Run(const Flags& f) {
          f.server_reactors, f.payload_bytes);
   printf("  method: %s\n  alloc_pattern: %s\n  run_seconds: %g\n",
          f.payload_bytes > 0 ? "Echo" : "Add", pattern.ToString().c_str(), f.run_seconds);
-  printf("  inline_handlers: %s\n  caller_reads: %s\n", f.inline_handlers ? "yes" : "no",
-         f.caller_reads ? "yes" : "no");
+  printf("  inline_handlers: %s\n  caller_reads: %s\n  connection_threads: %s\n",
+         f.inline_handlers ? "yes" : "no", f.caller_reads ? "yes" : "no",
+         f.connection_threads ? "yes" : "no");
 
   bool counting = crossfree_alloc_count_start != nullptr && crossfree_alloc_count_stop != nullptr;
   rusage ru0, ru1;
@@ -567,14 +570,14 @@ int Run(const Flags& f) {
   printf("RESULT mode=%s pattern=%s client_threads=%d worker_threads=%d server_reactors=%d "
          "payload_bytes=%d reqs_per_sec=%.1f user_us_per_req=%.3f sys_us_per_req=%.3f "
          "ctxsw_per_req=%.4f vol_ctxsw_per_req=%.4f allocs_per_req=%.3f p50_us=%llu p99_us=%llu "
-         "rejections=%llu inline_handlers=%d caller_reads=%d\n",
+         "rejections=%llu inline_handlers=%d caller_reads=%d connection_threads=%d\n",
          f.mode.c_str(), pattern.ToString().c_str(), f.client_threads, f.worker_threads,
          f.server_reactors, f.payload_bytes, reqs / elapsed, user_us / reqs, sys_us / reqs,
          ctxsw / reqs, double(ru1.ru_nvcsw - ru0.ru_nvcsw) / reqs, counting ? allocs / reqs : -1.0,
          static_cast<unsigned long long>(latency.PercentileUpperBound(50)),
          static_cast<unsigned long long>(latency.PercentileUpperBound(99)),
          static_cast<unsigned long long>(rejections), f.inline_handlers ? 1 : 0,
-         f.caller_reads ? 1 : 0);
+         f.caller_reads ? 1 : 0, f.connection_threads ? 1 : 0);
   fflush(stdout);
   for (auto& c : clients) c->Shutdown();
   server->Shutdown();
@@ -640,6 +643,10 @@ int main(int argc, char** argv) {
                "Client: a sync caller alone on its connection reads its response from the "
                "socket itself (MessengerOptions::caller_reads_sync_responses; no client "
                "reactor wake-up)");
+  app.add_flag("--connection_threads", f.connection_threads,
+               "Server: each connection served by its own thread with blocking I/O, the "
+               "handler run on it (MessengerOptions::connection_threads; no reactor, no "
+               "worker, no epoll_wait per call)");
   CLI11_PARSE(app, argc, argv);
   return crossfree::rpc::Run(f);
 }

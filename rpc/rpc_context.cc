@@ -76,7 +76,7 @@ Status RpcContext::AddOutboundSidecar(std::string data, int* idx) {
 bool RpcContext::cancelled() const { return call_->cancelled(); }
 
 bool RpcContext::Defer(std::function<void()> work) {
-  DeferredPool* pool = call_->connection()->reactor()->messenger()->deferred_pool();
+  DeferredPool* pool = call_->messenger()->deferred_pool();
   RpcContext* self = this;
   Status s = pool->Submit([self, work = std::move(work)](const Status& st) {
     if (st.ok()) {

@@ -112,6 +112,10 @@ int main(int argc, char** argv) {
                  "response too (no worker hand-off), e.g. Add,Echo. Only for handlers that "
                  "never block: Sleep (unless deferred) would stall the reactor")
       ->delimiter(',');
+  app.add_flag("--connection_threads", o.connection_threads,
+               "Serve each connection on its own thread with blocking I/O; every handler runs "
+               "on it (no reactors, no workers). --max_connections must be > 0 (each "
+               "connection is a thread)");
   app.add_flag("--verbose", verbose, "Also log informational lines (closed connections, ...)");
   app.footer(kNoSecurity);
   CLI11_PARSE(app, argc, argv);

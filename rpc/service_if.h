@@ -40,8 +40,9 @@ struct MethodInfo {
 
 // Owner: the ServicePool it is registered with. Thread: Handle runs on the
 // pool's worker threads concurrently, and, for the methods the pool runs
-// inline (ServicePoolOptions::inline_methods), on the server reactors too;
-// implementations must be thread-safe.
+// inline (ServicePoolOptions::inline_methods), on the server reactors too,
+// and, with MessengerOptions::connection_threads, every method on the
+// connection threads instead; implementations must be thread-safe.
 class ServiceIf {
  public:
   virtual ~ServiceIf() = default;

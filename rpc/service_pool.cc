@@ -109,6 +109,16 @@ void ServicePool::QueueInboundCall(InboundCall* call) {
                            std::to_string(queue_.capacity()) + " queued calls already"));
 }
 
+void ServicePool::HandleInboundCallHere(InboundCall* call) {
+  if (shut_down_.load()) {
+    AnswerShuttingDown(call);
+    return;
+  }
+  // No staleness check, as for inline methods: the request was parsed just
+  // now, on this thread.
+  service_->Handle(call);
+}
+
 bool ServicePool::AnswerIfStale(InboundCall* call) {
   if (call->has_deadline() && std::chrono::steady_clock::now() >= call->deadline()) {
     // The client has given up already: skip the work.

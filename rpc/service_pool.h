@@ -29,7 +29,9 @@ struct ServicePoolOptions {
   // connection of that reactor waits. A handler may still RpcContext::Defer
   // the slow part to the deferred pool. Inline calls skip the queue, so
   // queue_length does not bound them; the per-connection bounds
-  // (MessengerOptions) do. Unknown names make RegisterService fail.
+  // (MessengerOptions) do. Unknown names make RegisterService fail. With
+  // MessengerOptions::connection_threads every method runs on the
+  // connection's own thread, whatever this says (and the workers idle).
   std::vector<std::string> inline_methods;
 };
 
@@ -59,6 +61,11 @@ class ServicePool {
   // is full") when the queue is full, unless the call's deadline is earlier
   // than a queued call's: that one is answered instead.
   void QueueInboundCall(InboundCall* call);
+  // A connection thread (MessengerOptions::connection_threads): runs the
+  // call's handler now, on this thread, for any method (the thread is the
+  // connection's own: blocking there stalls only that connection), or
+  // answers FATAL_SERVER_SHUTTING_DOWN once the pool is shutting down.
+  void HandleInboundCallHere(InboundCall* call);
 
   const std::string& service_name() const { return service_->service_name(); }
   uint64_t queue_overflows() const { return overflows_.load(std::memory_order_relaxed); }

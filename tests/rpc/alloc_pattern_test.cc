@@ -32,6 +32,7 @@ std::string Show(const Pairs& p) {
 struct FastPaths {
   bool inline_handlers = false;  // Add runs on the server reactor
   bool caller_reads = false;     // the caller reads its own responses
+  bool connection_threads = false;  // the server serves the connection on its own thread
 };
 
 // Runs kCalls sync Add calls (1 client thread, 1 client reactor, 1 server
@@ -41,9 +42,14 @@ Pairs CountSyncCalls(const AllocPattern& pattern, Pairs* allocs_by_role = nullpt
                      FastPaths fast = {}) {
   SetAllocPattern(pattern);
   SetCurrentThreadName("client-0");
-  auto server = testing::StartServer(1, 1, 50, 50 * 1024 * 1024,
-                                     fast.inline_handlers ? std::vector<std::string>{"Add"}
-                                                          : std::vector<std::string>{});
+  MessengerOptions so;
+  so.name = "server";
+  so.num_reactors = 1;
+  so.connection_threads = fast.connection_threads;
+  ServicePoolOptions po;
+  po.num_workers = 1;
+  if (fast.inline_handlers) po.inline_methods = {"Add"};
+  auto server = testing::StartServer(so, po);
   auto client = testing::StartClient(1, 50 * 1024 * 1024, fast.caller_reads);
   test::CalculatorServiceProxy proxy(client, server.address);
   test::AddRequestPB req;
@@ -89,6 +95,11 @@ TEST_CASE("fixed pattern: zero cross-thread pairs per call", "[rpc][alloc]") {
     fast.inline_handlers = true;
     fast.caller_reads = true;
   }
+  SECTION("connection threads and caller reads") {
+    fast.connection_threads = true;
+    fast.caller_reads = true;
+  }
+  SECTION("connection threads") { fast.connection_threads = true; }
   Pairs by_role;
   Pairs got = CountSyncCalls(AllocPattern::Fixed(), &by_role, fast);
   INFO("pairs:\n" << Show(got));

@@ -55,6 +55,9 @@ constexpr long kRssBoundKb = 256 * 1024;
 // see tests/rpc/CMakeLists.txt): every server runs Add and Echo inline on
 // its reactors, and the well-behaved clients read their own responses
 // (WellBehavedCalls). The bounds must hold the same.
+// CROSSFREE_ATTACK_THREADS=1 (rpc.threads.*): every server serves each
+// connection on a thread of its own (--connection_threads); the same
+// attacks, the same bounds.
 // Under AddressSanitizer freed memory waits in a quarantine (256 MB by
 // default) before it is reused, so a server that allocates and frees at
 // once would have ASan's quarantine counted as its own RSS: the Add flood
@@ -76,6 +79,7 @@ void LimitAsanQuarantineOfServers() {
 std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> args) {
   LimitAsanQuarantineOfServers();
   if (testing::FastPathsRequested()) args.push_back("--inline_methods=Add,Echo");
+  if (testing::ConnectionThreadsRequested()) args.push_back("--connection_threads");
   std::string error;
   auto p = ServerProcess::Start(args, &error);
   INFO(error);

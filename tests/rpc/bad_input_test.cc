@@ -154,6 +154,20 @@ std::string AddBody(uint32_t x, uint32_t y) {
   return r.SerializeAsString();
 }
 
+// The server of these tests: the reactor topology, or (connection_threads)
+// a thread per connection, which must close and answer the same way.
+testing::TestServer StartServerIn(bool connection_threads, int reactors, int workers,
+                                  size_t max_message_size = 50 * 1024 * 1024) {
+  MessengerOptions o;
+  o.name = "server";
+  o.num_reactors = reactors;
+  o.max_message_size = max_message_size;
+  o.connection_threads = connection_threads;
+  ServicePoolOptions po;
+  po.num_workers = workers;
+  return testing::StartServer(o, po);
+}
+
 // A normal client call still works: the server kept serving.
 void CheckServerStillServes(const testing::TestServer& server) {
   auto client = testing::StartClient();
@@ -178,7 +192,9 @@ struct BadCase {
 
 TEST_CASE("bad input closes only the offending connection, with a logged reason", "[rpc]") {
   LogCapture log;
-  auto server = testing::StartServer(2, 1, 50, /*max_message_size=*/1024 * 1024);
+  const bool connection_threads = GENERATE(false, true);
+  INFO("connection_threads " << connection_threads);
+  auto server = StartServerIn(connection_threads, 2, 1, /*max_message_size=*/1024 * 1024);
   std::vector<BadCase> cases = {
       {"bad connection magic", "HTTP/1.1", false, "bad connection header magic"},
       {"unsupported version", std::string("cfrp\x07\0\0\0", 8), false, "unsupported RPC version 7"},
@@ -247,7 +263,9 @@ TEST_CASE("a duplicate in-flight call id closes the connection", "[rpc]") {
 }
 
 TEST_CASE("RPC-level errors keep the raw connection open", "[rpc]") {
-  auto server = testing::StartServer(1, 1);
+  const bool connection_threads = GENERATE(false, true);
+  INFO("connection_threads " << connection_threads);
+  auto server = StartServerIn(connection_threads, 1, 1);
   int fd = RawConnect(server.address);
   SendAll(fd, ConnHeader());
   struct Expect {

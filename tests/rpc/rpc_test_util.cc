@@ -8,19 +8,23 @@ namespace crossfree::rpc::testing {
 
 TestServer StartServer(int reactors, int workers, int queue_length, size_t max_message_size,
                        std::vector<std::string> inline_methods) {
-  TestServer s;
   MessengerOptions o;
   o.name = "server";
   o.num_reactors = reactors;
   o.max_message_size = max_message_size;
-  Status st = Messenger::Create(o, &s.messenger);
-  REQUIRE(st.ok());
-  auto svc = std::make_unique<test::CalculatorService>();
-  s.service = svc.get();
   ServicePoolOptions po;
   po.num_workers = workers;
   po.queue_length = queue_length;
   po.inline_methods = std::move(inline_methods);
+  return StartServer(o, po);
+}
+
+TestServer StartServer(const MessengerOptions& options, const ServicePoolOptions& po) {
+  TestServer s;
+  Status st = Messenger::Create(options, &s.messenger);
+  REQUIRE(st.ok());
+  auto svc = std::make_unique<test::CalculatorService>();
+  s.service = svc.get();
   st = s.messenger->RegisterService(std::move(svc), po);
   REQUIRE(st.ok());
   st = s.messenger->StartAcceptor("127.0.0.1", 0, &s.address);

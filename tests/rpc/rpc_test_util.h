@@ -28,6 +28,9 @@ struct TestServer {
 TestServer StartServer(int reactors = 2, int workers = 2, int queue_length = 50,
                        size_t max_message_size = 50 * 1024 * 1024,
                        std::vector<std::string> inline_methods = {});
+// A server on 127.0.0.1 with these options (e.g. connection_threads) and the
+// CalculatorService in a pool with `pool`.
+TestServer StartServer(const MessengerOptions& options, const ServicePoolOptions& pool);
 // `caller_reads`: MessengerOptions::caller_reads_sync_responses.
 std::shared_ptr<Messenger> StartClient(int reactors = 1,
                                        size_t max_message_size = 50 * 1024 * 1024,

@@ -278,12 +278,17 @@ bool FastPathsRequested() {
   return v != nullptr && std::string(v) == "1";
 }
 
+bool ConnectionThreadsRequested() {
+  const char* v = getenv("CROSSFREE_ATTACK_THREADS");
+  return v != nullptr && std::string(v) == "1";
+}
+
 std::string WellBehavedCalls(const Sockaddr& addr, int n) {
   MessengerOptions o;
   o.name = "good-client";
   o.num_reactors = 1;
   o.reactor_prefix = "cli-reactor";
-  o.caller_reads_sync_responses = FastPathsRequested();
+  o.caller_reads_sync_responses = FastPathsRequested() || ConnectionThreadsRequested();
   std::shared_ptr<Messenger> m;
   Status s = Messenger::Create(o, &m);
   if (!s.ok()) return s.ToString();

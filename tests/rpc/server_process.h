@@ -76,6 +76,10 @@ bool IsClosed(int fd);
 // True when CROSSFREE_ATTACK_FAST=1: run the attacks with the fast paths on
 // (inline handlers on the server, callers reading their own responses).
 bool FastPathsRequested();
+// True when CROSSFREE_ATTACK_THREADS=1: run the attacks against
+// `rpc-server --connection_threads` (a thread per connection), with the
+// well-behaved clients reading their own responses.
+bool ConnectionThreadsRequested();
 
 // `n` sync Add calls from a fresh client messenger; "" if all succeeded
 // with the right result, else the first failure. Its callers read their
