@@ -428,17 +428,13 @@ void Connection::HandleReadable() {
       read_pos_ = 0;
       read_len_ = static_cast<size_t>(n);
     }
-    if (direction_ == Direction::kServer && conn_header_received_ < kConnHeaderLength) {
-      size_t n = std::min(kConnHeaderLength - conn_header_received_, read_len_ - read_pos_);
-      memcpy(conn_header_ + conn_header_received_, read_buf_.get() + read_pos_, n);
-      conn_header_received_ += n;
-      read_pos_ += n;
-      if (conn_header_received_ == kConnHeaderLength) {
-        Status s = ValidateConnHeader(conn_header_);
-        if (!s.ok()) {
-          FailWithBadData(s);
-          return;
-        }
+    if (direction_ == Direction::kServer && !conn_header_in_.complete()) {
+      size_t used = 0;
+      Status s = conn_header_in_.Consume(read_buf_.get() + read_pos_, read_len_ - read_pos_, &used);
+      read_pos_ += used;
+      if (!s.ok()) {
+        FailWithBadData(s);
+        return;
       }
       continue;
     }
@@ -543,14 +539,14 @@ void Connection::OnTick(double now) {
     last_progress_ = now;
     return;
   }
-  const bool mid_frame = conn_header_received_ < kConnHeaderLength ||
+  const bool mid_frame = !conn_header_in_.complete() ||
                          (inbound_ != nullptr && inbound_->started());
   if (mid_frame) {
     if (frame_timeout_s_ > 0 && now - last_progress_ >= frame_timeout_s_) {
       char buf[96];
       snprintf(buf, sizeof(buf), " made no progress for %.3f s (frame timeout %.3f s)",
                now - last_progress_, frame_timeout_s_);
-      std::string what = conn_header_received_ < kConnHeaderLength
+      std::string what = !conn_header_in_.complete()
                              ? "the connection header from "
                              : "a frame from ";
       Log(LogLevel::kInfo, "closing connection from " + RemoteToString() + ": " + what +

@@ -316,8 +316,8 @@ class Connection {
   // flight, ~90 KiB); cleared by Shutdown.
   static constexpr size_t kMaxPooledCalls = 64;
   InboundCallPool call_pool_;
-  size_t conn_header_received_ = 0;  // server: bytes of the connection header seen
-  uint8_t conn_header_[kConnHeaderLength];
+  ConnHeaderReceiver conn_header_in_;  // server
+  uint8_t conn_header_[kConnHeaderLength];  // client: the header it sends
 
   // Writing: intrusive FIFO of transfers; the head may be partly written.
   OutboundTransfer* out_head_ = nullptr;

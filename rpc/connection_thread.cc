@@ -108,15 +108,11 @@ Status ConnectionThread::Serve() {
     // Frames already read first (a client may send several at once; they
     // are answered one after the other).
     while (pos < len) {
-      if (conn_header_received_ < kConnHeaderLength) {
-        size_t n = std::min(kConnHeaderLength - conn_header_received_, len - pos);
-        memcpy(conn_header_ + conn_header_received_, read_buf_.get() + pos, n);
-        conn_header_received_ += n;
-        pos += n;
-        if (conn_header_received_ == kConnHeaderLength) {
-          Status s = ValidateConnHeader(conn_header_);
-          if (!s.ok()) return BadData(s);
-        }
+      if (!conn_header_.complete()) {
+        size_t used = 0;
+        Status s = conn_header_.Consume(read_buf_.get() + pos, len - pos, &used);
+        pos += used;
+        if (!s.ok()) return BadData(s);
         continue;
       }
       if (inbound_ == nullptr) {
@@ -169,12 +165,12 @@ Status ConnectionThread::Serve() {
     // A slice passed without a byte.
     if (stopping()) return Status::ServiceUnavailable("server shutting down");
     quiet_ms += kSliceMs;
-    const bool mid_frame = conn_header_received_ < kConnHeaderLength ||
+    const bool mid_frame = !conn_header_.complete() ||
                            (inbound_ != nullptr && inbound_->started());
     if (mid_frame) {
       if (o.frame_timeout_ms > 0 && quiet_ms >= o.frame_timeout_ms) {
         return Status::TimedOut(
-            std::string(conn_header_received_ < kConnHeaderLength ? "the connection header"
+            std::string(!conn_header_.complete() ? "the connection header"
                                                                   : "a frame") +
             " from " + remote_.ToString() + " made no progress for " + std::to_string(quiet_ms) +
             " ms (frame timeout " + std::to_string(o.frame_timeout_ms) + " ms)");

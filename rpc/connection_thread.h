@@ -148,8 +148,7 @@ class ConnectionThread {
   std::unique_ptr<uint8_t[]> read_buf_;
   std::unique_ptr<InboundCall> call_;
   std::unique_ptr<InboundTransfer> inbound_;
-  size_t conn_header_received_ = 0;
-  uint8_t conn_header_[kConnHeaderLength];
+  ConnHeaderReceiver conn_header_;
   ServicePool* last_pool_ = nullptr;  // Messenger::HandleInboundCallHere
   // The current call's "response ready" flag (on HandleFrame's stack): the
   // responder notifies it; set before the handler runs, so a responder on

@@ -67,6 +67,14 @@ Status ValidateConnHeader(const uint8_t header[kConnHeaderLength]) {
   return Status::OK();
 }
 
+Status ConnHeaderReceiver::Consume(const uint8_t* p, size_t len, size_t* used) {
+  size_t n = std::min(kConnHeaderLength - received_, len);
+  memcpy(bytes_ + received_, p, n);
+  received_ += n;
+  *used = n;
+  return complete() ? ValidateConnHeader(bytes_) : Status::OK();
+}
+
 FrameLayout ComputeFrameLayout(size_t header_size, size_t body_size, size_t sidecar_bytes) {
   FrameLayout l;
   l.header_size = header_size;

@@ -27,6 +27,22 @@ void WriteConnHeader(uint8_t out[kConnHeaderLength]);
 // reserved bytes.
 Status ValidateConnHeader(const uint8_t header[kConnHeaderLength]);
 
+// The connection header as a server receives it: in pieces of any size,
+// ahead of the first frame. Owner: one server connection; used by the one
+// thread that reads its socket (its reactor, or its connection thread).
+class ConnHeaderReceiver {
+ public:
+  bool complete() const { return received_ == kConnHeaderLength; }
+  // Takes the header's missing bytes from the front of [p, p + len) and
+  // sets *used to their number. Once the header is whole: its check
+  // (ValidateConnHeader); OK while it is not.
+  Status Consume(const uint8_t* p, size_t len, size_t* used);
+
+ private:
+  uint8_t bytes_[kConnHeaderLength];
+  size_t received_ = 0;
+};
+
 // Length of the frame length prefix: a u32, big-endian, counting the bytes
 // that follow it.
 inline constexpr size_t kFrameLengthPrefix = 4;

@@ -139,6 +139,34 @@ TEST_CASE("connection header: magic, version and reserved bytes are checked", "[
         "bad connection header magic: got 47 45 54 20, expected 63 66 72 70 (\"cfrp\")");
 }
 
+TEST_CASE("connection header: received in pieces, checked once whole", "[rpc][unit]") {
+  uint8_t stream[kConnHeaderLength + 3];
+  WriteConnHeader(stream);
+  stream[8] = stream[9] = stream[10] = 0xaa;  // the first frame's bytes
+  ConnHeaderReceiver r;
+  size_t used = 0;
+  // One byte, then the rest with the frame behind it: only the header's
+  // bytes are taken.
+  CHECK(r.Consume(stream, 1, &used).ok());
+  CHECK(used == 1);
+  CHECK(!r.complete());
+  CHECK(r.Consume(stream + 1, sizeof(stream) - 1, &used).ok());
+  CHECK(used == kConnHeaderLength - 1);
+  CHECK(r.complete());
+  CHECK(r.Consume(stream + 8, 3, &used).ok());  // complete: takes nothing
+  CHECK(used == 0);
+
+  ConnHeaderReceiver bad;
+  uint8_t h[kConnHeaderLength];
+  WriteConnHeader(h);
+  h[4] = 9;
+  for (size_t i = 0; i + 1 < kConnHeaderLength; ++i) {
+    CHECK(bad.Consume(h + i, 1, &used).ok());  // not whole yet: nothing to say
+  }
+  Status s = bad.Consume(h + kConnHeaderLength - 1, 1, &used);
+  CHECK(s.message() == "unsupported RPC version 9 (this build speaks version 1)");
+}
+
 TEST_CASE("a frame round-trips and bad frames are Corruption", "[rpc][unit]") {
   ResponseHeader h;
   h.set_call_id(7);
