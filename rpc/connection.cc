@@ -11,6 +11,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "rpc/alloc_pattern.h"
@@ -60,12 +61,18 @@ Connection::Connection(Reactor* reactor, Direction direction, int fd, const Sock
       max_out_bytes_(reactor->messenger()->options().max_queued_response_bytes_per_connection),
       frame_timeout_s_(reactor->messenger()->options().frame_timeout_ms / 1000.0),
       idle_timeout_s_(reactor->messenger()->options().idle_timeout_ms / 1000.0),
-      call_pool_(direction == Direction::kServer ? kMaxPooledCalls : 0),
+      pool_limit_(direction == Direction::kServer
+                      ? std::clamp<size_t>(max_calls_in_flight_ > 0
+                                               ? static_cast<size_t>(max_calls_in_flight_)
+                                               : kMaxPooledCallsCap,
+                                           kMaxPooledCalls, kMaxPooledCallsCap)
+                      : kMaxPooledTransfers),
+      call_pool_(direction == Direction::kServer ? pool_limit_ : 0),
       lend_reads_(direction == Direction::kClient &&
                   reactor->messenger()->options().caller_reads_sync_responses &&
                   DirectWrites()) {
   read_buf_.reset(new uint8_t[kReadBufferSize]);
-  spare_transfers_.reserve(kMaxPooledTransfers);
+  spare_transfers_.reserve(pool_limit_);
   ev_io_init(&read_watcher_, &Connection::ReadCallback, fd_, EV_READ);
   read_watcher_.data = this;
   ev_io_init(&write_watcher_, &Connection::WriteCallback, fd_, EV_WRITE);
@@ -83,7 +90,7 @@ Connection::~Connection() {
 void Connection::RecycleInboundTransfer(std::unique_ptr<InboundTransfer> t) {
   // closed() rather than shut_down_: a caller that owns the read side may
   // be here while the reactor shuts the connection down.
-  if (closed() || spare_transfers_.size() >= kMaxPooledTransfers ||
+  if (closed() || spare_transfers_.size() >= pool_limit_ ||
       t->buffer_capacity() > kMaxPooledBufferBytes ||
       spare_transfer_bytes_ + t->buffer_capacity() > kMaxPooledBufferTotal) {
     return;  // freed here, on the reactor that made it
@@ -531,6 +538,7 @@ void Connection::OnTick(double now) {
   }
   ConnectionRef ref(this);  // DestroyConnection below drops the reactor's
   ReleaseDirectlyAnswered();
+  if (calls_in_flight_ == 0) TrimPools();
   if ((read_paused_ & kPauseMemory) != 0 && !budget_->exhausted()) {
     SetReadPause(read_paused_ & ~kPauseMemory);
   }
@@ -563,6 +571,14 @@ void Connection::OnTick(double now) {
     Log(LogLevel::kInfo, "closing connection from " + RemoteToString() + buf);
     reactor_->DestroyConnection(this,
                                 Status::TimedOut("connection from " + RemoteToString() + buf));
+  }
+}
+
+void Connection::TrimPools() {
+  call_pool_.Trim(kMaxPooledCalls);
+  while (spare_transfers_.size() > kMaxPooledTransfers) {
+    spare_transfer_bytes_ -= spare_transfers_.back()->buffer_capacity();
+    spare_transfers_.pop_back();
   }
 }
 

@@ -232,6 +232,9 @@ class Connection {
   bool HandleFrame(std::unique_ptr<InboundTransfer> transfer);
   bool HandleCallResponse(std::unique_ptr<InboundTransfer> transfer);
   bool HandleInboundCall(std::unique_ptr<InboundTransfer> transfer);
+  // Server, reactor thread, no call in flight: frees what the pools hold
+  // beyond what an idle connection keeps (kMaxPooledCalls).
+  void TrimPools();
   void FailWithBadData(const Status& s);
   // Client, reactor, once the connection is connected: with lending on,
   // clears O_NONBLOCK and sets SO_RCVTIMEO to kBlockingReadSliceUs, so that
@@ -305,16 +308,24 @@ class Connection {
   // Spare transfers for the next frames (see RecycleInboundTransfer): made
   // and freed on this reactor only, so no lock. A server needs one per call
   // in flight on the connection (the request frame lives until the response
-  // is written), a client one. Retains at most kMaxPooledTransfers objects
+  // is written), a client one. Retains at most pool_limit_ objects (below)
   // and kMaxPooledBufferTotal bytes of buffers per connection.
-  static constexpr size_t kMaxPooledTransfers = 64;
+  static constexpr size_t kMaxPooledTransfers = 64;  // a client's limit
   static constexpr size_t kMaxPooledBufferBytes = 8 * 1024;
   static constexpr size_t kMaxPooledBufferTotal = 64 * 1024;
   std::vector<std::unique_ptr<InboundTransfer>> spare_transfers_;
   size_t spare_transfer_bytes_ = 0;
-  // Server: finished calls for the next requests (enough for 64 calls in
-  // flight, ~90 KiB); cleared by Shutdown.
-  static constexpr size_t kMaxPooledCalls = 64;
+  // Server: finished calls for the next requests; cleared by Shutdown.
+  // Both pools hold up to as many as may be in flight (one read from a
+  // flooding client starts them all at once; a smaller pool would send the
+  // rest to malloc and back each time), at least 64 and at most
+  // kMaxPooledCallsCap. A pool never holds more than were live together,
+  // so it adds nothing to the peak; what a burst left beyond 64 is freed at
+  // the first tick with no call in flight (OnTick), so an idle connection
+  // keeps ~90 KiB of calls.
+  static constexpr size_t kMaxPooledCalls = 64;  // kept when idle
+  static constexpr size_t kMaxPooledCallsCap = 1024;
+  const size_t pool_limit_;
   InboundCallPool call_pool_;
   ConnHeaderReceiver conn_header_in_;  // server
   uint8_t conn_header_[kConnHeaderLength];  // client: the header it sends

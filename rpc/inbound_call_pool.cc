@@ -35,4 +35,11 @@ void InboundCallPool::Clear() {
   calls_.clear();
 }
 
+void InboundCallPool::Trim(size_t keep) {
+  while (calls_.size() > keep) {
+    delete calls_.back();
+    calls_.pop_back();
+  }
+}
+
 }  // namespace crossfree::rpc

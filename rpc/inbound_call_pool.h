@@ -36,6 +36,8 @@ class InboundCallPool {
   bool Put(InboundCall* call);
   // Deletes every pooled call (connection shutdown).
   void Clear();
+  // Deletes pooled calls beyond the first `keep` (an idle connection's tick).
+  void Trim(size_t keep);
   size_t size() const { return calls_.size(); }
 
  private:
