@@ -21,12 +21,18 @@
 
 #include "rpc/logging.h"
 #include "rpc/serialization.h"
+#include "tests/rpc/raw_client.h"
 #include "tests/rpc/rpc_test_util.h"
 
 namespace crossfree::rpc {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::AddBody;
+using testing::ConnHeader;
+using testing::RawConnect;
+using testing::SendAll;
+using testing::WaitClosed;
 
 // Captures rpc/ log lines for the duration of a test.
 class LogCapture {
@@ -63,30 +69,6 @@ class LogCapture {
   std::vector<std::string> lines_;
 };
 
-int RawConnect(const Sockaddr& addr) {
-  int fd = ::socket(addr.family(), SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  REQUIRE(::connect(fd, addr.addr(), addr.addr_len()) == 0);
-  return fd;
-}
-
-void SendAll(int fd, const std::string& bytes) {
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return;  // the peer may close while we send
-    off += static_cast<size_t>(n);
-  }
-}
-
-std::string ConnHeader() {
-  uint8_t h[kConnHeaderLength];
-  WriteConnHeader(h);
-  return std::string(reinterpret_cast<char*>(h), kConnHeaderLength);
-}
-
 std::string Frame(const google::protobuf::MessageLite& header, const std::string& body,
                   const std::string& sidecars = "") {
   FrameLayout l = ComputeFrameLayout(header, body.size(), sidecars.size());
@@ -110,16 +92,6 @@ std::string U32(uint32_t v) {
   uint8_t b[4];
   EncodeBigEndian32(v, b);
   return std::string(reinterpret_cast<char*>(b), 4);
-}
-
-// True when the server closed the connection (EOF or reset) within 5 s.
-bool WaitClosed(int fd) {
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n == 0) return true;
-    if (n < 0) return errno == ECONNRESET || errno == EPIPE;
-  }
 }
 
 // Reads one response frame; false on EOF/timeout.
@@ -146,13 +118,6 @@ bool ReadResponse(int fd, ResponseHeader* header, std::string* body) {
 }
 
 const std::string kService = test::CalculatorServiceIf::kServiceName;
-
-std::string AddBody(uint32_t x, uint32_t y) {
-  test::AddRequestPB r;
-  r.set_x(x);
-  r.set_y(y);
-  return r.SerializeAsString();
-}
 
 // The server of these tests: the reactor topology, or (connection_threads)
 // a thread per connection, which must close and answer the same way.
@@ -233,8 +198,10 @@ TEST_CASE("bad input closes only the offending connection, with a logged reason"
       REQUIRE(proxy.Add(req, &resp, &c0).ok());
 
       int fd = RawConnect(server.address);
+
+      REQUIRE(fd >= 0);
       SendAll(fd, (c.send_conn_header ? ConnHeader() : std::string()) + c.bytes);
-      CHECK(WaitClosed(fd));
+      CHECK(WaitClosed(fd, 5s));
       ::close(fd);
       INFO("log:\n" << log.All());
       CHECK(log.Contains(c.logged));
@@ -255,8 +222,9 @@ TEST_CASE("a duplicate in-flight call id closes the connection", "[rpc]") {
   sleep.set_sleep_micros(300000);
   std::string frame = RequestFrame(5, kService, "Sleep", sleep.SerializeAsString());
   int fd = RawConnect(server.address);
+  REQUIRE(fd >= 0);
   SendAll(fd, ConnHeader() + frame + frame);
-  CHECK(WaitClosed(fd));
+  CHECK(WaitClosed(fd, 5s));
   ::close(fd);
   CHECK(log.Contains("duplicate call id 5"));
   CheckServerStillServes(server);
@@ -267,6 +235,7 @@ TEST_CASE("RPC-level errors keep the raw connection open", "[rpc]") {
   INFO("connection_threads " << connection_threads);
   auto server = StartServerIn(connection_threads, 1, 1);
   int fd = RawConnect(server.address);
+  REQUIRE(fd >= 0);
   SendAll(fd, ConnHeader());
   struct Expect {
     std::string frame;

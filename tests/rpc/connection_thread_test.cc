@@ -19,14 +19,19 @@
 
 #include "rpc/connection_thread_set.h"
 #include "rpc/proxy.h"
-#include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
+#include "tests/rpc/raw_client.h"
 #include "tests/rpc/rpc_test_util.h"
 
 namespace crossfree::rpc {
 namespace {
 
+using testing::ConnHeader;
+using testing::RawConnect;
+using testing::RequestFrame;
 using testing::SecondsSince;
+using testing::SendAll;
+using testing::WaitClosed;
 using testing::SleepReq;
 using testing::StartClient;
 using testing::WaitFor;
@@ -76,54 +81,6 @@ Status Add(CalculatorServiceProxy* proxy, uint32_t x, uint32_t y, AddResponsePB*
   RpcController c;
   c.set_timeout(10s);
   return proxy->Add(req, resp, &c);
-}
-
-int RawConnect(const Sockaddr& addr) {
-  int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  REQUIRE(::connect(fd, addr.addr(), addr.addr_len()) == 0);
-  return fd;
-}
-
-std::string ConnHeader() {
-  uint8_t h[kConnHeaderLength];
-  WriteConnHeader(h);
-  return std::string(reinterpret_cast<char*>(h), kConnHeaderLength);
-}
-
-std::string RequestFrame(int32_t call_id, const std::string& method,
-                         const google::protobuf::MessageLite& body) {
-  RequestHeader h;
-  h.set_call_id(call_id);
-  h.mutable_remote_method()->set_service_name(test::CalculatorServiceIf::kServiceName);
-  h.mutable_remote_method()->set_method_name(method);
-  std::string b = body.SerializeAsString();
-  FrameLayout l = ComputeFrameLayout(h, b.size(), 0);
-  std::string out(l.head_bytes, '\0');
-  SerializeFrameHeader(l, h, reinterpret_cast<uint8_t*>(out.data()));
-  return out + b;
-}
-
-bool SendAll(int fd, const std::string& bytes) {
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// True when the server closed `fd` (EOF or reset) within its 5 s timeout.
-bool WaitClosed(int fd) {
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n == 0) return true;
-    if (n < 0) return errno == ECONNRESET || errno == EPIPE;
-  }
 }
 
 TEST_CASE("connection threads: sync and async calls, several connections", "[rpc][threads]") {
@@ -227,12 +184,14 @@ TEST_CASE("connection threads: max_connections is required and enforced", "[rpc]
   std::vector<int> fds;
   for (int i = 0; i < 3; ++i) {
     fds.push_back(RawConnect(server.address));
+    REQUIRE(fds.back() >= 0);
     REQUIRE(SendAll(fds.back(), ConnHeader()));
   }
   REQUIRE(WaitFor([&] { return running(server) == 3; }));
   // Beyond the cap: accepted and closed at once, no thread.
   int extra = RawConnect(server.address);
-  CHECK(WaitClosed(extra));
+  REQUIRE(extra >= 0);
+  CHECK(WaitClosed(extra, 5s));
   ::close(extra);
   CHECK(running(server) == 3);
   // A slot frees when a connection goes.
@@ -258,12 +217,13 @@ TEST_CASE("connection threads: idle and frame timeouts close, frames are bounded
   auto server = StartThreadServer(o);
   SECTION("idle after the header, and after a call") {
     int fd = RawConnect(server.address);
+    REQUIRE(fd >= 0);
     AddRequestPB req;
     req.set_x(1);
     req.set_y(2);
-    REQUIRE(SendAll(fd, ConnHeader() + RequestFrame(0, "Add", req)));
+    REQUIRE(SendAll(fd, ConnHeader() + RequestFrame(0, "Add", req.SerializeAsString())));
     auto t0 = Clock::now();
-    CHECK(WaitClosed(fd));  // reads the response first
+    CHECK(WaitClosed(fd, 5s));  // reads the response first
     double took = SecondsSince(t0);
     CHECK(took >= 0.25);
     CHECK(took < 3.0);
@@ -271,30 +231,33 @@ TEST_CASE("connection threads: idle and frame timeouts close, frames are bounded
   }
   SECTION("nothing sent: the connection header's frame timeout") {
     int fd = RawConnect(server.address);
+    REQUIRE(fd >= 0);
     auto t0 = Clock::now();
-    CHECK(WaitClosed(fd));
+    CHECK(WaitClosed(fd, 5s));
     CHECK(SecondsSince(t0) >= 0.25);
     ::close(fd);
   }
   SECTION("a stalled partial frame") {
     int fd = RawConnect(server.address);
+    REQUIRE(fd >= 0);
     AddRequestPB req;
     req.set_x(1);
     req.set_y(2);
-    std::string frame = RequestFrame(0, "Add", req);
+    std::string frame = RequestFrame(0, "Add", req.SerializeAsString());
     REQUIRE(SendAll(fd, ConnHeader() + frame.substr(0, frame.size() - 2)));
     auto t0 = Clock::now();
-    CHECK(WaitClosed(fd));
+    CHECK(WaitClosed(fd, 5s));
     CHECK(SecondsSince(t0) >= 0.25);
     ::close(fd);
   }
   SECTION("a frame over max_message_size closes at its prefix") {
     int fd = RawConnect(server.address);
+    REQUIRE(fd >= 0);
     uint8_t prefix[4];
     EncodeBigEndian32(1024 * 1024, prefix);
     REQUIRE(SendAll(fd, ConnHeader() + std::string(reinterpret_cast<char*>(prefix), 4)));
     auto t0 = Clock::now();
-    CHECK(WaitClosed(fd));
+    CHECK(WaitClosed(fd, 5s));
     CHECK(SecondsSince(t0) < 0.25);  // at once, not by a timeout
     ::close(fd);
   }
@@ -310,7 +273,8 @@ TEST_CASE("connection threads: a handler sees its client disconnect", "[rpc][thr
     SleepRequestPB sleep = SleepReq(20 * 1000 * 1000);
     sleep.set_deferred(deferred);
     int fd = RawConnect(server.address);
-    REQUIRE(SendAll(fd, ConnHeader() + RequestFrame(0, "Sleep", sleep)));
+    REQUIRE(fd >= 0);
+    REQUIRE(SendAll(fd, ConnHeader() + RequestFrame(0, "Sleep", sleep.SerializeAsString())));
     REQUIRE(WaitFor([&] { return running(server) == 1; }));
     std::this_thread::sleep_for(200ms);  // the handler is running
     ::close(fd);
@@ -337,12 +301,13 @@ TEST_CASE("connection threads: shutdown is prompt with idle and never-reading cl
     // ... and one that floods 64 KiB Echo requests and never reads, until
     // the server's thread is stuck in its send.
     int flood = RawConnect(server.address);
+    REQUIRE(flood >= 0);
     timeval tv{0, 100000};
     setsockopt(flood, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     EchoRequestPB echo;
     echo.set_data(std::string(64 * 1024, 'e'));
     std::string batch = ConnHeader();
-    for (int i = 0; i < 16; ++i) batch += RequestFrame(i, "Echo", echo);
+    for (int i = 0; i < 16; ++i) batch += RequestFrame(i, "Echo", echo.SerializeAsString());
     std::atomic<bool> stop{false};
     std::thread flooder([&] {
       std::string b = batch;
@@ -357,7 +322,7 @@ TEST_CASE("connection threads: shutdown is prompt with idle and never-reading cl
             return;
           }
         }
-        b = RequestFrame(next++, "Echo", echo);
+        b = RequestFrame(next++, "Echo", echo.SerializeAsString());
       }
     });
     std::this_thread::sleep_for(1s);  // the buffers fill up

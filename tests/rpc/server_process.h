@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Test helpers for tests/rpc/attack_test.cc: an rpc-server child process,
-// its resource use read from /proc, and raw-socket clients.
+// its resource use read from /proc (raw-socket clients: raw_client.h).
 #pragma once
 
 #include <sys/types.h>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rpc/sockaddr.h"
+#include "tests/rpc/raw_client.h"
 
 namespace crossfree::rpc::testing {
 
@@ -57,21 +58,6 @@ class ServerProcess {
   std::string line_;
   std::string stderr_path_;
 };
-
-// Raw clients (blocking sockets with 5 s timeouts).
-int RawConnect(const Sockaddr& addr);
-// Sends all of `bytes`; false if the peer closed or the send timed out.
-bool SendAll(int fd, const std::string& bytes);
-// The 8-byte connection header; `reserved` goes into byte 5.
-std::string ConnHeader(uint8_t reserved = 0);
-// A request frame of CalculatorService.<method> with `body`.
-std::string RequestFrame(int32_t call_id, const std::string& method, const std::string& body);
-std::string AddBody(uint32_t x, uint32_t y);
-// Waits up to `timeout` for the server to close `fd` (EOF or reset),
-// discarding whatever it sends first.
-bool WaitClosed(int fd, std::chrono::milliseconds timeout);
-// Non-blocking check: true if the server closed `fd` already.
-bool IsClosed(int fd);
 
 // True when CROSSFREE_ATTACK_FAST=1: run the attacks with the fast paths on
 // (inline handlers on the server, callers reading their own responses).
