@@ -8,11 +8,13 @@
 namespace crossfree::tracer {
 
 // The trace clock: CLOCK_MONOTONIC nanoseconds. After InitFastClock()
-// found an invariant TSC that the kernel itself uses as its clocksource, it
+// found an invariant TSC that the kernel itself uses as its clocksource (or,
+// under kvm-clock, that the hypervisor declares stable across vCPUs), it
 // is read as lfence+rdtsc and converted with a fixed scale calibrated
 // against CLOCK_MONOTONIC at start-up (anchored there, so it tracks
 // CLOCK_MONOTONIC to within the calibration error, ~1e-5, and is monotonic
-// across cores because the kernel verified the TSCs are synchronised).
+// across cores because the kernel verified, or the hypervisor promised,
+// that the TSCs are synchronised).
 // Otherwise every read is clock_gettime(CLOCK_MONOTONIC) through the vDSO.
 // The lfence keeps the read after every earlier load, so an allocation
 // stamped after the real call is later than the free that made its block

@@ -185,7 +185,9 @@ void PrintSummary(const internal::ExitStats& stats) {
       .AddNumber(stats.threads_skipped)
       .Add(" busy threads skipped, ")
       .AddNumber(g.foreign_events.load(std::memory_order_relaxed))
-      .Add(" events of clone(2) tasks sharing a thread's TLS not recorded -> ")
+      .Add(" events of clone(2) tasks sharing a thread's TLS not recorded, clock ")
+      .Add(g_fast_clock.enabled != 0 ? "tsc" : "clock_gettime")
+      .Add(" -> ")
       .Add(g.output_path)
       .Print();
 }

@@ -104,6 +104,48 @@ long ReadSmallFile(const char* path, char* buf, size_t cap) {
   return static_cast<long>(len);
 }
 
+uintptr_t FindMappingStart(const char* name) {
+  const size_t name_len = StrLen(name);
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[4096];
+  size_t have = 0;
+  uintptr_t found = 0;
+  bool eof = false;
+  while (found == 0 && !eof) {
+    ssize_t r = read(fd, buf + have, sizeof(buf) - have);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) eof = true;
+    if (r > 0) have += static_cast<size_t>(r);
+    size_t line = 0;
+    for (size_t i = 0; i < have && found == 0; ++i) {
+      if (buf[i] != '\n' && !(eof && i + 1 == have)) continue;
+      const size_t end = buf[i] == '\n' ? i : i + 1;
+      if (end - line > name_len) {
+        size_t k = 0;
+        while (k < name_len && buf[end - name_len + k] == name[k]) ++k;
+        if (k == name_len) {
+          uintptr_t start = 0;
+          for (size_t j = line; j < end; ++j) {
+            const char c = buf[j];
+            const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+            if (digit < 0) break;
+            start = start * 16 + static_cast<uintptr_t>(digit);
+          }
+          found = start;
+        }
+      }
+      line = i + 1;
+    }
+    // Keep the unfinished line; a line longer than the buffer is dropped.
+    if (line == 0 && have == sizeof(buf)) line = have;
+    for (size_t i = line; i < have; ++i) buf[i - line] = buf[i];
+    have -= line;
+  }
+  close(fd);
+  return found;
+}
+
 size_t StrLen(const char* s) {
   size_t n = 0;
   while (s[n] != '\0') ++n;

@@ -46,6 +46,11 @@ class MessageLine {
 // or -1 on error.
 long ReadSmallFile(const char* path, char* buf, size_t cap);
 
+// The start address of the mapping whose /proc/self/maps line ends in name
+// ("[vdso]", "[vvar_vclock]"), or 0 when there is none. Reads the file in
+// pieces through a fixed buffer: no allocation, whatever its length.
+uintptr_t FindMappingStart(const char* name);
+
 // strlen/memcpy/memcmp equivalents that never call into the hooked world
 // (the compiler may still lower them to libc's, which do not allocate).
 size_t StrLen(const char* s);
