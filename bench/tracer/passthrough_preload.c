@@ -18,7 +18,8 @@
 // addresses, each frame checked to lie above the last and within 1 MiB of
 // it) into the same ring. That is the floor of any tracer that stamps each
 // event and records its whole stack: what is left of the tracer's cost
-// above it is encoding, interning and writing. Only for programs built with
+// above it is its record path (buffer hand-off, encoding, interning,
+// writing) and the contention that brings. Only for programs built with
 // frame pointers whose threads start with a zero %rbp (the project's own
 // workloads): in code that uses %rbp as a general register the check is
 // not a proof that the next word is mapped.

@@ -11,7 +11,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "tracer/clock.h"
