@@ -31,12 +31,12 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::ConnHeader;
+using testing::IsClosed;
 using testing::RawConnect;
 using testing::RequestFrame;
 using testing::SecondsSince;
 using testing::SendAll;
 using testing::ServerProcess;
-using testing::IsClosed;
 using testing::WaitClosed;
 using testing::WellBehavedCalls;
 using Clock = std::chrono::steady_clock;

@@ -198,7 +198,6 @@ TEST_CASE("bad input closes only the offending connection, with a logged reason"
       REQUIRE(proxy.Add(req, &resp, &c0).ok());
 
       int fd = RawConnect(server.address);
-
       REQUIRE(fd >= 0);
       SendAll(fd, (c.send_conn_header ? ConnHeader() : std::string()) + c.bytes);
       CHECK(WaitClosed(fd, 5s));

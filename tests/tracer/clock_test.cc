@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The trace clock (tracer/clock.h) and the /proc/self/maps lookup it uses
 // to find the hypervisor's stable-TSC flag (tracer/sys.h), linked in.
-#include <pthread.h>
 #include <sched.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -11,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "tracer/clock.h"
@@ -85,19 +85,9 @@ TEST_CASE("the trace clock never runs backwards across a hand-off between thread
       turn.store(1 - me, std::memory_order_release);
     }
   };
-  pthread_t other;
-  struct Arg {
-    decltype(run)* fn;
-  } arg{&run};
-  REQUIRE(pthread_create(
-              &other, nullptr,
-              [](void* a) -> void* {
-                (*static_cast<Arg*>(a)->fn)(1);
-                return nullptr;
-              },
-              &arg) == 0);
+  std::thread other([&] { run(1); });
   run(0);
-  pthread_join(other, nullptr);
+  other.join();
   CHECK(backwards.load() == 0);
 }
 
