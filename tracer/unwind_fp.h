@@ -28,13 +28,15 @@ StackBounds CurrentThreadStackBounds();
 
 // The per-thread cache behind CurrentThreadStackBounds. Trivial type, so TLS
 // needs no constructor call (which could allocate) and the initial-exec
-// model gives a plain %fs-relative access.
+// model gives a plain %fs-relative access. constinit on this declaration
+// too: without it every other file must assume a dynamic initializer and
+// tests gcc's TLS init function before each access.
 struct ThreadBoundsCache {
   uintptr_t low;
   uintptr_t high;
   int state;  // 0 = unknown, 1 = computing, 2 = ready, 3 = failed
 };
-extern thread_local ThreadBoundsCache tls_stack_bounds __attribute__((tls_model("initial-exec")));
+extern thread_local constinit ThreadBoundsCache tls_stack_bounds __attribute__((tls_model("initial-exec")));
 
 // CurrentThreadStackBounds with its common case (already computed) inline:
 // the hook path asks for the bounds twice per event.
