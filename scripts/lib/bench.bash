@@ -9,5 +9,14 @@ median() {
     else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# "LOW-HIGH" of the numbers on stdin, one a line, with two decimals: the
+# fastest and slowest of a configuration's rounds beside its median.
+# "-" when there are none.
+spread() {
+  sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {
+    if (NR == 0) print "-"
+    else printf "%.2f-%.2f\n", lo, hi }'
+}
+
 # Wall clock in nanoseconds.
 now_ns() { date +%s%N; }
