@@ -32,7 +32,7 @@ if(NOT Protobuf_FOUND OR NOT Protobuf_PROTOC_EXECUTABLE)
 endif()
 
 # Boost.Math, header-only: the exact Poisson intervals of sampled traces
-# (analysis/estimate.cc).
+# (analyzer/model/estimate.cc).
 find_package(Boost 1.74 QUIET)
 if(NOT Boost_FOUND OR NOT EXISTS "${Boost_INCLUDE_DIRS}/boost/math/special_functions/gamma.hpp")
   crossfree_missing("Boost.Math headers" "libboost-math1.74-dev")

@@ -5,17 +5,23 @@
 #   lib/crossfree/             libcrossfree-trace.so (crossfree record looks
 #                              in <bin>/../lib/crossfree/)
 #   <libdir>/                  static crossfree_rpc, crossfree_format(_writer)
-#   include/{rpc,format}/      their headers (and rpc/rpc_header.pb.h)
+#   include/crossfree/{rpc,format}/  their headers (and rpc/rpc_header.pb.h):
+#                              consumers write <crossfree/rpc/messenger.h>;
+#                              not include/rpc/, which glibc's libc6-dev uses
 #   <libdir>/cmake/crossfree/  the package config; <libdir>/pkgconfig/crossfree.pc
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-# Build-tree include directories become include/ once installed.
+# Build-tree include directories become include/ once installed, plus
+# include/crossfree/ because the installed headers (and the code the protoc
+# plugin generates) name each other the way the source tree does,
+# "rpc/status.h"; consumers name them <crossfree/rpc/...>.
 foreach(t crossfree_rpc crossfree_format_writer)
   get_target_property(_dirs ${t} INTERFACE_INCLUDE_DIRECTORIES)
   list(TRANSFORM _dirs REPLACE "^(.+)$" "$<BUILD_INTERFACE:\\1>")
   set_property(TARGET ${t} PROPERTY INTERFACE_INCLUDE_DIRECTORIES
-               ${_dirs} "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>")
+               ${_dirs} "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>"
+               "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/crossfree>")
 endforeach()
 set_target_properties(crossfree_rpc PROPERTIES EXPORT_NAME rpc)
 set_target_properties(crossfree_format PROPERTIES EXPORT_NAME format)
@@ -32,13 +38,13 @@ install(TARGETS crossfree_rpc crossfree_format crossfree_format_writer crossfree
         EXPORT crossfreeTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/rpc/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rpc
+set(_include_dir ${CMAKE_INSTALL_INCLUDEDIR}/crossfree)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/rpc/ DESTINATION ${_include_dir}/rpc
         FILES_MATCHING PATTERN "*.h" PATTERN "rpc_header.proto")
-install(FILES ${PROJECT_BINARY_DIR}/rpc/rpc_header.pb.h
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rpc)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/format/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/format
+install(FILES ${PROJECT_BINARY_DIR}/rpc/rpc_header.pb.h DESTINATION ${_include_dir}/rpc)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/format/ DESTINATION ${_include_dir}/format
         FILES_MATCHING PATTERN "*.h")
-install(FILES ${PROJECT_BINARY_DIR}/crossfree_version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_BINARY_DIR}/crossfree_version.h DESTINATION ${_include_dir})
 
 set(_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/crossfree)
 install(EXPORT crossfreeTargets NAMESPACE crossfree:: DESTINATION ${_cmake_dir})

@@ -8,7 +8,7 @@
 
 #include "format/trace_format.h"
 #include "tracer/sys.h"
-#include "tracer/toggle_signal.h"
+#include "format/toggle_signal.h"
 
 namespace crossfree::tracer {
 namespace {
@@ -105,7 +105,7 @@ void LoadSettings(Settings* s) {
   }
   if (const char* v = getenv("CROSSFREE_TOGGLE_SIGNAL"); v != nullptr && *v != '\0') {
     uint64_t sig;
-    if (ParseDecimal(v, &sig) && sig < 65 && UsableToggleSignal(static_cast<long>(sig))) {
+    if (ParseDecimal(v, &sig) && sig < 65 && format::UsableToggleSignal(static_cast<long>(sig))) {
       s->toggle_signal = static_cast<int>(sig);
     } else {
       Invalid("CROSSFREE_TOGGLE_SIGNAL", v, "none");

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/pairing.h"
-#include "analysis/trace_set.h"
+#include "analyzer/pairing/pairing.h"
+#include "analyzer/pairing/trace_set.h"
 #include "tests/format/test_util.h"
 
 namespace {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "analysis/sites.h"
-#include "analysis/symbolizer.h"
-#include "analysis/trace_set.h"
+#include "analyzer/model/sites.h"
+#include "analyzer/model/symbolizer.h"
+#include "analyzer/pairing/trace_set.h"
 
 namespace {
 

@@ -33,4 +33,7 @@ env -u CROSSFREE_TRACER_LIB "$prefix/bin/crossfree" record -o "$work/greeter.tra
 "$prefix/bin/crossfree" dump --summary "$work/greeter.trace" >"$work/dump.log"
 grep -Eq "^  allocs: [1-9]" "$work/dump.log" && grep -Eq "^  threads: ([3-9]|[1-9][0-9])" "$work/dump.log" \
   || { cat "$work/dump.log" >&2; exit 1; }
+# Headers under include/crossfree/, none in include/rpc/ (glibc's directory).
+test -f "$prefix/include/crossfree/rpc/messenger.h"
+[[ ! -e $prefix/include/rpc ]] || { echo "headers installed into include/rpc/" >&2; exit 1; }
 echo "install test: ok ($prefix)"

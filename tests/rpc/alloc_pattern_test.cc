@@ -12,7 +12,7 @@
 
 #include "rpc/alloc_pattern.h"
 #include "rpc/logging.h"
-#include "tests/rpc/alloc_counter.h"
+#include "bench/rpc/alloc_counter.h"
 #include "tests/rpc/rpc_test_util.h"
 
 namespace crossfree::rpc {

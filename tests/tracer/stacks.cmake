@@ -6,18 +6,18 @@ target_link_libraries(crossfree_stacks_test PRIVATE crossfree_stacks crossfree_c
                       Threads::Threads ${CMAKE_DL_LIBS})
 # dladdr must see the test's exported chain functions.
 set_target_properties(crossfree_stacks_test PROPERTIES ENABLE_EXPORTS ON)
-catch_discover_tests(crossfree_stacks_test TEST_PREFIX "stacks.")
+catch_discover_tests(crossfree_stacks_test TEST_PREFIX "tracer.stacks.")
 
 # Separate binary: it interposes malloc to prove the warm hook path never
 # allocates.
 add_executable(crossfree_stacks_noalloc_test no_alloc_test.cc)
 target_link_libraries(crossfree_stacks_noalloc_test PRIVATE crossfree_stacks crossfree_catch_main
                       Threads::Threads)
-catch_discover_tests(crossfree_stacks_noalloc_test TEST_PREFIX "stacks.")
+catch_discover_tests(crossfree_stacks_noalloc_test TEST_PREFIX "tracer.stacks.")
 
 # The workload itself: a bad flag is refused with a message naming it. (Its
 # counts are checked against what the tracer and the analysis see, in
 # tests/e2e/analyzer_e2e_test.sh, not against its own arithmetic.)
-add_test(NAME "stacks.workload rejects bad flags"
+add_test(NAME "tracer.stacks.workload rejects bad flags"
          COMMAND sh -c [=[out=$("$0" --mode sideways 2>&1); rc=$?; echo "$out"; [ $rc -eq 2 ] && echo "$out" | grep -q -- "--mode must be producer-consumer, churn or mixed"]=]
                  $<TARGET_FILE:crossfree-workload>)

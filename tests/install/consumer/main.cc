@@ -5,11 +5,12 @@
 #include <memory>
 #include <string>
 
-#include "format/trace_reader.h"
+#include <crossfree/format/trace_reader.h>
+#include <crossfree/rpc/messenger.h>
+#include <crossfree/rpc/rpc_controller.h>
+#include <crossfree/rpc/service_pool.h>
+
 #include "greeter.crpc.h"
-#include "rpc/messenger.h"
-#include "rpc/rpc_controller.h"
-#include "rpc/service_pool.h"
 
 namespace {
 

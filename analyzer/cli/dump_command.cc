@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: Apache-2.0
+// `crossfree dump FILE [--summary]`: prints a trace file record by record
+// and validates all of it (header, every chunk checksum, every record).
+//
+// Exit status: 0 when the whole file is valid; 2 for bad input (not a trace,
+// unsupported version, corrupt chunk or record) with one line on stderr that
+// names the file and the byte offset. A truncated file (the traced process
+// died mid-write) prints every complete chunk and the summary, warns on
+// stderr and also exits 2, so scripts notice that the trace is incomplete.
+#include <time.h>
+
+#include <cstdio>
+#include <memory>
+#include <set>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include "format/names.h"
+#include "analyzer/model/central.h"
+#include "analyzer/cli/commands.h"
+#include "format/trace_reader.h"
+
+namespace crossfree::analyzer::cli {
+namespace {
+
+using format::AllocFn;
+using format::Chunk;
+using format::Event;
+using format::EventOp;
+using format::FreeFn;
+using format::Module;
+using format::ReadResult;
+using format::TraceReader;
+
+
+std::string FlagNames(uint32_t flags) {
+  std::string names;
+  auto add = [&](uint32_t bit, const char* name) {
+    if (!(flags & bit)) return;
+    if (!names.empty()) names += ",";
+    names += name;
+    flags &= ~bit;
+  };
+  add(format::kHeaderFlagForkChild, "fork-child");
+  add(format::kHeaderFlagMallocHook, "malloc-hook");
+  add(format::kHeaderFlagWindowed, "windowed");
+  if (flags != 0) add(flags, fmt::format("0x{:x}", flags).c_str());
+  return names.empty() ? "none" : names;
+}
+
+std::string Utc(uint64_t realtime_ns) {
+  time_t seconds = static_cast<time_t>(realtime_ns / 1000000000);
+  struct tm tm;
+  if (gmtime_r(&seconds, &tm) == nullptr) return "?";
+  char buf[32];
+  strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:09}Z", buf, realtime_ns % 1000000000);
+}
+
+// Printable form of a name or path: control bytes and quotes escaped.
+std::string Quoted(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+struct Totals {
+  uint64_t chunks = 0;
+  uint64_t events = 0;
+  uint64_t allocs = 0;
+  uint64_t frees = 0;
+  uint64_t realloc_events = 0;
+  uint64_t stack_defs = 0;
+  uint64_t thread_names = 0;
+  uint64_t modules = 0;
+  uint64_t thread_exits = 0;
+  uint64_t central[format::kMaxCentralOp + 1] = {};  // by CentralOp
+  uint64_t windows = 0;                              // window records
+  uint64_t counted_allocs = 0;                       // from counts records
+  uint64_t counted_frees = 0;
+  uint64_t samples_dropped = 0;
+  std::set<uint32_t> threads;
+  std::set<uint32_t> stacks_defined;
+  std::set<uint32_t> stacks_used;
+};
+
+// Counts everything and, unless summary_only, prints each record. Output for
+// one chunk goes to a buffer written in one piece.
+class DumpVisitor : public format::RecordVisitor {
+ public:
+  DumpVisitor(Totals* totals, bool print) : totals_(totals), print_(print) {}
+
+  fmt::memory_buffer& out() { return out_; }
+
+  void OnEvent(const Event& e) override {
+    ++totals_->events;
+    if (e.op == EventOp::kAlloc) {
+      ++totals_->allocs;
+    } else {
+      ++totals_->frees;
+    }
+    if (e.from_realloc) ++totals_->realloc_events;
+    if (e.stack_id != format::kNoStack) totals_->stacks_used.insert(e.stack_id);
+    if (!print_) return;
+    bool alloc = e.op == EventOp::kAlloc;
+    fmt::format_to(std::back_inserter(out_),
+                   "  {:<5} {:<14} tid {} ts {} addr {:#x} size {} stack {}{}\n",
+                   alloc ? "alloc" : "free", alloc ? format::AllocFnName(e.fn) : format::FreeFnName(e.fn), e.tid,
+                   e.timestamp_ns, e.address, e.size, e.stack_id,
+                   e.from_realloc ? " (realloc)" : "");
+  }
+
+  void OnStack(uint32_t stack_id, std::span<const uint64_t> frames) override {
+    ++totals_->stack_defs;
+    totals_->stacks_defined.insert(stack_id);
+    if (!print_) return;
+    fmt::format_to(std::back_inserter(out_), "  stack {} depth {}:", stack_id, frames.size());
+    for (uint64_t f : frames) fmt::format_to(std::back_inserter(out_), " {:#x}", f);
+    out_.push_back('\n');
+  }
+
+  void OnThreadName(uint32_t tid, uint64_t ts_ns, std::string_view name) override {
+    ++totals_->thread_names;
+    if (!print_) return;
+    fmt::format_to(std::back_inserter(out_), "  thread-name tid {} ts {} {}\n", tid, ts_ns,
+                   Quoted(name));
+  }
+
+  void OnModule(uint32_t tid, const Module& m) override {
+    ++totals_->modules;
+    if (!print_) return;
+    fmt::format_to(std::back_inserter(out_), "  module tid {} ts {} bias {:#x} path {} build-id ",
+                   tid, m.timestamp_ns, m.load_bias, Quoted(m.path));
+    if (m.build_id.empty()) fmt::format_to(std::back_inserter(out_), "none");
+    for (uint8_t b : m.build_id) fmt::format_to(std::back_inserter(out_), "{:02x}", b);
+    fmt::format_to(std::back_inserter(out_), " segments {}", m.segments.size());
+    for (const auto& s : m.segments) {
+      fmt::format_to(std::back_inserter(out_), " {:#x}+{:#x}", s.start, s.size);
+    }
+    out_.push_back('\n');
+  }
+
+  void OnThreadExit(uint32_t tid, uint64_t ts_ns) override {
+    ++totals_->thread_exits;
+    if (!print_) return;
+    fmt::format_to(std::back_inserter(out_), "  thread-exit tid {} ts {}\n", tid, ts_ns);
+  }
+
+  void OnWindow(uint32_t tid, uint64_t ts_ns, format::WindowState state,
+                format::WindowCause cause) override {
+    ++totals_->windows;
+    if (!print_) return;
+    fmt::format_to(std::back_inserter(out_), "  window {} tid {} ts {} ({})\n",
+                   format::WindowStateName(state), tid, ts_ns, format::WindowCauseName(cause));
+  }
+
+  void OnCounts(uint32_t tid, const format::ThreadCounts& c) override {
+    totals_->counted_allocs += c.allocs;
+    totals_->counted_frees += c.frees;
+    totals_->samples_dropped += c.samples_dropped;
+    if (!print_) return;
+    fmt::format_to(std::back_inserter(out_), "  counts tid {} allocs {} frees {} dropped {}\n",
+                   tid, c.allocs, c.frees, c.samples_dropped);
+  }
+
+  void OnCentral(const format::CentralEvent& c) override {
+    ++totals_->central[static_cast<uint8_t>(c.op)];
+    if (c.stack_id != format::kNoStack) totals_->stacks_used.insert(c.stack_id);
+    if (!print_) return;
+    fmt::format_to(std::back_inserter(out_), "  central {} tid {} ts {} class {} count {} stack {}{}\n",
+                   format::CentralOpName(c.op), c.tid, c.timestamp_ns, c.size_class, c.count, c.stack_id,
+                   c.by_tracer ? " (tracer)" : "");
+  }
+
+ private:
+  Totals* totals_;
+  bool print_;
+  fmt::memory_buffer out_;
+};
+
+void PrintHeader(const TraceReader& reader) {
+  const format::FileHeader& h = reader.header();
+  const format::HeaderFields& f = h.fields;
+  fmt::print("trace {}\n", reader.name());
+  fmt::print("  format version {}, header {} bytes, file {} bytes\n", h.version, h.size_bytes,
+             reader.file_size());
+  fmt::print("  pid {} ppid {} exe {}\n", f.pid, f.ppid, Quoted(h.exe_path));
+  fmt::print("  clock {} unwinder {} max-depth {} flags {}\n", format::ClockName(f.clock),
+             format::UnwinderName(f.unwinder), f.max_depth, FlagNames(f.flags));
+  fmt::print("  start monotonic {} ns, realtime {} ns ({})\n", f.start_monotonic_ns,
+             f.start_realtime_ns, Utc(f.start_realtime_ns));
+  if (f.sample_period > 1) {
+    fmt::print("  sampled: each allocation with probability 1/{}\n", f.sample_period);
+  }
+}
+
+void PrintSummary(const TraceReader& reader, const Totals& t) {
+  uint64_t undefined = 0;
+  for (uint32_t id : t.stacks_used) undefined += t.stacks_defined.count(id) == 0;
+  fmt::print("summary\n");
+  fmt::print("  chunks: {}\n", t.chunks);
+  fmt::print("  events: {}\n", t.events);
+  fmt::print("  allocs: {}\n", t.allocs);
+  fmt::print("  frees: {}\n", t.frees);
+  fmt::print("  realloc events: {}\n", t.realloc_events);
+  fmt::print("  threads: {}\n", t.threads.size());
+  fmt::print("  thread names: {}\n", t.thread_names);
+  fmt::print("  thread exits: {}\n", t.thread_exits);
+  fmt::print("  stacks: {}\n", t.stacks_defined.size());
+  fmt::print("  stacks referenced but not defined: {}\n", undefined);
+  fmt::print("  modules: {}\n", t.modules);
+  uint64_t central = 0;
+  for (uint64_t n : t.central) central += n;
+  if (central > 0) {  // only in traces that have them: older outputs stay as they were
+    fmt::print("  central transfers: {} (fetch {}, release {}, insert_range {}, remove_range {})\n",
+               central, t.central[0], t.central[1], t.central[2], t.central[3]);
+  }
+  if (t.windows > 0) fmt::print("  window records: {}\n", t.windows);
+  if (reader.header().fields.sample_period > 1) {
+    fmt::print("  counted (all, sampled or not): {} allocs, {} frees, {} samples dropped\n",
+               t.counted_allocs, t.counted_frees, t.samples_dropped);
+  }
+  if (t.events > 0) {
+    fmt::print("  bytes/event: {:.2f}\n",
+               static_cast<double>(reader.file_size()) / static_cast<double>(t.events));
+  } else {
+    fmt::print("  bytes/event: -\n");
+  }
+}
+
+int RunDump(const std::string& path, bool summary_only) {
+  std::string error;
+  std::unique_ptr<TraceReader> reader = TraceReader::Open(path, &error);
+  if (reader == nullptr) {
+    fmt::print(stderr, "crossfree dump: {}\n", error);
+    return kExitUsage;
+  }
+  PrintHeader(*reader);
+  Totals totals;
+  DumpVisitor visitor(&totals, !summary_only);
+  Chunk chunk;
+  ReadResult result;
+  std::string failure;
+  bool truncated = false;
+  while ((result = reader->NextChunk(&chunk)) == ReadResult::kChunk) {
+    ++totals.chunks;
+    totals.threads.insert(chunk.tid);
+    auto& out = visitor.out();
+    out.clear();
+    if (!summary_only) {
+      fmt::format_to(std::back_inserter(out),
+                     "chunk @{} tid {} seq {} base-ts {} events {} payload {} bytes\n",
+                     chunk.file_offset, chunk.tid, chunk.sequence, chunk.base_timestamp_ns,
+                     chunk.event_count, chunk.payload.size());
+    }
+    bool ok = format::DecodeChunk(chunk, visitor, &error);
+    fwrite(out.data(), 1, out.size(), stdout);
+    if (!ok) {
+      failure = error;
+      break;
+    }
+  }
+  if (result == ReadResult::kTruncated) {
+    truncated = true;
+    failure = reader->error();
+  } else if (result == ReadResult::kCorrupt) {
+    failure = reader->error();
+  }
+  PrintSummary(*reader, totals);
+  fflush(stdout);
+  if (failure.empty()) return kExitOk;
+  if (truncated) {
+    fmt::print(stderr,
+               "crossfree dump: warning: {}: {}; the {} complete chunks before it are shown\n",
+               path, failure, totals.chunks);
+  } else {
+    fmt::print(stderr, "crossfree dump: {}: {}\n", path, failure);
+  }
+  return kExitUsage;
+}
+
+}  // namespace
+
+void RegisterDumpCommand(CLI::App& app, int* exit_code) {
+  struct Options {
+    std::string path;
+    bool summary = false;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "dump",
+      "Print and validate a trace file: header, every chunk and record, summary. Exit 0 if "
+      "the whole file is valid, 2 if it is corrupt, truncated or not a trace.");
+  sub->add_option("file", options->path, "Trace file written by crossfree record")->required();
+  sub->add_flag("--summary", options->summary, "Print only the header and the summary");
+  sub->callback([options, exit_code] { *exit_code = RunDump(options->path, options->summary); });
+}
+
+}  // namespace crossfree::analyzer::cli

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// `crossfree report TRACE...`: the cross-thread pairs of one run (one trace
+// per process), as text or JSON.
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+#include <fmt/core.h>
+
+#include <memory>
+
+#include "analyzer/cli/cli_common.h"
+#include "analyzer/cli/commands.h"
+#include "analyzer/render/folded.h"
+#include "analyzer/render/html.h"
+#include "analyzer/render/pprof.h"
+#include "analyzer/render/text.h"
+#include "analyzer/render/json.h"
+
+namespace crossfree::analyzer::cli {
+namespace {
+
+struct ReportArgs {
+  std::vector<std::string> traces;
+  size_t top = 10;
+  std::string format = "text";
+  std::string output;
+  CommonOptions common;
+};
+
+}  // namespace
+
+void RegisterReportCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<ReportArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "report", "Report the objects allocated on one thread and freed on another");
+  sub->add_option("traces", args->traces, "Trace files (one per process of the run)");
+  sub->add_option("--top", args->top, "Cross-thread pairs shown (0 = all)")->capture_default_str();
+  sub->add_option("--format", args->format, "Output format")
+      ->check(CLI::IsMember({"text", "json", "html", "folded", "pprof"}))
+      ->capture_default_str();
+  sub->add_option("--output,-o", args->output, "Write the report to this file (default stdout)");
+  AddCommonOptions(sub, &args->common);
+  sub->callback([args, exit_code] {
+    if (ListSkips(args->common)) return;
+    if (args->traces.empty()) {
+      fmt::print(stderr, "crossfree report: no trace given (crossfree report TRACE...)\n");
+      *exit_code = kExitUsage;
+      return;
+    }
+    analyzer::Analysis analysis;
+    if (!RunAnalysis("report", args->traces, args->common, &analysis)) {
+      *exit_code = kExitUsage;
+      return;
+    }
+    analyzer::render::ReportOptions options;
+    options.top = args->top;
+    options.by = ToAnalysisOptions(args->common).by;
+    options.site_depth = args->common.site_depth;
+    options.width = TextWidth(args->common, args->output);
+    std::string text = args->format == "json"     ? analyzer::render::RenderReportJson(analysis, options)
+                       : args->format == "folded" ? analyzer::render::RenderReportFolded(analysis)
+                       : args->format == "pprof"  ? analyzer::render::RenderReportPprof(analysis)
+                       : args->format == "html"   ? analyzer::render::RenderReportHtml(analysis)
+                                                  : analyzer::render::RenderReportText(analysis, options);
+    if (args->format == "pprof" && (args->output.empty() || args->output == "-") &&
+        isatty(STDOUT_FILENO)) {
+      fmt::print(stderr, "crossfree report: --format pprof is binary: give -o FILE.pb.gz\n");
+      *exit_code = kExitUsage;
+      return;
+    }
+    // Binary and machine formats are written byte for byte.
+    *exit_code = WriteOutput("report", args->output, text,
+                             args->format == "pprof" || args->format == "html" ? Escape::kNone
+                                                                               : Escape::kControls)
+                     ? kExitOk
+                     : kExitUsage;
+  });
+}
+
+}  // namespace crossfree::analyzer::cli

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+// Analyzer: one analysis run, from trace files to the symbolic model that
+// report, diff and gate print or compare. Pairs every trace, aggregates by
+// (stack, thread) first, then symbolizes only the stacks of cross-thread
+// pairs (and the few lone sites shown) and merges them into symbolic pairs:
+// (alloc role, free role, alloc site, free site).
+//
+// Used from one thread (pairing uses its own workers inside).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/central.h"
+#include "analyzer/model/estimate.h"
+#include "analyzer/pairing/pairing.h"
+#include "analyzer/model/roles.h"
+#include "analyzer/model/sites.h"
+#include "analyzer/pairing/trace_set.h"
+
+namespace crossfree::analyzer {
+
+struct AnalysisOptions {
+  SiteOptions sites;
+  GroupBy by = GroupBy::kRole;
+  PairingOptions pairing;
+  size_t lone_sites = 5;  // live/unknown/double-free sites kept, each
+  size_t central_sites = 10;  // central free-list call sites kept (0 = all)
+};
+
+struct TraceInfo {
+  std::string path;
+  std::string exe;
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  uint64_t chunks = 0;
+  uint64_t events = 0;
+  size_t threads = 0;
+  bool truncated = false;
+  uint64_t truncated_offset = 0;  // where the incomplete chunk starts
+  uint64_t file_bytes = 0;        // so the bytes lost are file_bytes - truncated_offset
+  uint32_t sample_period = 1;     // > 1: each allocation traced with probability 1/period
+  // Recording windows (header flag kHeaderFlagWindowed or window records):
+  // the edges in ns since the trace's start, and whether it started closed.
+  bool recording_windows = false;
+  bool starts_closed = false;
+  std::vector<WindowEdge> windows;
+};
+
+// A cross-thread pair: objects allocated at one site by one role (or
+// thread) and freed at another by another.
+struct CrossPair {
+  std::string key;  // PairKeyText(): stable, what diff, gate and baselines compare
+  std::string alloc_role;
+  std::string free_role;
+  Site alloc_site;
+  Site free_site;
+  // Sampled counts: in a sampled analysis (Analysis::sampled()) the estimate
+  // is Analysis::Count(count), with its interval; otherwise these are exact.
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  std::map<int, uint64_t> size_classes;  // size class index -> frees
+  // Cross-thread frees per time bucket since the start of each trace
+  // (Analysis::timeline_bucket_ns wide): start-up and shutdown pairs stand
+  // apart from per-request ones.
+  std::vector<uint64_t> timeline;
+};
+
+// Per role (or thread) and size class: allocations made minus frees done.
+// net > 0: the thread cache drains (fetches from the central free list);
+// net < 0: it overflows (releases to the central list).
+struct AsymmetryRow {
+  std::string role;
+  int size_class = 0;
+  uint64_t allocs = 0;
+  uint64_t frees = 0;
+  int64_t net = 0;
+  std::string top_site;       // cross-thread site contributing most, if any
+  uint64_t top_site_count = 0;
+};
+
+// Where lone events happened (live at exit, unknown frees, double frees).
+struct LoneSite {
+  std::string role;
+  Site site;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+};
+
+struct Analysis {
+  std::vector<TraceInfo> traces;
+  PairingCounts counts;
+  size_t threads = 0;
+  std::vector<CrossPair> pairs;           // cross-thread, by count desc, then key
+  std::vector<AsymmetryRow> asymmetry;    // rows with net != 0, by |net| desc
+  std::vector<LoneSite> live;             // by count desc, at most lone_sites
+  std::vector<LoneSite> live_at_window_end;
+  std::vector<LoneSite> unknown_frees;
+  std::vector<LoneSite> double_frees;
+  std::vector<std::string> warnings;      // truncation, symbolization
+  CentralSummary central;                 // tcmalloc central transfers (central.h)
+  uint64_t timeline_bucket_ns = 0;        // width of CrossPair::timeline buckets
+  // --from/--to: the analysis window in ns since each trace's start, when set.
+  bool windowed = false;
+  uint64_t window_from_ns = 0;
+  uint64_t window_to_ns = ~uint64_t{0};
+  // Some trace has recording windows (TraceInfo::recording_windows).
+  bool recording_windows = false;
+  // The traces' sample period (all alike, or the analysis fails): > 1 means
+  // counts, bytes and pairs are of the sampled objects, and what the run did
+  // is estimated from them (estimate.h). 1: every event was traced.
+  uint32_t sample_period = 1;
+
+  bool sampled() const { return sample_period > 1; }
+  // The run's allocations and frees: in a sampled run the exact totals of
+  // the counts records (the denominators of every rate), estimated only
+  // when the traces have none (a warning says so).
+  uint64_t Allocations() const {
+    if (!sampled()) return counts.allocations;
+    return counts.counts_records ? std::max(counts.total_allocs, counts.allocations)
+                                 : ScaleCount(counts.allocations, sample_period);
+  }
+  uint64_t Frees() const {
+    if (!sampled()) return counts.frees;
+    return counts.counts_records ? std::max(counts.total_frees, counts.frees)
+                                 : ScaleCount(counts.frees, sample_period);
+  }
+  // What a sampled count stands for: period x count (count itself when not
+  // sampled), and with its interval.
+  uint64_t Scaled(uint64_t count) const { return ScaleCount(count, sample_period); }
+  Estimate Count(uint64_t count) const { return EstimateCount(count, sample_period); }
+  Estimate Bytes(uint64_t count, uint64_t bytes) const {
+    return EstimateBytes(count, bytes, sample_period);
+  }
+  // Allocations minus frees of an asymmetry row, estimated.
+  Estimate Net(const AsymmetryRow& r) const {
+    return EstimateDifference(r.allocs, r.frees, sample_period);
+  }
+  // A sampled count as frees per 1000 allocations of this run, estimated.
+  // Unsampled: the exact rate, low = high = PerThousand(count).
+  Estimate Rate(uint64_t count) const {
+    uint64_t a = Allocations();
+    Estimate e = Count(count);
+    double f = a ? 1000.0 / static_cast<double>(a) : 0.0;
+    e.value = PerThousand(count);
+    e.low = sampled() ? e.low * f : e.value;
+    e.high = sampled() ? e.high * f : e.value;
+    return e;
+  }
+
+  // count per 1000 allocations of this run (0 when there are none); count
+  // is a sampled count in a sampled run (then the rate is an estimate).
+  double PerThousand(uint64_t count) const {
+    uint64_t a = Allocations();
+    return a ? Scaled(count) * 1000.0 / a : 0.0;
+  }
+};
+
+// "alloc_role -> free_role | alloc: A <- B | free: C <- D".
+std::string PairKeyText(const std::string& alloc_role, const std::string& free_role,
+                        const std::string& alloc_site, const std::string& free_site);
+
+// Analyzes opened traces. resolver may be null (MakeDefaultResolver). Returns
+// false with *error on a decoding error or a bad --skip pattern.
+bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* resolver,
+             Analysis* out, std::string* error);
+
+// Opens the files, then Analyze(). Errors name the file.
+// progress (optional) follows the reading and decoding.
+bool AnalyzeFiles(const std::vector<std::string>& paths, const AnalysisOptions& options,
+                  Analysis* out, std::string* error, ReadProgress* progress = nullptr);
+
+}  // namespace crossfree::analyzer

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+// Analyzer: baseline and suppression files (see baseline.h).
+#include "analyzer/model/baseline.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace crossfree::analyzer {
+namespace {
+
+std::string Trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+// Calls fn(line_number, trimmed_line) for each line that is not blank or a comment.
+template <typename Fn>
+bool ForEachLine(const std::string& text, Fn&& fn) {
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    std::string t = Trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    if (!fn(number, t)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ReadTextFile(const std::string& path, std::string* text, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = fmt::format("{}: cannot open: {}", path, std::strerror(errno));
+    return false;
+  }
+  std::ostringstream s;
+  s << in.rdbuf();
+  *text = s.str();
+  return true;
+}
+
+bool ParseBaseline(const std::string& text, const std::string& name, Baseline* out,
+                   std::string* error) {
+  bool seen_header = false;
+  bool ok = ForEachLine(text, [&](int line, const std::string& t) {
+    if (!seen_header) {
+      if (t != fmt::format("crossfree-baseline {}", kBaselineVersion)) {
+        *error = fmt::format(
+            "{}:{}: not a crossfree baseline (expected 'crossfree-baseline {}' first)", name,
+            line, kBaselineVersion);
+        return false;
+      }
+      seen_header = true;
+      return true;
+    }
+    if (t.rfind("allow ", 0) != 0) {
+      *error = fmt::format("{}:{}: expected 'allow <rate> <pair key>'", name, line);
+      return false;
+    }
+    std::string rest = Trim(t.substr(6));
+    size_t space = rest.find(' ');
+    std::string rate_text = rest.substr(0, space);
+    char* end = nullptr;
+    double rate = std::strtod(rate_text.c_str(), &end);
+    if (space == std::string::npos || end == rate_text.c_str() || *end != '\0' || rate < 0) {
+      *error = fmt::format("{}:{}: bad rate '{}' (frees per 1000 allocations)", name, line,
+                           rate_text);
+      return false;
+    }
+    out->allowed[Trim(rest.substr(space + 1))] = rate;
+    return true;
+  });
+  if (ok && !seen_header) {
+    *error = fmt::format("{}: empty baseline (no 'crossfree-baseline {}' line)", name,
+                         kBaselineVersion);
+    return false;
+  }
+  return ok;
+}
+
+bool ReadBaseline(const std::string& path, Baseline* out, std::string* error) {
+  std::string text;
+  if (!ReadTextFile(path, &text, error)) return false;
+  return ParseBaseline(text, path, out, error);
+}
+
+std::string FormatBaseline(const std::vector<const CrossPair*>& pairs, const Analysis& analysis,
+                           const std::string& accept_command) {
+  std::vector<const CrossPair*> sorted = pairs;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const CrossPair* a, const CrossPair* b) { return a->key < b->key; });
+  std::string out;
+  out += "# crossfree gate baseline: the cross-thread pairs this project allows.\n";
+  out += "# allow <frees per 1000 allocations when accepted> <alloc role> -> <free role> | "
+         "alloc: <site> | free: <site>\n";
+  out += "# Regenerate with:\n#   " + accept_command + "\n";
+  if (analysis.sampled()) {
+    out += fmt::format(
+        "# Written from a trace sampled 1/{}: each rate is an estimate (the gate compares the\n"
+        "# lower bound of a sampled run's 95% interval with max-growth x the rate here).\n",
+        analysis.sample_period);
+  }
+  out += fmt::format("crossfree-baseline {}\n", kBaselineVersion);
+  for (const CrossPair* p : sorted) {
+    out += fmt::format("allow {:.4g} {}\n", analysis.PerThousand(p->count), p->key);
+  }
+  return out;
+}
+
+bool ParseSuppressions(const std::string& text, const std::string& name,
+                       std::vector<Suppression>* out, std::string* error) {
+  bool ok = ForEachLine(text, [&](int line, const std::string& t) {
+    if (t.rfind("pattern:", 0) == 0) {
+      if (!out->empty() && out->back().reason.empty()) {
+        *error = fmt::format("{}:{}: suppression '{}' has no 'reason:' line", name,
+                             out->back().line, out->back().pattern);
+        return false;
+      }
+      Suppression s;
+      s.pattern = Trim(t.substr(8));
+      s.line = line;
+      if (s.pattern.empty()) {
+        *error = fmt::format("{}:{}: empty pattern", name, line);
+        return false;
+      }
+      try {
+        s.regex = std::regex(s.pattern, std::regex::ECMAScript);
+      } catch (const std::regex_error& e) {
+        *error = fmt::format("{}:{}: bad pattern '{}': {}", name, line, s.pattern, e.what());
+        return false;
+      }
+      out->push_back(std::move(s));
+      return true;
+    }
+    if (t.rfind("reason:", 0) == 0) {
+      if (out->empty() || !out->back().reason.empty()) {
+        *error = fmt::format("{}:{}: 'reason:' without a 'pattern:' before it", name, line);
+        return false;
+      }
+      out->back().reason = Trim(t.substr(7));
+      if (out->back().reason.empty()) {
+        *error = fmt::format("{}:{}: empty reason", name, line);
+        return false;
+      }
+      return true;
+    }
+    *error = fmt::format("{}:{}: expected 'pattern: <regex>' or 'reason: <text>'", name, line);
+    return false;
+  });
+  if (ok && !out->empty() && out->back().reason.empty()) {
+    *error = fmt::format("{}:{}: suppression '{}' has no 'reason:' line", name, out->back().line,
+                         out->back().pattern);
+    return false;
+  }
+  return ok;
+}
+
+bool ReadSuppressions(const std::string& path, std::vector<Suppression>* out,
+                      std::string* error) {
+  std::string text;
+  if (!ReadTextFile(path, &text, error)) return false;
+  return ParseSuppressions(text, path, out, error);
+}
+
+}  // namespace crossfree::analyzer

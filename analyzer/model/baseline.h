@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// Analyzer: the gate's two input files, both line-oriented text so they
+// review and diff well in version control (formats in docs/guide/analyzer.md).
+//
+// Baseline: the cross-thread pairs a project allows, with the rate (frees
+// per 1000 allocations) each had when accepted:
+//   crossfree-baseline 1
+//   allow 12.5 worker-N -> reactor-N | alloc: A <- B | free: C <- D
+// Suppressions: pairs ignored by the gate, each with a mandatory reason:
+//   pattern: <ECMAScript regex searched in the pair key>
+//   reason: <why this pair is fine>
+// Lines starting with '#' and blank lines are ignored in both.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/analysis.h"
+
+namespace crossfree::analyzer {
+
+inline constexpr int kBaselineVersion = 1;
+
+struct Baseline {
+  std::map<std::string, double> allowed;  // pair key -> rate when accepted
+};
+
+// Returns false with *error ("FILE:LINE: problem") on a malformed file.
+bool ParseBaseline(const std::string& text, const std::string& name, Baseline* out,
+                   std::string* error);
+bool ReadBaseline(const std::string& path, Baseline* out, std::string* error);
+// Every pair of the analysis not suppressed, sorted by key. accept_command
+// goes into a comment (how to regenerate).
+std::string FormatBaseline(const std::vector<const CrossPair*>& pairs, const Analysis& analysis,
+                           const std::string& accept_command);
+
+struct Suppression {
+  std::string pattern;
+  std::regex regex;
+  std::string reason;
+  int line = 0;
+};
+
+bool ParseSuppressions(const std::string& text, const std::string& name,
+                       std::vector<Suppression>* out, std::string* error);
+bool ReadSuppressions(const std::string& path, std::vector<Suppression>* out,
+                      std::string* error);
+
+// Reads a whole file; false with *error naming it.
+bool ReadTextFile(const std::string& path, std::string* text, std::string* error);
+
+}  // namespace crossfree::analyzer

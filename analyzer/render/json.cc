@@ -1,0 +1,451 @@
+// SPDX-License-Identifier: Apache-2.0
+// The JSON renderer: every model (report, diff, central transfers,
+// simulation) as the JSON documents of docs/guide/analyzer.md, each with its
+// schema_version.
+#include "format/names.h"
+#include "analyzer/render/json.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "analyzer/pairing/size_class.h"
+#include "analyzer/render/output.h"
+
+namespace crossfree::analyzer::render {
+namespace {
+
+std::string LoneJson(const Analysis& a, const std::vector<LoneSite>& sites) {
+  std::string out = "[";
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const LoneSite& s = sites[i];
+    std::string estimate =
+        a.sampled() ? fmt::format(", \"estimate\": {{\"count\": {}, \"bytes\": {}}}",
+                                  EstimateJson(a.Count(s.count)),
+                                  EstimateJson(a.Bytes(s.count, s.bytes)))
+                    : "";
+    out += fmt::format("{}\n    {{\"role\": {}, \"count\": {}, \"bytes\": {}{}, \"site\": {}}}",
+                       i ? "," : "", JsonString(s.role), a.Scaled(s.count), a.Scaled(s.bytes),
+                       estimate, SiteJson(s.site));
+  }
+  return out + (sites.empty() ? "]" : "\n  ]");
+}
+
+// A signed estimate (an asymmetry row's net): whole numbers, the interval
+// widened outward.
+std::string NetJson(const Estimate& e) {
+  return fmt::format("{{\"estimate\": {}, \"low\": {}, \"high\": {}}}", RoundSigned(e.value),
+                     FloorSigned(e.low), CeilSigned(e.high));
+}
+
+// What a sampled run's JSON says about its sampling (report, diff, gate).
+std::string SamplingJson(const Analysis& a) {
+  const PairingCounts& c = a.counts;
+  return fmt::format(
+      "{{\"sample_period\": {}, \"estimator\": \"sampled count x sample_period\", "
+      "\"interval\": \"exact Poisson (Garwood) 95%, x sample_period\", "
+      "\"exact_totals\": {}, \"counts_records\": {}, \"sampled_allocations\": {}, "
+      "\"sampled_frees\": {}, \"samples_dropped\": {}, \"samples_dropped_share\": {:.4f}}}",
+      a.sample_period, c.counts_records ? "true" : "false", c.counts_records, c.allocations,
+      c.frees, c.samples_dropped, Share(c.samples_dropped, c.samples_dropped + c.allocations));
+}
+
+// The "window" object of a report: --from/--to and recording windows.
+std::string WindowJson(const Analysis& a) {
+  const PairingCounts& c = a.counts;
+  std::string out = "{";
+  if (a.windowed) {
+    out += fmt::format("\"from_s\": {:.6f}, \"to_s\": {}, ", a.window_from_ns / 1e9,
+                       a.window_to_ns == ~uint64_t{0} ? std::string("null")
+                                                      : fmt::format("{:.6f}", a.window_to_ns / 1e9));
+  }
+  if (a.recording_windows) {
+    out += "\"recording\": [";
+    bool first = true;
+    for (const TraceInfo& t : a.traces) {
+      if (!t.recording_windows) continue;
+      std::string edges;
+      for (const WindowEdge& e : t.windows) {
+        edges += fmt::format("{}{{\"at_s\": {:.6f}, \"open\": {}}}", edges.empty() ? "" : ", ",
+                             e.timestamp_ns / 1e9, e.open ? "true" : "false");
+      }
+      out += fmt::format("{}{{\"path\": {}, \"starts_closed\": {}, \"edges\": [{}]}}",
+                         first ? "" : ", ", JsonString(t.path), t.starts_closed ? "true" : "false",
+                         edges);
+      first = false;
+    }
+    out += "], ";
+  }
+  out += fmt::format("\"allocated_before_window\": {}", a.Scaled(c.before_window));
+  // Recording windows and --to end with objects still live: not leaks.
+  if (a.recording_windows || a.window_to_ns != ~uint64_t{0}) {
+    out += fmt::format(", \"live_at_window_end\": {}, \"live_at_window_end_bytes\": {}",
+                       a.Scaled(c.live_at_window_end), a.Scaled(c.live_window_end_bytes));
+  }
+  if (a.sampled()) {
+    out += fmt::format(
+        ", \"estimate\": {{\"allocated_before_window\": {}, \"live_at_window_end\": {}}}",
+        EstimateJson(a.Count(c.before_window)), EstimateJson(a.Count(c.live_at_window_end)));
+  }
+  return out + "}";
+}
+
+std::string CountsJson(const CentralCounts& n) {
+  return fmt::format(
+      "\"fetch\": {}, \"release\": {}, \"remove_range\": {}, \"insert_range\": {}, "
+      "\"fetched_objects\": {}, \"released_objects\": {}",
+      n.fetch, n.release, n.remove_range, n.insert_range, n.fetched_objects, n.released_objects);
+}
+
+std::string RunJson(const Analysis& a) {
+  std::string traces;
+  for (const TraceInfo& t : a.traces) traces += (traces.empty() ? "" : ", ") + JsonString(t.path);
+  std::string sampled =
+      a.sampled() ? fmt::format(", \"sampling\": {}, \"estimate\": {{\"cross_thread_frees\": {}, "
+                                "\"cross_thread_per_1000_allocs\": {}}}",
+                                SamplingJson(a), EstimateJson(a.Count(a.counts.cross_thread)),
+                                EstimateJson(a.Rate(a.counts.cross_thread), 3))
+                  : "";
+  return fmt::format(
+      "{{\"traces\": [{}], \"allocations\": {}, \"cross_thread_frees\": {}, "
+      "\"cross_thread_per_1000_allocs\": {:.3f}, \"pairs\": {}{}}}",
+      traces, a.Allocations(), a.Scaled(a.counts.cross_thread),
+      a.PerThousand(a.counts.cross_thread), a.pairs.size(), sampled);
+}
+
+}  // namespace
+
+std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
+  const PairingCounts& c = a.counts;
+  std::string out = "{\n";
+  out += fmt::format("  \"schema_version\": {},\n  \"command\": \"report\",\n",
+                     kReportSchemaVersion);
+  out += fmt::format("  \"options\": {{\"by\": \"{}\", \"site_depth\": {}, \"top\": {}}},\n",
+                     options.by == GroupBy::kRole ? "role" : "thread", options.site_depth,
+                     options.top);
+  // Sampled runs only: every count below is then an estimate (the
+  // "estimate" objects give the sampled count and the 95% interval).
+  if (a.sampled()) out += "  \"sampling\": " + SamplingJson(a) + ",\n";
+  out += "  \"traces\": [";
+  for (size_t i = 0; i < a.traces.size(); ++i) {
+    const TraceInfo& t = a.traces[i];
+    out += fmt::format(
+        "{}\n    {{\"path\": {}, \"exe\": {}, \"pid\": {}, \"ppid\": {}, \"chunks\": {}, "
+        "\"events\": {}, \"threads\": {}, \"truncated\": {}{}}}",
+        i ? "," : "", JsonString(t.path), JsonString(t.exe), t.pid, t.ppid, t.chunks, t.events,
+        t.threads, t.truncated ? "true" : "false",
+        t.sample_period > 1 ? fmt::format(", \"sample_period\": {}", t.sample_period) : "");
+  }
+  out += "\n  ],\n";
+  // Counts of sampled objects are scaled to what they estimate (Scaled() is
+  // the count itself in an unsampled run); allocations and frees are exact.
+  std::string estimates;
+  if (a.sampled()) {
+    estimates = fmt::format(
+        ",\n    \"estimate\": {{\"cross_thread_frees\": {}, \"cross_thread_per_1000_allocs\": {}, "
+        "\"same_thread_frees\": {}, \"live_at_exit\": {}, \"live_at_exit_bytes\": {}, "
+        "\"unknown_frees\": {}, \"double_frees\": {}, \"allocs_over_live\": {}}}",
+        EstimateJson(a.Count(c.cross_thread)), EstimateJson(a.Rate(c.cross_thread), 3),
+        EstimateJson(a.Count(c.paired - c.cross_thread)), EstimateJson(a.Count(c.live_at_exit)),
+        EstimateJson(a.Bytes(c.live_at_exit, c.live_bytes)), EstimateJson(a.Count(c.unknown_frees)),
+        EstimateJson(a.Count(c.double_frees)), EstimateJson(a.Count(c.alloc_over_live)));
+  }
+  out += fmt::format(
+      "  \"summary\": {{\"events\": {}, \"threads\": {}, \"allocations\": {}, \"frees\": {}, "
+      "\"cross_thread_frees\": {}, \"cross_thread_share\": {:.4f}, "
+      "\"cross_thread_per_1000_allocs\": {:.3f}, \"same_thread_frees\": {}, "
+      "\"live_at_exit\": {}, \"live_at_exit_bytes\": {}, \"unknown_frees\": {}, "
+      "\"double_frees\": {}, \"allocs_over_live\": {}, \"realloc_events\": {}, "
+      "\"null_address_events\": {}{}}},\n",
+      c.events, a.threads, a.Allocations(), a.Frees(), a.Scaled(c.cross_thread),
+      Share(a.Scaled(c.cross_thread), a.Frees()), a.PerThousand(c.cross_thread),
+      a.Scaled(c.paired - c.cross_thread), a.Scaled(c.live_at_exit), a.Scaled(c.live_bytes),
+      a.Scaled(c.unknown_frees), a.Scaled(c.double_frees), a.Scaled(c.alloc_over_live),
+      c.realloc_events, c.ignored_null, estimates);
+  if (a.windowed || a.recording_windows) out += "  \"window\": " + WindowJson(a) + ",\n";
+  size_t shown = options.top == 0 ? a.pairs.size() : std::min(options.top, a.pairs.size());
+  out += fmt::format("  \"pairs_total\": {},\n  \"pairs\": [", a.pairs.size());
+  for (size_t i = 0; i < shown; ++i) {
+    const CrossPair& p = a.pairs[i];
+    std::string classes;
+    for (auto [cls, n] : p.size_classes) {
+      if (!classes.empty()) classes += ", ";
+      classes += fmt::format("{{\"class\": {}, \"class_bytes\": {}, \"count\": {}}}",
+                             JsonString(SizeClassLabel(cls)), SizeClassBytes(cls), a.Scaled(n));
+    }
+    std::string estimate =
+        a.sampled() ? fmt::format("\n     \"estimate\": {{\"count\": {}, \"bytes\": {}, "
+                                  "\"per_1000_allocs\": {}}},",
+                                  EstimateJson(a.Count(p.count)),
+                                  EstimateJson(a.Bytes(p.count, p.bytes)),
+                                  EstimateJson(a.Rate(p.count), 3))
+                    : "";
+    out += fmt::format(
+        "{}\n    {{\"rank\": {}, \"key\": {}, \"alloc_role\": {}, \"free_role\": {}, "
+        "\"count\": {}, \"bytes\": {}, \"share\": {:.4f}, \"per_1000_allocs\": {:.3f},{}\n"
+        "     \"size_classes\": [{}],\n     \"alloc_site\": {},\n     \"free_site\": {}}}",
+        i ? "," : "", i + 1, JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role),
+        a.Scaled(p.count), a.Scaled(p.bytes), Share(p.count, c.cross_thread), a.PerThousand(p.count),
+        estimate, classes, SiteJson(p.alloc_site), SiteJson(p.free_site));
+  }
+  out += shown ? "\n  ],\n" : "],\n";
+  out += "  \"asymmetry\": [";
+  for (size_t i = 0; i < a.asymmetry.size(); ++i) {
+    const AsymmetryRow& r = a.asymmetry[i];
+    if (a.sampled()) {
+      Estimate net = a.Net(r);
+      out += fmt::format(
+          "{}\n    {{\"role\": {}, \"class\": {}, \"class_bytes\": {}, \"allocs\": {}, "
+          "\"frees\": {}, \"net\": {}, \"effect\": \"{}\", \"top_site\": {},\n"
+          "     \"estimate\": {{\"allocs\": {}, \"frees\": {}, \"net\": {}, "
+          "\"net_interval_includes_zero\": {}}}}}",
+          i ? "," : "", JsonString(r.role), JsonString(SizeClassLabel(r.size_class)),
+          SizeClassBytes(r.size_class), a.Scaled(r.allocs), a.Scaled(r.frees),
+          RoundSigned(net.value), AsymmetryEffect(r.net),
+          JsonString(r.top_site), EstimateJson(a.Count(r.allocs)), EstimateJson(a.Count(r.frees)),
+          NetJson(net), net.low <= 0 && net.high >= 0 ? "true" : "false");
+      continue;
+    }
+    out += fmt::format(
+        "{}\n    {{\"role\": {}, \"class\": {}, \"class_bytes\": {}, \"allocs\": {}, "
+        "\"frees\": {}, \"net\": {}, \"effect\": \"{}\", \"top_site\": {}}}",
+        i ? "," : "", JsonString(r.role), JsonString(SizeClassLabel(r.size_class)),
+        SizeClassBytes(r.size_class), r.allocs, r.frees, r.net, AsymmetryEffect(r.net),
+        JsonString(r.top_site));
+  }
+  out += a.asymmetry.empty() ? "],\n" : "\n  ],\n";
+  out += "  \"live_at_exit_sites\": " + LoneJson(a, a.live) + ",\n";
+  if (a.windowed || a.recording_windows) {
+    out += "  \"live_at_window_end_sites\": " + LoneJson(a, a.live_at_window_end) + ",\n";
+  }
+  out += "  \"unknown_free_sites\": " + LoneJson(a, a.unknown_frees) + ",\n";
+  out += "  \"double_free_sites\": " + LoneJson(a, a.double_frees) + ",\n";
+  // Only for traces with central records, so older outputs stay the same.
+  if (a.central.present()) out += "  \"central\": " + RenderCentralJson(a.central) + ",\n";
+  out += "  \"warnings\": [";
+  for (size_t i = 0; i < a.warnings.size(); ++i) {
+    out += (i ? ", " : "") + JsonString(a.warnings[i]);
+  }
+  out += "]\n}\n";
+  return out;
+}
+
+std::string RenderCentralJson(const CentralSummary& c) {
+  std::string out = "{" + CountsJson(c.total) + ",\n    \"by_tracer\": {" +
+                    CountsJson(c.by_tracer) + "},\n    \"roles\": [";
+  for (size_t i = 0; i < c.roles.size(); ++i) {
+    out += fmt::format("{}\n      {{\"role\": {}, {}}}", i ? "," : "", JsonString(c.roles[i].role),
+                       CountsJson(c.roles[i].counts));
+  }
+  out += c.roles.empty() ? "],\n" : "\n    ],\n";
+  out += fmt::format("    \"sites_total\": {},\n    \"sites\": [", c.sites_total);
+  for (size_t i = 0; i < c.sites.size(); ++i) {
+    const CentralSite& s = c.sites[i];
+    out += fmt::format("{}\n      {{\"op\": \"{}\", \"role\": {}, \"calls\": {}, \"objects\": {}, "
+                       "\"site\": {}}}",
+                       i ? "," : "", format::CentralOpName(s.op), JsonString(s.role), s.calls, s.objects,
+                       SiteJson(s.site));
+  }
+  out += c.sites.empty() ? "]}" : "\n    ]}";
+  return out;
+}
+
+std::string RenderCentralDiffJson(const CentralSummary& before, const CentralSummary& after) {
+  std::map<std::string, std::pair<CentralCounts, CentralCounts>> rows;
+  for (const CentralRoleRow& r : before.roles) rows[r.role].first = r.counts;
+  for (const CentralRoleRow& r : after.roles) rows[r.role].second = r.counts;
+  std::string out = "{\"before\": {" + CountsJson(before.total) + "}, \"after\": {" +
+                    CountsJson(after.total) + "},\n    \"roles\": [";
+  size_t i = 0;
+  for (const auto& [role, ba] : rows) {
+    out += fmt::format("{}\n      {{\"role\": {}, \"before\": {{{}}}, \"after\": {{{}}}}}",
+                       i++ ? "," : "", JsonString(role), CountsJson(ba.first),
+                       CountsJson(ba.second));
+  }
+  out += rows.empty() ? "]}" : "\n    ]}";
+  return out;
+}
+
+std::string RenderDiffJson(const Analysis& before, const Analysis& after, const DiffResult& d) {
+  std::string out = "{\n";
+  out += fmt::format("  \"schema_version\": {},\n  \"command\": \"diff\",\n", kDiffSchemaVersion);
+  out += fmt::format("  \"min_change\": {:.4f},\n", d.min_change);
+  if (d.sampled) {
+    out += "  \"significance\": \"a change counts only when the two runs' 95% intervals do not "
+           "overlap\",\n";
+  }
+  out += "  \"before\": " + RunJson(before) + ",\n";
+  out += "  \"after\": " + RunJson(after) + ",\n";
+  out += "  \"pairs\": [";
+  for (size_t i = 0; i < d.rows.size(); ++i) {
+    const DiffRow& r = d.rows[i];
+    const CrossPair& p = r.pair();
+    if (d.sampled) {
+      uint64_t bc = r.before ? r.before->count : 0, ac = r.after ? r.after->count : 0;
+      out += fmt::format(
+          "{}\n    {{\"status\": \"{}\", \"significant\": {}, \"key\": {}, \"alloc_role\": {}, "
+          "\"free_role\": {}, \"alloc_site\": {}, \"free_site\": {},\n     \"before\": "
+          "{{\"count\": {}, \"per_1000_allocs\": {:.3f}, \"estimate\": {{\"count\": {}, "
+          "\"per_1000_allocs\": {}}}}},\n     \"after\": {{\"count\": {}, \"per_1000_allocs\": "
+          "{:.3f}, \"estimate\": {{\"count\": {}, \"per_1000_allocs\": {}}}}}}}",
+          i ? "," : "", DiffStatusName(r.status), r.significant ? "true" : "false",
+          JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role),
+          JsonString(p.alloc_site.key), JsonString(p.free_site.key), before.Scaled(bc),
+          r.before_rate, EstimateJson(before.Count(bc)), EstimateJson(r.before_estimate, 3),
+          after.Scaled(ac), r.after_rate, EstimateJson(after.Count(ac)),
+          EstimateJson(r.after_estimate, 3));
+      continue;
+    }
+    out += fmt::format(
+        "{}\n    {{\"status\": \"{}\", \"key\": {}, \"alloc_role\": {}, \"free_role\": {}, "
+        "\"alloc_site\": {}, \"free_site\": {},\n     \"before\": {{\"count\": {}, "
+        "\"per_1000_allocs\": {:.3f}}}, \"after\": {{\"count\": {}, \"per_1000_allocs\": {:.3f}}}}}",
+        i ? "," : "", DiffStatusName(r.status), JsonString(p.key), JsonString(p.alloc_role),
+        JsonString(p.free_role), JsonString(p.alloc_site.key), JsonString(p.free_site.key),
+        r.before ? r.before->count : 0, r.before_rate, r.after ? r.after->count : 0,
+        r.after_rate);
+  }
+  out += d.rows.empty() ? "]" : "\n  ]";
+  if (before.central.present() || after.central.present()) {  // only then: older outputs unchanged
+    out += ",\n  \"central\": " + RenderCentralDiffJson(before.central, after.central);
+  }
+  out += "\n}\n";
+  return out;
+}
+
+std::string RenderGateJson(const Analysis& a, const GateResult& r, double max_growth,
+                           const std::string& accept_command) {
+  auto pair = [&a](const CrossPair& p) {
+    std::string estimate =
+        a.sampled() ? fmt::format(", \"estimate\": {{\"count\": {}, \"per_1000_allocs\": {}}}",
+                                  EstimateJson(a.Count(p.count)), EstimateJson(a.Rate(p.count), 3))
+                    : "";
+    return fmt::format(
+        "{{\"key\": {}, \"alloc_role\": {}, \"free_role\": {}, \"count\": {}, \"bytes\": {}, "
+        "\"per_1000_allocs\": {:.3f}{}, \"alloc_site\": {}, \"free_site\": {}}}",
+        JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), a.Scaled(p.count),
+        a.Scaled(p.bytes), a.PerThousand(p.count), estimate, SiteJson(p.alloc_site),
+        SiteJson(p.free_site));
+  };
+  std::string out = fmt::format("{{\n  \"schema_version\": {},\n  \"passed\": {},\n", kGateSchemaVersion,
+                                r.passed() ? "true" : "false");
+  out += fmt::format("  \"max_growth\": {},\n  \"allocations\": {},\n", max_growth,
+                     a.Allocations());
+  if (r.sampled) {
+    out += "  \"sampling\": " + SamplingJson(a) + ",\n";
+    out += "  \"rule\": \"new: seen in the sample; grown: the rate's 95% interval is wholly above "
+           "the limit\",\n";
+  }
+  out += "  \"offenses\": [";
+  for (size_t i = 0; i < r.offenses.size(); ++i) {
+    const GateOffense& o = r.offenses[i];
+    std::string sampled =
+        r.sampled ? fmt::format(", \"rate_low\": {:.3f}, \"rate_high\": {:.3f}, \"limit\": {:.3f}",
+                                o.rate_estimate.low, o.rate_estimate.high, o.limit)
+                  : "";
+    out += fmt::format("{}\n    {{\"new\": {}, \"rate\": {:.3f}, \"baseline_rate\": {:.3f}{}, \"pair\": {}}}",
+                       i ? "," : "", o.is_new ? "true" : "false", o.rate, o.baseline_rate,
+                       sampled, pair(*o.pair));
+  }
+  out += r.offenses.empty() ? "],\n" : "\n  ],\n";
+  out += "  \"allowed\": [";
+  for (size_t i = 0; i < r.allowed.size(); ++i) {
+    out += fmt::format("{}\n    {}", i ? "," : "", pair(*r.allowed[i]));
+  }
+  out += r.allowed.empty() ? "],\n" : "\n  ],\n";
+  out += "  \"suppressed\": [";
+  for (size_t i = 0; i < r.suppressed.size(); ++i) {
+    out += fmt::format("{}\n    {{\"pattern\": {}, \"reason\": {}, \"pair\": {}}}", i ? "," : "",
+                       JsonString(r.suppressed[i].second->pattern),
+                       JsonString(r.suppressed[i].second->reason), pair(*r.suppressed[i].first));
+  }
+  out += r.suppressed.empty() ? "],\n" : "\n  ],\n";
+  out += "  \"gone\": [";
+  for (size_t i = 0; i < r.gone.size(); ++i) out += (i ? ", " : "") + JsonString(r.gone[i]);
+  out += "],\n";
+  out += fmt::format("  \"accept_command\": {}\n}}\n", JsonString(accept_command));
+  return out;
+}
+
+}  // namespace crossfree::analyzer::render
+
+namespace crossfree::analyzer::simulate {
+
+using analyzer::render::JsonString;
+using analyzer::render::SiteJson;
+using analyzer::render::SizeClassLabel;
+
+namespace {
+
+std::string CountsJson(const TransferCounts& c) {
+  return fmt::format(
+      "\"allocations\": {}, \"frees\": {}, \"large_allocations\": {}, "
+      "\"fetch_calls\": {}, \"fetched_objects\": {}, \"short_fetches\": {}, \"release_calls\": {}, "
+      "\"released_objects\": {}, \"release_calls_by_cause\": {{\"{}\": {}, \"{}\": {}, "
+      "\"{}\": {}}}, \"direct_central_frees\": {}",
+      c.allocations, c.frees, c.large_allocations, c.fetch_calls, c.fetched_objects,
+      c.short_fetches, c.release_calls, c.released_objects, ReleaseCauseName(ReleaseCause::kListTooLong),
+      c.release_calls_by_cause[0], ReleaseCauseName(ReleaseCause::kScavenge),
+      c.release_calls_by_cause[1], ReleaseCauseName(ReleaseCause::kThreadExit),
+      c.release_calls_by_cause[2], c.direct_central_frees);
+}
+
+std::string SitesJson(const std::vector<SiteTransfers>& sites) {
+  std::string out;
+  for (const SiteTransfers& s : sites) {
+    if (!out.empty()) out += ",\n";
+    out += fmt::format("    {{\"group\": {}, \"calls\": {}, \"objects\": {}, \"site\": {}}}",
+                       analyzer::render::JsonString(s.group), s.calls, s.objects,
+                       analyzer::render::SiteJson(s.site));
+  }
+  return out.empty() ? "[]" : "[\n" + out + "\n  ]";
+}
+
+}  // namespace
+
+std::string RenderSimulationJson(const SimulationResult& r, const SimulateOptions& options) {
+  std::string traces;
+  for (const SimTraceInfo& t : r.traces) {
+    if (!traces.empty()) traces += ",\n";
+    traces += fmt::format(
+        "    {{\"path\": {}, \"pid\": {}, \"threads\": {}, \"events\": {}, \"truncated\": {}}}",
+        analyzer::render::JsonString(t.path), t.pid, t.threads, t.events, t.truncated);
+  }
+  const SizeMap map(options.allocator.transfer_num_objects);
+  std::string groups;
+  for (const GroupResult& g : r.groups) {
+    std::string classes;
+    for (const auto& [cl, c] : g.by_class) {
+      if (c.fetch_calls == 0 && c.release_calls == 0 && c.direct_central_frees == 0) continue;
+      if (!classes.empty()) classes += ",\n";
+      classes += fmt::format("        {{\"class\": {}, \"bytes\": {}, {}}}", cl,
+                             cl < map.num_classes() ? map.ClassSize(cl) : 0, CountsJson(c));
+    }
+    if (!groups.empty()) groups += ",\n";
+    groups += fmt::format("    {{\"name\": {}, \"threads\": {}, {}, \"size_classes\": [{}{}{}]}}",
+                          analyzer::render::JsonString(g.name), g.threads, CountsJson(g.counts),
+                          classes.empty() ? "" : "\n", classes,
+                          classes.empty() ? "" : "\n      ");
+  }
+  std::string warnings;
+  for (const std::string& w : r.warnings) {
+    if (!warnings.empty()) warnings += ", ";
+    warnings += analyzer::render::JsonString(w);
+  }
+  return fmt::format(
+      "{{\n  \"tool\": \"crossfree simulate\",\n  \"schema\": 1,\n"
+      "  \"model\": {{\"allocator\": \"gperftools-2.10\", \"page_shift\": {}, \"max_size\": {}, "
+      "\"max_total_thread_cache_bytes\": {}, \"transfer_num_objects\": {}}},\n"
+      "  \"by\": \"{}\",\n  \"traces\": [\n{}\n  ],\n"
+      "  \"totals\": {{{}, \"unknown_frees\": {}, \"inplace_reallocs\": {}}},\n"
+      "  \"groups\": [\n{}\n  ],\n  \"fetch_sites\": {},\n  \"release_sites\": {},\n"
+      "  \"warnings\": [{}]\n}}\n",
+      kPageShift, kMaxSize, options.allocator.max_total_thread_cache_bytes,
+      options.allocator.transfer_num_objects,
+      options.by == analyzer::GroupBy::kRole ? "role" : "thread", traces, CountsJson(r.totals),
+      r.unknown_frees, r.inplace_reallocs, groups, SitesJson(r.fetch_sites),
+      SitesJson(r.release_sites), warnings);
+}
+
+}  // namespace crossfree::analyzer::simulate

@@ -1,0 +1,662 @@
+// SPDX-License-Identifier: Apache-2.0
+// The text renderer: every model (report, diff, gate, central transfers,
+// simulation) as the text the commands print, fitted to 100 columns.
+#include "format/names.h"
+#include "analyzer/render/text.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <unordered_map>
+
+#include "analyzer/pairing/size_class.h"
+#include "analyzer/render/output.h"
+
+namespace crossfree::analyzer::render {
+namespace {
+
+// The line width of the text being rendered (0: unlimited). Set for the
+// duration of one public Render*Text call by WidthScope, so the helpers
+// below need no extra parameter; renderers are stateless otherwise, and the
+// variable is per thread.
+thread_local size_t tl_width = 100;
+
+class WidthScope {
+ public:
+  explicit WidthScope(size_t width) : saved_(tl_width) { tl_width = width; }
+  ~WidthScope() { tl_width = saved_; }
+
+ private:
+  size_t saved_;
+};
+
+size_t Width() { return tl_width; }
+// The room left after `used` columns (0, unlimited, stays 0).
+size_t Room(size_t used) { return tl_width == 0 ? 0 : tl_width > used + 8 ? tl_width - used : 8; }
+
+std::string SizeClassesText(const CrossPair& p) {
+  std::vector<std::pair<uint64_t, int>> by_count;
+  for (auto [c, n] : p.size_classes) by_count.push_back({n, c});
+  std::stable_sort(by_count.begin(), by_count.end(),
+                   [](auto& a, auto& b) { return a.first > b.first; });
+  std::string out;
+  size_t shown = 0;
+  for (auto [n, c] : by_count) {
+    if (shown == 4) {
+      out += fmt::format(", +{} more", by_count.size() - shown);
+      break;
+    }
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {:.1f}%", SizeClassLabel(c), 100.0 * Share(n, p.count));
+    ++shown;
+  }
+  return out;
+}
+
+std::string Seconds(uint64_t ns) { return fmt::format("{:.3f} s", ns / 1e9); }
+
+// "1.000 s .. 3.000 s, 5.000 s .. the end": the recording windows of a trace.
+std::string WindowsText(const TraceInfo& t) {
+  std::string out;
+  bool open = !t.starts_closed;
+  uint64_t from = 0;
+  for (const WindowEdge& e : t.windows) {
+    if (e.open && !open) {
+      from = e.timestamp_ns;
+      open = true;
+    } else if (!e.open && open) {
+      out += (out.empty() ? "" : ", ") + Seconds(from) + " .. " + Seconds(e.timestamp_ns);
+      open = false;
+    }
+  }
+  if (open) out += (out.empty() ? "" : ", ") + Seconds(from) + " .. the end";
+  return out.empty() ? "none (nothing was recorded)" : out;
+}
+
+std::string TraceLine(const TraceInfo& t) {
+  std::string notes;
+  if (t.ppid != 0 && t.ppid != 1) notes += fmt::format("parent {}", t.ppid);
+  if (t.truncated) notes += notes.empty() ? "truncated" : ", truncated";
+  if (t.sample_period > 1) notes += (notes.empty() ? "" : ", ") + SampledLabel(t.sample_period);
+  std::string line = fmt::format("  pid {:<7} {}  {}", t.pid, t.path, t.exe);
+  if (!notes.empty()) line += fmt::format("  ({})", notes);
+  line = Fit(line, Width()) + "\n";
+  if (t.recording_windows) line += Fit("    recording windows: " + WindowsText(t), Width()) + "\n";
+  return line;
+}
+
+void LoneText(std::string& out, const Analysis& a, const char* title,
+              const std::vector<LoneSite>& sites, uint64_t total, bool with_bytes) {
+  if (total == 0) return;
+  out += fmt::format("\n{} (top {} site{})\n", title, sites.size(), sites.size() == 1 ? "" : "s");
+  for (const LoneSite& s : sites) {
+    // Frees rarely know their size (only sized delete does): bytes only for live ones.
+    std::string head;
+    if (a.sampled()) {
+      head = fmt::format("  {:>11} {:<22} {:>10}  {:<14} ", EstimateText(a.Count(s.count)),
+                         "[" + IntervalText(a.Count(s.count)) + "]",
+                         with_bytes ? "~" + HumanBytes(a.Scaled(s.bytes)) : "", Fit(s.role, 14));
+    } else {
+      head = fmt::format("  {:>11}  {:>10}  {:<14} ", Commas(s.count),
+                         with_bytes ? HumanBytes(s.bytes) : "", Fit(s.role, 14));
+    }
+    out += head + Fit(s.site.key, Room(head.size())) + "\n";
+  }
+}
+
+// The summary of a sampled run: exact totals, then every count of sampled
+// objects as an estimate with its interval.
+void SampledSummaryText(std::string& out, const Analysis& a) {
+  const PairingCounts& c = a.counts;
+  out += fmt::format("\nSummary ({}: ~ marks an estimate, {} x the sampled count, with its 95% "
+                     "interval)\n",
+                     SampledLabel(a.sample_period), a.sample_period);
+  auto exact = [&out](std::string_view label, uint64_t n, std::string note) {
+    out += fmt::format("  {:<22}{:>15}{}{}\n", label, Commas(n), note.empty() ? "" : "   ", note);
+  };
+  auto est = [&out](std::string_view label, const Estimate& e, std::string note) {
+    out += fmt::format("  {:<22}{:>15}   [{}]{}{}\n", label, EstimateText(e), IntervalText(e),
+                       note.empty() ? "" : "  ", note);
+  };
+  exact("allocations", a.Allocations(),
+        c.counts_records ? fmt::format("exact, sampled or not; {} sampled", Commas(c.allocations))
+                         : "estimated: no counts records");
+  exact("frees", a.Frees(), c.counts_records ? "exact" : "estimated: no counts records");
+  est("  cross-thread", a.Count(c.cross_thread),
+      fmt::format("{:.1f}% of frees, {:.1f} per 1000 allocations",
+                  100.0 * Share(a.Scaled(c.cross_thread), a.Frees()),
+                  a.PerThousand(c.cross_thread)));
+  est("  same-thread", a.Count(c.paired - c.cross_thread), "");
+  est("live at exit", a.Count(c.live_at_exit),
+      c.live_at_exit ? "~" + HumanBytes(a.Scaled(c.live_bytes)) : "");
+  est("unknown frees", a.Count(c.unknown_frees),
+      c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
+  est("double frees", a.Count(c.double_frees), "");
+  if (c.alloc_over_live) {
+    est("allocs over live", a.Count(c.alloc_over_live), "address allocated again without a free");
+  }
+  exact("samples dropped", c.samples_dropped,
+        c.samples_dropped
+            ? fmt::format("{:.2f}% of the sampler's choices, not followed: estimates are low by "
+                          "about as much",
+                          100.0 * Share(c.samples_dropped, c.samples_dropped + c.allocations))
+            : "");
+}
+
+// The window rows of the summary (--from/--to, recording windows).
+void WindowRows(std::string& out, const Analysis& a) {
+  const PairingCounts& c = a.counts;
+  std::string where;
+  if (a.windowed) {
+    where = fmt::format("freed in the window {:.3f} s .. {} of each trace",
+                        a.window_from_ns / 1e9,
+                        a.window_to_ns == ~uint64_t{0}
+                            ? std::string("the end")
+                            : fmt::format("{:.3f} s", a.window_to_ns / 1e9));
+  } else {
+    where = "freed in a recording window";
+  }
+  std::string before_note = where + ", allocated before it";
+  std::string end_note = c.live_at_window_end ? "still live when the window ended: not leaks" : "";
+  if (a.sampled()) {
+    auto est = [&out](std::string_view label, const Estimate& e, std::string note) {
+      out += fmt::format("  {:<22}{:>15}   [{}]{}{}\n", label, EstimateText(e), IntervalText(e),
+                         note.empty() ? "" : "  ", note);
+    };
+    est("before the window", a.Count(c.before_window), before_note);
+    est("live at window end", a.Count(c.live_at_window_end), end_note);
+    return;
+  }
+  out += fmt::format("  {:<22}{:>15}   {}\n", "before the window", Commas(c.before_window),
+                     before_note);
+  out += fmt::format("  {:<22}{:>15}{}{}\n", "live at window end", Commas(c.live_at_window_end),
+                     end_note.empty() ? "" : "   ",
+                     c.live_at_window_end
+                         ? HumanBytes(c.live_window_end_bytes) + "   " + end_note
+                         : "");
+}
+
+std::string RunNames(const Analysis& a) {
+  std::string out;
+  for (const TraceInfo& t : a.traces) out += (out.empty() ? "" : " ") + t.path;
+  return out;
+}
+
+// One frame per line, so long C++ names stay readable in 100 columns.
+std::string SiteLines(const Site& site, const std::string& label) {
+  if (site.frames.empty()) return Fit(label + site.key, Width()) + "\n";
+  std::string out;
+  std::string pad(label.size() - 3, ' ');
+  for (size_t i = 0; i < site.frames.size(); ++i) {
+    out += Fit((i == 0 ? label : pad + "<- ") + FrameName(site.frames[i], false), Width()) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
+  WidthScope scope(options.width);
+  const PairingCounts& c = a.counts;
+  std::string out;
+  out += fmt::format("crossfree report: {} trace{}, {} threads, {} {}events{}\n", a.traces.size(),
+                     a.traces.size() == 1 ? "" : "s", a.threads, Commas(c.events),
+                     a.sampled() ? "sampled " : "",
+                     a.sampled() ? " (estimated, " + SampledLabel(a.sample_period) + ")" : "");
+  for (const TraceInfo& t : a.traces) out += TraceLine(t);
+
+  if (a.sampled()) {
+    SampledSummaryText(out, a);
+    if (a.windowed || a.recording_windows) WindowRows(out, a);
+  } else {
+  out += "\nSummary\n";
+  auto row = [&out](std::string_view label, uint64_t n, std::string note) {
+    out += fmt::format("  {:<22}{:>15}{}{}\n", label, Commas(n), note.empty() ? "" : "   ", note);
+  };
+  row("allocations", c.allocations, "");
+  row("frees", c.frees, "");
+  row("  cross-thread", c.cross_thread,
+      fmt::format("{:.1f}% of frees, {:.1f} per 1000 allocations",
+                  100.0 * Share(c.cross_thread, c.frees), a.PerThousand(c.cross_thread)));
+  row("  same-thread", c.paired - c.cross_thread, "");
+  row("live at exit", c.live_at_exit, c.live_at_exit ? HumanBytes(c.live_bytes) : "");
+  row("unknown frees", c.unknown_frees,
+      c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
+  row("double frees", c.double_frees, "");
+  if (a.windowed || a.recording_windows) WindowRows(out, a);
+  if (c.ignored_null) {
+    row("null-address events", c.ignored_null, "free(NULL) or failed allocations, ignored");
+  }
+  if (c.alloc_over_live) {
+    row("allocs over live", c.alloc_over_live, "address allocated again without a free");
+  }
+  }
+
+  size_t shown = options.top == 0 ? a.pairs.size() : std::min(options.top, a.pairs.size());
+  if (a.pairs.empty()) {
+    out += "\nNo cross-thread pairs.\n";
+  } else {
+    out += fmt::format("\nTop cross-thread pairs ({} of {}, by frees; allocating -> freeing {})\n",
+                       shown, a.pairs.size(), options.by == GroupBy::kRole ? "role" : "thread");
+  }
+  for (size_t i = 0; i < shown; ++i) {
+    const CrossPair& p = a.pairs[i];
+    out += "\n";
+    out += Fit(fmt::format("#{:<3}{} -> {}", i + 1, p.alloc_role, p.free_role), Width()) + "\n";
+    if (a.sampled()) {
+      Estimate n = a.Count(p.count), bytes = a.Bytes(p.count, p.bytes), rate = a.Rate(p.count);
+      out += fmt::format("    {} frees ({:.1f}% of cross-thread, ~{:.1f} per 1000 allocs), ~{}; "
+                         "{} sampled\n",
+                         EstimateText(n), 100.0 * Share(p.count, c.cross_thread), rate.value,
+                         HumanBytes(EstimateValue(bytes)), Commas(p.count));
+      out += fmt::format("    95%: {} frees, {} per 1000 allocs, {}\n", IntervalText(n),
+                         RateIntervalText(rate), BytesIntervalText(bytes));
+    } else {
+    out += fmt::format("    {} frees ({:.1f}% of cross-thread, {:.1f} per 1000 allocs), {}\n",
+                       Commas(p.count), 100.0 * Share(p.count, c.cross_thread),
+                       a.PerThousand(p.count), HumanBytes(p.bytes));
+    }
+    out += Fit("    size classes: " + SizeClassesText(p), Width()) + "\n";
+    out += SiteText(p.alloc_site, "allocated at  ", 4, Width());
+    out += SiteText(p.free_site, "freed at      ", 4, Width());
+  }
+
+  if (!a.asymmetry.empty()) {
+    size_t rows = options.asymmetry_rows == 0 ? a.asymmetry.size()
+                                              : std::min(options.asymmetry_rows, a.asymmetry.size());
+    out += fmt::format(
+        "\nCache asymmetry: allocations minus frees per {} and size class ({} of {}){}\n",
+        options.by == GroupBy::kRole ? "role" : "thread", rows, a.asymmetry.size(),
+        a.sampled() ? ", estimated" : "");
+    if (a.sampled()) {
+      out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14} {:>26}  {}\n", "role", "class",
+                         "allocs", "frees", "net", "net 95%", "effect");
+    } else {
+    out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14}  {}\n", "role", "class", "allocs",
+                       "frees", "net", "effect");
+    }
+    for (size_t i = 0; i < rows; ++i) {
+      const AsymmetryRow& r = a.asymmetry[i];
+      if (a.sampled()) {
+        Estimate net = a.Net(r);
+        bool clear = net.low > 0 || net.high < 0;
+        auto signed_text = [](double v) { return SignedCommas(RoundSigned(v)); };
+        out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14} {:>26}  {}\n", Fit(r.role, 20),
+                           SizeClassLabel(r.size_class), EstimateText(a.Count(r.allocs)),
+                           EstimateText(a.Count(r.frees)), "~" + signed_text(net.value),
+                           signed_text(net.low) + " .. " + signed_text(net.high),
+                           clear ? AsymmetryEffect(r.net) : "unclear");
+      } else {
+      out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14}  {}\n", Fit(r.role, 20),
+                         SizeClassLabel(r.size_class), Commas(r.allocs), Commas(r.frees),
+                         SignedCommas(r.net), AsymmetryEffect(r.net));
+      }
+      if (!r.top_site.empty()) {
+        out += Fit(fmt::format("      {} {}", r.net > 0 ? "allocated at" : "freed at",
+                               r.top_site),
+                   Width()) +
+               "\n";
+      }
+    }
+    out +=
+        "  drains: allocates more than it frees, so its thread cache refills from the central\n"
+        "  free list; overflows: frees more than it allocates, so it releases to the central list.\n";
+    if (a.sampled()) {
+      out += "  unclear: the net's 95% interval includes 0.\n";
+    }
+  }
+
+  out += RenderCentralText(a.central, options.by, Width());  // empty without central records
+  LoneText(out, a, "Live at exit", a.live, c.live_at_exit, true);
+  LoneText(out, a, "Live at window end", a.live_at_window_end, c.live_at_window_end, true);
+  LoneText(out, a, "Unknown frees", a.unknown_frees, c.unknown_frees, false);
+  LoneText(out, a, "Double frees", a.double_frees, c.double_frees, false);
+  // Warnings go to stderr (the command prints them), not into the text.
+  return out;
+}
+
+std::string RenderCentralText(const CentralSummary& c, GroupBy by, size_t width) {
+  if (!c.present()) return "";
+  std::string out = fmt::format(
+      "\nCentral free-list transfers (tcmalloc): {} fetches, {} releases per {}\n",
+      Commas(c.total.fetch), Commas(c.total.release), by == GroupBy::kRole ? "role" : "thread");
+  auto row = [&](const std::string& role, const CentralCounts& n) {
+    out += fmt::format("  {:<20} {:>11} {:>11} {:>12} {:>12} {:>11} {:>11}\n", Fit(role, 20),
+                       Commas(n.fetch), Commas(n.release), Commas(n.remove_range),
+                       Commas(n.insert_range), Commas(n.fetched_objects),
+                       Commas(n.released_objects));
+  };
+  out += fmt::format("  {:<20} {:>11} {:>11} {:>12} {:>12} {:>11} {:>11}\n",
+                     by == GroupBy::kRole ? "role" : "thread", "fetch", "release",
+                     "remove_range", "insert_range", "fetched", "released");
+  for (const CentralRoleRow& r : c.roles) row(r.role, r.counts);
+  if (c.roles.size() > 1) row("total", c.total);
+  if (c.by_tracer.transfers() > 0) {
+    out += fmt::format("  (not counted above: {} fetches, {} releases caused by the tracer itself)\n",
+                       Commas(c.by_tracer.fetch), Commas(c.by_tracer.release));
+  }
+  if (!c.sites.empty()) {
+    out += fmt::format("  Call sites that triggered them (top {} of {})\n", c.sites.size(),
+                       c.sites_total);
+    for (const CentralSite& s : c.sites) {
+      std::string head = fmt::format("  {:>11}  {:<7} {:<14} ", Commas(s.calls),
+                                     format::CentralOpName(s.op), Fit(s.role, 14));
+      out += head + Fit(s.site.key, width > head.size() ? width - head.size() : 10) + "\n";
+    }
+  }
+  out +=
+      "  fetch: the thread cache was empty and refilled from the central list (RemoveRange);\n"
+      "  release: its list grew too long and went back (InsertRange).\n";
+  return out;
+}
+
+std::string RenderCentralDiffText(const CentralSummary& before, uint64_t before_allocs,
+                                  const CentralSummary& after, uint64_t after_allocs) {
+  if (!before.present() && !after.present()) return "";
+  std::map<std::string, std::pair<CentralCounts, CentralCounts>> rows;
+  for (const CentralRoleRow& r : before.roles) rows[r.role].first = r.counts;
+  for (const CentralRoleRow& r : after.roles) rows[r.role].second = r.counts;
+  auto per_k = [](uint64_t n, uint64_t allocs) { return allocs ? n * 1000.0 / allocs : 0.0; };
+  std::string out =
+      "\nCentral free-list transfers (tcmalloc): calls before -> after (per 1000 allocations)\n";
+  out += fmt::format("  {:<20} {:>30} {:>30}\n", "role", "fetch", "release");
+  auto line = [&](const std::string& role, const CentralCounts& b, const CentralCounts& a) {
+    out += fmt::format("  {:<20} {:>30} {:>30}\n", Fit(role, 20),
+                       fmt::format("{} -> {} ({:.1f} -> {:.1f})", Commas(b.fetch), Commas(a.fetch),
+                                   per_k(b.fetch, before_allocs), per_k(a.fetch, after_allocs)),
+                       fmt::format("{} -> {} ({:.1f} -> {:.1f})", Commas(b.release),
+                                   Commas(a.release), per_k(b.release, before_allocs),
+                                   per_k(a.release, after_allocs)));
+  };
+  for (const auto& [role, ba] : rows) line(role, ba.first, ba.second);
+  line("total", before.total, after.total);
+  return out;
+}
+
+namespace {
+
+// The diff of runs one of which (or both) is sampled: estimates with their
+// 95% intervals, and the significance rule of diff.h.
+std::string SampledDiffText(const Analysis& before, const Analysis& after, const DiffResult& d) {
+  std::string out;
+  out += Fit("crossfree diff: before " + RunNames(before) +
+                 (before.sampled() ? " (" + SampledLabel(before.sample_period) + ")" : ""),
+             Width()) +
+         "\n";
+  out += Fit("                after  " + RunNames(after) +
+                 (after.sampled() ? " (" + SampledLabel(after.sample_period) + ")" : ""),
+             Width()) +
+         "\n";
+  out += "  sampled: ~ marks an estimate, [95% interval]; a change counts only when the two "
+         "intervals do not overlap\n\n";
+  auto cell = [](const Analysis& a, uint64_t count) {
+    Estimate e = a.Count(count);
+    return a.sampled() ? EstimateText(e) + " [" + IntervalText(e) + "]" : Commas(count);
+  };
+  auto rate_cell = [](const Analysis& a, const Estimate& e) {
+    return a.sampled() ? fmt::format("~{:.1f} [{}]", e.value, RateIntervalText(e))
+                       : fmt::format("{:.1f}", e.value);
+  };
+  out += fmt::format("  {:<24}{:>34}{:>34}\n", "", "before", "after");
+  out += fmt::format("  {:<24}{:>34}{:>34}\n", "allocations", Commas(before.Allocations()),
+                     Commas(after.Allocations()));
+  out += fmt::format("  {:<24}{:>34}{:>34}\n", "cross-thread frees",
+                     cell(before, before.counts.cross_thread), cell(after, after.counts.cross_thread));
+  out += fmt::format("  {:<24}{:>34}{:>34}\n", "  per 1000 allocations",
+                     rate_cell(before, before.Rate(before.counts.cross_thread)),
+                     rate_cell(after, after.Rate(after.counts.cross_thread)));
+  out += fmt::format("  {:<24}{:>34}{:>34}\n", "cross-thread pairs", before.pairs.size(),
+                     after.pairs.size());
+  out += RenderCentralDiffText(before.central, before.Allocations(), after.central,
+                               after.Allocations());
+  static const DiffStatus kOrder[] = {DiffStatus::kGone, DiffStatus::kNew, DiffStatus::kGrown,
+                                      DiffStatus::kShrunk, DiffStatus::kUnchanged};
+  static const char* kTitles[] = {
+      "Gone: pairs BEFORE's sample shows and AFTER's does not",
+      "New: pairs only AFTER's sample shows",
+      "Grown: intervals apart, rate up by more than {:.0f}%",
+      "Shrunk: intervals apart, rate down by more than {:.0f}%",
+      "Unchanged: intervals overlap, or rate within {:.0f}%"};
+  for (int s = 0; s < 5; ++s) {
+    size_t n = std::count_if(d.rows.begin(), d.rows.end(),
+                             [&](const DiffRow& r) { return r.status == kOrder[s]; });
+    out += "\n" + fmt::format(fmt::runtime(kTitles[s]), 100.0 * d.min_change) +
+           fmt::format(" ({})\n", n);
+    if (n == 0) continue;
+    out += fmt::format("  {:>30} {:>30}  {}\n", "before/1k [95%]", "after/1k [95%]",
+                       "alloc role -> free role");
+    for (const DiffRow& r : d.rows) {
+      if (r.status != kOrder[s]) continue;
+      const CrossPair& p = r.pair();
+      std::string head = fmt::format("  {:>30} {:>30}  ", rate_cell(before, r.before_estimate),
+                                     rate_cell(after, r.after_estimate));
+      out += head + Fit(p.alloc_role + " -> " + p.free_role, Room(head.size())) + "\n";
+      std::string counts = fmt::format(
+          "        sampled frees {} -> {}", Commas(r.before ? r.before->count : 0),
+          Commas(r.after ? r.after->count : 0));
+      if ((r.status == DiffStatus::kGone || r.status == DiffStatus::kNew) && !r.significant) {
+        counts += "; not significant: the intervals overlap";
+      }
+      out += counts + "\n";
+      out += SiteLines(p.alloc_site, "        alloc: ");
+      out += SiteLines(p.free_site, "        free:  ");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderDiffText(const Analysis& before, const Analysis& after, const DiffResult& d,
+                           size_t width) {
+  WidthScope scope(width);
+  if (d.sampled) return SampledDiffText(before, after, d);
+  std::string out;
+  out += Fit("crossfree diff: before " + RunNames(before), Width()) + "\n";
+  out += Fit("                after  " + RunNames(after), Width()) + "\n\n";
+  out += fmt::format("  {:<30}{:>15}{:>15}\n", "", "before", "after");
+  out += fmt::format("  {:<30}{:>15}{:>15}\n", "allocations", Commas(before.counts.allocations),
+                     Commas(after.counts.allocations));
+  out += fmt::format("  {:<30}{:>15}{:>15}\n", "cross-thread frees",
+                     Commas(before.counts.cross_thread), Commas(after.counts.cross_thread));
+  double br = before.PerThousand(before.counts.cross_thread);
+  double ar = after.PerThousand(after.counts.cross_thread);
+  std::string change = br > 0 ? fmt::format("   ({:+.1f}%)", 100.0 * (ar - br) / br) : "";
+  out += fmt::format("  {:<30}{:>15.1f}{:>15.1f}{}\n", "  per 1000 allocations", br, ar, change);
+  out += fmt::format("  {:<30}{:>15}{:>15}\n", "cross-thread pairs", before.pairs.size(),
+                     after.pairs.size());
+
+  // tcmalloc central transfers per role, when either run recorded them.
+  out += RenderCentralDiffText(before.central, before.counts.allocations, after.central,
+                               after.counts.allocations);
+
+  static const DiffStatus kOrder[] = {DiffStatus::kGone, DiffStatus::kNew, DiffStatus::kGrown,
+                                      DiffStatus::kShrunk, DiffStatus::kUnchanged};
+  static const char* kTitles[] = {"Gone: pairs of BEFORE that AFTER no longer has",
+                                  "New: pairs only AFTER has",
+                                  "Grown: rate up by more than {:.0f}%",
+                                  "Shrunk: rate down by more than {:.0f}%",
+                                  "Unchanged: rate within {:.0f}%"};
+  for (int s = 0; s < 5; ++s) {
+    size_t n = std::count_if(d.rows.begin(), d.rows.end(),
+                             [&](const DiffRow& r) { return r.status == kOrder[s]; });
+    out += "\n" + fmt::format(fmt::runtime(kTitles[s]), 100.0 * d.min_change) +
+           fmt::format(" ({})\n", n);
+    if (n == 0) continue;
+    out += fmt::format("  {:>10} {:>10} {:>12} {:>12}  {}\n", "before/1k", "after/1k", "before",
+                       "after", "alloc role -> free role");
+    for (const DiffRow& r : d.rows) {
+      if (r.status != kOrder[s]) continue;
+      const CrossPair& p = r.pair();
+      std::string head = fmt::format("  {:>10.1f} {:>10.1f} {:>12} {:>12}  ", r.before_rate,
+                                     r.after_rate, Commas(r.before ? r.before->count : 0),
+                                     Commas(r.after ? r.after->count : 0));
+      out += head + Fit(p.alloc_role + " -> " + p.free_role, Room(head.size())) + "\n";
+      out += SiteLines(p.alloc_site, "        alloc: ");
+      out += SiteLines(p.free_site, "        free:  ");
+    }
+  }
+  return out;
+}
+
+std::string RenderGateText(const Analysis& analysis, const GateResult& r, double max_growth,
+                           const std::string& accept_command, size_t width) {
+  WidthScope scope(width);
+  std::string out;
+  size_t new_count = std::count_if(r.offenses.begin(), r.offenses.end(),
+                                   [](const GateOffense& o) { return o.is_new; });
+  if (r.passed()) {
+    out += fmt::format(
+        "crossfree gate: PASSED: {} cross-thread pairs, {} allowed by the baseline, {} "
+        "suppressed\n",
+        analysis.pairs.size(), r.allowed.size(), r.suppressed.size());
+  } else {
+    out += fmt::format(
+        "crossfree gate: FAILED: {} new cross-thread pair{}, {} grown beyond {:g}x the baseline "
+        "rate\n",
+        new_count, new_count == 1 ? "" : "s", r.offenses.size() - new_count, max_growth);
+  }
+  if (r.sampled) {
+    out += fmt::format("  the trace is {}: rates are estimates with 95% intervals; a pair not in\n"
+                       "  the baseline fails when one sampled object shows it, an allowed one only\n"
+                       "  when its interval is wholly above the limit\n",
+                       SampledLabel(analysis.sample_period));
+  }
+  for (size_t i = 0; i < r.offenses.size(); ++i) {
+    const GateOffense& o = r.offenses[i];
+    const CrossPair& p = *o.pair;
+    out += "\n";
+    out += Fit(fmt::format("{} {} -> {}", o.is_new ? "NEW  " : "GROWN", p.alloc_role,
+                           p.free_role),
+               Width()) +
+           "\n";
+    if (r.sampled) {
+      Estimate n = analysis.Count(p.count);
+      out += fmt::format("    {} frees [{}], ~{:.3f} [{}] per 1000 allocations; {} sampled\n",
+                         EstimateText(n), IntervalText(n), o.rate,
+                         RateIntervalText(o.rate_estimate, 3), Commas(p.count));
+      out += o.is_new ? std::string("    not in the baseline\n")
+                      : fmt::format("    baseline {:.3f}, limit {:.3f} ({:g}x): the interval is "
+                                    "above it\n",
+                                    o.baseline_rate, o.limit, max_growth);
+    } else if (o.is_new) {
+      out += fmt::format("    {} frees, {:.3f} per 1000 allocations; not in the baseline\n",
+                         Commas(p.count), o.rate);
+    } else {
+      out += fmt::format(
+          "    {} frees, {:.3f} per 1000 allocations; baseline {:.3f} ({:.2f}x, limit {:g}x)\n",
+          Commas(p.count), o.rate, o.baseline_rate,
+          o.rate / std::max(o.baseline_rate, kMinBaselineRate), max_growth);
+    }
+    out += SiteText(p.alloc_site, "allocated at  ", 4, Width());
+    out += SiteText(p.free_site, "freed at      ", 4, Width());
+    out += "    key: " + p.key + "\n";
+  }
+  if (!r.gone.empty()) {
+    out += fmt::format(
+        "\n{} baseline pair{} not seen in this run{} (tighten the baseline with "
+        "--write-baseline):\n",
+        r.gone.size(), r.gone.size() == 1 ? "" : "s",
+        r.sampled ? "'s sample (they may still happen, unsampled)" : "");
+    for (const std::string& k : r.gone) out += "  " + k + "\n";
+  }
+  if (!r.suppressed.empty()) {
+    out += fmt::format("\n{} suppressed pair{}:\n", r.suppressed.size(),
+                       r.suppressed.size() == 1 ? "" : "s");
+    for (const auto& [pair, s] : r.suppressed) {
+      out += fmt::format("  {} ({} frees)\n    reason: {}\n", pair->key,
+                         r.sampled ? EstimateText(analysis.Count(pair->count)) : Commas(pair->count),
+                         s->reason);
+    }
+  }
+  if (!r.passed()) {
+    out += "\nIf these pairs are intended, accept them into the baseline with:\n  " +
+           accept_command + "\n";
+  }
+  return out;
+}
+
+}  // namespace crossfree::analyzer::render
+
+namespace crossfree::analyzer::simulate {
+
+using analyzer::render::Commas;
+using analyzer::render::Fit;
+using analyzer::FrameName;
+using analyzer::render::SiteText;
+using analyzer::render::SizeClassLabel;
+
+namespace {
+
+std::string CountsRow(const std::string& name, size_t threads, const TransferCounts& c) {
+  return fmt::format("{:<24} {:>7} {:>12} {:>12} {:>10} {:>11} {:>10} {:>11} {:>9} {:>9} {:>7} {:>9}\n",
+                     analyzer::render::Fit(name, 24), threads, analyzer::render::Commas(c.allocations),
+                     analyzer::render::Commas(c.frees), analyzer::render::Commas(c.fetch_calls),
+                     analyzer::render::Commas(c.fetched_objects), analyzer::render::Commas(c.release_calls),
+                     analyzer::render::Commas(c.released_objects),
+                     analyzer::render::Commas(c.release_calls_by_cause[0]),
+                     analyzer::render::Commas(c.release_calls_by_cause[1]),
+                     analyzer::render::Commas(c.release_calls_by_cause[2]),
+                     analyzer::render::Commas(c.direct_central_frees));
+}
+
+std::string SitesText(const std::vector<SiteTransfers>& sites, const char* what,
+                      const char* label) {
+  std::string out;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const SiteTransfers& s = sites[i];
+    out += fmt::format("  {:>2}. {} {} ({} objects)  [{}]\n", i + 1, analyzer::render::Commas(s.calls),
+                       what, analyzer::render::Commas(s.objects), s.group);
+    out += analyzer::render::SiteText(s.site, label, 6, 110);
+  }
+  return out.empty() ? "  (none)\n" : out;
+}
+
+}  // namespace
+
+std::string RenderSimulationText(const SimulationResult& r, const SimulateOptions& options) {
+  std::string out = fmt::format(
+      "crossfree simulate: gperftools 2.10 thread caches (max total {}, batches of at most {} "
+      "objects)\n",
+      analyzer::render::HumanBytes(options.allocator.max_total_thread_cache_bytes),
+      options.allocator.transfer_num_objects);
+  for (const SimTraceInfo& t : r.traces) {
+    out += fmt::format("trace {}: pid {}, {} threads, {} events{}\n", t.path, t.pid, t.threads,
+                       analyzer::render::Commas(t.events), t.truncated ? " (truncated)" : "");
+  }
+  const TransferCounts& c = r.totals;
+  out += fmt::format(
+      "\npredicted central free-list transfers: {} fetches ({} objects; {} short), {} releases "
+      "({} objects)\n",
+      analyzer::render::Commas(c.fetch_calls), analyzer::render::Commas(c.fetched_objects),
+      analyzer::render::Commas(c.short_fetches),
+      analyzer::render::Commas(c.release_calls), analyzer::render::Commas(c.released_objects));
+  out += fmt::format(
+      "  releases: {} list too long, {} scavenge, {} thread exit; {} frees without a thread "
+      "cache\n",
+      analyzer::render::Commas(c.release_calls_by_cause[0]), analyzer::render::Commas(c.release_calls_by_cause[1]),
+      analyzer::render::Commas(c.release_calls_by_cause[2]), analyzer::render::Commas(c.direct_central_frees));
+  out += fmt::format(
+      "  {} allocations ({} large, page heap), {} frees, {} unknown frees skipped, {} reallocs in "
+      "place\n\n",
+      analyzer::render::Commas(c.allocations), analyzer::render::Commas(c.large_allocations),
+      analyzer::render::Commas(c.frees), analyzer::render::Commas(r.unknown_frees),
+      analyzer::render::Commas(r.inplace_reallocs));
+  out += fmt::format("{:<24} {:>7} {:>12} {:>12} {:>10} {:>11} {:>10} {:>11} {:>9} {:>9} {:>7} {:>9}\n",
+                     options.by == analyzer::GroupBy::kRole ? "role" : "thread", "threads",
+                     "allocs", "frees", "fetches", "fetched", "releases", "released",
+                     "too-long", "scavenge", "exit", "no-cache");
+  for (const GroupResult& g : r.groups) out += CountsRow(g.name, g.threads, g.counts);
+  size_t threads = 0;
+  for (const GroupResult& g : r.groups) threads += g.threads;
+  out += CountsRow("total", threads, c);
+  out += "\nTop fetch sites (the allocation whose thread-cache miss fetched a batch):\n";
+  out += SitesText(r.fetch_sites, "fetches", "alloc: ");
+  out += "\nTop release sites (the free that overflowed its list or cache):\n";
+  out += SitesText(r.release_sites, "releases", "free: ");
+  return out;
+}
+
+}  // namespace crossfree::analyzer::simulate

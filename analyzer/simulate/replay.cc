@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: Apache-2.0
+// Simulate: the replay of one trace (see replay.h).
+#include "analyzer/simulate/replay.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "analyzer/pairing/event_stream.h"
+#include "format/trace_reader.h"
+#include "analyzer/simulate/tcmalloc_model.h"
+
+namespace crossfree::analyzer::simulate {
+
+using analyzer::ChunkVisitor;
+using analyzer::DecodeTraceChunk;
+using analyzer::FinishMetadata;
+using analyzer::MergeHeap;
+using analyzer::OrderKey;
+using analyzer::ProcessTrace;
+using analyzer::Rank;
+
+namespace {
+
+enum Kind : uint8_t { kFree = 0, kAlloc = 1, kRealloc = 2, kExit = 3 };
+
+// One replayed operation of one thread. A realloc record (free half, then
+// alloc half) becomes one kRealloc at the alloc half's timestamp, because
+// tcmalloc allocates the new block before it frees the old one.
+struct SimEvent {
+  uint64_t ts = 0;
+  uint64_t address = 0;
+  uint64_t old_address = 0;  // kRealloc
+  uint64_t size = 0;
+  uint32_t stack = 0;
+  uint8_t kind = kAlloc;
+  uint8_t fn = 0;
+};
+
+// The ordering rule of the event stream: free before allocation on equal
+// timestamps, a thread exit last.
+OrderKey KeyOf(const SimEvent& e) {
+  return {e.ts, e.kind == kFree ? Rank::kFree : e.kind == kExit ? Rank::kThreadExit : Rank::kAlloc};
+}
+
+
+// Decodes one chunk into SimEvents and the trace's metadata.
+class ChunkCollector : public ChunkVisitor {
+ public:
+  explicit ChunkCollector(std::vector<SimEvent>* out) : out_(out) {}
+
+  void OnEvent(const format::Event& ev) override {
+    ++events;
+    if (ev.op == format::EventOp::kFree && ev.from_realloc) {
+      FlushPending();
+      pending_ = Make(ev, kFree);
+      has_pending_ = true;
+      return;
+    }
+    if (ev.op == format::EventOp::kAlloc && ev.from_realloc && has_pending_) {
+      SimEvent e = Make(ev, kRealloc);
+      e.old_address = pending_.address;
+      has_pending_ = false;
+      out_->push_back(e);
+      return;
+    }
+    FlushPending();
+    out_->push_back(Make(ev, ev.op == format::EventOp::kFree ? kFree : kAlloc));
+  }
+  void OnThreadExit(uint32_t, uint64_t ts) override {
+    FlushPending();
+    SimEvent e;
+    e.ts = ts;
+    e.kind = kExit;
+    out_->push_back(e);
+  }
+  void FlushPending() {
+    if (has_pending_) out_->push_back(pending_);
+    has_pending_ = false;
+  }
+
+  uint64_t events = 0;
+
+ private:
+  static SimEvent Make(const format::Event& ev, uint8_t kind) {
+    SimEvent e;
+    e.ts = ev.timestamp_ns;
+    e.address = ev.address;
+    e.size = ev.size;
+    e.stack = ev.stack_id;
+    e.kind = kind;
+    e.fn = ev.fn;
+    return e;
+  }
+
+  std::vector<SimEvent>* out_;
+  SimEvent pending_;
+  bool has_pending_ = false;
+};
+
+// A thread's replay: where its decoding is, its model heap, and where what
+// it did is counted (the result's entry for it).
+struct StreamState {
+  int heap = -1;
+  size_t next_chunk = 0;
+  std::vector<SimEvent> events;
+  size_t pos = 0;
+  ThreadTransfers* out = nullptr;
+};
+
+struct Block {
+  uint64_t bytes = 0;   // class size, or whole pages for a large block
+  int cl = 0;           // 0: large
+  uint32_t object = 0;  // the model's object (its span)
+};
+
+
+// Replays one process.
+class Replayer : public TransferSink {
+ public:
+  Replayer(ProcessTrace* trace, const SimulateOptions& options, ReplayResult* out)
+      : trace_(trace),
+        model_(options.allocator, this),
+        streams_(trace->streams.size()),
+        cache_from_first_event_(options.cache_from_first_event) {
+    out->threads.assign(streams_.size(), ThreadTransfers());
+    entry_stack_.assign(streams_.size(), format::kNoStack);
+    for (size_t s = 0; s < streams_.size(); ++s) streams_[s].out = &out->threads[s];
+  }
+
+  bool Run(std::string* error) {
+    MergeHeap<Cursor> heap;
+    for (uint32_t s = 0; s < streams_.size(); ++s) {
+      if (!Refill(s, error)) return false;
+      if (!Exhausted(s)) heap.Push(Cursor{this, s});
+    }
+    heap.Build();
+    while (!heap.empty()) {
+      uint32_t s = heap.top().stream;
+      Process(s, Head(s));
+      ++streams_[s].pos;
+      if (!Refill(s, error)) return false;
+      if (Exhausted(s)) {
+        heap.Pop();
+      } else {
+        heap.Fix();
+      }
+    }
+    FinishMetadata(*trace_);
+    return true;
+  }
+
+  void OnFetch(int, int cl, int objects, int wanted) override {
+    StreamState& st = streams_[current_];
+    for (TransferCounts* c : {&st.out->counts, &st.out->by_class[cl]}) {
+      c->fetch_calls += 1;
+      c->fetched_objects += objects;
+      if (objects < wanted) c->short_fetches += 1;
+    }
+    CallsObjects& site = fetch_sites_[{static_cast<uint32_t>(current_), current_stack_}];
+    site.calls += 1;
+    site.objects += objects;
+  }
+  void OnRelease(int, int cl, int objects, ReleaseCause cause) override {
+    StreamState& st = streams_[current_];
+    for (TransferCounts* c : {&st.out->counts, &st.out->by_class[cl]}) {
+      c->release_calls += 1;
+      c->released_objects += objects;
+      c->release_calls_by_cause[static_cast<int>(cause)] += 1;
+    }
+    uint32_t stack = cause == ReleaseCause::kThreadExit ? kExitStack : current_stack_;
+    CallsObjects& site = release_sites_[{static_cast<uint32_t>(current_), stack}];
+    site.calls += 1;
+    site.objects += objects;
+  }
+
+  const std::vector<StreamState>& streams() const { return streams_; }
+  std::vector<uint32_t>& entry_stack() { return entry_stack_; }
+  const SiteMap& fetch_sites() const { return fetch_sites_; }
+  const SiteMap& release_sites() const { return release_sites_; }
+  uint64_t events() const { return events_; }
+  uint64_t unknown_frees() const { return unknown_frees_; }
+  uint64_t inplace_reallocs() const { return inplace_reallocs_; }
+
+ private:
+  // A merge cursor: the head event of one stream.
+  struct Cursor {
+    const Replayer* replayer;
+    uint32_t stream;
+    OrderKey key() const { return KeyOf(replayer->Head(stream)); }
+  };
+
+  bool Exhausted(size_t s) const { return streams_[s].pos >= streams_[s].events.size(); }
+  const SimEvent& Head(size_t s) const { return streams_[s].events[streams_[s].pos]; }
+
+  // Decodes the stream's next chunks until it has an event or none is left.
+  bool Refill(size_t s, std::string* error) {
+    StreamState& st = streams_[s];
+    const auto& chunks = trace_->streams[s].chunks;
+    while (st.pos >= st.events.size() && st.next_chunk < chunks.size()) {
+      st.events.clear();
+      st.pos = 0;
+      ChunkCollector collector(&st.events);
+      if (!DecodeTraceChunk(*trace_, chunks[st.next_chunk++], collector, error)) return false;
+      collector.FlushPending();
+      events_ += collector.events;
+    }
+    // A finished stream gives its buffer back (traces of many threads).
+    if (st.pos >= st.events.size() && st.next_chunk == chunks.size() && st.events.capacity()) {
+      std::vector<SimEvent>().swap(st.events);
+      st.pos = 0;
+    }
+    return true;
+  }
+
+  void Process(size_t s, const SimEvent& e) {
+    if (entry_stack_[s] == format::kNoStack && e.kind != kExit) entry_stack_[s] = e.stack;
+    current_ = s;
+    current_stack_ = e.stack;
+    if (cache_from_first_event_ && streams_[s].heap < 0 && e.kind != kExit) {
+      streams_[s].heap = model_.CreateHeap();
+    }
+    switch (e.kind) {
+      case kAlloc:
+        Allocate(s, e.address, RequestSize(e), e.stack);
+        break;
+      case kFree:
+        Free(s, e.address);
+        break;
+      case kRealloc:
+        Realloc(s, e);
+        break;
+      case kExit:
+        if (streams_[s].heap >= 0) model_.DeleteHeap(streams_[s].heap);
+        streams_[s].heap = -1;
+        break;
+    }
+  }
+
+  // tcmalloc.cc: valloc and pvalloc are memalign at the system page size
+  // (4 KiB, within kPageSize), i.e. malloc of the size rounded up to it;
+  // pvalloc(0) asks for one page. Other aligned calls do not record their
+  // alignment: their size is taken as is (docs/guide/simulate.md).
+  static uint64_t RequestSize(const SimEvent& e) {
+    auto fn = static_cast<format::AllocFn>(e.fn);
+    constexpr uint64_t kSystemPage = 4096;
+    if (fn == format::AllocFn::kValloc || fn == format::AllocFn::kPvalloc) {
+      uint64_t size = e.size == 0 && fn == format::AllocFn::kPvalloc ? kSystemPage : e.size;
+      return (size + kSystemPage - 1) / kSystemPage * kSystemPage;
+    }
+    return e.size;
+  }
+
+  void Allocate(size_t s, uint64_t address, uint64_t size, uint32_t) {
+    StreamState& st = streams_[s];
+    st.out->counts.allocations += 1;
+    if (address == 0) return;
+    int cl = model_.size_map().SizeClass(size);
+    if (cl == 0) {
+      st.out->counts.large_allocations += 1;
+      uint64_t pages = (size + kPageSize - 1) >> kPageShift;
+      live_[address] = Block{std::max<uint64_t>(pages, 1) << kPageShift, 0, 0};
+      return;
+    }
+    if (st.heap < 0) st.heap = model_.CreateHeap();
+    st.out->by_class[cl].allocations += 1;
+    uint32_t object = model_.Allocate(st.heap, cl);
+    live_[address] = Block{model_.size_map().ClassSize(cl), cl, object};
+  }
+
+  void Free(size_t s, uint64_t address) {
+    if (address == 0) return;
+    auto it = live_.find(address);
+    if (it == live_.end()) {
+      ++unknown_frees_;
+      return;
+    }
+    Block block = it->second;
+    live_.erase(it);
+    FreeBlock(s, block);
+  }
+
+  void FreeBlock(size_t s, const Block& block) {
+    StreamState& st = streams_[s];
+    st.out->counts.frees += 1;
+    if (block.cl == 0) return;  // page heap
+    st.out->by_class[block.cl].frees += 1;
+    if (st.heap < 0) {
+      st.out->counts.direct_central_frees += 1;
+      st.out->by_class[block.cl].direct_central_frees += 1;
+      model_.DeallocateToCentral(block.cl, block.object);
+      return;
+    }
+    model_.Deallocate(st.heap, block.cl, block.object);
+  }
+
+  // tcmalloc.cc do_realloc_with_callback: a block that grows moves to a
+  // new block of at least 1.25x the old size; one that shrinks below half
+  // moves; otherwise it stays. The trace says whether it moved.
+  void Realloc(size_t s, const SimEvent& e) {
+    auto it = live_.find(e.old_address);
+    bool known = it != live_.end();
+    if (e.address == e.old_address) {
+      ++inplace_reallocs_;
+      if (!known) Allocate(s, e.address, e.size, e.stack);
+      return;
+    }
+    uint64_t size = e.size;
+    Block old;
+    if (known) {
+      old = it->second;
+      live_.erase(it);
+      uint64_t lower_bound_to_grow = old.bytes + old.bytes / 4;
+      if (size > old.bytes && size < lower_bound_to_grow) size = lower_bound_to_grow;
+    }
+    Allocate(s, e.address, size, e.stack);
+    if (known) {
+      FreeBlock(s, old);
+    } else {
+      ++unknown_frees_;
+    }
+  }
+
+  ProcessTrace* trace_;
+  TcmallocModel model_;
+  std::vector<StreamState> streams_;
+  std::vector<uint32_t> entry_stack_;
+  std::unordered_map<uint64_t, Block> live_;
+  SiteMap fetch_sites_;
+  SiteMap release_sites_;
+  size_t current_ = 0;
+  uint32_t current_stack_ = 0;
+  uint64_t events_ = 0;
+  uint64_t unknown_frees_ = 0;
+  uint64_t inplace_reallocs_ = 0;
+  bool cache_from_first_event_ = false;
+};
+
+}  // namespace
+
+bool ReplayTrace(ProcessTrace& trace, const SimulateOptions& options, ReplayResult* out,
+                 std::string* error) {
+  *out = ReplayResult();
+  auto replayer = std::make_unique<Replayer>(&trace, options, out);
+  if (!replayer->Run(error)) return false;
+  out->fetch_sites = replayer->fetch_sites();
+  out->release_sites = replayer->release_sites();
+  out->events = replayer->events();
+  out->unknown_frees = replayer->unknown_frees();
+  out->inplace_reallocs = replayer->inplace_reallocs();
+  out->entry_stack = std::move(replayer->entry_stack());
+  return true;
+}
+
+}  // namespace crossfree::analyzer::simulate

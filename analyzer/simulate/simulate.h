@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+// Simulate: replays traces through the gperftools 2.10 thread-cache model
+// (tcmalloc_model.h) and predicts the central free-list transfers per
+// thread (or role) and per call site.
+//
+// Replay: per trace (process), the events of all threads are merged in
+// timestamp order, frees before allocations on equal timestamps (the
+// ordering rule, docs/design.md), each thread's chunks decoded one at a time.
+// A thread's first allocation creates its cache; a thread-exit record
+// destroys it. A fetch is charged to the allocation whose cache miss caused
+// it; a release to the free that overflowed the list or the cache (thread
+// exit releases have no site). Sites are symbolized like the analyzer's
+// report (SiteBuilder), only for the sites shown.
+//
+// Used from one thread.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/roles.h"
+#include "analyzer/model/sites.h"
+#include "analyzer/simulate/tcmalloc_model.h"
+#include "analyzer/pairing/trace_set.h"
+
+namespace crossfree::analyzer::simulate {
+
+struct SimulateOptions {
+  TcmallocConfig allocator;
+  analyzer::GroupBy by = analyzer::GroupBy::kRole;
+  analyzer::SiteOptions sites;
+  size_t top = 10;  // sites kept per kind (0 = all)
+  // Give every thread a cache at its first traced event, not at its first
+  // allocation. Models runs where something untraced allocates on every
+  // thread (the tracer itself does, when recording under libtcmalloc), so
+  // threads that only free still have a cache.
+  bool cache_from_first_event = false;
+};
+
+// What happened in one group (or one size class of it, or in total).
+struct TransferCounts {
+  uint64_t allocations = 0;       // every traced allocation (realloc moves count)
+  uint64_t frees = 0;             // every traced free of a known block
+  uint64_t large_allocations = 0; // > kMaxSize: page heap, no thread cache
+  uint64_t fetch_calls = 0;       // ThreadCache::FetchFromCentralCache
+  uint64_t fetched_objects = 0;
+  uint64_t short_fetches = 0;     // fetches the central list could not fill
+  uint64_t release_calls = 0;     // ThreadCache::ReleaseToCentralCache
+  uint64_t released_objects = 0;
+  std::array<uint64_t, kReleaseCauseCount> release_calls_by_cause{};
+  // Frees on a thread that has no cache (it never allocated): tcmalloc puts
+  // the object straight into the central list (InsertRange), no release call.
+  uint64_t direct_central_frees = 0;
+
+  void Add(const TransferCounts& o);
+};
+
+struct GroupResult {
+  std::string name;     // role, or "name (tid)"
+  size_t threads = 0;   // threads (of all traces) in the group
+  TransferCounts counts;
+  std::map<int, TransferCounts> by_class;  // gperftools class -> counts (transfers only)
+};
+
+struct SiteTransfers {
+  std::string group;
+  analyzer::Site site;        // "(thread exit)" for releases at thread exit
+  uint64_t calls = 0;
+  uint64_t objects = 0;
+};
+
+struct SimTraceInfo {
+  std::string path;
+  uint32_t pid = 0;
+  size_t threads = 0;
+  uint64_t events = 0;
+  bool truncated = false;
+};
+
+struct SimulationResult {
+  std::vector<SimTraceInfo> traces;
+  TransferCounts totals;
+  uint64_t unknown_frees = 0;     // frees of addresses never seen allocated (skipped)
+  uint64_t inplace_reallocs = 0;  // reallocs that kept their block (no cache work)
+  std::vector<GroupResult> groups;            // by fetch+release calls desc, then name
+  std::vector<SiteTransfers> fetch_sites;     // by calls desc, at most options.top
+  std::vector<SiteTransfers> release_sites;
+  std::vector<std::string> warnings;
+};
+
+// Simulates opened traces (each one an independent process). resolver may
+// be null (analyzer::MakeDefaultResolver). False with *error on a decoding
+// error or a bad --skip pattern.
+bool Simulate(analyzer::TraceSet& set, const SimulateOptions& options,
+              analyzer::SymbolResolver* resolver, SimulationResult* out, std::string* error);
+
+// Opens the files, then Simulate(). Errors name the file.
+bool SimulateFiles(const std::vector<std::string>& paths, const SimulateOptions& options,
+                   SimulationResult* out, std::string* error);
+
+}  // namespace crossfree::analyzer::simulate

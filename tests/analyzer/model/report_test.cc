@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: Apache-2.0
+// Known answers and golden outputs of report, diff and gate on the fixed
+// synthetic runs of scenarios.h, symbolized by the fake resolver.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "analyzer/model/analysis.h"
+#include "analyzer/model/baseline.h"
+#include "analyzer/model/diff.h"
+#include "analyzer/model/gate.h"
+#include "analyzer/render/folded.h"
+#include "analyzer/render/html.h"
+#include "analyzer/render/text.h"
+#include "analyzer/render/json.h"
+#include "analyzer/pairing/size_class.h"
+#include "tests/analyzer/model/golden.h"
+#include "tests/analyzer/model/scenarios.h"
+
+namespace crossfree::analyzer {
+
+// The models are checked as the renderers print them.
+using namespace crossfree::analyzer::render;
+namespace {
+
+using testing::CheckGolden;
+
+const std::string kCallAlloc =
+    "rpc::OutboundCall::Create() <- rpc::Proxy::AsyncRequest(rpc::Request const&) <- "
+    "rpc::Worker::Run()";
+const std::string kCallFree =
+    "rpc::OutboundCall::~OutboundCall() <- rpc::Reactor::CompleteCall(rpc::OutboundCall*) <- "
+    "rpc::Reactor::Run()";
+const std::string kSliceAlloc =
+    "rpc::Slices::Push(rpc::Slice) <- rpc::Transfer::Send() <- rpc::Worker::Run()";
+const std::string kSliceFree = "rpc::Reactor::CompleteCall(rpc::OutboundCall*) <- rpc::Reactor::Run()";
+
+struct Fixture {
+  testing::SyntheticTrace trace;
+  TraceSet set;
+  testing::FakeResolver resolver;
+  Analysis analysis;
+
+  Fixture(testing::SyntheticTrace t, AnalysisOptions options = {},
+          const std::string& name = "before.trc")
+      : trace(std::move(t)) {
+    std::string error;
+    REQUIRE(set.AddBytes(trace.Finish(), name, &error));
+    options.pairing.jobs = 2;
+    REQUIRE(Analyze(set, options, &resolver, &analysis, &error));
+  }
+};
+
+const CrossPair* FindPair(const Analysis& a, const std::string& alloc_role,
+                          const std::string& free_role, const std::string& alloc_site) {
+  for (const CrossPair& p : a.pairs) {
+    if (p.alloc_role == alloc_role && p.free_role == free_role && p.alloc_site.key == alloc_site) {
+      return &p;
+    }
+  }
+  return nullptr;
+}
+
+TEST_CASE("report: known answers on the before run") {
+  Fixture f(testing::BuildBeforeRun());
+  const Analysis& a = f.analysis;
+  // main: 400 churn + 1 live + 1 unknown free + 1 alloc freed twice;
+  // 2 workers x 200 calls x (call + 2 slices + response).
+  CHECK(a.counts.allocations == 400 + 1 + 1 + 2 * 200 * 4);
+  CHECK(a.counts.frees == 400 + 1 + 2 + 2 * 200 * 4);
+  CHECK(a.counts.cross_thread == 2 * 200 * 4);
+  CHECK(a.counts.live_at_exit == 1);
+  CHECK(a.counts.live_bytes == 4096);
+  CHECK(a.counts.unknown_frees == 1);
+  CHECK(a.counts.double_frees == 1);
+  CHECK(a.threads == 5);
+  REQUIRE(a.pairs.size() == 3);
+  // Sites skip operator new/malloc and std:: frames; inlined frames count.
+  const CrossPair* slices = FindPair(a, "worker-N", "reactor-N", kSliceAlloc);
+  REQUIRE(slices != nullptr);
+  CHECK(slices->count == 800);
+  CHECK(slices->bytes == 800 * 32);
+  CHECK(slices->free_site.key == kSliceFree);
+  CHECK(slices->size_classes.at(SizeClassIndex(32)) == 800);
+  const CrossPair* calls = FindPair(a, "worker-N", "reactor-N", kCallAlloc);
+  REQUIRE(calls != nullptr);
+  CHECK(calls->count == 400);
+  CHECK(calls->free_site.key == kCallFree);
+  CHECK(calls->key == "worker-N -> reactor-N | alloc: " + kCallAlloc + " | free: " + kCallFree);
+  CHECK(a.pairs[0].key == slices->key);  // ordered by count
+  // Asymmetry: workers drain the 32-byte class, reactors overflow it.
+  auto row = [&](const std::string& role, uint64_t size) -> const AsymmetryRow* {
+    for (const AsymmetryRow& r : a.asymmetry) {
+      if (r.role == role && r.size_class == SizeClassIndex(size)) return &r;
+    }
+    return nullptr;
+  };
+  REQUIRE(row("worker-N", 32) != nullptr);
+  CHECK(row("worker-N", 32)->allocs == 800);
+  CHECK(row("worker-N", 32)->frees == 0);
+  CHECK(row("worker-N", 32)->net == 800);
+  CHECK(row("worker-N", 32)->top_site == kSliceAlloc);
+  REQUIRE(row("reactor-N", 32) != nullptr);
+  CHECK(row("reactor-N", 32)->net == -800);
+  CHECK(row("reactor-N", 32)->top_site == kSliceFree);
+  REQUIRE(row("reactor-N", 56) != nullptr);  // responses: 56 bytes -> 64-byte class
+  CHECK(row("reactor-N", 56)->net == 400);
+  REQUIRE(row("main", 4096) != nullptr);     // the live allocation
+  CHECK(row("main", 4096)->net == 1);
+  CHECK(row("main", 200) == nullptr);        // balanced churn is not listed
+  REQUIRE(a.live.size() == 1);
+  CHECK(a.live[0].site.key == "Buffer::Grow(unsigned long) <- main");
+  CHECK(a.live[0].role == "main");
+}
+
+TEST_CASE("report: --by thread keeps threads apart") {
+  AnalysisOptions options;
+  options.by = GroupBy::kThread;
+  Fixture f(testing::BuildBeforeRun(), options);
+  const CrossPair* p0 = FindPair(f.analysis, "worker-0 (4001)", "reactor-0 (4003)", kSliceAlloc);
+  const CrossPair* p1 = FindPair(f.analysis, "worker-1 (4002)", "reactor-1 (4004)", kSliceAlloc);
+  REQUIRE(p0 != nullptr);
+  REQUIRE(p1 != nullptr);
+  CHECK(p0->count == 400);
+  CHECK(p1->count == 400);
+  CHECK(f.analysis.pairs.size() == 6);
+}
+
+TEST_CASE("report: --site-depth, --skip and --no-default-skips") {
+  AnalysisOptions options;
+  options.sites.depth = 1;
+  options.sites.skips = {"^rpc::Slices::"};
+  Fixture f(testing::BuildBeforeRun(), options);
+  CHECK(FindPair(f.analysis, "worker-N", "reactor-N", "rpc::Transfer::Send()") != nullptr);
+  CHECK(FindPair(f.analysis, "worker-N", "reactor-N", "rpc::OutboundCall::Create()") != nullptr);
+
+  AnalysisOptions raw;
+  raw.sites.depth = 2;
+  raw.sites.default_skips = false;
+  Fixture g(testing::BuildBeforeRun(), raw);
+  CHECK(FindPair(g.analysis, "worker-N", "reactor-N",
+                 "malloc <- std::__new_allocator<rpc::Slice>::allocate(unsigned long, void "
+                 "const*)") != nullptr);
+
+  AnalysisOptions lines;
+  lines.sites.depth = 1;
+  lines.sites.key_lines = true;
+  Fixture h(testing::BuildBeforeRun(), lines);
+  CHECK(FindPair(h.analysis, "worker-N", "reactor-N",
+                 "rpc::OutboundCall::Create() (outbound_call.cc:41)") != nullptr);
+}
+
+TEST_CASE("report: golden text and JSON") {
+  Fixture f(testing::BuildBeforeRun());
+  ReportOptions options;
+  CheckGolden("report-before.txt", RenderReportText(f.analysis, options));
+  CheckGolden("report-before.json", RenderReportJson(f.analysis, options));
+  ReportOptions top1;
+  top1.top = 1;
+  CheckGolden("report-before-top1.json", RenderReportJson(f.analysis, top1));
+  AnalysisOptions by_thread;
+  by_thread.by = GroupBy::kThread;
+  Fixture g(testing::BuildBeforeRun(), by_thread);
+  ReportOptions thread_options;
+  thread_options.by = GroupBy::kThread;
+  CheckGolden("report-before-by-thread.txt", RenderReportText(g.analysis, thread_options));
+}
+
+TEST_CASE("report and diff: golden folded stacks and HTML pages") {
+  Fixture f(testing::BuildBeforeRun());
+  CheckGolden("report-before.folded", RenderReportFolded(f.analysis));
+  CheckGolden("report-before.html", RenderReportHtml(f.analysis));
+  Fixture after(testing::BuildAfterRun(), {}, "after.trc");
+  DiffResult d = ComputeDiff(f.analysis, after.analysis, 0.1);
+  CheckGolden("diff.html", RenderDiffHtml(f.analysis, after.analysis, d));
+}
+
+TEST_CASE("diff: gone, new, grown, shrunk, normalized per 1000 allocations") {
+  Fixture before(testing::BuildBeforeRun());
+  Fixture after(testing::BuildAfterRun(), {}, "after.trc");
+  DiffResult d = ComputeDiff(before.analysis, after.analysis, 0.1);
+  auto status_of = [&](const std::string& alloc_site) {
+    for (const DiffRow& r : d.rows) {
+      if (r.pair().alloc_site.key == alloc_site) return std::string(DiffStatusName(r.status));
+    }
+    return std::string("absent");
+  };
+  CHECK(status_of(kCallAlloc) == "gone");
+  CHECK(status_of("Log::Flush() <- rpc::Worker::Run()") == "new");
+  CHECK(status_of(kSliceAlloc) == "grown");
+  CHECK(status_of("rpc::Response::Create() <- rpc::Reactor::Run()") == "shrunk");
+  for (const DiffRow& r : d.rows) {
+    if (r.pair().alloc_site.key != kSliceAlloc) continue;
+    CHECK(r.before->count == 800);
+    CHECK(r.after->count == 4800);
+    CHECK(r.before_rate == Approx(800 * 1000.0 / before.analysis.counts.allocations));
+    CHECK(r.after_rate == Approx(4800 * 1000.0 / after.analysis.counts.allocations));
+  }
+  CheckGolden("diff.txt", RenderDiffText(before.analysis, after.analysis, d));
+  CheckGolden("diff.json", RenderDiffJson(before.analysis, after.analysis, d));
+}
+
+TEST_CASE("gate: passes on its own baseline, fails on a new pair and on growth") {
+  Fixture before(testing::BuildBeforeRun());
+  Fixture after(testing::BuildAfterRun(), {}, "after.trc");
+  std::string text = FormatBaseline(UnsuppressedPairs(before.analysis, {}), before.analysis,
+                                    "crossfree gate --write-baseline --baseline B before.trc");
+  CheckGolden("baseline.txt", text);
+  Baseline baseline;
+  std::string error;
+  REQUIRE(ParseBaseline(text, "baseline.txt", &baseline, &error));
+  CHECK(baseline.allowed.size() == 3);
+
+  GateResult same = EvaluateGate(before.analysis, baseline, {}, 1.5);
+  CHECK(same.passed());
+  CHECK(same.allowed.size() == 3);
+
+  GateResult r = EvaluateGate(after.analysis, baseline, {}, 1.5);
+  CHECK_FALSE(r.passed());
+  REQUIRE(r.offenses.size() == 2);  // the new log pair, and slices grew 1.7x
+  size_t new_count = std::count_if(r.offenses.begin(), r.offenses.end(),
+                                   [](const GateOffense& o) { return o.is_new; });
+  CHECK(new_count == 1);
+  CHECK(r.gone.size() == 1);  // the call pair is fixed
+  CheckGolden("gate-fail.txt",
+              RenderGateText(after.analysis, r, 1.5,
+                             "crossfree gate --write-baseline --baseline B after.trc"));
+
+  // A looser growth limit lets the grown pair through.
+  GateResult loose = EvaluateGate(after.analysis, baseline, {}, 10.0);
+  REQUIRE(loose.offenses.size() == 1);
+  CHECK(loose.offenses[0].is_new);
+
+  // Suppressing the new pair (with a reason) passes the loose gate.
+  std::vector<Suppression> suppressions;
+  REQUIRE(ParseSuppressions("# log buffers are handed to the reactor on purpose\n"
+                            "pattern: alloc: Log::Flush\\(\\)\n"
+                            "reason: handed over by design, see KUDU-0000\n",
+                            "supp", &suppressions, &error));
+  GateResult suppressed = EvaluateGate(after.analysis, baseline, suppressions, 10.0);
+  CHECK(suppressed.passed());
+  CHECK(suppressed.suppressed.size() == 1);
+  CheckGolden("gate-pass.txt", RenderGateText(after.analysis, suppressed, 10.0, "unused"));
+}
+
+TEST_CASE("gate: malformed baseline and suppression files are errors naming the line") {
+  Baseline b;
+  std::string error;
+  CHECK_FALSE(ParseBaseline("allow 1 x\n", "b.txt", &b, &error));
+  CHECK(error == "b.txt:1: not a crossfree baseline (expected 'crossfree-baseline 1' first)");
+  CHECK_FALSE(ParseBaseline("crossfree-baseline 1\nallow fast x\n", "b.txt", &b, &error));
+  CHECK(error == "b.txt:2: bad rate 'fast' (frees per 1000 allocations)");
+  CHECK_FALSE(ParseBaseline("# only a comment\n", "b.txt", &b, &error));
+  CHECK(error == "b.txt: empty baseline (no 'crossfree-baseline 1' line)");
+
+  std::vector<Suppression> s;
+  CHECK_FALSE(ParseSuppressions("pattern: foo\npattern: bar\nreason: x\n", "s.txt", &s, &error));
+  CHECK(error == "s.txt:1: suppression 'foo' has no 'reason:' line");
+  s.clear();
+  CHECK_FALSE(ParseSuppressions("\n# c\npattern: foo\n", "s.txt", &s, &error));
+  CHECK(error == "s.txt:3: suppression 'foo' has no 'reason:' line");
+  s.clear();
+  CHECK_FALSE(ParseSuppressions("pattern: (\nreason: r\n", "s.txt", &s, &error));
+  CHECK(error.rfind("s.txt:1: bad pattern '(':", 0) == 0);
+  s.clear();
+  CHECK_FALSE(ParseSuppressions("reason: r\n", "s.txt", &s, &error));
+  CHECK(error == "s.txt:1: 'reason:' without a 'pattern:' before it");
+}
+
+TEST_CASE("roles fold digit runs; unnamed threads are main or thread") {
+  CHECK(FoldDigits("reactor-0") == "reactor-N");
+  CHECK(FoldDigits("reactor-13") == "reactor-N");
+  CHECK(FoldDigits("io2x33") == "ioNxN");
+  CHECK(FoldDigits("") == "");
+  CHECK(ThreadRole("", 10, 10) == "main");
+  CHECK(ThreadRole("", 11, 10) == "thread");
+  CHECK(ThreadRole("worker-7", 11, 10) == "worker-N");
+  // The name Linux gives threads that never named themselves.
+  CHECK(IsInheritedName("crossfree-workl", "/build/bin/crossfree-workload"));
+  CHECK(IsInheritedName("rpc-demo", "/usr/bin/rpc-demo"));
+  CHECK_FALSE(IsInheritedName("reactor-0", "/usr/bin/rpc-demo"));
+  CHECK_FALSE(IsInheritedName("", "/usr/bin/rpc-demo"));
+}
+
+TEST_CASE("a name that is inherited through a versioned symlink is no name") {
+  // /usr/bin/python3 -> python3.11: threads are called "python3".
+  CHECK(IsInheritedName("python3", "/usr/bin/python3.11"));
+  CHECK(IsInheritedName("gcc", "/usr/bin/gcc-12"));
+  CHECK(IsInheritedName("launcher", "/opt/x/real-binary", "launcher"));
+  CHECK_FALSE(IsInheritedName("py", "/usr/bin/python3.11"));
+  CHECK_FALSE(IsInheritedName("worker", "/opt/x/real-binary", "launcher"));
+}
+
+TEST_CASE("names lose the return type the demangler puts before template instances") {
+  CHECK(CallableName("void std::vector<int, std::allocator<int> >::_M_realloc_insert<int const&>("
+                     "__gnu_cxx::__normal_iterator<int*, std::vector<int> >, int const&)") ==
+        "std::vector<int, std::allocator<int> >::_M_realloc_insert<int const&>("
+        "__gnu_cxx::__normal_iterator<int*, std::vector<int> >, int const&)");
+  CHECK(CallableName("long std::__invoke_impl<long, F>(std::__invoke_other, F&&)") ==
+        "std::__invoke_impl<long, F>(std::__invoke_other, F&&)");
+  CHECK(CallableName("char const* Name<int>()") == "Name<int>()");
+  CHECK(CallableName("operator new(unsigned long)") == "operator new(unsigned long)");
+  CHECK(CallableName("ns::operator delete[](void*)") == "ns::operator delete[](void*)");
+  CHECK(CallableName("(anonymous namespace)::Producer(int)") == "(anonymous namespace)::Producer(int)");
+  CHECK(CallableName("gpr_malloc") == "gpr_malloc");
+  CHECK(BareFunctionName("(anonymous namespace)::Producer(int)") == "Producer");
+  CHECK(BareFunctionName("void Pool<int>::Run<Task>(Task&&)") == "Run");
+  CHECK(BareFunctionName("consumer") == "consumer");
+}
+
+namespace {
+class TableResolver : public SymbolResolver {
+ public:
+  explicit TableResolver(std::map<uint64_t, std::string> names) {
+    for (auto& [a, n] : names) {
+      SymbolFrame f;
+      f.address = a;
+      f.function = n;
+      table_[a] = {f};
+    }
+  }
+  const std::vector<SymbolFrame>& Resolve(size_t, uint64_t address) override {
+    return table_.at(address);
+  }
+
+ private:
+  std::map<uint64_t, std::vector<SymbolFrame>> table_;
+};
+}  // namespace
+
+TEST_CASE("default skips see through return types and library allocation wrappers") {
+  TableResolver resolver({
+      {1, "gpr_malloc"},
+      {2, "void std::vector<int, std::allocator<int> >::_M_realloc_insert<int const&>(int const&)"},
+      {3, "long std::__invoke_impl<long, F>(std::__invoke_other, F&&)"},
+      {4, "void std::__new_allocator<Call>::construct<Call>(Call*)"},
+      {5, "xstrdup"},
+      {6, "sqlite3Malloc"},
+      {7, "PyObject_Malloc"},
+      {8, "zmalloc"},
+      {9, "Server::Handle(Request const&)"},
+      {10, "main"},
+  });
+  ProcessTrace trace;
+  trace.stacks[1] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  SiteOptions options;
+  options.depth = 2;
+  std::string error;
+  auto sites = SiteBuilder::Create(options, &resolver, &error);
+  REQUIRE(sites);
+  CHECK(sites->Get(0, trace, 1).key == "Server::Handle(Request const&) <- main");
+}
+
+TEST_CASE("text never cuts file:line; the function name gives way") {
+  Site site;
+  SymbolFrame f;
+  f.function = "very::long::name::space::Function<with, many, template, arguments>(int, long)";
+  f.file = "/src/a_rather_long_source_file_name_for_the_test.cc";
+  f.line = 12345;
+  site.frames = {f};
+  std::string narrow = SiteText(site, "allocated at  ", 4, 70);
+  CHECK(narrow.find("a_rather_long_source_file_name_for_the_test.cc:12345") != std::string::npos);
+  CHECK(narrow.find("...") != std::string::npos);  // the name was shortened
+  std::string whole = SiteText(site, "allocated at  ", 4, 0);
+  CHECK(whole.find(f.function) != std::string::npos);
+  CHECK(whole.find("...") == std::string::npos);
+}
+
+TEST_CASE("size classes follow the documented table") {
+  CHECK(SizeClassBytes(SizeClassIndex(0)) == 8);
+  CHECK(SizeClassBytes(SizeClassIndex(1)) == 8);
+  CHECK(SizeClassBytes(SizeClassIndex(8)) == 8);
+  CHECK(SizeClassBytes(SizeClassIndex(9)) == 16);
+  CHECK(SizeClassBytes(SizeClassIndex(17)) == 32);
+  CHECK(SizeClassBytes(SizeClassIndex(33)) == 48);
+  CHECK(SizeClassBytes(SizeClassIndex(129)) == 160);
+  CHECK(SizeClassBytes(SizeClassIndex(257)) == 320);
+  CHECK(SizeClassBytes(SizeClassIndex(513)) == 640);
+  CHECK(SizeClassBytes(SizeClassIndex(1025)) == 1280);
+  CHECK(SizeClassBytes(SizeClassIndex(4096)) == 4096);
+  CHECK(SizeClassBytes(SizeClassIndex(4097)) == 5120);
+  CHECK(SizeClassBytes(SizeClassIndex(256 << 10)) == (256 << 10));
+  CHECK(SizeClassIndex((256 << 10) + 1) == kLargeSizeClass);
+}
+
+}  // namespace
+}  // namespace crossfree::analyzer
