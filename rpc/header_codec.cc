@@ -380,6 +380,74 @@ Status ParseResponseHeader(std::string_view bytes, ParsedResponseHeader* h) {
 
 namespace {
 
+// What a message's field handler did with one field.
+enum class Field {
+  kRead,     // it read the value
+  kUnknown,  // not one of its fields (or a known number with another wire
+             // type, which protobuf treats as unknown too): to be skipped
+  kBad,      // malformed
+};
+
+// The one tag loop of the general parsers: for each field of the message in
+// `r`, on_field(tag) reads the value or says what to do with it; unknown
+// fields are skipped, `depth` being the nesting left. False on malformed
+// input.
+template <typename OnField>
+[[gnu::always_inline]] inline bool WalkFields(WireReader* r, int depth, OnField&& on_field) {
+  while (!r->done()) {
+    uint32_t tag;
+    if (!r->ReadTag(&tag) || InvalidTag(tag)) return false;
+    switch (on_field(tag)) {
+      case Field::kRead: continue;
+      case Field::kUnknown:
+        if (!r->SkipField(tag, depth)) return false;
+        continue;
+      case Field::kBad: return false;
+    }
+  }
+  return true;
+}
+
+// The field readers the handlers share: kUnknown for a wire type the field
+// cannot have.
+Field Int32Field(WireReader* r, uint32_t tag, int32_t* out, bool* has) {
+  if ((tag & 7) != kVarint) return Field::kUnknown;
+  uint64_t v;
+  if (!r->ReadVarint(&v)) return Field::kBad;
+  *out = static_cast<int32_t>(static_cast<uint32_t>(v));
+  *has = true;
+  return Field::kRead;
+}
+
+Field Uint32Field(WireReader* r, uint32_t tag, uint32_t* out) {
+  if ((tag & 7) != kVarint) return Field::kUnknown;
+  uint64_t v;
+  if (!r->ReadVarint(&v)) return Field::kBad;
+  *out = static_cast<uint32_t>(v);
+  return Field::kRead;
+}
+
+Field BoolField(WireReader* r, uint32_t tag, bool* out) {
+  if ((tag & 7) != kVarint) return Field::kUnknown;
+  uint64_t v;
+  if (!r->ReadVarint(&v)) return Field::kBad;
+  *out = v != 0;
+  return Field::kRead;
+}
+
+Field BytesField(WireReader* r, uint32_t tag, std::string_view* out, bool* has) {
+  if ((tag & 7) != kLengthDelimited) return Field::kUnknown;
+  if (!r->ReadBytes(out)) return Field::kBad;
+  *has = true;
+  return Field::kRead;
+}
+
+Field Uint32sField(WireReader* r, uint32_t tag, std::vector<uint32_t>* out) {
+  const uint32_t wire_type = tag & 7;
+  if (wire_type != kVarint && wire_type != kLengthDelimited) return Field::kUnknown;
+  return ReadUint32Element(r, wire_type, out) ? Field::kRead : Field::kBad;
+}
+
 Status ParseAnyRequestHeader(std::string_view bytes, ParsedRequestHeader* h) {
   h->call_id = 0;
   h->has_remote_method = false;
@@ -388,55 +456,30 @@ Status ParseAnyRequestHeader(std::string_view bytes, ParsedRequestHeader* h) {
   h->sidecar_offsets.clear();
   bool has_call_id = false, has_service = false, has_method = false;
   WireReader r(bytes);
-  while (!r.done()) {
-    uint32_t tag;
-    if (!r.ReadTag(&tag) || InvalidTag(tag)) return Unparsable();
-    const uint32_t wire_type = tag & 7;
-    uint64_t v;
+  const bool ok = WalkFields(&r, kMaxDepth, [&](uint32_t tag) {
     switch (tag >> 3) {
-      case 1:
-        if (wire_type != kVarint) break;
-        if (!r.ReadVarint(&v)) return Unparsable();
-        h->call_id = static_cast<int32_t>(static_cast<uint32_t>(v));
-        has_call_id = true;
-        continue;
+      case 1: return Int32Field(&r, tag, &h->call_id, &has_call_id);
       case 2: {
-        if (wire_type != kLengthDelimited) break;
+        if ((tag & 7) != kLengthDelimited) return Field::kUnknown;
         // A second remote_method merges into the first, field by field.
         WireReader m(nullptr, nullptr);
-        if (!r.ReadSub(&m)) return Unparsable();
+        if (!r.ReadSub(&m)) return Field::kBad;
         h->has_remote_method = true;
-        while (!m.done()) {
-          uint32_t t;
-          if (!m.ReadTag(&t) || InvalidTag(t)) return Unparsable();
-          if (t == Tag(1, kLengthDelimited)) {
-            if (!m.ReadBytes(&h->service_name)) return Unparsable();
-            has_service = true;
-          } else if (t == Tag(2, kLengthDelimited)) {
-            if (!m.ReadBytes(&h->method_name)) return Unparsable();
-            has_method = true;
-          } else if (!m.SkipField(t, kMaxDepth - 1)) {
-            return Unparsable();
+        const bool m_ok = WalkFields(&m, kMaxDepth - 1, [&](uint32_t t) {
+          switch (t >> 3) {
+            case 1: return BytesField(&m, t, &h->service_name, &has_service);
+            case 2: return BytesField(&m, t, &h->method_name, &has_method);
+            default: return Field::kUnknown;
           }
-        }
-        continue;
+        });
+        return m_ok ? Field::kRead : Field::kBad;
       }
-      case 3:
-        if (wire_type != kVarint) break;
-        if (!r.ReadVarint(&v)) return Unparsable();
-        h->timeout_millis = static_cast<uint32_t>(v);
-        continue;
-      case 4:
-        if (wire_type != kVarint && wire_type != kLengthDelimited) break;
-        if (!ReadUint32Element(&r, wire_type, &h->sidecar_offsets)) return Unparsable();
-        continue;
-      default:
-        break;
+      case 3: return Uint32Field(&r, tag, &h->timeout_millis);
+      case 4: return Uint32sField(&r, tag, &h->sidecar_offsets);
+      default: return Field::kUnknown;
     }
-    // Unknown field, or a known number with another wire type (protobuf
-    // treats that as unknown too).
-    if (!r.SkipField(tag, kMaxDepth)) return Unparsable();
-  }
+  });
+  if (!ok) return Unparsable();
   std::string missing;
   if (!has_call_id) AddName(&missing, "call_id");
   if (h->has_remote_method && !has_service) AddName(&missing, "remote_method.service_name");
@@ -451,32 +494,15 @@ Status ParseAnyResponseHeader(std::string_view bytes, ParsedResponseHeader* h) {
   h->sidecar_offsets.clear();
   bool has_call_id = false;
   WireReader r(bytes);
-  while (!r.done()) {
-    uint32_t tag;
-    if (!r.ReadTag(&tag) || InvalidTag(tag)) return Unparsable();
-    const uint32_t wire_type = tag & 7;
-    uint64_t v;
+  const bool ok = WalkFields(&r, kMaxDepth, [&](uint32_t tag) {
     switch (tag >> 3) {
-      case 1:
-        if (wire_type != kVarint) break;
-        if (!r.ReadVarint(&v)) return Unparsable();
-        h->call_id = static_cast<int32_t>(static_cast<uint32_t>(v));
-        has_call_id = true;
-        continue;
-      case 2:
-        if (wire_type != kVarint) break;
-        if (!r.ReadVarint(&v)) return Unparsable();
-        h->is_error = v != 0;
-        continue;
-      case 3:
-        if (wire_type != kVarint && wire_type != kLengthDelimited) break;
-        if (!ReadUint32Element(&r, wire_type, &h->sidecar_offsets)) return Unparsable();
-        continue;
-      default:
-        break;
+      case 1: return Int32Field(&r, tag, &h->call_id, &has_call_id);
+      case 2: return BoolField(&r, tag, &h->is_error);
+      case 3: return Uint32sField(&r, tag, &h->sidecar_offsets);
+      default: return Field::kUnknown;
     }
-    if (!r.SkipField(tag, kMaxDepth)) return Unparsable();
-  }
+  });
+  if (!ok) return Unparsable();
   if (!has_call_id) return MissingFields("call_id");
   return Status::OK();
 }
