@@ -4,15 +4,10 @@
 #include "rpc/connection.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "rpc/alloc_pattern.h"
 #include "rpc/dcheck.h"
@@ -20,10 +15,8 @@
 #include "rpc/logging.h"
 #include "rpc/memory_budget.h"
 #include "rpc/messenger.h"
-#include "rpc/notification.h"
 #include "rpc/outbound_call.h"
 #include "rpc/reactor.h"
-#include "rpc/socket_io.h"
 
 namespace crossfree::rpc {
 
@@ -36,18 +29,6 @@ class NoopCallbacks final : public TransferCallbacks {
   void NotifyTransferAborted(const Status&) override {}
 };
 NoopCallbacks g_noop_callbacks;
-
-// A response frame's header, body and sidecars (views into `frame`), for
-// whichever thread owns the read side: the reactor or a reading caller.
-Status ParseCallResponse(std::string_view frame, CallResponse* resp) {
-  std::string_view body;
-  Status s = ParseFrame(frame, &resp->header, &body);
-  if (s.ok()) {
-    s = SplitSidecars(body, resp->header.sidecar_offsets, &resp->body_pb, &resp->sidecars,
-                      kMaxSidecars);
-  }
-  return s.ok() ? s : s.CloneAndPrepend("invalid RPC response");
-}
 
 }  // namespace
 
@@ -68,11 +49,10 @@ Connection::Connection(Reactor* reactor, Direction direction, int fd, const Sock
                                            kMaxPooledCalls, kMaxPooledCallsCap)
                       : kMaxPooledTransfers),
       call_pool_(direction == Direction::kServer ? pool_limit_ : 0),
+      reader_(reactor->messenger()->max_message_size(), budget_, pool_limit_),
       lend_reads_(direction == Direction::kClient &&
                   reactor->messenger()->options().caller_reads_sync_responses &&
                   DirectWrites()) {
-  read_buf_.reset(new uint8_t[kReadBufferSize]);
-  spare_transfers_.reserve(pool_limit_);
   ev_io_init(&read_watcher_, &Connection::ReadCallback, fd_, EV_READ);
   read_watcher_.data = this;
   ev_io_init(&write_watcher_, &Connection::WriteCallback, fd_, EV_WRITE);
@@ -90,14 +70,7 @@ Connection::~Connection() {
 void Connection::RecycleInboundTransfer(std::unique_ptr<InboundTransfer> t) {
   // closed() rather than shut_down_: a caller that owns the read side may
   // be here while the reactor shuts the connection down.
-  if (closed() || spare_transfers_.size() >= pool_limit_ ||
-      t->buffer_capacity() > kMaxPooledBufferBytes ||
-      spare_transfer_bytes_ + t->buffer_capacity() > kMaxPooledBufferTotal) {
-    return;  // freed here, on the reactor that made it
-  }
-  t->Reset();
-  spare_transfer_bytes_ += t->buffer_capacity();
-  spare_transfers_.push_back(std::move(t));
+  if (!closed()) reader_.Recycle(std::move(t));
 }
 
 void Connection::Start(bool connecting) {
@@ -225,248 +198,58 @@ void Connection::HandleWritable() {
   WriteQueued();
 }
 
-bool Connection::TryWriteResponseDirect(InboundCall* call) {
-  CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
-  OutboundTransfer* t = call->response_transfer();
-  bool adopt = false;
-  bool wake = false;
-  {
-    std::lock_guard<FutexMutex> l(mu_);
-    if (fd_ < 0 || connecting_ || out_head_ != nullptr || direct_partial_ != nullptr) return false;
-    Status s = t->Write(fd_);
-    // Nothing written (EAGAIN, or an error the reactor will meet too): the
-    // ordinary path takes it.
-    if (!t->started()) return false;
-    if (!t->done()) {
-      direct_partial_ = t;
-      direct_partial_call_ = call;
-      adopt = true;
-    } else {
-      call->next_direct_done = direct_done_;
-      direct_done_ = call;
-      has_direct_done_.store(true, std::memory_order_release);
-      wake = wake_on_direct_done_ && !direct_wake_pending_;
-      if (wake) direct_wake_pending_ = true;
-    }
-  }
-  // From here on the call may be gone (the reactor ends it): only `this`.
-  if (adopt) {
-    reactor_->ScheduleTask([ref = ConnectionRef(this), t, call](const Status& st) {
-      // Not run: the connection's Shutdown aborts the partial transfer.
-      if (st.ok()) ref->AdoptPartialWrite(t, call);
-    });
-  } else if (wake) {
-    reactor_->ScheduleTask([ref = ConnectionRef(this)](const Status& st) {
-      if (st.ok()) ref->ReleaseDirectlyAnswered();
-    });
-  }
-  return true;
-}
-
-bool Connection::TrySendCallDirect(OutboundCall* call, bool* caller_reads) {
-  CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
-  OutboundTransfer* t = call->transfer();
-  bool unpark = false;
-  {
-    std::lock_guard<FutexMutex> l(mu_);
-    if (fd_ < 0 || connecting_ || out_head_ != nullptr || direct_partial_ != nullptr) return false;
-    const int32_t id = next_call_id_;
-    call->SerializeHeader(id);
-    Status s = t->Write(fd_);
-    if (!t->started()) {
-      // Nothing on the wire: leave it to the reactor (which serializes the
-      // header again). The header buffer, if any, was made on this thread.
-      call->NotifyTransferAborted(s);
-      return false;
-    }
-    next_call_id_ = next_call_id_ == INT32_MAX ? 0 : next_call_id_ + 1;
-    // Registered before the lock drops, so the reactor (which looks responses
-    // up under mu_) always finds the call.
-    awaiting_response_.Erase(id);  // a stale entry after call id wrap-around
-    awaiting_response_.Insert(id, call);
-    call->in_awaiting_map = true;
-    call->SetDirectConnection(this);
-    if (read_side_ == ReadSide::kParked) {
-      // Parked means no other call is outstanding: this caller may read its
-      // response itself, if it wants to and its request is all out;
-      // otherwise the reactor must read it.
-      if (caller_reads != nullptr && t->done() && awaiting_response_.size() == 1) {
-        read_side_ = ReadSide::kCaller;
-        reader_call_ = call;
-        ++lent_takes_;
-        // What ReadOwnResponse needs, taken under this lock so that it does
-        // not lock again (see reader_fd_).
-        reader_fd_ = fd_;
-        reader_wake_fd_ = wake_fd_;
-        reader_blocks_ = reads_block_;
-        *caller_reads = true;
-      } else {
-        read_side_ = ReadSide::kReactor;
-        unpark = t->done();  // else the AdoptPartialWrite task below resumes reading
-      }
-    }
-    if (t->done()) {
-      call->NotifyTransferFinished();  // kSent
-    } else {
-      call->set_state(OutboundCall::State::kOnOutboundQueue);
-      direct_partial_ = t;
-    }
-  }
-  if (t->done()) {
-    if (unpark) {
-      reactor_->ScheduleTask([ref = ConnectionRef(this)](const Status& st) {
-        if (st.ok()) ref->ResumeLentReads();
-      });
-    }
-    return true;
-  }
-  reactor_->ScheduleTask([ref = ConnectionRef(this), t](const Status& st) {
-    // Not run: the connection's Shutdown fails the call from its map.
-    if (st.ok()) ref->AdoptPartialWrite(t, nullptr);
-  });
-  return true;
-}
-
-void Connection::AdoptPartialWrite(OutboundTransfer* t, InboundCall* call) {
-  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
-  {
-    std::lock_guard<FutexMutex> l(mu_);
-    if (direct_partial_ != t) return;  // Shutdown aborted it already
-    direct_partial_ = nullptr;
-    direct_partial_call_ = nullptr;
-    t->next_in_queue = out_head_;
-    out_head_ = t;
-    if (out_tail_ == nullptr) out_tail_ = t;
-  }
-  out_bytes_ += t->total_bytes();
-  if (call != nullptr) calls_being_handled_.Erase(call->call_id());
-  ConnectionRef ref(this);
-  WriteQueued();
-  // A client request a caller sent while the read side was parked: the
-  // caller handed it to us (TrySendCallDirect); read the response.
-  if (direction_ == Direction::kClient && !shut_down_) ResumeLentReads();
-}
-
-void Connection::ReleaseDirectlyAnswered() {
-  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
-  // Runs before every read of a server connection: skip the lock when no
-  // worker wrote a response since the last run (inline handlers, the
-  // reactor path). A worker that writes one stores the flag before its
-  // response reaches the client, so before the client's next request is
-  // read here.
-  if (!has_direct_done_.load(std::memory_order_acquire)) return;
-  InboundCall* list;
-  {
-    std::lock_guard<FutexMutex> l(mu_);
-    list = direct_done_;
-    direct_done_ = nullptr;
-    direct_wake_pending_ = false;
-    has_direct_done_.store(false, std::memory_order_relaxed);
-  }
-  if (list == nullptr) return;
-  ConnectionRef ref(this);  // the last call may hold the last other reference
-  while (list != nullptr) {
-    InboundCall* next = list->next_direct_done;
-    list->next_direct_done = nullptr;
-    calls_being_handled_.Erase(list->call_id());
-    InboundCall::Destroy(list);
-    list = next;
-  }
-}
-
 void Connection::HandleReadable() {
   ConnectionRef ref(this);
   // Calls answered directly by workers end first: their ids and their
   // places in the call limit are free again before new frames are parsed.
   if (direction_ == Direction::kServer) ReleaseDirectlyAnswered();
-  const size_t max_size = reactor_->messenger()->max_message_size();
   // read_paused_ is checked per frame: a pause that starts in the middle of
-  // a read leaves the rest of the bytes in read_buf_ for the resume.
+  // a read leaves the rest of the bytes buffered for the resume.
   // A read that returned less than it asked for emptied the socket: the next
   // one would only say EAGAIN, so stop there (libev's epoll is level
   // triggered: bytes that arrive later wake the loop again). That saves one
   // read() per frame in the ping-pong of sync calls.
   bool drained = false;
   while (!shut_down_ && read_paused_ == 0) {
-    if (read_pos_ == read_len_) {
-      if (drained) return;
-      // A large body is read straight into its buffer, skipping the copy.
-      if (inbound_ != nullptr && inbound_->body_remaining() >= kReadBufferSize) {
-        uint8_t* dst = nullptr;
-        size_t room = inbound_->PrepareDirectRead(kReadBufferSize, &dst);
-        if (room == 0) {
-          SetReadPause(read_paused_ | kPauseMemory);
-          return;
-        }
-        ssize_t n = SocketRecv(fd_, dst, room, MSG_DONTWAIT);
-        if (n > 0) {
-          drained = static_cast<size_t>(n) < room;
-          last_progress_ = last_activity_ = ev_now(reactor_->loop());
-          inbound_->BodyAdvance(static_cast<size_t>(n));
-          if (inbound_->complete() && !HandleFrame(std::move(inbound_))) return;
-          continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-        if (n < 0 && errno == EINTR) continue;
-        int err = n == 0 ? ESHUTDOWN : errno;
-        reactor_->DestroyConnection(
-            this, Status::NetworkError(n == 0 ? "recv got EOF from " + RemoteToString()
-                                              : "recv error from " + RemoteToString(),
-                                       err));
-        return;
-      }
-      // MSG_DONTWAIT: the socket itself may be blocking (MakeReadsBlocking).
-      ssize_t n = SocketRecv(fd_, read_buf_.get(), kReadBufferSize, MSG_DONTWAIT);
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-        if (errno == EINTR) continue;
-        int err = errno;
-        reactor_->DestroyConnection(
-            this, Status::NetworkError("recv error from " + RemoteToString(), err));
-        return;
-      }
-      if (n == 0) {
-        reactor_->DestroyConnection(
-            this, Status::NetworkError("recv got EOF from " + RemoteToString(), ESHUTDOWN));
-        return;
-      }
-      drained = static_cast<size_t>(n) < kReadBufferSize;
-      last_progress_ = last_activity_ = ev_now(reactor_->loop());
-      read_pos_ = 0;
-      read_len_ = static_cast<size_t>(n);
-    }
-    if (direction_ == Direction::kServer && !conn_header_in_.complete()) {
-      size_t used = 0;
-      Status s = conn_header_in_.Consume(read_buf_.get() + read_pos_, read_len_ - read_pos_, &used);
-      read_pos_ += used;
-      if (!s.ok()) {
+    const bool header_done = direction_ != Direction::kServer || conn_header_in_.complete();
+    if (!header_done && reader_.buffered()) {
+      if (Status s = reader_.ConsumeConnHeader(&conn_header_in_); !s.ok()) {
         FailWithBadData(s);
         return;
       }
       continue;
     }
-    if (inbound_ == nullptr) {
-      if (!spare_transfers_.empty()) {
-        inbound_ = std::move(spare_transfers_.back());
-        spare_transfers_.pop_back();
-        spare_transfer_bytes_ -= inbound_->buffer_capacity();
-      } else {
-        inbound_.reset(new InboundTransfer(max_size, budget_));
-      }
+    std::unique_ptr<InboundTransfer> frame;
+    Status s;
+    switch (header_done ? reader_.NextFrame(&frame, &s) : FrameReader::Next::kNeedBytes) {
+      case FrameReader::Next::kFrame:
+        if (!HandleFrame(std::move(frame))) return;
+        continue;
+      case FrameReader::Next::kBad:
+        FailWithBadData(s);
+        return;
+      case FrameReader::Next::kBlockedOnMemory:
+        // The rest stays buffered; the tick resumes once the budget has room.
+        SetReadPause(read_paused_ | kPauseMemory);
+        return;
+      case FrameReader::Next::kNeedBytes:
+        break;
     }
-    size_t used = 0;
-    Status s = inbound_->Consume(read_buf_.get() + read_pos_, read_len_ - read_pos_, &used);
-    read_pos_ += used;
-    if (!s.ok()) {
-      FailWithBadData(s);
-      return;
+    if (drained) return;
+    // MSG_DONTWAIT: the socket itself may be blocking (MakeReadsBlocking).
+    const ssize_t n = reader_.Recv(fd_, MSG_DONTWAIT, &drained);
+    if (n > 0) {
+      last_progress_ = last_activity_ = ev_now(reactor_->loop());
+      continue;
     }
-    if (inbound_->blocked_on_memory()) {
-      // The rest stays in read_buf_; the tick resumes once the budget has room.
+    if (n == FrameReader::kNoMemory) {
       SetReadPause(read_paused_ | kPauseMemory);
       return;
     }
-    if (inbound_->complete() && !HandleFrame(std::move(inbound_))) return;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n < 0 && errno == EINTR) continue;
+    reactor_->DestroyConnection(this, RecvFailed(n == 0 ? 0 : errno));
+    return;
   }
 }
 
@@ -491,7 +274,7 @@ void Connection::SetReadPause(uint8_t reasons) {
     ev_io_stop(reactor_->loop(), &read_watcher_);
   } else if (was && reasons == 0) {
     ev_io_start(reactor_->loop(), &read_watcher_);
-    // Frames may be waiting in read_buf_ already: run the read handler from
+    // Frames may be waiting in the read buffer already: run the read handler from
     // the loop (not from here, which may be deep inside a write or a call's
     // end).
     ev_feed_event(reactor_->loop(), &read_watcher_, EV_READ);
@@ -547,8 +330,7 @@ void Connection::OnTick(double now) {
     last_progress_ = now;
     return;
   }
-  const bool mid_frame = !conn_header_in_.complete() ||
-                         (inbound_ != nullptr && inbound_->started());
+  const bool mid_frame = !conn_header_in_.complete() || reader_.mid_frame();
   if (mid_frame) {
     if (frame_timeout_s_ > 0 && now - last_progress_ >= frame_timeout_s_) {
       char buf[96];
@@ -576,10 +358,7 @@ void Connection::OnTick(double now) {
 
 void Connection::TrimPools() {
   call_pool_.Trim(kMaxPooledCalls);
-  while (spare_transfers_.size() > kMaxPooledTransfers) {
-    spare_transfer_bytes_ -= spare_transfers_.back()->buffer_capacity();
-    spare_transfers_.pop_back();
-  }
+  reader_.Trim(kMaxPooledTransfers);
 }
 
 void Connection::FailWithBadData(const Status& s) {
@@ -631,7 +410,7 @@ void Connection::CancelInboundCalls() {
 
 bool Connection::HandleCallResponse(std::unique_ptr<InboundTransfer> transfer) {
   CallResponse resp;
-  if (Status s = ParseCallResponse(transfer->frame(), &resp); !s.ok()) {
+  if (Status s = ParseResponse(transfer->frame(), &resp); !s.ok()) {
     FailWithBadData(s);
     return false;
   }
@@ -812,11 +591,7 @@ void Connection::Shutdown(const Status& why) {
     has_direct_done_.store(false, std::memory_order_relaxed);
     if (direction_ == Direction::kClient) waiting.Swap(awaiting_response_);
   }
-  if (!lent) {
-    inbound_.reset();
-    spare_transfers_.clear();
-    spare_transfer_bytes_ = 0;
-  }
+  if (!lent) reader_.Clear();
   call_pool_.Clear();
   out_bytes_ = 0;
   SyncOutCharge();
@@ -848,297 +623,20 @@ void Connection::Shutdown(const Status& why) {
   // until then their handlers see closed() (RpcContext::cancelled()).
 }
 
-// --- The read side lent to a sync caller (see connection.h) ---------------
-
-void Connection::MakeReadsBlocking() {
-  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
-  if (!lend_reads_ || fd_ < 0) return;
-  // Once per connection (3 syscalls), so that no call pays one: every other
-  // reader and writer of this descriptor passes MSG_DONTWAIT.
-  const timeval slice{0, static_cast<suseconds_t>(kBlockingReadSliceUs)};
-  const int flags = ::fcntl(fd_, F_GETFL);
-  if (flags < 0 || ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof(slice)) != 0 ||
-      ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-    return;  // stays non-blocking: callers poll first (still correct)
+Status Connection::ParseResponse(std::string_view frame, CallResponse* resp) {
+  std::string_view body;
+  Status s = ParseFrame(frame, &resp->header, &body);
+  if (s.ok()) {
+    s = SplitSidecars(body, resp->header.sidecar_offsets, &resp->body_pb, &resp->sidecars,
+                      kMaxSidecars);
   }
-  std::lock_guard<FutexMutex> l(mu_);
-  reads_block_ = true;
+  return s.ok() ? s : s.CloneAndPrepend("invalid RPC response");
 }
 
-void Connection::MaybeParkReadSide() {
-  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
-  if (!lend_reads_ || shut_down_ || (read_paused_ & kPauseLent) != 0) return;
-  {
-    std::lock_guard<FutexMutex> l(mu_);
-    if (read_side_ != ReadSide::kReactor || connecting_ || !awaiting_response_.empty() ||
-        out_head_ != nullptr || direct_partial_ != nullptr) {
-      return;
-    }
-    if (wake_fd_ < 0) {
-      wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-      if (wake_fd_ < 0) return;  // no way to interrupt a reader: keep reading here
-    }
-    read_side_ = ReadSide::kParked;
-  }
-  // Stops the read watcher; HandleReadable's loop sees the pause and stops
-  // before touching the read side again.
-  SetReadPause(read_paused_ | kPauseLent);
-}
-
-void Connection::ResumeLentReads() {
-  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
-  if (shut_down_ || (read_paused_ & kPauseLent) == 0) return;
-  std::unique_ptr<InboundTransfer> frame;
-  Status error;
-  {
-    std::lock_guard<FutexMutex> l(mu_);
-    if (read_side_ != ReadSide::kReactor) return;  // parked or lent again
-    frame = std::move(lent_frame_);
-    error = std::move(lent_error_);
-    lent_error_ = Status::OK();
-  }
-  ConnectionRef ref(this);
-  if (!error.ok()) {
-    if (error.IsCorruption() || error.IsInvalidArgument()) {
-      FailWithBadData(error);
-    } else {
-      reactor_->DestroyConnection(this, error);
-    }
-    return;
-  }
-  // Restarts the watcher and feeds it one event, for bytes the caller left
-  // in read_buf_; the frame it kept is delivered first, from here.
-  SetReadPause(read_paused_ & ~kPauseLent);
-  if (frame != nullptr) HandleFrame(std::move(frame));
-}
-
-void Connection::ReclaimReadSide(OutboundCall* call, HandBack reason) {
-  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
-  // Shut down: Shutdown failed every outstanding call (and the call may be
-  // gone): touch nothing.
-  if (shut_down_) return;
-  // Before reading again: the call's response must not be delivered after
-  // we decided to abandon it. in_awaiting_map: nobody finished it meanwhile
-  // (a Cancel() task that ran before this one does).
-  if (call != nullptr && call->in_awaiting_map) {
-    if (reason == HandBack::kTimedOut) {
-      call->TimeOut();
-    } else if (reason == HandBack::kCancelled) {
-      AbandonCall(call, Status::Aborted("call cancelled"));
-    }
-  }
-  ResumeLentReads();
-}
-
-void Connection::HandBackReadSide(OutboundCall* call, HandBack reason, bool may_park,
-                                  std::unique_ptr<InboundTransfer> frame, const Status& error) {
-  CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
-  {
-    std::lock_guard<FutexMutex> l(mu_);
-    reader_call_ = nullptr;
-    abandon_requested_ = false;
-    if (close_on_return_fd_ >= 0) {
-      // Shut down while we read: it failed the call; the descriptor is ours
-      // to close. The read side is dead.
-      ::close(close_on_return_fd_);
-      close_on_return_fd_ = -1;
-      read_side_ = ReadSide::kReactor;
-      return;
-    }
-    if (may_park && frame == nullptr && error.ok() && awaiting_response_.empty()) {
-      read_side_ = ReadSide::kParked;
-      return;
-    }
-    read_side_ = ReadSide::kReactor;
-    lent_frame_ = std::move(frame);
-    lent_error_ = error;
-  }
-  if (call == nullptr || reason == HandBack::kNone) {
-    reactor_->ScheduleTask([ref = ConnectionRef(this)](const Status& st) {
-      // Not run: the reactor is shutting down, which closes the connection.
-      if (st.ok()) ref->ReclaimReadSide(nullptr, HandBack::kNone);
-    });
-    return;
-  }
-  // The task touches the call: wait until it ran, so the call (finished by
-  // then, or by the reactor's shutdown) outlives it.
-  Notification ran;
-  Notification* ran_p = &ran;
-  reactor_->ScheduleTask([ref = ConnectionRef(this), call, reason, ran_p](const Status& st) {
-    if (st.ok()) ref->ReclaimReadSide(call, reason);
-    ran_p->Notify();
-  });
-  ran.Wait();
-}
-
-int Connection::TakeLentFrame(OutboundCall* call, std::unique_ptr<InboundTransfer> frame) {
-  CallResponse resp;
-  if (Status s = ParseCallResponse(frame->frame(), &resp); !s.ok()) {
-    // The reactor closes the connection, as if it had read this itself.
-    HandBackReadSide(nullptr, HandBack::kNone, false, nullptr, s);
-    return -1;
-  }
-  const int32_t id = resp.header.call_id;
-  OutboundCall* found;
-  {
-    std::lock_guard<FutexMutex> l(mu_);
-    found = awaiting_response_.Find(id);
-    // Ours, and no Cancel() is pending (from here on none will be posted):
-    // finish it here. Anything else is the reactor's to deliver, with its
-    // ordering of responses, cancels and the "response before request"
-    // check.
-    if (found != nullptr && found == call && found->state() == OutboundCall::State::kSent &&
-        found->ClaimForReader()) {
-      awaiting_response_.Erase(id);
-      call->in_awaiting_map = false;
-    } else if (found != nullptr) {
-      found = nullptr;
-      call = nullptr;
-    }
-  }
-  if (call == nullptr) {
-    HandBackReadSide(nullptr, HandBack::kNone, false, std::move(frame), Status::OK());
-    return -1;
-  }
-  if (found == nullptr) {
-    Log(LogLevel::kInfo, "ignoring response for unknown call id " + std::to_string(id) +
-                             " from " + RemoteToString());
-    RecycleInboundTransfer(std::move(frame));
-    return 0;
-  }
-  resp.transfer = std::move(frame);
-  // Parses into the caller's response, recycles the frame into the read
-  // side's pool (still ours) and runs the callback here.
-  reactor_->messenger()->CountCallerReadResponse();
-  call->HandleResponse(&resp, this);
-  HandBackReadSide(nullptr, HandBack::kNone, true, nullptr, Status::OK());
-  return 1;
-}
-
-bool Connection::ReadOwnResponse(OutboundCall* call) {
-  CROSSFREE_DCHECK(!reactor_->IsCurrentThread());
-#if CROSSFREE_DCHECK_IS_ON()
-  {
-    std::lock_guard<FutexMutex> l(mu_);
-    CROSSFREE_DCHECK(read_side_ == ReadSide::kCaller && reader_call_ == call);
-  }
-#endif
-  // Taken by TrySendCallDirect under mu_ a moment ago, on this thread. If
-  // Shutdown ran since, the descriptor is still open (close_on_return_fd_,
-  // shut down: reads say EOF) and keeps its number until we hand back.
-  const int fd = reader_fd_;
-  const int wake_fd = reader_wake_fd_;
-  // The first wait is a blocking recv() (one syscall, as in a plain
-  // blocking client) bounded by SO_RCVTIMEO; once that slice passed without
-  // the response, poll() on the socket and the eventfd, with the exact
-  // deadline, for the rest of the call.
-  bool block = reader_blocks_;
-  // abandon_requested_ was false when the read side was granted (every hand
-  // back clears it): the first check is after the first wait, under the
-  // lock, like every later one. A Cancel() before that wakes the poll
-  // (wake_fd_) or is seen when the blocking slice ends, as during it.
-  bool abandon = false;
-  bool first_wait = true;
-  const size_t max_size = reactor_->messenger()->max_message_size();
-  const bool has_deadline = call->has_deadline();
-  const std::chrono::steady_clock::time_point deadline = call->deadline();
-  for (;;) {
-    // Frames already read (by this caller, a previous one, or the reactor
-    // before it lent the read side) first.
-    while (read_pos_ < read_len_) {
-      if (inbound_ == nullptr) {
-        if (!spare_transfers_.empty()) {
-          inbound_ = std::move(spare_transfers_.back());
-          spare_transfers_.pop_back();
-          spare_transfer_bytes_ -= inbound_->buffer_capacity();
-        } else {
-          inbound_.reset(new InboundTransfer(max_size, budget_));
-        }
-      }
-      size_t used = 0;
-      Status s = inbound_->Consume(read_buf_.get() + read_pos_, read_len_ - read_pos_, &used);
-      read_pos_ += used;
-      if (!s.ok()) {
-        HandBackReadSide(nullptr, HandBack::kNone, false, nullptr,
-                         Status::Corruption(s.message()));
-        return false;
-      }
-      if (!inbound_->complete()) continue;
-      int r = TakeLentFrame(call, std::move(inbound_));
-      if (r != 0) return r > 0;
-    }
-    if (!first_wait) {
-      std::lock_guard<FutexMutex> l(mu_);
-      abandon = abandon_requested_;
-    }
-    first_wait = false;
-    if (abandon) {
-      HandBackReadSide(call, HandBack::kCancelled, false, nullptr, Status::OK());
-      return false;
-    }
-    timespec ts;
-    timespec* tsp = nullptr;
-    if (has_deadline) {
-      auto left = deadline - std::chrono::steady_clock::now();
-      if (left <= std::chrono::nanoseconds(0)) {
-        HandBackReadSide(call, HandBack::kTimedOut, false, nullptr, Status::OK());
-        return false;
-      }
-      // The receive timeout is coarse (kernel ticks): near the deadline,
-      // poll with its exact timeout instead.
-      if (left < std::chrono::microseconds(kBlockingReadMinLeftUs)) block = false;
-      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
-      ts.tv_sec = ns / 1000000000;
-      ts.tv_nsec = ns % 1000000000;
-      tsp = &ts;
-    }
-    ssize_t r;
-    if (block) {
-      // Sleeps in the kernel until the response, EOF (Shutdown), or the end
-      // of the slice: no spinning. A Cancel() meanwhile (abandon_requested_)
-      // is seen when the slice ends.
-      r = SocketRecv(fd, read_buf_.get(), kReadBufferSize, 0);
-      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        block = false;  // a slow call: poll from now on
-        continue;
-      }
-    } else {
-      // Sleeps in the kernel until the response (or EOF, or the reactor's
-      // wake-up) arrives: no spinning.
-      pollfd pfd[2] = {{fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
-      int n = ::ppoll(pfd, 2, tsp, nullptr);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        int err = errno;
-        HandBackReadSide(nullptr, HandBack::kNone, false, nullptr,
-                         Status::NetworkError("poll on connection to " + RemoteToString(), err));
-        return false;
-      }
-      if (n == 0) continue;  // the deadline check above decides
-      if (pfd[1].revents != 0) {
-        uint64_t v;
-        ssize_t d = ::read(wake_fd, &v, sizeof(v));  // drain; the flag says why
-        (void)d;
-      }
-      if (pfd[0].revents == 0) continue;
-      // MSG_DONTWAIT: the descriptor may be blocking (MakeReadsBlocking).
-      r = SocketRecv(fd, read_buf_.get(), kReadBufferSize, MSG_DONTWAIT);
-    }
-    if (r > 0) {
-      read_pos_ = 0;
-      read_len_ = static_cast<size_t>(r);
-      continue;
-    }
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
-    // EOF or an error: the reactor closes the connection with it (if it did
-    // not already), which fails the call.
-    int err = r == 0 ? ESHUTDOWN : errno;
-    HandBackReadSide(nullptr, HandBack::kNone, false, nullptr,
-                     Status::NetworkError(r == 0 ? "recv got EOF from " + RemoteToString()
-                                                 : "recv error from " + RemoteToString(),
-                                          err));
-    return false;
-  }
+Status Connection::RecvFailed(int err) const {
+  // err 0: the peer closed (recv returned 0).
+  return err == 0 ? Status::NetworkError("recv got EOF from " + RemoteToString(), ESHUTDOWN)
+                  : Status::NetworkError("recv error from " + RemoteToString(), err);
 }
 
 }  // namespace crossfree::rpc

@@ -13,6 +13,7 @@
 #include <ev.h>
 
 #include "rpc/call_id_map.h"
+#include "rpc/frame_reader.h"
 #include "rpc/futex_mutex.h"
 #include "rpc/inbound_call_pool.h"
 #include "rpc/rpc_header.pb.h"
@@ -26,6 +27,7 @@ namespace crossfree::rpc {
 class InboundCall;
 class MemoryBudget;
 class OutboundCall;
+struct CallResponse;
 class Reactor;
 class ServicePool;
 
@@ -92,8 +94,8 @@ class Connection {
 
   // --- The read side lent to a sync caller (client connections with
   // MessengerOptions::caller_reads_sync_responses) ---
-  // "The read side" is the socket's reads plus read_buf_, read_pos_,
-  // read_len_, inbound_, spare_transfers_ and lent_frame_. Exactly one
+  // "The read side" is reader_ (the socket's reads, the read buffer, the
+  // frame being assembled, the transfer pool) and lent_frame_. Exactly one
   // owner at a time, recorded in read_side_ under mu_:
   //  - kReactor: the reactor reads (its read watcher runs). The default.
   //  - kParked: lent, nobody reads; the read watcher is stopped (pause bit
@@ -115,7 +117,7 @@ class Connection {
   //
   // Client, the caller's thread, only right after TrySendCallDirect gave it
   // the read side: reads (a blocking recv, or poll + recv, see
-  // reads_block_; frames parsed from read_buf_) until its own response
+  // reads_block_; frames parsed by reader_) until its own response
   // arrives, parses it and finishes the
   // call (its callback runs on this thread) and returns true. Returns false
   // having handed the read side to the reactor, which then finishes the
@@ -236,6 +238,11 @@ class Connection {
   // beyond what an idle connection keeps (kMaxPooledCalls).
   void TrimPools();
   void FailWithBadData(const Status& s);
+  // A response frame's header, body and sidecars (views into `frame`), for
+  // whichever thread owns the read side: the reactor or a reading caller.
+  static Status ParseResponse(std::string_view frame, CallResponse* resp);
+  // A recv() that returned 0 (err 0) or failed with errno `err`.
+  Status RecvFailed(int err) const;
   // Client, reactor, once the connection is connected: with lending on,
   // clears O_NONBLOCK and sets SO_RCVTIMEO to kBlockingReadSliceUs, so that
   // a reading caller can wait in recv() itself rather than in poll() and
@@ -298,23 +305,11 @@ class Connection {
   double last_progress_ = 0;      // loop time of the last byte received
   double last_activity_ = 0;      // ... or of the last call ending
 
-  // Reading: a per-connection buffer allocated once, so a small frame costs
-  // one memcpy rather than one read() per part.
-  static constexpr size_t kReadBufferSize = 64 * 1024;
-  std::unique_ptr<uint8_t[]> read_buf_;
-  size_t read_pos_ = 0;
-  size_t read_len_ = 0;
-  std::unique_ptr<InboundTransfer> inbound_;
-  // Spare transfers for the next frames (see RecycleInboundTransfer): made
-  // and freed on this reactor only, so no lock. A server needs one per call
-  // in flight on the connection (the request frame lives until the response
-  // is written), a client one. Retains at most pool_limit_ objects (below)
-  // and kMaxPooledBufferTotal bytes of buffers per connection.
+  // Spare frame transfers (the read side's pool, see
+  // RecycleInboundTransfer): a server needs one per call in flight on the
+  // connection (the request frame lives until the response is written), a
+  // client one. At most pool_limit_ (below) are kept.
   static constexpr size_t kMaxPooledTransfers = 64;  // a client's limit
-  static constexpr size_t kMaxPooledBufferBytes = 8 * 1024;
-  static constexpr size_t kMaxPooledBufferTotal = 64 * 1024;
-  std::vector<std::unique_ptr<InboundTransfer>> spare_transfers_;
-  size_t spare_transfer_bytes_ = 0;
   // Server: finished calls for the next requests; cleared by Shutdown.
   // Both pools hold up to as many as may be in flight (one read from a
   // flooding client starts them all at once; a smaller pool would send the
@@ -327,6 +322,9 @@ class Connection {
   static constexpr size_t kMaxPooledCallsCap = 1024;
   const size_t pool_limit_;
   InboundCallPool call_pool_;
+  // The read side: socket reads, read buffer, the frame being assembled
+  // and the pool of frame transfers; see ReadOwnResponse for who owns it.
+  FrameReader reader_;
   ConnHeaderReceiver conn_header_in_;  // server
   uint8_t conn_header_[kConnHeaderLength];  // client: the header it sends
 
