@@ -179,6 +179,7 @@ void Connection::WriteQueued(std::unique_lock<FutexMutex> l) {
 }
 
 void Connection::HandleWritable() {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   ConnectionRef ref(this);
   if (connecting_) {
     int err = 0;
@@ -199,6 +200,7 @@ void Connection::HandleWritable() {
 }
 
 void Connection::HandleReadable() {
+  CROSSFREE_DCHECK(reactor_->IsCurrentThread());
   ConnectionRef ref(this);
   // Calls answered directly by workers end first: their ids and their
   // places in the call limit are free again before new frames are parsed.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Connection: one TCP socket, its framing state and the calls on it. Lives on
-// exactly one reactor thread.
+// Connection: one TCP socket, its framing state and the calls on it. Belongs
+// to exactly one reactor; a sync caller or a worker may write (and a sync
+// caller read) through it from its own thread, under its mutex.
 #pragma once
 
 #include <atomic>
@@ -36,9 +37,15 @@ class ServicePool;
 // answered after the connection closed can still reach it; a handler of the
 // connection holds one while it runs, because the handler may close it. The
 // last reference deletes it (normally on the reactor thread).
-// Thread: every method runs on the reactor thread (checked with
-// CROSSFREE_DCHECK where it matters); only ConnectionRef's counting is
-// thread-safe.
+// Thread: each method says where it runs. The reactor thread runs the
+// rest (its event callbacks, OnTick, tasks), checked with CROSSFREE_DCHECK.
+// The exceptions run on other threads: TrySendCallDirect and
+// ReadOwnResponse on a sync caller's, TryWriteResponseDirect on a
+// responder's (DCHECKed: not the reactor), RecycleInboundTransfer on
+// whoever owns the read side; closed(), reactor(), direction() and
+// remote() on any thread holding a reference (fd(), is_shut_down() and
+// read_paused() are the reactor's). mu_ says what those paths share with
+// the reactor. ConnectionRef's counting is thread-safe.
 //
 // Client side: QueueOutboundCall assigns the call id, serializes the request
 // header, arms the call timer and queues the request frame; responses are

@@ -100,6 +100,7 @@ bool InboundCall::CanRecycle() const {
 }
 
 void InboundCall::Recycle() {
+  CROSSFREE_DCHECK(conn_ == nullptr || conn_->reactor()->IsCurrentThread());
   ReleaseCallState();
   body_pb_ = std::string_view();
   sidecars_.clear();
@@ -113,6 +114,7 @@ void InboundCall::Recycle() {
 }
 
 void InboundCall::Reuse(std::unique_ptr<InboundTransfer> transfer) {
+  CROSSFREE_DCHECK(conn_ == nullptr || conn_->reactor()->IsCurrentThread());
   conn_ref_ = ConnectionRef(conn_);
   pooled_ = false;
   cancelled_.store(false, std::memory_order_relaxed);
@@ -121,6 +123,7 @@ void InboundCall::Reuse(std::unique_ptr<InboundTransfer> transfer) {
 }
 
 Status InboundCall::Parse() {
+  CROSSFREE_DCHECK(conn_ == nullptr || conn_->reactor()->IsCurrentThread());
   arrival_ = std::chrono::steady_clock::now();
   std::string_view body;
   CROSSFREE_RETURN_NOT_OK(ParseFrame(transfer_->frame(), &header_, &body));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // InboundCall: the server-side state of one call, from the received frame to
-// the written response. Created and destroyed by the server reactor.
+// the written response. Created and destroyed by its owner: the server
+// reactor of its connection, or the connection's ConnectionThread.
 #pragma once
 
 #include <atomic>
@@ -29,15 +30,18 @@ class ConnectionThread;
 class LegacyResponseCallbacks;
 class Messenger;
 
-// Owner: its Connection's reactor. The reactor allocates it when a request
+// Owner: its Connection's reactor (or a ConnectionThread, below). The
+// reactor allocates it when a request
 // frame arrives (or takes one from the connection's InboundCallPool) and,
 // after the response is written (or the connection dies), returns it to
 // that pool or deletes it (Destroy), so in the fixed pattern the call,
 // its request buffer, its embedded RpcContext and its embedded response
 // transfer are all allocated and freed by the same server reactor thread.
-// Threads: Parse and the TransferCallbacks on the reactor; the service pool
-// worker reads the request and any thread may respond, once; after
-// responding the responder must not touch the call. While live (not pooled)
+// Threads: Parse, Recycle, Reuse and the TransferCallbacks on the owner's
+// thread (checked with CROSSFREE_DCHECK where the owner is a reactor); the
+// thread that runs the handler (a worker, the reactor for inline methods,
+// the connection thread) reads the request, and any thread may respond,
+// once; after responding the responder must not touch the call. While live (not pooled)
 // it holds a ConnectionRef, so a response made after the connection closed
 // still finds it.
 // Connection-thread mode (MessengerOptions::connection_threads): the call
@@ -63,7 +67,7 @@ class InboundCall final : public TransferCallbacks {
   // is shutting down aborted the response task) it is deleted.
   static void Destroy(InboundCall* call);
 
-  // InboundCallPool only, reactor thread. CanRecycle: false if the call is
+  // InboundCallPool (reactor thread) or the ConnectionThread. CanRecycle: false if the call is
   // too big to keep (many sidecars, long names). Recycle: frees the
   // per-call state (as the destructor would) and drops the connection
   // reference, but keeps the object, its parsed-header storage and its
@@ -80,7 +84,7 @@ class InboundCall final : public TransferCallbacks {
   void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
   bool cancelled() const;
 
-  // Reactor thread: parses header, method and sidecars. Corruption naming
+  // The owner's thread: parses header, method and sidecars. Corruption naming
   // the problem; the connection then closes.
   Status Parse();
 
@@ -108,7 +112,9 @@ class InboundCall final : public TransferCallbacks {
 
   // Responding, from any thread, once: Prepare* serializes the response (or
   // the error) into the call; QueueResponse then posts the call back to its
-  // reactor and must be the responder's last touch of the call.
+  // reactor (or writes it directly, Connection::TryWriteResponseDirect, or
+  // hands it to its ConnectionThread) and must be the responder's last
+  // touch of the call.
   // `sidecars` are moved into the call.
   void PrepareSuccess(const google::protobuf::MessageLite& response,
                       std::vector<std::string>* sidecars);
@@ -139,7 +145,9 @@ class InboundCall final : public TransferCallbacks {
   // without a response having been made.
   void ReleaseMessages();
 
-  // Reactor thread: the transfer to write and the result of writing it.
+  // The writer's thread (the reactor, a direct writer under the
+  // connection's mutex, or the connection thread): the transfer to write
+  // and the result of writing it.
   OutboundTransfer* response_transfer() { return response_transfer_ptr_; }
   void NotifyTransferFinished() override;
   void NotifyTransferAborted(const Status& status) override;

@@ -4,6 +4,7 @@
 
 #include "rpc/acceptor.h"
 #include "rpc/connection_thread_set.h"
+#include "rpc/dcheck.h"
 #include "rpc/inbound_call.h"
 #include "rpc/logging.h"
 #include "rpc/outbound_call.h"
@@ -135,10 +136,13 @@ inline ServicePool* Messenger::PoolFor(InboundCall* call, ServicePool** last_poo
 }
 
 void Messenger::QueueInboundCall(InboundCall* call, ServicePool** last_pool) {
+  CROSSFREE_DCHECK(call->connection() != nullptr &&
+                   call->connection()->reactor()->IsCurrentThread());
   if (ServicePool* pool = PoolFor(call, last_pool)) pool->QueueInboundCall(call);
 }
 
 void Messenger::HandleInboundCallHere(InboundCall* call, ServicePool** last_pool) {
+  CROSSFREE_DCHECK(call->connection() == nullptr);  // a ConnectionThread's call
   if (ServicePool* pool = PoolFor(call, last_pool)) pool->HandleInboundCallHere(call);
 }
 

@@ -128,8 +128,11 @@ struct MessengerOptions {
 };
 
 // Owner: whoever Create()d it (shared_ptr so proxies can keep it alive).
-// Threads: all public methods are thread-safe. Shutdown() (also run by the
-// destructor) must not be called from one of its own threads.
+// Threads: the public methods are thread-safe, except the two that hand a
+// parsed server call over (QueueInboundCall: the call's reactor;
+// HandleInboundCallHere: its connection thread; both CROSSFREE_DCHECKed).
+// Shutdown() (also run by the destructor) must not be called from one of
+// its own threads.
 // Shutdown order: acceptor; deferred pool and service pools stop taking
 // work (queued deferred tasks and queued calls are answered
 // FATAL_SERVER_SHUTTING_DOWN); connection threads (connection_threads)
@@ -200,15 +203,17 @@ class Messenger {
   uint64_t caller_read_responses() const {
     return caller_read_responses_.load(std::memory_order_relaxed);
   }
-  void CountCallerReadResponse() { caller_read_responses_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
+  friend class Connection;  // counts caller_read_responses_
+  void CountCallerReadResponse() { caller_read_responses_.fetch_add(1, std::memory_order_relaxed); }
+
   explicit Messenger(const MessengerOptions& options);
   Status Init();
   // The pool of the call's service (last_pool first, see QueueInboundCall),
   // or nullptr having answered ERROR_NO_SUCH_SERVICE. Always inlined into its
-  // two callers (messenger.cc): it is on every call's path, and as a call it
-  // cost 18 instructions per call more than the code it replaced.
+  // two callers (messenger.cc): it is on every call's path, where a call of
+  // its own costs more than its body.
   [[gnu::always_inline]] inline ServicePool* PoolFor(InboundCall* call, ServicePool** last_pool);
 
   const MessengerOptions options_;

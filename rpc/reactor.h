@@ -37,7 +37,11 @@ using ReactorTask = InlineFunction<void(const Status&), 48>;
 //  - Everything marked "reactor thread only" must run on this reactor's
 //    thread, i.e. inside a task or an event callback; the functions check it
 //    with CROSSFREE_DCHECK (Debug builds, or -DCROSSFREE_DCHECK=ON).
-// Every Connection belongs to exactly one reactor and is touched only there.
+// Every Connection belongs to exactly one reactor, which alone runs its
+// event callbacks, timers and tasks. Its state is touched only there,
+// except what connection.h lets other threads touch under the
+// connection's mutex: a direct writer's frame (a sync caller or a worker)
+// and the read side lent to a sync caller.
 // The 100 ms tick also applies the connection timeouts (Connection::OnTick).
 class Reactor {
  public:
