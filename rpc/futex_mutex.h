@@ -2,9 +2,9 @@
 // FutexMutex: a non-recursive mutex on one futex word, for the locks taken on
 // every call of the fast path (Connection::mu_, Proxy::conn_mu_).
 // Why: those locks are almost never contended, and an uncontended
-// pthread_mutex_lock/unlock pair costs about 55 instructions (mutex type
-// dispatch, owner and counter bookkeeping); here it is one compare-and-swap
-// and one exchange. Contended, a waiter sleeps in the kernel (FUTEX_WAIT),
+// pthread_mutex_lock/unlock pair still does mutex type dispatch and owner
+// and counter bookkeeping; here it is one compare-and-swap and one
+// exchange. Contended, a waiter sleeps in the kernel (FUTEX_WAIT),
 // as glibc's default mutex does: no spinning.
 // The three states (0 free, 1 held, 2 held and maybe waited on) are the
 // classic futex mutex: unlock issues FUTEX_WAKE only when someone may sleep.

@@ -248,7 +248,7 @@ inline bool ShortOffsetsToEnd(uint8_t tag, const uint8_t* p, const uint8_t* end,
 // name, short varints and lengths). Every input it accepts the general
 // parser accepts with the same result; it returns false, having set
 // nothing the general parser does not reset, for any other input. Why: the
-// general loop costs about five times as much per header, and every peer
+// general loop costs several times as much per header, and every peer
 // using this codec (or protobuf, which writes the same order) sends this
 // form.
 bool ParseCanonicalRequestHeader(std::string_view bytes, ParsedRequestHeader* h) {

@@ -2,9 +2,9 @@
 // The two per-call frame headers (RequestHeader and ResponseHeader of
 // rpc_header.proto) written and parsed by hand, without protobuf messages.
 // Why: they are a few varints and two names, yet building and parsing them as
-// protobuf messages was about a third of the user CPU of a small call (the
-// name strings copied into arena strings on both sides, ByteSizeLong,
-// message construction). The bytes are exactly the ones protobuf writes for
+// protobuf messages was a large part of a small call's CPU (the name
+// strings copied into arena strings on both sides, ByteSizeLong, message
+// construction). The bytes are exactly the ones protobuf writes for
 // the same fields, and parsing accepts and rejects what protobuf's parser
 // does (unknown fields skipped, packed or unpacked offsets, repeated
 // messages merged), so peers using the .proto interoperate unchanged;

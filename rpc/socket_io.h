@@ -2,8 +2,7 @@
 // The socket reads and writes of the call path as plain system calls.
 // Why: glibc's recv/send/sendmsg are thread-cancellation points, and each
 // brackets its system call with __pthread_enable_asynccancel /
-// __pthread_disable_asynccancel (about 40 instructions per call, four
-// socket calls per RPC). Nothing in rpc/ cancels threads (pthread_cancel),
+// __pthread_disable_asynccancel, on every socket call of every RPC. Nothing in rpc/ cancels threads (pthread_cancel),
 // so syscall(2) with the same arguments behaves identically: same result,
 // -1 and errno on failure. Sanitizer builds keep the libc functions: the
 // sanitizers intercept them (ThreadSanitizer orders threads through a
