@@ -43,6 +43,15 @@ struct AllocPattern {
   bool legacy_reactor_writes = false;
 
   static AllocPattern Fixed() { return AllocPattern(); }
+  // Switches on every switch that `other` has on.
+  void Add(const AllocPattern& other) {
+    legacy_reactor_tasks |= other.legacy_reactor_tasks;
+    legacy_call_response |= other.legacy_call_response;
+    legacy_response_transfer |= other.legacy_response_transfer;
+    legacy_messages |= other.legacy_messages;
+    legacy_client_transfer |= other.legacy_client_transfer;
+    legacy_reactor_writes |= other.legacy_reactor_writes;
+  }
   static AllocPattern Legacy();
   // "fixed" or "legacy"; anything else is InvalidArgument.
   static Status FromName(std::string_view name, AllocPattern* out);

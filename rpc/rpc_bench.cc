@@ -4,7 +4,6 @@
 // the fixed or a legacy allocation pattern. Modeled on Kudu's rpc-bench.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,6 +26,7 @@
 
 #include "crossfree_version.h"
 
+#include "bench/bench_result.h"
 #include "rpc/alloc_pattern.h"
 #include "rpc/calculator_service.h"
 #include "rpc/logging.h"
@@ -53,12 +53,7 @@ struct Flags {
   int async_call_concurrency = 60;
   int payload_bytes = 0;
   std::string alloc_pattern = "fixed";
-  bool legacy_reactor_tasks = false;
-  bool legacy_call_response = false;
-  bool legacy_response_transfer = false;
-  bool legacy_messages = false;
-  bool legacy_client_transfer = false;
-  bool legacy_reactor_writes = false;
+  AllocPattern legacy;  // the --legacy_* switches, added to alloc_pattern's
   int queue_length = 200;
   bool inline_handlers = false;
   bool caller_reads = false;
@@ -285,7 +280,6 @@ void Retrier::Stop() {
   thread_.join();
 }
 
-double TvSeconds(const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
 
 // --mode pingpong: the physical limit of one blocking call at a time. Each
 // of --client_threads pairs of threads bounces a 40-byte message (about an
@@ -367,34 +361,29 @@ int RunPingPong(const Flags& f) {
     return n;
   };
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  rusage ru0, ru1;
+  bench::RusageWindow usage;
   uint64_t n0 = total();
-  getrusage(RUSAGE_SELF, &ru0);
+  usage.Start();
   Clock::time_point t0 = Clock::now();
   std::this_thread::sleep_for(std::chrono::duration<double>(f.run_seconds));
   double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   uint64_t n = total() - n0;
-  getrusage(RUSAGE_SELF, &ru1);
+  usage.Stop();
   stop.store(true);
   for (auto& t : threads) t.join();
   for (int fd : fds) ::close(fd);
   ::close(lfd);
   double reqs = static_cast<double>(n);
-  double user_us = (TvSeconds(ru1.ru_utime) - TvSeconds(ru0.ru_utime)) * 1e6;
-  double sys_us = (TvSeconds(ru1.ru_stime) - TvSeconds(ru0.ru_stime)) * 1e6;
-  double ctxsw = (ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw);
   printf("rpc-bench configuration\n  mode: pingpong (raw blocking TCP, %zu-byte messages)\n"
          "  client_threads: %d\n  run_seconds: %g\n",
          kMsg, f.client_threads, f.run_seconds);
-  printf("results\n  Reqs/sec: %.1f\n  User CPU per req: %.2f us\n  Sys CPU per req: %.2f us\n"
-         "  Ctx Sw. per req: %.3f\n",
-         reqs / elapsed, user_us / reqs, sys_us / reqs, ctxsw / reqs);
+  bench::PrintResultsHead(reqs, elapsed, usage);
   printf("RESULT mode=pingpong pattern=none client_threads=%d worker_threads=0 server_reactors=0 "
-         "payload_bytes=%zu reqs_per_sec=%.1f user_us_per_req=%.3f sys_us_per_req=%.3f "
-         "ctxsw_per_req=%.4f vol_ctxsw_per_req=%.4f allocs_per_req=-1 p50_us=0 p99_us=0 "
-         "rejections=0\n",
-         f.client_threads, kMsg, reqs / elapsed, user_us / reqs, sys_us / reqs, ctxsw / reqs,
-         double(ru1.ru_nvcsw - ru0.ru_nvcsw) / reqs);
+         "payload_bytes=%zu ",
+         f.client_threads, kMsg);
+  bench::PrintResultRates(reqs, elapsed, usage);
+  printf(" vol_ctxsw_per_req=%.4f allocs_per_req=-1 p50_us=0 p99_us=0 rejections=0\n",
+         usage.voluntary_ctxsw() / reqs);
   fflush(stdout);
   return 0;
 }
@@ -407,12 +396,7 @@ int Run(const Flags& f) {
     fprintf(stderr, "rpc-bench: %s\n", s.ToString().c_str());
     return 2;
   }
-  pattern.legacy_reactor_tasks |= f.legacy_reactor_tasks;
-  pattern.legacy_call_response |= f.legacy_call_response;
-  pattern.legacy_response_transfer |= f.legacy_response_transfer;
-  pattern.legacy_messages |= f.legacy_messages;
-  pattern.legacy_client_transfer |= f.legacy_client_transfer;
-  pattern.legacy_reactor_writes |= f.legacy_reactor_writes;
+  pattern.Add(f.legacy);
   SetAllocPattern(pattern);
 
   MessengerOptions so;
@@ -480,7 +464,7 @@ int Run(const Flags& f) {
          f.connection_threads ? "yes" : "no");
 
   bool counting = crossfree_alloc_count_start != nullptr && crossfree_alloc_count_stop != nullptr;
-  rusage ru0, ru1;
+  bench::RusageWindow usage;
   std::vector<std::thread> threads;
   // Warm-up happens inside the run (connections open on the first call);
   // the measurement window starts after a short ramp.
@@ -502,7 +486,7 @@ int Run(const Flags& f) {
     return n;
   };
   uint64_t calls0 = calls_now();
-  getrusage(RUSAGE_SELF, &ru0);
+  usage.Start();
   if (counting) crossfree_alloc_count_start();
   Clock::time_point t0 = Clock::now();
   if (fixed_calls) {
@@ -515,7 +499,7 @@ int Run(const Flags& f) {
   uint64_t calls = calls_now() - calls0;
   char report[4096] = "";
   long allocs = counting ? crossfree_alloc_count_stop(report, sizeof(report)) : -1;
-  getrusage(RUSAGE_SELF, &ru1);
+  usage.Stop();
   uint64_t rejections = 0;
   for (auto& w : workloads) rejections += w->rejections();
   stop.store(true);
@@ -526,14 +510,7 @@ int Run(const Flags& f) {
   }
 
   double reqs = static_cast<double>(calls);
-  double user_us = (TvSeconds(ru1.ru_utime) - TvSeconds(ru0.ru_utime)) * 1e6;
-  double sys_us = (TvSeconds(ru1.ru_stime) - TvSeconds(ru0.ru_stime)) * 1e6;
-  double ctxsw = (ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw);
-  printf("results\n");
-  printf("  Reqs/sec: %.1f\n", reqs / elapsed);
-  printf("  User CPU per req: %.2f us\n", user_us / reqs);
-  printf("  Sys CPU per req: %.2f us\n", sys_us / reqs);
-  printf("  Ctx Sw. per req: %.3f\n", ctxsw / reqs);
+  bench::PrintResultsHead(reqs, elapsed, usage);
   // Over the whole run (ramp included): calls the server rejected with
   // SERVER_TOO_BUSY and that were retried after a backoff.
   printf("  Rejected (SERVER_TOO_BUSY, retried): %llu\n",
@@ -568,12 +545,13 @@ int Run(const Flags& f) {
   // One machine-readable line for scripts (and for comparing with other
   // RPC systems): key=value pairs, no spaces in values.
   printf("RESULT mode=%s pattern=%s client_threads=%d worker_threads=%d server_reactors=%d "
-         "payload_bytes=%d reqs_per_sec=%.1f user_us_per_req=%.3f sys_us_per_req=%.3f "
-         "ctxsw_per_req=%.4f vol_ctxsw_per_req=%.4f allocs_per_req=%.3f p50_us=%llu p99_us=%llu "
-         "rejections=%llu inline_handlers=%d caller_reads=%d connection_threads=%d\n",
+         "payload_bytes=%d ",
          f.mode.c_str(), pattern.ToString().c_str(), f.client_threads, f.worker_threads,
-         f.server_reactors, f.payload_bytes, reqs / elapsed, user_us / reqs, sys_us / reqs,
-         ctxsw / reqs, double(ru1.ru_nvcsw - ru0.ru_nvcsw) / reqs, counting ? allocs / reqs : -1.0,
+         f.server_reactors, f.payload_bytes);
+  bench::PrintResultRates(reqs, elapsed, usage);
+  printf(" vol_ctxsw_per_req=%.4f allocs_per_req=%.3f p50_us=%llu p99_us=%llu rejections=%llu "
+         "inline_handlers=%d caller_reads=%d connection_threads=%d\n",
+         usage.voluntary_ctxsw() / reqs, counting ? allocs / reqs : -1.0,
          static_cast<unsigned long long>(latency.PercentileUpperBound(50)),
          static_cast<unsigned long long>(latency.PercentileUpperBound(99)),
          static_cast<unsigned long long>(rejections), f.inline_handlers ? 1 : 0,
@@ -620,20 +598,20 @@ int main(int argc, char** argv) {
   app.add_option("--alloc_pattern", f.alloc_pattern,
                  "fixed (all KUDU-1865 fixes) or legacy (all historical patterns)")
       ->check(CLI::IsMember({"fixed", "legacy"}));
-  app.add_flag("--legacy_reactor_tasks", f.legacy_reactor_tasks,
+  app.add_flag("--legacy_reactor_tasks", f.legacy.legacy_reactor_tasks,
                "Heap reactor tasks: producer new, reactor delete");
-  app.add_flag("--legacy_call_response", f.legacy_call_response,
+  app.add_flag("--legacy_call_response", f.legacy.legacy_call_response,
                "Client CallResponse new'ed on the client reactor, freed by the caller");
-  app.add_flag("--legacy_response_transfer", f.legacy_response_transfer,
+  app.add_flag("--legacy_response_transfer", f.legacy.legacy_response_transfer,
                "Server response transfer/callbacks/buffer new'ed on the worker, freed on the "
                "reactor");
-  app.add_flag("--legacy_messages", f.legacy_messages,
+  app.add_flag("--legacy_messages", f.legacy.legacy_messages,
                "Server messages on a per-call arena: blocks from the worker, freed on the "
                "reactor; RpcContext new'ed on the worker");
-  app.add_flag("--legacy_client_transfer", f.legacy_client_transfer,
+  app.add_flag("--legacy_client_transfer", f.legacy.legacy_client_transfer,
                "Client response transfer+buffer freed by the caller; callback boxed on the "
                "caller, freed on the reactor");
-  app.add_flag("--legacy_reactor_writes", f.legacy_reactor_writes,
+  app.add_flag("--legacy_reactor_writes", f.legacy.legacy_reactor_writes,
                "Every socket write through the reactor (KRPC): no direct send by the sync "
                "caller, no direct response write by the worker");
   app.add_flag("--inline_handlers", f.inline_handlers,

@@ -3,7 +3,6 @@
 // one process over 127.0.0.1, the same Add method), printing rpc-bench's
 // summary lines so scripts/bench-rpc-vs-grpc parses both the same way.
 #include <pthread.h>
-#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -19,6 +18,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "calculator.grpc.pb.h"
+#include "bench/bench_result.h"
 #include "rpc/histogram.h"
 
 // Provided by rpc/'s libcrossfree-rpc-alloc-count.so when it is preloaded
@@ -178,7 +178,6 @@ class AsyncChain {
   Clock::time_point t0_;
 };
 
-double TvSeconds(const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
 
 int Run(const Flags& f) {
   SyncCalculator sync_service;
@@ -249,8 +248,8 @@ int Run(const Flags& f) {
   // then calls and rusage are sampled around run_seconds of sleep.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   uint64_t calls0 = calls_now();
-  rusage ru0, ru1;
-  getrusage(RUSAGE_SELF, &ru0);
+  bench::RusageWindow usage;
+  usage.Start();
   if (counting) crossfree_alloc_count_start();
   Clock::time_point t0 = Clock::now();
   std::this_thread::sleep_for(std::chrono::duration<double>(f.run_seconds));
@@ -258,20 +257,13 @@ int Run(const Flags& f) {
   uint64_t calls = calls_now() - calls0;
   char report[4096] = "";
   long allocs = counting ? crossfree_alloc_count_stop(report, sizeof(report)) : -1;
-  getrusage(RUSAGE_SELF, &ru1);
+  usage.Stop();
   stop.store(true);
   for (auto& t : threads) t.join();
   while (in_flight.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 
   double reqs = static_cast<double>(calls);
-  double user_us = (TvSeconds(ru1.ru_utime) - TvSeconds(ru0.ru_utime)) * 1e6;
-  double sys_us = (TvSeconds(ru1.ru_stime) - TvSeconds(ru0.ru_stime)) * 1e6;
-  double ctxsw = (ru1.ru_nvcsw + ru1.ru_nivcsw) - (ru0.ru_nvcsw + ru0.ru_nivcsw);
-  printf("results\n");
-  printf("  Reqs/sec: %.1f\n", reqs / elapsed);
-  printf("  User CPU per req: %.2f us\n", user_us / reqs);
-  printf("  Sys CPU per req: %.2f us\n", sys_us / reqs);
-  printf("  Ctx Sw. per req: %.3f\n", ctxsw / reqs);
+  bench::PrintResultsHead(reqs, elapsed, usage);
   printf("  Calls in window: %llu\n", static_cast<unsigned long long>(calls));
   printf("  Total calls: %llu\n", static_cast<unsigned long long>(calls_now()));
   if (counting) {
@@ -281,11 +273,11 @@ int Run(const Flags& f) {
   printf("client latency_us: %s", latency.ToString("us").c_str());
   // rpc-bench's machine-readable line, with pattern=grpc-<api>.
   printf("RESULT mode=%s pattern=grpc-%s client_threads=%d worker_threads=0 server_reactors=0 "
-         "payload_bytes=0 reqs_per_sec=%.1f user_us_per_req=%.3f sys_us_per_req=%.3f "
-         "ctxsw_per_req=%.4f allocs_per_req=%.3f p50_us=%llu p99_us=%llu calls=%llu "
-         "total_calls=%llu\n",
-         f.mode.c_str(), f.server_api.c_str(), f.client_threads, reqs / elapsed, user_us / reqs, sys_us / reqs,
-         ctxsw / reqs, counting ? allocs / reqs : -1.0,
+         "payload_bytes=0 ",
+         f.mode.c_str(), f.server_api.c_str(), f.client_threads);
+  bench::PrintResultRates(reqs, elapsed, usage);
+  printf(" allocs_per_req=%.3f p50_us=%llu p99_us=%llu calls=%llu total_calls=%llu\n",
+         counting ? allocs / reqs : -1.0,
          static_cast<unsigned long long>(latency.PercentileUpperBound(50)),
          static_cast<unsigned long long>(latency.PercentileUpperBound(99)),
          static_cast<unsigned long long>(calls), static_cast<unsigned long long>(calls_now()));
