@@ -25,6 +25,8 @@ struct DiffArgs {
   std::string format = "text";
   std::string output;
   double min_change = 0.1;
+  uint64_t before_operations = 0;
+  uint64_t after_operations = 0;
   CommonOptions common;
 };
 
@@ -33,7 +35,7 @@ struct DiffArgs {
 void RegisterDiffCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<DiffArgs>();
   CLI::App* sub = app.add_subcommand(
-      "diff", "Compare the cross-thread pairs of two runs (per 1000 allocations)");
+      "diff", "Compare the cross-thread pairs of two runs (per operation or per 1000 allocations)");
   sub->add_option("BEFORE", args->before, "Trace of the run before the change");
   sub->add_option("AFTER", args->after, "Trace of the run after the change");
   sub->add_option("--before", args->before_set,
@@ -48,6 +50,11 @@ void RegisterDiffCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(0.0, 1000.0))
       ->capture_default_str();
   sub->add_option("--output,-o", args->output, "Write the diff to this file (default stdout)");
+  sub->add_option("--before-operations", args->before_operations,
+                  "Operations the run before performed (with --after-operations: rates per "
+                  "operation)");
+  sub->add_option("--after-operations", args->after_operations,
+                  "Operations the run after performed");
   AddCommonOptions(sub, &args->common);
   sub->callback([args, exit_code] {
     if (ListSkips(args->common)) return;
@@ -61,12 +68,20 @@ void RegisterDiffCommand(CLI::App& app, int* exit_code) {
       *exit_code = kExitUsage;
       return;
     }
+    if ((args->before_operations == 0) != (args->after_operations == 0)) {
+      fmt::print(stderr, "crossfree diff: give both --before-operations and --after-operations "
+                         "(rates per operation need both runs' operations), or neither\n");
+      *exit_code = kExitUsage;
+      return;
+    }
     analyzer::Analysis before, after;
     if (!RunAnalysis("diff", before_traces, args->common, &before) ||
         !RunAnalysis("diff", after_traces, args->common, &after)) {
       *exit_code = kExitUsage;
       return;
     }
+    before.operations = args->before_operations;
+    after.operations = args->after_operations;
     analyzer::DiffResult d = analyzer::ComputeDiff(before, after, args->min_change);
     std::string text = args->format == "html" ? analyzer::render::RenderDiffHtml(before, after, d)
                        : args->format == "json" ? analyzer::render::RenderDiffJson(before, after, d)

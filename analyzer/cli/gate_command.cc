@@ -20,7 +20,8 @@ namespace {
 struct GateArgs {
   std::string baseline;
   std::vector<std::string> traces;
-  double max_growth = 1.5;
+  analyzer::GateOptions gate;
+  uint64_t operations = 0;
   bool write_baseline = false;
   std::string suppressions;
   bool accept_truncated = false;
@@ -75,6 +76,7 @@ std::string AcceptCommand(const GateArgs& a) {
   for (const std::string& s : c.skips) cmd += " --skip " + ShellQuote(s);
   if (c.no_default_skips) cmd += " --no-default-skips";
   if (c.key_lines) cmd += " --key-lines";
+  if (a.operations) cmd += fmt::format(" --operations {}", a.operations);
   for (const std::string& t : a.traces) cmd += " " + ShellQuote(t);
   return cmd;
 }
@@ -100,26 +102,31 @@ int RunGate(const GateArgs& a) {
   analyzer::Analysis analysis;
   if (!RunAnalysis("gate", a.traces, a.common, &analysis)) return kExitUsage;
   if (!CheckTruncation(a, analysis)) return kExitUsage;
+  analysis.operations = a.operations;
 
-  analyzer::GateResult result =
-      analyzer::EvaluateGate(analysis, baseline, suppressions, a.max_growth);
+  analyzer::GateResult result;
+  if (a.write_baseline) {
+    baseline.allowed.clear();  // rewritten whatever its unit; what changes is counted below
+    baseline.per_operation = analysis.per_operation();
+  }
+  if (!analyzer::EvaluateGate(analysis, baseline, suppressions, a.gate, &result, &error)) {
+    fmt::print(stderr, "crossfree gate: {}: {}\n", Printable(a.baseline), Printable(error));
+    return kExitUsage;
+  }
   if (a.write_baseline) {
     std::string text = analyzer::FormatBaseline(
         analyzer::UnsuppressedPairs(analysis, suppressions), analysis, AcceptCommand(a));
     if (!WriteOutput("gate", a.baseline, text, Escape::kNone)) return kExitUsage;
-    size_t added = std::count_if(result.offenses.begin(), result.offenses.end(),
-                                 [](const analyzer::GateOffense& o) { return o.is_new; });
-    fmt::print("crossfree gate: wrote {} ({} pairs allowed: {} new, {} re-rated, {} dropped; "
-               "{} suppressed)\n",
-               Printable(a.baseline), analysis.pairs.size() - result.suppressed.size(), added,
-               result.offenses.size() - added, result.gone.size(), result.suppressed.size());
+    fmt::print("crossfree gate: wrote {} ({} pairs allowed, rates {}; {} suppressed)\n",
+               Printable(a.baseline), analysis.pairs.size() - result.suppressed.size(),
+               analysis.UnitName(), result.suppressed.size());
     return kExitOk;
   }
   std::string text =
       a.format == "json"
-          ? analyzer::render::RenderGateJson(analysis, result, a.max_growth, AcceptCommand(a))
-          : analyzer::render::RenderGateText(analysis, result, a.max_growth, AcceptCommand(a),
-                                     TextWidth(a.common, "-"));
+          ? analyzer::render::RenderGateJson(analysis, result, AcceptCommand(a))
+          : analyzer::render::RenderGateText(analysis, result, AcceptCommand(a),
+                                             TextWidth(a.common, "-"));
   if (!WriteOutput("gate", "-", text)) return kExitUsage;
   return result.passed() ? kExitOk : kExitGateFailed;
 }
@@ -135,10 +142,18 @@ void RegisterGateCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--format", args->format, "Output format of the verdict")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  sub->add_option("--max-growth", args->max_growth,
-                  "Fail when an allowed pair's rate per 1000 allocations grew beyond this factor")
+  sub->add_option("--operations", args->operations,
+                  "Operations the traced run performed (RPC calls, requests): rates per "
+                  "operation, which other pairs' fixes do not move (default: per 1000 "
+                  "allocations)");
+  sub->add_option("--max-growth", args->gate.max_growth,
+                  "A group fails only beyond this factor of its baseline rate")
       ->check(CLI::Range(1.0, 1e9))
       ->capture_default_str();
+  sub->add_option("--min-effect", args->gate.min_effect,
+                  "A group fails only when its per-call rate rose by at least this much (default "
+                  "0.05 per operation, 1 per 1000 allocations)")
+      ->check(CLI::Range(0.0, 1e9));
   sub->add_flag("--write-baseline", args->write_baseline,
                 "Create or rewrite the baseline from this run instead of checking");
   sub->add_option("--suppressions", args->suppressions,

@@ -23,6 +23,7 @@ struct ReportArgs {
   size_t top = 10;
   std::string format = "text";
   std::string output;
+  uint64_t operations = 0;
   CommonOptions common;
 };
 
@@ -38,6 +39,9 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"text", "json", "html", "folded", "pprof"}))
       ->capture_default_str();
   sub->add_option("--output,-o", args->output, "Write the report to this file (default stdout)");
+  sub->add_option("--operations", args->operations,
+                  "Operations the traced run performed (RPC calls, requests): per-call rates "
+                  "become per operation");
   AddCommonOptions(sub, &args->common);
   sub->callback([args, exit_code] {
     if (ListSkips(args->common)) return;
@@ -51,6 +55,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       *exit_code = kExitUsage;
       return;
     }
+    analysis.operations = args->operations;
     analyzer::render::ReportOptions options;
     options.top = args->top;
     options.by = ToAnalysisOptions(args->common).by;

@@ -17,6 +17,41 @@ std::string PairKeyText(const std::string& alloc_role, const std::string& free_r
                      free_site);
 }
 
+const char* LifecycleName(Lifecycle l) {
+  return l == Lifecycle::kPerCall ? "per-call" : "bounded";
+}
+
+namespace {
+
+// 1234567 -> "1,234,567", as the renderers print counts.
+std::string Grouped(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string CrossPair::LifecycleEvidence() const {
+  if (lifecycle() == Lifecycle::kPerCall) {
+    return fmt::format("{} of {} objects in the steady state", Grouped(steady()), Grouped(count));
+  }
+  std::string out;
+  auto add = [&out](uint64_t n, const char* what) {
+    if (n == 0) return;
+    if (!out.empty()) out += "; ";
+    out += fmt::format("{} {}", Grouped(n), what);
+  };
+  add(thread_bounded, "freed after the allocating thread exited or allocated before the freeing "
+                      "thread's first event");
+  add(edge_bounded, "allocated and freed at the run's edges (start-up, shutdown)");
+  add(steady(), "in the steady state");
+  return out;
+}
+
 namespace {
 
 // Lone (stack, thread) counts of all traces -> the top sites, symbolized.
@@ -163,6 +198,9 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
       info.windows.push_back(e);
     }
     out->recording_windows |= info.recording_windows;
+    out->steady_states.push_back(
+        {results[t].steady_from_ns > start ? results[t].steady_from_ns - start : 0,
+         results[t].steady_to_ns > start ? results[t].steady_to_ns - start : 0});
     out->traces.push_back(std::move(info));
   }
   SamplingWarnings(*out, results, &out->warnings);
@@ -196,7 +234,7 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
     const ProcessTrace& trace = *set.traces()[t];
     std::vector<std::string> labels;
     for (const ThreadStream& s : trace.streams) labels.push_back(ThreadLabel(trace, s.tid, options.by));
-    results[t].pairs.ForEach([&](const PairKey& k, const CountBytes& v) {
+    results[t].pairs.ForEach([&](const PairKey& k, const PairCounts& v) {
       if (k.alloc_thread == k.free_thread) return;
       const Site& alloc_site = sites->Get(t, trace, k.alloc_stack);
       const Site& free_site = sites->Get(t, trace, k.free_stack);
@@ -216,6 +254,8 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
       CrossPair& p = out->pairs[it->second];
       p.count += v.count;
       p.bytes += v.bytes;
+      p.thread_bounded += v.thread_bounded;
+      p.edge_bounded += v.edge_bounded;
       p.size_classes[static_cast<int>(k.size_class)] += v.count;
       if (const Timeline* tl = results[t].timelines.Find(k)) {
         p.timeline.resize(kTimelineBuckets);

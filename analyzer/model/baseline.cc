@@ -50,40 +50,91 @@ bool ReadTextFile(const std::string& path, std::string* text, std::string* error
   return true;
 }
 
+// Parses "<number>" as a non-negative rate; false if it is not one.
+bool ParseRate(const std::string& text, double* rate) {
+  char* end = nullptr;
+  *rate = std::strtod(text.c_str(), &end);
+  return !text.empty() && end != text.c_str() && *end == '\0' && *rate >= 0 &&
+         *rate < 1e300;
+}
+
+// Splits off the first space-separated word of s.
+std::string NextWord(std::string* s) {
+  size_t space = s->find(' ');
+  std::string word = s->substr(0, space);
+  *s = space == std::string::npos ? "" : Trim(s->substr(space + 1));
+  return word;
+}
+
 bool ParseBaseline(const std::string& text, const std::string& name, Baseline* out,
                    std::string* error) {
   bool seen_header = false;
+  bool seen_unit = false;
   bool ok = ForEachLine(text, [&](int line, const std::string& t) {
     if (!seen_header) {
-      if (t != fmt::format("crossfree-baseline {}", kBaselineVersion)) {
+      if (t == "crossfree-baseline 1" || t == fmt::format("crossfree-baseline {}", kBaselineVersion)) {
+        out->version = t.back() - '0';
+        seen_header = true;
+        return true;
+      }
+      *error = fmt::format(
+          "{}:{}: not a crossfree baseline (expected 'crossfree-baseline {}' first)", name, line,
+          kBaselineVersion);
+      return false;
+    }
+    if (out->version >= 2 && t.rfind("unit ", 0) == 0) {
+      std::string unit = Trim(t.substr(5));
+      if (seen_unit || out->allowed.size() > 0 ||
+          (unit != "operation" && unit != "1000-allocations")) {
         *error = fmt::format(
-            "{}:{}: not a crossfree baseline (expected 'crossfree-baseline {}' first)", name,
-            line, kBaselineVersion);
+            "{}:{}: expected one 'unit operation' or 'unit 1000-allocations' before the "
+            "'allow' lines",
+            name, line);
         return false;
       }
-      seen_header = true;
+      out->per_operation = unit == "operation";
+      seen_unit = true;
       return true;
     }
     if (t.rfind("allow ", 0) != 0) {
-      *error = fmt::format("{}:{}: expected 'allow <rate> <pair key>'", name, line);
+      *error = fmt::format("{}:{}: expected {}", name, line,
+                           out->version >= 2 ? "'allow <per-call rate> <bounded rate> <pair key>'"
+                                             : "'allow <rate> <pair key>'");
+      return false;
+    }
+    if (out->version >= 2 && !seen_unit) {
+      *error = fmt::format("{}:{}: 'allow' before the 'unit' line", name, line);
       return false;
     }
     std::string rest = Trim(t.substr(6));
-    size_t space = rest.find(' ');
-    std::string rate_text = rest.substr(0, space);
-    char* end = nullptr;
-    double rate = std::strtod(rate_text.c_str(), &end);
-    if (space == std::string::npos || end == rate_text.c_str() || *end != '\0' || rate < 0) {
-      *error = fmt::format("{}:{}: bad rate '{}' (frees per 1000 allocations)", name, line,
-                           rate_text);
+    BaselineRates rates;
+    std::string per_call = NextWord(&rest);
+    if (!ParseRate(per_call, &rates.per_call)) {
+      *error = fmt::format("{}:{}: bad rate '{}' (objects per {})", name, line, per_call,
+                           out->per_operation ? "operation" : "1000 allocations");
       return false;
     }
-    out->allowed[Trim(rest.substr(space + 1))] = rate;
+    if (out->version >= 2) {
+      std::string bounded = NextWord(&rest);
+      if (!ParseRate(bounded, &rates.bounded)) {
+        *error = fmt::format("{}:{}: bad bounded rate '{}'", name, line, bounded);
+        return false;
+      }
+    }
+    if (rest.empty()) {
+      *error = fmt::format("{}:{}: 'allow' without a pair key", name, line);
+      return false;
+    }
+    out->allowed[rest] = rates;
     return true;
   });
   if (ok && !seen_header) {
     *error = fmt::format("{}: empty baseline (no 'crossfree-baseline {}' line)", name,
                          kBaselineVersion);
+    return false;
+  }
+  if (ok && out->version >= 2 && !seen_unit) {
+    *error = fmt::format("{}: no 'unit' line", name);
     return false;
   }
   return ok;
@@ -102,18 +153,20 @@ std::string FormatBaseline(const std::vector<const CrossPair*>& pairs, const Ana
             [](const CrossPair* a, const CrossPair* b) { return a->key < b->key; });
   std::string out;
   out += "# crossfree gate baseline: the cross-thread pairs this project allows.\n";
-  out += "# allow <frees per 1000 allocations when accepted> <alloc role> -> <free role> | "
-         "alloc: <site> | free: <site>\n";
+  out += fmt::format(
+      "# allow <per-call objects {0}> <bounded objects {0}> <alloc role> -> <free role> | "
+      "alloc: <site> | free: <site>\n",
+      analysis.UnitName());
   out += "# Regenerate with:\n#   " + accept_command + "\n";
   if (analysis.sampled()) {
     out += fmt::format(
-        "# Written from a trace sampled 1/{}: each rate is an estimate (the gate compares the\n"
-        "# lower bound of a sampled run's 95% interval with max-growth x the rate here).\n",
-        analysis.sample_period);
+        "# Written from a trace sampled 1/{}: each rate is an estimate.\n", analysis.sample_period);
   }
   out += fmt::format("crossfree-baseline {}\n", kBaselineVersion);
+  out += fmt::format("unit {}\n", analysis.per_operation() ? "operation" : "1000-allocations");
   for (const CrossPair* p : sorted) {
-    out += fmt::format("allow {:.4g} {}\n", analysis.PerThousand(p->count), p->key);
+    out += fmt::format("allow {:.4g} {:.4g} {}\n", analysis.PerUnit(p->steady()).value,
+                       analysis.PerUnit(p->bounded()).value, p->key);
   }
   return out;
 }

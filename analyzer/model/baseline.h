@@ -2,10 +2,14 @@
 // Analyzer: the gate's two input files, both line-oriented text so they
 // review and diff well in version control (formats in docs/guide/analyzer.md).
 //
-// Baseline: the cross-thread pairs a project allows, with the rate (frees
-// per 1000 allocations) each had when accepted:
-//   crossfree-baseline 1
-//   allow 12.5 worker-N -> reactor-N | alloc: A <- B | free: C <- D
+// Baseline: the cross-thread pairs a project allows, with the rates each
+// had when accepted: its per-call objects and its bounded (one-off) ones,
+// per operation or per 1000 allocations (the `unit` line):
+//   crossfree-baseline 2
+//   unit operation                     (or: unit 1000-allocations)
+//   allow 1.0002 0.0004 worker-N -> reactor-N | alloc: A <- B | free: C <- D
+// Version 1 files (`allow <rate> <key>`, per 1000 allocations, no
+// lifecycles) are still read: their rate counts as per-call.
 // Suppressions: pairs ignored by the gate, each with a mandatory reason:
 //   pattern: <ECMAScript regex searched in the pair key>
 //   reason: <why this pair is fine>
@@ -22,10 +26,17 @@
 
 namespace crossfree::analyzer {
 
-inline constexpr int kBaselineVersion = 1;
+inline constexpr int kBaselineVersion = 2;
+
+struct BaselineRates {
+  double per_call = 0;  // steady-state objects per unit when accepted
+  double bounded = 0;   // one-off objects per unit
+};
 
 struct Baseline {
-  std::map<std::string, double> allowed;  // pair key -> rate when accepted
+  int version = kBaselineVersion;
+  bool per_operation = false;  // the rates' unit: an operation, or 1000 allocations
+  std::map<std::string, BaselineRates> allowed;  // pair key -> rates when accepted
 };
 
 // Returns false with *error ("FILE:LINE: problem") on a malformed file.

@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// Analyzer: compares the cross-thread pairs of two runs by symbolic key, with
-// counts normalized per 1000 allocations of each run (runs differ in length),
-// as the before/after tables of the KUDU-1865 fixes. Stateless.
+// Analyzer: compares the cross-thread pairs of two runs by symbolic key, as
+// the before/after tables of the KUDU-1865 fixes. Stateless.
 //
-// Sampled runs (estimate.h): each rate is an estimate with a 95% interval,
-// and a pair counts as grown or shrunk only when the two intervals do not
-// overlap (and the estimates differ by more than min_change). Two 95%
-// intervals that do not overlap mean a difference at a level stricter than
-// 5%: the rule errs toward "unchanged". An unsampled run's interval is its
-// exact rate, so between two unsampled runs the rule is the plain
-// min_change one. A pair only one run's sample shows is gone or new as
-// before; `significant` says whether the other run's interval (of a count
-// of 0) excludes the rate seen.
+// Per-call pairs (CrossPair::lifecycle(), in either run) are compared by
+// their steady-state objects per unit of each run: per operation when both
+// runs' operations are known, else per 1000 allocations (runs differ in
+// length). Bounded pairs (one-off in every run that has them: start-up,
+// shutdown, once per thread) have no rate that means anything, and are
+// listed with their counts, not compared.
+//
+// A per-call pair is grown or shrunk when its rate changed by more than
+// min_change and the change is not noise: unsampled, the count is
+// implausible under the other run's rate (Poisson tail below
+// kSignificance, gate.h); sampled (estimate.h), the two 95% intervals do
+// not overlap. A pair whose per-call objects only one run has is gone or
+// new; `significant` says whether the other run's interval (of a count of
+// 0) excludes the rate seen.
 #pragma once
 
 #include <string>
@@ -22,15 +26,19 @@
 namespace crossfree::analyzer {
 
 
-enum class DiffStatus { kGone, kNew, kGrown, kShrunk, kUnchanged };
+enum class DiffStatus { kGone, kNew, kGrown, kShrunk, kUnchanged, kBounded };
 const char* DiffStatusName(DiffStatus status);
 
 struct DiffRow {
   DiffStatus status = DiffStatus::kUnchanged;
   const CrossPair* before = nullptr;  // null for kNew
   const CrossPair* after = nullptr;   // null for kGone
-  double before_rate = 0;             // frees per 1000 allocations
+  double before_rate = 0;             // per-call objects per unit (DiffResult)
   double after_rate = 0;
+  uint64_t before_steady = 0;         // sampled counts: per-call and bounded objects
+  uint64_t after_steady = 0;
+  uint64_t before_bounded = 0;
+  uint64_t after_bounded = 0;
   Estimate before_estimate;           // the rates, with their 95% intervals
   Estimate after_estimate;
   // The intervals do not overlap (always true for a change between
@@ -40,15 +48,16 @@ struct DiffRow {
 };
 
 struct DiffResult {
-  // Grouped by status (gone, new, grown, shrunk, unchanged), each by the
-  // larger of the two rates, descending, then key.
+  // Grouped by status (gone, new, grown, shrunk, unchanged, bounded), each
+  // by the larger of the two rates (counts for bounded), descending, then key.
   std::vector<DiffRow> rows;
   double min_change = 0.1;
-  bool sampled = false;  // either run is sampled
+  bool sampled = false;        // either run is sampled
+  bool per_operation = false;  // rates per operation (both runs' operations known)
 };
 
-// A pair present in both runs is grown/shrunk when its rate changed by more
-// than min_change (a fraction: 0.1 = 10%). The analyses must outlive the result.
+// min_change is a fraction (0.1 = 10%). The analyses must outlive the
+// result. Rates are per operation only when both runs have operations.
 DiffResult ComputeDiff(const Analysis& before, const Analysis& after, double min_change);
 
 

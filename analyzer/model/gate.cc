@@ -2,9 +2,11 @@
 // Analyzer: `crossfree gate` evaluation (see gate.h).
 #include "analyzer/model/gate.h"
 
+#include <boost/math/special_functions/gamma.hpp>
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace crossfree::analyzer {
@@ -17,7 +19,53 @@ const Suppression* FindSuppression(const CrossPair& p, const std::vector<Suppres
   return nullptr;
 }
 
+// Whether the group's per-call (or bounded) rate is beyond the baseline's:
+// the three tests of gate.h. Sets *limit and *p_value.
+bool Exceeds(const Analysis& analysis, uint64_t count, const Estimate& rate, double baseline,
+             double effect, double max_growth, double* limit, double* p_value) {
+  *limit = std::max(baseline + effect, baseline * max_growth);
+  // The effect on the estimate (a rate computed exactly at the effect size
+  // may land a rounding below it); the growth, in a sampled run, on the
+  // interval's lower bound: sampling noise alone does not fail a group.
+  if (rate.value < (baseline + effect) * (1 - 1e-9)) return false;
+  if ((analysis.sampled() ? rate.low : rate.value) <= baseline * max_growth) return false;
+  if (analysis.sampled()) {
+    *p_value = 0;
+    return true;
+  }
+  *p_value = PoissonUpperTail(count, baseline * analysis.Units());
+  return *p_value < kSignificance;
+}
+
 }  // namespace
+
+const char* GateVerdictName(GateVerdict v) {
+  switch (v) {
+    case GateVerdict::kNew: return "NEW";
+    case GateVerdict::kGrown: return "GROWN";
+    case GateVerdict::kBoundedGrowing: return "BOUNDED-GROWING";
+  }
+  return "?";
+}
+
+std::string GroupKeyOf(const std::string& pair_key) {
+  // "ar -> fr | alloc: A | free: F" -> "ar | alloc: A"
+  size_t arrow = pair_key.find(" -> ");
+  size_t alloc = pair_key.find(" | alloc: ");
+  size_t free = pair_key.rfind(" | free: ");
+  if (arrow == std::string::npos || alloc == std::string::npos || free == std::string::npos ||
+      arrow > alloc || free < alloc) {
+    return pair_key;
+  }
+  return pair_key.substr(0, arrow) + pair_key.substr(alloc, free - alloc);
+}
+
+double PoissonUpperTail(uint64_t k, double lambda) {
+  if (k == 0) return 1.0;
+  if (lambda <= 0) return 0.0;
+  // P(X >= k) = P(k, lambda), the regularized lower incomplete gamma function.
+  return boost::math::gamma_p(static_cast<double>(k), lambda);
+}
 
 std::vector<const CrossPair*> UnsuppressedPairs(const Analysis& analysis,
                                                 const std::vector<Suppression>& suppressions) {
@@ -28,10 +76,37 @@ std::vector<const CrossPair*> UnsuppressedPairs(const Analysis& analysis,
   return out;
 }
 
-GateResult EvaluateGate(const Analysis& analysis, const Baseline& baseline,
-                        const std::vector<Suppression>& suppressions, double max_growth) {
-  GateResult r;
+bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
+                  const std::vector<Suppression>& suppressions, const GateOptions& options,
+                  GateResult* result, std::string* error) {
+  GateResult& r = *result;
+  r = GateResult();
   r.sampled = analysis.sampled();
+  r.per_operation = analysis.per_operation();
+  r.units = analysis.Units();
+  r.max_growth = options.max_growth;
+  r.min_effect = options.min_effect > 0
+                     ? options.min_effect
+                     : (r.per_operation ? kMinEffectPerOperation : kMinEffectPerThousand);
+  if (!baseline.allowed.empty() && baseline.per_operation != r.per_operation) {
+    *error = baseline.per_operation
+                 ? "the baseline's rates are per operation: give the run's operations "
+                   "(--operations N)"
+                 : "the baseline's rates are per 1000 allocations: gate without --operations, "
+                   "or rewrite the baseline with --operations (--write-baseline)";
+    return false;
+  }
+
+  // The baseline's rates by group.
+  std::map<std::string, BaselineRates> baseline_groups;
+  for (const auto& [key, rates] : baseline.allowed) {
+    BaselineRates& g = baseline_groups[GroupKeyOf(key)];
+    g.per_call += rates.per_call;
+    g.bounded += rates.bounded;
+  }
+
+  // This run's groups.
+  std::map<std::string, GateGroup> groups;
   std::set<std::string> seen;
   for (const CrossPair& p : analysis.pairs) {
     seen.insert(p.key);
@@ -39,27 +114,59 @@ GateResult EvaluateGate(const Analysis& analysis, const Baseline& baseline,
       r.suppressed.push_back({&p, s});
       continue;
     }
-    double rate = analysis.PerThousand(p.count);
-    Estimate estimate = analysis.Rate(p.count);
-    auto it = baseline.allowed.find(p.key);
-    if (it == baseline.allowed.end()) {
-      r.offenses.push_back({&p, true, 0, rate, estimate, 0});
+    GateGroup& g = groups[GroupKeyOf(p.key)];
+    if (g.pairs.empty()) {
+      g.key = GroupKeyOf(p.key);
+      g.alloc_role = p.alloc_role;
+      g.alloc_site = &p.alloc_site;
+    }
+    g.pairs.push_back(&p);
+    g.steady += p.steady();
+    g.bounded += p.bounded();
+  }
+  r.groups = groups.size();
+
+  for (auto& [key, g] : groups) {
+    g.rate = analysis.PerUnit(g.steady);
+    g.bounded_rate = analysis.PerUnit(g.bounded);
+    if (auto it = baseline_groups.find(key); it != baseline_groups.end()) {
+      g.in_baseline = true;
+      g.baseline_rate = it->second.per_call;
+      g.baseline_bounded_rate = it->second.bounded;
+    }
+    GateOffense o;
+    bool failed = false;
+    if (Exceeds(analysis, g.steady, g.rate, g.baseline_rate, r.min_effect, options.max_growth,
+                &o.limit, &o.p_value)) {
+      o.verdict = g.in_baseline ? GateVerdict::kGrown : GateVerdict::kNew;
+      failed = true;
+    } else if (r.per_operation &&
+               Exceeds(analysis, g.bounded, g.bounded_rate, g.baseline_bounded_rate,
+                       kBoundedEffectPerOperation, options.max_growth, &o.limit, &o.p_value)) {
+      o.verdict = GateVerdict::kBoundedGrowing;
+      failed = true;
+    }
+    if (failed) {
+      o.group = g;
+      r.offenses.push_back(std::move(o));
       continue;
     }
-    double limit = std::max(it->second, kMinBaselineRate) * max_growth;
-    // Unsampled: the rate itself; sampled: only a rate surely above it.
-    if ((r.sampled ? estimate.low : rate) > limit) {
-      r.offenses.push_back({&p, false, it->second, rate, estimate, limit});
-    } else {
-      r.allowed.push_back(&p);
+    ++r.allowed;
+    for (const CrossPair* p : g.pairs) {
+      if (!baseline.allowed.count(p->key)) r.new_within_noise.push_back(p);
     }
   }
-  for (const auto& [key, rate] : baseline.allowed) {
+  for (const auto& [key, rates] : baseline.allowed) {
     if (!seen.count(key)) r.gone.push_back(key);
   }
+  auto excess = [](const GateOffense& o) {
+    const Estimate& e = o.verdict == GateVerdict::kBoundedGrowing ? o.group.bounded_rate
+                                                                   : o.group.rate;
+    return e.value - o.limit;
+  };
   std::stable_sort(r.offenses.begin(), r.offenses.end(),
-                   [](const GateOffense& a, const GateOffense& b) { return a.rate > b.rate; });
-  return r;
+                   [&](const GateOffense& a, const GateOffense& b) { return excess(a) > excess(b); });
+  return true;
 }
 
 }  // namespace crossfree::analyzer

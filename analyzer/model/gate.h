@@ -1,14 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
-// Analyzer: the CI gate. A run passes when every cross-thread pair it has is
-// suppressed, or allowed by the baseline and its rate (frees per 1000
-// allocations) is at most max_growth times the rate the baseline recorded.
-// Stateless.
+// Analyzer: the CI gate. Stateless; used from one thread.
 //
-// A sampled run (estimate.h): a pair the baseline does not allow fails as
-// soon as one sampled object shows it (what was seen happened: the count is
-// at least 1). An allowed pair fails as grown only when the lower bound of
-// its rate's 95% interval is above the limit, so sampling noise alone fails
-// a run in at most 2.5% of runs per pair at the limit (fewer below it).
+// The gate judges allocation groups, not single pairs: the objects one role
+// allocates at one site and other threads free, whichever thread frees them
+// (which pool thread frees an object is often a matter of timing, and would
+// split one hand-off into keys that come and go between runs). Each group
+// has two counts (CrossPair): its per-call objects (the steady state) and
+// its bounded ones (start-up, shutdown, once per thread), each a rate per
+// unit: per operation when the run's operations are given (--operations),
+// else per 1000 allocations.
+//
+// A group fails when its per-call rate r, against the baseline's b (0 for a
+// group the baseline does not have), passes all three of:
+//   r - b >= min_effect      the change is one that matters (default: 0.05
+//                            objects per operation, 1 per 1000 allocations)
+//   r > b * max_growth       and is more than a drift of a large rate
+//   P(X >= c | Poisson(b x units)) < kSignificance
+//                            and is not run-to-run noise of the count c
+// (in a sampled run, the lower bound of r's 95% interval replaces r in the
+// second test and the interval replaces the Poisson test). Per operation, a group's
+// bounded rate fails the same way with kBoundedEffectPerOperation in place
+// of min_effect: one-off objects whose number grew with the work are not
+// one-off. Per 1000 allocations bounded objects are not judged (their rate
+// there moves with the run's length). docs/guide/ci-gate.md gives the rule
+// and what it is sure to catch.
 #pragma once
 
 #include <string>
@@ -20,26 +35,61 @@
 
 namespace crossfree::analyzer {
 
-// Baseline rates below this (a pair seen less than once per million
-// allocations) are compared as this, so a rare pair is not a failure for
-// being seen twice.
-inline constexpr double kMinBaselineRate = 0.001;
+inline constexpr double kMinEffectPerOperation = 0.05;
+inline constexpr double kMinEffectPerThousand = 1.0;
+inline constexpr double kBoundedEffectPerOperation = 1.0;
+inline constexpr double kSignificance = 1e-3;
+
+struct GateOptions {
+  double max_growth = 1.5;
+  double min_effect = 0;  // 0: kMinEffectPerOperation or kMinEffectPerThousand by the unit
+};
+
+// "alloc_role | alloc: site": the group a pair key belongs to.
+std::string GroupKeyOf(const std::string& pair_key);
+
+struct GateGroup {
+  std::string key;
+  std::string alloc_role;
+  const Site* alloc_site = nullptr;       // of its first pair
+  std::vector<const CrossPair*> pairs;    // this run's, not suppressed, by count desc
+  uint64_t steady = 0;                    // sampled counts, summed over pairs
+  uint64_t bounded = 0;
+  Estimate rate;                          // per-call objects per unit
+  Estimate bounded_rate;
+  bool in_baseline = false;               // some pair of the group is
+  double baseline_rate = 0;               // per unit, summed over the baseline's pairs
+  double baseline_bounded_rate = 0;
+};
+
+enum class GateVerdict {
+  kNew,             // per-call objects the baseline does not have
+  kGrown,           // more per-call objects than the baseline allows
+  kBoundedGrowing,  // more one-off objects than one-offs can be
+};
+const char* GateVerdictName(GateVerdict v);
 
 struct GateOffense {
-  const CrossPair* pair = nullptr;
-  bool is_new = false;       // not in the baseline at all
-  double baseline_rate = 0;  // when !is_new
-  double rate = 0;
-  Estimate rate_estimate;    // the rate with its 95% interval (exact when unsampled)
-  double limit = 0;          // when !is_new: the rate allowed
+  GateGroup group;
+  GateVerdict verdict = GateVerdict::kNew;
+  double limit = 0;    // the rate it had to stay under
+  double p_value = 0;  // P(a count this high | the baseline's rate), unsampled runs
 };
 
 struct GateResult {
-  std::vector<GateOffense> offenses;  // by rate, descending
-  std::vector<const CrossPair*> allowed;
+  std::vector<GateOffense> offenses;  // by rate above the limit, descending
+  size_t groups = 0;                  // groups of this run (not suppressed)
+  size_t allowed = 0;                 // groups within the baseline
+  // Pairs the baseline does not have that did not fail: few enough
+  // per-call objects to be noise, or bounded. Listed, not failed.
+  std::vector<const CrossPair*> new_within_noise;
   std::vector<std::pair<const CrossPair*, const Suppression*>> suppressed;
   std::vector<std::string> gone;      // baseline keys this run does not have
-  bool sampled = false;               // the run is sampled (rules above)
+  bool sampled = false;
+  bool per_operation = false;
+  double units = 0;                   // operations, or allocations / 1000
+  double min_effect = 0;              // as applied
+  double max_growth = 0;
   bool passed() const { return offenses.empty(); }
 };
 
@@ -47,8 +97,13 @@ struct GateResult {
 std::vector<const CrossPair*> UnsuppressedPairs(const Analysis& analysis,
                                                 const std::vector<Suppression>& suppressions);
 
-GateResult EvaluateGate(const Analysis& analysis, const Baseline& baseline,
-                        const std::vector<Suppression>& suppressions, double max_growth);
+// Fails with *error when the baseline's unit is not the analysis's (rates
+// per operation against a run without --operations, or the reverse).
+bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
+                  const std::vector<Suppression>& suppressions, const GateOptions& options,
+                  GateResult* result, std::string* error);
 
+// P(X >= k) for X ~ Poisson(lambda): 1 for k = 0, 0 for k > 0 = lambda.
+double PoissonUpperTail(uint64_t k, double lambda);
 
 }  // namespace crossfree::analyzer

@@ -136,6 +136,62 @@ std::string BareFunctionName(std::string_view demangled) {
   return std::string(name);
 }
 
+std::string KeyFunctionName(std::string_view demangled) {
+  std::string_view name = CallableName(demangled);
+  std::string out;
+  out.reserve(name.size());
+  int depth = 0;  // inside <>, [] or {} (template arguments, lambda names)
+  for (size_t i = 0; i < name.size();) {
+    char c = name[i];
+    if (out.ends_with("operator")) {
+      // The operator's own characters are its name ("operator()",
+      // "operator<<", "operator[]"), not parameters or template brackets.
+      if (name.substr(i).starts_with("()")) {
+        out += "()";
+        i += 2;
+        continue;
+      }
+      constexpr std::string_view kOperatorChars = "<>=!+-*/%^&|~[],";
+      if (kOperatorChars.find(c) != std::string_view::npos) {
+        while (i < name.size() && kOperatorChars.find(name[i]) != std::string_view::npos) {
+          out += name[i++];
+        }
+        continue;
+      }
+      // "operator new", "operator delete[]", a conversion: an ordinary name.
+    }
+    if (c == '(' && depth == 0 &&
+        !name.substr(i).starts_with("(anonymous namespace)")) {
+      // A parameter list: skip to its matching ')', then the qualifiers
+      // that may follow it (" const", " &&", " noexcept", " volatile").
+      int parens = 0;
+      for (; i < name.size(); ++i) {
+        if (name[i] == '(') ++parens;
+        if (name[i] == ')' && --parens == 0) {
+          ++i;
+          break;
+        }
+      }
+      for (std::string_view q : {" const", " volatile", " &&", " &", " noexcept"}) {
+        if (name.substr(i).starts_with(q)) i += q.size();
+      }
+      continue;
+    }
+    if (c == '<' || c == '[' || c == '{') ++depth;
+    if ((c == '>' || c == ']' || c == '}') && depth > 0) --depth;
+    out += c;
+    ++i;
+  }
+  return out;
+}
+
+std::string KeyFrameName(const SymbolFrame& frame, bool with_line) {
+  if (frame.function.empty()) return FrameName(frame, with_line);
+  SymbolFrame keyed = frame;
+  keyed.function = KeyFunctionName(frame.function);
+  return FrameName(keyed, with_line);
+}
+
 std::string FrameName(const SymbolFrame& frame, bool with_line) {
   std::string name;
   if (!frame.function.empty()) {
@@ -211,7 +267,7 @@ const Site& SiteBuilder::Get(size_t trace_index, const ProcessTrace& trace, uint
   if (site.frames.empty() && first) site.frames.push_back(*first);
   for (const SymbolFrame& f : site.frames) {
     if (!site.key.empty()) site.key += " <- ";
-    site.key += FrameName(f, options_.key_lines);
+    site.key += KeyFrameName(f, options_.key_lines);
   }
   return site;
 }

@@ -70,14 +70,25 @@ std::string_view CallableName(std::string_view demangled);
 // "Producer").
 std::string BareFunctionName(std::string_view demangled);
 
+// A function's name as keys use it: CallableName without its parameter
+// lists and the qualifiers after them ("ns::C::Run(Flags const&) const" ->
+// "ns::C::Run", "f(int)::{lambda()#1}::operator()() const" ->
+// "f::{lambda()#1}::operator()"). The symbolizer names a function with
+// parameters when the debug info has its linkage name and without when it
+// has only DW_AT_name (-g1 line tables), so keys without them are the same
+// whatever the debug-info level of the build.
+std::string KeyFunctionName(std::string_view demangled);
+
 struct Site {
   std::string key;                  // frames joined by " <- " (callee first)
   std::vector<SymbolFrame> frames;  // the frames the key is made of
 };
 
 // "Foo::Bar(int)", or "libfoo.so+0x1234", or "0x7f...": the name of a frame
-// as used in keys; with_line appends " (file.cc:42)" when known.
+// as shown; with_line appends " (file.cc:42)" when known.
 std::string FrameName(const SymbolFrame& frame, bool with_line);
+// The same as used in keys: the function by KeyFunctionName.
+std::string KeyFrameName(const SymbolFrame& frame, bool with_line);
 
 class SiteBuilder {
  public:

@@ -59,7 +59,7 @@ struct Ev {
   uint64_t address;
   uint64_t size;
   uint32_t stack;
-  Rank rank;  // kFree, kAlloc, kWindowOpen or kWindowClose
+  Rank rank;  // kFree, kAlloc, kWindowOpen, kWindowClose or kThreadExit
   uint8_t from_realloc;
 
   OrderKey key() const { return {timestamp_ns, rank}; }
@@ -69,6 +69,9 @@ inline bool IsAlloc(const Ev& e) { return e.rank == Rank::kAlloc; }
 inline bool IsWindowEdge(const Ev& e) {
   return e.rank == Rank::kWindowOpen || e.rank == Rank::kWindowClose;
 }
+// Not an allocation or a free: a window edge or a thread's exit, which every
+// worker gets.
+inline bool IsMarker(const Ev& e) { return e.rank != Rank::kAlloc && e.rank != Rank::kFree; }
 
 // A chunk's decoding state: claimed by exactly one worker (kUndecoded ->
 // kDecoding by compare-exchange), published with kDecoded.
@@ -89,6 +92,12 @@ struct Shared {
   uint64_t window_from = 0;            // absolute timestamps
   uint64_t window_to = ~uint64_t{0};
   uint64_t origin_ns = 0;  // timelines start here
+  // Coarse time for the lifecycle signals (PairCounts): ticks of 2^tick_shift
+  // ns since origin_ns, 32 bits wide (tick_shift is chosen so the trace fits).
+  int tick_shift = 10;
+  uint32_t steady_from_tick = 0;  // the steady state, [from, to] in ticks
+  uint32_t steady_to_tick = ~uint32_t{0};
+  std::vector<uint32_t> first_tick;  // [stream]: its first chunk's base
   bool starts_closed = false;  // kHeaderFlagWindowed: recording began closed
   int jobs = 1;
   uint64_t max_buffered = 0;
@@ -162,6 +171,11 @@ class SlotDecoder : public ChunkVisitor {
     slot_->null_events += nulls;
   }
   void OnCentral(const format::CentralEvent&) override { NoteCentral(); }
+  // So does a thread's exit: every worker may hold objects it allocated.
+  void OnThreadExit(uint32_t, uint64_t ts_ns) override {
+    Ev ev{ts_ns, 0, 0, 0, Rank::kThreadExit, 0};
+    for (auto& part : slot_->parts) part.push_back(ev);
+  }
   // A window edge concerns every address: each worker gets it.
   void OnWindow(uint32_t, uint64_t ts_ns, format::WindowState state, format::WindowCause) override {
     Ev ev{ts_ns, 0, 0, 0,
@@ -275,6 +289,7 @@ struct AddressState {
   // the pair its free makes is keyed by it.
   uint8_t size_class;
   uint16_t epoch;  // of the address's last event, saturated at kMaxEpoch
+  uint32_t alloc_tick;  // while kLive: when it was allocated (Shared::tick_shift)
 };
 static_assert(sizeof(AddressState) == 32);
 static_assert(kSizeClassCount <= 256);  // AddressState::size_class
@@ -351,6 +366,8 @@ struct PairTally {
   static constexpr uint32_t kNoTimeline = ~uint32_t{0};
   uint64_t count = 0;
   uint64_t bytes = 0;
+  uint64_t thread_bounded = 0;  // PairCounts
+  uint64_t edge_bounded = 0;
   uint32_t timeline = kNoTimeline;
 };
 
@@ -372,6 +389,7 @@ class Worker {
         window_to_(shared->window_to),
         windowed_(window_from_ != 0 || window_to_ != ~uint64_t{0}),
         reopened_(shared->starts_closed),
+        exited_(shared->trace->streams.size(), 0),
         entry_stack_(shared->trace->streams.size(), format::kNoStack) {}
 
   // Never throws: an exception leaving a worker thread would terminate the
@@ -406,9 +424,11 @@ class Worker {
     result->counts.Add(counts_);
     if (index_ == 0) result->windows = edges_;
     pairs_.ForEach([result](const PairKey& k, const PairTally& v) {
-      CountBytes& t = result->pairs[k];
+      PairCounts& t = result->pairs[k];
       t.count += v.count;
       t.bytes += v.bytes;
+      t.thread_bounded += v.thread_bounded;
+      t.edge_bounded += v.edge_bounded;
     });
     auto merge = [](auto& from, auto& to) {
       from.ForEach([&to](const StackThread& k, const CountBytes& v) {
@@ -490,7 +510,7 @@ class Worker {
     uint32_t& entry = entry_stack_[stream];
     if (entry != format::kNoStack) return;
     for (const Ev& e : part) {
-      if (IsWindowEdge(e) || OutsideWindow(e)) continue;
+      if (IsMarker(e) || OutsideWindow(e)) continue;
       if (e.stack != format::kNoStack) {
         entry = e.stack;
         return;
@@ -568,8 +588,12 @@ class Worker {
   }
 
   void Process(const Ev& e, StreamIndex thread) {
-    if (IsWindowEdge(e)) {
-      ProcessEdge(e);
+    if (IsMarker(e)) {
+      if (e.rank == Rank::kThreadExit) {
+        exited_[thread.value] = 1;
+      } else {
+        ProcessEdge(e);
+      }
       return;
     }
     if (OutsideWindow(e)) {
@@ -599,6 +623,7 @@ class Worker {
       s.thread = thread;
       s.epoch = Epoch();
       s.size_class = static_cast<uint8_t>(SizeClassIndex(e.size));
+      s.alloc_tick = Tick(e.timestamp_ns);
       return;
     }
     ++counts_.frees;
@@ -622,6 +647,7 @@ class Worker {
       if (s.thread != thread) {
         ++counts_.cross_thread;
         NoteTimeline(tally, e.timestamp_ns);
+        NoteLifecycle(tally, s, thread, e.timestamp_ns);
       }
       return;
     }
@@ -672,6 +698,23 @@ class Worker {
     s.epoch = Epoch();
   }
 
+  uint32_t Tick(uint64_t ts) const {
+    uint64_t t = (ts > shared_->origin_ns ? ts - shared_->origin_ns : 0) >> shared_->tick_shift;
+    return static_cast<uint32_t>(std::min<uint64_t>(t, ~uint32_t{0}));
+  }
+  bool Steady(uint32_t tick) const {
+    return tick >= shared_->steady_from_tick && tick <= shared_->steady_to_tick;
+  }
+
+  // The lifecycle signals of a cross-thread object (PairCounts), at its free.
+  void NoteLifecycle(PairTally& tally, const AddressState& s, StreamIndex freeing, uint64_t ts) {
+    if (exited_[s.thread.value] || uint64_t{s.alloc_tick} + 1 < shared_->first_tick[freeing.value]) {
+      ++tally.thread_bounded;
+    } else if (!Steady(s.alloc_tick) && !Steady(Tick(ts))) {
+      ++tally.edge_bounded;
+    }
+  }
+
   void NoteTimeline(PairTally& tally, uint64_t ts) {
     uint64_t since = ts > shared_->origin_ns ? ts - shared_->origin_ns : 0;
     while ((since >> timeline_shift_) >= kTimelineBuckets) {
@@ -708,8 +751,35 @@ class Worker {
   uint16_t epoch_ = 0;  // closes_, saturated at kMaxEpoch
   bool last_edge_is_close_ = false;
   std::vector<WindowEdge> edges_;  // worker 0 only
+  std::vector<uint8_t> exited_;  // [stream index]: its exit record came
   std::vector<uint32_t> entry_stack_;  // [stream index]
 };
+
+// The lifecycle signals' clock (Shared::tick_shift), each stream's first
+// tick, and the steady state: the trace's duration, as far as its chunks'
+// base timestamps tell it, less kEdgeShare at each end. Decided before the
+// pass from the chunk index alone, so the pass classifies each object at
+// its free, with no second pass.
+void SetLifecycleClock(const ProcessTrace& trace, Shared* shared) {
+  uint64_t last = shared->origin_ns;
+  for (const ThreadStream& stream : trace.streams) {
+    for (const format::Chunk& c : stream.chunks) last = std::max(last, c.base_timestamp_ns);
+  }
+  uint64_t duration = last - shared->origin_ns;
+  while ((duration >> shared->tick_shift) >= (uint64_t{1} << 31)) ++shared->tick_shift;
+  uint64_t ticks = duration >> shared->tick_shift;
+  uint64_t edge = duration < kMinSteadyNs
+                      ? 0
+                      : static_cast<uint64_t>(static_cast<double>(ticks) * kEdgeShare);
+  shared->steady_from_tick = static_cast<uint32_t>(edge);
+  shared->steady_to_tick = duration < kMinSteadyNs ? ~uint32_t{0} : static_cast<uint32_t>(ticks - edge);
+  shared->first_tick.clear();
+  for (const ThreadStream& stream : trace.streams) {
+    uint64_t first = stream.chunks.empty() ? shared->origin_ns : stream.chunks.front().base_timestamp_ns;
+    for (const format::Chunk& c : stream.chunks) first = std::min(first, c.base_timestamp_ns);
+    shared->first_tick.push_back(static_cast<uint32_t>((first - shared->origin_ns) >> shared->tick_shift));
+  }
+}
 
 }  // namespace
 
@@ -737,6 +807,9 @@ bool PairTrace(ProcessTrace& trace, const PairingOptions& options, PairingResult
   }
   if (shared.origin_ns == ~uint64_t{0}) shared.origin_ns = 0;
   result->timeline_origin_ns = shared.origin_ns;
+  SetLifecycleClock(trace, &shared);
+  result->steady_from_ns = shared.origin_ns + (uint64_t{shared.steady_from_tick} << shared.tick_shift);
+  result->steady_to_ns = shared.origin_ns + (uint64_t{shared.steady_to_tick} << shared.tick_shift);
   if (options.windowed()) {
     uint64_t start = trace.header.fields.start_monotonic_ns ? trace.header.fields.start_monotonic_ns
                                                             : shared.origin_ns;

@@ -76,6 +76,32 @@ struct CountBytes {
   uint64_t bytes = 0;
 };
 
+// The share of a trace's duration at each end that is not its steady state
+// (start-up before it, shutdown after it): the edge signal below. A trace
+// shorter than kMinSteadyNs has no steady state to tell apart, and no edges.
+inline constexpr double kEdgeShare = 0.05;
+inline constexpr uint64_t kMinSteadyNs = 50'000'000;
+
+// A pair's objects, counted, and of its cross-thread ones those that one of
+// two signals marks as one-off (bounded: their number does not grow with the
+// work; docs/design.md, "Lifecycles"):
+//  - thread_bounded: freed after the allocating thread had exited, or
+//    allocated before the freeing thread's first event (thread churn, objects
+//    handed to a new thread; by more than one tick of the pass's clock, about
+//    a microsecond, since a thread's first recorded event may come a little
+//    after its start);
+//  - edge_bounded (of the others): allocated and freed outside the steady
+//    state, both ends in the first or last kEdgeShare of the trace (start-up,
+//    shutdown, and objects that live from one to the other).
+// The rest, count - thread_bounded - edge_bounded, are the steady-state
+// objects, which per-call rates count.
+struct PairCounts {
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  uint64_t thread_bounded = 0;
+  uint64_t edge_bounded = 0;
+};
+
 // When a pair's cross-thread frees happened: kTimelineBuckets buckets of
 // 2^shift ns each from the trace's first chunk. The width doubles (and the
 // buckets fold in pairs) as the trace goes on, so any duration fits.
@@ -152,7 +178,7 @@ struct WindowEdge {
 // The result for one trace.
 struct PairingResult {
   PairingCounts counts;
-  FlatMap<PairKey, CountBytes, PairKeyHash> pairs;  // every pair, same- and cross-thread
+  FlatMap<PairKey, PairCounts, PairKeyHash> pairs;  // every pair, same- and cross-thread
   FlatMap<StackThread, CountBytes, StackThreadHash> live;
   FlatMap<StackThread, CountBytes, StackThreadHash> live_window_end;
   FlatMap<StackThread, CountBytes, StackThreadHash> unknown_frees;
@@ -175,6 +201,9 @@ struct PairingResult {
   // whether it started closed (header flag kHeaderFlagWindowed).
   std::vector<WindowEdge> windows;
   bool starts_closed = false;
+  // The steady state the edge signal used (PairCounts), absolute ns.
+  uint64_t steady_from_ns = 0;
+  uint64_t steady_to_ns = 0;
 
   AllocsFrees ByClass(StreamIndex thread, int size_class) const {
     const AllocsFrees* v = by_class.Find(ThreadClass{thread, static_cast<uint32_t>(size_class)});

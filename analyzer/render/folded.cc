@@ -35,9 +35,12 @@ std::string RenderReportFolded(const Analysis& a) {
   std::string out;
   // Folded stacks have no header: a sampled run's lines all start with one
   // root frame that says so, which every flame graph shows at its base.
+  // Under it, the pair's lifecycle, so per-call and one-off objects stand
+  // apart at the base of the graph.
   std::string root = a.sampled() ? fmt::format("[estimated, sampled 1/{}];", a.sample_period) : "";
   for (const CrossPair& p : a.pairs) {
     out += root;
+    out += fmt::format("[{}];", LifecycleName(p.lifecycle()));
     AppendSite(out, p.alloc_role, p.alloc_site);
     out += ";-> ";
     std::string free_side;

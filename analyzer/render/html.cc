@@ -61,10 +61,11 @@ std::string PairJson(const CrossPair& p, const Analysis& a) {
   }
   return fmt::format(
       "{{\"key\":{},\"a\":{},\"f\":{},\"n\":{},\"b\":{},\"r\":{:.4f},\"as\":{},\"fs\":{},"
-      "\"ak\":{},\"fk\":{},\"sc\":{},\"t\":{}{}}}",
+      "\"ak\":{},\"fk\":{},\"sc\":{},\"t\":{},\"lc\":\"{}\",\"lce\":{}{}}}",
       JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), a.Scaled(p.count),
       a.Scaled(p.bytes), a.PerThousand(p.count), FramesJson(p.alloc_site), FramesJson(p.free_site),
-      JsonString(p.alloc_site.key), JsonString(p.free_site.key), classes, timeline, sampled);
+      JsonString(p.alloc_site.key), JsonString(p.free_site.key), classes, timeline,
+      LifecycleName(p.lifecycle()), JsonString(p.LifecycleEvidence()), sampled);
 }
 
 std::string RunJson(const Analysis& a) {
@@ -119,6 +120,12 @@ tr.pair:hover{background:#fafae8}
 .muted{color:#777}.bar-a{fill:#c0504d}.bar-f{fill:#4f81bd}
 input{font-size:14px;padding:3px;width:24em}
 .gone{background:#eaf6ea}.new{background:#fbeaea}.grown{background:#fbf3e6}.shrunk{background:#eef3fa}
+.bounded{background:#f4f4f4}
+.panels{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,560px),1fr));gap:8px}
+.panel{min-width:0;padding:6px;box-sizing:border-box;overflow-x:auto}
+table.diff{width:100%;table-layout:fixed}table.diff th:first-child,table.diff td:first-child{width:auto}
+table.diff th:not(:first-child),table.diff td:not(:first-child){width:6.5em}
+table.diff .stack{white-space:pre-wrap;overflow-wrap:anywhere}
 )CSS";
 
 // The page script: draws every section from the JSON model. Written for
@@ -167,7 +174,7 @@ function heatmap(run, id) {
 const PAGE = 200;
 function pairsTable(run) {
   let sortKey = 'n', desc = true, shown = PAGE, filter = '';
-  const cols = [['#', null], ['allocating', 'a'], ['freeing', 'f'], ['frees', 'n'], ['bytes', 'b'], ['per 1000 allocs', 'r'], ['size classes', null], ['timeline', null], ['allocated at', 'ak'], ['freed at', 'fk']];
+  const cols = [['#', null], ['allocating', 'a'], ['freeing', 'f'], ['frees', 'n'], ['bytes', 'b'], ['per 1000 allocs', 'r'], ['lifecycle', 'lc'], ['size classes', null], ['timeline', null], ['allocated at', 'ak'], ['freed at', 'fk']];
   function rows() {
     const q = filter.toLowerCase();
     let list = q ? run.pairs.filter(p => (p.a + ' ' + p.f + ' ' + p.ak + ' ' + p.fk).toLowerCase().includes(q)) : run.pairs.slice();
@@ -179,6 +186,7 @@ function pairsTable(run) {
     let s = '<tr>' + cols.map(c => '<th class="' + (c[1] === 'a' || c[1] === 'f' || c[1] === 'ak' || c[1] === 'fk' || c[1] === null ? 'l' : '') + '" data-key="' + (c[1] || '') + '">' + c[0] + (c[1] === sortKey ? (desc ? ' \u25be' : ' \u25b4') : '') + '</th>').join('') + '</tr>';
     list.slice(0, shown).forEach((p, i) => {
       s += '<tr class="pair"><td>' + (i + 1) + '</td><td class="l">' + esc(p.a) + '</td><td class="l">' + esc(p.f) + '</td><td>' + fmt(p.n) + '</td><td>' + bytes(p.b) + '</td><td>' + p.r.toFixed(1) +
+           '</td><td class="l" title="' + esc(p.lce) + '">' + esc(p.lc) +
            '</td><td class="l">' + p.sc.slice().sort((x, y) => y[1] - x[1]).slice(0, 4).map(c => esc(c[0]) + ' ' + (100 * c[1] / p.n).toFixed(0) + '%').join('<br>') +
            '</td><td>' + spark(p.t, 128, 24) + '</td><td class="stack">' + stackHtml(p.as, p.ak) + '</td><td class="stack">' + stackHtml(p.fs, p.fk) + '</td></tr>';
     });
@@ -216,11 +224,20 @@ function central(run) {
   el('central').innerHTML = '<tr><th class="l">role</th><th>fetches</th><th>releases</th></tr>' + run.central.map(r => '<tr><td class="l">' + esc(r[0]) + '</td><td>' + fmt(r[1]) + '</td><td>' + fmt(r[2]) + '</td></tr>').join('');
 }
 function diffTables() {
-  const groups = {gone: [], 'new': [], grown: [], shrunk: []};
+  const groups = {gone: [], 'new': [], grown: [], shrunk: [], unchanged: [], bounded: []};
   M.rows.forEach(r => { if (groups[r.s]) groups[r.s].push(r); });
-  el('diff').innerHTML = Object.keys(groups).map(g => '<div class="' + g + '" style="flex:1 1 45%;min-width:420px;padding:6px;box-sizing:border-box"><h3>' + g + ' (' + groups[g].length + ')</h3><table>' +
-    '<tr><th class="l">pair</th><th>before /1000</th><th>after /1000</th></tr>' +
-    groups[g].map(r => '<tr class="diff-row"><td class="l">' + esc(r.a) + ' \u2192 ' + esc(r.f) + '<div class="stack">' + esc(r.ak) + '\n' + esc(r.fk) + '</div></td><td>' + r.br.toFixed(2) + '</td><td>' + r.ar.toFixed(2) + '</td></tr>').join('') + '</table></div>').join('');
+  const unit = M.per_operation ? '/op' : '/1000';
+  const num = (x, d) => Number(x).toFixed(d);
+  el('diff').innerHTML = Object.keys(groups).filter(g => groups[g].length).map(g => {
+    const bounded = g === 'bounded';
+    const head = bounded ? '<tr><th class="l">pair</th><th>before</th><th>after</th></tr>'
+      : '<tr><th class="l">pair</th><th>before ' + unit + '</th><th>after ' + unit + '</th><th>before</th><th>after</th></tr>';
+    return '<section class="panel ' + g + '"><h3>' + g + (bounded ? ': one-off pairs, counts only' : ': per-call pairs') + ' (' + groups[g].length + ')</h3><table class="diff">' + head +
+      groups[g].map(r => '<tr class="diff-row"><td class="l">' + esc(r.a) + ' \u2192 ' + esc(r.f) + '<div class="stack">' + esc(r.ak) + '\n' + esc(r.fk) + '</div></td>' +
+        (bounded ? '<td>' + fmt(r.bc) + '</td><td>' + fmt(r.ac) + '</td>'
+                 : '<td>' + num(r.br, M.per_operation ? 3 : 2) + '</td><td>' + num(r.ar, M.per_operation ? 3 : 2) + '</td><td>' + fmt(r.bs) + '</td><td>' + fmt(r.as) + '</td>') +
+        '</tr>').join('') + '</table></section>';
+  }).join('');
 }
 const started = performance.now();
 try {
@@ -377,10 +394,13 @@ std::string RenderDiffHtml(const Analysis& before, const Analysis& after, const 
   for (size_t i = 0; i < d.rows.size(); ++i) {
     const DiffRow& r = d.rows[i];
     const CrossPair& p = r.pair();
-    rows += fmt::format("{}{{\"s\":\"{}\",\"a\":{},\"f\":{},\"ak\":{},\"fk\":{},\"br\":{:.4f},\"ar\":{:.4f}}}",
-                        i ? "," : "", DiffStatusName(r.status), JsonString(p.alloc_role),
-                        JsonString(p.free_role), JsonString(p.alloc_site.key),
-                        JsonString(p.free_site.key), r.before_rate, r.after_rate);
+    rows += fmt::format(
+        "{}{{\"s\":\"{}\",\"a\":{},\"f\":{},\"ak\":{},\"fk\":{},\"br\":{:.6g},\"ar\":{:.6g},"
+        "\"bs\":{},\"as\":{},\"bc\":{},\"ac\":{}}}",
+        i ? "," : "", DiffStatusName(r.status), JsonString(p.alloc_role), JsonString(p.free_role),
+        JsonString(p.alloc_site.key), JsonString(p.free_site.key), r.before_rate, r.after_rate,
+        before.Scaled(r.before_steady), after.Scaled(r.after_steady),
+        before.Scaled(r.before ? r.before->count : 0), after.Scaled(r.after ? r.after->count : 0));
   }
   rows += "]";
   std::string sampled;
@@ -408,13 +428,16 @@ std::string RenderDiffHtml(const Analysis& before, const Analysis& after, const 
       sampled +
       "<div style=\"display:flex;gap:2em\"><div><h2>Before</h2><table class=\"summary\" id=\"summary-before\"></table></div>"
       "<div><h2>After</h2><table class=\"summary\" id=\"summary-after\"></table></div></div>\n"
-      "<h2>Pairs gone, new, grown and shrunk (per 1000 allocations of each run)</h2>"
-      "<div id=\"diff\" style=\"display:flex;flex-wrap:wrap\"></div>\n"
+      "<h2>Per-call pairs by their steady-state objects " +
+      std::string(d.per_operation ? "per operation" : "per 1000 allocations") +
+      " of each run, with their counts; one-off pairs by count</h2>"
+      "<div id=\"diff\" class=\"panels\"></div>\n"
       "<div style=\"display:flex;gap:2em\"><div><h2>Before by role</h2><table class=\"heat\" id=\"heatmap-before\"></table></div>"
       "<div><h2>After by role</h2><table class=\"heat\" id=\"heatmap-after\"></table></div></div>";
   return Page("crossfree diff", body,
-              "{\"kind\":\"diff\",\"before\":" + RunJson(before) + ",\"after\":" + RunJson(after) +
-                  ",\"rows\":" + rows + "}");
+              "{\"kind\":\"diff\",\"per_operation\":" +
+                  std::string(d.per_operation ? "true" : "false") + ",\"before\":" +
+                  RunJson(before) + ",\"after\":" + RunJson(after) + ",\"rows\":" + rows + "}");
 }
 
 }  // namespace crossfree::analyzer::render

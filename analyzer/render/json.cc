@@ -116,6 +116,17 @@ std::string RunJson(const Analysis& a) {
 
 }  // namespace
 
+// A pair's lifecycle (CrossPair::lifecycle()) with its evidence, and its
+// per-call objects per unit of the run.
+std::string LifecycleJson(const Analysis& a, const CrossPair& p) {
+  return fmt::format(
+      "{{\"class\": \"{}\", \"steady\": {}, \"bounded_thread\": {}, \"bounded_edge\": {}, "
+      "\"per_call_rate\": {:.6g}, \"unit\": \"{}\", \"evidence\": {}}}",
+      LifecycleName(p.lifecycle()), a.Scaled(p.steady()), a.Scaled(p.thread_bounded),
+      a.Scaled(p.edge_bounded), a.PerUnit(p.steady()).value, a.UnitName(),
+      JsonString(p.LifecycleEvidence()));
+}
+
 std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
   const PairingCounts& c = a.counts;
   std::string out = "{\n";
@@ -184,10 +195,11 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
     out += fmt::format(
         "{}\n    {{\"rank\": {}, \"key\": {}, \"alloc_role\": {}, \"free_role\": {}, "
         "\"count\": {}, \"bytes\": {}, \"share\": {:.4f}, \"per_1000_allocs\": {:.3f},{}\n"
+        "     \"lifecycle\": {},\n"
         "     \"size_classes\": [{}],\n     \"alloc_site\": {},\n     \"free_site\": {}}}",
         i ? "," : "", i + 1, JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role),
         a.Scaled(p.count), a.Scaled(p.bytes), Share(p.count, c.cross_thread), a.PerThousand(p.count),
-        estimate, classes, SiteJson(p.alloc_site), SiteJson(p.free_site));
+        estimate, LifecycleJson(a, p), classes, SiteJson(p.alloc_site), SiteJson(p.free_site));
   }
   out += shown ? "\n  ],\n" : "],\n";
   out += "  \"asymmetry\": [";
@@ -271,6 +283,9 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
   std::string out = "{\n";
   out += fmt::format("  \"schema_version\": {},\n  \"command\": \"diff\",\n", kDiffSchemaVersion);
   out += fmt::format("  \"min_change\": {:.4f},\n", d.min_change);
+  out += fmt::format("  \"unit\": \"{}\",\n", d.per_operation ? "per operation" : "per 1000 allocations");
+  out += "  \"rates\": \"per-call objects (the steady state) per unit; bounded pairs are listed with "
+         "their counts, not compared\",\n";
   if (d.sampled) {
     out += "  \"significance\": \"a change counts only when the two runs' 95% intervals do not "
            "overlap\",\n";
@@ -286,9 +301,9 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
       out += fmt::format(
           "{}\n    {{\"status\": \"{}\", \"significant\": {}, \"key\": {}, \"alloc_role\": {}, "
           "\"free_role\": {}, \"alloc_site\": {}, \"free_site\": {},\n     \"before\": "
-          "{{\"count\": {}, \"per_1000_allocs\": {:.3f}, \"estimate\": {{\"count\": {}, "
-          "\"per_1000_allocs\": {}}}}},\n     \"after\": {{\"count\": {}, \"per_1000_allocs\": "
-          "{:.3f}, \"estimate\": {{\"count\": {}, \"per_1000_allocs\": {}}}}}}}",
+          "{{\"count\": {}, \"rate\": {:.6g}, \"estimate\": {{\"count\": {}, "
+          "\"rate\": {}}}}},\n     \"after\": {{\"count\": {}, \"rate\": "
+          "{:.6g}, \"estimate\": {{\"count\": {}, \"rate\": {}}}}}}}",
           i ? "," : "", DiffStatusName(r.status), r.significant ? "true" : "false",
           JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role),
           JsonString(p.alloc_site.key), JsonString(p.free_site.key), before.Scaled(bc),
@@ -300,11 +315,12 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
     out += fmt::format(
         "{}\n    {{\"status\": \"{}\", \"key\": {}, \"alloc_role\": {}, \"free_role\": {}, "
         "\"alloc_site\": {}, \"free_site\": {},\n     \"before\": {{\"count\": {}, "
-        "\"per_1000_allocs\": {:.3f}}}, \"after\": {{\"count\": {}, \"per_1000_allocs\": {:.3f}}}}}",
+        "\"steady\": {}, \"bounded\": {}, \"rate\": {:.6g}}}, \"after\": {{\"count\": {}, "
+        "\"steady\": {}, \"bounded\": {}, \"rate\": {:.6g}}}}}",
         i ? "," : "", DiffStatusName(r.status), JsonString(p.key), JsonString(p.alloc_role),
         JsonString(p.free_role), JsonString(p.alloc_site.key), JsonString(p.free_site.key),
-        r.before ? r.before->count : 0, r.before_rate, r.after ? r.after->count : 0,
-        r.after_rate);
+        r.before ? r.before->count : 0, r.before_steady, r.before_bounded, r.before_rate,
+        r.after ? r.after->count : 0, r.after_steady, r.after_bounded, r.after_rate);
   }
   out += d.rows.empty() ? "]" : "\n  ]";
   if (before.central.present() || after.central.present()) {  // only then: older outputs unchanged
@@ -314,46 +330,48 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
   return out;
 }
 
-std::string RenderGateJson(const Analysis& a, const GateResult& r, double max_growth,
+std::string RenderGateJson(const Analysis& a, const GateResult& r,
                            const std::string& accept_command) {
   auto pair = [&a](const CrossPair& p) {
-    std::string estimate =
-        a.sampled() ? fmt::format(", \"estimate\": {{\"count\": {}, \"per_1000_allocs\": {}}}",
-                                  EstimateJson(a.Count(p.count)), EstimateJson(a.Rate(p.count), 3))
-                    : "";
     return fmt::format(
         "{{\"key\": {}, \"alloc_role\": {}, \"free_role\": {}, \"count\": {}, \"bytes\": {}, "
-        "\"per_1000_allocs\": {:.3f}{}, \"alloc_site\": {}, \"free_site\": {}}}",
+        "\"lifecycle\": {}, \"alloc_site\": {}, \"free_site\": {}}}",
         JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), a.Scaled(p.count),
-        a.Scaled(p.bytes), a.PerThousand(p.count), estimate, SiteJson(p.alloc_site),
-        SiteJson(p.free_site));
+        a.Scaled(p.bytes), LifecycleJson(a, p), SiteJson(p.alloc_site), SiteJson(p.free_site));
   };
-  std::string out = fmt::format("{{\n  \"schema_version\": {},\n  \"passed\": {},\n", kGateSchemaVersion,
-                                r.passed() ? "true" : "false");
-  out += fmt::format("  \"max_growth\": {},\n  \"allocations\": {},\n", max_growth,
-                     a.Allocations());
-  if (r.sampled) {
-    out += "  \"sampling\": " + SamplingJson(a) + ",\n";
-    out += "  \"rule\": \"new: seen in the sample; grown: the rate's 95% interval is wholly above "
-           "the limit\",\n";
-  }
+  std::string out = fmt::format("{{\n  \"schema_version\": {},\n  \"passed\": {},\n",
+                                kGateSchemaVersion, r.passed() ? "true" : "false");
+  out += fmt::format(
+      "  \"unit\": \"{}\",\n  \"units\": {:.6g},\n  \"operations\": {},\n  \"allocations\": {},\n",
+      r.per_operation ? "per operation" : "per 1000 allocations", r.units, a.operations,
+      a.Allocations());
+  out += fmt::format(
+      "  \"rule\": {{\"min_effect\": {:.6g}, \"max_growth\": {:.6g}, \"significance\": {:.6g}, "
+      "\"bounded_effect\": {}}},\n",
+      r.min_effect, r.max_growth, kSignificance,
+      r.per_operation ? fmt::format("{:.6g}", kBoundedEffectPerOperation) : "null");
+  if (r.sampled) out += "  \"sampling\": " + SamplingJson(a) + ",\n";
   out += "  \"offenses\": [";
   for (size_t i = 0; i < r.offenses.size(); ++i) {
     const GateOffense& o = r.offenses[i];
-    std::string sampled =
-        r.sampled ? fmt::format(", \"rate_low\": {:.3f}, \"rate_high\": {:.3f}, \"limit\": {:.3f}",
-                                o.rate_estimate.low, o.rate_estimate.high, o.limit)
-                  : "";
-    out += fmt::format("{}\n    {{\"new\": {}, \"rate\": {:.3f}, \"baseline_rate\": {:.3f}{}, \"pair\": {}}}",
-                       i ? "," : "", o.is_new ? "true" : "false", o.rate, o.baseline_rate,
-                       sampled, pair(*o.pair));
+    const GateGroup& g = o.group;
+    std::string pairs;
+    for (size_t k = 0; k < g.pairs.size(); ++k) pairs += (k ? ",\n       " : "") + pair(*g.pairs[k]);
+    out += fmt::format(
+        "{}\n    {{\"verdict\": \"{}\", \"group\": {}, \"rate\": {}, \"bounded_rate\": {}, "
+        "\"baseline_rate\": {:.6g}, \"baseline_bounded_rate\": {:.6g}, \"limit\": {:.6g}, "
+        "\"p_value\": {:.3g},\n     \"pairs\": [{}]}}",
+        i ? "," : "", GateVerdictName(o.verdict), JsonString(g.key), EstimateJson(g.rate, 6),
+        EstimateJson(g.bounded_rate, 6), g.baseline_rate, g.baseline_bounded_rate, o.limit,
+        o.p_value, pairs);
   }
   out += r.offenses.empty() ? "],\n" : "\n  ],\n";
-  out += "  \"allowed\": [";
-  for (size_t i = 0; i < r.allowed.size(); ++i) {
-    out += fmt::format("{}\n    {}", i ? "," : "", pair(*r.allowed[i]));
+  out += fmt::format("  \"groups\": {},\n  \"allowed_groups\": {},\n", r.groups, r.allowed);
+  out += "  \"new_within_noise\": [";
+  for (size_t i = 0; i < r.new_within_noise.size(); ++i) {
+    out += fmt::format("{}\n    {}", i ? "," : "", pair(*r.new_within_noise[i]));
   }
-  out += r.allowed.empty() ? "],\n" : "\n  ],\n";
+  out += r.new_within_noise.empty() ? "],\n" : "\n  ],\n";
   out += "  \"suppressed\": [";
   for (size_t i = 0; i < r.suppressed.size(); ++i) {
     out += fmt::format("{}\n    {{\"pattern\": {}, \"reason\": {}, \"pair\": {}}}", i ? "," : "",

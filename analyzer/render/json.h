@@ -28,7 +28,7 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
 
 // `crossfree gate --format json`: the verdict, the offending, allowed,
 // suppressed and gone pairs, and the command that accepts the offenders.
-std::string RenderGateJson(const Analysis& analysis, const GateResult& result, double max_growth,
+std::string RenderGateJson(const Analysis& analysis, const GateResult& result,
                            const std::string& accept_command);
 
 }  // namespace crossfree::analyzer::render

@@ -15,8 +15,8 @@ namespace crossfree::analyzer::render {
 
 // JSON schema versions: bump on any incompatible change of the document.
 inline constexpr int kReportSchemaVersion = 1;
-inline constexpr int kDiffSchemaVersion = 1;
-inline constexpr int kGateSchemaVersion = 1;
+inline constexpr int kDiffSchemaVersion = 2;
+inline constexpr int kGateSchemaVersion = 2;
 
 // How much of a report to show (text and JSON alike).
 struct ReportOptions {

@@ -101,8 +101,9 @@ std::string RenderReportPprof(const Analysis& a) {
     p.set_period(a.sample_period);
   }
   int64_t alloc_role = b.String("alloc_role"), free_role = b.String("free_role"),
-          free_site = b.String("free_site");
+          free_site = b.String("free_site"), lifecycle = b.String("lifecycle");
   for (const CrossPair& pair : a.pairs) {
+    const std::string lifecycle_name = LifecycleName(pair.lifecycle());
     auto* s = p.add_sample();
     if (pair.alloc_site.frames.empty()) {
       s->add_location_id(b.KeyLocation(pair.alloc_site.key));
@@ -124,7 +125,8 @@ std::string RenderReportPprof(const Analysis& a) {
     }
     for (auto [key, value] : {std::pair{alloc_role, &pair.alloc_role},
                               std::pair{free_role, &pair.free_role},
-                              std::pair{free_site, &pair.free_site.key}}) {
+                              std::pair{free_site, &pair.free_site.key},
+                              std::pair{lifecycle, &lifecycle_name}}) {
       auto* label = s->add_label();
       label->set_key(key);
       label->set_str(b.String(*value));

@@ -259,6 +259,14 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
                        a.PerThousand(p.count), HumanBytes(p.bytes));
     }
     out += Fit("    size classes: " + SizeClassesText(p), Width()) + "\n";
+    std::string rate = a.per_operation()
+                           ? fmt::format("; {:.4g} per-call objects per operation",
+                                         a.PerUnit(p.steady()).value)
+                           : "";
+    out += Fit(fmt::format("    lifecycle: {} ({}){}", LifecycleName(p.lifecycle()),
+                           p.LifecycleEvidence(), rate),
+               Width()) +
+           "\n";
     out += SiteText(p.alloc_site, "allocated at  ", 4, Width());
     out += SiteText(p.free_site, "freed at      ", 4, Width());
   }
@@ -379,121 +387,115 @@ namespace {
 
 // The diff of runs one of which (or both) is sampled: estimates with their
 // 95% intervals, and the significance rule of diff.h.
-std::string SampledDiffText(const Analysis& before, const Analysis& after, const DiffResult& d) {
-  std::string out;
-  out += Fit("crossfree diff: before " + RunNames(before) +
-                 (before.sampled() ? " (" + SampledLabel(before.sample_period) + ")" : ""),
-             Width()) +
-         "\n";
-  out += Fit("                after  " + RunNames(after) +
-                 (after.sampled() ? " (" + SampledLabel(after.sample_period) + ")" : ""),
-             Width()) +
-         "\n";
-  out += "  sampled: ~ marks an estimate, [95% interval]; a change counts only when the two "
-         "intervals do not overlap\n\n";
-  auto cell = [](const Analysis& a, uint64_t count) {
-    Estimate e = a.Count(count);
-    return a.sampled() ? EstimateText(e) + " [" + IntervalText(e) + "]" : Commas(count);
-  };
-  auto rate_cell = [](const Analysis& a, const Estimate& e) {
-    return a.sampled() ? fmt::format("~{:.1f} [{}]", e.value, RateIntervalText(e))
-                       : fmt::format("{:.1f}", e.value);
-  };
-  out += fmt::format("  {:<24}{:>34}{:>34}\n", "", "before", "after");
-  out += fmt::format("  {:<24}{:>34}{:>34}\n", "allocations", Commas(before.Allocations()),
-                     Commas(after.Allocations()));
-  out += fmt::format("  {:<24}{:>34}{:>34}\n", "cross-thread frees",
-                     cell(before, before.counts.cross_thread), cell(after, after.counts.cross_thread));
-  out += fmt::format("  {:<24}{:>34}{:>34}\n", "  per 1000 allocations",
-                     rate_cell(before, before.Rate(before.counts.cross_thread)),
-                     rate_cell(after, after.Rate(after.counts.cross_thread)));
-  out += fmt::format("  {:<24}{:>34}{:>34}\n", "cross-thread pairs", before.pairs.size(),
-                     after.pairs.size());
-  out += RenderCentralDiffText(before.central, before.Allocations(), after.central,
-                               after.Allocations());
-  static const DiffStatus kOrder[] = {DiffStatus::kGone, DiffStatus::kNew, DiffStatus::kGrown,
-                                      DiffStatus::kShrunk, DiffStatus::kUnchanged};
-  static const char* kTitles[] = {
-      "Gone: pairs BEFORE's sample shows and AFTER's does not",
-      "New: pairs only AFTER's sample shows",
-      "Grown: intervals apart, rate up by more than {:.0f}%",
-      "Shrunk: intervals apart, rate down by more than {:.0f}%",
-      "Unchanged: intervals overlap, or rate within {:.0f}%"};
-  for (int s = 0; s < 5; ++s) {
-    size_t n = std::count_if(d.rows.begin(), d.rows.end(),
-                             [&](const DiffRow& r) { return r.status == kOrder[s]; });
-    out += "\n" + fmt::format(fmt::runtime(kTitles[s]), 100.0 * d.min_change) +
-           fmt::format(" ({})\n", n);
-    if (n == 0) continue;
-    out += fmt::format("  {:>30} {:>30}  {}\n", "before/1k [95%]", "after/1k [95%]",
-                       "alloc role -> free role");
-    for (const DiffRow& r : d.rows) {
-      if (r.status != kOrder[s]) continue;
-      const CrossPair& p = r.pair();
-      std::string head = fmt::format("  {:>30} {:>30}  ", rate_cell(before, r.before_estimate),
-                                     rate_cell(after, r.after_estimate));
-      out += head + Fit(p.alloc_role + " -> " + p.free_role, Room(head.size())) + "\n";
-      std::string counts = fmt::format(
-          "        sampled frees {} -> {}", Commas(r.before ? r.before->count : 0),
-          Commas(r.after ? r.after->count : 0));
-      if ((r.status == DiffStatus::kGone || r.status == DiffStatus::kNew) && !r.significant) {
-        counts += "; not significant: the intervals overlap";
-      }
-      out += counts + "\n";
-      out += SiteLines(p.alloc_site, "        alloc: ");
-      out += SiteLines(p.free_site, "        free:  ");
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string RenderDiffText(const Analysis& before, const Analysis& after, const DiffResult& d,
                            size_t width) {
   WidthScope scope(width);
-  if (d.sampled) return SampledDiffText(before, after, d);
   std::string out;
-  out += Fit("crossfree diff: before " + RunNames(before), Width()) + "\n";
-  out += Fit("                after  " + RunNames(after), Width()) + "\n\n";
-  out += fmt::format("  {:<30}{:>15}{:>15}\n", "", "before", "after");
-  out += fmt::format("  {:<30}{:>15}{:>15}\n", "allocations", Commas(before.counts.allocations),
-                     Commas(after.counts.allocations));
-  out += fmt::format("  {:<30}{:>15}{:>15}\n", "cross-thread frees",
-                     Commas(before.counts.cross_thread), Commas(after.counts.cross_thread));
-  double br = before.PerThousand(before.counts.cross_thread);
-  double ar = after.PerThousand(after.counts.cross_thread);
-  std::string change = br > 0 ? fmt::format("   ({:+.1f}%)", 100.0 * (ar - br) / br) : "";
-  out += fmt::format("  {:<30}{:>15.1f}{:>15.1f}{}\n", "  per 1000 allocations", br, ar, change);
-  out += fmt::format("  {:<30}{:>15}{:>15}\n", "cross-thread pairs", before.pairs.size(),
-                     after.pairs.size());
+  auto run_line = [](const char* head, const Analysis& a) {
+    return Fit(head + RunNames(a) + (a.sampled() ? " (" + SampledLabel(a.sample_period) + ")" : ""),
+               Width()) +
+           "\n";
+  };
+  out += run_line("crossfree diff: before ", before);
+  out += run_line("                after  ", after);
+  if (d.sampled) {
+    out += "  sampled: ~ marks an estimate, [95% interval]; a change counts only when the two "
+           "intervals do not overlap\n";
+  }
+  // Counts and rates, exact or estimated with their intervals.
+  auto cell = [](const Analysis& a, uint64_t count) {
+    Estimate e = a.Count(count);
+    return a.sampled() ? EstimateText(e) + " [" + IntervalText(e) + "]" : Commas(count);
+  };
+  const int decimals = d.per_operation ? 3 : 1;
+  auto rate_cell = [decimals](const Analysis& a, const Estimate& e) {
+    return a.sampled() ? fmt::format("~{:.{}f} [{}]", e.value, decimals, RateIntervalText(e, decimals))
+                       : fmt::format("{:.{}f}", e.value, decimals);
+  };
+  const int w = d.sampled ? 34 : 15;
+  auto row = [&out, w](std::string_view label, const std::string& b, const std::string& a) {
+    out += fmt::format("  {:<30}{:>{}}{:>{}}\n", label, b, w, a, w);
+  };
+  auto steady_total = [](const Analysis& a) {
+    uint64_t n = 0;
+    for (const CrossPair& p : a.pairs) n += p.steady();
+    return n;
+  };
+  const char* unit = d.per_operation ? "per operation" : "per 1000 allocations";
+  out += "\n";
+  row("", "before", "after");
+  row("allocations", Commas(before.Allocations()), Commas(after.Allocations()));
+  if (d.per_operation) row("operations", Commas(before.operations), Commas(after.operations));
+  row("cross-thread frees", cell(before, before.counts.cross_thread),
+      cell(after, after.counts.cross_thread));
+  row("  per-call (steady state)", cell(before, steady_total(before)),
+      cell(after, steady_total(after)));
+  row(fmt::format("    {}", unit),
+      rate_cell(before, d.per_operation ? before.PerUnit(steady_total(before))
+                                        : before.Rate(steady_total(before))),
+      rate_cell(after, d.per_operation ? after.PerUnit(steady_total(after))
+                                       : after.Rate(steady_total(after))));
+  row("  bounded (one-off)", cell(before, before.counts.cross_thread - steady_total(before)),
+      cell(after, after.counts.cross_thread - steady_total(after)));
+  row("cross-thread pairs", fmt::format("{}", before.pairs.size()),
+      fmt::format("{}", after.pairs.size()));
+  out += RenderCentralDiffText(before.central, before.Allocations(), after.central,
+                               after.Allocations());
 
-  // tcmalloc central transfers per role, when either run recorded them.
-  out += RenderCentralDiffText(before.central, before.counts.allocations, after.central,
-                               after.counts.allocations);
-
-  static const DiffStatus kOrder[] = {DiffStatus::kGone, DiffStatus::kNew, DiffStatus::kGrown,
-                                      DiffStatus::kShrunk, DiffStatus::kUnchanged};
-  static const char* kTitles[] = {"Gone: pairs of BEFORE that AFTER no longer has",
-                                  "New: pairs only AFTER has",
-                                  "Grown: rate up by more than {:.0f}%",
-                                  "Shrunk: rate down by more than {:.0f}%",
-                                  "Unchanged: rate within {:.0f}%"};
-  for (int s = 0; s < 5; ++s) {
+  static const DiffStatus kOrder[] = {DiffStatus::kGone,   DiffStatus::kNew,
+                                      DiffStatus::kGrown,  DiffStatus::kShrunk,
+                                      DiffStatus::kUnchanged, DiffStatus::kBounded};
+  static const char* kTitles[] = {
+      "Gone: per-call pairs AFTER no longer has",
+      "New: per-call pairs only AFTER has",
+      "Grown: per-call rate up by more than {:.0f}%, beyond noise",
+      "Shrunk: per-call rate down by more than {:.0f}%, beyond noise",
+      "Unchanged: per-call rate within {:.0f}%, or within noise",
+      "Bounded: one-off pairs (start-up, shutdown, once per thread), counts only: their number "
+      "does not grow with the work"};
+  out += fmt::format("\nPer-call pairs are compared by their steady-state objects {}.\n", unit);
+  const std::string unit_head = d.per_operation ? "/op" : "/1k";
+  for (int s = 0; s < 6; ++s) {
     size_t n = std::count_if(d.rows.begin(), d.rows.end(),
                              [&](const DiffRow& r) { return r.status == kOrder[s]; });
     out += "\n" + fmt::format(fmt::runtime(kTitles[s]), 100.0 * d.min_change) +
            fmt::format(" ({})\n", n);
     if (n == 0) continue;
-    out += fmt::format("  {:>10} {:>10} {:>12} {:>12}  {}\n", "before/1k", "after/1k", "before",
-                       "after", "alloc role -> free role");
+    const bool bounded = kOrder[s] == DiffStatus::kBounded;
+    const int rw = d.sampled ? 30 : 10;
+    if (bounded) {
+      out += fmt::format("  {:>{}} {:>{}}  {}\n", "before", rw, "after", rw,
+                         "alloc role -> free role");
+    } else {
+      out += fmt::format("  {:>{}} {:>{}} {:>12} {:>12}  {}\n", "before" + unit_head, rw,
+                         "after" + unit_head, rw, "before", "after", "alloc role -> free role");
+    }
     for (const DiffRow& r : d.rows) {
       if (r.status != kOrder[s]) continue;
       const CrossPair& p = r.pair();
-      std::string head = fmt::format("  {:>10.1f} {:>10.1f} {:>12} {:>12}  ", r.before_rate,
-                                     r.after_rate, Commas(r.before ? r.before->count : 0),
-                                     Commas(r.after ? r.after->count : 0));
+      std::string head =
+          bounded ? fmt::format("  {:>{}} {:>{}}  ", cell(before, r.before ? r.before->count : 0), rw,
+                                cell(after, r.after ? r.after->count : 0), rw)
+                  : fmt::format("  {:>{}} {:>{}} {:>12} {:>12}  ", rate_cell(before, r.before_estimate),
+                                rw, rate_cell(after, r.after_estimate), rw,
+                                Commas(r.before_steady), Commas(r.after_steady));
       out += head + Fit(p.alloc_role + " -> " + p.free_role, Room(head.size())) + "\n";
+      std::string note;
+      if (!bounded && (r.before_bounded || r.after_bounded)) {
+        note = fmt::format("one-off objects too: {} -> {}", Commas(r.before_bounded),
+                           Commas(r.after_bounded));
+      }
+      if (d.sampled) {
+        note += (note.empty() ? "" : "; ") +
+                fmt::format("sampled frees {} -> {}", Commas(r.before ? r.before->count : 0),
+                            Commas(r.after ? r.after->count : 0));
+        if ((r.status == DiffStatus::kGone || r.status == DiffStatus::kNew) && !r.significant) {
+          note += "; not significant: the intervals overlap";
+        }
+      }
+      if (!note.empty()) out += Fit("        " + note, Width()) + "\n";
       out += SiteLines(p.alloc_site, "        alloc: ");
       out += SiteLines(p.free_site, "        free:  ");
     }
@@ -501,58 +503,84 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
   return out;
 }
 
-std::string RenderGateText(const Analysis& analysis, const GateResult& r, double max_growth,
+std::string RenderGateText(const Analysis& analysis, const GateResult& r,
                            const std::string& accept_command, size_t width) {
   WidthScope scope(width);
   std::string out;
-  size_t new_count = std::count_if(r.offenses.begin(), r.offenses.end(),
-                                   [](const GateOffense& o) { return o.is_new; });
+  const char* unit = r.per_operation ? "per operation" : "per 1000 allocations";
+  std::string units = r.per_operation ? fmt::format("{} operations", Commas(analysis.operations))
+                                      : fmt::format("{} allocations", Commas(analysis.Allocations()));
   if (r.passed()) {
     out += fmt::format(
-        "crossfree gate: PASSED: {} cross-thread pairs, {} allowed by the baseline, {} "
-        "suppressed\n",
-        analysis.pairs.size(), r.allowed.size(), r.suppressed.size());
+        "crossfree gate: PASSED: {} cross-thread pairs in {} allocation groups, all within the "
+        "baseline or run-to-run noise ({} new pairs within noise), {} suppressed; {}\n",
+        analysis.pairs.size(), r.groups, r.new_within_noise.size(), r.suppressed.size(), units);
   } else {
+    size_t counts[3] = {};
+    for (const GateOffense& o : r.offenses) ++counts[static_cast<int>(o.verdict)];
     out += fmt::format(
-        "crossfree gate: FAILED: {} new cross-thread pair{}, {} grown beyond {:g}x the baseline "
-        "rate\n",
-        new_count, new_count == 1 ? "" : "s", r.offenses.size() - new_count, max_growth);
+        "crossfree gate: FAILED: {} allocation group{} over the baseline ({} new, {} grown, {} "
+        "bounded but growing with the work); {}\n",
+        r.offenses.size(), r.offenses.size() == 1 ? "" : "s", counts[0], counts[1], counts[2],
+        units);
   }
+  out += fmt::format(
+      "  rule: a group fails when its per-call objects {} rise by at least {:g} and beyond {:g}x "
+      "the baseline, and {}\n",
+      unit, r.min_effect, r.max_growth,
+      r.sampled ? "the rate's 95% interval is wholly above that limit"
+                : fmt::format("a count that high is not run-to-run noise (Poisson p < {:g})",
+                              kSignificance));
   if (r.sampled) {
-    out += fmt::format("  the trace is {}: rates are estimates with 95% intervals; a pair not in\n"
-                       "  the baseline fails when one sampled object shows it, an allowed one only\n"
-                       "  when its interval is wholly above the limit\n",
+    out += fmt::format("  the trace is {}: rates are estimates with 95% intervals\n",
                        SampledLabel(analysis.sample_period));
   }
-  for (size_t i = 0; i < r.offenses.size(); ++i) {
-    const GateOffense& o = r.offenses[i];
-    const CrossPair& p = *o.pair;
+  for (const GateOffense& o : r.offenses) {
+    const GateGroup& g = o.group;
+    const bool bounded = o.verdict == GateVerdict::kBoundedGrowing;
+    const Estimate& rate = bounded ? g.bounded_rate : g.rate;
     out += "\n";
-    out += Fit(fmt::format("{} {} -> {}", o.is_new ? "NEW  " : "GROWN", p.alloc_role,
-                           p.free_role),
+    out += Fit(fmt::format("{:<6}{} | allocated at {}", GateVerdictName(o.verdict), g.alloc_role,
+                           g.alloc_site ? g.alloc_site->key : "?"),
                Width()) +
            "\n";
-    if (r.sampled) {
-      Estimate n = analysis.Count(p.count);
-      out += fmt::format("    {} frees [{}], ~{:.3f} [{}] per 1000 allocations; {} sampled\n",
-                         EstimateText(n), IntervalText(n), o.rate,
-                         RateIntervalText(o.rate_estimate, 3), Commas(p.count));
-      out += o.is_new ? std::string("    not in the baseline\n")
-                      : fmt::format("    baseline {:.3f}, limit {:.3f} ({:g}x): the interval is "
-                                    "above it\n",
-                                    o.baseline_rate, o.limit, max_growth);
-    } else if (o.is_new) {
-      out += fmt::format("    {} frees, {:.3f} per 1000 allocations; not in the baseline\n",
-                         Commas(p.count), o.rate);
-    } else {
-      out += fmt::format(
-          "    {} frees, {:.3f} per 1000 allocations; baseline {:.3f} ({:.2f}x, limit {:g}x)\n",
-          Commas(p.count), o.rate, o.baseline_rate,
-          o.rate / std::max(o.baseline_rate, kMinBaselineRate), max_growth);
+    std::string value = r.sampled ? fmt::format("~{:.4g} [{:.4g}..{:.4g}]", rate.value, rate.low,
+                                                rate.high)
+                                  : fmt::format("{:.4g}", rate.value);
+    out += fmt::format("    {} {} objects {} ({}), limit {:.4g}; {}\n", value,
+                       bounded ? "one-off" : "per-call", unit,
+                       Commas(analysis.Scaled(bounded ? g.bounded : g.steady)), o.limit,
+                       g.in_baseline ? fmt::format("baseline {:.4g}", bounded ? g.baseline_bounded_rate
+                                                                              : g.baseline_rate)
+                                     : std::string("not in the baseline"));
+    if (!r.sampled) out += fmt::format("    P(a count this high | the baseline's rate) = {:.2g}\n", o.p_value);
+    if (g.alloc_site) out += SiteText(*g.alloc_site, "allocated at  ", 4, Width());
+    for (const CrossPair* p : g.pairs) {
+      out += Fit(fmt::format("    freed by {}: {} objects, {} ({})", p->free_role,
+                             Commas(analysis.Scaled(p->count)), LifecycleName(p->lifecycle()),
+                             p->LifecycleEvidence()),
+                 Width()) +
+             "\n";
+      out += SiteText(p->free_site, "  freed at    ", 4, Width());
+      out += "      key: " + p->key + "\n";
     }
-    out += SiteText(p.alloc_site, "allocated at  ", 4, Width());
-    out += SiteText(p.free_site, "freed at      ", 4, Width());
-    out += "    key: " + p.key + "\n";
+  }
+  if (!r.new_within_noise.empty()) {
+    out += fmt::format(
+        "\n{} pair{} not in the baseline, within noise or bounded (not failed):\n",
+        r.new_within_noise.size(), r.new_within_noise.size() == 1 ? "" : "s");
+    size_t shown = std::min<size_t>(r.new_within_noise.size(), 10);
+    for (size_t i = 0; i < shown; ++i) {
+      const CrossPair& p = *r.new_within_noise[i];
+      out += Fit(fmt::format("  {} objects, {}: {}", Commas(analysis.Scaled(p.count)),
+                             LifecycleName(p.lifecycle()), p.key),
+                 Width()) +
+             "\n";
+    }
+    if (shown < r.new_within_noise.size()) {
+      out += fmt::format("  ... and {} more (--format json lists them all)\n",
+                         r.new_within_noise.size() - shown);
+    }
   }
   if (!r.gone.empty()) {
     out += fmt::format(

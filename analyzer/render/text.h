@@ -31,11 +31,11 @@ std::string RenderCentralDiffText(const CentralSummary& before, uint64_t before_
 std::string RenderDiffText(const Analysis& before, const Analysis& after, const DiffResult& d,
                            size_t width = 100);
 
-// `crossfree gate`: the verdict, each offending pair with its stacks, and
-// accept_command (the exact command that accepts them into the baseline).
+// `crossfree gate`: the verdict, the rule it applied, each offending
+// allocation group with its pairs' stacks and keys, and accept_command (the
+// exact command that accepts them into the baseline).
 std::string RenderGateText(const Analysis& analysis, const GateResult& result,
-                           double max_growth, const std::string& accept_command,
-                           size_t width = 100);
+                           const std::string& accept_command, size_t width = 100);
 
 }  // namespace crossfree::analyzer::render
 

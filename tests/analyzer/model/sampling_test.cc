@@ -43,7 +43,7 @@ constexpr uint32_t kPid = 700;
 constexpr uint32_t kProducer0 = 701, kProducer1 = 702, kConsumer0 = 703, kConsumer1 = 704;
 
 // The alloc site key of stack id s (frames {0x1000 s, 0x9000}).
-std::string AllocSite(uint32_t s) { return fmt::format("F{:x}() <- F9000()", 0x1000 * s); }
+std::string AllocSite(uint32_t s) { return fmt::format("F{:x} <- F9000", 0x1000 * s); }  // keys have no parameter lists
 
 // The objects of a full run: each allocated on one thread at one stack and
 // freed on another (or the same) thread at another stack.
@@ -351,7 +351,15 @@ SyntheticTrace PairRun(uint32_t period, uint64_t sampled, uint64_t allocations, 
   return t;
 }
 
-TEST_CASE("gate, sampled: a new pair fails once seen, growth fails only above the interval") {
+// The gate on a sampled run with the default rule's numbers (gate.h).
+GateResult Gate(const Analysis& a, const Baseline& b, GateOptions options = {}) {
+  GateResult g;
+  std::string error;
+  REQUIRE(EvaluateGate(a, b, {}, options, &g, &error));
+  return g;
+}
+
+TEST_CASE("gate, sampled: a group fails when its estimate is past the effect and its interval past the growth") {
   // 10 sampled of 1,000,000 allocations at 1/100: ~1000 frees, ~1.0 per
   // 1000 allocations, 95% interval 0.480 .. 1.839.
   SyntheticTrace trace = PairRun(100, 10, 1000000);
@@ -360,57 +368,62 @@ TEST_CASE("gate, sampled: a new pair fails once seen, growth fails only above th
   const Analysis& a = r.analysis;
   REQUIRE(a.pairs.size() == 1);
   const CrossPair& p = a.pairs[0];
+  CHECK(p.steady() == 10);  // a trace of microseconds: no edges, no thread churn
   Estimate rate = a.Rate(p.count);
   CHECK(rate.value == Approx(1.0));
   CHECK(rate.low == Approx(0.479538869613));
   CHECK(rate.high == Approx(1.8390356042));
 
-  SECTION("a pair not in the baseline fails as new") {
-    Baseline empty;
-    GateResult g = EvaluateGate(a, empty, {}, 1.5);
+  SECTION("a group not in the baseline at the effect size fails as new") {
+    GateResult g = Gate(a, Baseline{});
     CHECK_FALSE(g.passed());
     REQUIRE(g.offenses.size() == 1);
-    CHECK(g.offenses[0].is_new);
+    CHECK(g.offenses[0].verdict == GateVerdict::kNew);
     CHECK(g.sampled);
-    std::string text = RenderGateText(a, g, 1.5, "accept");
-    CHECK(text.find("FAILED: 1 new cross-thread pair") != std::string::npos);
+    std::string text = RenderGateText(a, g, "accept");
+    CHECK(text.find("FAILED: 1 allocation group over the baseline (1 new, 0 grown") !=
+          std::string::npos);
     CHECK(text.find("the trace is sampled 1/100") != std::string::npos);
   }
-  SECTION("one sampled object of a new pair is enough") {
+  SECTION("a new pair too rare to matter is listed, not failed") {
+    // One sampled object: ~0.1 per 1000 allocations, under the effect size 1.
     SyntheticTrace once = PairRun(100, 1, 1000000, 2);
     Analyzed o;
     AnalyzeInto(o, once);
-    GateResult g = EvaluateGate(o.analysis, Baseline{}, {}, 1.5);
-    REQUIRE(g.offenses.size() == 1);
-    CHECK(g.offenses[0].is_new);
-  }
-  SECTION("allowed at 0.5: the limit 0.75 is inside the interval, so it passes") {
-    Baseline b;
-    b.allowed[p.key] = 0.5;
-    GateResult g = EvaluateGate(a, b, {}, 1.5);
+    GateResult g = Gate(o.analysis, Baseline{});
     CHECK(g.passed());
-    CHECK(g.allowed.size() == 1);
-    CHECK(RenderGateText(a, g, 1.5, "accept").find("PASSED") != std::string::npos);
+    CHECK(g.new_within_noise.size() == 1);
   }
-  SECTION("allowed at 0.2: the limit 0.3 is below the interval, so it fails") {
+  SECTION("allowed at 0.5: 0.5 more than the baseline is under the effect size, so it passes") {
     Baseline b;
-    b.allowed[p.key] = 0.2;
-    GateResult g = EvaluateGate(a, b, {}, 1.5);
+    b.allowed[p.key] = {0.5, 0};
+    GateResult g = Gate(a, b);
+    CHECK(g.passed());
+    CHECK(g.allowed == 1);
+    CHECK(RenderGateText(a, g, "accept").find("PASSED") != std::string::npos);
+  }
+  SECTION("allowed at 0.2 with an effect size of 0.5: the interval is above 1.5 x 0.2, so it fails") {
+    Baseline b;
+    b.allowed[p.key] = {0.2, 0};
+    GateResult g = Gate(a, b, {.max_growth = 1.5, .min_effect = 0.5});
     REQUIRE(g.offenses.size() == 1);
-    CHECK_FALSE(g.offenses[0].is_new);
-    CHECK(g.offenses[0].limit == Approx(0.3));
-    CHECK(g.offenses[0].rate_estimate.low == Approx(0.479538869613));
-    std::string text = RenderGateText(a, g, 1.5, "accept");
+    CHECK(g.offenses[0].verdict == GateVerdict::kGrown);
+    CHECK(g.offenses[0].limit == Approx(0.7));
+    CHECK(g.offenses[0].group.rate.low == Approx(0.479538869613));
+    std::string text = RenderGateText(a, g, "accept");
     CHECK(text.find("GROWN") != std::string::npos);
-    CHECK(text.find("0.480 .. 1.839") != std::string::npos);
-    std::string json = RenderGateJson(a, g, 1.5, "accept");
+    CHECK(text.find("~1 [0.4795..1.839] per-call objects per 1000 allocations") != std::string::npos);
+    std::string json = RenderGateJson(a, g, "accept");
     CHECK(json.find("\"sampling\": {\"sample_period\": 100") != std::string::npos);
-    CHECK(json.find("\"rate_low\": 0.480, \"rate_high\": 1.839, \"limit\": 0.300") !=
-          std::string::npos);
+    CHECK(json.find("\"verdict\": \"GROWN\"") != std::string::npos);
+    CHECK(json.find("\"low\": 0.479539, \"high\": 1.839036") != std::string::npos);
+  }
+  SECTION("allowed at 0.35 with an effect size of 0.5: the interval reaches 1.5 x 0.35, so it passes") {
+    Baseline b;
+    b.allowed[p.key] = {0.35, 0};
+    CHECK(Gate(a, b, {.max_growth = 1.5, .min_effect = 0.5}).passed());
   }
   SECTION("the same numbers unsampled fail at 0.5: only sampling noise is forgiven") {
-    Baseline b;
-    b.allowed["x"] = 0;
     SyntheticTrace full(kPid);
     Names(full);
     for (uint64_t i = 0; i < 1000; ++i) {
@@ -425,8 +438,10 @@ TEST_CASE("gate, sampled: a new pair fails once seen, growth fails only above th
     REQUIRE(u.analysis.counts.allocations == 1000000);
     REQUIRE(u.analysis.pairs.size() == 1);
     Baseline allowed;
-    allowed.allowed[u.analysis.pairs[0].key] = 0.5;
-    CHECK_FALSE(EvaluateGate(u.analysis, allowed, {}, 1.5).passed());
+    allowed.allowed[u.analysis.pairs[0].key] = {0.5, 0};
+    CHECK_FALSE(Gate(u.analysis, allowed, {.max_growth = 1.5, .min_effect = 0.5}).passed());
+    allowed.allowed[u.analysis.pairs[0].key] = {0.6, 0};  // 1.0 - 0.6 is under the effect size
+    CHECK(Gate(u.analysis, allowed, {.max_growth = 1.5, .min_effect = 0.5}).passed());
   }
 }
 
@@ -453,12 +468,12 @@ TEST_CASE("diff, sampled: a change counts only when the intervals do not overlap
   DiffResult s = ComputeDiff(far.analysis, before.analysis, 0.1);
   CHECK(s.rows[0].status == DiffStatus::kShrunk);
   std::string text = RenderDiffText(before.analysis, far.analysis, g);
-  CHECK(text.find("Grown: intervals apart") != std::string::npos);
+  CHECK(text.find("Grown: per-call rate up by more than 10%, beyond noise") != std::string::npos);
   CHECK(text.find("~1.0 [0.5 .. 1.8]") != std::string::npos);
   CHECK(text.find("~6.0 [4.6 .. 7.7]") != std::string::npos);
   std::string json = RenderDiffJson(before.analysis, far.analysis, g);
   CHECK(json.find("\"status\": \"grown\", \"significant\": true") != std::string::npos);
-  CHECK(json.find("\"per_1000_allocs\": {\"estimate\": 1.000, \"low\": 0.480, \"high\": 1.839}") !=
+  CHECK(json.find("\"rate\": {\"estimate\": 1.000, \"low\": 0.480, \"high\": 1.839}") !=
         std::string::npos);
 
   // A pair that only one sample shows: gone, and significant only when the
@@ -612,7 +627,7 @@ TEST_CASE("sampled report: text, JSON, folded, HTML and pprof say so and carry t
   CHECK(json.find("\"sample_period\": 100}") != std::string::npos);  // in the trace's entry
 
   std::string folded = RenderReportFolded(a);
-  CHECK(folded.rfind("[estimated, sampled 1/100];producer-N;", 0) == 0);
+  CHECK(folded.rfind("[estimated, sampled 1/100];[per-call];producer-N;", 0) == 0);
   CHECK(folded.find(" 1000\n") != std::string::npos);
 
   std::string html = RenderReportHtml(a);

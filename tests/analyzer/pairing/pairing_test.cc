@@ -54,7 +54,7 @@ uint64_t PairCount(const Run& run, size_t trace, uint32_t alloc_tid, uint32_t fr
   const ProcessTrace& t = *run.set.traces()[trace];
   StreamIndex a = ThreadIndex(t, alloc_tid), f = ThreadIndex(t, free_tid);
   uint64_t n = 0;
-  run.results[trace].pairs.ForEach([&](const PairKey& k, const CountBytes& v) {
+  run.results[trace].pairs.ForEach([&](const PairKey& k, const PairCounts& v) {
     if (k.alloc_thread == a && k.free_thread == f &&
         (alloc_stack == 0 || k.alloc_stack == alloc_stack) &&
         (free_stack == 0 || k.free_stack == free_stack)) {
@@ -91,7 +91,7 @@ TEST_CASE("producer/consumer: N cross-thread, M same-thread, to the object") {
     CHECK(PairCount(run, 0, kA, kA, 2, 3) == m);
     CHECK(run.results[0].pairs.size() == 2);
     uint64_t bytes = 0;
-    run.results[0].pairs.ForEach([&](const PairKey& k, const CountBytes& v) {
+    run.results[0].pairs.ForEach([&](const PairKey& k, const PairCounts& v) {
       if (k.alloc_stack == 1) bytes = v.bytes;
     });
     CHECK(bytes == n * 48);
