@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace crossfree::analyzer {
 
@@ -164,6 +166,35 @@ void SamplingWarnings(const Analysis& a, const std::vector<PairingResult>& resul
   }
 }
 
+// Analysis::site_objects: every paired object (either thread) allocated at
+// a stack whose innermost frame is that of some cross-thread pair's
+// allocation stack, by the site key that stack makes. Only those stacks are
+// symbolized, not every stack of the trace.
+void CountSiteObjects(TraceSet& set, const std::vector<PairingResult>& results, SiteBuilder& sites,
+                      Analysis* out) {
+  std::set<std::string> cross_sites;
+  for (const CrossPair& p : out->pairs) cross_sites.insert(p.alloc_site.key);
+  for (size_t t = 0; t < results.size(); ++t) {
+    const ProcessTrace& trace = *set.traces()[t];
+    auto innermost = [&trace](uint32_t stack) -> uint64_t {
+      auto it = trace.stacks.find(stack);
+      return it == trace.stacks.end() || it->second.empty() ? 0 : it->second.front();
+    };
+    std::unordered_map<uint32_t, uint64_t> by_stack;  // alloc stack -> paired objects
+    std::unordered_set<uint64_t> cross_call_sites;    // innermost frames of cross pairs
+    results[t].pairs.ForEach([&](const PairKey& k, const PairCounts& v) {
+      by_stack[k.alloc_stack] += v.count;
+      if (k.alloc_thread != k.free_thread) cross_call_sites.insert(innermost(k.alloc_stack));
+    });
+    for (const auto& [stack, count] : by_stack) {
+      uint64_t frame = innermost(stack);
+      if (frame == 0 || !cross_call_sites.count(frame)) continue;
+      const Site& site = sites.Get(t, trace, stack);
+      if (cross_sites.count(site.key)) out->site_objects[site.key] += count;
+    }
+  }
+}
+
 }  // namespace
 
 bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* resolver,
@@ -267,6 +298,7 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
     if (a.count != b.count) return a.count > b.count;
     return a.key < b.key;
   });
+  CountSiteObjects(set, results, *sites, out);
 
   // Asymmetry per label and size class, over all traces.
   std::map<std::pair<std::string, int>, AsymmetryRow> rows;

@@ -135,6 +135,13 @@ struct Analysis {
   uint64_t operations = 0;
   // The steady state of each trace (PairCounts), ns since its start.
   std::vector<std::pair<uint64_t, uint64_t>> steady_states;
+  // For each allocation site of a cross-thread pair (its key): the objects
+  // allocated there and freed, on any thread, the freeing thread's own
+  // included (sampled counts). What share of a site's objects crosses
+  // threads is how the gate tells timing-dependent hand-offs (gate.h).
+  // Counted over the stacks whose innermost return address is one a
+  // cross-thread pair's allocation stack has (the same call instruction).
+  std::map<std::string, uint64_t> site_objects;
   // The traces' sample period (all alike, or the analysis fails): > 1 means
   // counts, bytes and pairs are of the sampled objects, and what the run did
   // is estimated from them (estimate.h). 1: every event was traced.

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace crossfree::analyzer {
@@ -96,6 +97,17 @@ bool ParseBaseline(const std::string& text, const std::string& name, Baseline* o
       seen_unit = true;
       return true;
     }
+    if (out->version >= 2 && t.rfind("site ", 0) == 0) {
+      std::string rest = Trim(t.substr(5));
+      std::string rate_text = NextWord(&rest);
+      double rate = 0;
+      if (!ParseRate(rate_text, &rate) || rest.empty()) {
+        *error = fmt::format("{}:{}: expected 'site <objects per unit> <alloc site>'", name, line);
+        return false;
+      }
+      out->sites[rest] = rate;
+      return true;
+    }
     if (t.rfind("allow ", 0) != 0) {
       *error = fmt::format("{}:{}: expected {}", name, line,
                            out->version >= 2 ? "'allow <per-call rate> <bounded rate> <pair key>'"
@@ -164,9 +176,16 @@ std::string FormatBaseline(const std::vector<const CrossPair*>& pairs, const Ana
   }
   out += fmt::format("crossfree-baseline {}\n", kBaselineVersion);
   out += fmt::format("unit {}\n", analysis.per_operation() ? "operation" : "1000-allocations");
+  std::set<std::string> sites;
   for (const CrossPair* p : sorted) {
     out += fmt::format("allow {:.4g} {:.4g} {}\n", analysis.PerUnit(p->steady()).value,
                        analysis.PerUnit(p->bounded()).value, p->key);
+    sites.insert(p->alloc_site.key);
+  }
+  for (const std::string& site : sites) {
+    auto it = analysis.site_objects.find(site);
+    if (it == analysis.site_objects.end()) continue;
+    out += fmt::format("site {:.4g} {}\n", analysis.PerUnit(it->second).value, site);
   }
   return out;
 }

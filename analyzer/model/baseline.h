@@ -8,6 +8,11 @@
 //   crossfree-baseline 2
 //   unit operation                     (or: unit 1000-allocations)
 //   allow 1.0002 0.0004 worker-N -> reactor-N | alloc: A <- B | free: C <- D
+//   site 2.0001 A <- B
+// A `site` line gives the objects an allocation site of the allowed pairs
+// allocated per unit, freed on any thread: with it the gate tells a
+// timing-dependent hand-off (some of the site's objects cross, some do not)
+// from a regression.
 // Version 1 files (`allow <rate> <key>`, per 1000 allocations, no
 // lifecycles) are still read: their rate counts as per-call.
 // Suppressions: pairs ignored by the gate, each with a mandatory reason:
@@ -37,6 +42,7 @@ struct Baseline {
   int version = kBaselineVersion;
   bool per_operation = false;  // the rates' unit: an operation, or 1000 allocations
   std::map<std::string, BaselineRates> allowed;  // pair key -> rates when accepted
+  std::map<std::string, double> sites;           // alloc site key -> objects per unit
 };
 
 // Returns false with *error ("FILE:LINE: problem") on a malformed file.

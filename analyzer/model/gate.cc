@@ -20,15 +20,18 @@ const Suppression* FindSuppression(const CrossPair& p, const std::vector<Suppres
 }
 
 // Whether the group's per-call (or bounded) rate is beyond the baseline's:
-// the three tests of gate.h. Sets *limit and *p_value.
+// the three tests of gate.h, growth measured from `growth_base` (the
+// baseline rate, or a timing-dependent site's whole rate). Sets *limit and
+// *p_value.
 bool Exceeds(const Analysis& analysis, uint64_t count, const Estimate& rate, double baseline,
-             double effect, double max_growth, double* limit, double* p_value) {
-  *limit = std::max(baseline + effect, baseline * max_growth);
+             double growth_base, double effect, double max_growth, double* limit,
+             double* p_value) {
+  *limit = std::max(baseline + effect, growth_base * max_growth);
   // The effect on the estimate (a rate computed exactly at the effect size
   // may land a rounding below it); the growth, in a sampled run, on the
   // interval's lower bound: sampling noise alone does not fail a group.
   if (rate.value < (baseline + effect) * (1 - 1e-9)) return false;
-  if ((analysis.sampled() ? rate.low : rate.value) <= baseline * max_growth) return false;
+  if ((analysis.sampled() ? rate.low : rate.value) <= growth_base * max_growth) return false;
   if (analysis.sampled()) {
     *p_value = 0;
     return true;
@@ -49,15 +52,11 @@ const char* GateVerdictName(GateVerdict v) {
 }
 
 std::string GroupKeyOf(const std::string& pair_key) {
-  // "ar -> fr | alloc: A | free: F" -> "ar | alloc: A"
-  size_t arrow = pair_key.find(" -> ");
-  size_t alloc = pair_key.find(" | alloc: ");
+  constexpr std::string_view kAlloc = " | alloc: ";
+  size_t alloc = pair_key.find(kAlloc);
   size_t free = pair_key.rfind(" | free: ");
-  if (arrow == std::string::npos || alloc == std::string::npos || free == std::string::npos ||
-      arrow > alloc || free < alloc) {
-    return pair_key;
-  }
-  return pair_key.substr(0, arrow) + pair_key.substr(alloc, free - alloc);
+  if (alloc == std::string::npos || free == std::string::npos || free < alloc) return pair_key;
+  return pair_key.substr(alloc + kAlloc.size(), free - alloc - kAlloc.size());
 }
 
 double PoissonUpperTail(uint64_t k, double lambda) {
@@ -117,7 +116,6 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
     GateGroup& g = groups[GroupKeyOf(p.key)];
     if (g.pairs.empty()) {
       g.key = GroupKeyOf(p.key);
-      g.alloc_role = p.alloc_role;
       g.alloc_site = &p.alloc_site;
     }
     g.pairs.push_back(&p);
@@ -133,16 +131,23 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
       g.in_baseline = true;
       g.baseline_rate = it->second.per_call;
       g.baseline_bounded_rate = it->second.bounded;
+      if (auto site = baseline.sites.find(key); site != baseline.sites.end()) {
+        g.baseline_site_rate = site->second;
+        double share = site->second > 0 ? g.baseline_rate / site->second : 1.0;
+        g.timing_dependent = share >= kTimingShareLow && share <= kTimingShareHigh;
+      }
     }
     GateOffense o;
     bool failed = false;
-    if (Exceeds(analysis, g.steady, g.rate, g.baseline_rate, r.min_effect, options.max_growth,
-                &o.limit, &o.p_value)) {
+    double growth_base = g.timing_dependent ? g.baseline_site_rate : g.baseline_rate;
+    if (Exceeds(analysis, g.steady, g.rate, g.baseline_rate, growth_base, r.min_effect,
+                options.max_growth, &o.limit, &o.p_value)) {
       o.verdict = g.in_baseline ? GateVerdict::kGrown : GateVerdict::kNew;
       failed = true;
     } else if (r.per_operation &&
                Exceeds(analysis, g.bounded, g.bounded_rate, g.baseline_bounded_rate,
-                       kBoundedEffectPerOperation, options.max_growth, &o.limit, &o.p_value)) {
+                       g.baseline_bounded_rate, kBoundedEffectPerOperation, options.max_growth,
+                       &o.limit, &o.p_value)) {
       o.verdict = GateVerdict::kBoundedGrowing;
       failed = true;
     }

@@ -1,26 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
 // Analyzer: the CI gate. Stateless; used from one thread.
 //
-// The gate judges allocation groups, not single pairs: the objects one role
-// allocates at one site and other threads free, whichever thread frees them
-// (which pool thread frees an object is often a matter of timing, and would
-// split one hand-off into keys that come and go between runs). Each group
-// has two counts (CrossPair): its per-call objects (the steady state) and
-// its bounded ones (start-up, shutdown, once per thread), each a rate per
-// unit: per operation when the run's operations are given (--operations),
-// else per 1000 allocations.
+// The gate judges allocation sites, not single pairs: the objects
+// allocated at one site that other threads free, whichever thread allocated
+// and whichever freed them (which pool thread runs a completion is often a
+// matter of timing, and would split one hand-off into keys that come and
+// go between runs). Each group has two counts (CrossPair): its per-call
+// objects (the steady state) and its bounded ones (start-up, shutdown, once
+// per thread), each a rate per unit: per operation when the run's
+// operations are given (--operations), else per 1000 allocations.
 //
 // A group fails when its per-call rate r, against the baseline's b (0 for a
 // group the baseline does not have), passes all three of:
 //   r - b >= min_effect      the change is one that matters (default: 0.05
 //                            objects per operation, 1 per 1000 allocations)
-//   r > b * max_growth       and is more than a drift of a large rate
+//   r > limit                and is more than a drift: limit = b x max_growth,
+//                            or, for a timing-dependent site, S x max_growth
 //   P(X >= c | Poisson(b x units)) < kSignificance
 //                            and is not run-to-run noise of the count c
-// (in a sampled run, the lower bound of r's 95% interval replaces r in the
-// second test and the interval replaces the Poisson test). Per operation, a group's
-// bounded rate fails the same way with kBoundedEffectPerOperation in place
-// of min_effect: one-off objects whose number grew with the work are not
+// A site is timing-dependent when, in the baseline run, between
+// kTimingShareLow and kTimingShareHigh of the objects it allocated (S per
+// unit, freed on any thread, the `site` lines of the baseline) crossed
+// threads: whether one crosses depends on which thread gets to it first,
+// and any share up to all of them is the same code. In a sampled run the
+// lower bound of r's 95% interval replaces r in the second test and the
+// interval replaces the Poisson test. Per operation, a group's bounded rate
+// fails the same way with kBoundedEffectPerOperation in place of
+// min_effect: one-off objects whose number grew with the work are not
 // one-off. Per 1000 allocations bounded objects are not judged (their rate
 // there moves with the run's length). docs/guide/ci-gate.md gives the rule
 // and what it is sure to catch.
@@ -39,18 +45,20 @@ inline constexpr double kMinEffectPerOperation = 0.05;
 inline constexpr double kMinEffectPerThousand = 1.0;
 inline constexpr double kBoundedEffectPerOperation = 1.0;
 inline constexpr double kSignificance = 1e-3;
+inline constexpr double kTimingShareLow = 0.1;
+inline constexpr double kTimingShareHigh = 0.9;
 
 struct GateOptions {
   double max_growth = 1.5;
   double min_effect = 0;  // 0: kMinEffectPerOperation or kMinEffectPerThousand by the unit
 };
 
-// "alloc_role | alloc: site": the group a pair key belongs to.
+// The allocation site of a pair key ("ar -> fr | alloc: S | free: F" -> "S"):
+// the group it belongs to.
 std::string GroupKeyOf(const std::string& pair_key);
 
 struct GateGroup {
-  std::string key;
-  std::string alloc_role;
+  std::string key;                        // the allocation site's key
   const Site* alloc_site = nullptr;       // of its first pair
   std::vector<const CrossPair*> pairs;    // this run's, not suppressed, by count desc
   uint64_t steady = 0;                    // sampled counts, summed over pairs
@@ -60,6 +68,8 @@ struct GateGroup {
   bool in_baseline = false;               // some pair of the group is
   double baseline_rate = 0;               // per unit, summed over the baseline's pairs
   double baseline_bounded_rate = 0;
+  double baseline_site_rate = 0;          // the site's objects per unit, 0 if unknown
+  bool timing_dependent = false;          // see above
 };
 
 enum class GateVerdict {

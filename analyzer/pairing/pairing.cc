@@ -755,15 +755,39 @@ class Worker {
   std::vector<uint32_t> entry_stack_;  // [stream index]
 };
 
+// The latest timestamp a chunk holds (events, thread exit, window edges).
+class LastTimestamp : public format::RecordVisitor {
+ public:
+  void OnEvents(std::span<const format::Event> events) override {
+    for (const format::Event& e : events) last = std::max(last, e.timestamp_ns);
+  }
+  void OnThreadExit(uint32_t, uint64_t ts_ns) override { last = std::max(last, ts_ns); }
+  void OnWindow(uint32_t, uint64_t ts_ns, format::WindowState, format::WindowCause) override {
+    last = std::max(last, ts_ns);
+  }
+  uint64_t last = 0;
+};
+
 // The lifecycle signals' clock (Shared::tick_shift), each stream's first
-// tick, and the steady state: the trace's duration, as far as its chunks'
-// base timestamps tell it, less kEdgeShare at each end. Decided before the
-// pass from the chunk index alone, so the pass classifies each object at
-// its free, with no second pass.
+// tick, and the steady state: the trace's duration less kEdgeShare at each
+// end. Decided before the pass, from the chunk index and each thread's last
+// chunk (a thread that allocates little may hold its whole life in one
+// chunk, whose base is its start), so the pass classifies each object at
+// its free, with no second pass. A last chunk that does not decode leaves
+// its base timestamp; the pass reports the error.
 void SetLifecycleClock(const ProcessTrace& trace, Shared* shared) {
   uint64_t last = shared->origin_ns;
+  std::vector<uint8_t> buffer;
   for (const ThreadStream& stream : trace.streams) {
     for (const format::Chunk& c : stream.chunks) last = std::max(last, c.base_timestamp_ns);
+    if (stream.chunks.empty()) continue;
+    format::Chunk loaded;
+    LastTimestamp visitor;
+    std::string ignored;
+    if (trace.reader && trace.reader->LoadPayload(stream.chunks.back(), &buffer, &loaded, &ignored) &&
+        format::DecodeChunk(loaded, visitor, &ignored)) {
+      last = std::max(last, visitor.last);
+    }
   }
   uint64_t duration = last - shared->origin_ns;
   while ((duration >> shared->tick_shift) >= (uint64_t{1} << 31)) ++shared->tick_shift;

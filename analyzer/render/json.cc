@@ -359,11 +359,11 @@ std::string RenderGateJson(const Analysis& a, const GateResult& r,
     for (size_t k = 0; k < g.pairs.size(); ++k) pairs += (k ? ",\n       " : "") + pair(*g.pairs[k]);
     out += fmt::format(
         "{}\n    {{\"verdict\": \"{}\", \"group\": {}, \"rate\": {}, \"bounded_rate\": {}, "
-        "\"baseline_rate\": {:.6g}, \"baseline_bounded_rate\": {:.6g}, \"limit\": {:.6g}, "
-        "\"p_value\": {:.3g},\n     \"pairs\": [{}]}}",
+        "\"baseline_rate\": {:.6g}, \"baseline_bounded_rate\": {:.6g}, \"baseline_site_rate\": {:.6g}, "
+        "\"timing_dependent\": {}, \"limit\": {:.6g}, \"p_value\": {:.3g},\n     \"pairs\": [{}]}}",
         i ? "," : "", GateVerdictName(o.verdict), JsonString(g.key), EstimateJson(g.rate, 6),
-        EstimateJson(g.bounded_rate, 6), g.baseline_rate, g.baseline_bounded_rate, o.limit,
-        o.p_value, pairs);
+        EstimateJson(g.bounded_rate, 6), g.baseline_rate, g.baseline_bounded_rate,
+        g.baseline_site_rate, g.timing_dependent ? "true" : "false", o.limit, o.p_value, pairs);
   }
   out += r.offenses.empty() ? "],\n" : "\n  ],\n";
   out += fmt::format("  \"groups\": {},\n  \"allowed_groups\": {},\n", r.groups, r.allowed);

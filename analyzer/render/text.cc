@@ -540,23 +540,25 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r,
     const bool bounded = o.verdict == GateVerdict::kBoundedGrowing;
     const Estimate& rate = bounded ? g.bounded_rate : g.rate;
     out += "\n";
-    out += Fit(fmt::format("{:<6}{} | allocated at {}", GateVerdictName(o.verdict), g.alloc_role,
-                           g.alloc_site ? g.alloc_site->key : "?"),
-               Width()) +
+    out += Fit(fmt::format("{:<6}allocated at {}", GateVerdictName(o.verdict), g.key), Width()) +
            "\n";
     std::string value = r.sampled ? fmt::format("~{:.4g} [{:.4g}..{:.4g}]", rate.value, rate.low,
                                                 rate.high)
                                   : fmt::format("{:.4g}", rate.value);
+    std::string baseline =
+        !g.in_baseline ? std::string("not in the baseline")
+        : bounded      ? fmt::format("baseline {:.4g}", g.baseline_bounded_rate)
+        : g.timing_dependent
+            ? fmt::format("baseline {:.4g} of the site's {:.4g} (timing-dependent)", g.baseline_rate,
+                          g.baseline_site_rate)
+            : fmt::format("baseline {:.4g}", g.baseline_rate);
     out += fmt::format("    {} {} objects {} ({}), limit {:.4g}; {}\n", value,
                        bounded ? "one-off" : "per-call", unit,
-                       Commas(analysis.Scaled(bounded ? g.bounded : g.steady)), o.limit,
-                       g.in_baseline ? fmt::format("baseline {:.4g}", bounded ? g.baseline_bounded_rate
-                                                                              : g.baseline_rate)
-                                     : std::string("not in the baseline"));
+                       Commas(analysis.Scaled(bounded ? g.bounded : g.steady)), o.limit, baseline);
     if (!r.sampled) out += fmt::format("    P(a count this high | the baseline's rate) = {:.2g}\n", o.p_value);
     if (g.alloc_site) out += SiteText(*g.alloc_site, "allocated at  ", 4, Width());
     for (const CrossPair* p : g.pairs) {
-      out += Fit(fmt::format("    freed by {}: {} objects, {} ({})", p->free_role,
+      out += Fit(fmt::format("    {} -> {}: {} objects, {} ({})", p->alloc_role, p->free_role,
                              Commas(analysis.Scaled(p->count)), LifecycleName(p->lifecycle()),
                              p->LifecycleEvidence()),
                  Width()) +

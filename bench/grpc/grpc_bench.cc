@@ -6,10 +6,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +47,62 @@ struct Flags {
   int sync_cqs = 0;
   int sync_min_pollers = 0;
   int sync_max_pollers = 0;
+  // > 0: every Nth call the handler allocates a small object and hands it
+  // to the "handoff" thread, which frees it: a per-call cross-thread pair
+  // planted in a third-party server, for the gate's rerun checks
+  // (scripts/gate-reruns). 0: none.
+  int handoff_every = 0;
+};
+
+// The receiving end of Flags::handoff_every: one thread that frees what
+// handlers give it. Any thread may Give; Stop joins.
+class Handoff {
+ public:
+  explicit Handoff(int every) : every_(every) {
+    if (every_ > 0) thread_ = std::thread([this] { Drain(); });
+  }
+  ~Handoff() { Stop(); }
+
+  // Called by a handler once per call.
+  void MaybeGive(int64_t value) {
+    if (every_ <= 0 || calls_.fetch_add(1, std::memory_order_relaxed) % every_ != 0) return;
+    auto* box = new std::vector<int64_t>(4, value);
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(box);
+    ready_.notify_one();
+  }
+
+  void Stop() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    ready_.notify_one();
+    thread_.join();
+  }
+
+ private:
+  void Drain() {
+    pthread_setname_np(pthread_self(), "handoff");
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      ready_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      while (!queue_.empty()) {
+        delete queue_.front();
+        queue_.pop_front();
+      }
+      if (stop_) return;
+    }
+  }
+
+  const int every_;
+  std::atomic<uint64_t> calls_{0};
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::vector<int64_t>*> queue_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -57,10 +116,16 @@ void Add(const AddRequestPB& req, AddResponsePB* resp) { resp->set_result(req.x(
 
 // Sync API: the handler runs on one of the sync server's polling threads.
 class SyncCalculator final : public CalculatorService::Service {
+ public:
+  explicit SyncCalculator(Handoff* handoff) : handoff_(handoff) {}
+
+ private:
   grpc::Status Add(grpc::ServerContext*, const AddRequestPB* req, AddResponsePB* resp) override {
     grpcbench::Add(*req, resp);
+    handoff_->MaybeGive(req->x());
     return grpc::Status::OK;
   }
+  Handoff* handoff_;
 };
 
 // Callback API: the handler runs inline on a gRPC event thread and finishes
@@ -180,7 +245,8 @@ class AsyncChain {
 
 
 int Run(const Flags& f) {
-  SyncCalculator sync_service;
+  Handoff handoff(f.handoff_every);
+  SyncCalculator sync_service(&handoff);
   CallbackCalculator callback_service;
   grpc::ServerBuilder builder;
   int port = 0;
@@ -317,6 +383,10 @@ int main(int argc, char** argv) {
   app.add_option("--async_call_concurrency", f.async_call_concurrency,
                  "Async: calls in flight per client channel")
       ->check(CLI::PositiveNumber);
+  app.add_option("--handoff_every", f.handoff_every,
+                 "Sync server: every Nth call hands a small object to a thread that frees it "
+                 "(a planted per-call cross-thread pair; 0 = none)")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
   return crossfree::grpcbench::Run(f);
 }

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: Apache-2.0
+// Known answers for the lifecycle signals of the pairing pass (PairCounts:
+// thread_bounded, edge_bounded), one synthetic trace per signal, each with
+// steady-state objects beside it that must stay steady.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "analyzer/pairing/pairing.h"
+#include "analyzer/pairing/trace_set.h"
+#include "tests/support/synthetic_trace.h"
+
+namespace crossfree::analyzer {
+namespace {
+
+using testing::SyntheticTrace;
+
+constexpr uint32_t kPid = 700;
+constexpr uint32_t kMain = 700;
+constexpr uint32_t kWorker = 701;
+constexpr uint32_t kReactor = 702;
+constexpr uint64_t kMs = 1'000'000;
+
+// A run's events, written in time order (each thread's chunks must be):
+// the tests add them in whatever order reads best.
+struct Events {
+  struct Op {
+    uint64_t ts;
+    int kind;  // 0 alloc, 1 free, 2 thread exit
+    uint32_t tid;
+    uint64_t address;
+    uint32_t stack;
+  };
+  std::vector<Op> ops;
+  void Alloc(uint32_t tid, uint64_t ts, uint64_t address, uint64_t, uint32_t stack) {
+    ops.push_back({ts, 0, tid, address, stack});
+  }
+  void Free(uint32_t tid, uint64_t ts, uint64_t address, uint32_t stack) {
+    ops.push_back({ts, 1, tid, address, stack});
+  }
+  void ThreadExit(uint32_t tid, uint64_t ts) { ops.push_back({ts, 2, tid, 0, 0}); }
+  SyntheticTrace Write() {
+    std::stable_sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.ts < b.ts; });
+    SyntheticTrace t(kPid);
+    for (const Op& o : ops) {
+      if (o.kind == 0) t.Alloc(o.tid, o.ts, o.address, 64, o.stack);
+      if (o.kind == 1) t.Free(o.tid, o.ts, o.address, o.stack);
+      if (o.kind == 2) t.ThreadExit(o.tid, o.ts);
+    }
+    return t;
+  }
+};
+
+// Per-call traffic that makes the steady state: kWorker allocates, kReactor
+// frees 100 us later, one object a millisecond from 100 ms to 900 ms, at
+// alloc stack 1. The trace runs from 10 ms to 990 ms, so its edges (5% of
+// 980 ms at each end) end at 59 ms and begin at 941 ms.
+// Both threads have an event at 10 ms (as threads started with the
+// program do), so nothing of theirs is allocated before the other's first
+// event.
+void PerCall(Events& t) {
+  t.Alloc(kWorker, 10 * kMs, 0x700, 64, 30);
+  t.Free(kWorker, 10 * kMs + 1, 0x700, 31);
+  t.Alloc(kReactor, 10 * kMs, 0x780, 64, 32);
+  t.Free(kReactor, 10 * kMs + 1, 0x780, 33);
+  for (uint64_t i = 0; i < 800; ++i) {
+    uint64_t ts = 100 * kMs + i * kMs;
+    t.Alloc(kWorker, ts, 0x10000000 + i * 64, 64, 1);
+    t.Free(kReactor, ts + kMs / 10, 0x10000000 + i * 64, 2);
+  }
+}
+
+PairCounts Sum(const TraceSet& set, const PairingResult& r, uint32_t alloc_stack) {
+  (void)set;
+  PairCounts sum;
+  r.pairs.ForEach([&](const PairKey& k, const PairCounts& v) {
+    if (k.alloc_stack != alloc_stack || k.alloc_thread == k.free_thread) return;
+    sum.count += v.count;
+    sum.thread_bounded += v.thread_bounded;
+    sum.edge_bounded += v.edge_bounded;
+  });
+  return sum;
+}
+
+struct Paired {
+  TraceSet set;
+  PairingResult result;
+};
+
+void Pair(Events& events, Paired* out, int jobs) {
+  SyntheticTrace t = events.Write();
+  std::string error;
+  REQUIRE(out->set.AddBytes(t.Finish(), "lifecycle.trc", &error));
+  PairingOptions options;
+  options.jobs = jobs;
+  REQUIRE(PairTrace(*out->set.traces()[0], options, &out->result, &error));
+}
+
+TEST_CASE("lifecycle: objects freed after their allocating thread exited are bounded") {
+  int jobs = GENERATE(1, 3);
+  Events t;
+  t.Alloc(kMain, 10 * kMs, 0x900, 16, 9);
+  PerCall(t);
+  // A short-lived thread in the middle of the run: 5 objects, then it exits;
+  // the reactor frees them after that (thread churn), 3 more before it.
+  constexpr uint32_t kChurn = 750;
+  for (uint64_t i = 0; i < 8; ++i) t.Alloc(kChurn, 300 * kMs + i * 1000, 0x20000000 + i * 64, 64, 3);
+  for (uint64_t i = 5; i < 8; ++i) t.Free(kReactor, 300 * kMs + 9000 + i, 0x20000000 + i * 64, 4);
+  t.ThreadExit(kChurn, 301 * kMs);
+  for (uint64_t i = 0; i < 5; ++i) t.Free(kReactor, 400 * kMs + i, 0x20000000 + i * 64, 4);
+  t.Free(kMain, 990 * kMs, 0x900, 9);
+  Paired p;
+  Pair(t, &p, jobs);
+  PairCounts churn = Sum(p.set, p.result, 3);
+  CHECK(churn.count == 8);
+  CHECK(churn.thread_bounded == 5);
+  CHECK(churn.edge_bounded == 0);
+  PairCounts steady = Sum(p.set, p.result, 1);
+  CHECK(steady.count == 800);
+  CHECK(steady.thread_bounded == 0);
+  CHECK(steady.edge_bounded == 0);
+}
+
+TEST_CASE("lifecycle: objects allocated before the freeing thread's first event are bounded") {
+  int jobs = GENERATE(1, 3);
+  Events t;
+  t.Alloc(kMain, 10 * kMs, 0x900, 16, 9);
+  PerCall(t);
+  // Three objects queued at 500 ms for a thread whose first event is at
+  // 600 ms; then one it frees 1 us after allocated by a thread it already
+  // had events with (not before its start: steady).
+  constexpr uint32_t kLate = 760;
+  for (uint64_t i = 0; i < 3; ++i) t.Alloc(kWorker, 500 * kMs + i, 0x30000000 + i * 64, 64, 5);
+  for (uint64_t i = 0; i < 3; ++i) t.Free(kLate, 600 * kMs + i, 0x30000000 + i * 64, 6);
+  t.Alloc(kWorker, 700 * kMs, 0x30001000, 64, 5);
+  t.Free(kLate, 700 * kMs + 1000, 0x30001000, 6);
+  t.Free(kMain, 990 * kMs, 0x900, 9);
+  Paired p;
+  Pair(t, &p, jobs);
+  PairCounts late = Sum(p.set, p.result, 5);
+  CHECK(late.count == 4);
+  CHECK(late.thread_bounded == 3);
+  CHECK(late.edge_bounded == 0);
+  CHECK(Sum(p.set, p.result, 1).thread_bounded == 0);
+}
+
+TEST_CASE("lifecycle: objects allocated and freed only at the run's edges are bounded") {
+  int jobs = GENERATE(1, 3);
+  Events t;
+  // The reactor is there from the start (so nothing here is allocated before
+  // its first event; PerCall gives it one at 10 ms too).
+  t.Alloc(kReactor, 10 * kMs, 0x800, 16, 20);
+  // Start-up: main makes 4 objects the reactor frees at shutdown, and 2 it
+  // frees during start-up; at 60 ms (inside the steady state) 1 more.
+  for (uint64_t i = 0; i < 4; ++i) t.Alloc(kMain, 10 * kMs + i, 0x40000000 + i * 64, 64, 7);
+  for (uint64_t i = 4; i < 6; ++i) t.Alloc(kMain, 20 * kMs + i, 0x40000000 + i * 64, 64, 7);
+  for (uint64_t i = 4; i < 6; ++i) t.Free(kReactor, 30 * kMs + i, 0x40000000 + i * 64, 8);
+  t.Alloc(kMain, 60 * kMs, 0x40001000, 64, 7);
+  t.Free(kReactor, 61 * kMs, 0x40001000, 8);
+  PerCall(t);
+  // Shutdown: objects the worker allocates after 941 ms, freed by the reactor.
+  for (uint64_t i = 0; i < 3; ++i) t.Alloc(kWorker, 950 * kMs + i, 0x50000000 + i * 64, 64, 10);
+  for (uint64_t i = 0; i < 3; ++i) t.Free(kReactor, 960 * kMs + i, 0x50000000 + i * 64, 11);
+  for (uint64_t i = 0; i < 4; ++i) t.Free(kReactor, 990 * kMs - 4 + i, 0x40000000 + i * 64, 8);
+  t.Free(kReactor, 990 * kMs, 0x800, 20);
+  Paired p;
+  Pair(t, &p, jobs);
+  PairCounts startup = Sum(p.set, p.result, 7);
+  CHECK(startup.count == 7);
+  CHECK(startup.edge_bounded == 6);
+  CHECK(startup.thread_bounded == 0);
+  PairCounts shutdown = Sum(p.set, p.result, 10);
+  CHECK(shutdown.count == 3);
+  CHECK(shutdown.edge_bounded == 3);
+  PairCounts steady = Sum(p.set, p.result, 1);
+  CHECK(steady.count == 800);
+  CHECK(steady.edge_bounded == 0);
+  CHECK(p.result.steady_from_ns == Approx(59 * kMs).epsilon(0.001));
+  CHECK(p.result.steady_to_ns == Approx(941 * kMs).epsilon(0.001));
+}
+
+TEST_CASE("lifecycle: a trace shorter than 50 ms has no edges") {
+  Events t;
+  for (uint64_t i = 0; i < 10; ++i) {
+    t.Alloc(kMain, 1000 + i * 100, 0x60000000 + i * 64, 64, 12);
+    t.Free(kReactor, 40 * kMs + i, 0x60000000 + i * 64, 13);
+  }
+  Paired p;
+  Pair(t, &p, 1);
+  PairCounts c = Sum(p.set, p.result, 12);
+  CHECK(c.count == 10);
+  CHECK(c.edge_bounded == 0);
+  // kReactor's first event (40 ms) came after the allocations: thread-bounded.
+  CHECK(c.thread_bounded == 10);
+}
+
+}  // namespace
+}  // namespace crossfree::analyzer
