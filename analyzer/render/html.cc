@@ -121,10 +121,10 @@ tr.pair:hover{background:#fafae8}
 input{font-size:14px;padding:3px;width:24em}
 .gone{background:#eaf6ea}.new{background:#fbeaea}.grown{background:#fbf3e6}.shrunk{background:#eef3fa}
 .bounded{background:#f4f4f4}
-.panels{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,560px),1fr));gap:8px}
+.panels{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,640px),1fr));gap:8px}
 .panel{min-width:0;padding:6px;box-sizing:border-box;overflow-x:auto}
 table.diff{width:100%;table-layout:fixed}table.diff th:first-child,table.diff td:first-child{width:auto}
-table.diff th:not(:first-child),table.diff td:not(:first-child){width:6.5em}
+table.diff th:not(:first-child),table.diff td:not(:first-child){width:5.5em}
 table.diff .stack{white-space:pre-wrap;overflow-wrap:anywhere}
 )CSS";
 
@@ -248,6 +248,9 @@ try {
     heatmap(M.before, 'heatmap-before'); heatmap(M.after, 'heatmap-after');
   }
   document.body.dataset.renderMs = String(Math.round(performance.now() - started));
+  // Panels whose content is wider than they are (a test checks for none).
+  document.body.dataset.overflow = String([...document.querySelectorAll('.panel')]
+    .filter(p => p.scrollWidth > p.clientWidth + 1).length);
   document.body.dataset.ready = '1';
 } catch (e) {
   document.body.dataset.error = String(e);

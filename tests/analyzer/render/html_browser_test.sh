@@ -22,7 +22,7 @@ run_browser() {  # run_browser PAGE OUT_PREFIX
   timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
     --disable-background-networking --disable-component-update --disable-sync \
     --user-data-dir="$dir/profile" --enable-logging=stderr --v=0 \
-    --virtual-time-budget=10000 --window-size=1400,2200 "$@"
+    --virtual-time-budget=10000 --window-size="${WINDOW:-1400,2200}" "$@"
 }
 check_page() {  # check_page PAGE NAME SELECTOR...
   local page=$1 name=$2; shift 2
@@ -49,7 +49,11 @@ check_page report.html report 'id="summary"' '<td data-frees="1200"' 'class="pai
 
 "$crossfree" diff --format html -o diff.html before.trc after.trc || fail "diff --format html"
 check_page diff.html diff 'id="summary-before"' 'id="summary-after"' 'class="diff-row"' \
-  '<h3>gone (' '<h3>new ('
+  '<h3>gone: per-call pairs (' '<h3>new: per-call pairs ('
+# The diff's panels hold their tables and stacks at common screen widths.
+for width in 1280 1920 3840; do
+  WINDOW=$width,1600 check_page diff.html diff-$width 'data-overflow="0"'
+done
 
 "$crossfree" report --format html --top 0 -o many.html many.trc || fail "report of 10,000 pairs"
 check_page many.html many '200 of 10000 pairs' 'class="pair"'
