@@ -148,8 +148,9 @@ void AtForkChild() {
   // child's own (the child is single-threaded here).
   internal::InitAsymmetricFence();
   // The inherited descriptor shares the parent's file offset and contents:
-  // close it without writing anything.
-  if (g.fd >= 0) close(g.fd);
+  // close it without writing anything, unless the program closed it and
+  // the number is now one of its own files.
+  if (internal::TraceFd() >= 0) close(g.fd);
   g.fd = -1;
   g.pid = static_cast<uint32_t>(getpid());
   ForgetModules();

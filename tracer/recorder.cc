@@ -33,6 +33,7 @@
 #include "tracer/recorder_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <linux/membarrier.h>
 #include <sched.h>
@@ -365,6 +366,53 @@ void AppendCounts(ThreadState* s) {
 
 }  // namespace
 
+namespace {
+
+bool IsTraceFile(int fd) {
+  struct stat st;
+  return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == g.file_dev && st.st_ino == g.file_ino;
+}
+
+// Opens the trace file again by its path; the new descriptor only if it
+// is the same file, moved out of the way of low descriptors as at start.
+int ReopenTraceFile() {
+  int fd = open(g.output_path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return -1;
+  if (!IsTraceFile(fd)) {
+    close(fd);
+    return -1;
+  }
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, 500);
+  if (high >= 0) {
+    close(fd);
+    fd = high;
+  }
+  return fd;
+}
+
+}  // namespace
+
+int TraceFd() {
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const int fd = __atomic_load_n(&g.fd, __ATOMIC_ACQUIRE);
+    if (fd < 0) return -1;
+    if (IsTraceFile(fd)) return fd;
+    // Closed by the program (and maybe reused for its own file: that
+    // descriptor is the program's now, it is neither written nor closed).
+    if (g.reopening.exchange(true, std::memory_order_acquire)) {
+      while (g.reopening.load(std::memory_order_acquire)) sched_yield();
+      continue;  // the other thread reopened it (or failed): look again
+    }
+    if (__atomic_load_n(&g.fd, __ATOMIC_ACQUIRE) == fd) {
+      const int reopened = ReopenTraceFile();
+      __atomic_store_n(&g.fd, reopened, __ATOMIC_RELEASE);
+      if (reopened >= 0) g.reopens.fetch_add(1, std::memory_order_relaxed);
+    }
+    g.reopening.store(false, std::memory_order_release);
+  }
+  return -1;
+}
+
 void FlushChunk(ThreadState* s) {
   if (Sampling()) AppendCounts(s);
   if (!s->chunk_open) return;
@@ -374,13 +422,13 @@ void FlushChunk(ThreadState* s) {
   uint32_t events = s->writer.event_count();
   uint32_t allocs = s->writer.alloc_count();
   size_t n = s->writer.Finish();
-  if (g.fd < 0 || g.write_failed.load(std::memory_order_relaxed)) return;
-  struct stat st;
-  if (fstat(g.fd, &st) != 0 || st.st_dev != g.file_dev || st.st_ino != g.file_ino) {
-    ReportWriteFailure(EBADF);  // closed (and maybe reused) by the program
+  if (g.write_failed.load(std::memory_order_relaxed)) return;
+  const int fd = TraceFd();
+  if (fd < 0) {
+    ReportWriteFailure(EBADF);  // closed by the program, and the file is gone
     return;
   }
-  if (!WriteAll(g.fd, s->buffer, n)) {
+  if (!WriteAll(fd, s->buffer, n)) {
     ReportWriteFailure(errno);
     return;
   }
@@ -547,11 +595,9 @@ void WriteTotals(const ExitStats& stats) {
                                                                  : t_next_sequence++;
   size_t n = format::EncodeTotalsChunk(totals, CurrentTid(), sequence, NowNs(), buf,
                                        sizeof(buf));
-  struct stat st;
-  if (n == 0 || fstat(g.fd, &st) != 0 || st.st_dev != g.file_dev || st.st_ino != g.file_ino) {
-    return;
-  }
-  if (!WriteAll(g.fd, buf, n)) ReportWriteFailure(errno);
+  const int fd = n == 0 ? -1 : TraceFd();
+  if (fd < 0) return;
+  if (!WriteAll(fd, buf, n)) ReportWriteFailure(errno);
 }
 
 namespace {

@@ -88,6 +88,10 @@ struct Globals {
   // reuse fd for a file of its own; each write checks it is still ours.
   uint64_t file_dev = 0;
   uint64_t file_ino = 0;
+  // Set while one thread reopens the trace file after the program closed
+  // its descriptor (TraceFd); others wait for the few system calls.
+  std::atomic<bool> reopening{false};
+  std::atomic<uint32_t> reopens{0};
   bool stacks = false;
   bool malloc_hook = false;
   uint32_t pid = 0;
@@ -124,6 +128,14 @@ struct ExitStats {
 // holds its flush token).
 void FlushChunk(ThreadState* s);
 void ReportWriteFailure(int error);
+// The trace file's descriptor, proven to still be the trace file (fstat:
+// same device and inode). A program that closes every descriptor
+// (close_range, a loop over 3..1024) closes it too, and may reuse the
+// number for a file of its own: then the file is opened again by its path
+// (O_APPEND, O_NOFOLLOW) and used only if it is the same inode, so nothing
+// is ever written into the program's file. -1 when the trace cannot be
+// written any more.
+int TraceFd();
 // pthread key destructor: thread-exit record and final flush.
 void OnThreadExit(void* arg);
 // Gives the calling thread a state and writes what is pending (its name,
