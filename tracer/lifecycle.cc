@@ -62,10 +62,12 @@ bool OpenTrace(bool fork_child) {
     MessageLine().Add("CROSSFREE_OUTPUT is too long; running untraced").Print();
     return false;
   }
-  int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
+  // Owner-only, and never through a symlink someone placed at the path
+  // (the truncate path would otherwise empty the file it points to).
+  int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW;
   const bool truncate = g.settings.main_pid == 0 && !fork_child &&
                         !HasPidPattern(g.settings.output_template);
-  int fd = open(g.output_path, flags | (truncate ? O_TRUNC : O_EXCL), 0644);
+  int fd = open(g.output_path, flags | (truncate ? O_TRUNC : O_EXCL), 0600);
   if (fd < 0 && !truncate && errno == EEXIST) {
     size_t base = StrLen(g.output_path);
     for (uint32_t n = 1; n < 1000 && fd < 0; ++n) {
@@ -74,7 +76,7 @@ bool OpenTrace(bool fork_child) {
       *p++ = '.';
       p += FormatDecimal(n, p);
       *p = '\0';
-      fd = open(g.output_path, flags | O_EXCL, 0644);
+      fd = open(g.output_path, flags | O_EXCL, 0600);
       if (fd < 0 && errno != EEXIST) break;
     }
   }

@@ -4,6 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <string>
 
@@ -37,6 +40,30 @@ TEST_CASE("a program that closes every descriptor keeps its whole trace", "[trac
       CHECK(st.st_size == 0);  // the program's own file got nothing of ours
     }
   }
+}
+
+// Item 11: trace files are private (0600) and never opened through a
+// symlink, not even on the truncate path (a %p-less path run by hand).
+TEST_CASE("trace files are created 0600 and never through a symlink", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_close_fds", dir, {"loop"});
+  REQUIRE(run.exit_code == 0);
+  struct stat st;
+  REQUIRE(stat((dir + "/trace").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+
+  std::string other = MakeTempDir();
+  std::string victim = other + "/victim";
+  FILE* f = fopen(victim.c_str(), "w");
+  REQUIRE(f != nullptr);
+  fputs("keep me\n", f);
+  fclose(f);
+  REQUIRE(symlink(victim.c_str(), (other + "/trace").c_str()) == 0);
+  run = RunTraced("tt_close_fds", other, {"loop"});
+  CHECK(run.exit_code == 0);  // runs untraced, unchanged
+  CHECK(run.err.find("cannot open trace file") != std::string::npos);
+  REQUIRE(stat(victim.c_str(), &st) == 0);
+  CHECK(st.st_size == 8);
 }
 
 }  // namespace
