@@ -98,7 +98,8 @@ bool OpenTrace(bool fork_child) {
   fields.max_depth = g.stacks ? static_cast<uint16_t>(g.settings.depth) : 0;
   fields.flags = (fork_child ? format::kHeaderFlagForkChild : 0) |
                  (g.malloc_hook ? format::kHeaderFlagMallocHook : 0) |
-                 (TraceStartsWindowed(fork_child) ? format::kHeaderFlagWindowed : 0);
+                 (TraceStartsWindowed(fork_child) ? format::kHeaderFlagWindowed : 0) |
+                 format::kHeaderFlagEndsWithTotals;
   fields.sample_period = g_sample_period;
   fields.start_monotonic_ns = fork_child || g.start_ns == 0 ? NowNs() : g.start_ns;
   fields.start_realtime_ns = RealtimeNs();

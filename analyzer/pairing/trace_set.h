@@ -50,6 +50,11 @@ struct ProcessTrace {
   uint64_t chunk_count = 0;
   uint64_t payload_bytes = 0;
   bool truncated = false;           // last chunk incomplete (warning issued)
+  // False when the writer promised a totals chunk at a clean end
+  // (kHeaderFlagEndsWithTotals) and the file has none: the process was
+  // killed or crashed, and the events in its last buffers are lost
+  // (warning issued).
+  bool clean_end = true;
   uint64_t truncated_offset = 0;
 
   // Filled by the first pass over the chunks (event_stream.h).

@@ -75,10 +75,20 @@ std::string WindowsText(const TraceInfo& t) {
   return out.empty() ? "none (nothing was recorded)" : out;
 }
 
+// False if a trace ended without its totals record (killed): its last
+// buffers, frees among them, are lost.
+bool CleanEnd(const Analysis& a) {
+  for (const TraceInfo& t : a.traces) {
+    if (!t.clean_end) return false;
+  }
+  return true;
+}
+
 std::string TraceLine(const TraceInfo& t) {
   std::string notes;
   if (t.ppid != 0 && t.ppid != 1) notes += fmt::format("parent {}", t.ppid);
   if (t.truncated) notes += notes.empty() ? "truncated" : ", truncated";
+  if (!t.clean_end) notes += notes.empty() ? "no clean end" : ", no clean end";
   if (t.sample_period > 1) notes += (notes.empty() ? "" : ", ") + SampledLabel(t.sample_period);
   std::string line = fmt::format("  pid {:<7} {}  {}", t.pid, t.path, t.exe);
   if (!notes.empty()) line += fmt::format("  ({})", notes);
@@ -130,7 +140,9 @@ void SampledSummaryText(std::string& out, const Analysis& a) {
                   a.PerThousand(c.cross_thread)));
   est("  same-thread", a.Count(c.paired - c.cross_thread), "");
   est("live at exit", a.Count(c.live_at_exit),
-      c.live_at_exit ? "~" + HumanBytes(a.Scaled(c.live_bytes)) : "");
+      !c.live_at_exit ? ""
+      : CleanEnd(a)   ? "~" + HumanBytes(a.Scaled(c.live_bytes))
+                      : "~" + HumanBytes(a.Scaled(c.live_bytes)) + ", not leaks: no clean end");
   est("unknown frees", a.Count(c.unknown_frees),
       c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
   est("double frees", a.Count(c.double_frees), "");
@@ -221,7 +233,10 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
       fmt::format("{:.1f}% of frees, {:.1f} per 1000 allocations",
                   100.0 * Share(c.cross_thread, c.frees), a.PerThousand(c.cross_thread)));
   row("  same-thread", c.paired - c.cross_thread, "");
-  row("live at exit", c.live_at_exit, c.live_at_exit ? HumanBytes(c.live_bytes) : "");
+  row("live at exit", c.live_at_exit,
+      !c.live_at_exit ? ""
+      : CleanEnd(a)   ? HumanBytes(c.live_bytes)
+                      : HumanBytes(c.live_bytes) + ", not leaks: no clean end, frees lost");
   row("unknown frees", c.unknown_frees,
       c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
   row("double frees", c.double_frees, "");
@@ -230,7 +245,9 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
     row("null-address events", c.ignored_null, "free(NULL) or failed allocations, ignored");
   }
   if (c.alloc_over_live) {
-    row("allocs over live", c.alloc_over_live, "address allocated again without a free");
+    row("allocs over live", c.alloc_over_live,
+        CleanEnd(a) ? "address allocated again without a free"
+                    : "address allocated again without a free (lost with the last buffers?)");
   }
   }
 
