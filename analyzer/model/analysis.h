@@ -133,6 +133,17 @@ struct Analysis {
   // sampled), and with its interval.
   uint64_t Scaled(uint64_t count) const { return ScaleCount(count, sample_period); }
   Estimate Count(uint64_t count) const { return EstimateCount(count, sample_period); }
+  // Count() of a part of the frees (of the allocations), bounded by their
+  // exact total when the counts records give it (issue 31).
+  Estimate FreeCount(uint64_t count) const {
+    Estimate e = Count(count);
+    return sampled() && counts.counts_records ? Bounded(e, static_cast<double>(Frees())) : e;
+  }
+  Estimate AllocCount(uint64_t count) const {
+    Estimate e = Count(count);
+    return sampled() && counts.counts_records ? Bounded(e, static_cast<double>(Allocations()))
+                                              : e;
+  }
   Estimate Bytes(uint64_t count, uint64_t bytes) const {
     return EstimateBytes(count, bytes, sample_period);
   }

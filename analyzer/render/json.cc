@@ -146,8 +146,8 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
         ",\n    \"estimate\": {{\"cross_thread_frees\": {}, \"cross_thread_per_1000_allocs\": {}, "
         "\"same_thread_frees\": {}, \"live_at_exit\": {}, \"live_at_exit_bytes\": {}, "
         "\"unknown_frees\": {}, \"double_frees\": {}, \"allocs_over_live\": {}}}",
-        EstimateJson(a.Count(c.cross_thread)), EstimateJson(a.Rate(c.cross_thread), 3),
-        EstimateJson(a.Count(c.paired - c.cross_thread)), EstimateJson(a.Count(c.live_at_exit)),
+        EstimateJson(a.FreeCount(c.cross_thread)), EstimateJson(a.Rate(c.cross_thread), 3),
+        EstimateJson(a.FreeCount(c.paired - c.cross_thread)), EstimateJson(a.AllocCount(c.live_at_exit)),
         EstimateJson(a.Bytes(c.live_at_exit, c.live_bytes)), EstimateJson(a.Count(c.unknown_frees)),
         EstimateJson(a.Count(c.double_frees)), EstimateJson(a.Count(c.alloc_over_live)));
   }

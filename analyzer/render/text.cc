@@ -134,18 +134,18 @@ void SampledSummaryText(std::string& out, const Analysis& a) {
         c.counts_records ? fmt::format("exact, sampled or not; {} sampled", Commas(c.allocations))
                          : "estimated: no counts records");
   exact("frees", a.Frees(), c.counts_records ? "exact" : "estimated: no counts records");
-  est("  cross-thread", a.Count(c.cross_thread),
+  est("  cross-thread", a.FreeCount(c.cross_thread),
       fmt::format("{:.1f}% of frees, {:.1f} per 1000 allocations",
-                  100.0 * Share(a.Scaled(c.cross_thread), a.Frees()),
+                  100.0 * Share(static_cast<uint64_t>(a.FreeCount(c.cross_thread).value), a.Frees()),
                   a.PerThousand(c.cross_thread)));
-  est("  same-thread", a.Count(c.paired - c.cross_thread), "");
-  est("live at exit", a.Count(c.live_at_exit),
+  est("  same-thread", a.FreeCount(c.paired - c.cross_thread), "");
+  est("live at exit", a.AllocCount(c.live_at_exit),
       !c.live_at_exit ? ""
       : CleanEnd(a)   ? "~" + HumanBytes(a.Scaled(c.live_bytes))
                       : "~" + HumanBytes(a.Scaled(c.live_bytes)) + ", not leaks: no clean end");
-  est("unknown frees", a.Count(c.unknown_frees),
+  est("unknown frees", a.FreeCount(c.unknown_frees),
       c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
-  est("double frees", a.Count(c.double_frees), "");
+  est("double frees", a.FreeCount(c.double_frees), "");
   if (c.alloc_over_live) {
     est("allocs over live", a.Count(c.alloc_over_live), "address allocated again without a free");
   }
