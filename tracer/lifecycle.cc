@@ -55,6 +55,10 @@ bool HasPidPattern(const char* tmpl) {
 // must not truncate), this image writes "<path>.<n>" instead. Only a
 // %p-less path run by hand, with no CROSSFREE_MAIN_PID yet, is truncated,
 // so re-running a command overwrites its trace.
+// A fork child's parent: the pid of the image that forked it (getppid()
+// may already name a subreaper or init when the parent exits at once).
+uint32_t g_fork_parent = 0;
+
 bool OpenTrace(bool fork_child) {
   const bool owns_plain =
       !fork_child && (g.settings.main_pid == 0 || g.settings.main_pid == g.pid);
@@ -92,7 +96,8 @@ bool OpenTrace(bool fork_child) {
   }
   format::HeaderFields fields;
   fields.pid = g.pid;
-  fields.ppid = static_cast<uint32_t>(getppid());
+  fields.ppid = fork_child && g_fork_parent != 0 ? g_fork_parent
+                                                 : static_cast<uint32_t>(getppid());
   fields.clock = format::Clock::kMonotonic;
   fields.unwinder = g.stacks ? UnwinderFor(g.settings.unwind) : format::Unwinder::kNone;
   fields.max_depth = g.stacks ? static_cast<uint16_t>(g.settings.depth) : 0;
@@ -155,6 +160,7 @@ void AtForkChild() {
   // the number is now one of its own files.
   if (internal::TraceFd() >= 0) close(g.fd);
   g.fd = -1;
+  g_fork_parent = g.pid;
   g.pid = static_cast<uint32_t>(getpid());
   ForgetModules();
   ReseedSamplerInForkChild();

@@ -73,6 +73,10 @@ __thread ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullp
 __thread uint32_t t_next_sequence __attribute__((tls_model("initial-exec"))) = 0;
 __thread bool t_named __attribute__((tls_model("initial-exec"))) = false;
 __thread bool t_exit_written __attribute__((tls_model("initial-exec"))) = false;
+// This thread already counts among the threads that wrote a chunk: a state
+// it takes again after its exit (a later pthread-key destructor that
+// allocates or frees) must not count it twice in the totals.
+__thread bool t_counted __attribute__((tls_model("initial-exec"))) = false;
 
 ThreadState* NewState() {
   size_t header = (sizeof(ThreadState) + 63) & ~size_t{63};
@@ -114,7 +118,7 @@ ThreadState* Acquire() {
   s->tid = CurrentTid();
   s->pthread_id = static_cast<unsigned long>(pthread_self());
   s->chunk_open = false;
-  s->wrote_chunk = false;
+  s->wrote_chunk = t_counted;
   s->name_pending.store(0, std::memory_order_relaxed);
   s->needs_name = !t_named;
   s->last_name[0] = '\0';
@@ -466,6 +470,7 @@ void OnThreadExit(void* arg) {
   // The TLS the counts point to goes away with the thread; whoever writes
   // this state next must not read it.
   t_next_sequence = s->next_sequence;
+  t_counted = t_counted || s->wrote_chunk;
   s->counts = nullptr;
   // Events after this point (later TLS destructors) take a state again and
   // set the key again, so glibc runs this destructor once more for them.
@@ -508,6 +513,7 @@ void ResetStatesInForkChild() {
     }
   }
   t_next_sequence = 0;
+  t_counted = false;  // the child's trace has not counted this thread yet
   if (self != nullptr && self != kExitedState) {
     self->tid = CurrentTid();
     self->pthread_id = static_cast<unsigned long>(pthread_self());
