@@ -16,6 +16,7 @@
 
 #include "analyzer/model/central.h"
 #include "analyzer/model/estimate.h"
+#include "analyzer/model/fork_frees.h"
 #include "analyzer/pairing/pairing.h"
 #include "analyzer/model/roles.h"
 #include "analyzer/model/sites.h"
@@ -101,6 +102,8 @@ struct Analysis {
   std::vector<LoneSite> live_at_window_end;
   std::vector<LoneSite> unknown_frees;
   std::vector<LoneSite> double_frees;
+  // Frees in fork children of blocks their parent allocated (fork_frees.h).
+  ForkFrees fork_frees;
   std::vector<std::string> warnings;      // truncation, symbolization
   CentralSummary central;                 // tcmalloc central transfers (central.h)
   uint64_t timeline_bucket_ns = 0;        // width of CrossPair::timeline buckets

@@ -84,6 +84,31 @@ bool CleanEnd(const Analysis& a) {
   return true;
 }
 
+// The "freed after fork" row's note: a fork child's frees of blocks its
+// parent allocated before the fork (fork_frees.h).
+std::string ForkedNote(const Analysis& a) {
+  const ForkFrees& f = a.fork_frees;
+  if (f.attributed == 0) return "allocated by the parent before fork";
+  return fmt::format("allocated by the parent before fork; {} matched to the parent's "
+                     "allocations (below)",
+                     Commas(f.attributed));
+}
+
+// Frees in fork children attributed to their parent's allocations.
+void ForkPairsText(std::string& out, const Analysis& a) {
+  const ForkFrees& f = a.fork_frees;
+  if (f.pairs.empty()) return;
+  out += fmt::format("\nFreed in a fork child, allocated by its parent before the fork "
+                     "(top {})\n",
+                     f.pairs.size());
+  for (const ForkPair& p : f.pairs) {
+    out += fmt::format("  {:>9}  {} (pid {}) -> {} (pid {})\n", Commas(p.count), p.alloc_role,
+                       p.parent_pid, p.free_role, p.child_pid);
+    out += Fit(fmt::format("      allocated at  {}", p.alloc_site.key), Width()) + "\n";
+    out += Fit(fmt::format("      freed at      {}", p.free_site.key), Width()) + "\n";
+  }
+}
+
 std::string TraceLine(const TraceInfo& t) {
   std::string notes;
   if (t.ppid != 0 && t.ppid != 1) notes += fmt::format("parent {}", t.ppid);
@@ -146,6 +171,7 @@ void SampledSummaryText(std::string& out, const Analysis& a) {
   est("unknown frees", a.FreeCount(c.unknown_frees),
       c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
   est("double frees", a.FreeCount(c.double_frees), "");
+  if (c.forked_frees) est("freed after fork", a.FreeCount(c.forked_frees), ForkedNote(a));
   if (c.alloc_over_live) {
     est("allocs over live", a.Count(c.alloc_over_live), "address allocated again without a free");
   }
@@ -240,6 +266,7 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   row("unknown frees", c.unknown_frees,
       c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
   row("double frees", c.double_frees, "");
+  if (c.forked_frees) row("freed after fork", c.forked_frees, ForkedNote(a));
   if (a.windowed || a.recording_windows) WindowRows(out, a);
   if (c.ignored_null) {
     row("null-address events", c.ignored_null, "free(NULL) or failed allocations, ignored");
@@ -330,6 +357,7 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   LoneText(out, a, "Live at window end", a.live_at_window_end, c.live_at_window_end, true);
   LoneText(out, a, "Unknown frees", a.unknown_frees, c.unknown_frees, false);
   LoneText(out, a, "Double frees", a.double_frees, c.double_frees, false);
+  ForkPairsText(out, a);
   // Warnings go to stderr (the command prints them), not into the text.
   return out;
 }
