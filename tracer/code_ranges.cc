@@ -34,10 +34,6 @@ std::atomic<const Table*> g_table{nullptr};
 std::atomic<bool> g_building{false};
 std::atomic<int64_t> g_last_check_ns{0};
 
-// The calling thread's last hit: most return addresses of a walk lie in the
-// executable and libc, so this usually answers without a search.
-__thread uintptr_t t_hit_low __attribute__((tls_model("initial-exec"))) = 0;
-__thread uintptr_t t_hit_high __attribute__((tls_model("initial-exec"))) = 0;
 
 struct Counters {
   uint64_t adds = 0;
@@ -127,8 +123,11 @@ bool Find(const Table* t, uintptr_t pc) {
   if (lo == 0) return false;
   const Range& r = t->ranges[lo - 1];
   if (pc >= r.high) return false;
-  t_hit_low = r.low;
-  t_hit_high = r.high;
+  CodeHits& h = tls_code_hits;
+  h.low[1] = h.low[0];
+  h.size[1] = h.size[0];
+  h.low[0] = r.low;
+  h.size[0] = r.high - r.low;
   return true;
 }
 
@@ -140,10 +139,11 @@ int64_t CoarseNowNs() {
 
 }  // namespace
 
+__thread CodeHits tls_code_hits __attribute__((tls_model("initial-exec"))) = {{0, 0}, {0, 0}};
+
 void RefreshCodeRanges() { Build(); }
 
-bool InCode(uintptr_t pc) {
-  if (pc >= t_hit_low && pc < t_hit_high) return true;
+bool InCodeSlow(uintptr_t pc) {
   const Table* t = g_table.load(std::memory_order_acquire);
   if (t == nullptr) {
     Build();

@@ -22,7 +22,25 @@ namespace crossfree::tracer {
 // dl_iterate_phdr's counters say objects were loaded or unloaded since the
 // table was built: a frame in an object dlopen'ed less than a millisecond
 // before may end a walk early.
-bool InCode(uintptr_t pc);
+bool InCode(uintptr_t pc);  // defined below: the thread's two last hits inline
+
+// The calling thread's two last hit segments, [low, high): a walk's return
+// addresses mostly alternate between the executable and libc, so these
+// usually answer with two compares and no call. Initial-exec TLS.
+struct CodeHits {
+  uintptr_t low[2];
+  uintptr_t size[2];  // high - low; 0: empty
+};
+extern __thread CodeHits tls_code_hits __attribute__((tls_model("initial-exec")));
+
+// The table search behind InCode (out of line).
+bool InCodeSlow(uintptr_t pc);
+
+inline bool InCode(uintptr_t pc) {
+  const CodeHits& h = tls_code_hits;
+  if (pc - h.low[0] < h.size[0] || pc - h.low[1] < h.size[1]) return true;
+  return InCodeSlow(pc);
+}
 
 // Builds the table now (InitStacks; tests).
 void RefreshCodeRanges();
