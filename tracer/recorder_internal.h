@@ -128,6 +128,9 @@ struct ExitStats {
 // holds its flush token).
 void FlushChunk(ThreadState* s);
 void ReportWriteFailure(int error);
+// The calling thread's state, or null when it has none (never had one, or
+// released it at its exit). For the flushers (flusher.cc), which skip it.
+ThreadState* CallingThreadState();
 // The trace file's descriptor, proven to still be the trace file (fstat:
 // same device and inode). A program that closes every descriptor
 // (close_range, a loop over 3..1024) closes it too, and may reuse the
@@ -155,7 +158,7 @@ void ResetStatesInForkChild();
 // wait_budget_ns in total for threads in the middle of a record.
 ExitStats CloseAndFlushAll(uint64_t wait_budget_ns);
 // Writes the open chunk of every other thread whose oldest buffered record
-// is older than the age bound, through the borrow hand-off (recorder.cc).
+// is older than the age bound, through the borrow hand-off (flusher.cc).
 // Called after an event when g.next_idle_scan_ns has passed.
 void FlushIdleStates(uint64_t now);
 // Window changes (window.cc). Appends a window record to the calling
