@@ -184,5 +184,9 @@ inline constexpr uint32_t kHeaderFlagForkChild = 1u << 0;
 inline constexpr uint32_t kHeaderFlagMallocHook = 1u << 1;  // events via MallocHook
 // Recording starts closed and kTagWindow records open and close it.
 inline constexpr uint32_t kHeaderFlagWindowed = 1u << 2;
+// The writer ends a clean run with a totals chunk (kTagTotals): a file with
+// this flag and no such chunk had no clean end (SIGKILL, a crash, or a
+// thread still busy at the exit flush), and its last buffers are lost.
+inline constexpr uint32_t kHeaderFlagEndsWithTotals = 1u << 3;
 
 }  // namespace crossfree::format

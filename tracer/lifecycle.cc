@@ -55,6 +55,10 @@ bool HasPidPattern(const char* tmpl) {
 // must not truncate), this image writes "<path>.<n>" instead. Only a
 // %p-less path run by hand, with no CROSSFREE_MAIN_PID yet, is truncated,
 // so re-running a command overwrites its trace.
+// A fork child's parent: the pid of the image that forked it (getppid()
+// may already name a subreaper or init when the parent exits at once).
+uint32_t g_fork_parent = 0;
+
 bool OpenTrace(bool fork_child) {
   const bool owns_plain =
       !fork_child && (g.settings.main_pid == 0 || g.settings.main_pid == g.pid);
@@ -62,10 +66,12 @@ bool OpenTrace(bool fork_child) {
     MessageLine().Add("CROSSFREE_OUTPUT is too long; running untraced").Print();
     return false;
   }
-  int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
+  // Owner-only, and never through a symlink someone placed at the path
+  // (the truncate path would otherwise empty the file it points to).
+  int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW;
   const bool truncate = g.settings.main_pid == 0 && !fork_child &&
                         !HasPidPattern(g.settings.output_template);
-  int fd = open(g.output_path, flags | (truncate ? O_TRUNC : O_EXCL), 0644);
+  int fd = open(g.output_path, flags | (truncate ? O_TRUNC : O_EXCL), 0600);
   if (fd < 0 && !truncate && errno == EEXIST) {
     size_t base = StrLen(g.output_path);
     for (uint32_t n = 1; n < 1000 && fd < 0; ++n) {
@@ -74,7 +80,7 @@ bool OpenTrace(bool fork_child) {
       *p++ = '.';
       p += FormatDecimal(n, p);
       *p = '\0';
-      fd = open(g.output_path, flags | O_EXCL, 0644);
+      fd = open(g.output_path, flags | O_EXCL, 0600);
       if (fd < 0 && errno != EEXIST) break;
     }
   }
@@ -90,13 +96,15 @@ bool OpenTrace(bool fork_child) {
   }
   format::HeaderFields fields;
   fields.pid = g.pid;
-  fields.ppid = static_cast<uint32_t>(getppid());
+  fields.ppid = fork_child && g_fork_parent != 0 ? g_fork_parent
+                                                 : static_cast<uint32_t>(getppid());
   fields.clock = format::Clock::kMonotonic;
   fields.unwinder = g.stacks ? UnwinderFor(g.settings.unwind) : format::Unwinder::kNone;
   fields.max_depth = g.stacks ? static_cast<uint16_t>(g.settings.depth) : 0;
   fields.flags = (fork_child ? format::kHeaderFlagForkChild : 0) |
                  (g.malloc_hook ? format::kHeaderFlagMallocHook : 0) |
-                 (TraceStartsWindowed(fork_child) ? format::kHeaderFlagWindowed : 0);
+                 (TraceStartsWindowed(fork_child) ? format::kHeaderFlagWindowed : 0) |
+                 format::kHeaderFlagEndsWithTotals;
   fields.sample_period = g_sample_period;
   fields.start_monotonic_ns = fork_child || g.start_ns == 0 ? NowNs() : g.start_ns;
   fields.start_realtime_ns = RealtimeNs();
@@ -148,9 +156,11 @@ void AtForkChild() {
   // child's own (the child is single-threaded here).
   internal::InitAsymmetricFence();
   // The inherited descriptor shares the parent's file offset and contents:
-  // close it without writing anything.
-  if (g.fd >= 0) close(g.fd);
+  // close it without writing anything, unless the program closed it and
+  // the number is now one of its own files.
+  if (internal::TraceFd() >= 0) close(g.fd);
   g.fd = -1;
+  g_fork_parent = g.pid;
   g.pid = static_cast<uint32_t>(getpid());
   ForgetModules();
   ReseedSamplerInForkChild();

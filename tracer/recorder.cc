@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tracer: per-thread chunk buffers, the thread-state registry and the
-// record path (see recorder.h). Start-up, exit and fork live in lifecycle.cc.
+// record path (see recorder.h). Start-up, exit and fork live in
+// lifecycle.cc; writing other threads' buffers (the exit flush, the borrow
+// hand-off) in flusher.cc.
 //
 // Hand-off between a buffer's owner and the exit flusher (Dekker style):
 // the owner stores busy=1 and then loads closed; the flusher stores
@@ -33,6 +35,7 @@
 #include "tracer/recorder_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <linux/membarrier.h>
 #include <sched.h>
@@ -72,6 +75,10 @@ __thread ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullp
 __thread uint32_t t_next_sequence __attribute__((tls_model("initial-exec"))) = 0;
 __thread bool t_named __attribute__((tls_model("initial-exec"))) = false;
 __thread bool t_exit_written __attribute__((tls_model("initial-exec"))) = false;
+// This thread already counts among the threads that wrote a chunk: a state
+// it takes again after its exit (a later pthread-key destructor that
+// allocates or frees) must not count it twice in the totals.
+__thread bool t_counted __attribute__((tls_model("initial-exec"))) = false;
 
 ThreadState* NewState() {
   size_t header = (sizeof(ThreadState) + 63) & ~size_t{63};
@@ -113,7 +120,7 @@ ThreadState* Acquire() {
   s->tid = CurrentTid();
   s->pthread_id = static_cast<unsigned long>(pthread_self());
   s->chunk_open = false;
-  s->wrote_chunk = false;
+  s->wrote_chunk = t_counted;
   s->name_pending.store(0, std::memory_order_relaxed);
   s->needs_name = !t_named;
   s->last_name[0] = '\0';
@@ -326,6 +333,11 @@ uint32_t CaptureAndIntern(ThreadState* s, const CallSite& site, uint64_t ts) {
 
 }  // namespace
 
+ThreadState* CallingThreadState() {
+  ThreadState* s = t_state;
+  return s == kExitedState ? nullptr : s;
+}
+
 void ReportWriteFailure(int error) {
   if (g.write_failed.exchange(true)) return;
   __atomic_store_n(&g_recording, 0, __ATOMIC_RELAXED);
@@ -365,6 +377,53 @@ void AppendCounts(ThreadState* s) {
 
 }  // namespace
 
+namespace {
+
+bool IsTraceFile(int fd) {
+  struct stat st;
+  return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == g.file_dev && st.st_ino == g.file_ino;
+}
+
+// Opens the trace file again by its path; the new descriptor only if it
+// is the same file, moved out of the way of low descriptors as at start.
+int ReopenTraceFile() {
+  int fd = open(g.output_path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return -1;
+  if (!IsTraceFile(fd)) {
+    close(fd);
+    return -1;
+  }
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, 500);
+  if (high >= 0) {
+    close(fd);
+    fd = high;
+  }
+  return fd;
+}
+
+}  // namespace
+
+int TraceFd() {
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const int fd = __atomic_load_n(&g.fd, __ATOMIC_ACQUIRE);
+    if (fd < 0) return -1;
+    if (IsTraceFile(fd)) return fd;
+    // Closed by the program (and maybe reused for its own file: that
+    // descriptor is the program's now, it is neither written nor closed).
+    if (g.reopening.exchange(true, std::memory_order_acquire)) {
+      while (g.reopening.load(std::memory_order_acquire)) sched_yield();
+      continue;  // the other thread reopened it (or failed): look again
+    }
+    if (__atomic_load_n(&g.fd, __ATOMIC_ACQUIRE) == fd) {
+      const int reopened = ReopenTraceFile();
+      __atomic_store_n(&g.fd, reopened, __ATOMIC_RELEASE);
+      if (reopened >= 0) g.reopens.fetch_add(1, std::memory_order_relaxed);
+    }
+    g.reopening.store(false, std::memory_order_release);
+  }
+  return -1;
+}
+
 void FlushChunk(ThreadState* s) {
   if (Sampling()) AppendCounts(s);
   if (!s->chunk_open) return;
@@ -374,13 +433,13 @@ void FlushChunk(ThreadState* s) {
   uint32_t events = s->writer.event_count();
   uint32_t allocs = s->writer.alloc_count();
   size_t n = s->writer.Finish();
-  if (g.fd < 0 || g.write_failed.load(std::memory_order_relaxed)) return;
-  struct stat st;
-  if (fstat(g.fd, &st) != 0 || st.st_dev != g.file_dev || st.st_ino != g.file_ino) {
-    ReportWriteFailure(EBADF);  // closed (and maybe reused) by the program
+  if (g.write_failed.load(std::memory_order_relaxed)) return;
+  const int fd = TraceFd();
+  if (fd < 0) {
+    ReportWriteFailure(EBADF);  // closed by the program, and the file is gone
     return;
   }
-  if (!WriteAll(g.fd, s->buffer, n)) {
+  if (!WriteAll(fd, s->buffer, n)) {
     ReportWriteFailure(errno);
     return;
   }
@@ -418,6 +477,7 @@ void OnThreadExit(void* arg) {
   // The TLS the counts point to goes away with the thread; whoever writes
   // this state next must not read it.
   t_next_sequence = s->next_sequence;
+  t_counted = t_counted || s->wrote_chunk;
   s->counts = nullptr;
   // Events after this point (later TLS destructors) take a state again and
   // set the key again, so glibc runs this destructor once more for them.
@@ -460,6 +520,7 @@ void ResetStatesInForkChild() {
     }
   }
   t_next_sequence = 0;
+  t_counted = false;  // the child's trace has not counted this thread yet
   if (self != nullptr && self != kExitedState) {
     self->tid = CurrentTid();
     self->pthread_id = static_cast<unsigned long>(pthread_self());
@@ -469,68 +530,6 @@ void ResetStatesInForkChild() {
     self->counts_written[1] = t_sample.frees;
     self->counts_written[2] = t_sample.dropped;
   }
-}
-
-void InitAsymmetricFence() {
-  g.asym_fence = false;
-  long supported = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-  if (supported < 0 || (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
-  if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0) return;
-  g.asym_fence = true;
-}
-
-namespace {
-
-// The flusher's half of the asymmetric fence (see the top of this file).
-void HeavyFence() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (!g.asym_fence) return;  // owners store busy with seq_cst themselves
-  if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
-  if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0) return;
-  // Registered at start-up, so neither should fail. If one does, give
-  // every other thread time to be descheduled (a context switch is a full
-  // barrier) before trusting what we read.
-  uint64_t until = NowNs() + 20'000'000;
-  while (NowNs() < until) sched_yield();
-}
-
-}  // namespace
-
-ExitStats CloseAndFlushAll(uint64_t wait_budget_ns) {
-  ExitStats stats;
-  uint64_t deadline = NowNs() + wait_budget_ns;
-  // One snapshot of the registry for both passes: close every state, one
-  // heavy fence, then wait for and flush each.
-  ThreadState* const head = g.registry.load(std::memory_order_acquire);
-  for (ThreadState* it = head; it != nullptr; it = it->next) {
-    // A state borrowed by the idle flusher is handed back within a write;
-    // one still borrowed at the deadline is left alone (skipped below).
-    for (;;) {
-      uint32_t expected = kOpen;
-      if (it->closed.compare_exchange_strong(expected, kClosedForExit,
-                                             std::memory_order_seq_cst) ||
-          expected == kClosedForExit || NowNs() >= deadline) {
-        break;
-      }
-      sched_yield();
-    }
-  }
-  HeavyFence();
-  for (ThreadState* it = head; it != nullptr; it = it->next) {
-    while (it->busy.load(std::memory_order_seq_cst) != 0 && NowNs() < deadline) sched_yield();
-    if (it->busy.load(std::memory_order_seq_cst) != 0 ||
-        it->closed.load(std::memory_order_seq_cst) != kClosedForExit) {
-      ++stats.threads_skipped;  // its owner flushes when the record ends
-    } else if (it->flush_token.exchange(1, std::memory_order_acq_rel) == 0) {
-      FlushChunk(it);
-    }
-    ++stats.states;
-    stats.events += it->events_written;
-    stats.allocs += it->allocs_written;
-    stats.chunks += it->chunks_written;
-    stats.threads += it->threads_written;
-  }
-  return stats;
 }
 
 void WriteTotals(const ExitStats& stats) {
@@ -547,87 +546,9 @@ void WriteTotals(const ExitStats& stats) {
                                                                  : t_next_sequence++;
   size_t n = format::EncodeTotalsChunk(totals, CurrentTid(), sequence, NowNs(), buf,
                                        sizeof(buf));
-  struct stat st;
-  if (n == 0 || fstat(g.fd, &st) != 0 || st.st_dev != g.file_dev || st.st_ino != g.file_ino) {
-    return;
-  }
-  if (!WriteAll(g.fd, buf, n)) ReportWriteFailure(errno);
-}
-
-namespace {
-
-// Borrows every other thread's state that pick(state) selects, writes the
-// chunk of each whose owner is not inside a record, and hands them back;
-// returns how many it borrowed but could not write. Until deadline (0:
-// not at all) it waits for states another flusher holds and for owners
-// inside a record (they finish it within microseconds). Signals stay
-// blocked throughout: a handler that longjmp'd out while this thread
-// holds borrows (or one that waited for an owner) would leave the owners
-// waiting for ever.
-template <typename Pick>
-uint32_t BorrowAndFlush(const Pick& pick, uint64_t deadline) {
-  ThreadState* const self = t_state;
-  ThreadState* const head = g.registry.load(std::memory_order_acquire);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int borrowed = 0;
-  for (ThreadState* it = head; it != nullptr; it = it->next) {
-    if (it == self || !pick(it)) continue;
-    for (;;) {
-      uint32_t expected = kOpen;
-      if (it->closed.compare_exchange_strong(expected, kBorrowed, std::memory_order_seq_cst)) {
-        ++borrowed;
-        break;
-      }
-      // Closed for exit: the exit flush owns it. Borrowed by another
-      // flusher: handed back within a write.
-      if (expected == kClosedForExit || NowNs() >= deadline) break;
-      sched_yield();
-    }
-  }
-  uint32_t skipped = 0;
-  if (borrowed != 0) {
-    HeavyFence();
-    for (ThreadState* it = head; it != nullptr; it = it->next) {
-      if (it == self || it->closed.load(std::memory_order_relaxed) != kBorrowed) continue;
-      while (it->busy.load(std::memory_order_seq_cst) != 0 && NowNs() < deadline) sched_yield();
-      // busy still means the owner is inside a record: it writes its own
-      // chunk at that record's end (age bound).
-      if (it->busy.load(std::memory_order_seq_cst) == 0) {
-        FlushChunk(it);
-      } else {
-        ++skipped;
-      }
-      it->closed.store(kOpen, std::memory_order_release);
-    }
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return skipped;
-}
-
-}  // namespace
-
-void FlushIdleStates(uint64_t now) {
-  uint64_t due = g.next_idle_scan_ns.load(std::memory_order_relaxed);
-  if (now < due || !g.next_idle_scan_ns.compare_exchange_strong(
-                       due, now + g.settings.flush_ns / 2, std::memory_order_relaxed)) {
-    return;  // not due, or another thread scans now
-  }
-  if (g.phase.load(std::memory_order_acquire) != kActive) return;
-  // Only states whose open chunk is older than the bound; no waiting.
-  BorrowAndFlush(
-      [now](const ThreadState* it) {
-        const uint64_t since = it->open_since_ns.load(std::memory_order_relaxed);
-        return since != 0 && now > since && now - since >= g.settings.flush_ns;
-      },
-      0);
-}
-
-uint32_t FlushAllStates(uint64_t wait_budget_ns) {
-  // Every state, whatever its age (recording is already off, so owners
-  // inside a record start no other).
-  return BorrowAndFlush([](const ThreadState*) { return true; }, NowNs() + wait_budget_ns);
+  const int fd = n == 0 ? -1 : TraceFd();
+  if (fd < 0) return;
+  if (!WriteAll(fd, buf, n)) ReportWriteFailure(errno);
 }
 
 bool WriteOwnWindowRecord(format::WindowState state, format::WindowCause cause, uint64_t ts) {
@@ -654,14 +575,6 @@ void AppendWindowRecordInForkChild(format::WindowCause cause, uint64_t ts) {
     return w.AppendWindow(format::WindowState::kOpen, cause, ts);
   });
   Leave(s);
-}
-
-void ReopenStates() {
-  for (ThreadState* it = g.registry.load(std::memory_order_acquire); it != nullptr;
-       it = it->next) {
-    it->flush_token.store(0, std::memory_order_relaxed);
-    it->closed.store(0, std::memory_order_seq_cst);
-  }
 }
 
 }  // namespace internal

@@ -88,6 +88,10 @@ struct Globals {
   // reuse fd for a file of its own; each write checks it is still ours.
   uint64_t file_dev = 0;
   uint64_t file_ino = 0;
+  // Set while one thread reopens the trace file after the program closed
+  // its descriptor (TraceFd); others wait for the few system calls.
+  std::atomic<bool> reopening{false};
+  std::atomic<uint32_t> reopens{0};
   bool stacks = false;
   bool malloc_hook = false;
   uint32_t pid = 0;
@@ -124,6 +128,17 @@ struct ExitStats {
 // holds its flush token).
 void FlushChunk(ThreadState* s);
 void ReportWriteFailure(int error);
+// The calling thread's state, or null when it has none (never had one, or
+// released it at its exit). For the flushers (flusher.cc), which skip it.
+ThreadState* CallingThreadState();
+// The trace file's descriptor, proven to still be the trace file (fstat:
+// same device and inode). A program that closes every descriptor
+// (close_range, a loop over 3..1024) closes it too, and may reuse the
+// number for a file of its own: then the file is opened again by its path
+// (O_APPEND, O_NOFOLLOW) and used only if it is the same inode, so nothing
+// is ever written into the program's file. -1 when the trace cannot be
+// written any more.
+int TraceFd();
 // pthread key destructor: thread-exit record and final flush.
 void OnThreadExit(void* arg);
 // Gives the calling thread a state and writes what is pending (its name,
@@ -143,7 +158,7 @@ void ResetStatesInForkChild();
 // wait_budget_ns in total for threads in the middle of a record.
 ExitStats CloseAndFlushAll(uint64_t wait_budget_ns);
 // Writes the open chunk of every other thread whose oldest buffered record
-// is older than the age bound, through the borrow hand-off (recorder.cc).
+// is older than the age bound, through the borrow hand-off (flusher.cc).
 // Called after an event when g.next_idle_scan_ns has passed.
 void FlushIdleStates(uint64_t now);
 // Window changes (window.cc). Appends a window record to the calling

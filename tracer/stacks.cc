@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "format/trace_format.h"
+#include "tracer/code_ranges.h"
 #include "tracer/stack_table.h"
 #include "tracer/unwind_cfi.h"
 #include "tracer/unwind_fp.h"
@@ -125,6 +126,7 @@ bool InitStacks(UnwindMode mode, int max_depth) {
   if (!g_table.initialized() && !g_table.Init(kMaxStacks, kMaxInternedFrames)) return false;
   // Computes (and caches) this thread's bounds now, outside any hook.
   CurrentThreadStackBounds();
+  RefreshCodeRanges();  // frame-pointer steps check return addresses against it
   if (mode != UnwindMode::kFramePointer && !g_libunwind_ok) g_libunwind_ok = InitLibunwind();
   if (mode == UnwindMode::kHybrid && !g_cfi_ok) g_cfi_ok = g_libunwind_ok && InitCfiUnwinder();
   if (mode == UnwindMode::kLibunwind && !g_libunwind_ok) return false;

@@ -2,6 +2,8 @@
 // Tracer: cached-CFI unwinder for the hybrid mode (see unwind_cfi.h).
 #include "tracer/unwind_cfi.h"
 
+#include "tracer/code_ranges.h"
+
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <fcntl.h>
@@ -518,7 +520,10 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
         step.rbp_addr = step.ra_addr;
         step.rbp_val = ra;
       }
-      if (ra < 4096) stop = true;
+      // Through a frame pointer (code without CFI, or a CFA rule on a rbp
+      // that holds something else) the word may be no return address at
+      // all (code_ranges.h). Replayed steps were checked when recorded.
+      if (ra < 4096 || !InCode(ra)) stop = true;
     }
     if (recording) {
       if (nfresh == kMemoSteps) {

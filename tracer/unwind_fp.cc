@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include "tracer/code_ranges.h"
+
 // Non-zero while this thread runs pthread_getattr_np (interpose_process.cc).
 extern "C" {
 __thread int crossfree_in_getattr __attribute__((tls_model("initial-exec"))) = 0;
@@ -70,7 +72,9 @@ int WalkFramePointers(uintptr_t fp, const StackBounds& bounds_in, uint64_t* fram
     uintptr_t next = reinterpret_cast<const uintptr_t*>(fp)[0];
     if (next <= fp || (next & 7) != 0 || next < low || next > top) break;
     uintptr_t ret = reinterpret_cast<const uintptr_t*>(next)[1];
-    if (ret < 4096) break;
+    // A word that is no return address (code without frame pointers left
+    // rbp pointing at data): the chain is broken here.
+    if (ret < 4096 || !InCode(ret)) break;
     frames[depth++] = ret;
     fp = next;
   }

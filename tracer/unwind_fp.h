@@ -83,7 +83,8 @@ inline bool OnThreadStack(uintptr_t fp) {
 // and returns the new depth. Every load is proven inside `bounds` first
 // (PlausibleFrame); the walk stops at a null, misaligned, out-of-bounds or
 // non-increasing frame pointer (so a self-loop or cycle ends it), or a
-// return address below 4 KiB.
+// return address below 4 KiB or outside every module's executable segments
+// (code_ranges.h: junk read through a frame pointer that is not one).
 // If last_fp is not null it receives the last frame record used (the one
 // whose return address was recorded last), for handing over to DWARF.
 int WalkFramePointers(uintptr_t fp, const StackBounds& bounds, uint64_t* frames,

@@ -15,12 +15,18 @@
 //    another's;
 //  - after the run, one summary for all the run's traces (forks and exec'd
 //    images included): the biggest first, then a total line;
+//  - processes the command leaves running (a background job, a daemon's
+//    child) are waited for too: `record` is their subreaper (prctl
+//    PR_SET_CHILD_SUBREAPER), so they become its children when their parent
+//    exits; after --wait-children seconds (default 60) it names those still
+//    running and summarises what is on disk then;
 //  - when no trace could be written (an unwritable -o, a command that did
 //    not load the tracer), it says why and exits 2 if CMD itself succeeded.
 #include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,6 +65,7 @@ struct RecordArgs {
   std::string toggle_signal;
   std::vector<std::string> preloads;
   std::vector<std::string> command;
+  double wait_children_s = 60;
 };
 
 std::string Dirname(const std::string& path) {
@@ -268,6 +275,72 @@ std::vector<std::string> ListTraceImages(const std::string& dir, time_t since) {
   return out;
 }
 
+uint64_t MonotonicNowNsForWait() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// This process's children, from /proc: pid and command name.
+std::vector<std::pair<int, std::string>> RunningChildren() {
+  std::vector<std::pair<int, std::string>> out;
+  const int self = getpid();
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    const char* name = e->d_name;
+    if (name[0] < '1' || name[0] > '9') continue;
+    FILE* f = std::fopen(fmt::format("/proc/{}/stat", name).c_str(), "r");
+    if (f == nullptr) continue;
+    char buf[512];
+    size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    // pid (comm) state ppid ...: comm may hold spaces and parentheses.
+    const char* open = std::strchr(buf, '(');
+    const char* close = std::strrchr(buf, ')');
+    if (open == nullptr || close == nullptr || close < open) continue;
+    char state = 0;
+    int ppid = 0;
+    if (std::sscanf(close + 1, " %c %d", &state, &ppid) != 2 || ppid != self) continue;
+    if (state == 'Z') continue;  // exited; reaped below
+    out.emplace_back(std::atoi(name), std::string(open + 1, close));
+  }
+  closedir(d);
+  return out;
+}
+
+// After the command exited: reaps the processes it left running (they were
+// reparented to us, the subreaper) until none is left or `budget_s` passed;
+// then names those still running. Returns how many were waited for.
+int WaitForDescendants(double budget_s) {
+  const uint64_t deadline = MonotonicNowNsForWait() + static_cast<uint64_t>(budget_s * 1e9);
+  int reaped = 0;
+  for (;;) {
+    int status = 0;
+    pid_t done = waitpid(-1, &status, WNOHANG);
+    if (done > 0) {
+      ++reaped;
+      continue;
+    }
+    if (done < 0 && errno == EINTR) continue;
+    if (done < 0) break;  // ECHILD: none left
+    if (MonotonicNowNsForWait() >= deadline) {
+      std::string list;
+      for (const auto& [pid, name] : RunningChildren()) {
+        list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", pid, name);
+      }
+      fmt::print(stderr,
+                 "crossfree record: after {:g} s (--wait-children), still running: {}; their "
+                 "traces are counted as they are now\n",
+                 budget_s, list.empty() ? "unknown" : list);
+      break;
+    }
+    usleep(20'000);
+  }
+  return reaped;
+}
+
 int WaitForChild(pid_t pid, const std::string& name) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
@@ -472,6 +545,9 @@ int RunRecord(const RecordArgs& args) {
   }
   std::fflush(stdout);
   std::fflush(stderr);
+  // Processes the command leaves behind are reparented to us, not to init,
+  // so that we can wait for them (and their traces) too.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   pid_t pid = fork();
   if (pid < 0) {
     fmt::print(stderr, "crossfree record: fork failed: {}\n", std::strerror(errno));
@@ -523,6 +599,10 @@ int RunRecord(const RecordArgs& args) {
   }
   int status = WaitForChild(pid, args.command[0]);
   g_child_pid = 0;
+  if (int waited = WaitForDescendants(args.wait_children_s); waited > 0) {
+    fmt::print(stderr, "crossfree record: waited for {} process{} the command left running\n",
+               waited, waited == 1 ? "" : "es");
+  }
   restore_signals();
 
   // Find the run's traces: the main file, then every candidate whose header
@@ -690,6 +770,11 @@ void RegisterRecordCommand(CLI::App& app, int* exit_code) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->allow_extra_args(false)
       ->expected(1);
+  sub->add_option("--wait-children", args->wait_children_s,
+                  "After the command exits, wait up to SECONDS for the processes it left "
+                  "running (background jobs, daemons), then name those still running "
+                  "(default 60)")
+      ->check(CLI::Range(0.0, 86400.0));
   sub->add_option("command", args->command, "The command to run, after --")->required();
   sub->footer("Example: crossfree record -o server.trace -- ./server --port 8080");
   sub->callback([args, exit_code] { *exit_code = RunRecord(*args); });

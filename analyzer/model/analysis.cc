@@ -218,6 +218,7 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
     info.events = results[t].counts.events;
     info.threads = trace.streams.size();
     info.truncated = trace.truncated;
+    info.clean_end = trace.clean_end;
     info.truncated_offset = trace.truncated_offset;
     info.file_bytes = trace.reader->file_size();
     info.sample_period = PeriodOf(trace);
@@ -347,6 +348,10 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
                &out->unknown_frees);
   TopLoneSites(set, results, &PairingResult::double_frees, options, *sites,
                &out->double_frees);
+  if (!AttributeForkFrees(set, results, *sites, options.by, options.lone_sites, &out->fork_frees,
+                          error)) {
+    return false;
+  }
   if (!CollectCentral(set, options.by, options.central_sites, *sites, &out->central, error)) {
     return false;
   }

@@ -16,6 +16,7 @@
 
 #include "analyzer/model/central.h"
 #include "analyzer/model/estimate.h"
+#include "analyzer/model/fork_frees.h"
 #include "analyzer/pairing/pairing.h"
 #include "analyzer/model/roles.h"
 #include "analyzer/model/sites.h"
@@ -40,6 +41,7 @@ struct TraceInfo {
   uint64_t events = 0;
   size_t threads = 0;
   bool truncated = false;
+  bool clean_end = true;          // false: no totals record, last buffers lost (trace_set.h)
   uint64_t truncated_offset = 0;  // where the incomplete chunk starts
   uint64_t file_bytes = 0;        // so the bytes lost are file_bytes - truncated_offset
   uint32_t sample_period = 1;     // > 1: each allocation traced with probability 1/period
@@ -119,6 +121,8 @@ struct Analysis {
   std::vector<LoneSite> live_at_window_end;
   std::vector<LoneSite> unknown_frees;
   std::vector<LoneSite> double_frees;
+  // Frees in fork children of blocks their parent allocated (fork_frees.h).
+  ForkFrees fork_frees;
   std::vector<std::string> warnings;      // truncation, symbolization
   CentralSummary central;                 // tcmalloc central transfers (central.h)
   uint64_t timeline_bucket_ns = 0;        // width of CrossPair::timeline buckets
@@ -165,6 +169,17 @@ struct Analysis {
   // sampled), and with its interval.
   uint64_t Scaled(uint64_t count) const { return ScaleCount(count, sample_period); }
   Estimate Count(uint64_t count) const { return EstimateCount(count, sample_period); }
+  // Count() of a part of the frees (of the allocations), bounded by their
+  // exact total when the counts records give it (issue 31).
+  Estimate FreeCount(uint64_t count) const {
+    Estimate e = Count(count);
+    return sampled() && counts.counts_records ? Bounded(e, static_cast<double>(Frees())) : e;
+  }
+  Estimate AllocCount(uint64_t count) const {
+    Estimate e = Count(count);
+    return sampled() && counts.counts_records ? Bounded(e, static_cast<double>(Allocations()))
+                                              : e;
+  }
   Estimate Bytes(uint64_t count, uint64_t bytes) const {
     return EstimateBytes(count, bytes, sample_period);
   }

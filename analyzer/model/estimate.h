@@ -68,6 +68,15 @@ Estimate EstimateBytes(uint64_t count, uint64_t bytes, uint32_t period);
 // the interval is conservative. observed is left 0. period <= 1: exact.
 Estimate EstimateDifference(uint64_t a, uint64_t b, uint32_t period);
 
+// e with its value and bounds capped at `whole`: an estimated part of an
+// exactly known total (cross-thread frees of all frees) cannot exceed it.
+inline Estimate Bounded(Estimate e, double whole) {
+  if (e.value > whole) e.value = whole;
+  if (e.high > whole) e.high = whole;
+  if (e.low > whole) e.low = whole;
+  return e;
+}
+
 // observed x period, saturating at 2^64 - 1 (a crafted header can claim any
 // period).
 uint64_t ScaleCount(uint64_t observed, uint32_t period);

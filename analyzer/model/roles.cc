@@ -52,6 +52,16 @@ std::string_view MainName(const ProcessTrace& trace) {
   return named == trace.thread_names.end() ? std::string_view() : named->second;
 }
 
+// Whether a thread's name is one it did not choose: inherited from the
+// executable's name or the main thread's, or the name the process was
+// started as (through a symlink: redis-server -> redis-check-rdb).
+bool Inherited(const ProcessTrace& trace, std::string_view name, uint32_t tid) {
+  if (IsInheritedName(name, trace.header.exe_path, tid == trace.pid() ? "" : MainName(trace))) {
+    return true;
+  }
+  return !name.empty() && name == trace.exec_name;
+}
+
 bool IsStartupFrame(std::string_view function, std::string_view module) {
   static constexpr std::string_view kStart[] = {
       "start_thread", "clone", "clone3", "__clone", "__clone3", "_start",
@@ -71,6 +81,24 @@ bool IsStartupFrame(std::string_view function, std::string_view module) {
   return false;
 }
 
+// A lambda is named by what encloses it: "ProducerLoop()::{lambda()#1}::
+// operator()() const" (out of line) or "ProducerLoop()::{lambda@f.cc:18}::
+// operator()" (inlined) -> "ProducerLoop()::lambda"; empty for a function
+// that is not a lambda's body.
+std::string LambdaRole(std::string_view function) {
+  std::string_view callable = CallableName(function);
+  size_t at = callable.find("::{lambda");
+  if (at == std::string_view::npos) {
+    if (callable.starts_with("{lambda")) return "lambda";
+    return {};
+  }
+  std::string_view outer = callable.substr(0, at);
+  // The enclosing function without its parameters and scopes, as a role.
+  std::string bare = BareFunctionName(outer);
+  if (bare.empty()) bare = std::string(outer);
+  return bare + "()::lambda";
+}
+
 bool IsThreadStart(std::string_view function) {
   return function == "start_thread" || function == "clone" || function == "clone3" ||
          function == "__clone" || function == "__clone3" || function == "thread_start";
@@ -80,13 +108,11 @@ bool IsThreadStart(std::string_view function) {
 
 void AssignEntryRoles(ProcessTrace& trace, size_t trace_index,
                       const std::vector<uint32_t>& entry_stack, SymbolResolver& resolver) {
-  std::string_view main_name = MainName(trace);
   for (size_t s = 0; s < trace.streams.size() && s < entry_stack.size(); ++s) {
     uint32_t tid = trace.streams[s].tid;
     if (tid == trace.pid()) continue;
     auto named = trace.thread_names.find(tid);
-    if (named != trace.thread_names.end() &&
-        !IsInheritedName(named->second, trace.header.exe_path, main_name)) {
+    if (named != trace.thread_names.end() && !Inherited(trace, named->second, tid)) {
       continue;
     }
     auto stack = trace.stacks.find(entry_stack[s]);
@@ -102,7 +128,8 @@ void AssignEntryRoles(ProcessTrace& trace, size_t trace_index,
       if (IsThreadStart(f.function)) started = true;
       if (!started || IsStartupFrame(f.function, f.module)) continue;
       if (f.function.empty()) break;  // an unsymbolized frame names nothing
-      std::string role = BareFunctionName(f.function);
+      std::string role = LambdaRole(f.function);
+      if (role.empty()) role = BareFunctionName(f.function);
       if (!role.empty()) trace.entry_roles[tid] = role;
       break;
     }
@@ -112,9 +139,7 @@ void AssignEntryRoles(ProcessTrace& trace, size_t trace_index,
 std::string ThreadLabel(const ProcessTrace& trace, uint32_t tid, GroupBy by) {
   auto it = trace.thread_names.find(tid);
   std::string_view name = it == trace.thread_names.end() ? std::string_view() : it->second;
-  if (IsInheritedName(name, trace.header.exe_path, tid == trace.pid() ? "" : MainName(trace))) {
-    name = {};
-  }
+  if (Inherited(trace, name, tid)) name = {};
   if (name.empty() && tid != trace.pid()) {
     auto role = trace.entry_roles.find(tid);
     if (role != trace.entry_roles.end()) name = role->second;

@@ -112,8 +112,9 @@ std::string BareFunctionName(std::string_view demangled) {
   size_t end = name.size();
   for (size_t i = 0; i < name.size(); ++i) {
     char c = name[i];
-    if (c == '(' && depth == 0 && i > 0 && !name.substr(0, i).ends_with("(anonymous namespace")) {
-      // "(anonymous namespace)::" opens at 0 and is a scope, not parameters
+    if (c == '(' && depth == 0 && i > 0 && !name.substr(i).starts_with("(anonymous namespace)::")) {
+      // "(anonymous namespace)::" is a scope, not parameters, at the start
+      // or after another scope ("node::(anonymous namespace)::Worker")
       end = i;
       break;
     }

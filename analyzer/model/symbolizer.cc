@@ -309,36 +309,62 @@ struct Symbolizer::Impl {
   // parameters) or, without one, DW_AT_name qualified by the namespaces and
   // classes that enclose its declaration (no parameter list then).
   const std::string& FunctionName(Dwarf_Die* die) {
-    auto [it, inserted] = names.try_emplace(die->addr);
-    if (!inserted) return it->second;
-    if (const char* linkage = LinkageName(die)) {
-      it->second = Demangle(linkage);
-      return it->second;
-    }
+    if (auto known = names.find(die->addr); known != names.end()) return known->second;
+    std::string result = ComputeFunctionName(die);
+    return names.insert_or_assign(die->addr, std::move(result)).first->second;
+  }
+
+  std::string ComputeFunctionName(Dwarf_Die* die) {
+    if (const char* linkage = LinkageName(die)) return Demangle(linkage);
     Dwarf_Die decl = DeclarationDie(*die);
     const char* name = dwarf_diename(&decl);
-    if (name == nullptr) return it->second;
-    if (auto known = scope_prefixes.find(decl.addr); known != scope_prefixes.end()) {
-      it->second = known->second + name;
-      return it->second;
+    if (name == nullptr) return {};
+    if (auto known = scope_prefixes.find(decl.addr);
+        known != scope_prefixes.end() && known->second.find("{unnamed type}") == std::string::npos) {
+      return known->second + name;
     }
     // A declaration the CU walk did not see (another unit, a dwz partial
-    // unit): find its enclosing scopes the slow way.
+    // unit), or a member of a class without a name (a lambda's closure
+    // type, declared inside the function that encloses the lambda): find
+    // its enclosing scopes the slow way.
     Dwarf_Die* scopes = nullptr;
     int count = dwarf_getscopes_die(&decl, &scopes);
     std::string qualified;
     for (int i = count - 1; i >= 1; --i) {
       int tag = dwarf_tag(&scopes[i]);
+      if (tag == DW_TAG_subprogram) {
+        // A local class: qualified by its function, as the demangler does
+        // ("ProducerLoop()::{lambda()#1}::operator()").
+        std::string outer = FunctionName(&scopes[i]);
+        qualified = outer.empty() ? std::string() : outer + "::";
+        continue;
+      }
       if (tag != DW_TAG_namespace && tag != DW_TAG_class_type &&
           tag != DW_TAG_structure_type && tag != DW_TAG_union_type) {
+        continue;
+      }
+      if (tag != DW_TAG_namespace && dwarf_diename(&scopes[i]) == nullptr) {
+        // An unnamed class: a lambda's closure type. Its place in the
+        // source keeps two lambdas of one function apart
+        // ("{lambda@file.cc:18}"; no space, so that names still parse).
+        qualified += "{lambda";
+        int line = 0;
+        const char* file = dwarf_decl_file(&scopes[i]);
+        if (file != nullptr && dwarf_decl_line(&scopes[i], &line) == 0) {
+          const char* base = std::strrchr(file, '/');
+          qualified += '@';
+          qualified += base != nullptr ? base + 1 : file;
+          qualified += ':';
+          qualified += std::to_string(line);
+        }
+        qualified += "}::";
         continue;
       }
       qualified += ScopeName(&scopes[i], tag);
       qualified += "::";
     }
     std::free(scopes);
-    it->second = qualified + name;
-    return it->second;
+    return qualified + name;
   }
 
   const CuIndex& IndexFor(Dwarf_Die* cu) {

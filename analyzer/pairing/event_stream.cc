@@ -46,6 +46,9 @@ bool DecodeTraceChunk(ProcessTrace& trace, const format::Chunk& chunk, ChunkVisi
   for (auto& [id, frames] : visitor.stacks_) trace.stacks.try_emplace(id, std::move(frames));
   for (auto& n : visitor.names_) {
     auto [it, inserted] = trace.name_log.try_emplace(n.tid, n.ts, n.name);
+    if (n.tid == trace.pid() && n.ts < trace.main_first_name.first) {
+      trace.main_first_name = {n.ts, n.name};
+    }
     if (!inserted && n.ts >= it->second.first) it->second = {n.ts, std::move(n.name)};
   }
   for (auto& m : visitor.modules_) trace.modules.push_back(std::move(m));
@@ -59,6 +62,9 @@ void FinishMetadata(ProcessTrace& trace) {
   std::lock_guard<std::mutex> lock(trace.metadata_mutex);
   if (trace.metadata_complete.load(std::memory_order_relaxed)) return;
   for (auto& [tid, name] : trace.name_log) trace.thread_names[tid] = name.second;
+  if ((trace.header.fields.flags & format::kHeaderFlagForkChild) == 0) {
+    trace.exec_name = trace.main_first_name.second;
+  }
   std::stable_sort(trace.modules.begin(), trace.modules.end(),
                    [](const format::Module& a, const format::Module& b) {
                      return a.timestamp_ns < b.timestamp_ns;

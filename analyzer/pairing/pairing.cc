@@ -37,6 +37,7 @@ void PairingCounts::Add(const PairingCounts& o) {
   total_allocs += o.total_allocs;
   total_frees += o.total_frees;
   samples_dropped += o.samples_dropped;
+  forked_frees += o.forked_frees;
 }
 
 namespace {
@@ -99,6 +100,7 @@ struct Shared {
   uint32_t steady_to_tick = ~uint32_t{0};
   std::vector<uint32_t> first_tick;  // [stream]: its first chunk's base
   bool starts_closed = false;  // kHeaderFlagWindowed: recording began closed
+  bool fork_child = false;     // kHeaderFlagForkChild: the heap began as the parent's
   int jobs = 1;
   uint64_t max_buffered = 0;
   std::vector<std::vector<std::unique_ptr<Slot>>> slots;  // [stream][chunk]
@@ -441,6 +443,10 @@ class Worker {
     merge(window_end_sites_, result->live_window_end);
     merge(unknown_, result->unknown_frees);
     merge(double_, result->double_frees);
+    for (const ForkedFree& f : forked_) {
+      if (result->forked.size() >= PairingResult::kMaxForkedFrees) break;
+      result->forked.push_back(f);
+    }
     if (result->entry_stack.empty()) result->entry_stack.assign(entry_stack_.size(), format::kNoStack);
     for (size_t t = 0; t < entry_stack_.size(); ++t) {
       if (result->entry_stack[t] == format::kNoStack) result->entry_stack[t] = entry_stack_[t];
@@ -662,6 +668,14 @@ class Worker {
       ++counts_.before_window;
       return;
     }
+    if (!is_double && shared_->fork_child) {
+      // The child's copy of a block its parent allocated before the fork.
+      ++counts_.forked_frees;
+      if (forked_.size() < PairingResult::kMaxForkedFrees) {
+        forked_.push_back({e.address, e.stack, thread});
+      }
+      return;
+    }
     CountBytes& cb = (is_double ? double_ : unknown_)[StackThread{e.stack, thread}];
     ++cb.count;
     cb.bytes += e.size;
@@ -753,6 +767,7 @@ class Worker {
   std::vector<WindowEdge> edges_;  // worker 0 only
   std::vector<uint8_t> exited_;  // [stream index]: its exit record came
   std::vector<uint32_t> entry_stack_;  // [stream index]
+  std::vector<ForkedFree> forked_;
 };
 
 // The latest timestamp a chunk holds (events, thread exit, window edges).
@@ -822,6 +837,7 @@ bool PairTrace(ProcessTrace& trace, const PairingOptions& options, PairingResult
     shared.done[w].store(false);
   }
   shared.starts_closed = (trace.header.fields.flags & format::kHeaderFlagWindowed) != 0;
+  shared.fork_child = (trace.header.fields.flags & format::kHeaderFlagForkChild) != 0;
   result->starts_closed = shared.starts_closed;
   shared.origin_ns = ~uint64_t{0};
   for (const ThreadStream& stream : trace.streams) {

@@ -165,6 +165,11 @@ struct PairingCounts {
   uint64_t total_allocs = 0;
   uint64_t total_frees = 0;
   uint64_t samples_dropped = 0;  // chosen by the sampler, not followed (table full)
+  // In a fork child's trace: frees of addresses the child never saw
+  // allocated, which its parent allocated before the fork (the child's copy
+  // of the heap). Not unknown frees; fork_frees.h attributes them to the
+  // parent's allocations when the parent's trace is in the same analysis.
+  uint64_t forked_frees = 0;
 
   void Add(const PairingCounts& o);
 };
@@ -173,6 +178,13 @@ struct PairingCounts {
 struct WindowEdge {
   uint64_t timestamp_ns = 0;
   bool open = false;
+};
+
+// A free in a fork child of an address it never saw allocated (forked_frees).
+struct ForkedFree {
+  uint64_t address = 0;
+  uint32_t stack = 0;
+  StreamIndex thread;
 };
 
 // The result for one trace.
@@ -204,6 +216,10 @@ struct PairingResult {
   // The steady state the edge signal used (PairCounts), absolute ns.
   uint64_t steady_from_ns = 0;
   uint64_t steady_to_ns = 0;
+  // A fork child's forked frees, at most kMaxForkedFrees of them (the
+  // count is forked_frees).
+  static constexpr size_t kMaxForkedFrees = size_t{1} << 22;
+  std::vector<ForkedFree> forked;
 
   AllocsFrees ByClass(StreamIndex thread, int size_class) const {
     const AllocsFrees* v = by_class.Find(ThreadClass{thread, static_cast<uint32_t>(size_class)});

@@ -30,6 +30,7 @@ bool TraceSet::Index(std::unique_ptr<format::TraceReader> reader, const std::str
   trace->header = reader->header();
   std::unordered_map<uint32_t, size_t> stream_of_tid;
   format::Chunk chunk;
+  bool saw_totals = false;
   for (;;) {
     format::ReadResult r = reader->NextChunk(&chunk);
     if (r == format::ReadResult::kEnd) break;
@@ -50,6 +51,10 @@ bool TraceSet::Index(std::unique_ptr<format::TraceReader> reader, const std::str
       if (error->find(name) == std::string::npos) *error = fmt::format("{}: {}", name, *error);
       return false;
     }
+    if (chunk.event_count == 0 && !chunk.payload.empty() &&
+        chunk.payload[0] == format::kTagTotals) {
+      saw_totals = true;
+    }
     auto [it, inserted] = stream_of_tid.try_emplace(chunk.tid, trace->streams.size());
     if (inserted) trace->streams.push_back(ThreadStream{chunk.tid, {}});
     // Only the chunk's place is kept; its payload is read again when a pass
@@ -62,6 +67,14 @@ bool TraceSet::Index(std::unique_ptr<format::TraceReader> reader, const std::str
       progress_->indexed_bytes += format::kChunkHeaderBytes + chunk.payload_bytes;
       progress_->total_payload += chunk.payload_bytes;
     }
+  }
+  if ((trace->header.fields.flags & format::kHeaderFlagEndsWithTotals) != 0 && !saw_totals) {
+    trace->clean_end = false;
+    warnings_.push_back(fmt::format(
+        "{}: no clean end (no totals record: the process was killed or crashed, or a thread was "
+        "busy at exit): the events in its last buffers are lost, so blocks 'live at exit' may "
+        "have been freed and are not leaks",
+        name));
   }
   trace->reader = std::move(reader);
   traces_.push_back(std::move(trace));

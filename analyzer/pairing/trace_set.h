@@ -50,6 +50,11 @@ struct ProcessTrace {
   uint64_t chunk_count = 0;
   uint64_t payload_bytes = 0;
   bool truncated = false;           // last chunk incomplete (warning issued)
+  // False when the writer promised a totals chunk at a clean end
+  // (kHeaderFlagEndsWithTotals) and the file has none: the process was
+  // killed or crashed, and the events in its last buffers are lost
+  // (warning issued).
+  bool clean_end = true;
   uint64_t truncated_offset = 0;
 
   // Filled by the first pass over the chunks (event_stream.h).
@@ -61,6 +66,12 @@ struct ProcessTrace {
   // thread_names by FinishMetadata, which also sets metadata_complete.
   std::unordered_map<uint32_t, std::pair<uint64_t, std::string>> name_log;
   std::atomic<bool> metadata_complete{false};
+  // The main thread's first name, (timestamp, name): recorded by the
+  // tracer's constructor before the program runs, so, in a trace that is
+  // not a fork child's, the name the kernel gave the process at exec (the
+  // basename of the path it was started as, a symlink's name included).
+  std::pair<uint64_t, std::string> main_first_name{~uint64_t{0}, {}};
+  std::string exec_name;  // main_first_name's name; empty in a fork child's trace
   ReadProgress* progress = nullptr;  // optional, owned by the caller
   // tid -> the entry function of a thread that has no name of its own
   // (roles.h, AssignEntryRoles).

@@ -298,9 +298,9 @@ std::string SampledSection(const Analysis& a, const std::string& id) {
   auto row = [&rows](const std::string& label, const Estimate& e) {
     rows += "<tr><td class=\"l\">" + label + "</td>" + EstimateCells(e) + "</tr>";
   };
-  row("cross-thread frees", a.Count(c.cross_thread));
-  row("same-thread frees", a.Count(c.paired - c.cross_thread));
-  row("live at exit", a.Count(c.live_at_exit));
+  row("cross-thread frees", a.FreeCount(c.cross_thread));
+  row("same-thread frees", a.FreeCount(c.paired - c.cross_thread));
+  row("live at exit", a.AllocCount(c.live_at_exit));
   if (a.windowed || a.recording_windows) {
     row("freed in the window, allocated before it", a.Count(c.before_window));
     row("live at window end", a.Count(c.live_at_window_end));

@@ -143,9 +143,9 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
     const TraceInfo& t = a.traces[i];
     out += fmt::format(
         "{}\n    {{\"path\": {}, \"exe\": {}, \"pid\": {}, \"ppid\": {}, \"chunks\": {}, "
-        "\"events\": {}, \"threads\": {}, \"truncated\": {}{}}}",
+        "\"events\": {}, \"threads\": {}, \"truncated\": {}{}{}}}",
         i ? "," : "", JsonString(t.path), JsonString(t.exe), t.pid, t.ppid, t.chunks, t.events,
-        t.threads, t.truncated ? "true" : "false",
+        t.threads, t.truncated ? "true" : "false", t.clean_end ? "" : ", \"clean_end\": false",
         t.sample_period > 1 ? fmt::format(", \"sample_period\": {}", t.sample_period) : "");
   }
   out += "\n  ],\n";
@@ -157,8 +157,8 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
         ",\n    \"estimate\": {{\"cross_thread_frees\": {}, \"cross_thread_per_1000_allocs\": {}, "
         "\"same_thread_frees\": {}, \"live_at_exit\": {}, \"live_at_exit_bytes\": {}, "
         "\"unknown_frees\": {}, \"double_frees\": {}, \"allocs_over_live\": {}}}",
-        EstimateJson(a.Count(c.cross_thread)), EstimateJson(a.Rate(c.cross_thread), 3),
-        EstimateJson(a.Count(c.paired - c.cross_thread)), EstimateJson(a.Count(c.live_at_exit)),
+        EstimateJson(a.FreeCount(c.cross_thread)), EstimateJson(a.Rate(c.cross_thread), 3),
+        EstimateJson(a.FreeCount(c.paired - c.cross_thread)), EstimateJson(a.AllocCount(c.live_at_exit)),
         EstimateJson(a.Bytes(c.live_at_exit, c.live_bytes)), EstimateJson(a.Count(c.unknown_frees)),
         EstimateJson(a.Count(c.double_frees)), EstimateJson(a.Count(c.alloc_over_live)));
   }
@@ -169,12 +169,33 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
       "\"live_at_exit\": {}, \"live_at_exit_bytes\": {}, \"unknown_frees\": {}, "
       "\"double_frees\": {}, \"allocs_over_live\": {}, \"realloc_events\": {}, "
       "\"null_address_events\": {}{}}},\n",
-      c.events, a.threads, a.Allocations(), a.Frees(), a.Scaled(c.cross_thread),
-      Share(a.Scaled(c.cross_thread), a.Frees()), a.PerThousand(c.cross_thread),
+      c.events, a.threads, a.Allocations(), a.Frees(),
+      static_cast<uint64_t>(a.FreeCount(c.cross_thread).value),
+      Share(static_cast<uint64_t>(a.FreeCount(c.cross_thread).value), a.Frees()),
+      a.PerThousand(c.cross_thread),
       a.Scaled(c.paired - c.cross_thread), a.Scaled(c.live_at_exit), a.Scaled(c.live_bytes),
       a.Scaled(c.unknown_frees), a.Scaled(c.double_frees), a.Scaled(c.alloc_over_live),
-      c.realloc_events, c.ignored_null, estimates);
+      c.realloc_events, c.ignored_null,
+      estimates + (c.forked_frees == 0
+                       ? std::string()
+                       : fmt::format(", \"freed_after_fork\": {}, \"freed_after_fork_matched\": {}",
+                                     a.Scaled(c.forked_frees), a.fork_frees.attributed)));
   if (a.windowed || a.recording_windows) out += "  \"window\": " + WindowJson(a) + ",\n";
+  if (!a.fork_frees.pairs.empty()) {
+    // Frees in fork children of their parent's blocks (fork_frees.h).
+    out += "  \"fork_pairs\": [";
+    for (size_t i = 0; i < a.fork_frees.pairs.size(); ++i) {
+      const ForkPair& p = a.fork_frees.pairs[i];
+      out += fmt::format(
+          "{}\n    {{\"alloc_role\": {}, \"free_role\": {}, \"parent_pid\": {}, "
+          "\"child_pid\": {}, \"count\": {}, \"bytes\": {}, \"alloc_site\": {}, "
+          "\"free_site\": {}}}",
+          i ? "," : "", JsonString(p.alloc_role), JsonString(p.free_role), p.parent_pid,
+          p.child_pid, p.count, p.bytes, JsonString(p.alloc_site.key),
+          JsonString(p.free_site.key));
+    }
+    out += "\n  ],\n";
+  }
   size_t shown = options.top == 0 ? a.pairs.size() : std::min(options.top, a.pairs.size());
   out += fmt::format("  \"pairs_total\": {},\n  \"pairs\": [", a.pairs.size());
   for (size_t i = 0; i < shown; ++i) {

@@ -75,10 +75,45 @@ std::string WindowsText(const TraceInfo& t) {
   return out.empty() ? "none (nothing was recorded)" : out;
 }
 
+// False if a trace ended without its totals record (killed): its last
+// buffers, frees among them, are lost.
+bool CleanEnd(const Analysis& a) {
+  for (const TraceInfo& t : a.traces) {
+    if (!t.clean_end) return false;
+  }
+  return true;
+}
+
+// The "freed after fork" row's note: a fork child's frees of blocks its
+// parent allocated before the fork (fork_frees.h).
+std::string ForkedNote(const Analysis& a) {
+  const ForkFrees& f = a.fork_frees;
+  if (f.attributed == 0) return "allocated by the parent before fork";
+  return fmt::format("allocated by the parent before fork; {} matched to the parent's "
+                     "allocations (below)",
+                     Commas(f.attributed));
+}
+
+// Frees in fork children attributed to their parent's allocations.
+void ForkPairsText(std::string& out, const Analysis& a) {
+  const ForkFrees& f = a.fork_frees;
+  if (f.pairs.empty()) return;
+  out += fmt::format("\nFreed in a fork child, allocated by its parent before the fork "
+                     "(top {})\n",
+                     f.pairs.size());
+  for (const ForkPair& p : f.pairs) {
+    out += fmt::format("  {:>9}  {} (pid {}) -> {} (pid {})\n", Commas(p.count), p.alloc_role,
+                       p.parent_pid, p.free_role, p.child_pid);
+    out += Fit(fmt::format("      allocated at  {}", p.alloc_site.key), Width()) + "\n";
+    out += Fit(fmt::format("      freed at      {}", p.free_site.key), Width()) + "\n";
+  }
+}
+
 std::string TraceLine(const TraceInfo& t) {
   std::string notes;
   if (t.ppid != 0 && t.ppid != 1) notes += fmt::format("parent {}", t.ppid);
   if (t.truncated) notes += notes.empty() ? "truncated" : ", truncated";
+  if (!t.clean_end) notes += notes.empty() ? "no clean end" : ", no clean end";
   if (t.sample_period > 1) notes += (notes.empty() ? "" : ", ") + SampledLabel(t.sample_period);
   std::string line = fmt::format("  pid {:<7} {}  {}", t.pid, t.path, t.exe);
   if (!notes.empty()) line += fmt::format("  ({})", notes);
@@ -124,16 +159,19 @@ void SampledSummaryText(std::string& out, const Analysis& a) {
         c.counts_records ? fmt::format("exact, sampled or not; {} sampled", Commas(c.allocations))
                          : "estimated: no counts records");
   exact("frees", a.Frees(), c.counts_records ? "exact" : "estimated: no counts records");
-  est("  cross-thread", a.Count(c.cross_thread),
+  est("  cross-thread", a.FreeCount(c.cross_thread),
       fmt::format("{:.1f}% of frees, {:.1f} per 1000 allocations",
-                  100.0 * Share(a.Scaled(c.cross_thread), a.Frees()),
+                  100.0 * Share(static_cast<uint64_t>(a.FreeCount(c.cross_thread).value), a.Frees()),
                   a.PerThousand(c.cross_thread)));
-  est("  same-thread", a.Count(c.paired - c.cross_thread), "");
-  est("live at exit", a.Count(c.live_at_exit),
-      c.live_at_exit ? "~" + HumanBytes(a.Scaled(c.live_bytes)) : "");
-  est("unknown frees", a.Count(c.unknown_frees),
+  est("  same-thread", a.FreeCount(c.paired - c.cross_thread), "");
+  est("live at exit", a.AllocCount(c.live_at_exit),
+      !c.live_at_exit ? ""
+      : CleanEnd(a)   ? "~" + HumanBytes(a.Scaled(c.live_bytes))
+                      : "~" + HumanBytes(a.Scaled(c.live_bytes)) + ", not leaks: no clean end");
+  est("unknown frees", a.FreeCount(c.unknown_frees),
       c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
-  est("double frees", a.Count(c.double_frees), "");
+  est("double frees", a.FreeCount(c.double_frees), "");
+  if (c.forked_frees) est("freed after fork", a.FreeCount(c.forked_frees), ForkedNote(a));
   if (c.alloc_over_live) {
     est("allocs over live", a.Count(c.alloc_over_live), "address allocated again without a free");
   }
@@ -221,16 +259,22 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
       fmt::format("{:.1f}% of frees, {:.1f} per 1000 allocations",
                   100.0 * Share(c.cross_thread, c.frees), a.PerThousand(c.cross_thread)));
   row("  same-thread", c.paired - c.cross_thread, "");
-  row("live at exit", c.live_at_exit, c.live_at_exit ? HumanBytes(c.live_bytes) : "");
+  row("live at exit", c.live_at_exit,
+      !c.live_at_exit ? ""
+      : CleanEnd(a)   ? HumanBytes(c.live_bytes)
+                      : HumanBytes(c.live_bytes) + ", not leaks: no clean end, frees lost");
   row("unknown frees", c.unknown_frees,
       c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
   row("double frees", c.double_frees, "");
+  if (c.forked_frees) row("freed after fork", c.forked_frees, ForkedNote(a));
   if (a.windowed || a.recording_windows) WindowRows(out, a);
   if (c.ignored_null) {
     row("null-address events", c.ignored_null, "free(NULL) or failed allocations, ignored");
   }
   if (c.alloc_over_live) {
-    row("allocs over live", c.alloc_over_live, "address allocated again without a free");
+    row("allocs over live", c.alloc_over_live,
+        CleanEnd(a) ? "address allocated again without a free"
+                    : "address allocated again without a free (lost with the last buffers?)");
   }
   }
 
@@ -321,6 +365,7 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   LoneText(out, a, "Live at window end", a.live_at_window_end, c.live_at_window_end, true);
   LoneText(out, a, "Unknown frees", a.unknown_frees, c.unknown_frees, false);
   LoneText(out, a, "Double frees", a.double_frees, c.double_frees, false);
+  ForkPairsText(out, a);
   // Warnings go to stderr (the command prints them), not into the text.
   return out;
 }

@@ -8,7 +8,9 @@
 // forwards to malloc and, while a measurement is on, captures the stack the
 // way the tracer does. CaptureStack is timed with the TSC around each call
 // (calibrated against CLOCK_MONOTONIC) and the median capture is reported,
-// which a busy machine's preemptions do not move.
+// which a busy machine's preemptions do not move. "stray" counts recorded
+// frames that lie in no loaded object (dladdr finds none): junk read as a
+// return address through a frame pointer that was none; it must be 0.
 #include <dlfcn.h>
 #include <link.h>
 #include <time.h>
@@ -32,6 +34,7 @@ bool g_in_hook = false;
 uint64_t g_captures = 0;
 uint64_t g_frames = 0;
 uint64_t g_reached_root = 0;
+uint64_t g_stray = 0;
 uint64_t* g_ticks = nullptr;  // per capture, malloc'd up front
 uint64_t g_ticks_cap = 0;
 uintptr_t g_root_begin = 0;
@@ -40,6 +43,10 @@ uintptr_t g_root_end = 0;
 __attribute__((noinline)) void Record(const uint64_t* frames, int depth) {
   ++g_captures;
   g_frames += depth;
+  for (int i = 0; i < depth; ++i) {
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void*>(frames[i] - 1), &info) == 0) ++g_stray;
+  }
   for (int i = 0; i < depth; ++i) {
     if (frames[i] > g_root_begin && frames[i] <= g_root_end) {
       ++g_reached_root;
@@ -139,6 +146,7 @@ struct Result {
   double ns_per_capture;
   double frames;
   double reached;
+  uint64_t stray;
 };
 
 double g_ns_per_tick = 0;
@@ -152,11 +160,11 @@ void CalibrateTsc() {
 }
 
 Result Run(int scenario, int n) {
-  g_captures = g_frames = g_reached_root = 0;
+  g_captures = g_frames = g_reached_root = g_stray = 0;
   g_capture = true;
   BenchRoot(scenario, n);
   g_capture = false;
-  Result r{0, 0, 0};
+  Result r{0, 0, 0, g_stray};
   if (g_captures == 0) return r;
   uint64_t count = g_captures < g_ticks_cap ? g_captures : g_ticks_cap;
   std::sort(g_ticks, g_ticks + count);
@@ -186,7 +194,9 @@ int main(int argc, char** argv) {
   const char* scenarios[] = {"own code, fp (13 frames)", "qsort callback (libc)",
                              "std::string growth (libstdc++)", "std::ostringstream (libstdc++)"};
   const char* modes[] = {"fp", "libunwind", "hybrid"};
-  std::printf("%-32s %-10s %10s %10s %12s\n", "chain", "mode", "frames", "root %", "median ns");
+  std::printf("%-32s %-10s %10s %10s %12s %8s\n", "chain", "mode", "frames", "root %",
+              "median ns", "stray");
+  uint64_t stray_total = 0;
   for (int s = 0; s < 4; ++s) {
     for (const char* mode_name : modes) {
       crossfree::tracer::UnwindMode mode;
@@ -197,9 +207,15 @@ int main(int argc, char** argv) {
       }
       Run(s, 1000);  // warm caches
       Result r = Run(s, n);
-      std::printf("%-32s %-10s %10.1f %10.1f %12.1f\n", scenarios[s], mode_name, r.frames,
-                  r.reached, r.ns_per_capture);
+      std::printf("%-32s %-10s %10.1f %10.1f %12.1f %8llu\n", scenarios[s], mode_name, r.frames,
+                  r.reached, r.ns_per_capture, static_cast<unsigned long long>(r.stray));
+      if (r.stray != 0) stray_total += r.stray;
     }
+  }
+  if (stray_total != 0) {
+    std::fprintf(stderr, "capture-bench: %llu recorded frames lie in no loaded object\n",
+                 static_cast<unsigned long long>(stray_total));
+    return 1;
   }
   return 0;
 }

@@ -298,3 +298,52 @@ TEST_CASE("CaptureStack survives broken frame chains") {
 
 }  // namespace
 }  // namespace crossfree::tracer
+
+namespace crossfree::tracer {
+namespace {
+
+// Issue 31: code without frame pointers leaves rbp pointing at data, and
+// the word above it (a canary, a heap pointer, text) was recorded as a
+// return address. A walk that follows frame pointers ends at the first
+// word outside every module's executable segments.
+TEST_CASE("CaptureStack ends a frame-pointer walk at a word that is no return address") {
+  for (UnwindMode mode : {UnwindMode::kFramePointer, UnwindMode::kHybrid}) {
+    INFO("mode " << ModeName(mode));
+    REQUIRE(InitStacks(mode, 64));
+    void* heap = std::malloc(32);
+    const uintptr_t junk[] = {
+        0x8a3c2f6d11e49200,                       // a stack canary
+        reinterpret_cast<uintptr_t>(heap),        // a heap pointer
+        0x6f6c6c6568202c6f,                       // ASCII text
+        0x8000000000001234,                       // not canonical
+    };
+    for (uintptr_t word : junk) {
+      INFO("junk word " << std::hex << word);
+      // Records in this frame (above the hook's): chain[0..1] is the record
+      // handed to the hook, whose saved fp leads to chain[2..3], whose
+      // "return address" is junk; chain[4..5] follows with a real one.
+      alignas(16) uintptr_t chain[8] = {};
+      chain[0] = reinterpret_cast<uintptr_t>(&chain[2]);
+      chain[2] = reinterpret_cast<uintptr_t>(&chain[4]);
+      chain[3] = word;
+      chain[4] = 0;
+      chain[5] = reinterpret_cast<uintptr_t>(&CfTestF2) + 4;
+      uint64_t frames[64] = {};
+      int depth = CfTestHookWithFrame(chain, frames, 64);
+      CHECK(depth == 1);
+      for (int i = 0; i < depth; ++i) CHECK(frames[i] != word);
+      // A real return address first, then junk: the walk keeps the first.
+      chain[3] = reinterpret_cast<uintptr_t>(&CfTestF1) + 4;
+      chain[5] = word;
+      std::memset(frames, 0, sizeof(frames));
+      depth = CfTestHookWithFrame(chain, frames, 64);
+      CHECK(depth == 2);
+      CHECK(frames[1] == reinterpret_cast<uintptr_t>(&CfTestF1) + 4);
+      for (int i = 0; i < depth; ++i) CHECK(frames[i] != word);
+    }
+    std::free(heap);
+  }
+}
+
+}  // namespace
+}  // namespace crossfree::tracer

@@ -99,7 +99,7 @@ TEST_CASE("same-thread churn: exact counts, sizes, first frame", "[tracer]") {
   CHECK(run.err.empty());
   Trace t = LoadTrace(dir + "/trace");
   CheckChurn(t, run);
-  CHECK(t.header.fields.flags == 0);
+  CHECK(t.header.fields.flags == format::kHeaderFlagEndsWithTotals);
   CHECK(t.header.exe_path == TargetPath("tt_churn"));
   // Module map: the executable itself is there, with a build id.
   bool exe_found = false;

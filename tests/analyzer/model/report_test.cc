@@ -342,6 +342,9 @@ TEST_CASE("names lose the return type the demangler puts before template instanc
   CHECK(BareFunctionName("(anonymous namespace)::Producer(int)") == "Producer");
   CHECK(BareFunctionName("void Pool<int>::Run<Task>(Task&&)") == "Run");
   CHECK(BareFunctionName("consumer") == "consumer");
+  // node: a nested unnamed namespace is a scope too (issue 31).
+  CHECK(BareFunctionName("node::(anonymous namespace)::PlatformWorkerThread(void*)") ==
+        "PlatformWorkerThread");
 }
 
 namespace {

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# End-to-end (issue 31, item 6): a trace whose process was killed says so
+# in every output (a warning, the JSON trace entry, the text trace line) and
+# calls its live blocks no leaks.
+# Usage: killed_trace_test.sh CROSSFREE TRACER_LIB TARGET WORKDIR
+set -uo pipefail
+crossfree=$1
+lib=$2
+target=$3
+dir=$4
+rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+fail() { echo "FAIL: $*"; exit 1; }
+
+mkfifo ready.fifo
+LD_PRELOAD=$lib CROSSFREE_OUTPUT=$dir/run.trc CROSSFREE_FLUSH_MS=10 "$target" >ready.fifo &
+pid=$!
+read -r line <ready.fifo || fail "target did not start"
+[ "$line" = ready ] || fail "target said '$line'"
+sleep 0.3
+kill -9 "$pid"
+wait "$pid" 2>/dev/null
+
+"$crossfree" report run.trc >report.txt 2>report.err || { cat report.err; fail "report"; }
+cat report.txt report.err
+grep -q "no clean end" report.err || fail "no warning"
+grep -q "(.*no clean end" report.txt || fail "the trace line does not say so"
+grep -q "not leaks" report.txt || fail "live blocks are not called 'not leaks'"
+"$crossfree" report --format json run.trc >report.json 2>/dev/null || fail "report json"
+python3 - report.json <<'PY' || fail "json"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["traces"][0].get("clean_end") is False, r["traces"][0]
+assert any("no clean end" in w for w in r["warnings"]), r["warnings"]
+PY
+
+# A clean run says nothing of the kind.
+LD_PRELOAD=$lib CROSSFREE_OUTPUT=$dir/clean.trc "$crossfree" --version >/dev/null 2>&1
+"$crossfree" report clean.trc >clean.txt 2>clean.err || { cat clean.err; fail "report clean"; }
+if grep -q "no clean end" clean.txt clean.err; then fail "a clean trace called unclean"; fi
+echo "killed trace passed"

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer tests from real programs (issue 31): each case a small program
+// that reproduces what a real one did to the trace.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <string>
+
+#include "tests/tracer/tracer_test_util.h"
+
+namespace crossfree::tracer_test {
+namespace {
+
+size_t CountFrom(const Trace& t, const FnRange& fn) { return EventsFrom(t, fn).size(); }
+
+// Item 5: the program closes every descriptor; the events recorded before
+// and after are all in the trace, and nothing is written into the files
+// the program opens on the numbers it freed.
+TEST_CASE("a program that closes every descriptor keeps its whole trace", "[tracer]") {
+  for (const char* how : {"loop", "close_range", "reuse"}) {
+    INFO("closing with " << how);
+    std::string dir = MakeTempDir();
+    std::string mine = dir + "/mine";
+    RunResult run = RunTraced("tt_close_fds", dir, {how, mine});
+    REQUIRE(run.exit_code == 0);
+    CHECK(run.err.empty());
+    Trace t = LoadTrace(dir + "/trace");
+    CHECK(t.complete);
+    INFO(t.error);
+    auto fns = ParseFunctions(run.out);
+    CHECK(CountFrom(t, fns["tt_before"]) == 1000);
+    CHECK(CountFrom(t, fns["tt_after"]) == 1000);
+    if (std::string(how) == "reuse") {
+      struct stat st;
+      REQUIRE(stat(mine.c_str(), &st) == 0);
+      CHECK(st.st_size == 0);  // the program's own file got nothing of ours
+    }
+  }
+}
+
+// Item 11: trace files are private (0600) and never opened through a
+// symlink, not even on the truncate path (a %p-less path run by hand).
+TEST_CASE("trace files are created 0600 and never through a symlink", "[tracer]") {
+  std::string dir = MakeTempDir();
+  RunResult run = RunTraced("tt_close_fds", dir, {"loop"});
+  REQUIRE(run.exit_code == 0);
+  struct stat st;
+  REQUIRE(stat((dir + "/trace").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+
+  std::string other = MakeTempDir();
+  std::string victim = other + "/victim";
+  FILE* f = fopen(victim.c_str(), "w");
+  REQUIRE(f != nullptr);
+  fputs("keep me\n", f);
+  fclose(f);
+  REQUIRE(symlink(victim.c_str(), (other + "/trace").c_str()) == 0);
+  run = RunTraced("tt_close_fds", other, {"loop"});
+  CHECK(run.exit_code == 0);  // runs untraced, unchanged
+  CHECK(run.err.find("cannot open trace file") != std::string::npos);
+  REQUIRE(stat(victim.c_str(), &st) == 0);
+  CHECK(st.st_size == 8);
+}
+
+}  // namespace
+}  // namespace crossfree::tracer_test
