@@ -7,6 +7,7 @@
 // that failed on valid input) or 2 (with a message naming the file). The
 // classes of the analyzer-hardening work each get their exact expectation.
 #include <catch2/catch.hpp>
+#include <dlfcn.h>
 #include <sys/stat.h>
 
 #include <cstdint>
@@ -444,9 +445,21 @@ TEST_CASE("memory follows threads and chunks by small constants") {
 // session of its own, holding libc's debug info once per mapping: the
 // report ran out of memory (30 GB in 390 s here, with libc6-dbg). One
 // session per file now serves every mapping of it.
+// The libc this process runs with (any distribution's path): the file that
+// holds libc's own `malloc` (dlsym on libc.so.6, not an interceptor's).
+std::string LoadedLibcPath() {
+  void* handle = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  void* fn = handle != nullptr ? dlsym(handle, "malloc") : nullptr;
+  Dl_info info{};
+  if (fn == nullptr || dladdr(fn, &info) == 0 || info.dli_fname == nullptr) return "";
+  return info.dli_fname;
+}
+
 TEST_CASE("a file mapped thousands of times is symbolized from one session") {
   Harness h;
-  const char* libc = "/lib/x86_64-linux-gnu/libc.so.6";
+  const std::string libc_path = LoadedLibcPath();
+  REQUIRE(!libc_path.empty());
+  const char* libc = libc_path.c_str();
   SyntheticTrace t(700, 1, "/bin/x");
   for (uint64_t i = 0; i < 3000; ++i) {
     uint64_t base = 0x7f0000000000ull + i * 0x1000000ull;
