@@ -236,7 +236,9 @@ TEST_CASE("attack: stalled partial frames are timed out and an announced length 
     REQUIRE(SendAll(fd, ConnHeader() + max_prefix));
     fds.push_back(fd);
   }
-  std::this_thread::sleep_for(200ms);
+  // The server has read every prefix (nothing left in its sockets), so a
+  // reservation made on a prefix would show now.
+  REQUIRE(Eventually([&] { return server->UnreadBytes() == 0; }));
   long data = server->VmDataKb();
   WARN("stall: VmData " << base_data / 1024 << " -> " << data / 1024
                         << " MiB after 20 prefixes of 50 MiB frames");
@@ -251,7 +253,8 @@ TEST_CASE("attack: stalled partial frames are timed out and an announced length 
     fds.push_back(fd);
   }
   auto t_stall = Clock::now();
-  std::this_thread::sleep_for(200ms);
+  // Read by the server (the 4 MiB are in its buffers, not in the sockets).
+  REQUIRE(Eventually([&] { return server->UnreadBytes() == 0; }));
   long rss = server->RssKb();
   WARN("stall: RSS " << rss / 1024 << " MiB with 12 x 4 MiB more stalled");
   CHECK(rss < kRssBoundKb);

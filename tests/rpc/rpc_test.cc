@@ -453,9 +453,13 @@ TEST_CASE("direct writes: shared proxy, large frames, closed connection", "[rpc]
   c.set_timeout(60s);
   Status s = proxy.Add(req, &resp, &c);
   INFO(s.ToString());
-  // Refused, not timed out: the closed server ends the call by itself.
+  // Not timed out: the closed server ends the call by itself.
   CHECK(s.IsNetworkError());
-  CHECK(s.ToString().find("Connection refused") != std::string::npos);
+  // The server is gone: the connection the client still had ends at EOF or
+  // is reset, or a new one is refused.
+  CHECK((s.ToString().find("Connection refused") != std::string::npos ||
+         s.ToString().find("got EOF") != std::string::npos ||
+         s.ToString().find("Connection reset by peer") != std::string::npos));
 }
 
 }  // namespace
