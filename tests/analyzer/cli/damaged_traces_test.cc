@@ -418,7 +418,7 @@ std::vector<std::string> AsanWithoutQuarantine() {
 // against 204): shadow, redzones around 500,000 small blocks, ASan's
 // allocator. The bound doubles there, still far below the 1.74 GB of the
 // bug it guards against.
-constexpr long kAsanRssFactor = 2;
+constexpr uint64_t kAsanRssFactor = 2;
 
 TEST_CASE("memory follows threads and chunks by small constants") {
   Harness h;
@@ -451,7 +451,7 @@ TEST_CASE("memory follows threads and chunks by small constants") {
     ProcessResult r = h.Run(args, AsanWithoutQuarantine());
     INFO(cmd << " -> " << r.Describe() << ", max RSS " << r.max_rss_kib << " KiB\n" << r.err);
     REQUIRE(r.exited());
-    const long bound_kib = (cmd == "simulate" ? 256 : 200) * 1024;
+    const uint64_t bound_kib = (cmd == "simulate" ? 256 : 200) * 1024;
     // Under ASan much of the resident set is ASan's: its quarantine of freed
     // blocks (256 MB by default; 345-410 MB in all were measured with it),
     // the shadow and redzones. The child runs without the quarantine there
