@@ -6,6 +6,8 @@
 #include <chrono>
 #include <thread>
 
+#include "rpc/logging.h"
+
 namespace crossfree::rpc::test {
 
 void CalculatorService::Add(const AddRequestPB* req, AddResponsePB* resp, RpcContext* context) {
@@ -41,17 +43,22 @@ void CalculatorService::Sleep(const SleepRequestPB* req, SleepResponsePB* resp,
     // Sleeps in slices, so a call whose client went away stops early (the
     // server's worker is then free for the next call).
     auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(req->sleep_micros());
+    running_.fetch_add(1);
+    Log(LogLevel::kInfo, "CalculatorService: Sleep started");
     for (;;) {
       auto now = std::chrono::steady_clock::now();
       if (now >= until) break;
       if (context->cancelled()) {
+        running_.fetch_sub(1);
         cancelled_.fetch_add(1, std::memory_order_relaxed);
+        Log(LogLevel::kInfo, "CalculatorService: Sleep cancelled");
         context->RespondFailure(Status::Aborted("Sleep cancelled: the call was cancelled"));
         return;
       }
       std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
           until - now, std::chrono::milliseconds(10)));
     }
+    running_.fetch_sub(1);
     if (req->has_fail_with()) {
       context->RespondFailure(Status::RuntimeError(req->fail_with()));
     } else {

@@ -26,10 +26,17 @@ class CalculatorService : public CalculatorServiceIf {
   int calls_handled() const { return calls_.load(); }
   // Sleep calls that stopped early because they were cancelled.
   int sleeps_cancelled() const { return cancelled_.load(); }
+  // Sleep calls whose sleep has begun and not ended: the event a test waits
+  // for before it acts on "a handler is running" (no sleep in the test). A
+  // process running the service (rpc-server --verbose) logs the same two
+  // events as info lines "CalculatorService: Sleep started" and
+  // "CalculatorService: Sleep cancelled".
+  int sleeps_running() const { return running_.load(); }
 
  private:
   std::atomic<int> calls_{0};
   std::atomic<int> cancelled_{0};
+  std::atomic<int> running_{0};
 };
 
 }  // namespace crossfree::rpc::test

@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 
 #include <memory>
+#include <string>
 
 #include "analyzer/render/json.h"
 #include "analyzer/render/text.h"
@@ -33,8 +34,7 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand(
       "simulate",
       "Predict gperftools 2.10 central free-list transfers (thread-cache fetches and releases)");
-  sub->add_option("traces", args->traces, "Trace files (one per process of the run)")
-      ->required();
+  sub->add_option("traces", args->traces, "Trace files (one per process of the run)");
   sub->add_option("--max-total-thread-cache-bytes", args->max_total_thread_cache_bytes,
                   "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES of the modelled run")
       ->capture_default_str();
@@ -52,7 +52,35 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sub->add_option("--output,-o", args->output, "Write the result to this file (default stdout)");
   AddCommonOptions(sub, &args->common);
-  sub->callback([args, exit_code] {
+  // Common options that have no meaning for a simulation are refused, not
+  // ignored, and --help says so: the thread caches' state at any moment
+  // depends on every event before it (no window), the replay is one ordered
+  // pass (no workers), and its text is not wrapped (no width).
+  static const char* const kRefused[][2] = {
+      {"--jobs", "the simulation replays the events in one ordered pass on one thread"},
+      {"--from", "the thread caches' state depends on every event from the start, so the "
+                 "whole trace is simulated"},
+      {"--to", "the thread caches' state depends on every event from the start, so the "
+               "whole trace is simulated"},
+      {"--width", "simulate's text output is not wrapped"},
+  };
+  for (const auto& [name, why] : kRefused) {
+    sub->get_option(name)->description(std::string("Refused by simulate: ") + why);
+  }
+  sub->callback([args, exit_code, sub] {
+    if (ListSkips(args->common)) return;
+    for (const auto& [name, why] : kRefused) {
+      if (sub->count(name) > 0) {
+        fmt::print(stderr, "crossfree simulate: {} does not apply to simulate: {}\n", name, why);
+        *exit_code = kExitUsage;
+        return;
+      }
+    }
+    if (args->traces.empty()) {
+      fmt::print(stderr, "crossfree simulate: no trace given (crossfree simulate TRACE...)\n");
+      *exit_code = kExitUsage;
+      return;
+    }
     analyzer::AnalysisOptions analysis = ToAnalysisOptions(args->common);
     simulate::SimulateOptions options;
     options.allocator.max_total_thread_cache_bytes = args->max_total_thread_cache_bytes;

@@ -88,6 +88,18 @@ std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> args) {
   return p;
 }
 
+// Polls `pred` until it holds or `limit` passes. The limit only guards
+// against a hang: it is never what a test measures.
+template <typename Pred>
+bool Eventually(Pred pred, std::chrono::seconds limit = 60s) {
+  auto deadline = Clock::now() + limit;
+  while (!pred()) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
 void CloseAll(std::vector<int>* fds) {
   for (int fd : *fds) ::close(fd);
   fds->clear();
@@ -224,7 +236,9 @@ TEST_CASE("attack: stalled partial frames are timed out and an announced length 
     REQUIRE(SendAll(fd, ConnHeader() + max_prefix));
     fds.push_back(fd);
   }
-  std::this_thread::sleep_for(200ms);
+  // The server has read every prefix (nothing left in its sockets), so a
+  // reservation made on a prefix would show now.
+  REQUIRE(Eventually([&] { return server->UnreadBytes() == 0; }));
   long data = server->VmDataKb();
   WARN("stall: VmData " << base_data / 1024 << " -> " << data / 1024
                         << " MiB after 20 prefixes of 50 MiB frames");
@@ -239,19 +253,21 @@ TEST_CASE("attack: stalled partial frames are timed out and an announced length 
     fds.push_back(fd);
   }
   auto t_stall = Clock::now();
-  std::this_thread::sleep_for(200ms);
+  // Read by the server (the 4 MiB are in its buffers, not in the sockets).
+  REQUIRE(Eventually([&] { return server->UnreadBytes() == 0; }));
   long rss = server->RssKb();
   WARN("stall: RSS " << rss / 1024 << " MiB with 12 x 4 MiB more stalled");
   CHECK(rss < kRssBoundKb);
   // A well-behaved client is served while they stall.
   CHECK(WellBehavedCalls(server->address(), 10) == "");
+  // Closed by the frame timeout, which the server names for each (the
+  // 30 s deadline only guards against a hang; a lower bound only).
   int closed = 0;
-  for (int fd : fds) closed += WaitClosed(fd, 4s) ? 1 : 0;
+  for (int fd : fds) closed += WaitClosed(fd, 30s) ? 1 : 0;
   double took = SecondsSince(t_stall);
   WARN("stall: all closed " << took << " s after the stall");
   CHECK(closed == 32);
   CHECK(took >= 0.9);  // not before the timeout
-  CHECK(took < 4.0);
   CloseAll(&fds);
   CHECK(server->CountStderrLines("made no progress") == 32);
   CHECK(WellBehavedCalls(server->address(), 10) == "");
@@ -279,12 +295,12 @@ TEST_CASE("attack: connections that send nothing, or only the header, are closed
   int early = 0;
   for (int fd : fds) early += IsClosed(fd) ? 1 : 0;
   CHECK(early == 0);
+  // The deadline only guards against a hang; a lower bound only.
   int closed = 0;
-  for (int fd : fds) closed += WaitClosed(fd, 8s) ? 1 : 0;
+  for (int fd : fds) closed += WaitClosed(fd, 30s) ? 1 : 0;
   double took = SecondsSince(t0);
   CHECK(closed == 200);
   CHECK(took >= 0.9);
-  CHECK(took < 9.0);
   CloseAll(&fds);
   CHECK(server->WaitFdCount(base_fds, 3s) == base_fds);
   CHECK(WellBehavedCalls(server->address(), 10) == "");
@@ -345,17 +361,35 @@ TEST_CASE("attack: running out of file descriptors does not make the acceptor sp
     REQUIRE(fd >= 0);
     fds.push_back(fd);
   }
-  std::this_thread::sleep_for(200ms);
-  double cpu0 = server->CpuSeconds();
-  std::this_thread::sleep_for(2s);
-  double cpu = server->CpuSeconds() - cpu0;
-  int failures = server->CountStderrLines("accept failed");
-  WARN("fd exhaustion: server CPU over 2 s: " << cpu << " s; 'accept failed' lines: "
-                                               << failures);
+  // No spin: the server counts its failed accepts (the logged lines plus
+  // the "N more failures not logged" they report), and with the 100 ms
+  // accept back-off (MessengerOptions::accept_backoff_ms) it can fail at
+  // most once per 100 ms while it waits. A spinning acceptor fails
+  // thousands of times a second. The bound grows with the time observed,
+  // so a slow machine loosens it instead of failing it; no CPU time or
+  // clock threshold decides. Observed until the third line (the log lets
+  // one line through per second).
+  auto t0 = Clock::now();
+  REQUIRE(Eventually([&] { return server->CountStderrLines("accept failed") >= 3; }));
+  const double observed = SecondsSince(t0);
+  const std::string err = server->Stderr();
+  int lines = 0;
+  long failed_accepts = 0;
+  std::istringstream err_lines(err);
+  for (std::string line; std::getline(err_lines, line);) {
+    if (line.find("accept failed") == std::string::npos) continue;
+    ++lines;
+    ++failed_accepts;
+    size_t open = line.rfind(" (");
+    if (open != std::string::npos && line.find("more failures not logged") != std::string::npos) {
+      failed_accepts += std::stol(line.substr(open + 2));
+    }
+  }
+  WARN("fd exhaustion: " << failed_accepts << " failed accepts in " << lines << " lines over "
+                         << observed << " s");
   CHECK(server->FdCount() <= base_fds + 10);
-  CHECK(cpu < 0.3);  // spinning costs ~2 s of CPU in 2 s
-  CHECK(failures >= 1);
-  CHECK(failures <= 4);  // at most one line per second
+  CHECK(failed_accepts <= static_cast<long>(observed / 0.1) + 5);
+  CHECK(lines <= static_cast<int>(observed) + 2);  // at most one line per second
   CHECK(server->Stderr().find("Too many open files") != std::string::npos);
   CloseAll(&fds);
   REQUIRE(prlimit(server->pid(), RLIMIT_NOFILE, &old_limit, nullptr) == 0);
@@ -368,9 +402,11 @@ TEST_CASE("attack: running out of file descriptors does not make the acceptor sp
 TEST_CASE("attack: a handler whose client disconnects sees the cancellation", "[rpc][attack]") {
   // One worker and one deferred thread: a 20 s call that is not cancelled
   // blocks the next one for 20 s.
-  auto server = StartServer({"--workers", "1", "--deferred_threads", "1"});
+  auto server = StartServer({"--workers", "1", "--deferred_threads", "1", "--verbose"});
   const int base_fds = server->FdCount();
+  int round = 0;
   for (bool deferred : {false, true}) {
+    ++round;
     INFO((deferred ? "deferred" : "on the worker"));
     test::SleepRequestPB sleep;
     sleep.set_sleep_micros(20 * 1000 * 1000);
@@ -378,9 +414,12 @@ TEST_CASE("attack: a handler whose client disconnects sees the cancellation", "[
     int fd = RawConnect(server->address());
     REQUIRE(fd >= 0);
     REQUIRE(SendAll(fd, ConnHeader() + RequestFrame(0, "Sleep", sleep.SerializeAsString())));
-    std::this_thread::sleep_for(300ms);  // the handler is running
+    // The handler is running: the server says so (--verbose).
+    REQUIRE(Eventually([&] { return server->CountStderrLines("Sleep started") == round; }));
     ::close(fd);
-    auto t0 = Clock::now();
+    // The 20 s sleep is cancelled, and says so; the server's only worker
+    // (and deferred thread) is free again.
+    CHECK(Eventually([&] { return server->CountStderrLines("Sleep cancelled") == round; }));
     CHECK(WellBehavedCalls(server->address(), 5) == "");
     if (deferred) {
       // The deferred thread is free again: a deferred call gets through.
@@ -400,7 +439,6 @@ TEST_CASE("attack: a handler whose client disconnects sees the cancellation", "[
       CHECK(s.ok());
       m->Shutdown();
     }
-    CHECK(SecondsSince(t0) < 2.0);
   }
   CHECK(server->WaitFdCount(base_fds, 3s) == base_fds);
 }
@@ -465,7 +503,7 @@ TEST_CASE("attack: a connection header with non-zero reserved bytes is rejected"
 
 TEST_CASE("rpc-server: SIGTERM finishes or fails the calls in flight with a clear status",
           "[rpc][attack]") {
-  auto server = StartServer({"--workers", "1", "--shutdown_grace_ms", "300"});
+  auto server = StartServer({"--workers", "1", "--shutdown_grace_ms", "300", "--verbose"});
   std::shared_ptr<Messenger> m;
   MessengerOptions o;
   o.num_reactors = 1;
@@ -478,17 +516,22 @@ TEST_CASE("rpc-server: SIGTERM finishes or fails the calls in flight with a clea
   RpcController running, queued;
   std::atomic<int> done{0};
   proxy.SleepAsync(long_sleep, &r1, &running, [&done] { done++; });
-  std::this_thread::sleep_for(200ms);
+  REQUIRE(Eventually([&] { return server->CountStderrLines("Sleep started") == 1; }));
   proxy.SleepAsync(short_sleep, &r2, &queued, [&done] { done++; });
-  std::this_thread::sleep_for(100ms);
-  auto t0 = Clock::now();
-  int status = server->Stop(SIGTERM, 5s);
-  CHECK(SecondsSince(t0) < 3.0);
+  // Queued: written, and (reactors) read by the server. With connection
+  // threads it stays in the socket until the running call ends, which the
+  // server answers at shutdown as a queued call.
+  REQUIRE(Eventually([&] { return queued.state() == OutboundCall::State::kSent; }));
+  if (!testing::ConnectionThreadsRequested()) {
+    REQUIRE(Eventually([&] { return server->UnreadBytes() == 0; }));
+  }
+  // Without the cancel after the 300 ms grace the 20 s sleep would end OK:
+  // the "cancelled" status below is the verdict. 60 s only guards a hang.
+  int status = server->Stop(SIGTERM, 60s);
   REQUIRE(status != -1);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
-  for (int i = 0; i < 300 && done.load() < 2; ++i) std::this_thread::sleep_for(10ms);
-  REQUIRE(done.load() == 2);
+  REQUIRE(Eventually([&] { return done.load() == 2; }));
   INFO("running: " << running.status().ToString() << "; queued: " << queued.status().ToString());
   // The running call was cancelled after the grace period and said so.
   CHECK(running.status().IsRemoteError());
@@ -519,8 +562,17 @@ std::string RunClient(const std::string& args, int* rc) {
 }
 
 TEST_CASE("rpc-server and rpc-client work over IPv4 and IPv6", "[rpc][attack]") {
+  // IPv6 runs unless CROSSFREE_TEST_NO_IPV6=1 says the machine has no ::1
+  // (CONTRIBUTING.md; .ci/run never sets it): a missing ::1 otherwise fails.
   std::vector<std::string> binds = {"127.0.0.1"};
-  if (HaveIpv6Loopback()) binds.push_back("::1");
+  const char* no_ipv6 = getenv("CROSSFREE_TEST_NO_IPV6");
+  if (no_ipv6 != nullptr && std::string(no_ipv6) == "1") {
+    WARN("CROSSFREE_TEST_NO_IPV6=1: the IPv6 half is not run");
+  } else {
+    INFO("::1 cannot be bound; set CROSSFREE_TEST_NO_IPV6=1 on a machine without IPv6");
+    REQUIRE(HaveIpv6Loopback());
+    binds.push_back("::1");
+  }
   for (const std::string& bind : binds) {
     auto server = StartServer({"--bind", bind});
     INFO(server->listening_line());

@@ -152,8 +152,17 @@ TEST_CASE("the server skips calls that expired in its queue", "[rpc]") {
   REQUIRE(counter.WaitAll(5s));
   CHECK(slow.status().ok());
   CHECK(quick.status().IsTimedOut());
-  std::this_thread::sleep_for(100ms);
-  CHECK(server.service->calls_handled() == 1);
+  // One worker, one queue in arrival order: once an Add sent after the quick
+  // call is answered, the worker has dealt with the quick call, which it
+  // must have skipped (Add's own call makes the count 2, not 3).
+  AddRequestPB add_req;
+  add_req.set_x(1);
+  add_req.set_y(2);
+  AddResponsePB add;
+  RpcController after;
+  after.set_timeout(10s);
+  REQUIRE(proxy.Add(add_req, &add, &after).ok());
+  CHECK(server.service->calls_handled() == 2);
 }
 
 TEST_CASE("cancellation ends calls Aborted in every state, once", "[rpc]") {
@@ -165,7 +174,7 @@ TEST_CASE("cancellation ends calls Aborted in every state, once", "[rpc]") {
     SleepResponsePB resp;
     CallbackCounter counter(1);
     proxy.SleepAsync(SleepReq(1000000), &resp, &c, [&] { counter.Done(0); });
-    std::this_thread::sleep_for(50ms);
+    REQUIRE(WaitFor([&] { return c.state() == OutboundCall::State::kSent; }));
     c.Cancel();
     REQUIRE(counter.WaitAll(5s));
     // Aborted, not OK: it finished before the server's 1 s sleep ended.
@@ -441,12 +450,16 @@ TEST_CASE("direct writes: shared proxy, large frames, closed connection", "[rpc]
   req.set_y(2);
   AddResponsePB resp;
   RpcController c;
-  c.set_timeout(5s);
-  auto t0 = std::chrono::steady_clock::now();
+  c.set_timeout(60s);
   Status s = proxy.Add(req, &resp, &c);
   INFO(s.ToString());
-  CHECK(!s.ok());
-  CHECK(std::chrono::steady_clock::now() - t0 < 5500ms);
+  // Not timed out: the closed server ends the call by itself.
+  CHECK(s.IsNetworkError());
+  // The server is gone: the connection the client still had ends at EOF or
+  // is reset, or a new one is refused.
+  CHECK((s.ToString().find("Connection refused") != std::string::npos ||
+         s.ToString().find("got EOF") != std::string::npos ||
+         s.ToString().find("Connection reset by peer") != std::string::npos));
 }
 
 }  // namespace

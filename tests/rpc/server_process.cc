@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <thread>
 
 #include "rpc/calculator_service.h"
@@ -166,6 +167,27 @@ double ServerProcess::CpuSeconds() const {
     if (i == 15) stime = atol(f.c_str());
   }
   return static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK);
+}
+
+long ServerProcess::UnreadBytes() const {
+  long total = 0;
+  for (const char* table : {"tcp", "tcp6"}) {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/net/" + table);
+    std::string line;
+    std::getline(in, line);  // the column names
+    while (std::getline(in, line)) {
+      // "  sl  local_address rem_address   st tx_queue:rx_queue ..."
+      std::istringstream fields(line);
+      std::string sl, local, remote, st, queues;
+      if (!(fields >> sl >> local >> remote >> st >> queues)) continue;
+      size_t colon = local.rfind(':');
+      size_t qcolon = queues.find(':');
+      if (colon == std::string::npos || qcolon == std::string::npos || st != "01") continue;
+      if (std::stoul(local.substr(colon + 1), nullptr, 16) != address_.port()) continue;
+      total += std::stol(queues.substr(qcolon + 1), nullptr, 16);
+    }
+  }
+  return total;
 }
 
 int ServerProcess::WaitFdCount(int want, std::chrono::milliseconds timeout) const {

@@ -38,6 +38,11 @@ class ServerProcess {
   int FdCount() const;
   int MaxFd() const;
   double CpuSeconds() const;
+  // Bytes that clients sent to the server's port and the server has not
+  // read yet: the sum of rx_queue over the established TCP sockets (IPv4 and
+  // IPv6) whose local port is the server's, from /proc/PID/net/tcp{,6}. 0
+  // once the server has read every frame that reached it.
+  long UnreadBytes() const;
   // Polls up to `timeout` until FdCount() == `want`; returns the last count.
   int WaitFdCount(int want, std::chrono::milliseconds timeout) const;
 

@@ -446,13 +446,14 @@ TEST_CASE("DeferredPool: bounded threads, a full queue refuses, shutdown aborts 
   DeferredPool pool("deferred", 2, 3);
   CHECK(pool.threads() == 0);  // none until needed
   std::atomic<bool> release{false};
-  std::atomic<int> ran{0}, aborted{0};
+  std::atomic<int> ran{0}, aborted{0}, started{0};
   auto task = [&](const Status& s) {
     if (!s.ok()) {
       CHECK(s.IsAborted());
       aborted++;
       return;
     }
+    started++;
     while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     ran++;
   };
@@ -466,8 +467,16 @@ TEST_CASE("DeferredPool: bounded threads, a full queue refuses, shutdown aborts 
       CHECK(s.IsServiceUnavailable());
       refused++;
     }
-    // Let the threads pick up the first tasks, so the queue fills with the rest.
-    if (i < 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // The threads pick up the first two tasks before the next is submitted,
+    // so the queue fills with the rest (waits on the task having started; the
+    // 60 s deadline only fails the test).
+    if (i < 2) {
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (started.load() < i + 1 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      REQUIRE(started.load() == i + 1);
+    }
   }
   CHECK(pool.threads() == 2);
   CHECK(accepted == 5);  // 2 running + 3 queued

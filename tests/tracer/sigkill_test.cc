@@ -97,7 +97,13 @@ TEST_CASE("SIGKILL loses at most about one second of each thread's events", "[sa
   for (const auto& [tid, ts] : latest) {
     INFO("worker " << tid << ": newest event " << (k.kill_ns - ts) / 1'000'000
                    << " ms before the kill");
-    CHECK(ts + 1'600'000'000 >= k.kill_ns);
+    // A documented promise that is itself a time bound (docs/guide/tracer.md,
+    // CROSSFREE_FLUSH_MS, default 1000 ms: SIGKILL loses about that much).
+    // Margin 600 ms beside it: a worker writes its chunk only at its next
+    // event once the oldest is 1 s old, and it allocates every 10 ms (usleep),
+    // so on a loaded machine the write can come a few scheduling slices late.
+    constexpr uint64_t kFlushPromiseNs = 1'000'000'000, kMarginNs = 600'000'000;
+    CHECK(ts + kFlushPromiseNs + kMarginNs >= k.kill_ns);
   }
   // A name is recorded once per change: each worker set its name once.
   for (const auto& [tid, ts] : latest) {
@@ -115,7 +121,10 @@ TEST_CASE("CROSSFREE_FLUSH_MS sets the bound", "[safety][sigkill]") {
   uint64_t newest = 0;
   for (const format::Event& e : EventsFrom(t, fns["tt_server_work"])) newest = std::max(newest, e.timestamp_ns);
   INFO("newest worker event " << (k.kill_ns - newest) / 1'000'000 << " ms before the kill");
-  CHECK(newest + 600'000'000 >= k.kill_ns);
+  // The promise: CROSSFREE_FLUSH_MS=200 bounds the loss to about 200 ms; a
+  // 400 ms margin beside it for the reasons given in the test above.
+  constexpr uint64_t kFlushPromiseNs = 200'000'000, kMarginNs = 400'000'000;
+  CHECK(newest + kFlushPromiseNs + kMarginNs >= k.kill_ns);
 }
 
 TEST_CASE("a process that forks and then idles keeps nothing buffered", "[safety][sigkill]") {

@@ -63,15 +63,21 @@ has err "not-a-trace.trc"
 expect 2 "$crossfree" report missing.trc
 has err "missing.trc"
 expect 2 "$crossfree" report before.trc --skip '('
+has err "crossfree report: --skip '(': not a valid regular expression"
 expect 2 "$crossfree" report before.trc --no-such-flag
+has err "The following argument was not expected: --no-such-flag"
 expect 2 "$crossfree" report
+has err "crossfree report: no trace given (crossfree report TRACE...)"
 expect 2 "$crossfree" report --format yaml before.trc
+has err "--format: yaml not in {text,json,html,folded,pprof}"
 
 expect 0 "$crossfree" diff before.trc after.trc
 has out "Gone: per-call pairs AFTER no longer has"
 expect 0 "$crossfree" diff --format json before.trc after.trc
 json out "sorted(p['status'] for p in d['pairs'])" "['gone', 'grown', 'new', 'shrunk']"
 expect 2 "$crossfree" diff before.trc corrupt.trc
+lines err 1
+has err "crossfree diff: corrupt.trc: corrupt chunk at offset"
 
 # Gate.
 expect 2 "$crossfree" gate --baseline base.txt before.trc

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Every option of `crossfree simulate` has an observable effect or a
+# documented refusal (--help says "Refused by simulate", the run exits 2
+# with one line naming the option). The list of options is read from
+# `simulate --help`: an option without a row below fails the test.
+# The synthetic traces have no modules, so the two options about symbolized
+# frames (--no-default-skips, --key-lines) run on a trace recorded from a
+# real program (`crossfree record -- MAKE_TRACES`, which has line tables;
+# hence the ctest label `preload`).
+# Usage: simulate_options_test.sh CROSSFREE MAKE_TRACES WORKDIR
+set -uo pipefail
+crossfree=$1
+make_traces=$2
+dir=$3
+rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+"$make_traces" . || exit 1
+
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+expect() {
+  local want=$1; shift
+  "$@" >out 2>err
+  local rc=$?
+  if [[ $rc != "$want" ]]; then
+    fail "'$*' exited $rc, expected $want"; sed 's/^/  stderr: /' err
+  fi
+}
+has() { grep -qF -- "$2" "$1" || fail "$1 lacks '$2'"; }
+lines() { [[ $(wc -l <"$1") == "$2" ]] || fail "$1 has $(wc -l <"$1") lines, expected $2"; }
+
+declare -A checked=()
+expect 0 "$crossfree" simulate after.trc
+cp out default.out
+# effect OPTION [VALUE]: exits 0 and prints something else than the defaults.
+effect() {
+  checked[$1]=1
+  expect 0 "$crossfree" simulate after.trc "$@"
+  cmp -s out default.out && fail "simulate $*: the output is the same as without it"
+  lines err 0
+}
+# refused OPTION VALUE: exit 2, one line naming the option; --help says so.
+refused() {
+  checked[$1]=1
+  expect 2 "$crossfree" simulate after.trc "$@"
+  lines err 1
+  has err "crossfree simulate: $1 does not apply to simulate:"
+  [[ ! -s out ]] || fail "simulate $*: refused, yet printed a result"
+  "$crossfree" simulate --help | grep -A1 -- "$1 " | grep -qF "Refused by simulate" ||
+    fail "simulate --help does not say that $1 is refused"
+}
+
+checked[--help]=1
+expect 0 "$crossfree" simulate --help
+has out "Predict gperftools 2.10 central free-list transfers"
+effect --max-total-thread-cache-bytes 65536
+effect --transfer-num-objects 2
+effect --cache-from-first-event
+effect --top 1
+effect --by thread
+effect --site-depth 1
+checked[--format]=1
+expect 0 "$crossfree" simulate --format json after.trc
+python3 -c "import json; d=json.load(open('out')); assert d['totals']['fetch_calls'] > 0" ||
+  fail "simulate --format json: not JSON with totals.fetch_calls"
+checked[--output]=1
+expect 0 "$crossfree" simulate -o sim.txt after.trc
+[[ ! -s out ]] || fail "simulate -o: printed to stdout"
+cmp -s sim.txt default.out || fail "simulate -o: the file differs from stdout's result"
+checked[--list-skips]=1
+expect 0 "$crossfree" simulate --list-skips
+has out "^std::"
+"$crossfree" report --list-skips | cmp -s - out || fail "simulate --list-skips differs from report's"
+refused --jobs 2
+refused --from 0.001
+refused --to 1
+refused --width 50
+# No trace: one line, exit 2.
+expect 2 "$crossfree" simulate
+lines err 1
+has err "crossfree simulate: no trace given"
+
+# Symbolized frames: a real program's trace (make_traces: std:: containers
+# under our own functions, with line tables).
+mkdir -p recorded
+"$crossfree" record -o real.trc -- "$make_traces" recorded >/dev/null 2>record.err ||
+  { cat record.err; fail "crossfree record -- make_traces"; }
+keys() {  # keys ARGS...: every site key of the JSON result, one a line
+  "$crossfree" simulate --format json --top 0 "$@" real.trc 2>/dev/null |
+    python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+def walk(x):
+    if isinstance(x, dict):
+        if isinstance(x.get('site'), dict): print(x['site'].get('key', ''))
+        for v in x.values(): walk(v)
+    elif isinstance(x, list):
+        for v in x: walk(v)
+walk(d)"
+}
+keys >keys-default
+[[ -s keys-default ]] || fail "simulate of the recorded trace shows no site"
+checked[--skip]=1
+keys --skip '^crossfree::analyzer::testing::SyntheticTrace::' >keys-skip
+grep -q '^crossfree::analyzer::testing::SyntheticTrace::' keys-default ||
+  fail "no site of the recorded trace starts in SyntheticTrace (the --skip check needs one)"
+grep -q '^crossfree::analyzer::testing::SyntheticTrace::' keys-skip &&
+  fail "--skip: a site still starts with a skipped frame"
+# The default skips drop std:: frames (simulate --list-skips: ^std::).
+checked[--no-default-skips]=1
+keys --no-default-skips >keys-raw
+grep -q '^std::' keys-raw || fail "--no-default-skips: no site starts with a std:: frame"
+grep -q '^std::' keys-default && fail "without --no-default-skips a site starts with a std:: frame"
+checked[--key-lines]=1
+keys --key-lines >keys-lines
+grep -qE '^[^ ]+ \([a-z_]+\.(cc|h):[0-9]+\)' keys-lines || fail "--key-lines: no site key has a file:line"
+grep -qE '\([a-z_]+\.(cc|h):[0-9]+\)' keys-default && fail "without --key-lines a site key has a file:line"
+
+# Every option --help lists has a row above.
+while read -r opt; do
+  [[ -n ${checked[$opt]:-} ]] || fail "simulate $opt: no check of its effect or refusal"
+done < <("$crossfree" simulate --help | grep -oE -- '^ +(-[a-z],)?--[a-z-]+' | sed -E 's/^ +(-[a-z],)?//')
+
+if [[ $failures != 0 ]]; then echo "$failures failure(s)"; exit 1; fi
+echo "every simulate option has an effect or a refusal"
