@@ -630,6 +630,9 @@ class Worker {
       s.epoch = Epoch();
       s.size_class = static_cast<uint8_t>(SizeClassIndex(e.size));
       s.alloc_tick = Tick(e.timestamp_ns);
+      // A stream is a tid: an allocation after its exit record is a new
+      // thread that got the same tid (thread churn reuses them).
+      if (exited_[thread.value]) [[unlikely]] exited_[thread.value] = 0;
       return;
     }
     ++counts_.frees;

@@ -122,6 +122,28 @@ TEST_CASE("lifecycle: objects freed after their allocating thread exited are bou
   CHECK(steady.edge_bounded == 0);
 }
 
+TEST_CASE("lifecycle: a new thread with an exited thread's tid is alive") {
+  int jobs = GENERATE(1, 3);
+  Events t;
+  t.Alloc(kMain, 10 * kMs, 0x900, 16, 9);
+  PerCall(t);
+  // Thread 750 exits at 200 ms; a new thread gets tid 750 at 300 ms and hands
+  // 4 objects to the reactor while it runs: those are per-call.
+  constexpr uint32_t kChurn = 750;
+  t.Alloc(kChurn, 150 * kMs, 0x20000000, 64, 3);
+  t.Free(kChurn, 150 * kMs + 1, 0x20000000, 4);
+  t.ThreadExit(kChurn, 200 * kMs);
+  for (uint64_t i = 0; i < 4; ++i) t.Alloc(kChurn, 300 * kMs + i, 0x21000000 + i * 64, 64, 3);
+  for (uint64_t i = 0; i < 4; ++i) t.Free(kReactor, 300 * kMs + 1000 + i, 0x21000000 + i * 64, 4);
+  t.ThreadExit(kChurn, 400 * kMs);
+  t.Free(kMain, 990 * kMs, 0x900, 9);
+  Paired p;
+  Pair(t, &p, jobs);
+  PairCounts c = Sum(p.set, p.result, 3);
+  CHECK(c.count == 4);
+  CHECK(c.thread_bounded == 0);
+}
+
 TEST_CASE("lifecycle: objects allocated before the freeing thread's first event are bounded") {
   int jobs = GENERATE(1, 3);
   Events t;
