@@ -2,7 +2,9 @@
 // Analyzer: the pairing pass (see pairing.h for the algorithm).
 #include "analyzer/pairing/pairing.h"
 
+#include "analyzer/pairing/address_map.h"
 #include "analyzer/pairing/event_stream.h"
+#include "analyzer/pairing/lifecycle_clock.h"
 #include "analyzer/pairing/vector_pool.h"
 
 #include <fmt/core.h>
@@ -41,6 +43,13 @@ void PairingCounts::Add(const PairingCounts& o) {
 }
 
 namespace {
+
+using internal::AddressMap;
+using internal::AddressState;
+using internal::kFreed;
+using internal::kLive;
+using internal::kLiveBeforeWindow;
+using internal::kMaxEpoch;
 
 // A decoded event, or the edge of a recording window (kTagWindow), which
 // every worker gets, in time order with its events. Its rank (event_stream.h)
@@ -93,12 +102,7 @@ struct Shared {
   uint64_t window_from = 0;            // absolute timestamps
   uint64_t window_to = ~uint64_t{0};
   uint64_t origin_ns = 0;  // timelines start here
-  // Coarse time for the lifecycle signals (PairCounts): ticks of 2^tick_shift
-  // ns since origin_ns, 32 bits wide (tick_shift is chosen so the trace fits).
-  int tick_shift = 10;
-  uint32_t steady_from_tick = 0;  // the steady state, [from, to] in ticks
-  uint32_t steady_to_tick = ~uint32_t{0};
-  std::vector<uint32_t> first_tick;  // [stream]: its first chunk's base
+  LifecycleClock clock;  // the lifecycle signals' time (lifecycle_clock.h)
   bool starts_closed = false;  // kHeaderFlagWindowed: recording began closed
   bool fork_child = false;     // kHeaderFlagForkChild: the heap began as the parent's
   int jobs = 1;
@@ -268,97 +272,6 @@ bool EnsureDecoded(Shared& shared, size_t stream, size_t index, int worker) {
   }
   return !shared.failed.load();
 }
-
-// The state of every address seen, open addressing with linear probing in
-// one array (one cache line touched per lookup), address 0 = empty slot.
-// Freed addresses stay, so a second free is told from an unknown one.
-constexpr uint8_t kLive = 1;
-constexpr uint8_t kFreed = 2;
-constexpr uint8_t kLiveBeforeWindow = 3;  // allocated before the analysis window
-
-// Recording epochs: the number of window closes seen before an event. An
-// address whose last event is of an earlier epoch than the current one had a
-// closed stretch in between, in which the tracer saw nothing.
-constexpr uint32_t kMaxEpoch = 0xffff;
-
-struct AddressState {
-  uint64_t address;
-  uint64_t size;
-  uint32_t stack;
-  StreamIndex thread;
-  uint8_t state;   // 0 (new), kLive or kFreed
-  // SizeClassIndex(size) while kLive, worked out once at the allocation:
-  // the pair its free makes is keyed by it.
-  uint8_t size_class;
-  uint16_t epoch;  // of the address's last event, saturated at kMaxEpoch
-  uint32_t alloc_tick;  // while kLive: when it was allocated (Shared::tick_shift)
-};
-static_assert(sizeof(AddressState) == 32);
-static_assert(kSizeClassCount <= 256);  // AddressState::size_class
-
-class AddressMap {
- public:
-  AddressMap() { Resize(1u << 16); }
-
-  AddressState& FindOrInsert(uint64_t address) {
-    size_t i = Index(address);
-    for (;;) {
-      AddressState& s = slots_[i];
-      if (s.address == address) return s;
-      if (s.address == 0) {
-        // Grown only when an address is added, not checked for every lookup.
-        if (size_ >= grow_at_) {
-          Resize(slots_.size() * 2);
-          return FindOrInsert(address);
-        }
-        s.address = address;
-        s.state = 0;
-        ++size_;
-        return s;
-      }
-      i = (i + 1) & mask_;
-    }
-  }
-
-  void Prefetch(uint64_t address) const { __builtin_prefetch(&slots_[Index(address)]); }
-
-  template <typename Fn>
-  void ForEach(Fn&& fn) const {
-    for (const AddressState& s : slots_) {
-      if (s.address != 0) fn(s);
-    }
-  }
-
- private:
-  // Fibonacci hashing: the multiply spreads the low bits upward. The
-  // address is first rotated right by 4, past the bits malloc's 16-byte
-  // alignment leaves 0: multiplied in place, a stride of 64 bytes (a
-  // typical slab of equal objects) made runs of neighbouring slots and
-  // about 3 probes per lookup at half load, against 1.1 rotated. Rotated,
-  // not shifted, so that addresses apart by less than 16 still differ.
-  size_t Index(uint64_t address) const {
-    return static_cast<size_t>((std::rotr(address, 4) * 0x9e3779b97f4a7c15ULL) >> shift_);
-  }
-
-  void Resize(size_t capacity) {
-    std::vector<AddressState> old;
-    old.swap(slots_);
-    slots_.assign(capacity, AddressState{});
-    mask_ = capacity - 1;
-    shift_ = 64 - __builtin_ctzll(capacity);
-    grow_at_ = capacity / 4 * 3;  // at most 3/4 full: probe sequences stay short
-    size_ = 0;
-    for (const AddressState& s : old) {
-      if (s.address != 0) FindOrInsert(s.address) = s;
-    }
-  }
-
-  std::vector<AddressState> slots_;
-  size_t mask_ = 0;
-  int shift_ = 64;
-  size_t grow_at_ = 0;
-  size_t size_ = 0;
-};
 
 // What a worker keeps per pair: its counts and, for a cross-thread pair, its
 // timeline's row in Worker::timelines_. One map lookup per paired free finds
@@ -716,16 +629,15 @@ class Worker {
   }
 
   uint32_t Tick(uint64_t ts) const {
-    uint64_t t = (ts > shared_->origin_ns ? ts - shared_->origin_ns : 0) >> shared_->tick_shift;
-    return static_cast<uint32_t>(std::min<uint64_t>(t, ~uint32_t{0}));
+    return shared_->clock.Tick(ts);
   }
   bool Steady(uint32_t tick) const {
-    return tick >= shared_->steady_from_tick && tick <= shared_->steady_to_tick;
+    return shared_->clock.Steady(tick);
   }
 
   // The lifecycle signals of a cross-thread object (PairCounts), at its free.
   void NoteLifecycle(PairTally& tally, const AddressState& s, StreamIndex freeing, uint64_t ts) {
-    if (exited_[s.thread.value] || uint64_t{s.alloc_tick} + 1 < shared_->first_tick[freeing.value]) {
+    if (exited_[s.thread.value] || uint64_t{s.alloc_tick} + 1 < shared_->clock.first_tick[freeing.value]) {
       ++tally.thread_bounded;
     } else if (!Steady(s.alloc_tick) && !Steady(Tick(ts))) {
       ++tally.edge_bounded;
@@ -773,56 +685,6 @@ class Worker {
   std::vector<ForkedFree> forked_;
 };
 
-// The latest timestamp a chunk holds (events, thread exit, window edges).
-class LastTimestamp : public format::RecordVisitor {
- public:
-  void OnEvents(std::span<const format::Event> events) override {
-    for (const format::Event& e : events) last = std::max(last, e.timestamp_ns);
-  }
-  void OnThreadExit(uint32_t, uint64_t ts_ns) override { last = std::max(last, ts_ns); }
-  void OnWindow(uint32_t, uint64_t ts_ns, format::WindowState, format::WindowCause) override {
-    last = std::max(last, ts_ns);
-  }
-  uint64_t last = 0;
-};
-
-// The lifecycle signals' clock (Shared::tick_shift), each stream's first
-// tick, and the steady state: the trace's duration less kEdgeShare at each
-// end. Decided before the pass, from the chunk index and each thread's last
-// chunk (a thread that allocates little may hold its whole life in one
-// chunk, whose base is its start), so the pass classifies each object at
-// its free, with no second pass. A last chunk that does not decode leaves
-// its base timestamp; the pass reports the error.
-void SetLifecycleClock(const ProcessTrace& trace, Shared* shared) {
-  uint64_t last = shared->origin_ns;
-  std::vector<uint8_t> buffer;
-  for (const ThreadStream& stream : trace.streams) {
-    for (const format::Chunk& c : stream.chunks) last = std::max(last, c.base_timestamp_ns);
-    if (stream.chunks.empty()) continue;
-    format::Chunk loaded;
-    LastTimestamp visitor;
-    std::string ignored;
-    if (trace.reader && trace.reader->LoadPayload(stream.chunks.back(), &buffer, &loaded, &ignored) &&
-        format::DecodeChunk(loaded, visitor, &ignored)) {
-      last = std::max(last, visitor.last);
-    }
-  }
-  uint64_t duration = last - shared->origin_ns;
-  while ((duration >> shared->tick_shift) >= (uint64_t{1} << 31)) ++shared->tick_shift;
-  uint64_t ticks = duration >> shared->tick_shift;
-  uint64_t edge = duration < kMinSteadyNs
-                      ? 0
-                      : static_cast<uint64_t>(static_cast<double>(ticks) * kEdgeShare);
-  shared->steady_from_tick = static_cast<uint32_t>(edge);
-  shared->steady_to_tick = duration < kMinSteadyNs ? ~uint32_t{0} : static_cast<uint32_t>(ticks - edge);
-  shared->first_tick.clear();
-  for (const ThreadStream& stream : trace.streams) {
-    uint64_t first = stream.chunks.empty() ? shared->origin_ns : stream.chunks.front().base_timestamp_ns;
-    for (const format::Chunk& c : stream.chunks) first = std::min(first, c.base_timestamp_ns);
-    shared->first_tick.push_back(static_cast<uint32_t>((first - shared->origin_ns) >> shared->tick_shift));
-  }
-}
-
 }  // namespace
 
 bool PairTrace(ProcessTrace& trace, const PairingOptions& options, PairingResult* result,
@@ -850,9 +712,9 @@ bool PairTrace(ProcessTrace& trace, const PairingOptions& options, PairingResult
   }
   if (shared.origin_ns == ~uint64_t{0}) shared.origin_ns = 0;
   result->timeline_origin_ns = shared.origin_ns;
-  SetLifecycleClock(trace, &shared);
-  result->steady_from_ns = shared.origin_ns + (uint64_t{shared.steady_from_tick} << shared.tick_shift);
-  result->steady_to_ns = shared.origin_ns + (uint64_t{shared.steady_to_tick} << shared.tick_shift);
+  shared.clock = MakeLifecycleClock(trace, shared.origin_ns);
+  result->steady_from_ns = shared.clock.TimeOf(shared.clock.steady_from_tick);
+  result->steady_to_ns = shared.clock.TimeOf(shared.clock.steady_to_tick);
   if (options.windowed()) {
     uint64_t start = trace.header.fields.start_monotonic_ns ? trace.header.fields.start_monotonic_ns
                                                             : shared.origin_ns;
