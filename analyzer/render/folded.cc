@@ -38,6 +38,13 @@ std::string RenderReportFolded(const Analysis& a) {
   // Under it, the pair's lifecycle, so per-call and one-off objects stand
   // apart at the base of the graph.
   std::string root = a.sampled() ? fmt::format("[estimated, sampled 1/{}];", a.sample_period) : "";
+  // So does a trace with no clean end (the process was killed).
+  for (const TraceInfo& t : a.traces) {
+    if (!t.clean_end) {
+      root = "[no clean end: frees lost];" + root;
+      break;
+    }
+  }
   for (const CrossPair& p : a.pairs) {
     out += root;
     out += fmt::format("[{}];", LifecycleName(p.lifecycle()));

@@ -73,9 +73,10 @@ std::string RunJson(const Analysis& a) {
   std::string traces = "[";
   for (size_t i = 0; i < a.traces.size(); ++i) {
     const TraceInfo& t = a.traces[i];
-    traces += fmt::format("{}{{\"path\":{},\"exe\":{},\"pid\":{},\"events\":{},\"threads\":{},\"truncated\":{}}}",
+    traces += fmt::format("{}{{\"path\":{},\"exe\":{},\"pid\":{},\"events\":{},\"threads\":{},\"truncated\":{}{}}}",
                           i ? "," : "", JsonString(t.path), JsonString(t.exe), t.pid, t.events,
-                          t.threads, t.truncated ? "true" : "false");
+                          t.threads, t.truncated ? "true" : "false",
+                          t.clean_end ? "" : ",\"clean_end\":false");
   }
   traces += "]";
   std::string pairs = "[";
@@ -150,7 +151,7 @@ function spark(t, w, h) {
   return s + '</svg>';
 }
 function summary(run, id) {
-  const rows = [['traces', run.traces.map(t => esc(t.path) + ' (pid ' + t.pid + (t.truncated ? ', truncated' : '') + ')').join('<br>')],
+  const rows = [['traces', run.traces.map(t => esc(t.path) + ' (pid ' + t.pid + (t.truncated ? ', truncated' : '') + (t.clean_end === false ? ', no clean end: the frees in its last buffers were lost, live blocks are not leaks' : '') + ')').join('<br>')],
     ['events', fmt(run.events)], ['threads', fmt(run.threads)], ['allocations', fmt(run.allocations)],
     ['frees', fmt(run.frees)],
     ['cross-thread frees', fmt(run.cross) + ' (' + (run.frees ? (100 * run.cross / run.frees).toFixed(1) : 0) + '% of frees, ' + (run.allocations ? (1000 * run.cross / run.allocations).toFixed(1) : 0) + ' per 1000 allocations)'],

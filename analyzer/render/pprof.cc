@@ -86,7 +86,14 @@ std::string RenderReportPprof(const Analysis& a) {
   bytes->set_type(b.String("cross_thread_bytes"));
   bytes->set_unit(b.String("bytes"));
   p.set_default_sample_type(b.String("cross_thread_frees"));
-  for (const TraceInfo& t : a.traces) p.add_comment(b.String("trace " + t.path));
+  for (const TraceInfo& t : a.traces) {
+    p.add_comment(b.String("trace " + t.path));
+    if (!t.clean_end) {
+      p.add_comment(b.String("trace " + t.path +
+                             ": no clean end (the process was killed): frees in its last "
+                             "buffers were lost"));
+    }
+  }
   // A sampled run: the values are estimates (period x the sampled count),
   // the profile's period says how it was sampled, and each sample carries
   // its sampled count and 95% interval as numeric labels.

@@ -32,6 +32,14 @@ r = json.load(open(sys.argv[1]))
 assert r["traces"][0].get("clean_end") is False, r["traces"][0]
 assert any("no clean end" in w for w in r["warnings"]), r["warnings"]
 PY
+# Every other output says so too.
+"$crossfree" report --format folded run.trc >report.folded 2>/dev/null || fail "report folded"
+grep -q '^\[no clean end: frees lost\];' report.folded || fail "folded lines lack the no-clean-end root"
+"$crossfree" report --format html -o report.html run.trc 2>/dev/null || fail "report html"
+grep -q '"clean_end":false' report.html || fail "the HTML page's model lacks clean_end"
+grep -q 'no clean end: the frees in its last buffers were lost' report.html || fail "the HTML page does not say so"
+"$crossfree" report --format pprof -o report.pb.gz run.trc 2>/dev/null || fail "report pprof"
+zcat report.pb.gz | grep -aq 'no clean end' || fail "the pprof profile has no comment saying so"
 
 # A clean run says nothing of the kind.
 LD_PRELOAD=$lib CROSSFREE_OUTPUT=$dir/clean.trc "$crossfree" --version >/dev/null 2>&1
