@@ -73,41 +73,40 @@ same_at_any_jobs() {
   { cat empty.err; fail "crossfree record --toggle-signal USR2 -- $roles_program"; }
 
 # ---- report
-for cmd in report; do
-  checked["$cmd --help"]=1
-  run h "$cmd" --help; [[ $(rc h) == 0 ]] || fail "$cmd --help exited $(rc h)"
-  differs "$cmd" --top 1 -- before.trc
-  differs "$cmd" --operations 100 -- before.trc
-  has with.out "per (1000 )?op"
-  differs "$cmd" --by thread -- before.trc
-  differs "$cmd" --site-depth 1 -- before.trc
-  differs "$cmd" --from 0.001 -- before.trc
-  differs "$cmd" --to 0.001 -- before.trc
-  differs "$cmd" --width 50 -- before.trc
-  same_at_any_jobs "$cmd" before.trc
-  differs "$cmd" --format json -- before.trc
-  python3 -c "import json; json.load(open('with.out'))" || fail "$cmd --format json: not JSON"
-  checked["$cmd --output"]=1
-  run o "$cmd" -o o.txt before.trc
-  run plain "$cmd" before.trc
-  [[ ! -s o.out ]] || fail "$cmd -o: printed to stdout"
-  cmp -s o.txt plain.out || fail "$cmd -o: the file differs from stdout's result"
-  checked["$cmd --list-skips"]=1
-  run ls "$cmd" --list-skips
-  has ls.out '^\^std::'
-  differs "$cmd" --skip 'MakeItem' -- --top 0 roles.trc
-  has without.out 'allocated at  \(anonymous namespace\)::MakeItem'
-  lacks with.out 'allocated at  \(anonymous namespace\)::MakeItem'
-  differs "$cmd" --no-default-skips -- --top 0 roles.trc
-  has with.out 'allocated at  std::'
-  lacks without.out 'allocated at  std::'
-  differs "$cmd" --key-lines -- --top 0 roles.trc
-  has with.out '\([a-z_]+\.cc:[0-9]+\)'
-  lacks without.out '\([a-z_]+\.cc:[0-9]+\)'
-done
+cmd='report'
+checked["$cmd --help"]=1
+run h "$cmd" --help; [[ $(rc h) == 0 ]] || fail "$cmd --help exited $(rc h)"
+differs "$cmd" --top 1 -- before.trc
+differs "$cmd" --operations 100 -- before.trc
+has with.out "per (1000 )?op"
+differs "$cmd" --by thread -- before.trc
+differs "$cmd" --site-depth 1 -- before.trc
+differs "$cmd" --from 0.001 -- before.trc
+differs "$cmd" --to 0.001 -- before.trc
+differs "$cmd" --width 50 -- before.trc
+same_at_any_jobs "$cmd" before.trc
+differs "$cmd" --format json -- before.trc
+python3 -c "import json; json.load(open('with.out'))" || fail "$cmd --format json: not JSON"
+checked["$cmd --output"]=1
+run o "$cmd" -o o.txt before.trc
+run plain "$cmd" before.trc
+[[ ! -s o.out ]] || fail "$cmd -o: printed to stdout"
+cmp -s o.txt plain.out || fail "$cmd -o: the file differs from stdout's result"
+checked["$cmd --list-skips"]=1
+run ls "$cmd" --list-skips
+has ls.out '^\^std::'
+differs "$cmd" --skip 'MakeItem' -- --top 0 roles.trc
+has without.out 'allocated at  \(anonymous namespace\)::MakeItem'
+lacks with.out 'allocated at  \(anonymous namespace\)::MakeItem'
+differs "$cmd" --no-default-skips -- --top 0 roles.trc
+has with.out 'allocated at  std::'
+lacks without.out 'allocated at  std::'
+differs "$cmd" --key-lines -- --top 0 roles.trc
+has with.out '\([a-z_]+\.cc:[0-9]+\)'
+lacks without.out '\([a-z_]+\.cc:[0-9]+\)'
 
 # ---- diff
-cmd=diff
+cmd='diff'
 checked["$cmd --help"]=1
 differs "$cmd" --min-change 1000 -- before.trc after.trc
 differs "$cmd" --format json -- before.trc after.trc
@@ -149,7 +148,7 @@ has with.out '\([a-z_]+\.cc:[0-9]+\)'
 lacks without.out '\([a-z_]+\.cc:[0-9]+\)'
 
 # ---- gate
-cmd=gate
+cmd='gate'
 checked["$cmd --help"]=1
 run wb gate --write-baseline --baseline base.txt before.trc
 [[ $(rc wb) == 0 ]] || fail "gate --write-baseline exited $(rc wb)"
