@@ -254,12 +254,16 @@ has pre.out "libcrossfree-trace\.so.*/nonexistent/libextra\.so"
 # the FIFO (which lets the child end) and says so.
 checked["record --wait-children"]=1
 rm -f fifo && mkfifo fifo
+# release: opens the FIFO for writing, which returns once the child opened
+# it for reading; the 60 s bound only guards against a child that never
+# started (a hang), it is no verdict on time.
+release() { timeout 60 sh -c 'echo go >fifo' || fail "record $1: the child never opened the FIFO"; }
 "$crossfree" record -o wc0.trc --wait-children 0 -- sh -c '(read x <fifo) &' >/dev/null 2>wc0.err
-echo go >fifo
+release "--wait-children 0"
 has wc0.err "after 0 s \(--wait-children\), still running: [0-9]+ \(sh\)"
 "$crossfree" record -o wc.trc -- sh -c '(read x <fifo) &' >/dev/null 2>wc.err &
 record_pid=$!
-echo go >fifo
+release "(default --wait-children)"
 wait $record_pid || fail "record of a command leaving a child: exit $?"
 has wc.err "waited for 1 process the command left running"
 lacks wc.err "still running"
