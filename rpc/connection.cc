@@ -372,7 +372,12 @@ void Connection::FailWithBadData(const Status& s) {
 
 bool Connection::HandleFrame(std::unique_ptr<InboundTransfer> transfer) {
   if (direction_ == Direction::kServer) return HandleInboundCall(std::move(transfer));
-  return HandleCallResponse(std::move(transfer));
+  // Counted once HandleCallResponse has returned: its frame and response
+  // freed, the call's callback run (and, in legacy_client_transfer, its box
+  // deleted).
+  bool ok = HandleCallResponse(std::move(transfer));
+  reactor_->messenger()->CountReactorHandledResponse();
+  return ok;
 }
 
 bool Connection::HandleInboundCall(std::unique_ptr<InboundTransfer> transfer) {
@@ -401,8 +406,10 @@ void Connection::ReleaseInboundCall(InboundCall* call) {
   --calls_in_flight_;
   last_activity_ = ev_now(reactor_->loop());
   UpdateBackPressure();
+  Messenger* messenger = reactor_->messenger();  // outlives its reactors' connections
   // Last: deleting the call may drop the last reference to this connection.
   if (shut_down_ || !call_pool_.Put(call)) delete call;
+  messenger->CountInboundCallReleased();
 }
 
 void Connection::CancelInboundCalls() {

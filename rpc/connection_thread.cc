@@ -204,6 +204,7 @@ Status ConnectionThread::HandleFrame() {
   Status s = call->Parse();
   if (!s.ok()) {
     call->Recycle();
+    messenger_->CountInboundCallReleased();
     return BadData(s);
   }
   // Inline handlers respond before HandleInboundCallHere returns (Wait is a
@@ -215,6 +216,7 @@ Status ConnectionThread::HandleFrame() {
   ready.Wait();
   s = WriteResponse(call->response_transfer());
   call->Recycle();  // gives the frame's transfer back (RecycleInboundTransfer)
+  messenger_->CountInboundCallReleased();
   return s;
 }
 

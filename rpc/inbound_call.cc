@@ -87,7 +87,9 @@ void InboundCall::Destroy(InboundCall* call) {
     call->conn_->ReleaseInboundCall(call);
     return;
   }
+  Messenger* messenger = call->messenger();
   delete call;
+  messenger->CountInboundCallReleased();
 }
 
 bool InboundCall::CanRecycle() const {

@@ -203,10 +203,32 @@ class Messenger {
   uint64_t caller_read_responses() const {
     return caller_read_responses_.load(std::memory_order_relaxed);
   }
+  // Server: calls fully released, counted once a call's last server-side
+  // allocation is back (its response transfer written or dropped, the call
+  // pooled or deleted): written by the thread that ends the call (its
+  // connection's reactor, a connection thread, or the thread deleting it on
+  // shutdown), after the release; any thread may read it. Tests wait on it
+  // instead of sleeping until the server is done with their calls.
+  uint64_t inbound_calls_released() const {
+    return inbound_calls_released_.load(std::memory_order_acquire);
+  }
+  // Client: responses a reactor handed to their calls (the callback run and
+  // everything the reactor frees for the response freed), counted after that
+  // on the reactor thread; any thread may read it. Responses a sync caller
+  // read itself are in caller_read_responses() instead.
+  uint64_t reactor_handled_responses() const {
+    return reactor_handled_responses_.load(std::memory_order_acquire);
+  }
 
  private:
-  friend class Connection;  // counts caller_read_responses_
+  friend class Connection;  // counts caller_read_responses_ and the two below
+  friend class ConnectionThread;  // counts inbound_calls_released_
+  friend class InboundCall;       // counts inbound_calls_released_
   void CountCallerReadResponse() { caller_read_responses_.fetch_add(1, std::memory_order_relaxed); }
+  void CountInboundCallReleased() { inbound_calls_released_.fetch_add(1, std::memory_order_release); }
+  void CountReactorHandledResponse() {
+    reactor_handled_responses_.fetch_add(1, std::memory_order_release);
+  }
 
   explicit Messenger(const MessengerOptions& options);
   Status Init();
@@ -223,6 +245,8 @@ class Messenger {
   DeferredPool deferred_;
   std::atomic<int> server_connections_{0};
   std::atomic<uint64_t> caller_read_responses_{0};
+  std::atomic<uint64_t> inbound_calls_released_{0};
+  std::atomic<uint64_t> reactor_handled_responses_{0};
   std::vector<std::unique_ptr<Reactor>> reactors_;
   // Before the acceptor: it hands sockets to the set until it is joined.
   std::unique_ptr<ConnectionThreadSet> connection_threads_;

@@ -2,10 +2,8 @@
 // Proves, per KUDU-1865 fix, that a unary call makes no cross-thread
 // allocation in the fixed pattern and exactly the historical pairs when that
 // fix is switched back (counted in-process by alloc_counter.cc).
-#include <chrono>
 #include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -68,8 +66,21 @@ Pairs CountSyncCalls(const AllocPattern& pattern, Pairs* allocs_by_role = nullpt
     REQUIRE(s.ok());
     REQUIRE(resp.result() == 42);
   }
-  // The server frees a call right after writing its response; let it settle.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The server frees a call after writing its response, and a client reactor
+  // may free the last of a response (legacy_client_transfer's callback box)
+  // after waking the caller: wait until both have released every call, so
+  // the counts are exact however late those threads run.
+  constexpr uint64_t kAllCalls = 50 + kCalls;
+  bool server_released = testing::WaitFor(
+      [&] { return server.messenger->inbound_calls_released() >= kAllCalls; });
+  bool client_released = testing::WaitFor([&] {
+    return client->reactor_handled_responses() + client->caller_read_responses() >= kAllCalls;
+  });
+  INFO("server calls released: " << server.messenger->inbound_calls_released()
+       << ", client responses handled by a reactor: " << client->reactor_handled_responses()
+       << ", read by their caller: " << client->caller_read_responses());
+  REQUIRE(server_released);
+  REQUIRE(client_released);
   Pairs pairs = testing::StopAllocRecording();
   if (allocs_by_role != nullptr) *allocs_by_role = testing::RecordedAllocationsByRole();
   // The fast path was really taken: all but a few calls read by the caller.

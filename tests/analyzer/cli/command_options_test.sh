@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# Every option of `crossfree report`, `diff`, `gate`, `dump` and `record`
+# has an observable effect (the output or the exit status differs from the
+# same run without it, in the documented way) or a documented refusal.
+# (`simulate` has its own script, simulate_options_test.sh.) The options are
+# read from each command's --help: an option without a row below fails the
+# test, so a new option needs a check here.
+# The synthetic traces (MAKE_TRACES) have no symbols, so the options about
+# symbolized frames (--skip, --no-default-skips, --key-lines) run on a trace
+# recorded from ROLES_PROGRAM (e2e_lambda_roles: cross-thread frees through
+# std::deque under our own functions, with line tables); record's options
+# run MAKE_TRACES under the tracer. Hence the ctest label `preload`.
+# No check times anything: a child record waits for is released through a
+# FIFO, whose open orders the events.
+# Usage: command_options_test.sh CROSSFREE MAKE_TRACES ROLES_PROGRAM WORKDIR
+set -uo pipefail
+crossfree=$1
+make_traces=$2
+roles_program=$3
+dir=$4
+rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+"$make_traces" . >/dev/null || exit 1
+
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# run NAME ARGS...: runs crossfree ARGS, stdout to NAME.out, stderr to
+# NAME.err, the exit status to NAME.rc.
+run() {
+  local name=$1; shift
+  "$crossfree" "$@" >"$name.out" 2>"$name.err"
+  echo $? >"$name.rc"
+}
+rc() { cat "$1.rc"; }
+has() { grep -qE -- "$2" "$1" || fail "$1 lacks /$2/"; }
+lacks() { grep -qE -- "$2" "$1" && fail "$1 has /$2/"; }
+declare -A checked=()
+# differs CMD OPTION... -- ARGS...: `crossfree CMD ARGS... OPTION...` prints
+# something else or exits otherwise than `crossfree CMD ARGS...`. (The
+# options go last: --skip takes every value up to the next option.)
+differs() {
+  local cmd=$1; shift
+  local opts=()
+  while [[ $1 != -- ]]; do opts+=("$1"); shift; done
+  shift
+  checked["$cmd ${opts[0]}"]=1
+  run without "$cmd" "$@"
+  run with "$cmd" "$@" "${opts[@]}"
+  if cmp -s without.out with.out && [[ $(rc without) == $(rc with) ]]; then
+    fail "$cmd ${opts[*]} $*: same output and exit status ($(rc with)) as without ${opts[0]}"
+  fi
+  [[ $(rc with) == 2 ]] && { fail "$cmd ${opts[*]} $*: exit 2"; sed 's/^/  stderr: /' with.err; }
+}
+# same_at_any_jobs CMD ARGS...: --jobs is documented as the number of
+# pairing workers, which changes no result: -j 1 and --jobs 2 print the
+# same and exit alike.
+same_at_any_jobs() {
+  local cmd=$1; shift
+  checked["$cmd --jobs"]=1
+  run without "$cmd" "$@" -j 1
+  run with "$cmd" "$@" --jobs 2
+  cmp -s without.out with.out || fail "$cmd $* --jobs 2: the result differs from -j 1's"
+  [[ $(rc without) == $(rc with) ]] || fail "$cmd $* --jobs 2: the exit status differs from -j 1's"
+}
+
+# A symbolized trace with cross-thread pairs, and a second run of it.
+"$crossfree" record -o roles.trc -- "$roles_program" >/dev/null 2>roles.err ||
+  { cat roles.err; fail "crossfree record -- $roles_program"; }
+"$crossfree" record -o roles2.trc -- "$roles_program" >/dev/null 2>roles2.err ||
+  { cat roles2.err; fail "crossfree record -- $roles_program (2)"; }
+# The same program recorded with nothing in it (recording off: the signal
+# never comes): diff against it lists every pair of roles.trc as new.
+"$crossfree" record -o empty.trc --toggle-signal USR2 -- "$roles_program" >/dev/null 2>empty.err ||
+  { cat empty.err; fail "crossfree record --toggle-signal USR2 -- $roles_program"; }
+
+# ---- report
+cmd='report'
+checked["$cmd --help"]=1
+run h "$cmd" --help; [[ $(rc h) == 0 ]] || fail "$cmd --help exited $(rc h)"
+differs "$cmd" --top 1 -- before.trc
+differs "$cmd" --operations 100 -- before.trc
+has with.out "per (1000 )?op"
+differs "$cmd" --by thread -- before.trc
+differs "$cmd" --site-depth 1 -- before.trc
+differs "$cmd" --from 0.001 -- before.trc
+differs "$cmd" --to 0.001 -- before.trc
+differs "$cmd" --width 50 -- before.trc
+same_at_any_jobs "$cmd" before.trc
+differs "$cmd" --format json -- before.trc
+python3 -c "import json; json.load(open('with.out'))" || fail "$cmd --format json: not JSON"
+checked["$cmd --output"]=1
+run o "$cmd" -o o.txt before.trc
+run plain "$cmd" before.trc
+[[ ! -s o.out ]] || fail "$cmd -o: printed to stdout"
+cmp -s o.txt plain.out || fail "$cmd -o: the file differs from stdout's result"
+checked["$cmd --list-skips"]=1
+run ls "$cmd" --list-skips
+has ls.out '^\^std::'
+differs "$cmd" --skip 'MakeItem' -- --top 0 roles.trc
+has without.out 'allocated at  \(anonymous namespace\)::MakeItem'
+lacks with.out 'allocated at  \(anonymous namespace\)::MakeItem'
+differs "$cmd" --no-default-skips -- --top 0 roles.trc
+has with.out 'allocated at  std::'
+lacks without.out 'allocated at  std::'
+differs "$cmd" --key-lines -- --top 0 roles.trc
+has with.out '\([a-z_]+\.cc:[0-9]+\)'
+lacks without.out '\([a-z_]+\.cc:[0-9]+\)'
+
+# ---- diff
+cmd='diff'
+checked["$cmd --help"]=1
+differs "$cmd" --min-change 1000 -- before.trc after.trc
+differs "$cmd" --format json -- before.trc after.trc
+python3 -c "import json; json.load(open('with.out'))" || fail "diff --format json: not JSON"
+differs "$cmd" --before-operations 100 --after-operations 200 -- before.trc after.trc
+has with.out "per (1000 )?op"
+checked["$cmd --after-operations"]=1
+# One of the two alone: refused (rates per operation need both runs').
+run alone diff --before-operations 100 before.trc after.trc
+[[ $(rc alone) == 2 ]] || fail "diff --before-operations alone exited $(rc alone), expected 2"
+has alone.err "after-operations"
+differs "$cmd" --by thread -- before.trc after.trc
+differs "$cmd" --site-depth 1 -- before.trc after.trc
+differs "$cmd" --from 0.001 -- before.trc after.trc
+differs "$cmd" --to 0.00001 -- before.trc after.trc
+differs "$cmd" --width 50 -- before.trc after.trc
+same_at_any_jobs "$cmd" before.trc after.trc
+checked["$cmd --before"]=1
+checked["$cmd --after"]=1
+run pos diff before.trc after.trc
+run opt diff --before before.trc --after after.trc
+cmp -s pos.out opt.out || fail "diff --before X --after Y differs from diff X Y"
+run two diff --before before.trc --before before.trc --after after.trc
+cmp -s pos.out two.out && fail "diff --before given twice: same output as one trace"
+checked["$cmd --output"]=1
+run o diff -o o.txt before.trc after.trc
+[[ ! -s o.out ]] || fail "diff -o: printed to stdout"
+cmp -s o.txt pos.out || fail "diff -o: the file differs from stdout's result"
+checked["$cmd --list-skips"]=1
+run ls diff --list-skips
+cmp -s ls.out <("$crossfree" report --list-skips) || fail "diff --list-skips differs from report's"
+differs "$cmd" --skip 'MakeItem' -- empty.trc roles.trc
+lacks with.out 'MakeItem'
+differs "$cmd" --no-default-skips -- empty.trc roles.trc
+# diff's text shows the groups' frames by function name either way; the
+# keys, with file:line under --key-lines, are in the JSON.
+differs "$cmd" --key-lines -- --format json empty.trc roles.trc
+has with.out '\([a-z_]+\.cc:[0-9]+\)'
+lacks without.out '\([a-z_]+\.cc:[0-9]+\)'
+
+# ---- gate
+cmd='gate'
+checked["$cmd --help"]=1
+run wb gate --write-baseline --baseline base.txt before.trc
+[[ $(rc wb) == 0 ]] || fail "gate --write-baseline exited $(rc wb)"
+has base.txt "crossfree-baseline 2"
+checked["$cmd --write-baseline"]=1
+checked["$cmd --baseline"]=1
+run nob gate after.trc
+[[ $(rc nob) == 2 ]] || fail "gate without --baseline exited $(rc nob), expected 2"
+run check gate --baseline base.txt after.trc
+[[ $(rc check) == 1 ]] || fail "gate after.trc against before's baseline exited $(rc check), expected 1"
+g=(--baseline base.txt after.trc)
+differs "$cmd" --format json -- "${g[@]}"
+python3 -c "import json; json.load(open('with.out'))" || fail "gate --format json: not JSON"
+differs "$cmd" --max-growth 10 -- "${g[@]}"
+differs "$cmd" --min-effect 1000000 -- "${g[@]}"
+# --operations: a baseline written per operation, checked without it and with it.
+run wbo gate --write-baseline --operations 100 --baseline base-ops.txt before.trc
+[[ $(rc wbo) == 0 ]] || fail "gate --write-baseline --operations exited $(rc wbo)"
+differs "$cmd" --operations 100 -- --baseline base-ops.txt after.trc
+printf 'pattern: .\nreason: every pair of the synthetic after.trc, for the test\n' >supp.txt
+differs "$cmd" --suppressions supp.txt -- "${g[@]}"
+run wbt gate --write-baseline --baseline base-t.txt before.trc
+differs "$cmd" --accept-truncated -- --baseline base-t.txt truncated.trc
+has without.err "truncated"
+checked["$cmd --by"]=1
+run wbr gate --write-baseline --by thread --baseline base-thread.txt before.trc
+cmp -s base-thread.txt base.txt && fail "gate --write-baseline --by thread: same baseline as by role"
+run wbd gate --write-baseline --site-depth 1 --baseline base-d1.txt before.trc
+checked["$cmd --site-depth"]=1
+cmp -s base-d1.txt base.txt && fail "gate --write-baseline --site-depth 1: same baseline as depth 3"
+for w in from to; do
+  checked["$cmd --$w"]=1
+  run wb-$w gate --write-baseline --$w 0.001 --baseline base-$w.txt before.trc
+  cmp -s base-$w.txt base.txt && fail "gate --write-baseline --$w 0.001: same baseline as the whole trace"
+done
+differs "$cmd" --width 30 -- "${g[@]}"
+same_at_any_jobs "$cmd" "${g[@]}"
+checked["$cmd --list-skips"]=1
+run ls gate --list-skips
+cmp -s ls.out <("$crossfree" report --list-skips) || fail "gate --list-skips differs from report's"
+for o in "--skip MakeItem" --no-default-skips --key-lines; do
+  checked["$cmd ${o%% *}"]=1
+  # shellcheck disable=SC2086
+  run wbs gate --write-baseline $o --baseline base-s.txt roles.trc
+  run wbs0 gate --write-baseline --baseline base-s0.txt roles.trc
+  cmp -s base-s.txt base-s0.txt && fail "gate --write-baseline $o: same baseline as without it"
+done
+
+# ---- dump
+checked["dump --help"]=1
+differs dump --summary -- before.trc
+lacks with.out "^chunk"
+[[ $(wc -l <with.out) -lt $(wc -l <without.out) ]] || fail "dump --summary: not shorter"
+
+# ---- record (on MAKE_TRACES, which allocates; the header and summary by dump)
+mkdir -p rec
+# rec NAME OPTIONS...: records MAKE_TRACES with OPTIONS; dump --summary to NAME.sum
+rec() {
+  local name=$1; shift
+  "$crossfree" record -o "$name.trc" "$@" -- "$make_traces" rec >/dev/null 2>"$name.rerr" ||
+    { fail "record $*: exit $?"; sed 's/^/  stderr: /' "$name.rerr"; }
+  "$crossfree" dump --summary "$name.trc" >"$name.sum" 2>&1 || fail "dump of record $*"
+}
+rec r0
+has r0.sum "unwinder hybrid max-depth 32"
+has r0.sum "events: [1-9]"
+checked["record --help"]=1
+checked["record --output"]=1
+[[ -s r0.trc ]] || fail "record -o r0.trc: no file"
+checked["record --unwind"]=1
+rec ru --unwind fp
+has ru.sum "unwinder frame-pointer"
+checked["record --depth"]=1
+rec rd --depth 4
+has rd.sum "max-depth 4 "
+checked["record --no-stacks"]=1
+rec rn --no-stacks
+has rn.sum "unwinder none max-depth 0"
+has rn.sum "stacks: 0$"
+checked["record --sample"]=1
+rec rs --sample 100
+has rs.sum "sampled: each allocation with probability 1/100"
+# --delay: a day after the start, that is after the command ended: nothing recorded.
+checked["record --delay"]=1
+rec rdl --delay 86400
+has rdl.sum "flags windowed"
+has rdl.sum "events: 0$"
+# --toggle-signal: recording starts off and the command never gets the signal.
+checked["record --toggle-signal"]=1
+rec rt --toggle-signal USR2
+has rt.sum "flags windowed"
+has rt.sum "events: 0$"
+# --duration reaches the tracer as its documented variable (docs/guide/tracer.md).
+checked["record --duration"]=1
+"$crossfree" record -o env.trc --duration 2 -- printenv CROSSFREE_DURATION_MS >dur.out 2>/dev/null
+has dur.out "^2000$"
+checked["record --preload"]=1
+"$crossfree" record -o env.trc --preload /nonexistent/libextra.so -- printenv LD_PRELOAD \
+  >pre.out 2>/dev/null
+has pre.out "libcrossfree-trace\.so.*/nonexistent/libextra\.so"
+# --wait-children: the command leaves a child blocked on a FIFO. With 0 s,
+# record names it still running; by default it waits until the test opens
+# the FIFO (which lets the child end) and says so.
+checked["record --wait-children"]=1
+rm -f fifo && mkfifo fifo
+# release: opens the FIFO for writing, which returns once the child opened
+# it for reading; the 60 s bound only guards against a child that never
+# started (a hang), it is no verdict on time.
+release() { timeout 60 sh -c 'echo go >fifo' || fail "record $1: the child never opened the FIFO"; }
+"$crossfree" record -o wc0.trc --wait-children 0 -- sh -c '(read x <fifo) &' >/dev/null 2>wc0.err
+release "--wait-children 0"
+has wc0.err "after 0 s \(--wait-children\), still running: [0-9]+ \(sh\)"
+"$crossfree" record -o wc.trc -- sh -c '(read x <fifo) &' >/dev/null 2>wc.err &
+record_pid=$!
+release "(default --wait-children)"
+wait $record_pid || fail "record of a command leaving a child: exit $?"
+has wc.err "waited for 1 process the command left running"
+lacks wc.err "still running"
+
+# Every option each --help lists has a row above.
+for cmd in report diff gate dump record; do
+  while read -r opt; do
+    [[ -n ${checked["$cmd $opt"]:-} ]] || fail "$cmd $opt: no check of its effect or refusal"
+  done < <("$crossfree" "$cmd" --help | grep -oE -- '^ +(-[a-z],)?--[a-z-]+' | sed -E 's/^ +(-[a-z],)?//')
+done
+
+if [[ $failures != 0 ]]; then echo "$failures failure(s)"; exit 1; fi
+echo "every option of report, diff, gate, dump and record has an effect or a refusal"
