@@ -15,6 +15,7 @@
 #include "analyzer/render/html.h"
 #include "analyzer/render/text.h"
 #include "analyzer/render/json.h"
+#include "analyzer/render/report_page_assets.h"
 #include "analyzer/pairing/size_class.h"
 #include "tests/analyzer/model/golden.h"
 #include "tests/analyzer/model/scenarios.h"
@@ -26,6 +27,23 @@ using namespace crossfree::analyzer::render;
 namespace {
 
 using testing::CheckGolden;
+
+// An HTML page as its golden file holds it: its data (the JSON model) and the
+// markup html.cc writes, with the style and script, the same on every page
+// and kept in analyzer/render/report_page.{css,js}, each replaced by a
+// comment naming its file (checked here to be embedded whole).
+std::string PageData(std::string page) {
+  auto replace = [&](const std::string& open, std::string_view text, const std::string& close,
+                     const std::string& file) {
+    std::string whole = open + std::string(text) + close;
+    size_t at = page.find(whole);
+    REQUIRE(at != std::string::npos);
+    page.replace(at, whole.size(), open + "/* " + file + " */" + close);
+  };
+  replace("<style>", report_page::kStyle, "</style>", "analyzer/render/report_page.css");
+  replace("<script>", report_page::kScript, "</script>", "analyzer/render/report_page.js");
+  return page;
+}
 
 // Site keys: functions without their parameter lists (KeyFunctionName).
 const std::string kCallAlloc =
@@ -168,10 +186,10 @@ TEST_CASE("report: golden text and JSON") {
 TEST_CASE("report and diff: golden folded stacks and HTML pages") {
   Fixture f(testing::BuildBeforeRun());
   CheckGolden("report-before.folded", RenderReportFolded(f.analysis));
-  CheckGolden("report-before.html", RenderReportHtml(f.analysis));
+  CheckGolden("report-before.html", PageData(RenderReportHtml(f.analysis)));
   Fixture after(testing::BuildAfterRun(), {}, "after.trc");
   DiffResult d = ComputeDiff(f.analysis, after.analysis, 0.1);
-  CheckGolden("diff.html", RenderDiffHtml(f.analysis, after.analysis, d));
+  CheckGolden("diff.html", PageData(RenderDiffHtml(f.analysis, after.analysis, d)));
 }
 
 TEST_CASE("diff: gone, new, grown, shrunk, normalized per 1000 allocations") {
