@@ -13,6 +13,32 @@
 
 namespace crossfree::analyzer {
 
+PairFigures Analysis::Figures(const CrossPair& p) const {
+  PairFigures f;
+  f.count = Count(p.count);
+  f.bytes = Bytes(p.count, p.bytes);
+  f.rate = Rate(p.count);
+  f.frees = Scaled(p.count);
+  f.total_bytes = Scaled(p.bytes);
+  f.per_thousand = PerThousand(p.count);
+  f.steady = Scaled(p.steady());
+  f.thread_bounded = Scaled(p.thread_bounded);
+  f.edge_bounded = Scaled(p.edge_bounded);
+  f.steady_per_unit = PerUnit(p.steady());
+  for (auto [cls, n] : p.size_classes) f.size_classes[cls] = Scaled(n);
+  f.timeline.reserve(p.timeline.size());
+  for (uint64_t n : p.timeline) f.timeline.push_back(Scaled(n));
+  return f;
+}
+
+LoneFigures Analysis::Figures(const LoneSite& s) const {
+  return {Count(s.count), Bytes(s.count, s.bytes), Scaled(s.count), Scaled(s.bytes)};
+}
+
+AsymmetryFigures Analysis::Figures(const AsymmetryRow& r) const {
+  return {Count(r.allocs), Count(r.frees), Net(r), Scaled(r.allocs), Scaled(r.frees)};
+}
+
 std::string PairKeyText(const std::string& alloc_role, const std::string& free_role,
                         const std::string& alloc_site, const std::string& free_site) {
   return fmt::format("{} -> {} | alloc: {} | free: {}", alloc_role, free_role, alloc_site,

@@ -111,6 +111,42 @@ struct LoneSite {
   uint64_t bytes = 0;
 };
 
+// The final figures of a pair, a lone site or an asymmetry row: what every
+// renderer prints, computed in one place (Analysis::Figures) from the
+// sampled counts, so that no format estimates on its own. In an unsampled
+// run every estimate is exact (low = value = high) and every total is the
+// count itself.
+struct PairFigures {
+  Estimate count;            // frees (Analysis::Count)
+  Estimate bytes;            // their bytes (Analysis::Bytes)
+  Estimate rate;             // frees per 1000 allocations (Analysis::Rate)
+  uint64_t frees = 0;        // Analysis::Scaled(count): the estimate, whole
+  uint64_t total_bytes = 0;  // Analysis::Scaled(bytes)
+  double per_thousand = 0;   // Analysis::PerThousand(count)
+  // Lifecycle (CrossPair::steady(), thread_bounded, edge_bounded), scaled.
+  uint64_t steady = 0;
+  uint64_t thread_bounded = 0;
+  uint64_t edge_bounded = 0;
+  Estimate steady_per_unit;  // per-call objects per unit (Analysis::PerUnit)
+  std::map<int, uint64_t> size_classes;  // size class index -> frees, scaled
+  std::vector<uint64_t> timeline;        // CrossPair::timeline, scaled
+};
+
+struct LoneFigures {
+  Estimate count;
+  Estimate bytes;
+  uint64_t objects = 0;      // Analysis::Scaled(count)
+  uint64_t total_bytes = 0;  // Analysis::Scaled(bytes)
+};
+
+struct AsymmetryFigures {
+  Estimate allocs;
+  Estimate frees;
+  Estimate net;              // Analysis::Net
+  uint64_t total_allocs = 0; // Analysis::Scaled(allocs)
+  uint64_t total_frees = 0;  // Analysis::Scaled(frees)
+};
+
 struct Analysis {
   std::vector<TraceInfo> traces;
   PairingCounts counts;
@@ -219,6 +255,12 @@ struct Analysis {
     double u = Units();
     return Count(count).Scaled(u > 0 ? 1.0 / u : 0.0);
   }
+
+  // The figures renderers print (PairFigures), from this analysis as it is
+  // now (its operations included).
+  PairFigures Figures(const CrossPair& p) const;
+  LoneFigures Figures(const LoneSite& s) const;
+  AsymmetryFigures Figures(const AsymmetryRow& r) const;
 };
 
 // "alloc_role -> free_role | alloc: A <- B | free: C <- D".

@@ -41,30 +41,30 @@ std::string FramesJson(const Site& site) {
 }
 
 std::string PairJson(const CrossPair& p, const Analysis& a) {
+  const PairFigures f = a.Figures(p);
   std::string classes = "[";
-  for (auto [c, n] : p.size_classes) {
+  for (auto [c, n] : f.size_classes) {
     classes += fmt::format("{}[{},{}]", classes.size() > 1 ? "," : "", JsonString(SizeClassLabel(c)),
-                           a.Scaled(n));
+                           n);
   }
   classes += "]";
   std::string timeline = "[";
-  for (size_t i = 0; i < p.timeline.size(); ++i) {
-    timeline += fmt::format("{}{}", i ? "," : "", a.Scaled(p.timeline[i]));
+  for (size_t i = 0; i < f.timeline.size(); ++i) {
+    timeline += fmt::format("{}{}", i ? "," : "", f.timeline[i]);
   }
   timeline += "]";
   // Sampled: the estimate's interval and the sampled count (n, b and r are
   // the estimates).
   std::string sampled;
   if (a.sampled()) {
-    Estimate n = a.Count(p.count);
-    sampled = fmt::format(",\"lo\":{},\"hi\":{},\"obs\":{}", EstimateLow(n), EstimateHigh(n),
-                          p.count);
+    sampled = fmt::format(",\"lo\":{},\"hi\":{},\"obs\":{}", EstimateLow(f.count),
+                          EstimateHigh(f.count), f.count.observed);
   }
   return fmt::format(
       "{{\"key\":{},\"a\":{},\"f\":{},\"n\":{},\"b\":{},\"r\":{:.4f},\"as\":{},\"fs\":{},"
       "\"ak\":{},\"fk\":{},\"sc\":{},\"t\":{},\"lc\":\"{}\",\"lce\":{}{}}}",
-      JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), a.Scaled(p.count),
-      a.Scaled(p.bytes), a.PerThousand(p.count), FramesJson(p.alloc_site), FramesJson(p.free_site),
+      JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), f.frees,
+      f.total_bytes, f.per_thousand, FramesJson(p.alloc_site), FramesJson(p.free_site),
       JsonString(p.alloc_site.key), JsonString(p.free_site.key), classes, timeline,
       LifecycleName(p.lifecycle()), JsonString(p.LifecycleEvidence()), sampled);
 }
@@ -85,10 +85,10 @@ std::string RunJson(const Analysis& a) {
   std::string asym = "[";
   for (size_t i = 0; i < a.asymmetry.size(); ++i) {
     const AsymmetryRow& r = a.asymmetry[i];
+    const AsymmetryFigures f = a.Figures(r);
     asym += fmt::format("{}[{},{},{},{},{}]", i ? "," : "", JsonString(r.role),
-                        JsonString(SizeClassLabel(r.size_class)), a.Scaled(r.allocs),
-                        a.Scaled(r.frees),
-                        a.sampled() ? RoundSigned(a.Net(r).value) : r.net);
+                        JsonString(SizeClassLabel(r.size_class)), f.total_allocs, f.total_frees,
+                        a.sampled() ? RoundSigned(f.net.value) : r.net);
   }
   asym += "]";
   std::string central = "[";
@@ -165,12 +165,13 @@ std::string SampledSection(const Analysis& a, const std::string& id) {
   size_t shown = std::min(a.pairs.size(), kSampledPairRows);
   for (size_t i = 0; i < shown; ++i) {
     const CrossPair& p = a.pairs[i];
-    Estimate rate = a.Rate(p.count);
+    const PairFigures f = a.Figures(p);
+    const Estimate& rate = f.rate;
     rows += fmt::format(
         "<tr><td class=\"l\">#{} {} &rarr; {}<br><span class=\"muted\">{}</span></td>{}"
         "<td>{:.1f} ({:.1f} .. {:.1f}) per 1000 allocs</td></tr>",
         i + 1, HtmlEscape(p.alloc_role), HtmlEscape(p.free_role), HtmlEscape(p.alloc_site.key),
-        EstimateCells(a.Count(p.count)), rate.value, rate.low, rate.high);
+        EstimateCells(f.count), rate.value, rate.low, rate.high);
   }
   return fmt::format(
       "<div class=\"sampled\" id=\"{}\"><p><b>Estimated, {}</b>: each allocation was traced with "

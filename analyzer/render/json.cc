@@ -20,13 +20,13 @@ std::string LoneJson(const Analysis& a, const std::vector<LoneSite>& sites) {
   std::string out = "[";
   for (size_t i = 0; i < sites.size(); ++i) {
     const LoneSite& s = sites[i];
+    const LoneFigures f = a.Figures(s);
     std::string estimate =
         a.sampled() ? fmt::format(", \"estimate\": {{\"count\": {}, \"bytes\": {}}}",
-                                  EstimateJson(a.Count(s.count)),
-                                  EstimateJson(a.Bytes(s.count, s.bytes)))
+                                  EstimateJson(f.count), EstimateJson(f.bytes))
                     : "";
     out += fmt::format("{}\n    {{\"role\": {}, \"count\": {}, \"bytes\": {}{}, \"site\": {}}}",
-                       i ? "," : "", JsonString(s.role), a.Scaled(s.count), a.Scaled(s.bytes),
+                       i ? "," : "", JsonString(s.role), f.objects, f.total_bytes,
                        estimate, SiteJson(s.site));
   }
   return out + (sites.empty() ? "]" : "\n  ]");
@@ -119,11 +119,12 @@ std::string RunJson(const Analysis& a) {
 // A pair's lifecycle (CrossPair::lifecycle()) with its evidence, and its
 // per-call objects per unit of the run.
 std::string LifecycleJson(const Analysis& a, const CrossPair& p) {
+  const PairFigures f = a.Figures(p);
   return fmt::format(
       "{{\"class\": \"{}\", \"steady\": {}, \"bounded_thread\": {}, \"bounded_edge\": {}, "
       "\"per_call_rate\": {:.6g}, \"unit\": \"{}\", \"evidence\": {}}}",
-      LifecycleName(p.lifecycle()), a.Scaled(p.steady()), a.Scaled(p.thread_bounded),
-      a.Scaled(p.edge_bounded), a.PerUnit(p.steady()).value, a.UnitName(),
+      LifecycleName(p.lifecycle()), f.steady, f.thread_bounded, f.edge_bounded,
+      f.steady_per_unit.value, a.UnitName(),
       JsonString(p.LifecycleEvidence()));
 }
 
@@ -200,18 +201,18 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
   out += fmt::format("  \"pairs_total\": {},\n  \"pairs\": [", a.pairs.size());
   for (size_t i = 0; i < shown; ++i) {
     const CrossPair& p = a.pairs[i];
+    const PairFigures f = a.Figures(p);
     std::string classes;
-    for (auto [cls, n] : p.size_classes) {
+    for (auto [cls, n] : f.size_classes) {
       if (!classes.empty()) classes += ", ";
       classes += fmt::format("{{\"class\": {}, \"class_bytes\": {}, \"count\": {}}}",
-                             JsonString(SizeClassLabel(cls)), SizeClassBytes(cls), a.Scaled(n));
+                             JsonString(SizeClassLabel(cls)), SizeClassBytes(cls), n);
     }
     std::string estimate =
         a.sampled() ? fmt::format("\n     \"estimate\": {{\"count\": {}, \"bytes\": {}, "
                                   "\"per_1000_allocs\": {}}},",
-                                  EstimateJson(a.Count(p.count)),
-                                  EstimateJson(a.Bytes(p.count, p.bytes)),
-                                  EstimateJson(a.Rate(p.count), 3))
+                                  EstimateJson(f.count), EstimateJson(f.bytes),
+                                  EstimateJson(f.rate, 3))
                     : "";
     out += fmt::format(
         "{}\n    {{\"rank\": {}, \"key\": {}, \"alloc_role\": {}, \"free_role\": {}, "
@@ -219,24 +220,24 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
         "     \"lifecycle\": {},\n"
         "     \"size_classes\": [{}],\n     \"alloc_site\": {},\n     \"free_site\": {}}}",
         i ? "," : "", i + 1, JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role),
-        a.Scaled(p.count), a.Scaled(p.bytes), Share(p.count, c.cross_thread), a.PerThousand(p.count),
-        estimate, LifecycleJson(a, p), classes, SiteJson(p.alloc_site), SiteJson(p.free_site));
+        f.frees, f.total_bytes, Share(p.count, c.cross_thread), f.per_thousand, estimate, LifecycleJson(a, p), classes, SiteJson(p.alloc_site), SiteJson(p.free_site));
   }
   out += shown ? "\n  ],\n" : "],\n";
   out += "  \"asymmetry\": [";
   for (size_t i = 0; i < a.asymmetry.size(); ++i) {
     const AsymmetryRow& r = a.asymmetry[i];
     if (a.sampled()) {
-      Estimate net = a.Net(r);
+      const AsymmetryFigures f = a.Figures(r);
+      const Estimate& net = f.net;
       out += fmt::format(
           "{}\n    {{\"role\": {}, \"class\": {}, \"class_bytes\": {}, \"allocs\": {}, "
           "\"frees\": {}, \"net\": {}, \"effect\": \"{}\", \"top_site\": {},\n"
           "     \"estimate\": {{\"allocs\": {}, \"frees\": {}, \"net\": {}, "
           "\"net_interval_includes_zero\": {}}}}}",
           i ? "," : "", JsonString(r.role), JsonString(SizeClassLabel(r.size_class)),
-          SizeClassBytes(r.size_class), a.Scaled(r.allocs), a.Scaled(r.frees),
+          SizeClassBytes(r.size_class), f.total_allocs, f.total_frees,
           RoundSigned(net.value), AsymmetryEffect(r.net),
-          JsonString(r.top_site), EstimateJson(a.Count(r.allocs)), EstimateJson(a.Count(r.frees)),
+          JsonString(r.top_site), EstimateJson(f.allocs), EstimateJson(f.frees),
           NetJson(net), net.low <= 0 && net.high >= 0 ? "true" : "false");
       continue;
     }
@@ -354,11 +355,12 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
 std::string RenderGateJson(const Analysis& a, const GateResult& r,
                            const std::string& accept_command) {
   auto pair = [&a](const CrossPair& p) {
+    const PairFigures f = a.Figures(p);
     return fmt::format(
         "{{\"key\": {}, \"alloc_role\": {}, \"free_role\": {}, \"count\": {}, \"bytes\": {}, "
         "\"lifecycle\": {}, \"alloc_site\": {}, \"free_site\": {}}}",
-        JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), a.Scaled(p.count),
-        a.Scaled(p.bytes), LifecycleJson(a, p), SiteJson(p.alloc_site), SiteJson(p.free_site));
+        JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), f.frees,
+        f.total_bytes, LifecycleJson(a, p), SiteJson(p.alloc_site), SiteJson(p.free_site));
   };
   std::string out = fmt::format("{{\n  \"schema_version\": {},\n  \"passed\": {},\n",
                                 kGateSchemaVersion, r.passed() ? "true" : "false");

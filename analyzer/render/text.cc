@@ -128,14 +128,15 @@ void LoneText(std::string& out, const Analysis& a, const char* title,
   out += fmt::format("\n{} (top {} site{})\n", title, sites.size(), sites.size() == 1 ? "" : "s");
   for (const LoneSite& s : sites) {
     // Frees rarely know their size (only sized delete does): bytes only for live ones.
+    const LoneFigures f = a.Figures(s);
     std::string head;
     if (a.sampled()) {
-      head = fmt::format("  {:>11} {:<22} {:>10}  {:<14} ", EstimateText(a.Count(s.count)),
-                         "[" + IntervalText(a.Count(s.count)) + "]",
-                         with_bytes ? "~" + HumanBytes(a.Scaled(s.bytes)) : "", Fit(s.role, 14));
+      head = fmt::format("  {:>11} {:<22} {:>10}  {:<14} ", EstimateText(f.count),
+                         "[" + IntervalText(f.count) + "]",
+                         with_bytes ? "~" + HumanBytes(f.total_bytes) : "", Fit(s.role, 14));
     } else {
-      head = fmt::format("  {:>11}  {:>10}  {:<14} ", Commas(s.count),
-                         with_bytes ? HumanBytes(s.bytes) : "", Fit(s.role, 14));
+      head = fmt::format("  {:>11}  {:>10}  {:<14} ", Commas(f.objects),
+                         with_bytes ? HumanBytes(f.total_bytes) : "", Fit(s.role, 14));
     }
     out += head + Fit(s.site.key, Room(head.size())) + "\n";
   }
@@ -287,10 +288,11 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   }
   for (size_t i = 0; i < shown; ++i) {
     const CrossPair& p = a.pairs[i];
+    const PairFigures f = a.Figures(p);
     out += "\n";
     out += Fit(fmt::format("#{:<3}{} -> {}", i + 1, p.alloc_role, p.free_role), Width()) + "\n";
     if (a.sampled()) {
-      Estimate n = a.Count(p.count), bytes = a.Bytes(p.count, p.bytes), rate = a.Rate(p.count);
+      const Estimate &n = f.count, &bytes = f.bytes, &rate = f.rate;
       out += fmt::format("    {} frees ({:.1f}% of cross-thread, ~{:.1f} per 1000 allocs), ~{}; "
                          "{} sampled\n",
                          EstimateText(n), 100.0 * Share(p.count, c.cross_thread), rate.value,
@@ -299,13 +301,13 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
                          RateIntervalText(rate), BytesIntervalText(bytes));
     } else {
     out += fmt::format("    {} frees ({:.1f}% of cross-thread, {:.1f} per 1000 allocs), {}\n",
-                       Commas(p.count), 100.0 * Share(p.count, c.cross_thread),
-                       a.PerThousand(p.count), HumanBytes(p.bytes));
+                       Commas(f.frees), 100.0 * Share(p.count, c.cross_thread),
+                       f.per_thousand, HumanBytes(f.total_bytes));
     }
     out += Fit("    size classes: " + SizeClassesText(p), Width()) + "\n";
     std::string rate = a.per_operation()
                            ? fmt::format("; {:.4g} per-call objects per operation",
-                                         a.PerUnit(p.steady()).value)
+                                         f.steady_per_unit.value)
                            : "";
     out += Fit(fmt::format("    lifecycle: {} ({}){}", LifecycleName(p.lifecycle()),
                            p.LifecycleEvidence(), rate),
@@ -332,12 +334,13 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
     for (size_t i = 0; i < rows; ++i) {
       const AsymmetryRow& r = a.asymmetry[i];
       if (a.sampled()) {
-        Estimate net = a.Net(r);
+        const AsymmetryFigures f = a.Figures(r);
+        const Estimate& net = f.net;
         bool clear = net.low > 0 || net.high < 0;
         auto signed_text = [](double v) { return SignedCommas(RoundSigned(v)); };
         out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14} {:>26}  {}\n", Fit(r.role, 20),
-                           SizeClassLabel(r.size_class), EstimateText(a.Count(r.allocs)),
-                           EstimateText(a.Count(r.frees)), "~" + signed_text(net.value),
+                           SizeClassLabel(r.size_class), EstimateText(f.allocs),
+                           EstimateText(f.frees), "~" + signed_text(net.value),
                            signed_text(net.low) + " .. " + signed_text(net.high),
                            clear ? AsymmetryEffect(r.net) : "unclear");
       } else {
