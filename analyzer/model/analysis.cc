@@ -39,6 +39,30 @@ AsymmetryFigures Analysis::Figures(const AsymmetryRow& r) const {
   return {Count(r.allocs), Count(r.frees), Net(r), Scaled(r.allocs), Scaled(r.frees)};
 }
 
+RunFigures Analysis::Totals() const {
+  const PairingCounts& c = counts;
+  auto total = [this](Estimate e, uint64_t n) { return TotalFigure{e, Scaled(n)}; };
+  uint64_t same = c.paired - c.cross_thread;
+  RunFigures f;
+  f.cross_thread = total(FreeCount(c.cross_thread), c.cross_thread);
+  f.cross_thread_unbounded = Count(c.cross_thread);
+  f.cross_thread_rate = Rate(c.cross_thread);
+  f.cross_thread_per_thousand = PerThousand(c.cross_thread);
+  f.same_thread = total(FreeCount(same), same);
+  f.live_at_exit = total(AllocCount(c.live_at_exit), c.live_at_exit);
+  f.live_bytes = total(Bytes(c.live_at_exit, c.live_bytes), c.live_bytes);
+  f.unknown_frees = total(Count(c.unknown_frees), c.unknown_frees);
+  f.unknown_frees_bounded = FreeCount(c.unknown_frees);
+  f.double_frees = total(Count(c.double_frees), c.double_frees);
+  f.double_frees_bounded = FreeCount(c.double_frees);
+  f.forked_frees = total(FreeCount(c.forked_frees), c.forked_frees);
+  f.alloc_over_live = total(Count(c.alloc_over_live), c.alloc_over_live);
+  f.before_window = total(Count(c.before_window), c.before_window);
+  f.live_at_window_end = total(Count(c.live_at_window_end), c.live_at_window_end);
+  f.live_window_end_bytes = Scaled(c.live_window_end_bytes);
+  return f;
+}
+
 std::string PairKeyText(const std::string& alloc_role, const std::string& free_role,
                         const std::string& alloc_site, const std::string& free_site) {
   return fmt::format("{} -> {} | alloc: {} | free: {}", alloc_role, free_role, alloc_site,

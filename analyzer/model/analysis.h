@@ -147,6 +147,36 @@ struct AsymmetryFigures {
   uint64_t total_frees = 0;  // Analysis::Scaled(frees)
 };
 
+// A count of the run (PairingCounts) as printed: its estimate with the 95%
+// interval, and the whole estimate (Analysis::Scaled).
+struct TotalFigure {
+  Estimate estimate;
+  uint64_t total = 0;
+};
+
+// The run's counts as the renderers print them (Analysis::Totals). Where a
+// renderer has printed a count two ways, both are kept, named for the
+// difference, so that outputs stay as they were: the estimate bounded by the
+// run's exact frees (FreeCount) or not (Count).
+struct RunFigures {
+  TotalFigure cross_thread;          // FreeCount
+  Estimate cross_thread_unbounded;   // Count
+  Estimate cross_thread_rate;        // per 1000 allocations (Rate)
+  double cross_thread_per_thousand = 0;
+  TotalFigure same_thread;           // FreeCount of paired - cross_thread
+  TotalFigure live_at_exit;          // AllocCount
+  TotalFigure live_bytes;            // Bytes(live_at_exit, live_bytes)
+  TotalFigure unknown_frees;         // Count
+  Estimate unknown_frees_bounded;    // FreeCount
+  TotalFigure double_frees;          // Count
+  Estimate double_frees_bounded;     // FreeCount
+  TotalFigure forked_frees;          // FreeCount
+  TotalFigure alloc_over_live;       // Count
+  TotalFigure before_window;         // Count
+  TotalFigure live_at_window_end;    // Count
+  uint64_t live_window_end_bytes = 0;  // Scaled
+};
+
 struct Analysis {
   std::vector<TraceInfo> traces;
   PairingCounts counts;
@@ -261,6 +291,7 @@ struct Analysis {
   PairFigures Figures(const CrossPair& p) const;
   LoneFigures Figures(const LoneSite& s) const;
   AsymmetryFigures Figures(const AsymmetryRow& r) const;
+  RunFigures Totals() const;
 };
 
 // "alloc_role -> free_role | alloc: A <- B | free: C <- D".

@@ -71,6 +71,7 @@ std::string PairJson(const CrossPair& p, const Analysis& a) {
 
 std::string RunJson(const Analysis& a) {
   const PairingCounts& c = a.counts;
+  const RunFigures t = a.Totals();
   std::string traces = "[";
   for (size_t i = 0; i < a.traces.size(); ++i) {
     const TraceInfo& t = a.traces[i];
@@ -102,8 +103,8 @@ std::string RunJson(const Analysis& a) {
       "{{\"traces\":{},\"events\":{},\"allocations\":{},\"frees\":{},\"cross\":{},\"live\":{},"
       "\"unknown\":{},\"double\":{},\"threads\":{},\"bucket_ns\":{},\"pairs\":{},\"asym\":{},"
       "\"central\":{}{}}}",
-      traces, c.events, a.Allocations(), a.Frees(), a.Scaled(c.cross_thread),
-      a.Scaled(c.live_at_exit), a.Scaled(c.unknown_frees), a.Scaled(c.double_frees), a.threads,
+      traces, c.events, a.Allocations(), a.Frees(), t.cross_thread.total, t.live_at_exit.total,
+      t.unknown_frees.total, t.double_frees.total, a.threads,
       a.timeline_bucket_ns, pairs, asym, central,
       a.sampled() ? fmt::format(",\"period\":{}", a.sample_period) : "");
 }
@@ -153,15 +154,16 @@ std::string SampledSection(const Analysis& a, const std::string& id) {
   auto row = [&rows](const std::string& label, const Estimate& e) {
     rows += "<tr><td class=\"l\">" + label + "</td>" + EstimateCells(e) + "</tr>";
   };
-  row("cross-thread frees", a.FreeCount(c.cross_thread));
-  row("same-thread frees", a.FreeCount(c.paired - c.cross_thread));
-  row("live at exit", a.AllocCount(c.live_at_exit));
+  const RunFigures t = a.Totals();
+  row("cross-thread frees", t.cross_thread.estimate);
+  row("same-thread frees", t.same_thread.estimate);
+  row("live at exit", t.live_at_exit.estimate);
   if (a.windowed || a.recording_windows) {
-    row("freed in the window, allocated before it", a.Count(c.before_window));
-    row("live at window end", a.Count(c.live_at_window_end));
+    row("freed in the window, allocated before it", t.before_window.estimate);
+    row("live at window end", t.live_at_window_end.estimate);
   }
-  row("unknown frees", a.Count(c.unknown_frees));
-  row("double frees", a.Count(c.double_frees));
+  row("unknown frees", t.unknown_frees.estimate);
+  row("double frees", t.double_frees.estimate);
   size_t shown = std::min(a.pairs.size(), kSampledPairRows);
   for (size_t i = 0; i < shown; ++i) {
     const CrossPair& p = a.pairs[i];
@@ -199,7 +201,7 @@ std::string SampledSection(const Analysis& a, const std::string& id) {
 // Windows (--from/--to, recording windows): the two counts they add, named
 // as in the text report.
 std::string WindowSection(const Analysis& a) {
-  const PairingCounts& c = a.counts;
+  const RunFigures t = a.Totals();
   std::string windows;
   for (const TraceInfo& t : a.traces) {
     if (!t.recording_windows) continue;
@@ -222,8 +224,8 @@ std::string WindowSection(const Analysis& a) {
       "<div id=\"windows\"><h2>Windows</h2><p>before the window: {}{} (freed in the window, "
       "allocated before it)<br>live at window end: {}{} (still live when the window ended: not "
       "leaks){}{}</p></div>\n",
-      a.sampled() ? "~" : "", Commas(a.Scaled(c.before_window)), a.sampled() ? "~" : "",
-      Commas(a.Scaled(c.live_at_window_end)), analysis_window, windows);
+      a.sampled() ? "~" : "", Commas(t.before_window.total), a.sampled() ? "~" : "",
+      Commas(t.live_at_window_end.total), analysis_window, windows);
 }
 
 }  // namespace

@@ -53,7 +53,6 @@ std::string SamplingJson(const Analysis& a) {
 
 // The "window" object of a report: --from/--to and recording windows.
 std::string WindowJson(const Analysis& a) {
-  const PairingCounts& c = a.counts;
   std::string out = "{";
   if (a.windowed) {
     out += fmt::format("\"from_s\": {:.6f}, \"to_s\": {}, ", a.window_from_ns / 1e9,
@@ -77,16 +76,17 @@ std::string WindowJson(const Analysis& a) {
     }
     out += "], ";
   }
-  out += fmt::format("\"allocated_before_window\": {}", a.Scaled(c.before_window));
+  const RunFigures t = a.Totals();
+  out += fmt::format("\"allocated_before_window\": {}", t.before_window.total);
   // Recording windows and --to end with objects still live: not leaks.
   if (a.recording_windows || a.window_to_ns != ~uint64_t{0}) {
     out += fmt::format(", \"live_at_window_end\": {}, \"live_at_window_end_bytes\": {}",
-                       a.Scaled(c.live_at_window_end), a.Scaled(c.live_window_end_bytes));
+                       t.live_at_window_end.total, t.live_window_end_bytes);
   }
   if (a.sampled()) {
     out += fmt::format(
         ", \"estimate\": {{\"allocated_before_window\": {}, \"live_at_window_end\": {}}}",
-        EstimateJson(a.Count(c.before_window)), EstimateJson(a.Count(c.live_at_window_end)));
+        EstimateJson(t.before_window.estimate), EstimateJson(t.live_at_window_end.estimate));
   }
   return out + "}";
 }
@@ -101,17 +101,18 @@ std::string CountsJson(const CentralCounts& n) {
 std::string RunJson(const Analysis& a) {
   std::string traces;
   for (const TraceInfo& t : a.traces) traces += (traces.empty() ? "" : ", ") + JsonString(t.path);
+  const RunFigures t = a.Totals();
   std::string sampled =
       a.sampled() ? fmt::format(", \"sampling\": {}, \"estimate\": {{\"cross_thread_frees\": {}, "
                                 "\"cross_thread_per_1000_allocs\": {}}}",
-                                SamplingJson(a), EstimateJson(a.Count(a.counts.cross_thread)),
-                                EstimateJson(a.Rate(a.counts.cross_thread), 3))
+                                SamplingJson(a), EstimateJson(t.cross_thread_unbounded),
+                                EstimateJson(t.cross_thread_rate, 3))
                   : "";
   return fmt::format(
       "{{\"traces\": [{}], \"allocations\": {}, \"cross_thread_frees\": {}, "
       "\"cross_thread_per_1000_allocs\": {:.3f}, \"pairs\": {}{}}}",
-      traces, a.Allocations(), a.Scaled(a.counts.cross_thread),
-      a.PerThousand(a.counts.cross_thread), a.pairs.size(), sampled);
+      traces, a.Allocations(), t.cross_thread.total, t.cross_thread_per_thousand, a.pairs.size(),
+      sampled);
 }
 
 }  // namespace
@@ -152,16 +153,17 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
   out += "\n  ],\n";
   // Counts of sampled objects are scaled to what they estimate (Scaled() is
   // the count itself in an unsampled run); allocations and frees are exact.
+  const RunFigures t = a.Totals();
   std::string estimates;
   if (a.sampled()) {
     estimates = fmt::format(
         ",\n    \"estimate\": {{\"cross_thread_frees\": {}, \"cross_thread_per_1000_allocs\": {}, "
         "\"same_thread_frees\": {}, \"live_at_exit\": {}, \"live_at_exit_bytes\": {}, "
         "\"unknown_frees\": {}, \"double_frees\": {}, \"allocs_over_live\": {}}}",
-        EstimateJson(a.FreeCount(c.cross_thread)), EstimateJson(a.Rate(c.cross_thread), 3),
-        EstimateJson(a.FreeCount(c.paired - c.cross_thread)), EstimateJson(a.AllocCount(c.live_at_exit)),
-        EstimateJson(a.Bytes(c.live_at_exit, c.live_bytes)), EstimateJson(a.Count(c.unknown_frees)),
-        EstimateJson(a.Count(c.double_frees)), EstimateJson(a.Count(c.alloc_over_live)));
+        EstimateJson(t.cross_thread.estimate), EstimateJson(t.cross_thread_rate, 3),
+        EstimateJson(t.same_thread.estimate), EstimateJson(t.live_at_exit.estimate),
+        EstimateJson(t.live_bytes.estimate), EstimateJson(t.unknown_frees.estimate),
+        EstimateJson(t.double_frees.estimate), EstimateJson(t.alloc_over_live.estimate));
   }
   out += fmt::format(
       "  \"summary\": {{\"events\": {}, \"threads\": {}, \"allocations\": {}, \"frees\": {}, "
@@ -171,16 +173,15 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
       "\"double_frees\": {}, \"allocs_over_live\": {}, \"realloc_events\": {}, "
       "\"null_address_events\": {}{}}},\n",
       c.events, a.threads, a.Allocations(), a.Frees(),
-      static_cast<uint64_t>(a.FreeCount(c.cross_thread).value),
-      Share(static_cast<uint64_t>(a.FreeCount(c.cross_thread).value), a.Frees()),
-      a.PerThousand(c.cross_thread),
-      a.Scaled(c.paired - c.cross_thread), a.Scaled(c.live_at_exit), a.Scaled(c.live_bytes),
-      a.Scaled(c.unknown_frees), a.Scaled(c.double_frees), a.Scaled(c.alloc_over_live),
+      static_cast<uint64_t>(t.cross_thread.estimate.value),
+      Share(static_cast<uint64_t>(t.cross_thread.estimate.value), a.Frees()),
+      t.cross_thread_per_thousand, t.same_thread.total, t.live_at_exit.total, t.live_bytes.total,
+      t.unknown_frees.total, t.double_frees.total, t.alloc_over_live.total,
       c.realloc_events, c.ignored_null,
       estimates + (c.forked_frees == 0
                        ? std::string()
                        : fmt::format(", \"freed_after_fork\": {}, \"freed_after_fork_matched\": {}",
-                                     a.Scaled(c.forked_frees), a.fork_frees.attributed)));
+                                     t.forked_frees.total, a.fork_frees.attributed)));
   if (a.windowed || a.recording_windows) out += "  \"window\": " + WindowJson(a) + ",\n";
   if (!a.fork_frees.pairs.empty()) {
     // Frees in fork children of their parent's blocks (fork_frees.h).

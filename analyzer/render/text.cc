@@ -156,25 +156,26 @@ void SampledSummaryText(std::string& out, const Analysis& a) {
     out += fmt::format("  {:<22}{:>15}   [{}]{}{}\n", label, EstimateText(e), IntervalText(e),
                        note.empty() ? "" : "  ", note);
   };
+  const RunFigures t = a.Totals();
   exact("allocations", a.Allocations(),
         c.counts_records ? fmt::format("exact, sampled or not; {} sampled", Commas(c.allocations))
                          : "estimated: no counts records");
   exact("frees", a.Frees(), c.counts_records ? "exact" : "estimated: no counts records");
-  est("  cross-thread", a.FreeCount(c.cross_thread),
+  est("  cross-thread", t.cross_thread.estimate,
       fmt::format("{:.1f}% of frees, {:.1f} per 1000 allocations",
-                  100.0 * Share(static_cast<uint64_t>(a.FreeCount(c.cross_thread).value), a.Frees()),
-                  a.PerThousand(c.cross_thread)));
-  est("  same-thread", a.FreeCount(c.paired - c.cross_thread), "");
-  est("live at exit", a.AllocCount(c.live_at_exit),
+                  100.0 * Share(static_cast<uint64_t>(t.cross_thread.estimate.value), a.Frees()),
+                  t.cross_thread_per_thousand));
+  est("  same-thread", t.same_thread.estimate, "");
+  est("live at exit", t.live_at_exit.estimate,
       !c.live_at_exit ? ""
-      : CleanEnd(a)   ? "~" + HumanBytes(a.Scaled(c.live_bytes))
-                      : "~" + HumanBytes(a.Scaled(c.live_bytes)) + ", not leaks: no clean end");
-  est("unknown frees", a.FreeCount(c.unknown_frees),
+      : CleanEnd(a)   ? "~" + HumanBytes(t.live_bytes.total)
+                      : "~" + HumanBytes(t.live_bytes.total) + ", not leaks: no clean end");
+  est("unknown frees", t.unknown_frees_bounded,
       c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
-  est("double frees", a.FreeCount(c.double_frees), "");
-  if (c.forked_frees) est("freed after fork", a.FreeCount(c.forked_frees), ForkedNote(a));
+  est("double frees", t.double_frees_bounded, "");
+  if (c.forked_frees) est("freed after fork", t.forked_frees.estimate, ForkedNote(a));
   if (c.alloc_over_live) {
-    est("allocs over live", a.Count(c.alloc_over_live), "address allocated again without a free");
+    est("allocs over live", t.alloc_over_live.estimate, "address allocated again without a free");
   }
   exact("samples dropped", c.samples_dropped,
         c.samples_dropped
@@ -204,8 +205,9 @@ void WindowRows(std::string& out, const Analysis& a) {
       out += fmt::format("  {:<22}{:>15}   [{}]{}{}\n", label, EstimateText(e), IntervalText(e),
                          note.empty() ? "" : "  ", note);
     };
-    est("before the window", a.Count(c.before_window), before_note);
-    est("live at window end", a.Count(c.live_at_window_end), end_note);
+    const RunFigures t = a.Totals();
+    est("before the window", t.before_window.estimate, before_note);
+    est("live at window end", t.live_at_window_end.estimate, end_note);
     return;
   }
   out += fmt::format("  {:<22}{:>15}   {}\n", "before the window", Commas(c.before_window),
