@@ -45,7 +45,7 @@ RunFigures Analysis::Totals() const {
   uint64_t same = c.paired - c.cross_thread;
   RunFigures f;
   f.cross_thread = total(FreeCount(c.cross_thread), c.cross_thread);
-  f.cross_thread_unbounded = Count(c.cross_thread);
+  f.cross_thread_unbounded = total(Count(c.cross_thread), c.cross_thread);
   f.cross_thread_rate = Rate(c.cross_thread);
   f.cross_thread_per_thousand = PerThousand(c.cross_thread);
   f.same_thread = total(FreeCount(same), same);
@@ -60,6 +60,12 @@ RunFigures Analysis::Totals() const {
   f.before_window = total(Count(c.before_window), c.before_window);
   f.live_at_window_end = total(Count(c.live_at_window_end), c.live_at_window_end);
   f.live_window_end_bytes = Scaled(c.live_window_end_bytes);
+  uint64_t steady = 0;
+  for (const CrossPair& p : pairs) steady += p.steady();
+  f.steady = total(Count(steady), steady);
+  f.bounded = total(Count(c.cross_thread - steady), c.cross_thread - steady);
+  f.steady_rate = Rate(steady);
+  f.steady_per_unit = PerUnit(steady);
   return f;
 }
 

@@ -160,7 +160,7 @@ struct TotalFigure {
 // run's exact frees (FreeCount) or not (Count).
 struct RunFigures {
   TotalFigure cross_thread;          // FreeCount
-  Estimate cross_thread_unbounded;   // Count
+  TotalFigure cross_thread_unbounded;  // Count
   Estimate cross_thread_rate;        // per 1000 allocations (Rate)
   double cross_thread_per_thousand = 0;
   TotalFigure same_thread;           // FreeCount of paired - cross_thread
@@ -175,6 +175,13 @@ struct RunFigures {
   TotalFigure before_window;         // Count
   TotalFigure live_at_window_end;    // Count
   uint64_t live_window_end_bytes = 0;  // Scaled
+  // The pairs' per-call (steady-state) objects and the rest (one-off) of the
+  // cross-thread frees, with the per-call rate per 1000 allocations (Rate)
+  // and per unit (PerUnit).
+  TotalFigure steady;                // Count
+  TotalFigure bounded;               // Count of cross_thread - steady
+  Estimate steady_rate;
+  Estimate steady_per_unit;
 };
 
 struct Analysis {

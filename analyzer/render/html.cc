@@ -255,13 +255,14 @@ std::string RenderDiffHtml(const Analysis& before, const Analysis& after, const 
   for (size_t i = 0; i < d.rows.size(); ++i) {
     const DiffRow& r = d.rows[i];
     const CrossPair& p = r.pair();
+    const PairFigures bf = before.Figures(r.before ? *r.before : CrossPair{});
+    const PairFigures af = after.Figures(r.after ? *r.after : CrossPair{});
     rows += fmt::format(
         "{}{{\"s\":\"{}\",\"a\":{},\"f\":{},\"ak\":{},\"fk\":{},\"br\":{:.6g},\"ar\":{:.6g},"
         "\"bs\":{},\"as\":{},\"bc\":{},\"ac\":{}}}",
         i ? "," : "", DiffStatusName(r.status), JsonString(p.alloc_role), JsonString(p.free_role),
         JsonString(p.alloc_site.key), JsonString(p.free_site.key), r.before_rate, r.after_rate,
-        before.Scaled(r.before_steady), after.Scaled(r.after_steady),
-        before.Scaled(r.before ? r.before->count : 0), after.Scaled(r.after ? r.after->count : 0));
+        bf.steady, af.steady, bf.frees, af.frees);
   }
   rows += "]";
   std::string sampled;

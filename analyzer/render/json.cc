@@ -105,7 +105,7 @@ std::string RunJson(const Analysis& a) {
   std::string sampled =
       a.sampled() ? fmt::format(", \"sampling\": {}, \"estimate\": {{\"cross_thread_frees\": {}, "
                                 "\"cross_thread_per_1000_allocs\": {}}}",
-                                SamplingJson(a), EstimateJson(t.cross_thread_unbounded),
+                                SamplingJson(a), EstimateJson(t.cross_thread_unbounded.estimate),
                                 EstimateJson(t.cross_thread_rate, 3))
                   : "";
   return fmt::format(
@@ -320,7 +320,9 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
     const DiffRow& r = d.rows[i];
     const CrossPair& p = r.pair();
     if (d.sampled) {
-      uint64_t bc = r.before ? r.before->count : 0, ac = r.after ? r.after->count : 0;
+      // An absent pair is one of no sampled objects (its interval is not 0).
+      const PairFigures bf = before.Figures(r.before ? *r.before : CrossPair{});
+      const PairFigures af = after.Figures(r.after ? *r.after : CrossPair{});
       out += fmt::format(
           "{}\n    {{\"status\": \"{}\", \"significant\": {}, \"key\": {}, \"alloc_role\": {}, "
           "\"free_role\": {}, \"alloc_site\": {}, \"free_site\": {},\n     \"before\": "
@@ -329,9 +331,9 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
           "{:.6g}, \"estimate\": {{\"count\": {}, \"rate\": {}}}}}}}",
           i ? "," : "", DiffStatusName(r.status), r.significant ? "true" : "false",
           JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role),
-          JsonString(p.alloc_site.key), JsonString(p.free_site.key), before.Scaled(bc),
-          r.before_rate, EstimateJson(before.Count(bc)), EstimateJson(r.before_estimate, 3),
-          after.Scaled(ac), r.after_rate, EstimateJson(after.Count(ac)),
+          JsonString(p.alloc_site.key), JsonString(p.free_site.key), bf.frees,
+          r.before_rate, EstimateJson(bf.count), EstimateJson(r.before_estimate, 3),
+          af.frees, r.after_rate, EstimateJson(af.count),
           EstimateJson(r.after_estimate, 3));
       continue;
     }

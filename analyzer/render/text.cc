@@ -260,7 +260,7 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   row("frees", c.frees, "");
   row("  cross-thread", c.cross_thread,
       fmt::format("{:.1f}% of frees, {:.1f} per 1000 allocations",
-                  100.0 * Share(c.cross_thread, c.frees), a.PerThousand(c.cross_thread)));
+                  100.0 * Share(c.cross_thread, c.frees), a.Totals().cross_thread_per_thousand));
   row("  same-thread", c.paired - c.cross_thread, "");
   row("live at exit", c.live_at_exit,
       !c.live_at_exit ? ""
@@ -455,9 +455,14 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
            "intervals do not overlap\n";
   }
   // Counts and rates, exact or estimated with their intervals.
-  auto cell = [](const Analysis& a, uint64_t count) {
-    Estimate e = a.Count(count);
-    return a.sampled() ? EstimateText(e) + " [" + IntervalText(e) + "]" : Commas(count);
+  auto cell = [](const Analysis& a, const TotalFigure& f) {
+    return a.sampled() ? EstimateText(f.estimate) + " [" + IntervalText(f.estimate) + "]"
+                       : Commas(f.total);
+  };
+  // A pair's frees in one run (an absent pair: none sampled).
+  auto pair_cell = [&cell](const Analysis& a, const CrossPair* p) {
+    const PairFigures f = a.Figures(p ? *p : CrossPair{});
+    return cell(a, TotalFigure{f.count, f.frees});
   };
   const int decimals = d.per_operation ? 3 : 1;
   auto rate_cell = [decimals](const Analysis& a, const Estimate& e) {
@@ -468,27 +473,19 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
   auto row = [&out, w](std::string_view label, const std::string& b, const std::string& a) {
     out += fmt::format("  {:<30}{:>{}}{:>{}}\n", label, b, w, a, w);
   };
-  auto steady_total = [](const Analysis& a) {
-    uint64_t n = 0;
-    for (const CrossPair& p : a.pairs) n += p.steady();
-    return n;
-  };
+  const RunFigures bt = before.Totals(), at = after.Totals();
   const char* unit = d.per_operation ? "per operation" : "per 1000 allocations";
   out += "\n";
   row("", "before", "after");
   row("allocations", Commas(before.Allocations()), Commas(after.Allocations()));
   if (d.per_operation) row("operations", Commas(before.operations), Commas(after.operations));
-  row("cross-thread frees", cell(before, before.counts.cross_thread),
-      cell(after, after.counts.cross_thread));
-  row("  per-call (steady state)", cell(before, steady_total(before)),
-      cell(after, steady_total(after)));
+  row("cross-thread frees", cell(before, bt.cross_thread_unbounded),
+      cell(after, at.cross_thread_unbounded));
+  row("  per-call (steady state)", cell(before, bt.steady), cell(after, at.steady));
   row(fmt::format("    {}", unit),
-      rate_cell(before, d.per_operation ? before.PerUnit(steady_total(before))
-                                        : before.Rate(steady_total(before))),
-      rate_cell(after, d.per_operation ? after.PerUnit(steady_total(after))
-                                       : after.Rate(steady_total(after))));
-  row("  bounded (one-off)", cell(before, before.counts.cross_thread - steady_total(before)),
-      cell(after, after.counts.cross_thread - steady_total(after)));
+      rate_cell(before, d.per_operation ? bt.steady_per_unit : bt.steady_rate),
+      rate_cell(after, d.per_operation ? at.steady_per_unit : at.steady_rate));
+  row("  bounded (one-off)", cell(before, bt.bounded), cell(after, at.bounded));
   row("cross-thread pairs", fmt::format("{}", before.pairs.size()),
       fmt::format("{}", after.pairs.size()));
   out += RenderCentralDiffText(before.central, before.Allocations(), after.central,
@@ -526,8 +523,8 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
       if (r.status != kOrder[s]) continue;
       const CrossPair& p = r.pair();
       std::string head =
-          bounded ? fmt::format("  {:>{}} {:>{}}  ", cell(before, r.before ? r.before->count : 0), rw,
-                                cell(after, r.after ? r.after->count : 0), rw)
+          bounded ? fmt::format("  {:>{}} {:>{}}  ", pair_cell(before, r.before), rw,
+                                pair_cell(after, r.after), rw)
                   : fmt::format("  {:>{}} {:>{}} {:>12} {:>12}  ", rate_cell(before, r.before_estimate),
                                 rw, rate_cell(after, r.after_estimate), rw,
                                 Commas(r.before_steady), Commas(r.after_steady));
@@ -609,7 +606,7 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r,
     if (g.alloc_site) out += SiteText(*g.alloc_site, "allocated at  ", 4, Width());
     for (const CrossPair* p : g.pairs) {
       out += Fit(fmt::format("    {} -> {}: {} objects, {} ({})", p->alloc_role, p->free_role,
-                             Commas(analysis.Scaled(p->count)), LifecycleName(p->lifecycle()),
+                             Commas(analysis.Figures(*p).frees), LifecycleName(p->lifecycle()),
                              p->LifecycleEvidence()),
                  Width()) +
              "\n";
@@ -624,7 +621,7 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r,
     size_t shown = std::min<size_t>(r.new_within_noise.size(), 10);
     for (size_t i = 0; i < shown; ++i) {
       const CrossPair& p = *r.new_within_noise[i];
-      out += Fit(fmt::format("  {} objects, {}: {}", Commas(analysis.Scaled(p.count)),
+      out += Fit(fmt::format("  {} objects, {}: {}", Commas(analysis.Figures(p).frees),
                              LifecycleName(p.lifecycle()), p.key),
                  Width()) +
              "\n";
@@ -647,7 +644,8 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r,
                        r.suppressed.size() == 1 ? "" : "s");
     for (const auto& [pair, s] : r.suppressed) {
       out += fmt::format("  {} ({} frees)\n    reason: {}\n", pair->key,
-                         r.sampled ? EstimateText(analysis.Count(pair->count)) : Commas(pair->count),
+                         r.sampled ? EstimateText(analysis.Figures(*pair).count)
+                                   : Commas(analysis.Figures(*pair).frees),
                          s->reason);
     }
   }
