@@ -59,6 +59,24 @@ struct TraceInfo {
 enum class Lifecycle { kPerCall, kBounded };
 const char* LifecycleName(Lifecycle l);  // "per-call", "bounded"
 
+// A count of sampled objects (or of their bytes). In a sampled run
+// (Analysis::sampled()) it stands for about sample_period times as many, and
+// what it stands for, with its interval, is in the figures
+// (Analysis::Figures); in an unsampled run it is exact. Not an integer, so
+// that a renderer cannot print it as the run's count by mistake: the number
+// itself is `.sampled`.
+struct SampledCount {
+  uint64_t sampled = 0;
+
+  SampledCount& operator+=(SampledCount o) {
+    sampled += o.sampled;
+    return *this;
+  }
+  friend SampledCount operator+(SampledCount a, SampledCount b) { return {a.sampled + b.sampled}; }
+  friend SampledCount operator-(SampledCount a, SampledCount b) { return {a.sampled - b.sampled}; }
+  friend auto operator<=>(const SampledCount&, const SampledCount&) = default;
+};
+
 // A cross-thread pair: objects allocated at one site by one role (or
 // thread) and freed at another by another.
 struct CrossPair {
@@ -67,21 +85,20 @@ struct CrossPair {
   std::string free_role;
   Site alloc_site;
   Site free_site;
-  // Sampled counts: in a sampled analysis (Analysis::sampled()) the estimate
-  // is Analysis::Count(count), with its interval; otherwise these are exact.
-  uint64_t count = 0;
-  uint64_t bytes = 0;
+  // Sampled counts: what they stand for is in Analysis::Figures(pair).
+  SampledCount count;
+  SampledCount bytes;
   // Of count, the one-off objects by signal (PairCounts; sampled counts too).
-  uint64_t thread_bounded = 0;
-  uint64_t edge_bounded = 0;
+  SampledCount thread_bounded;
+  SampledCount edge_bounded;
   std::map<int, uint64_t> size_classes;  // size class index -> frees
   // Cross-thread frees per time bucket since the start of each trace
   // (Analysis::timeline_bucket_ns wide): start-up and shutdown pairs stand
   // apart from per-request ones.
   std::vector<uint64_t> timeline;
 
-  uint64_t bounded() const { return thread_bounded + edge_bounded; }
-  uint64_t steady() const { return count - bounded(); }
+  SampledCount bounded() const { return thread_bounded + edge_bounded; }
+  SampledCount steady() const { return count - bounded(); }
   Lifecycle lifecycle() const {
     return steady() > bounded() ? Lifecycle::kPerCall : Lifecycle::kBounded;
   }
@@ -107,8 +124,8 @@ struct AsymmetryRow {
 struct LoneSite {
   std::string role;
   Site site;
-  uint64_t count = 0;
-  uint64_t bytes = 0;
+  SampledCount count;  // what they stand for: Analysis::Figures(site)
+  SampledCount bytes;
 };
 
 // The final figures of a pair, a lone site or an asymmetry row: what every
@@ -123,6 +140,7 @@ struct PairFigures {
   uint64_t frees = 0;        // Analysis::Scaled(count): the estimate, whole
   uint64_t total_bytes = 0;  // Analysis::Scaled(bytes)
   double per_thousand = 0;   // Analysis::PerThousand(count)
+  double share = 0;          // of the run's cross-thread frees (0 when none)
   // Lifecycle (CrossPair::steady(), thread_bounded, edge_bounded), scaled.
   uint64_t steady = 0;
   uint64_t thread_bounded = 0;

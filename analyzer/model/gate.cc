@@ -119,8 +119,8 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
       g.alloc_site = &p.alloc_site;
     }
     g.pairs.push_back(&p);
-    g.steady += p.steady();
-    g.bounded += p.bounded();
+    g.steady += p.steady().sampled;
+    g.bounded += p.bounded().sampled;
   }
   r.groups = groups.size();
 

@@ -221,7 +221,7 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
         "     \"lifecycle\": {},\n"
         "     \"size_classes\": [{}],\n     \"alloc_site\": {},\n     \"free_site\": {}}}",
         i ? "," : "", i + 1, JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role),
-        f.frees, f.total_bytes, Share(p.count, c.cross_thread), f.per_thousand, estimate, LifecycleJson(a, p), classes, SiteJson(p.alloc_site), SiteJson(p.free_site));
+        f.frees, f.total_bytes, f.share, f.per_thousand, estimate, LifecycleJson(a, p), classes, SiteJson(p.alloc_site), SiteJson(p.free_site));
   }
   out += shown ? "\n  ],\n" : "],\n";
   out += "  \"asymmetry\": [";
@@ -344,8 +344,9 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
         "\"steady\": {}, \"bounded\": {}, \"rate\": {:.6g}}}}}",
         i ? "," : "", DiffStatusName(r.status), JsonString(p.key), JsonString(p.alloc_role),
         JsonString(p.free_role), JsonString(p.alloc_site.key), JsonString(p.free_site.key),
-        r.before ? r.before->count : 0, r.before_steady, r.before_bounded, r.before_rate,
-        r.after ? r.after->count : 0, r.after_steady, r.after_bounded, r.after_rate);
+        before.Figures(r.before ? *r.before : CrossPair{}).frees, r.before_steady,
+        r.before_bounded, r.before_rate, after.Figures(r.after ? *r.after : CrossPair{}).frees,
+        r.after_steady, r.after_bounded, r.after_rate);
   }
   out += d.rows.empty() ? "]" : "\n  ]";
   if (before.central.present() || after.central.present()) {  // only then: older outputs unchanged

@@ -115,7 +115,7 @@ std::string RenderReportPprof(const Analysis& a) {
     s->add_value(static_cast<int64_t>(f.total_bytes));
     if (a.sampled()) {
       const Estimate& n = f.count;
-      for (auto [key, value] : {std::pair{"sampled_frees", pair.count},
+      for (auto [key, value] : {std::pair{"sampled_frees", pair.count.sampled},
                                 std::pair{"frees_low", EstimateLow(n)},
                                 std::pair{"frees_high", EstimateHigh(n)}}) {
         auto* label = s->add_label();

@@ -49,7 +49,7 @@ std::string SizeClassesText(const CrossPair& p) {
       break;
     }
     if (!out.empty()) out += ", ";
-    out += fmt::format("{} {:.1f}%", SizeClassLabel(c), 100.0 * Share(n, p.count));
+    out += fmt::format("{} {:.1f}%", SizeClassLabel(c), 100.0 * Share(n, p.count.sampled));
     ++shown;
   }
   return out;
@@ -297,13 +297,13 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
       const Estimate &n = f.count, &bytes = f.bytes, &rate = f.rate;
       out += fmt::format("    {} frees ({:.1f}% of cross-thread, ~{:.1f} per 1000 allocs), ~{}; "
                          "{} sampled\n",
-                         EstimateText(n), 100.0 * Share(p.count, c.cross_thread), rate.value,
-                         HumanBytes(EstimateValue(bytes)), Commas(p.count));
+                         EstimateText(n), 100.0 * f.share, rate.value,
+                         HumanBytes(EstimateValue(bytes)), Commas(p.count.sampled));
       out += fmt::format("    95%: {} frees, {} per 1000 allocs, {}\n", IntervalText(n),
                          RateIntervalText(rate), BytesIntervalText(bytes));
     } else {
     out += fmt::format("    {} frees ({:.1f}% of cross-thread, {:.1f} per 1000 allocs), {}\n",
-                       Commas(f.frees), 100.0 * Share(p.count, c.cross_thread),
+                       Commas(f.frees), 100.0 * f.share,
                        f.per_thousand, HumanBytes(f.total_bytes));
     }
     out += Fit("    size classes: " + SizeClassesText(p), Width()) + "\n";
@@ -536,8 +536,9 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
       }
       if (d.sampled) {
         note += (note.empty() ? "" : "; ") +
-                fmt::format("sampled frees {} -> {}", Commas(r.before ? r.before->count : 0),
-                            Commas(r.after ? r.after->count : 0));
+                fmt::format("sampled frees {} -> {}",
+                            Commas(r.before ? r.before->count.sampled : 0),
+                            Commas(r.after ? r.after->count.sampled : 0));
         if ((r.status == DiffStatus::kGone || r.status == DiffStatus::kNew) && !r.significant) {
           note += "; not significant: the intervals overlap";
         }

@@ -96,13 +96,13 @@ TEST_CASE("report: known answers on the before run") {
   // Sites skip operator new/malloc and std:: frames; inlined frames count.
   const CrossPair* slices = FindPair(a, "worker-N", "reactor-N", kSliceAlloc);
   REQUIRE(slices != nullptr);
-  CHECK(slices->count == 800);
-  CHECK(slices->bytes == 800 * 32);
+  CHECK(slices->count.sampled == 800);
+  CHECK(slices->bytes.sampled == 800 * 32);
   CHECK(slices->free_site.key == kSliceFree);
   CHECK(slices->size_classes.at(SizeClassIndex(32)) == 800);
   const CrossPair* calls = FindPair(a, "worker-N", "reactor-N", kCallAlloc);
   REQUIRE(calls != nullptr);
-  CHECK(calls->count == 400);
+  CHECK(calls->count.sampled == 400);
   CHECK(calls->free_site.key == kCallFree);
   CHECK(calls->key == "worker-N -> reactor-N | alloc: " + kCallAlloc + " | free: " + kCallFree);
   CHECK(a.pairs[0].key == slices->key);  // ordered by count
@@ -139,8 +139,8 @@ TEST_CASE("report: --by thread keeps threads apart") {
   const CrossPair* p1 = FindPair(f.analysis, "worker-1 (4002)", "reactor-1 (4004)", kSliceAlloc);
   REQUIRE(p0 != nullptr);
   REQUIRE(p1 != nullptr);
-  CHECK(p0->count == 400);
-  CHECK(p1->count == 400);
+  CHECK(p0->count.sampled == 400);
+  CHECK(p1->count.sampled == 400);
   CHECK(f.analysis.pairs.size() == 6);
 }
 
@@ -208,8 +208,8 @@ TEST_CASE("diff: gone, new, grown, shrunk, normalized per 1000 allocations") {
   CHECK(status_of("rpc::Response::Create <- rpc::Reactor::Run") == "shrunk");
   for (const DiffRow& r : d.rows) {
     if (r.pair().alloc_site.key != kSliceAlloc) continue;
-    CHECK(r.before->count == 800);
-    CHECK(r.after->count == 4800);
+    CHECK(r.before->count.sampled == 800);
+    CHECK(r.after->count.sampled == 4800);
     CHECK(r.before_rate == Approx(800 * 1000.0 / before.analysis.counts.allocations));
     CHECK(r.after_rate == Approx(4800 * 1000.0 / after.analysis.counts.allocations));
   }
