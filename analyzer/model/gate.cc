@@ -127,6 +127,8 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
   for (auto& [key, g] : groups) {
     g.rate = analysis.PerUnit(g.steady);
     g.bounded_rate = analysis.PerUnit(g.bounded);
+    g.steady_objects = analysis.Scaled(g.steady);
+    g.bounded_objects = analysis.Scaled(g.bounded);
     if (auto it = baseline_groups.find(key); it != baseline_groups.end()) {
       g.in_baseline = true;
       g.baseline_rate = it->second.per_call;

@@ -151,8 +151,9 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
         t.sample_period > 1 ? fmt::format(", \"sample_period\": {}", t.sample_period) : "");
   }
   out += "\n  ],\n";
-  // Counts of sampled objects are scaled to what they estimate (Scaled() is
-  // the count itself in an unsampled run); allocations and frees are exact.
+  // Counts of sampled objects are printed as what they estimate (the
+  // figures' totals: the count itself in an unsampled run); allocations and
+  // frees are exact.
   const RunFigures t = a.Totals();
   std::string estimates;
   if (a.sampled()) {

@@ -602,7 +602,7 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r,
             : fmt::format("baseline {:.4g}", g.baseline_rate);
     out += fmt::format("    {} {} objects {} ({}), limit {:.4g}; {}\n", value,
                        bounded ? "one-off" : "per-call", unit,
-                       Commas(analysis.Scaled(bounded ? g.bounded : g.steady)), o.limit, baseline);
+                       Commas(bounded ? g.bounded_objects : g.steady_objects), o.limit, baseline);
     if (!r.sampled) out += fmt::format("    P(a count this high | the baseline's rate) = {:.2g}\n", o.p_value);
     if (g.alloc_site) out += SiteText(*g.alloc_site, "allocated at  ", 4, Width());
     for (const CrossPair* p : g.pairs) {
