@@ -217,18 +217,16 @@ std::optional<TraceCounts> CountTrace(const std::string& path, bool header_only)
 }
 
 // Files in dir whose name is prefix + suffix, modified at or after `since`.
-std::vector<std::string> ListCandidates(const std::string& dir, const std::string& prefix,
-                                        const std::string& suffix, time_t since) {
+// The paths of the regular files in dir whose names `keep` accepts,
+// modified at or after `since`.
+template <typename Keep>
+std::vector<std::string> ListFiles(const std::string& dir, time_t since, Keep keep) {
   std::vector<std::string> out;
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return out;
   while (dirent* e = readdir(d)) {
     std::string name = e->d_name;
-    if (name.size() <= prefix.size() + suffix.size()) continue;
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;
-    if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
-    std::string middle = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-    if (middle.find_first_not_of("0123456789.") != std::string::npos) continue;
+    if (!keep(name)) continue;
     std::string path = dir + "/" + name;
     struct stat st;
     if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_mtime < since) continue;
@@ -236,6 +234,17 @@ std::vector<std::string> ListCandidates(const std::string& dir, const std::strin
   }
   closedir(d);
   return out;
+}
+
+std::vector<std::string> ListCandidates(const std::string& dir, const std::string& prefix,
+                                        const std::string& suffix, time_t since) {
+  return ListFiles(dir, since, [&](const std::string& name) {
+    if (name.size() <= prefix.size() + suffix.size()) return false;
+    if (name.compare(0, prefix.size(), prefix) != 0) return false;
+    if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
+    std::string middle = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    return middle.find_first_not_of("0123456789.") == std::string::npos;
+  });
 }
 
 // The command's pid while it runs, for the forwarding handler.
@@ -260,19 +269,9 @@ std::string SignalName(int sig) {
 // crossfree.<pid>.trace.<n> files in dir (later images after exec, without
 // -o), modified at or after `since`.
 std::vector<std::string> ListTraceImages(const std::string& dir, time_t since) {
-  std::vector<std::string> out;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return out;
-  while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    if (name.rfind("crossfree.", 0) != 0 || name.find(".trace.") == std::string::npos) continue;
-    std::string path = dir + "/" + name;
-    struct stat st;
-    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_mtime < since) continue;
-    out.push_back(path);
-  }
-  closedir(d);
-  return out;
+  return ListFiles(dir, since, [](const std::string& name) {
+    return name.rfind("crossfree.", 0) == 0 && name.find(".trace.") != std::string::npos;
+  });
 }
 
 uint64_t MonotonicNowNsForWait() {

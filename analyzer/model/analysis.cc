@@ -13,6 +13,65 @@
 
 namespace crossfree::analyzer {
 
+PairFigures Analysis::Figures(const CrossPair& p) const {
+  PairFigures f;
+  f.count = Count(p.count.sampled);
+  f.bytes = Bytes(p.count.sampled, p.bytes.sampled);
+  f.rate = Rate(p.count.sampled);
+  f.frees = Scaled(p.count.sampled);
+  f.total_bytes = Scaled(p.bytes.sampled);
+  f.per_thousand = PerThousand(p.count.sampled);
+  f.share = counts.cross_thread ? static_cast<double>(p.count.sampled) /
+                                      static_cast<double>(counts.cross_thread)
+                                : 0.0;
+  f.steady = Scaled(p.steady().sampled);
+  f.thread_bounded = Scaled(p.thread_bounded.sampled);
+  f.edge_bounded = Scaled(p.edge_bounded.sampled);
+  f.steady_per_unit = PerUnit(p.steady().sampled);
+  for (auto [cls, n] : p.size_classes) f.size_classes[cls] = Scaled(n);
+  f.timeline.reserve(p.timeline.size());
+  for (uint64_t n : p.timeline) f.timeline.push_back(Scaled(n));
+  return f;
+}
+
+LoneFigures Analysis::Figures(const LoneSite& s) const {
+  return {Count(s.count.sampled), Bytes(s.count.sampled, s.bytes.sampled), Scaled(s.count.sampled), Scaled(s.bytes.sampled)};
+}
+
+AsymmetryFigures Analysis::Figures(const AsymmetryRow& r) const {
+  return {Count(r.allocs), Count(r.frees), Net(r), Scaled(r.allocs), Scaled(r.frees)};
+}
+
+RunFigures Analysis::Totals() const {
+  const PairingCounts& c = counts;
+  auto total = [this](Estimate e, uint64_t n) { return TotalFigure{e, Scaled(n)}; };
+  uint64_t same = c.paired - c.cross_thread;
+  RunFigures f;
+  f.cross_thread = total(FreeCount(c.cross_thread), c.cross_thread);
+  f.cross_thread_unbounded = total(Count(c.cross_thread), c.cross_thread);
+  f.cross_thread_rate = Rate(c.cross_thread);
+  f.cross_thread_per_thousand = PerThousand(c.cross_thread);
+  f.same_thread = total(FreeCount(same), same);
+  f.live_at_exit = total(AllocCount(c.live_at_exit), c.live_at_exit);
+  f.live_bytes = total(Bytes(c.live_at_exit, c.live_bytes), c.live_bytes);
+  f.unknown_frees = total(Count(c.unknown_frees), c.unknown_frees);
+  f.unknown_frees_bounded = FreeCount(c.unknown_frees);
+  f.double_frees = total(Count(c.double_frees), c.double_frees);
+  f.double_frees_bounded = FreeCount(c.double_frees);
+  f.forked_frees = total(FreeCount(c.forked_frees), c.forked_frees);
+  f.alloc_over_live = total(Count(c.alloc_over_live), c.alloc_over_live);
+  f.before_window = total(Count(c.before_window), c.before_window);
+  f.live_at_window_end = total(Count(c.live_at_window_end), c.live_at_window_end);
+  f.live_window_end_bytes = Scaled(c.live_window_end_bytes);
+  uint64_t steady = 0;
+  for (const CrossPair& p : pairs) steady += p.steady().sampled;
+  f.steady = total(Count(steady), steady);
+  f.bounded = total(Count(c.cross_thread - steady), c.cross_thread - steady);
+  f.steady_rate = Rate(steady);
+  f.steady_per_unit = PerUnit(steady);
+  return f;
+}
+
 std::string PairKeyText(const std::string& alloc_role, const std::string& free_role,
                         const std::string& alloc_site, const std::string& free_site) {
   return fmt::format("{} -> {} | alloc: {} | free: {}", alloc_role, free_role, alloc_site,
@@ -39,7 +98,8 @@ std::string Grouped(uint64_t n) {
 
 std::string CrossPair::LifecycleEvidence() const {
   if (lifecycle() == Lifecycle::kPerCall) {
-    return fmt::format("{} of {} objects in the steady state", Grouped(steady()), Grouped(count));
+    return fmt::format("{} of {} objects in the steady state", Grouped(steady().sampled),
+                       Grouped(count.sampled));
   }
   std::string out;
   auto add = [&out](uint64_t n, const char* what) {
@@ -47,10 +107,10 @@ std::string CrossPair::LifecycleEvidence() const {
     if (!out.empty()) out += "; ";
     out += fmt::format("{} {}", Grouped(n), what);
   };
-  add(thread_bounded, "freed after the allocating thread exited or allocated before the freeing "
+  add(thread_bounded.sampled, "freed after the allocating thread exited or allocated before the freeing "
                       "thread's first event");
-  add(edge_bounded, "allocated and freed at the run's edges (start-up, shutdown)");
-  add(steady(), "in the steady state");
+  add(edge_bounded.sampled, "allocated and freed at the run's edges (start-up, shutdown)");
+  add(steady().sampled, "in the steady state");
   return out;
 }
 
@@ -84,12 +144,12 @@ void TopLoneSites(TraceSet& set, const std::vector<PairingResult>& results,
     std::string role = ThreadLabel(trace, trace.stream(raw[i].key.thread).tid, options.by);
     const Site& site = sites.Get(raw[i].trace, trace, raw[i].key.stack);
     LoneSite& s = merged[{role, site.key}];
-    if (s.count == 0) {
+    if (s.count.sampled == 0) {
       s.role = role;
       s.site = site;
     }
-    s.count += raw[i].value.count;
-    s.bytes += raw[i].value.bytes;
+    s.count += SampledCount{raw[i].value.count};
+    s.bytes += SampledCount{raw[i].value.bytes};
   }
   for (auto& [k, v] : merged) out->push_back(std::move(v));
   std::sort(out->begin(), out->end(), [](const LoneSite& a, const LoneSite& b) {
@@ -284,10 +344,10 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
         out->pairs.push_back(std::move(p));
       }
       CrossPair& p = out->pairs[it->second];
-      p.count += v.count;
-      p.bytes += v.bytes;
-      p.thread_bounded += v.thread_bounded;
-      p.edge_bounded += v.edge_bounded;
+      p.count += SampledCount{v.count};
+      p.bytes += SampledCount{v.bytes};
+      p.thread_bounded += SampledCount{v.thread_bounded};
+      p.edge_bounded += SampledCount{v.edge_bounded};
       p.size_classes[static_cast<int>(k.size_class)] += v.count;
       if (const Timeline* tl = results[t].timelines.Find(k)) {
         p.timeline.resize(kTimelineBuckets);

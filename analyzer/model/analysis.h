@@ -59,6 +59,24 @@ struct TraceInfo {
 enum class Lifecycle { kPerCall, kBounded };
 const char* LifecycleName(Lifecycle l);  // "per-call", "bounded"
 
+// A count of sampled objects (or of their bytes). In a sampled run
+// (Analysis::sampled()) it stands for about sample_period times as many, and
+// what it stands for, with its interval, is in the figures
+// (Analysis::Figures); in an unsampled run it is exact. Not an integer, so
+// that a renderer cannot print it as the run's count by mistake: the number
+// itself is `.sampled`.
+struct SampledCount {
+  uint64_t sampled = 0;
+
+  SampledCount& operator+=(SampledCount o) {
+    sampled += o.sampled;
+    return *this;
+  }
+  friend SampledCount operator+(SampledCount a, SampledCount b) { return {a.sampled + b.sampled}; }
+  friend SampledCount operator-(SampledCount a, SampledCount b) { return {a.sampled - b.sampled}; }
+  friend auto operator<=>(const SampledCount&, const SampledCount&) = default;
+};
+
 // A cross-thread pair: objects allocated at one site by one role (or
 // thread) and freed at another by another.
 struct CrossPair {
@@ -67,21 +85,20 @@ struct CrossPair {
   std::string free_role;
   Site alloc_site;
   Site free_site;
-  // Sampled counts: in a sampled analysis (Analysis::sampled()) the estimate
-  // is Analysis::Count(count), with its interval; otherwise these are exact.
-  uint64_t count = 0;
-  uint64_t bytes = 0;
+  // Sampled counts: what they stand for is in Analysis::Figures(pair).
+  SampledCount count;
+  SampledCount bytes;
   // Of count, the one-off objects by signal (PairCounts; sampled counts too).
-  uint64_t thread_bounded = 0;
-  uint64_t edge_bounded = 0;
+  SampledCount thread_bounded;
+  SampledCount edge_bounded;
   std::map<int, uint64_t> size_classes;  // size class index -> frees
   // Cross-thread frees per time bucket since the start of each trace
   // (Analysis::timeline_bucket_ns wide): start-up and shutdown pairs stand
   // apart from per-request ones.
   std::vector<uint64_t> timeline;
 
-  uint64_t bounded() const { return thread_bounded + edge_bounded; }
-  uint64_t steady() const { return count - bounded(); }
+  SampledCount bounded() const { return thread_bounded + edge_bounded; }
+  SampledCount steady() const { return count - bounded(); }
   Lifecycle lifecycle() const {
     return steady() > bounded() ? Lifecycle::kPerCall : Lifecycle::kBounded;
   }
@@ -107,8 +124,82 @@ struct AsymmetryRow {
 struct LoneSite {
   std::string role;
   Site site;
-  uint64_t count = 0;
-  uint64_t bytes = 0;
+  SampledCount count;  // what they stand for: Analysis::Figures(site)
+  SampledCount bytes;
+};
+
+// The final figures of a pair, a lone site or an asymmetry row: what every
+// renderer prints, computed in one place (Analysis::Figures) from the
+// sampled counts, so that no format estimates on its own. In an unsampled
+// run every estimate is exact (low = value = high) and every total is the
+// count itself.
+struct PairFigures {
+  Estimate count;            // frees (Analysis::Count)
+  Estimate bytes;            // their bytes (Analysis::Bytes)
+  Estimate rate;             // frees per 1000 allocations (Analysis::Rate)
+  uint64_t frees = 0;        // Analysis::Scaled(count): the estimate, whole
+  uint64_t total_bytes = 0;  // Analysis::Scaled(bytes)
+  double per_thousand = 0;   // Analysis::PerThousand(count)
+  double share = 0;          // of the run's cross-thread frees (0 when none)
+  // Lifecycle (CrossPair::steady(), thread_bounded, edge_bounded), scaled.
+  uint64_t steady = 0;
+  uint64_t thread_bounded = 0;
+  uint64_t edge_bounded = 0;
+  Estimate steady_per_unit;  // per-call objects per unit (Analysis::PerUnit)
+  std::map<int, uint64_t> size_classes;  // size class index -> frees, scaled
+  std::vector<uint64_t> timeline;        // CrossPair::timeline, scaled
+};
+
+struct LoneFigures {
+  Estimate count;
+  Estimate bytes;
+  uint64_t objects = 0;      // Analysis::Scaled(count)
+  uint64_t total_bytes = 0;  // Analysis::Scaled(bytes)
+};
+
+struct AsymmetryFigures {
+  Estimate allocs;
+  Estimate frees;
+  Estimate net;              // Analysis::Net
+  uint64_t total_allocs = 0; // Analysis::Scaled(allocs)
+  uint64_t total_frees = 0;  // Analysis::Scaled(frees)
+};
+
+// A count of the run (PairingCounts) as printed: its estimate with the 95%
+// interval, and the whole estimate (Analysis::Scaled).
+struct TotalFigure {
+  Estimate estimate;
+  uint64_t total = 0;
+};
+
+// The run's counts as the renderers print them (Analysis::Totals). Where a
+// renderer has printed a count two ways, both are kept, named for the
+// difference, so that outputs stay as they were: the estimate bounded by the
+// run's exact frees (FreeCount) or not (Count).
+struct RunFigures {
+  TotalFigure cross_thread;          // FreeCount
+  TotalFigure cross_thread_unbounded;  // Count
+  Estimate cross_thread_rate;        // per 1000 allocations (Rate)
+  double cross_thread_per_thousand = 0;
+  TotalFigure same_thread;           // FreeCount of paired - cross_thread
+  TotalFigure live_at_exit;          // AllocCount
+  TotalFigure live_bytes;            // Bytes(live_at_exit, live_bytes)
+  TotalFigure unknown_frees;         // Count
+  Estimate unknown_frees_bounded;    // FreeCount
+  TotalFigure double_frees;          // Count
+  Estimate double_frees_bounded;     // FreeCount
+  TotalFigure forked_frees;          // FreeCount
+  TotalFigure alloc_over_live;       // Count
+  TotalFigure before_window;         // Count
+  TotalFigure live_at_window_end;    // Count
+  uint64_t live_window_end_bytes = 0;  // Scaled
+  // The pairs' per-call (steady-state) objects and the rest (one-off) of the
+  // cross-thread frees, with the per-call rate per 1000 allocations (Rate)
+  // and per unit (PerUnit).
+  TotalFigure steady;                // Count
+  TotalFigure bounded;               // Count of cross_thread - steady
+  Estimate steady_rate;
+  Estimate steady_per_unit;
 };
 
 struct Analysis {
@@ -219,6 +310,13 @@ struct Analysis {
     double u = Units();
     return Count(count).Scaled(u > 0 ? 1.0 / u : 0.0);
   }
+
+  // The figures renderers print (PairFigures), from this analysis as it is
+  // now (its operations included).
+  PairFigures Figures(const CrossPair& p) const;
+  LoneFigures Figures(const LoneSite& s) const;
+  AsymmetryFigures Figures(const AsymmetryRow& r) const;
+  RunFigures Totals() const;
 };
 
 // "alloc_role -> free_role | alloc: A <- B | free: C <- D".

@@ -178,8 +178,8 @@ std::string FormatBaseline(const std::vector<const CrossPair*>& pairs, const Ana
   out += fmt::format("unit {}\n", analysis.per_operation() ? "operation" : "1000-allocations");
   std::set<std::string> sites;
   for (const CrossPair* p : sorted) {
-    out += fmt::format("allow {:.4g} {:.4g} {}\n", analysis.PerUnit(p->steady()).value,
-                       analysis.PerUnit(p->bounded()).value, p->key);
+    out += fmt::format("allow {:.4g} {:.4g} {}\n", analysis.PerUnit(p->steady().sampled).value,
+                       analysis.PerUnit(p->bounded().sampled).value, p->key);
     sites.insert(p->alloc_site.key);
   }
   for (const std::string& site : sites) {

@@ -60,10 +60,10 @@ DiffResult ComputeDiff(const Analysis& before, const Analysis& after, double min
     rows.push_back(row);
   }
   for (DiffRow& row : rows) {
-    row.before_steady = row.before ? row.before->steady() : 0;
-    row.before_bounded = row.before ? row.before->bounded() : 0;
-    row.after_steady = row.after ? row.after->steady() : 0;
-    row.after_bounded = row.after ? row.after->bounded() : 0;
+    row.before_steady = row.before ? row.before->steady().sampled : 0;
+    row.before_bounded = row.before ? row.before->bounded().sampled : 0;
+    row.after_steady = row.after ? row.after->steady().sampled : 0;
+    row.after_bounded = row.after ? row.after->bounded().sampled : 0;
     row.before_estimate = RateOf(before, row.before_steady, d.per_operation);
     row.after_estimate = RateOf(after, row.after_steady, d.per_operation);
     row.before_rate = row.before_estimate.value;

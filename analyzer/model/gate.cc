@@ -119,14 +119,16 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
       g.alloc_site = &p.alloc_site;
     }
     g.pairs.push_back(&p);
-    g.steady += p.steady();
-    g.bounded += p.bounded();
+    g.steady += p.steady().sampled;
+    g.bounded += p.bounded().sampled;
   }
   r.groups = groups.size();
 
   for (auto& [key, g] : groups) {
     g.rate = analysis.PerUnit(g.steady);
     g.bounded_rate = analysis.PerUnit(g.bounded);
+    g.steady_objects = analysis.Scaled(g.steady);
+    g.bounded_objects = analysis.Scaled(g.bounded);
     if (auto it = baseline_groups.find(key); it != baseline_groups.end()) {
       g.in_baseline = true;
       g.baseline_rate = it->second.per_call;

@@ -63,6 +63,8 @@ struct GateGroup {
   std::vector<const CrossPair*> pairs;    // this run's, not suppressed, by count desc
   uint64_t steady = 0;                    // sampled counts, summed over pairs
   uint64_t bounded = 0;
+  uint64_t steady_objects = 0;            // what steady and bounded stand for (Analysis::Scaled)
+  uint64_t bounded_objects = 0;
   Estimate rate;                          // per-call objects per unit
   Estimate bounded_rate;
   bool in_baseline = false;               // some pair of the group is

@@ -53,7 +53,7 @@ std::string RenderReportFolded(const Analysis& a) {
     std::string free_side;
     AppendSite(free_side, p.free_role, p.free_site);
     out += free_side;
-    out += fmt::format(" {}\n", a.Scaled(p.count));  // the estimate, when sampled
+    out += fmt::format(" {}\n", a.Figures(p).frees);  // the estimate, when sampled
   }
   return out;
 }

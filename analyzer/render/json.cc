@@ -20,13 +20,13 @@ std::string LoneJson(const Analysis& a, const std::vector<LoneSite>& sites) {
   std::string out = "[";
   for (size_t i = 0; i < sites.size(); ++i) {
     const LoneSite& s = sites[i];
+    const LoneFigures f = a.Figures(s);
     std::string estimate =
         a.sampled() ? fmt::format(", \"estimate\": {{\"count\": {}, \"bytes\": {}}}",
-                                  EstimateJson(a.Count(s.count)),
-                                  EstimateJson(a.Bytes(s.count, s.bytes)))
+                                  EstimateJson(f.count), EstimateJson(f.bytes))
                     : "";
     out += fmt::format("{}\n    {{\"role\": {}, \"count\": {}, \"bytes\": {}{}, \"site\": {}}}",
-                       i ? "," : "", JsonString(s.role), a.Scaled(s.count), a.Scaled(s.bytes),
+                       i ? "," : "", JsonString(s.role), f.objects, f.total_bytes,
                        estimate, SiteJson(s.site));
   }
   return out + (sites.empty() ? "]" : "\n  ]");
@@ -53,7 +53,6 @@ std::string SamplingJson(const Analysis& a) {
 
 // The "window" object of a report: --from/--to and recording windows.
 std::string WindowJson(const Analysis& a) {
-  const PairingCounts& c = a.counts;
   std::string out = "{";
   if (a.windowed) {
     out += fmt::format("\"from_s\": {:.6f}, \"to_s\": {}, ", a.window_from_ns / 1e9,
@@ -77,16 +76,17 @@ std::string WindowJson(const Analysis& a) {
     }
     out += "], ";
   }
-  out += fmt::format("\"allocated_before_window\": {}", a.Scaled(c.before_window));
+  const RunFigures t = a.Totals();
+  out += fmt::format("\"allocated_before_window\": {}", t.before_window.total);
   // Recording windows and --to end with objects still live: not leaks.
   if (a.recording_windows || a.window_to_ns != ~uint64_t{0}) {
     out += fmt::format(", \"live_at_window_end\": {}, \"live_at_window_end_bytes\": {}",
-                       a.Scaled(c.live_at_window_end), a.Scaled(c.live_window_end_bytes));
+                       t.live_at_window_end.total, t.live_window_end_bytes);
   }
   if (a.sampled()) {
     out += fmt::format(
         ", \"estimate\": {{\"allocated_before_window\": {}, \"live_at_window_end\": {}}}",
-        EstimateJson(a.Count(c.before_window)), EstimateJson(a.Count(c.live_at_window_end)));
+        EstimateJson(t.before_window.estimate), EstimateJson(t.live_at_window_end.estimate));
   }
   return out + "}";
 }
@@ -101,17 +101,18 @@ std::string CountsJson(const CentralCounts& n) {
 std::string RunJson(const Analysis& a) {
   std::string traces;
   for (const TraceInfo& t : a.traces) traces += (traces.empty() ? "" : ", ") + JsonString(t.path);
+  const RunFigures t = a.Totals();
   std::string sampled =
       a.sampled() ? fmt::format(", \"sampling\": {}, \"estimate\": {{\"cross_thread_frees\": {}, "
                                 "\"cross_thread_per_1000_allocs\": {}}}",
-                                SamplingJson(a), EstimateJson(a.Count(a.counts.cross_thread)),
-                                EstimateJson(a.Rate(a.counts.cross_thread), 3))
+                                SamplingJson(a), EstimateJson(t.cross_thread_unbounded.estimate),
+                                EstimateJson(t.cross_thread_rate, 3))
                   : "";
   return fmt::format(
       "{{\"traces\": [{}], \"allocations\": {}, \"cross_thread_frees\": {}, "
       "\"cross_thread_per_1000_allocs\": {:.3f}, \"pairs\": {}{}}}",
-      traces, a.Allocations(), a.Scaled(a.counts.cross_thread),
-      a.PerThousand(a.counts.cross_thread), a.pairs.size(), sampled);
+      traces, a.Allocations(), t.cross_thread.total, t.cross_thread_per_thousand, a.pairs.size(),
+      sampled);
 }
 
 }  // namespace
@@ -119,11 +120,12 @@ std::string RunJson(const Analysis& a) {
 // A pair's lifecycle (CrossPair::lifecycle()) with its evidence, and its
 // per-call objects per unit of the run.
 std::string LifecycleJson(const Analysis& a, const CrossPair& p) {
+  const PairFigures f = a.Figures(p);
   return fmt::format(
       "{{\"class\": \"{}\", \"steady\": {}, \"bounded_thread\": {}, \"bounded_edge\": {}, "
       "\"per_call_rate\": {:.6g}, \"unit\": \"{}\", \"evidence\": {}}}",
-      LifecycleName(p.lifecycle()), a.Scaled(p.steady()), a.Scaled(p.thread_bounded),
-      a.Scaled(p.edge_bounded), a.PerUnit(p.steady()).value, a.UnitName(),
+      LifecycleName(p.lifecycle()), f.steady, f.thread_bounded, f.edge_bounded,
+      f.steady_per_unit.value, a.UnitName(),
       JsonString(p.LifecycleEvidence()));
 }
 
@@ -149,18 +151,20 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
         t.sample_period > 1 ? fmt::format(", \"sample_period\": {}", t.sample_period) : "");
   }
   out += "\n  ],\n";
-  // Counts of sampled objects are scaled to what they estimate (Scaled() is
-  // the count itself in an unsampled run); allocations and frees are exact.
+  // Counts of sampled objects are printed as what they estimate (the
+  // figures' totals: the count itself in an unsampled run); allocations and
+  // frees are exact.
+  const RunFigures t = a.Totals();
   std::string estimates;
   if (a.sampled()) {
     estimates = fmt::format(
         ",\n    \"estimate\": {{\"cross_thread_frees\": {}, \"cross_thread_per_1000_allocs\": {}, "
         "\"same_thread_frees\": {}, \"live_at_exit\": {}, \"live_at_exit_bytes\": {}, "
         "\"unknown_frees\": {}, \"double_frees\": {}, \"allocs_over_live\": {}}}",
-        EstimateJson(a.FreeCount(c.cross_thread)), EstimateJson(a.Rate(c.cross_thread), 3),
-        EstimateJson(a.FreeCount(c.paired - c.cross_thread)), EstimateJson(a.AllocCount(c.live_at_exit)),
-        EstimateJson(a.Bytes(c.live_at_exit, c.live_bytes)), EstimateJson(a.Count(c.unknown_frees)),
-        EstimateJson(a.Count(c.double_frees)), EstimateJson(a.Count(c.alloc_over_live)));
+        EstimateJson(t.cross_thread.estimate), EstimateJson(t.cross_thread_rate, 3),
+        EstimateJson(t.same_thread.estimate), EstimateJson(t.live_at_exit.estimate),
+        EstimateJson(t.live_bytes.estimate), EstimateJson(t.unknown_frees.estimate),
+        EstimateJson(t.double_frees.estimate), EstimateJson(t.alloc_over_live.estimate));
   }
   out += fmt::format(
       "  \"summary\": {{\"events\": {}, \"threads\": {}, \"allocations\": {}, \"frees\": {}, "
@@ -170,16 +174,15 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
       "\"double_frees\": {}, \"allocs_over_live\": {}, \"realloc_events\": {}, "
       "\"null_address_events\": {}{}}},\n",
       c.events, a.threads, a.Allocations(), a.Frees(),
-      static_cast<uint64_t>(a.FreeCount(c.cross_thread).value),
-      Share(static_cast<uint64_t>(a.FreeCount(c.cross_thread).value), a.Frees()),
-      a.PerThousand(c.cross_thread),
-      a.Scaled(c.paired - c.cross_thread), a.Scaled(c.live_at_exit), a.Scaled(c.live_bytes),
-      a.Scaled(c.unknown_frees), a.Scaled(c.double_frees), a.Scaled(c.alloc_over_live),
+      static_cast<uint64_t>(t.cross_thread.estimate.value),
+      Share(static_cast<uint64_t>(t.cross_thread.estimate.value), a.Frees()),
+      t.cross_thread_per_thousand, t.same_thread.total, t.live_at_exit.total, t.live_bytes.total,
+      t.unknown_frees.total, t.double_frees.total, t.alloc_over_live.total,
       c.realloc_events, c.ignored_null,
       estimates + (c.forked_frees == 0
                        ? std::string()
                        : fmt::format(", \"freed_after_fork\": {}, \"freed_after_fork_matched\": {}",
-                                     a.Scaled(c.forked_frees), a.fork_frees.attributed)));
+                                     t.forked_frees.total, a.fork_frees.attributed)));
   if (a.windowed || a.recording_windows) out += "  \"window\": " + WindowJson(a) + ",\n";
   if (!a.fork_frees.pairs.empty()) {
     // Frees in fork children of their parent's blocks (fork_frees.h).
@@ -200,18 +203,18 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
   out += fmt::format("  \"pairs_total\": {},\n  \"pairs\": [", a.pairs.size());
   for (size_t i = 0; i < shown; ++i) {
     const CrossPair& p = a.pairs[i];
+    const PairFigures f = a.Figures(p);
     std::string classes;
-    for (auto [cls, n] : p.size_classes) {
+    for (auto [cls, n] : f.size_classes) {
       if (!classes.empty()) classes += ", ";
       classes += fmt::format("{{\"class\": {}, \"class_bytes\": {}, \"count\": {}}}",
-                             JsonString(SizeClassLabel(cls)), SizeClassBytes(cls), a.Scaled(n));
+                             JsonString(SizeClassLabel(cls)), SizeClassBytes(cls), n);
     }
     std::string estimate =
         a.sampled() ? fmt::format("\n     \"estimate\": {{\"count\": {}, \"bytes\": {}, "
                                   "\"per_1000_allocs\": {}}},",
-                                  EstimateJson(a.Count(p.count)),
-                                  EstimateJson(a.Bytes(p.count, p.bytes)),
-                                  EstimateJson(a.Rate(p.count), 3))
+                                  EstimateJson(f.count), EstimateJson(f.bytes),
+                                  EstimateJson(f.rate, 3))
                     : "";
     out += fmt::format(
         "{}\n    {{\"rank\": {}, \"key\": {}, \"alloc_role\": {}, \"free_role\": {}, "
@@ -219,24 +222,24 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
         "     \"lifecycle\": {},\n"
         "     \"size_classes\": [{}],\n     \"alloc_site\": {},\n     \"free_site\": {}}}",
         i ? "," : "", i + 1, JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role),
-        a.Scaled(p.count), a.Scaled(p.bytes), Share(p.count, c.cross_thread), a.PerThousand(p.count),
-        estimate, LifecycleJson(a, p), classes, SiteJson(p.alloc_site), SiteJson(p.free_site));
+        f.frees, f.total_bytes, f.share, f.per_thousand, estimate, LifecycleJson(a, p), classes, SiteJson(p.alloc_site), SiteJson(p.free_site));
   }
   out += shown ? "\n  ],\n" : "],\n";
   out += "  \"asymmetry\": [";
   for (size_t i = 0; i < a.asymmetry.size(); ++i) {
     const AsymmetryRow& r = a.asymmetry[i];
     if (a.sampled()) {
-      Estimate net = a.Net(r);
+      const AsymmetryFigures f = a.Figures(r);
+      const Estimate& net = f.net;
       out += fmt::format(
           "{}\n    {{\"role\": {}, \"class\": {}, \"class_bytes\": {}, \"allocs\": {}, "
           "\"frees\": {}, \"net\": {}, \"effect\": \"{}\", \"top_site\": {},\n"
           "     \"estimate\": {{\"allocs\": {}, \"frees\": {}, \"net\": {}, "
           "\"net_interval_includes_zero\": {}}}}}",
           i ? "," : "", JsonString(r.role), JsonString(SizeClassLabel(r.size_class)),
-          SizeClassBytes(r.size_class), a.Scaled(r.allocs), a.Scaled(r.frees),
+          SizeClassBytes(r.size_class), f.total_allocs, f.total_frees,
           RoundSigned(net.value), AsymmetryEffect(r.net),
-          JsonString(r.top_site), EstimateJson(a.Count(r.allocs)), EstimateJson(a.Count(r.frees)),
+          JsonString(r.top_site), EstimateJson(f.allocs), EstimateJson(f.frees),
           NetJson(net), net.low <= 0 && net.high >= 0 ? "true" : "false");
       continue;
     }
@@ -318,7 +321,9 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
     const DiffRow& r = d.rows[i];
     const CrossPair& p = r.pair();
     if (d.sampled) {
-      uint64_t bc = r.before ? r.before->count : 0, ac = r.after ? r.after->count : 0;
+      // An absent pair is one of no sampled objects (its interval is not 0).
+      const PairFigures bf = before.Figures(r.before ? *r.before : CrossPair{});
+      const PairFigures af = after.Figures(r.after ? *r.after : CrossPair{});
       out += fmt::format(
           "{}\n    {{\"status\": \"{}\", \"significant\": {}, \"key\": {}, \"alloc_role\": {}, "
           "\"free_role\": {}, \"alloc_site\": {}, \"free_site\": {},\n     \"before\": "
@@ -327,9 +332,9 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
           "{:.6g}, \"estimate\": {{\"count\": {}, \"rate\": {}}}}}}}",
           i ? "," : "", DiffStatusName(r.status), r.significant ? "true" : "false",
           JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role),
-          JsonString(p.alloc_site.key), JsonString(p.free_site.key), before.Scaled(bc),
-          r.before_rate, EstimateJson(before.Count(bc)), EstimateJson(r.before_estimate, 3),
-          after.Scaled(ac), r.after_rate, EstimateJson(after.Count(ac)),
+          JsonString(p.alloc_site.key), JsonString(p.free_site.key), bf.frees,
+          r.before_rate, EstimateJson(bf.count), EstimateJson(r.before_estimate, 3),
+          af.frees, r.after_rate, EstimateJson(af.count),
           EstimateJson(r.after_estimate, 3));
       continue;
     }
@@ -340,8 +345,9 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
         "\"steady\": {}, \"bounded\": {}, \"rate\": {:.6g}}}}}",
         i ? "," : "", DiffStatusName(r.status), JsonString(p.key), JsonString(p.alloc_role),
         JsonString(p.free_role), JsonString(p.alloc_site.key), JsonString(p.free_site.key),
-        r.before ? r.before->count : 0, r.before_steady, r.before_bounded, r.before_rate,
-        r.after ? r.after->count : 0, r.after_steady, r.after_bounded, r.after_rate);
+        before.Figures(r.before ? *r.before : CrossPair{}).frees, r.before_steady,
+        r.before_bounded, r.before_rate, after.Figures(r.after ? *r.after : CrossPair{}).frees,
+        r.after_steady, r.after_bounded, r.after_rate);
   }
   out += d.rows.empty() ? "]" : "\n  ]";
   if (before.central.present() || after.central.present()) {  // only then: older outputs unchanged
@@ -354,11 +360,12 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
 std::string RenderGateJson(const Analysis& a, const GateResult& r,
                            const std::string& accept_command) {
   auto pair = [&a](const CrossPair& p) {
+    const PairFigures f = a.Figures(p);
     return fmt::format(
         "{{\"key\": {}, \"alloc_role\": {}, \"free_role\": {}, \"count\": {}, \"bytes\": {}, "
         "\"lifecycle\": {}, \"alloc_site\": {}, \"free_site\": {}}}",
-        JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), a.Scaled(p.count),
-        a.Scaled(p.bytes), LifecycleJson(a, p), SiteJson(p.alloc_site), SiteJson(p.free_site));
+        JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), f.frees,
+        f.total_bytes, LifecycleJson(a, p), SiteJson(p.alloc_site), SiteJson(p.free_site));
   };
   std::string out = fmt::format("{{\n  \"schema_version\": {},\n  \"passed\": {},\n",
                                 kGateSchemaVersion, r.passed() ? "true" : "false");

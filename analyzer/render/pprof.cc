@@ -117,11 +117,12 @@ std::string RenderReportPprof(const Analysis& a) {
     } else {
       for (const SymbolFrame& f : pair.alloc_site.frames) s->add_location_id(b.Location(f));
     }
-    s->add_value(static_cast<int64_t>(a.Scaled(pair.count)));
-    s->add_value(static_cast<int64_t>(a.Scaled(pair.bytes)));
+    const PairFigures f = a.Figures(pair);
+    s->add_value(static_cast<int64_t>(f.frees));
+    s->add_value(static_cast<int64_t>(f.total_bytes));
     if (a.sampled()) {
-      Estimate n = a.Count(pair.count);
-      for (auto [key, value] : {std::pair{"sampled_frees", pair.count},
+      const Estimate& n = f.count;
+      for (auto [key, value] : {std::pair{"sampled_frees", pair.count.sampled},
                                 std::pair{"frees_low", EstimateLow(n)},
                                 std::pair{"frees_high", EstimateHigh(n)}}) {
         auto* label = s->add_label();

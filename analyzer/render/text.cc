@@ -49,7 +49,7 @@ std::string SizeClassesText(const CrossPair& p) {
       break;
     }
     if (!out.empty()) out += ", ";
-    out += fmt::format("{} {:.1f}%", SizeClassLabel(c), 100.0 * Share(n, p.count));
+    out += fmt::format("{} {:.1f}%", SizeClassLabel(c), 100.0 * Share(n, p.count.sampled));
     ++shown;
   }
   return out;
@@ -128,14 +128,15 @@ void LoneText(std::string& out, const Analysis& a, const char* title,
   out += fmt::format("\n{} (top {} site{})\n", title, sites.size(), sites.size() == 1 ? "" : "s");
   for (const LoneSite& s : sites) {
     // Frees rarely know their size (only sized delete does): bytes only for live ones.
+    const LoneFigures f = a.Figures(s);
     std::string head;
     if (a.sampled()) {
-      head = fmt::format("  {:>11} {:<22} {:>10}  {:<14} ", EstimateText(a.Count(s.count)),
-                         "[" + IntervalText(a.Count(s.count)) + "]",
-                         with_bytes ? "~" + HumanBytes(a.Scaled(s.bytes)) : "", Fit(s.role, 14));
+      head = fmt::format("  {:>11} {:<22} {:>10}  {:<14} ", EstimateText(f.count),
+                         "[" + IntervalText(f.count) + "]",
+                         with_bytes ? "~" + HumanBytes(f.total_bytes) : "", Fit(s.role, 14));
     } else {
-      head = fmt::format("  {:>11}  {:>10}  {:<14} ", Commas(s.count),
-                         with_bytes ? HumanBytes(s.bytes) : "", Fit(s.role, 14));
+      head = fmt::format("  {:>11}  {:>10}  {:<14} ", Commas(f.objects),
+                         with_bytes ? HumanBytes(f.total_bytes) : "", Fit(s.role, 14));
     }
     out += head + Fit(s.site.key, Room(head.size())) + "\n";
   }
@@ -155,25 +156,26 @@ void SampledSummaryText(std::string& out, const Analysis& a) {
     out += fmt::format("  {:<22}{:>15}   [{}]{}{}\n", label, EstimateText(e), IntervalText(e),
                        note.empty() ? "" : "  ", note);
   };
+  const RunFigures t = a.Totals();
   exact("allocations", a.Allocations(),
         c.counts_records ? fmt::format("exact, sampled or not; {} sampled", Commas(c.allocations))
                          : "estimated: no counts records");
   exact("frees", a.Frees(), c.counts_records ? "exact" : "estimated: no counts records");
-  est("  cross-thread", a.FreeCount(c.cross_thread),
+  est("  cross-thread", t.cross_thread.estimate,
       fmt::format("{:.1f}% of frees, {:.1f} per 1000 allocations",
-                  100.0 * Share(static_cast<uint64_t>(a.FreeCount(c.cross_thread).value), a.Frees()),
-                  a.PerThousand(c.cross_thread)));
-  est("  same-thread", a.FreeCount(c.paired - c.cross_thread), "");
-  est("live at exit", a.AllocCount(c.live_at_exit),
+                  100.0 * Share(static_cast<uint64_t>(t.cross_thread.estimate.value), a.Frees()),
+                  t.cross_thread_per_thousand));
+  est("  same-thread", t.same_thread.estimate, "");
+  est("live at exit", t.live_at_exit.estimate,
       !c.live_at_exit ? ""
-      : CleanEnd(a)   ? "~" + HumanBytes(a.Scaled(c.live_bytes))
-                      : "~" + HumanBytes(a.Scaled(c.live_bytes)) + ", not leaks: no clean end");
-  est("unknown frees", a.FreeCount(c.unknown_frees),
+      : CleanEnd(a)   ? "~" + HumanBytes(t.live_bytes.total)
+                      : "~" + HumanBytes(t.live_bytes.total) + ", not leaks: no clean end");
+  est("unknown frees", t.unknown_frees_bounded,
       c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
-  est("double frees", a.FreeCount(c.double_frees), "");
-  if (c.forked_frees) est("freed after fork", a.FreeCount(c.forked_frees), ForkedNote(a));
+  est("double frees", t.double_frees_bounded, "");
+  if (c.forked_frees) est("freed after fork", t.forked_frees.estimate, ForkedNote(a));
   if (c.alloc_over_live) {
-    est("allocs over live", a.Count(c.alloc_over_live), "address allocated again without a free");
+    est("allocs over live", t.alloc_over_live.estimate, "address allocated again without a free");
   }
   exact("samples dropped", c.samples_dropped,
         c.samples_dropped
@@ -203,8 +205,9 @@ void WindowRows(std::string& out, const Analysis& a) {
       out += fmt::format("  {:<22}{:>15}   [{}]{}{}\n", label, EstimateText(e), IntervalText(e),
                          note.empty() ? "" : "  ", note);
     };
-    est("before the window", a.Count(c.before_window), before_note);
-    est("live at window end", a.Count(c.live_at_window_end), end_note);
+    const RunFigures t = a.Totals();
+    est("before the window", t.before_window.estimate, before_note);
+    est("live at window end", t.live_at_window_end.estimate, end_note);
     return;
   }
   out += fmt::format("  {:<22}{:>15}   {}\n", "before the window", Commas(c.before_window),
@@ -257,7 +260,7 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   row("frees", c.frees, "");
   row("  cross-thread", c.cross_thread,
       fmt::format("{:.1f}% of frees, {:.1f} per 1000 allocations",
-                  100.0 * Share(c.cross_thread, c.frees), a.PerThousand(c.cross_thread)));
+                  100.0 * Share(c.cross_thread, c.frees), a.Totals().cross_thread_per_thousand));
   row("  same-thread", c.paired - c.cross_thread, "");
   row("live at exit", c.live_at_exit,
       !c.live_at_exit ? ""
@@ -287,25 +290,26 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   }
   for (size_t i = 0; i < shown; ++i) {
     const CrossPair& p = a.pairs[i];
+    const PairFigures f = a.Figures(p);
     out += "\n";
     out += Fit(fmt::format("#{:<3}{} -> {}", i + 1, p.alloc_role, p.free_role), Width()) + "\n";
     if (a.sampled()) {
-      Estimate n = a.Count(p.count), bytes = a.Bytes(p.count, p.bytes), rate = a.Rate(p.count);
+      const Estimate &n = f.count, &bytes = f.bytes, &rate = f.rate;
       out += fmt::format("    {} frees ({:.1f}% of cross-thread, ~{:.1f} per 1000 allocs), ~{}; "
                          "{} sampled\n",
-                         EstimateText(n), 100.0 * Share(p.count, c.cross_thread), rate.value,
-                         HumanBytes(EstimateValue(bytes)), Commas(p.count));
+                         EstimateText(n), 100.0 * f.share, rate.value,
+                         HumanBytes(EstimateValue(bytes)), Commas(p.count.sampled));
       out += fmt::format("    95%: {} frees, {} per 1000 allocs, {}\n", IntervalText(n),
                          RateIntervalText(rate), BytesIntervalText(bytes));
     } else {
     out += fmt::format("    {} frees ({:.1f}% of cross-thread, {:.1f} per 1000 allocs), {}\n",
-                       Commas(p.count), 100.0 * Share(p.count, c.cross_thread),
-                       a.PerThousand(p.count), HumanBytes(p.bytes));
+                       Commas(f.frees), 100.0 * f.share,
+                       f.per_thousand, HumanBytes(f.total_bytes));
     }
     out += Fit("    size classes: " + SizeClassesText(p), Width()) + "\n";
     std::string rate = a.per_operation()
                            ? fmt::format("; {:.4g} per-call objects per operation",
-                                         a.PerUnit(p.steady()).value)
+                                         f.steady_per_unit.value)
                            : "";
     out += Fit(fmt::format("    lifecycle: {} ({}){}", LifecycleName(p.lifecycle()),
                            p.LifecycleEvidence(), rate),
@@ -332,12 +336,13 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
     for (size_t i = 0; i < rows; ++i) {
       const AsymmetryRow& r = a.asymmetry[i];
       if (a.sampled()) {
-        Estimate net = a.Net(r);
+        const AsymmetryFigures f = a.Figures(r);
+        const Estimate& net = f.net;
         bool clear = net.low > 0 || net.high < 0;
         auto signed_text = [](double v) { return SignedCommas(RoundSigned(v)); };
         out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14} {:>26}  {}\n", Fit(r.role, 20),
-                           SizeClassLabel(r.size_class), EstimateText(a.Count(r.allocs)),
-                           EstimateText(a.Count(r.frees)), "~" + signed_text(net.value),
+                           SizeClassLabel(r.size_class), EstimateText(f.allocs),
+                           EstimateText(f.frees), "~" + signed_text(net.value),
                            signed_text(net.low) + " .. " + signed_text(net.high),
                            clear ? AsymmetryEffect(r.net) : "unclear");
       } else {
@@ -450,9 +455,14 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
            "intervals do not overlap\n";
   }
   // Counts and rates, exact or estimated with their intervals.
-  auto cell = [](const Analysis& a, uint64_t count) {
-    Estimate e = a.Count(count);
-    return a.sampled() ? EstimateText(e) + " [" + IntervalText(e) + "]" : Commas(count);
+  auto cell = [](const Analysis& a, const TotalFigure& f) {
+    return a.sampled() ? EstimateText(f.estimate) + " [" + IntervalText(f.estimate) + "]"
+                       : Commas(f.total);
+  };
+  // A pair's frees in one run (an absent pair: none sampled).
+  auto pair_cell = [&cell](const Analysis& a, const CrossPair* p) {
+    const PairFigures f = a.Figures(p ? *p : CrossPair{});
+    return cell(a, TotalFigure{f.count, f.frees});
   };
   const int decimals = d.per_operation ? 3 : 1;
   auto rate_cell = [decimals](const Analysis& a, const Estimate& e) {
@@ -463,27 +473,19 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
   auto row = [&out, w](std::string_view label, const std::string& b, const std::string& a) {
     out += fmt::format("  {:<30}{:>{}}{:>{}}\n", label, b, w, a, w);
   };
-  auto steady_total = [](const Analysis& a) {
-    uint64_t n = 0;
-    for (const CrossPair& p : a.pairs) n += p.steady();
-    return n;
-  };
+  const RunFigures bt = before.Totals(), at = after.Totals();
   const char* unit = d.per_operation ? "per operation" : "per 1000 allocations";
   out += "\n";
   row("", "before", "after");
   row("allocations", Commas(before.Allocations()), Commas(after.Allocations()));
   if (d.per_operation) row("operations", Commas(before.operations), Commas(after.operations));
-  row("cross-thread frees", cell(before, before.counts.cross_thread),
-      cell(after, after.counts.cross_thread));
-  row("  per-call (steady state)", cell(before, steady_total(before)),
-      cell(after, steady_total(after)));
+  row("cross-thread frees", cell(before, bt.cross_thread_unbounded),
+      cell(after, at.cross_thread_unbounded));
+  row("  per-call (steady state)", cell(before, bt.steady), cell(after, at.steady));
   row(fmt::format("    {}", unit),
-      rate_cell(before, d.per_operation ? before.PerUnit(steady_total(before))
-                                        : before.Rate(steady_total(before))),
-      rate_cell(after, d.per_operation ? after.PerUnit(steady_total(after))
-                                       : after.Rate(steady_total(after))));
-  row("  bounded (one-off)", cell(before, before.counts.cross_thread - steady_total(before)),
-      cell(after, after.counts.cross_thread - steady_total(after)));
+      rate_cell(before, d.per_operation ? bt.steady_per_unit : bt.steady_rate),
+      rate_cell(after, d.per_operation ? at.steady_per_unit : at.steady_rate));
+  row("  bounded (one-off)", cell(before, bt.bounded), cell(after, at.bounded));
   row("cross-thread pairs", fmt::format("{}", before.pairs.size()),
       fmt::format("{}", after.pairs.size()));
   out += RenderCentralDiffText(before.central, before.Allocations(), after.central,
@@ -521,8 +523,8 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
       if (r.status != kOrder[s]) continue;
       const CrossPair& p = r.pair();
       std::string head =
-          bounded ? fmt::format("  {:>{}} {:>{}}  ", cell(before, r.before ? r.before->count : 0), rw,
-                                cell(after, r.after ? r.after->count : 0), rw)
+          bounded ? fmt::format("  {:>{}} {:>{}}  ", pair_cell(before, r.before), rw,
+                                pair_cell(after, r.after), rw)
                   : fmt::format("  {:>{}} {:>{}} {:>12} {:>12}  ", rate_cell(before, r.before_estimate),
                                 rw, rate_cell(after, r.after_estimate), rw,
                                 Commas(r.before_steady), Commas(r.after_steady));
@@ -534,8 +536,9 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
       }
       if (d.sampled) {
         note += (note.empty() ? "" : "; ") +
-                fmt::format("sampled frees {} -> {}", Commas(r.before ? r.before->count : 0),
-                            Commas(r.after ? r.after->count : 0));
+                fmt::format("sampled frees {} -> {}",
+                            Commas(r.before ? r.before->count.sampled : 0),
+                            Commas(r.after ? r.after->count.sampled : 0));
         if ((r.status == DiffStatus::kGone || r.status == DiffStatus::kNew) && !r.significant) {
           note += "; not significant: the intervals overlap";
         }
@@ -599,12 +602,12 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r,
             : fmt::format("baseline {:.4g}", g.baseline_rate);
     out += fmt::format("    {} {} objects {} ({}), limit {:.4g}; {}\n", value,
                        bounded ? "one-off" : "per-call", unit,
-                       Commas(analysis.Scaled(bounded ? g.bounded : g.steady)), o.limit, baseline);
+                       Commas(bounded ? g.bounded_objects : g.steady_objects), o.limit, baseline);
     if (!r.sampled) out += fmt::format("    P(a count this high | the baseline's rate) = {:.2g}\n", o.p_value);
     if (g.alloc_site) out += SiteText(*g.alloc_site, "allocated at  ", 4, Width());
     for (const CrossPair* p : g.pairs) {
       out += Fit(fmt::format("    {} -> {}: {} objects, {} ({})", p->alloc_role, p->free_role,
-                             Commas(analysis.Scaled(p->count)), LifecycleName(p->lifecycle()),
+                             Commas(analysis.Figures(*p).frees), LifecycleName(p->lifecycle()),
                              p->LifecycleEvidence()),
                  Width()) +
              "\n";
@@ -619,7 +622,7 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r,
     size_t shown = std::min<size_t>(r.new_within_noise.size(), 10);
     for (size_t i = 0; i < shown; ++i) {
       const CrossPair& p = *r.new_within_noise[i];
-      out += Fit(fmt::format("  {} objects, {}: {}", Commas(analysis.Scaled(p.count)),
+      out += Fit(fmt::format("  {} objects, {}: {}", Commas(analysis.Figures(p).frees),
                              LifecycleName(p.lifecycle()), p.key),
                  Width()) +
              "\n";
@@ -642,7 +645,8 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r,
                        r.suppressed.size() == 1 ? "" : "s");
     for (const auto& [pair, s] : r.suppressed) {
       out += fmt::format("  {} ({} frees)\n    reason: {}\n", pair->key,
-                         r.sampled ? EstimateText(analysis.Count(pair->count)) : Commas(pair->count),
+                         r.sampled ? EstimateText(analysis.Figures(*pair).count)
+                                   : Commas(analysis.Figures(*pair).frees),
                          s->reason);
     }
   }

@@ -26,8 +26,8 @@ CrossPair Pair(uint64_t steady, uint64_t bounded = 0, const std::string& free_ro
   p.alloc_site.key = site;
   p.free_site.key = "Reactor::Run";
   p.key = PairKeyText(p.alloc_role, p.free_role, p.alloc_site.key, p.free_site.key);
-  p.count = steady + bounded;
-  p.thread_bounded = bounded;
+  p.count = SampledCount{steady + bounded};
+  p.thread_bounded = SampledCount{bounded};
   return p;
 }
 
@@ -176,8 +176,8 @@ TEST_CASE("lifecycle: a pair is per-call when most of its objects are of the ste
   CHECK(p.lifecycle() == Lifecycle::kPerCall);
   CHECK(p.LifecycleEvidence() == "9 of 10 objects in the steady state");
   CrossPair q = Pair(1, 2);
-  q.edge_bounded = 1;
-  q.thread_bounded = 1;
+  q.edge_bounded = SampledCount{1};
+  q.thread_bounded = SampledCount{1};
   CHECK(q.lifecycle() == Lifecycle::kBounded);
   CHECK(q.LifecycleEvidence() ==
         "1 freed after the allocating thread exited or allocated before the freeing thread's first "

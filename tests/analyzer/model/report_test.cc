@@ -15,6 +15,7 @@
 #include "analyzer/render/html.h"
 #include "analyzer/render/text.h"
 #include "analyzer/render/json.h"
+#include "analyzer/render/report_page_assets.h"
 #include "analyzer/pairing/size_class.h"
 #include "tests/analyzer/model/golden.h"
 #include "tests/analyzer/model/scenarios.h"
@@ -26,6 +27,23 @@ using namespace crossfree::analyzer::render;
 namespace {
 
 using testing::CheckGolden;
+
+// An HTML page as its golden file holds it: its data (the JSON model) and the
+// markup html.cc writes, with the style and script, the same on every page
+// and kept in analyzer/render/report_page.{css,js}, each replaced by a
+// comment naming its file (checked here to be embedded whole).
+std::string PageData(std::string page) {
+  auto replace = [&](const std::string& open, std::string_view text, const std::string& close,
+                     const std::string& file) {
+    std::string whole = open + std::string(text) + close;
+    size_t at = page.find(whole);
+    REQUIRE(at != std::string::npos);
+    page.replace(at, whole.size(), open + "/* " + file + " */" + close);
+  };
+  replace("<style>", report_page::kStyle, "</style>", "analyzer/render/report_page.css");
+  replace("<script>", report_page::kScript, "</script>", "analyzer/render/report_page.js");
+  return page;
+}
 
 // Site keys: functions without their parameter lists (KeyFunctionName).
 const std::string kCallAlloc =
@@ -78,13 +96,13 @@ TEST_CASE("report: known answers on the before run") {
   // Sites skip operator new/malloc and std:: frames; inlined frames count.
   const CrossPair* slices = FindPair(a, "worker-N", "reactor-N", kSliceAlloc);
   REQUIRE(slices != nullptr);
-  CHECK(slices->count == 800);
-  CHECK(slices->bytes == 800 * 32);
+  CHECK(slices->count.sampled == 800);
+  CHECK(slices->bytes.sampled == 800 * 32);
   CHECK(slices->free_site.key == kSliceFree);
   CHECK(slices->size_classes.at(SizeClassIndex(32)) == 800);
   const CrossPair* calls = FindPair(a, "worker-N", "reactor-N", kCallAlloc);
   REQUIRE(calls != nullptr);
-  CHECK(calls->count == 400);
+  CHECK(calls->count.sampled == 400);
   CHECK(calls->free_site.key == kCallFree);
   CHECK(calls->key == "worker-N -> reactor-N | alloc: " + kCallAlloc + " | free: " + kCallFree);
   CHECK(a.pairs[0].key == slices->key);  // ordered by count
@@ -121,8 +139,8 @@ TEST_CASE("report: --by thread keeps threads apart") {
   const CrossPair* p1 = FindPair(f.analysis, "worker-1 (4002)", "reactor-1 (4004)", kSliceAlloc);
   REQUIRE(p0 != nullptr);
   REQUIRE(p1 != nullptr);
-  CHECK(p0->count == 400);
-  CHECK(p1->count == 400);
+  CHECK(p0->count.sampled == 400);
+  CHECK(p1->count.sampled == 400);
   CHECK(f.analysis.pairs.size() == 6);
 }
 
@@ -168,10 +186,10 @@ TEST_CASE("report: golden text and JSON") {
 TEST_CASE("report and diff: golden folded stacks and HTML pages") {
   Fixture f(testing::BuildBeforeRun());
   CheckGolden("report-before.folded", RenderReportFolded(f.analysis));
-  CheckGolden("report-before.html", RenderReportHtml(f.analysis));
+  CheckGolden("report-before.html", PageData(RenderReportHtml(f.analysis)));
   Fixture after(testing::BuildAfterRun(), {}, "after.trc");
   DiffResult d = ComputeDiff(f.analysis, after.analysis, 0.1);
-  CheckGolden("diff.html", RenderDiffHtml(f.analysis, after.analysis, d));
+  CheckGolden("diff.html", PageData(RenderDiffHtml(f.analysis, after.analysis, d)));
 }
 
 TEST_CASE("diff: gone, new, grown, shrunk, normalized per 1000 allocations") {
@@ -190,8 +208,8 @@ TEST_CASE("diff: gone, new, grown, shrunk, normalized per 1000 allocations") {
   CHECK(status_of("rpc::Response::Create <- rpc::Reactor::Run") == "shrunk");
   for (const DiffRow& r : d.rows) {
     if (r.pair().alloc_site.key != kSliceAlloc) continue;
-    CHECK(r.before->count == 800);
-    CHECK(r.after->count == 4800);
+    CHECK(r.before->count.sampled == 800);
+    CHECK(r.after->count.sampled == 4800);
     CHECK(r.before_rate == Approx(800 * 1000.0 / before.analysis.counts.allocations));
     CHECK(r.after_rate == Approx(4800 * 1000.0 / after.analysis.counts.allocations));
   }

@@ -280,17 +280,17 @@ TEST_CASE("sampled trace: each pair's estimate is N x its sampled count, totals 
       continue;
     }
     REQUIRE(cp != nullptr);
-    CHECK(cp->count == t.observed[p]);
-    CHECK(a.Scaled(cp->count) == 100 * t.observed[p]);
-    Estimate n = a.Count(cp->count);
+    CHECK(cp->count.sampled == t.observed[p]);
+    CHECK(a.Scaled(cp->count.sampled) == 100 * t.observed[p]);
+    Estimate n = a.Count(cp->count.sampled);
     Interval g = GarwoodInterval(t.observed[p]);
     CHECK(n.value == 100.0 * t.observed[p]);
     CHECK(n.low == Approx(100 * g.low));
     CHECK(n.high == Approx(100 * g.high));
-    Estimate bytes = a.Bytes(cp->count, cp->bytes);
+    Estimate bytes = a.Bytes(cp->count.sampled, cp->bytes.sampled);
     CHECK(bytes.value == 100.0 * t.observed[p] * pairs[p].size);
     // The rate's denominator is the exact allocation count.
-    CHECK(a.PerThousand(cp->count) == Approx(100.0 * t.observed[p] * 1000 / objects.size()));
+    CHECK(a.PerThousand(cp->count.sampled) == Approx(100.0 * t.observed[p] * 1000 / objects.size()));
   }
   CHECK(a.counts.cross_thread == cross_observed);
   CHECK(a.counts.paired - a.counts.cross_thread == t.observed[3]);
@@ -313,7 +313,7 @@ TEST_CASE("sampled trace: estimates are unbiased and their intervals cover the t
       uint64_t observed = 0;
       if (p < 3) {
         const CrossPair* cp = FindPair(a, pairs[p].alloc_stack);
-        observed = cp ? cp->count : 0;
+        observed = cp ? cp->count.sampled : 0;
       } else {
         observed = a.counts.paired - a.counts.cross_thread;
       }
@@ -368,8 +368,8 @@ TEST_CASE("gate, sampled: a group fails when its estimate is past the effect and
   const Analysis& a = r.analysis;
   REQUIRE(a.pairs.size() == 1);
   const CrossPair& p = a.pairs[0];
-  CHECK(p.steady() == 10);  // a trace of microseconds: no edges, no thread churn
-  Estimate rate = a.Rate(p.count);
+  CHECK(p.steady().sampled == 10);  // a trace of microseconds: no edges, no thread churn
+  Estimate rate = a.Rate(p.count.sampled);
   CHECK(rate.value == Approx(1.0));
   CHECK(rate.low == Approx(0.479538869613));
   CHECK(rate.high == Approx(1.8390356042));

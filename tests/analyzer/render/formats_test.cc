@@ -65,8 +65,8 @@ TEST_CASE("the pprof profile holds every cross-thread pair with its roles and st
     const pprof::Sample& s = p.sample(i);
     const CrossPair& pair = a.pairs[static_cast<size_t>(i)];
     REQUIRE(s.value_size() == 2);
-    CHECK(s.value(0) == static_cast<int64_t>(pair.count));
-    CHECK(s.value(1) == static_cast<int64_t>(pair.bytes));
+    CHECK(s.value(0) == static_cast<int64_t>(pair.count.sampled));
+    CHECK(s.value(1) == static_cast<int64_t>(pair.bytes.sampled));
     frees += s.value(0);
     bytes += s.value(1);
     std::map<std::string, std::string> labels;
@@ -87,7 +87,7 @@ TEST_CASE("the pprof profile holds every cross-thread pair with its roles and st
   }
   CHECK(frees == 1600);
   uint64_t want_bytes = 0;
-  for (const CrossPair& pair : a.pairs) want_bytes += pair.bytes;
+  for (const CrossPair& pair : a.pairs) want_bytes += pair.bytes.sampled;
   CHECK(bytes == static_cast<int64_t>(want_bytes));
 }
 
