@@ -96,16 +96,17 @@ std::string Grouped(uint64_t n) {
 
 }  // namespace
 
-std::string CrossPair::LifecycleEvidence() const {
+std::string CrossPair::LifecycleEvidence(bool sampled) const {
+  const char* objects = sampled ? "sampled objects" : "objects";
   if (lifecycle() == Lifecycle::kPerCall) {
-    return fmt::format("{} of {} objects in the steady state", Grouped(steady().sampled),
-                       Grouped(count.sampled));
+    return fmt::format("{} of {} {} in the steady state", Grouped(steady().sampled),
+                       Grouped(count.sampled), objects);
   }
   std::string out;
-  auto add = [&out](uint64_t n, const char* what) {
+  auto add = [&out, sampled](uint64_t n, const char* what) {
     if (n == 0) return;
     if (!out.empty()) out += "; ";
-    out += fmt::format("{} {}", Grouped(n), what);
+    out += fmt::format("{}{} {}", Grouped(n), sampled ? " sampled" : "", what);
   };
   add(thread_bounded.sampled, "freed after the allocating thread exited or allocated before the freeing "
                       "thread's first event");

@@ -104,7 +104,8 @@ struct CrossPair {
   }
   // The evidence for lifecycle(), one line: "9,876 of 10,000 objects in the
   // steady state" or "3 freed after ...; 1 allocated and freed at the edges".
-  std::string LifecycleEvidence() const;
+  // In a sampled analysis the counts are of sampled objects, and say so.
+  std::string LifecycleEvidence(bool sampled = false) const;
 };
 
 // Per role (or thread) and size class: allocations made minus frees done.

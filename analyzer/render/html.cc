@@ -66,7 +66,7 @@ std::string PairJson(const CrossPair& p, const Analysis& a) {
       JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), f.frees,
       f.total_bytes, f.per_thousand, FramesJson(p.alloc_site), FramesJson(p.free_site),
       JsonString(p.alloc_site.key), JsonString(p.free_site.key), classes, timeline,
-      LifecycleName(p.lifecycle()), JsonString(p.LifecycleEvidence()), sampled);
+      LifecycleName(p.lifecycle()), JsonString(p.LifecycleEvidence(a.sampled())), sampled);
 }
 
 std::string RunJson(const Analysis& a) {

@@ -126,7 +126,7 @@ std::string LifecycleJson(const Analysis& a, const CrossPair& p) {
       "\"per_call_rate\": {:.6g}, \"unit\": \"{}\", \"evidence\": {}}}",
       LifecycleName(p.lifecycle()), f.steady, f.thread_bounded, f.edge_bounded,
       f.steady_per_unit.value, a.UnitName(),
-      JsonString(p.LifecycleEvidence()));
+      JsonString(p.LifecycleEvidence(a.sampled())));
 }
 
 std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {

@@ -312,7 +312,7 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
                                          f.steady_per_unit.value)
                            : "";
     out += Fit(fmt::format("    lifecycle: {} ({}){}", LifecycleName(p.lifecycle()),
-                           p.LifecycleEvidence(), rate),
+                           p.LifecycleEvidence(a.sampled()), rate),
                Width()) +
            "\n";
     out += SiteText(p.alloc_site, "allocated at  ", 4, Width());
@@ -527,12 +527,13 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
                                 pair_cell(after, r.after), rw)
                   : fmt::format("  {:>{}} {:>{}} {:>12} {:>12}  ", rate_cell(before, r.before_estimate),
                                 rw, rate_cell(after, r.after_estimate), rw,
-                                Commas(r.before_steady), Commas(r.after_steady));
+                                Commas(before.Scaled(r.before_steady)),
+                                Commas(after.Scaled(r.after_steady)));
       out += head + Fit(p.alloc_role + " -> " + p.free_role, Room(head.size())) + "\n";
       std::string note;
       if (!bounded && (r.before_bounded || r.after_bounded)) {
-        note = fmt::format("one-off objects too: {} -> {}", Commas(r.before_bounded),
-                           Commas(r.after_bounded));
+        note = fmt::format("one-off objects too: {} -> {}", Commas(before.Scaled(r.before_bounded)),
+                           Commas(after.Scaled(r.after_bounded)));
       }
       if (d.sampled) {
         note += (note.empty() ? "" : "; ") +
@@ -608,7 +609,7 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r,
     for (const CrossPair* p : g.pairs) {
       out += Fit(fmt::format("    {} -> {}: {} objects, {} ({})", p->alloc_role, p->free_role,
                              Commas(analysis.Figures(*p).frees), LifecycleName(p->lifecycle()),
-                             p->LifecycleEvidence()),
+                             p->LifecycleEvidence(analysis.sampled())),
                  Width()) +
              "\n";
       out += SiteText(p->free_site, "  freed at    ", 4, Width());
