@@ -445,6 +445,82 @@ TEST_CASE("gate, sampled: a group fails when its estimate is past the effect and
   }
 }
 
+// An RPC-like run of `calls` operations, unsampled, 1 ms a call from 100 ms
+// on: a per-call object (stack 1) producer-0 -> consumer-0; a
+// timing-dependent one (stack 2) that consumer-0 frees with probability
+// `cross` and producer-0 itself otherwise; 5 start-up objects (stack 3)
+// producer-1 allocates at 10 ms and consumer-1 frees at shutdown; with
+// `handoff`, every 10th call one more object (stack 4) producer-0 ->
+// consumer-1. Seeded: reruns differ as runs do.
+SyntheticTrace RpcLikeRun(uint64_t calls, double cross, bool handoff, uint64_t seed) {
+  SyntheticTrace t(kPid);
+  Names(t);
+  std::mt19937_64 rng(seed);
+  std::bernoulli_distribution crosses(cross);
+  constexpr uint64_t kMs = 1'000'000;
+  t.Alloc(kProducer0, 10 * kMs, 0x600, 16, 9);
+  t.Alloc(kConsumer0, 10 * kMs, 0x610, 16, 9);
+  for (uint64_t i = 0; i < 5; ++i) t.Alloc(kProducer1, 10 * kMs + i, 0x700 + i * 16, 16, 3);
+  t.Alloc(kConsumer1, 10 * kMs, 0x620, 16, 9);
+  for (uint64_t c = 0; c < calls; ++c) {
+    uint64_t ts = 100 * kMs + c * kMs, a = 0x10000000 + c * 0x100;
+    t.Alloc(kProducer0, ts, a, 64, 1);
+    t.Alloc(kProducer0, ts + 1000, a + 0x40, 64, 2);
+    if (handoff && c % 10 == 0) t.Alloc(kProducer0, ts + 2000, a + 0x80, 64, 4);
+    t.Free(kConsumer0, ts + 10000, a, 11);
+    t.Free(crosses(rng) ? kConsumer0 : kProducer0, ts + 20000, a + 0x40, 12);
+    if (handoff && c % 10 == 0) t.Free(kConsumer1, ts + 30000, a + 0x80, 13);
+  }
+  uint64_t end = (100 + calls + 10) * kMs;
+  for (uint64_t i = 0; i < 5; ++i) t.Free(kConsumer1, end + i, 0x700 + i * 16, 14);
+  t.Free(kProducer0, end, 0x600, 9);
+  t.Free(kConsumer0, end, 0x610, 9);
+  t.Free(kConsumer1, end, 0x620, 9);
+  return t;
+}
+
+TEST_CASE("gate on synthetic runs: one run's baseline passes reruns and fails a planted hand-off") {
+  SyntheticTrace base_trace = RpcLikeRun(1000, 0.4, false, 1);
+  Analyzed base;
+  AnalyzeInto(base, base_trace, "base.trc");
+  base.analysis.operations = 1000;
+  // The per-call pair, the timing-dependent one and the start-up objects.
+  const CrossPair* startup = FindPair(base.analysis, 3);
+  REQUIRE(startup != nullptr);
+  CHECK(startup->lifecycle() == Lifecycle::kBounded);
+  REQUIRE(FindPair(base.analysis, 1) != nullptr);
+  CHECK(FindPair(base.analysis, 1)->lifecycle() == Lifecycle::kPerCall);
+  std::string text = FormatBaseline(UnsuppressedPairs(base.analysis, {}), base.analysis, "accept");
+  Baseline baseline;
+  std::string error;
+  REQUIRE(ParseBaseline(text, "base", &baseline, &error));
+  CHECK(baseline.per_operation);
+  CHECK(baseline.sites.at(AllocSite(2)) == Approx(1.0));  // every call allocates one there
+
+  // A longer rerun in which the timing-dependent site crossed 60% of the time.
+  SyntheticTrace longer_trace = RpcLikeRun(3000, 0.6, false, 2);
+  Analyzed longer;
+  AnalyzeInto(longer, longer_trace, "longer.trc");
+  longer.analysis.operations = 3000;
+  GateResult pass;
+  REQUIRE(EvaluateGate(longer.analysis, baseline, {}, {}, &pass, &error));
+  CHECK(pass.passed());
+
+  // The same length with a hand-off every 10th call: fails, naming its site.
+  SyntheticTrace planted_trace = RpcLikeRun(1000, 0.4, true, 3);
+  Analyzed planted;
+  AnalyzeInto(planted, planted_trace, "planted.trc");
+  planted.analysis.operations = 1000;
+  GateResult fail;
+  REQUIRE(EvaluateGate(planted.analysis, baseline, {}, {}, &fail, &error));
+  REQUIRE(fail.offenses.size() == 1);
+  CHECK(fail.offenses[0].verdict == GateVerdict::kNew);
+  CHECK(fail.offenses[0].group.key == AllocSite(4));
+  // 0.1 per operation, less the planted objects of the last 5% of the trace
+  // (counted at its edge: 4 of 100).
+  CHECK(fail.offenses[0].group.rate.value == Approx(0.096));
+}
+
 TEST_CASE("diff, sampled: a change counts only when the intervals do not overlap") {
   // Before: 10 sampled (1.0 per 1000, 0.48 .. 1.84). After: 15 sampled
   // (1.5, 0.84 .. 2.47): up 50%, but the intervals overlap.
