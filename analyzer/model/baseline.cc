@@ -37,20 +37,6 @@ bool ForEachLine(const std::string& text, Fn&& fn) {
   return true;
 }
 
-}  // namespace
-
-bool ReadTextFile(const std::string& path, std::string* text, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = fmt::format("{}: cannot open: {}", path, std::strerror(errno));
-    return false;
-  }
-  std::ostringstream s;
-  s << in.rdbuf();
-  *text = s.str();
-  return true;
-}
-
 // Parses "<number>" as a non-negative rate; false if it is not one.
 bool ParseRate(const std::string& text, double* rate) {
   char* end = nullptr;
@@ -65,6 +51,20 @@ std::string NextWord(std::string* s) {
   std::string word = s->substr(0, space);
   *s = space == std::string::npos ? "" : Trim(s->substr(space + 1));
   return word;
+}
+
+}  // namespace
+
+bool ReadTextFile(const std::string& path, std::string* text, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = fmt::format("{}: cannot open: {}", path, std::strerror(errno));
+    return false;
+  }
+  std::ostringstream s;
+  s << in.rdbuf();
+  *text = s.str();
+  return true;
 }
 
 bool ParseBaseline(const std::string& text, const std::string& name, Baseline* out,

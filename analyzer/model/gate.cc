@@ -113,9 +113,10 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
       r.suppressed.push_back({&p, s});
       continue;
     }
-    GateGroup& g = groups[GroupKeyOf(p.key)];
+    std::string group_key = GroupKeyOf(p.key);
+    GateGroup& g = groups[group_key];
     if (g.pairs.empty()) {
-      g.key = GroupKeyOf(p.key);
+      g.key = std::move(group_key);
       g.alloc_site = &p.alloc_site;
     }
     g.pairs.push_back(&p);
