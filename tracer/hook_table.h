@@ -10,7 +10,8 @@
 //   - hook_exports.cc: the build prints the linker version script from
 //     both lists, so the library exports exactly these symbols.
 // The definitions themselves are in interpose.cc (allocation),
-// interpose_process.cc (threads, exit, exec), interpose_blocking.cc
+// interpose_process.cc (threads, exit, exec), interpose_descriptors.cc
+// (the tracer's own descriptors), interpose_blocking.cc
 // (calls that may wait long) and central_cache.cc
 // (tcmalloc's central free list, resolved lazily there: it exists only in
 // processes that load gperftools tcmalloc). Adding a hook: a row here, its
@@ -76,6 +77,12 @@
     (int, unsigned long, unsigned long, unsigned long, unsigned long))                       \
   X(pthread_getattr_np, "pthread_getattr_np", false, int, (unsigned long, void*))            \
   X(pipe2, "pipe2", false, int, (int*, int))                                                 \
+  /* The tracer's own descriptors (interpose_descriptors.cc). */                            \
+  X(close, "close", false, int, (int))                                                       \
+  X(close_range, "close_range", false, int, (unsigned, unsigned, int))                       \
+  X(closefrom, "closefrom", false, void, (int))                                              \
+  X(dup2, "dup2", false, int, (int, int))                                                    \
+  X(dup3, "dup3", false, int, (int, int, int))                                               \
   X(exit_now, "_exit", false, void, (int))                                                   \
   X(execve, "execve", false, int, (const char*, char* const[], char* const[]))               \
   X(execv, "execv", false, int, (const char*, char* const[]))                                \

@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "tracer/owned_fds.h"
 #include "tracer/real_alloc.h"
 #include "tracer/recorder.h"
 #include "tracer/sys.h"
@@ -62,8 +63,9 @@ extern "C" __thread int crossfree_in_unwinder __attribute__((tls_model("initial-
 // libunwind's address-validation pipe (see unwind_libunwind.h): created with
 // the lowest free descriptors, it would shift the target's own and be read
 // from and written into once the target closed and reused those numbers.
-// Made for the tracer, it is moved to 500 and above (like the trace file);
-// every other pipe2 call is forwarded untouched.
+// Made for the tracer, it is moved to 500 and above (like the trace file)
+// and kept from the program's close and dup2 (owned_fds.h); every other
+// pipe2 call is forwarded untouched.
 extern "C" __attribute__((visibility("default"))) int pipe2(int fds[2], int flags) {
   auto next = Real().pipe2;
   if (next == nullptr) {
@@ -78,6 +80,9 @@ extern "C" __attribute__((visibility("default"))) int pipe2(int fds[2], int flag
       close(fds[i]);
       fds[i] = high;
     }
+    // fds is libunwind's own static pair, so it is the holder a move
+    // updates (owned_fds.h).
+    crossfree::tracer::OwnFd(&fds[i], nullptr);
   }
   return rc;
 }

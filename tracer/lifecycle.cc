@@ -18,6 +18,7 @@
 #include "tracer/clock.h"
 #include "tracer/malloc_hook.h"
 #include "tracer/modules.h"
+#include "tracer/owned_fds.h"
 #include "tracer/recorder_internal.h"
 #include "tracer/sampler.h"
 #include "tracer/stacks.h"
@@ -134,6 +135,7 @@ bool OpenTrace(bool fork_child) {
     g.file_ino = st.st_ino;
   }
   g.fd = fd;
+  OwnFd(&g.fd, &g.trace_writers);  // out of the program's close() and dup2() (owned_fds.h)
   return true;
 }
 
@@ -158,7 +160,10 @@ void AtForkChild() {
   // The inherited descriptor shares the parent's file offset and contents:
   // close it without writing anything, unless the program closed it and
   // the number is now one of its own files.
-  if (internal::TraceFd() >= 0) close(g.fd);
+  if (internal::TraceFd() >= 0) {
+    DisownFd(g.fd);
+    close(g.fd);
+  }
   g.fd = -1;
   g_fork_parent = g.pid;
   g.pid = static_cast<uint32_t>(getpid());

@@ -48,6 +48,7 @@
 #include <new>
 
 #include "tracer/modules.h"
+#include "tracer/owned_fds.h"
 #include "tracer/sampler.h"
 #include "tracer/stacks.h"
 #include "tracer/sys.h"
@@ -415,9 +416,13 @@ int TraceFd() {
       continue;  // the other thread reopened it (or failed): look again
     }
     if (__atomic_load_n(&g.fd, __ATOMIC_ACQUIRE) == fd) {
+      DisownFd(fd);
       const int reopened = ReopenTraceFile();
       __atomic_store_n(&g.fd, reopened, __ATOMIC_RELEASE);
-      if (reopened >= 0) g.reopens.fetch_add(1, std::memory_order_relaxed);
+      if (reopened >= 0) {
+        g.reopens.fetch_add(1, std::memory_order_relaxed);
+        OwnFd(&g.fd, &g.trace_writers);
+      }
     }
     g.reopening.store(false, std::memory_order_release);
   }
@@ -434,13 +439,13 @@ void FlushChunk(ThreadState* s) {
   uint32_t allocs = s->writer.alloc_count();
   size_t n = s->writer.Finish();
   if (g.write_failed.load(std::memory_order_relaxed)) return;
+  WriteBegin(g.trace_writers);
   const int fd = TraceFd();
-  if (fd < 0) {
-    ReportWriteFailure(EBADF);  // closed by the program, and the file is gone
-    return;
-  }
-  if (!WriteAll(fd, s->buffer, n)) {
-    ReportWriteFailure(errno);
+  const bool written = fd >= 0 && WriteAll(fd, s->buffer, n);
+  const int error = fd < 0 ? EBADF : errno;  // EBADF: closed by the program, the file gone
+  WriteEnd(g.trace_writers);
+  if (!written) {
+    ReportWriteFailure(error);
     return;
   }
   s->last_write_ns.store(NowNs(), std::memory_order_relaxed);
@@ -546,9 +551,13 @@ void WriteTotals(const ExitStats& stats) {
                                                                  : t_next_sequence++;
   size_t n = format::EncodeTotalsChunk(totals, CurrentTid(), sequence, NowNs(), buf,
                                        sizeof(buf));
-  const int fd = n == 0 ? -1 : TraceFd();
-  if (fd < 0) return;
-  if (!WriteAll(fd, buf, n)) ReportWriteFailure(errno);
+  if (n == 0) return;
+  WriteBegin(g.trace_writers);
+  const int fd = TraceFd();
+  const bool written = fd < 0 || WriteAll(fd, buf, n);
+  const int error = errno;
+  WriteEnd(g.trace_writers);
+  if (!written) ReportWriteFailure(error);
 }
 
 bool WriteOwnWindowRecord(format::WindowState state, format::WindowCause cause, uint64_t ts) {

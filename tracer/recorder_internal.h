@@ -92,6 +92,9 @@ struct Globals {
   // its descriptor (TraceFd); others wait for the few system calls.
   std::atomic<bool> reopening{false};
   std::atomic<uint32_t> reopens{0};
+  // The tracer's writes in flight on fd: a program's dup2 onto fd moves
+  // it only after they finished (owned_fds.h).
+  std::atomic<uint32_t> trace_writers{0};
   bool stacks = false;
   bool malloc_hook = false;
   uint32_t pid = 0;
@@ -132,12 +135,14 @@ void ReportWriteFailure(int error);
 // released it at its exit). For the flushers (flusher.cc), which skip it.
 ThreadState* CallingThreadState();
 // The trace file's descriptor, proven to still be the trace file (fstat:
-// same device and inode). A program that closes every descriptor
-// (close_range, a loop over 3..1024) closes it too, and may reuse the
+// same device and inode). The program's close, close_range and dup2 leave
+// it alone (owned_fds.h), but a raw close syscall closes it, and the
+// program may reuse the
 // number for a file of its own: then the file is opened again by its path
 // (O_APPEND, O_NOFOLLOW) and used only if it is the same inode, so nothing
 // is ever written into the program's file. -1 when the trace cannot be
-// written any more.
+// written any more. Call it between WriteBegin(g.trace_writers) and
+// WriteEnd, around the write that uses the descriptor.
 int TraceFd();
 // pthread key destructor: thread-exit record and final flush.
 void OnThreadExit(void* arg);

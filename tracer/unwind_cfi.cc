@@ -217,16 +217,17 @@ const Module* ModuleFor(uintptr_t pc) {
   // The vDSO and other modules without a file keep cfi == null.
   int fd = arg.path[0] == '/' ? open(arg.path, O_RDONLY | O_CLOEXEC) : -1;
   if (fd >= 0) {
-    // Kept open for the rest of the process: out of the way of the target's
-    // descriptors (500 and above, like the trace file).
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, 500);
-    if (high >= 0) {
-      close(fd);
-      fd = high;
-    }
-    // The Elf and its CFI live for the rest of the process.
+    // The Elf and its CFI live for the rest of the process, the descriptor
+    // does not: ELF_C_FDREAD makes libelf hold the whole file (mapped, or
+    // read if mapping failed) and stop using it, so no descriptor of the
+    // tracer's stays open for the program to close or reuse.
     Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
-    if (elf != nullptr) m.cfi = dwarf_getcfi_elf(elf);
+    if (elf != nullptr && elf_cntl(elf, ELF_C_FDREAD) == 0) {
+      m.cfi = dwarf_getcfi_elf(elf);
+    } else if (elf != nullptr) {
+      elf_end(elf);
+    }
+    close(fd);
   }
   g_modules[g_module_count] = m;
   return &g_modules[g_module_count++];

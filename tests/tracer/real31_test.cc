@@ -21,7 +21,7 @@ size_t CountFrom(const Trace& t, const FnRange& fn) { return EventsFrom(t, fn).s
 // and after are all in the trace, and nothing is written into the files
 // the program opens on the numbers it freed.
 TEST_CASE("a program that closes every descriptor keeps its whole trace", "[tracer]") {
-  for (const char* how : {"loop", "close_range", "reuse"}) {
+  for (const char* how : {"loop", "close_range", "raw_close_range", "closefrom", "reuse"}) {
     INFO("closing with " << how);
     std::string dir = MakeTempDir();
     std::string mine = dir + "/mine";
@@ -40,6 +40,32 @@ TEST_CASE("a program that closes every descriptor keeps its whole trace", "[trac
       CHECK(st.st_size == 0);  // the program's own file got nothing of ours
     }
   }
+}
+
+// Item 5, the hooks: the program's close() of the tracer's descriptor
+// fails with EBADF (it never opened it), its dup2() onto that number
+// succeeds and moves the tracer's descriptor out of the way first, and
+// close_range leaves it open; the trace loses nothing and the program's
+// file gets nothing of it.
+TEST_CASE("the program's close, dup2 and close_range leave the tracer's descriptor alone",
+          "[tracer]") {
+  std::string dir = MakeTempDir();
+  std::string mine = dir + "/mine";
+  RunResult run = RunTraced("tt_close_fds", dir, {"direct", mine, dir + "/trace"});
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.err.empty());
+  CHECK(run.out.find("close -1 EBADF\n") != std::string::npos);
+  CHECK(run.out.find("dup2 ok, trace still open\n") != std::string::npos);
+  CHECK(run.out.find("close_range 0, trace still open\n") != std::string::npos);
+  Trace t = LoadTrace(dir + "/trace");
+  CHECK(t.complete);
+  INFO(t.error);
+  auto fns = ParseFunctions(run.out);
+  CHECK(CountFrom(t, fns["tt_before"]) == 1000);
+  CHECK(CountFrom(t, fns["tt_after"]) == 1000);
+  struct stat st;
+  REQUIRE(stat(mine.c_str(), &st) == 0);
+  CHECK(st.st_size == 0);
 }
 
 // Item 11: trace files are private (0600) and never opened through a
