@@ -122,31 +122,28 @@ bool ModuleLoaded(const Trace& t, const std::string& name) {
   return false;
 }
 
-TEST_CASE("churn under a dynamic tcmalloc (LD_PRELOAD libtcmalloc.so.4)", "[tracer]") {
-  std::string so = CROSSFREE_TCMALLOC_SO;
+// Runs tt_churn with the allocator library so preloaded and checks the
+// same counts as under glibc; the library must really have been loaded (a
+// preload the loader cannot open is ignored with a message, and the test
+// would run on glibc's malloc).
+Trace ChurnUnder(const std::string& so, const std::string& module) {
   std::string dir = MakeTempDir();
   RunResult run = RunTraced("tt_churn", dir, {}, {}, so);
   REQUIRE(run.exit_code == 0);
   Trace t = LoadTrace(dir + "/trace");
-  // The allocator was really loaded (a preload the loader cannot open is
-  // ignored with a message, and the test would run on glibc's malloc).
   INFO(run.err);
-  CHECK(ModuleLoaded(t, "libtcmalloc.so.4"));
+  CHECK(ModuleLoaded(t, module));
   CheckChurn(t, run);
+  return t;
+}
+
+TEST_CASE("churn under a dynamic tcmalloc (LD_PRELOAD libtcmalloc.so.4)", "[tracer]") {
+  Trace t = ChurnUnder(CROSSFREE_TCMALLOC_SO, "libtcmalloc.so.4");
   CHECK((t.header.fields.flags & format::kHeaderFlagMallocHook) == 0);
 }
 
 TEST_CASE("churn under jemalloc (LD_PRELOAD libjemalloc.so.2)", "[tracer]") {
-  std::string so = CROSSFREE_JEMALLOC_SO;
-  std::string dir = MakeTempDir();
-  RunResult run = RunTraced("tt_churn", dir, {}, {}, so);
-  REQUIRE(run.exit_code == 0);
-  Trace t = LoadTrace(dir + "/trace");
-  // The allocator was really loaded (a preload the loader cannot open is
-  // ignored with a message, and the test would run on glibc's malloc).
-  INFO(run.err);
-  CHECK(ModuleLoaded(t, "libjemalloc.so.2"));
-  CheckChurn(t, run);
+  ChurnUnder(CROSSFREE_JEMALLOC_SO, "libjemalloc.so.2");
 }
 
 TEST_CASE("producer/consumer: allocated on one thread, freed on another, named", "[tracer]") {
