@@ -8,7 +8,16 @@
 #include <sys/resource.h>
 #include <sys/time.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <string>
+
+// The allocation-counting preload (bench/rpc/alloc_count_preload.cc), when
+// it is loaded: counts operator new calls and cross-thread pairs between
+// start and stop; null otherwise.
+extern "C" void crossfree_alloc_count_start() __attribute__((weak));
+extern "C" long crossfree_alloc_count_stop(char* report, size_t len) __attribute__((weak));
 
 namespace crossfree::bench {
 
@@ -46,6 +55,43 @@ inline void PrintResultsHead(double reqs, double elapsed, const RusageWindow& w)
 inline void PrintResultRates(double reqs, double elapsed, const RusageWindow& w) {
   printf("reqs_per_sec=%.1f user_us_per_req=%.3f sys_us_per_req=%.3f ctxsw_per_req=%.4f",
          reqs / elapsed, w.user_us() / reqs, w.sys_us() / reqs, w.ctxsw() / reqs);
+}
+
+// What one measured window saw.
+struct Window {
+  double elapsed_s = 0;   // wall time
+  uint64_t calls = 0;     // calls completed in the window
+  long allocs = -1;       // operator new calls, -1 without the counting preload
+  std::string pairs;      // the preload's cross-thread pair lines
+};
+
+inline bool AllocCounting() {
+  return crossfree_alloc_count_start != nullptr && crossfree_alloc_count_stop != nullptr;
+}
+
+// The window both benchmarks measure, in one order so their figures
+// compare: read the call counter, start rusage and the allocation count,
+// wait (sleep or join), then read them all back in reverse. calls_now()
+// returns the calls completed so far; wait() returns when the window ends.
+template <typename CallsNow, typename Wait>
+Window MeasureWindow(RusageWindow& usage, CallsNow&& calls_now, Wait&& wait) {
+  using Clock = std::chrono::steady_clock;
+  const bool counting = AllocCounting();
+  Window w;
+  const uint64_t calls0 = calls_now();
+  usage.Start();
+  if (counting) crossfree_alloc_count_start();
+  const Clock::time_point t0 = Clock::now();
+  wait();
+  w.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  w.calls = calls_now() - calls0;
+  if (counting) {
+    char report[4096] = "";
+    w.allocs = crossfree_alloc_count_stop(report, sizeof(report));
+    w.pairs = report;
+  }
+  usage.Stop();
+  return w;
 }
 
 }  // namespace crossfree::bench

@@ -34,8 +34,6 @@
 
 // Provided by libcrossfree-rpc-alloc-count.so when it is preloaded; absent
 // (null) otherwise.
-extern "C" void crossfree_alloc_count_start() __attribute__((weak));
-extern "C" long crossfree_alloc_count_stop(char* report, size_t len) __attribute__((weak));
 
 namespace crossfree::rpc {
 namespace {
@@ -463,7 +461,7 @@ int Run(const Flags& f) {
          f.inline_handlers ? "yes" : "no", f.caller_reads ? "yes" : "no",
          f.connection_threads ? "yes" : "no");
 
-  bool counting = crossfree_alloc_count_start != nullptr && crossfree_alloc_count_stop != nullptr;
+  const bool counting = bench::AllocCounting();
   bench::RusageWindow usage;
   std::vector<std::thread> threads;
   // Warm-up happens inside the run (connections open on the first call);
@@ -485,21 +483,18 @@ int Run(const Flags& f) {
     for (auto& w : workloads) n += w->calls();
     return n;
   };
-  uint64_t calls0 = calls_now();
-  usage.Start();
-  if (counting) crossfree_alloc_count_start();
-  Clock::time_point t0 = Clock::now();
-  if (fixed_calls) {
-    for (auto& t : threads) t.join();
-    threads.clear();
-  } else {
-    std::this_thread::sleep_for(std::chrono::duration<double>(f.run_seconds));
-  }
-  double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  uint64_t calls = calls_now() - calls0;
-  char report[4096] = "";
-  long allocs = counting ? crossfree_alloc_count_stop(report, sizeof(report)) : -1;
-  usage.Stop();
+  const bench::Window window = bench::MeasureWindow(usage, calls_now, [&] {
+    if (fixed_calls) {
+      for (auto& t : threads) t.join();
+      threads.clear();
+    } else {
+      std::this_thread::sleep_for(std::chrono::duration<double>(f.run_seconds));
+    }
+  });
+  const double elapsed = window.elapsed_s;
+  const uint64_t calls = window.calls;
+  const long allocs = window.allocs;
+  const char* report = window.pairs.c_str();
   uint64_t rejections = 0;
   for (auto& w : workloads) rejections += w->rejections();
   stop.store(true);

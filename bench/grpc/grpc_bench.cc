@@ -28,8 +28,6 @@
 // (the same weak hooks rpc-bench uses); null otherwise. That preload counts
 // operator new only, not malloc, so it misses most of gRPC core (C code that
 // allocates with gpr_malloc -> malloc): prefer `crossfree record` for gRPC.
-extern "C" void crossfree_alloc_count_start() __attribute__((weak));
-extern "C" long crossfree_alloc_count_stop(char* report, size_t len) __attribute__((weak));
 
 namespace crossfree::grpcbench {
 namespace {
@@ -285,7 +283,7 @@ int Run(const Flags& f) {
   printf("  method: Add\n  grpc_version: %s\n  run_seconds: %g\n", grpc::Version().c_str(),
          f.run_seconds);
 
-  bool counting = crossfree_alloc_count_start != nullptr && crossfree_alloc_count_stop != nullptr;
+  const bool counting = bench::AllocCounting();
   std::vector<std::thread> threads;
   std::vector<std::unique_ptr<AsyncChain>> chains;
   std::atomic<int> in_flight{0};
@@ -313,17 +311,14 @@ int Run(const Flags& f) {
   // The same window as rpc-bench: connections open during a 100 ms ramp,
   // then calls and rusage are sampled around run_seconds of sleep.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  uint64_t calls0 = calls_now();
   bench::RusageWindow usage;
-  usage.Start();
-  if (counting) crossfree_alloc_count_start();
-  Clock::time_point t0 = Clock::now();
-  std::this_thread::sleep_for(std::chrono::duration<double>(f.run_seconds));
-  double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  uint64_t calls = calls_now() - calls0;
-  char report[4096] = "";
-  long allocs = counting ? crossfree_alloc_count_stop(report, sizeof(report)) : -1;
-  usage.Stop();
+  const bench::Window window = bench::MeasureWindow(usage, calls_now, [&] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(f.run_seconds));
+  });
+  const double elapsed = window.elapsed_s;
+  const uint64_t calls = window.calls;
+  const long allocs = window.allocs;
+  const char* report = window.pairs.c_str();
   stop.store(true);
   for (auto& t : threads) t.join();
   while (in_flight.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
