@@ -30,15 +30,9 @@ namespace crossfree::rpc {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::ConnHeader;
-using testing::IsClosed;
-using testing::RawConnect;
-using testing::RequestFrame;
-using testing::SecondsSince;
-using testing::SendAll;
-using testing::ServerProcess;
-using testing::WaitClosed;
-using testing::WellBehavedCalls;
+// The test helpers (rpc_test_util.h) and the test service's messages.
+using namespace testing;
+using namespace test;
 using Clock = std::chrono::steady_clock;
 
 // The bound the issue states: 256 MB. Under ThreadSanitizer the server's

@@ -28,11 +28,9 @@ namespace crossfree::rpc {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::AddBody;
-using testing::ConnHeader;
-using testing::RawConnect;
-using testing::SendAll;
-using testing::WaitClosed;
+// The test helpers (rpc_test_util.h) and the test service's messages.
+using namespace testing;
+using namespace test;
 
 // Captures rpc/ log lines for the duration of a test.
 class LogCapture {

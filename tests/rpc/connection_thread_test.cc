@@ -29,22 +29,9 @@
 namespace crossfree::rpc {
 namespace {
 
-using testing::ConnHeader;
-using testing::RawConnect;
-using testing::RequestFrame;
-using testing::SecondsSince;
-using testing::SendAll;
-using testing::WaitClosed;
-using testing::SleepReq;
-using testing::StartClient;
-using testing::WaitFor;
-using test::AddRequestPB;
-using test::AddResponsePB;
-using test::CalculatorServiceProxy;
-using test::EchoRequestPB;
-using test::EchoResponsePB;
-using test::SleepRequestPB;
-using test::SleepResponsePB;
+// The test helpers (rpc_test_util.h) and the test service's messages.
+using namespace testing;
+using namespace test;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 

@@ -15,19 +15,9 @@
 namespace crossfree::rpc {
 namespace {
 
-using testing::CallbackCounter;
-using testing::SecondsSince;
-using testing::SleepReq;
-using testing::StartClient;
-using testing::StartServer;
-using testing::WaitFor;
-using test::AddRequestPB;
-using test::AddResponsePB;
-using test::CalculatorServiceProxy;
-using test::EchoRequestPB;
-using test::EchoResponsePB;
-using test::SleepRequestPB;
-using test::SleepResponsePB;
+// The test helpers (rpc_test_util.h) and the test service's messages.
+using namespace testing;
+using namespace test;
 using namespace std::chrono_literals;
 
 TEST_CASE("sync Add call works end to end", "[rpc]") {
