@@ -113,13 +113,7 @@ TEST_CASE("connection threads: sync and async calls, several connections", "[rpc
       CHECK(client->caller_read_responses() == (caller_reads ? 199u : 0u));
       // Large frames both ways: the receive buffer grows, the response goes
       // out in several sends.
-      EchoRequestPB echo;
-      echo.set_data(std::string(3 << 20, 'e'));
-      EchoResponsePB echo_resp;
-      RpcController c;
-      c.set_timeout(20s);
-      REQUIRE(proxy.Echo(echo, &echo_resp, &c).ok());
-      CHECK(echo_resp.data() == echo.data());
+      CheckLargeEcho(&proxy);
       // Deferred handlers respond from another thread; the connection's
       // thread waits and writes.
       SleepRequestPB sleep = SleepReq(1000);

@@ -70,13 +70,7 @@ TEST_CASE("fast paths: inline handlers and caller reads give the same answers", 
       CHECK(client->caller_read_responses() == (caller_reads ? 99u : 0u));
       // Large frames in both directions (partial writes, direct reads into
       // the frame buffer on the reactor; the caller reads in 64 KiB steps).
-      EchoRequestPB echo;
-      echo.set_data(std::string(3 << 20, 'e'));
-      EchoResponsePB echo_resp;
-      RpcController c;
-      c.set_timeout(20s);
-      REQUIRE(proxy.Echo(echo, &echo_resp, &c).ok());
-      CHECK(echo_resp.data() == echo.data());
+      CheckLargeEcho(&proxy);
       AddResponsePB resp;
       REQUIRE(Add(&proxy, 1, 2, &resp).ok());
       CHECK(resp.result() == 3);

@@ -45,9 +45,15 @@ std::shared_ptr<Messenger> StartClient(int reactors, size_t max_message_size, bo
   return m;
 }
 
-}  // namespace crossfree::rpc::testing
-
-namespace crossfree::rpc::testing {
+void CheckLargeEcho(test::CalculatorServiceProxy* proxy) {
+  test::EchoRequestPB echo;
+  echo.set_data(std::string(3 << 20, 'e'));
+  test::EchoResponsePB echo_resp;
+  RpcController c;
+  c.set_timeout(std::chrono::seconds(20));
+  REQUIRE(proxy->Echo(echo, &echo_resp, &c).ok());
+  CHECK(echo_resp.data() == echo.data());
+}
 
 void CallbackCounter::Done(int index) {
   std::lock_guard<std::mutex> l(mu_);

@@ -61,6 +61,11 @@ inline test::SleepRequestPB SleepReq(uint32_t micros) {
   return r;
 }
 
+// Echoes 3 MiB through proxy (frames larger than every buffer: partial
+// writes, receive buffers that grow, reads in several steps) and checks
+// that the same bytes came back.
+void CheckLargeEcho(test::CalculatorServiceProxy* proxy);
+
 // Counts callbacks of async calls and waits for them; remembers if any call's
 // callback ran more than once.
 class CallbackCounter {
