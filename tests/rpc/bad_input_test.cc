@@ -94,16 +94,7 @@ std::string U32(uint32_t v) {
 
 // Reads one response frame; false on EOF/timeout.
 bool ReadResponse(int fd, ResponseHeader* header, std::string* body) {
-  auto read_n = [fd](size_t n, std::string* out) {
-    out->resize(n);
-    size_t got = 0;
-    while (got < n) {
-      ssize_t r = ::recv(fd, out->data() + got, n - got, 0);
-      if (r <= 0) return false;
-      got += static_cast<size_t>(r);
-    }
-    return true;
-  };
+  auto read_n = [fd](size_t n, std::string* out) { return RecvExactly(fd, n, out); };
   std::string prefix, frame;
   if (!read_n(4, &prefix)) return false;
   if (!read_n(DecodeBigEndian32(reinterpret_cast<const uint8_t*>(prefix.data())), &frame)) {
@@ -287,16 +278,7 @@ class FakeServer {
       if (fd < 0) return;
       timeval tv{5, 0};
       setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-      auto read_n = [fd](size_t n, std::string* out) {
-        out->resize(n);
-        size_t got = 0;
-        while (got < n) {
-          ssize_t r = ::recv(fd, out->data() + got, n - got, 0);
-          if (r <= 0) return false;
-          got += static_cast<size_t>(r);
-        }
-        return true;
-      };
+      auto read_n = [fd](size_t n, std::string* out) { return RecvExactly(fd, n, out); };
       std::string hdr, prefix, frame;
       std::vector<int32_t> ids;
       bool ok = read_n(kConnHeaderLength, &hdr);

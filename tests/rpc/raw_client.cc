@@ -37,6 +37,18 @@ bool SendAll(int fd, const std::string& bytes) {
   return true;
 }
 
+bool RecvExactly(int fd, size_t n, std::string* out) {
+  out->resize(n);
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::recv(fd, out->data() + got, n - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    got += static_cast<size_t>(r);
+  }
+  return true;
+}
+
 std::string ConnHeader(uint8_t reserved) {
   uint8_t h[kConnHeaderLength];
   WriteConnHeader(h);

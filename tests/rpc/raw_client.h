@@ -16,6 +16,8 @@ namespace crossfree::rpc::testing {
 int RawConnect(const Sockaddr& addr);
 // Sends all of `bytes`; false if the peer closed or the send timed out.
 bool SendAll(int fd, const std::string& bytes);
+// Receives exactly n bytes into *out; false on EOF, error or timeout.
+bool RecvExactly(int fd, size_t n, std::string* out);
 // The 8-byte connection header; `reserved` goes into byte 5.
 std::string ConnHeader(uint8_t reserved = 0);
 // A request frame of CalculatorService.<method> with `body`.
