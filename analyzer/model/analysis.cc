@@ -375,12 +375,12 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
       AsymmetryRow& r = rows[{it->second, c}];
       r.role = it->second;
       r.size_class = c;
-      r.allocs += v.allocs;
-      r.frees += v.frees;
+      r.allocs += SampledCount{v.allocs};
+      r.frees += SampledCount{v.frees};
     });
   }
   for (auto& [k, r] : rows) {
-    r.net = static_cast<int64_t>(r.allocs) - static_cast<int64_t>(r.frees);
+    r.net = static_cast<int64_t>(r.allocs.sampled) - static_cast<int64_t>(r.frees.sampled);
     if (r.net == 0) continue;
     // The cross-thread site behind it: for a draining role, where it
     // allocates objects others free; for an overflowing one, where it frees
@@ -389,8 +389,8 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
       const std::string& role = r.net > 0 ? p.alloc_role : p.free_role;
       if (role != r.role) continue;
       auto c = p.size_classes.find(r.size_class);
-      if (c == p.size_classes.end() || c->second <= r.top_site_count) continue;
-      r.top_site_count = c->second;
+      if (c == p.size_classes.end() || c->second <= r.top_site_count.sampled) continue;
+      r.top_site_count = SampledCount{c->second};
       r.top_site = r.net > 0 ? p.alloc_site.key : p.free_site.key;
     }
     out->asymmetry.push_back(r);

@@ -111,14 +111,16 @@ struct CrossPair {
 // Per role (or thread) and size class: allocations made minus frees done.
 // net > 0: the thread cache drains (fetches from the central free list);
 // net < 0: it overflows (releases to the central list).
+// Counts are sampled: what they stand for is in Analysis::Figures(row);
+// net is allocs - frees of the sampled counts, for its sign.
 struct AsymmetryRow {
   std::string role;
   int size_class = 0;
-  uint64_t allocs = 0;
-  uint64_t frees = 0;
+  SampledCount allocs;
+  SampledCount frees;
   int64_t net = 0;
   std::string top_site;       // cross-thread site contributing most, if any
-  uint64_t top_site_count = 0;
+  SampledCount top_site_count;
 };
 
 // Where lone events happened (live at exit, unknown frees, double frees).
@@ -260,7 +262,9 @@ struct Analysis {
   // What a sampled count stands for: period x count (count itself when not
   // sampled), and with its interval.
   uint64_t Scaled(uint64_t count) const { return ScaleCount(count, sample_period); }
+  uint64_t Scaled(SampledCount count) const { return Scaled(count.sampled); }
   Estimate Count(uint64_t count) const { return EstimateCount(count, sample_period); }
+  Estimate Count(SampledCount count) const { return Count(count.sampled); }
   // Count() of a part of the frees (of the allocations), bounded by their
   // exact total when the counts records give it (issue 31).
   Estimate FreeCount(uint64_t count) const {
@@ -277,7 +281,7 @@ struct Analysis {
   }
   // Allocations minus frees of an asymmetry row, estimated.
   Estimate Net(const AsymmetryRow& r) const {
-    return EstimateDifference(r.allocs, r.frees, sample_period);
+    return EstimateDifference(r.allocs.sampled, r.frees.sampled, sample_period);
   }
   // A sampled count as frees per 1000 allocations of this run, estimated.
   // Unsampled: the exact rate, low = high = PerThousand(count).
@@ -311,6 +315,7 @@ struct Analysis {
     double u = Units();
     return Count(count).Scaled(u > 0 ? 1.0 / u : 0.0);
   }
+  Estimate PerUnit(SampledCount count) const { return PerUnit(count.sampled); }
 
   // The figures renderers print (PairFigures), from this analysis as it is
   // now (its operations included).

@@ -60,12 +60,12 @@ DiffResult ComputeDiff(const Analysis& before, const Analysis& after, double min
     rows.push_back(row);
   }
   for (DiffRow& row : rows) {
-    row.before_steady = row.before ? row.before->steady().sampled : 0;
-    row.before_bounded = row.before ? row.before->bounded().sampled : 0;
-    row.after_steady = row.after ? row.after->steady().sampled : 0;
-    row.after_bounded = row.after ? row.after->bounded().sampled : 0;
-    row.before_estimate = RateOf(before, row.before_steady, d.per_operation);
-    row.after_estimate = RateOf(after, row.after_steady, d.per_operation);
+    row.before_steady = row.before ? row.before->steady() : SampledCount{};
+    row.before_bounded = row.before ? row.before->bounded() : SampledCount{};
+    row.after_steady = row.after ? row.after->steady() : SampledCount{};
+    row.after_bounded = row.after ? row.after->bounded() : SampledCount{};
+    row.before_estimate = RateOf(before, row.before_steady.sampled, d.per_operation);
+    row.after_estimate = RateOf(after, row.after_steady.sampled, d.per_operation);
     row.before_rate = row.before_estimate.value;
     row.after_rate = row.after_estimate.value;
     bool per_call = (row.before && row.before->lifecycle() == Lifecycle::kPerCall) ||
@@ -74,19 +74,19 @@ DiffResult ComputeDiff(const Analysis& before, const Analysis& after, double min
     row.significant = d.sampled ? apart : true;
     if (!per_call) {
       row.status = DiffStatus::kBounded;
-    } else if (row.after_steady == 0) {
+    } else if (row.after_steady.sampled == 0) {
       row.status = DiffStatus::kGone;
-    } else if (row.before_steady == 0) {
+    } else if (row.before_steady.sampled == 0) {
       row.status = DiffStatus::kNew;
     } else if (row.after_rate > row.before_rate * (1 + min_change) &&
                (d.sampled ? row.after_estimate.low > row.before_estimate.high
-                          : PoissonUpperTail(row.after_steady,
+                          : PoissonUpperTail(row.after_steady.sampled,
                                              row.before_rate * UnitsOf(after, d.per_operation)) <
                                 kSignificance)) {
       row.status = DiffStatus::kGrown;
     } else if (row.after_rate < row.before_rate * (1 - min_change) &&
                (d.sampled ? row.after_estimate.high < row.before_estimate.low
-                          : PoissonUpperTail(row.before_steady,
+                          : PoissonUpperTail(row.before_steady.sampled,
                                              row.after_rate * UnitsOf(before, d.per_operation)) <
                                 kSignificance)) {
       row.status = DiffStatus::kShrunk;
@@ -100,8 +100,8 @@ DiffResult ComputeDiff(const Analysis& before, const Analysis& after, double min
     if (a.status != b.status) return a.status < b.status;
     double x = std::max(a.before_rate, a.after_rate), y = std::max(b.before_rate, b.after_rate);
     if (a.status == DiffStatus::kBounded) {
-      x = static_cast<double>(std::max(a.before_bounded, a.after_bounded));
-      y = static_cast<double>(std::max(b.before_bounded, b.after_bounded));
+      x = static_cast<double>(std::max(a.before_bounded, a.after_bounded).sampled);
+      y = static_cast<double>(std::max(b.before_bounded, b.after_bounded).sampled);
     }
     if (x != y) return x > y;
     return a.pair().key < b.pair().key;

@@ -35,10 +35,10 @@ struct DiffRow {
   const CrossPair* after = nullptr;   // null for kGone
   double before_rate = 0;             // per-call objects per unit (DiffResult)
   double after_rate = 0;
-  uint64_t before_steady = 0;         // sampled counts: per-call and bounded objects
-  uint64_t after_steady = 0;
-  uint64_t before_bounded = 0;
-  uint64_t after_bounded = 0;
+  SampledCount before_steady;         // per-call and bounded objects
+  SampledCount after_steady;
+  SampledCount before_bounded;
+  SampledCount after_bounded;
   Estimate before_estimate;           // the rates, with their 95% intervals
   Estimate after_estimate;
   // The intervals do not overlap (always true for a change between

@@ -23,7 +23,7 @@ const Suppression* FindSuppression(const CrossPair& p, const std::vector<Suppres
 // the three tests of gate.h, growth measured from `growth_base` (the
 // baseline rate, or a timing-dependent site's whole rate). Sets *limit and
 // *p_value.
-bool Exceeds(const Analysis& analysis, uint64_t count, const Estimate& rate, double baseline,
+bool Exceeds(const Analysis& analysis, SampledCount count, const Estimate& rate, double baseline,
              double growth_base, double effect, double max_growth, double* limit,
              double* p_value) {
   *limit = std::max(baseline + effect, growth_base * max_growth);
@@ -36,7 +36,7 @@ bool Exceeds(const Analysis& analysis, uint64_t count, const Estimate& rate, dou
     *p_value = 0;
     return true;
   }
-  *p_value = PoissonUpperTail(count, baseline * analysis.Units());
+  *p_value = PoissonUpperTail(count.sampled, baseline * analysis.Units());
   return *p_value < kSignificance;
 }
 
@@ -120,8 +120,8 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
       g.alloc_site = &p.alloc_site;
     }
     g.pairs.push_back(&p);
-    g.steady += p.steady().sampled;
-    g.bounded += p.bounded().sampled;
+    g.steady += p.steady();
+    g.bounded += p.bounded();
   }
   r.groups = groups.size();
 

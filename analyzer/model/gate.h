@@ -61,8 +61,8 @@ struct GateGroup {
   std::string key;                        // the allocation site's key
   const Site* alloc_site = nullptr;       // of its first pair
   std::vector<const CrossPair*> pairs;    // this run's, not suppressed, by count desc
-  uint64_t steady = 0;                    // sampled counts, summed over pairs
-  uint64_t bounded = 0;
+  SampledCount steady;                    // summed over pairs
+  SampledCount bounded;
   uint64_t steady_objects = 0;            // what steady and bounded stand for (Analysis::Scaled)
   uint64_t bounded_objects = 0;
   Estimate rate;                          // per-call objects per unit

@@ -228,8 +228,8 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
   out += "  \"asymmetry\": [";
   for (size_t i = 0; i < a.asymmetry.size(); ++i) {
     const AsymmetryRow& r = a.asymmetry[i];
+    const AsymmetryFigures f = a.Figures(r);
     if (a.sampled()) {
-      const AsymmetryFigures f = a.Figures(r);
       const Estimate& net = f.net;
       out += fmt::format(
           "{}\n    {{\"role\": {}, \"class\": {}, \"class_bytes\": {}, \"allocs\": {}, "
@@ -247,7 +247,7 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
         "{}\n    {{\"role\": {}, \"class\": {}, \"class_bytes\": {}, \"allocs\": {}, "
         "\"frees\": {}, \"net\": {}, \"effect\": \"{}\", \"top_site\": {}}}",
         i ? "," : "", JsonString(r.role), JsonString(SizeClassLabel(r.size_class)),
-        SizeClassBytes(r.size_class), r.allocs, r.frees, r.net, AsymmetryEffect(r.net),
+        SizeClassBytes(r.size_class), f.total_allocs, f.total_frees, r.net, AsymmetryEffect(r.net),
         JsonString(r.top_site));
   }
   out += a.asymmetry.empty() ? "],\n" : "\n  ],\n";
@@ -345,9 +345,10 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
         "\"steady\": {}, \"bounded\": {}, \"rate\": {:.6g}}}}}",
         i ? "," : "", DiffStatusName(r.status), JsonString(p.key), JsonString(p.alloc_role),
         JsonString(p.free_role), JsonString(p.alloc_site.key), JsonString(p.free_site.key),
-        before.Figures(r.before ? *r.before : CrossPair{}).frees, r.before_steady,
-        r.before_bounded, r.before_rate, after.Figures(r.after ? *r.after : CrossPair{}).frees,
-        r.after_steady, r.after_bounded, r.after_rate);
+        before.Figures(r.before ? *r.before : CrossPair{}).frees, before.Scaled(r.before_steady),
+        before.Scaled(r.before_bounded), r.before_rate,
+        after.Figures(r.after ? *r.after : CrossPair{}).frees, after.Scaled(r.after_steady),
+        after.Scaled(r.after_bounded), r.after_rate);
   }
   out += d.rows.empty() ? "]" : "\n  ]";
   if (before.central.present() || after.central.present()) {  // only then: older outputs unchanged

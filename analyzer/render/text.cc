@@ -335,8 +335,8 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
     }
     for (size_t i = 0; i < rows; ++i) {
       const AsymmetryRow& r = a.asymmetry[i];
+      const AsymmetryFigures f = a.Figures(r);
       if (a.sampled()) {
-        const AsymmetryFigures f = a.Figures(r);
         const Estimate& net = f.net;
         bool clear = net.low > 0 || net.high < 0;
         auto signed_text = [](double v) { return SignedCommas(RoundSigned(v)); };
@@ -347,7 +347,7 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
                            clear ? AsymmetryEffect(r.net) : "unclear");
       } else {
       out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14}  {}\n", Fit(r.role, 20),
-                         SizeClassLabel(r.size_class), Commas(r.allocs), Commas(r.frees),
+                         SizeClassLabel(r.size_class), Commas(f.total_allocs), Commas(f.total_frees),
                          SignedCommas(r.net), AsymmetryEffect(r.net));
       }
       if (!r.top_site.empty()) {
@@ -531,7 +531,7 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
                                 Commas(after.Scaled(r.after_steady)));
       out += head + Fit(p.alloc_role + " -> " + p.free_role, Room(head.size())) + "\n";
       std::string note;
-      if (!bounded && (r.before_bounded || r.after_bounded)) {
+      if (!bounded && (r.before_bounded.sampled || r.after_bounded.sampled)) {
         note = fmt::format("one-off objects too: {} -> {}", Commas(before.Scaled(r.before_bounded)),
                            Commas(after.Scaled(r.after_bounded)));
       }

@@ -114,8 +114,8 @@ TEST_CASE("report: known answers on the before run") {
     return nullptr;
   };
   REQUIRE(row("worker-N", 32) != nullptr);
-  CHECK(row("worker-N", 32)->allocs == 800);
-  CHECK(row("worker-N", 32)->frees == 0);
+  CHECK(row("worker-N", 32)->allocs.sampled == 800);
+  CHECK(row("worker-N", 32)->frees.sampled == 0);
   CHECK(row("worker-N", 32)->net == 800);
   CHECK(row("worker-N", 32)->top_site == kSliceAlloc);
   REQUIRE(row("reactor-N", 32) != nullptr);
