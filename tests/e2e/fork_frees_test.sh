@@ -5,11 +5,8 @@
 # child's is alone; never unknown frees.
 # Usage: fork_frees_test.sh CROSSFREE TARGET WORKDIR
 set -uo pipefail
-crossfree=$1
 target=$2
-dir=$3
-rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/e2e_lib.sh"
 
 "$crossfree" record -o run.trc -- "$target" >record.out 2>record.err || { cat record.err; fail "record"; }
 child=$(ls run.trc.* | head -1)

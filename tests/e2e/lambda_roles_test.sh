@@ -5,18 +5,12 @@
 # started through a symlink is "main".
 # Usage: lambda_roles_test.sh CROSSFREE TARGET WORKDIR
 set -uo pipefail
-crossfree=$1
 target=$2
-dir=$3
-rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/e2e_lib.sh"
 
 ln -s "$target" ./started-as-link
 for cmd in "$target" ./started-as-link; do
-  rm -f run.trc*
-  "$crossfree" record -o run.trc -- "$cmd" >record.out 2>record.err ||
-    { cat record.out record.err; fail "record $cmd"; }
-  "$crossfree" report --format json run.trc >report.json 2>report.err || { cat report.err; fail "report"; }
+  record_and_report "$cmd"
   python3 - report.json <<'PY' || fail "roles for $cmd"
 import json, sys
 r = json.load(open(sys.argv[1]))
