@@ -74,7 +74,7 @@ TEST_CASE("central record round-trips and leaves the other records' deltas alone
   CHECK(std::vector<uint8_t>(with.begin() + at, with.begin() + at + 8) == expect);
 }
 
-TEST_CASE("every central op decodes; large values keep their width") {
+TEST_CASE("every central op decodes, large values keep their width") {
   std::vector<uint8_t> buf(ChunkWriter::kMinChunkCapacity);
   ChunkWriter w(buf.data(), buf.size());
   w.Begin(1, 0, 0);

@@ -338,7 +338,7 @@ std::vector<Status> CallFake(const sockaddr_in& addr, int calls,
   return out;
 }
 
-TEST_CASE("malformed responses never crash the client; pending calls fail clearly", "[rpc]") {
+TEST_CASE("malformed responses never crash the client, pending calls fail clearly", "[rpc]") {
   LogCapture log;
   SECTION("garbage frame") {
     FakeServer fake(3, [](auto&) { return U32(10) + std::string(10, '\xff'); });

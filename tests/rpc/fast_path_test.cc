@@ -147,7 +147,7 @@ TEST_CASE("inline handlers: errors, deferral and registration", "[rpc][fast]") {
   }
 }
 
-TEST_CASE("caller reads: timeouts, never before the deadline; late responses are dropped",
+TEST_CASE("caller reads: timeouts, never before the deadline, late responses are dropped",
           "[rpc][fast]") {
   auto server = StartServer(1, 2, 50, kMaxMsg, kInline);
   auto client = StartClient(1, kMaxMsg, kCallerReads);

@@ -208,7 +208,7 @@ TEST_CASE("cancellation ends calls Aborted in every state, once", "[rpc]") {
   }
 }
 
-TEST_CASE("responses may come from any thread; application errors carry the message", "[rpc]") {
+TEST_CASE("responses may come from any thread, application errors carry the message", "[rpc]") {
   auto server = StartServer();
   auto client = StartClient();
   CalculatorServiceProxy proxy(client, server.address);

@@ -155,7 +155,7 @@ TEST_CASE("gate rule: the Poisson tail") {
   CHECK(PoissonUpperTail(12, 6.0) == Approx(0.0200919).epsilon(1e-4));
 }
 
-TEST_CASE("groups and keys: a pair key's allocation site; names without parameter lists") {
+TEST_CASE("groups and keys: a pair key's allocation site, names without parameter lists") {
   CHECK(GroupKeyOf("a -> b | alloc: X <- Y | free: Z") == "X <- Y");
   CHECK(GroupKeyOf("not a key") == "not a key");
   CHECK(KeyFunctionName("ns::C::Run(Flags const&) const") == "ns::C::Run");

@@ -321,7 +321,7 @@ TEST_CASE("gate: malformed baseline and suppression files are errors naming the 
   CHECK(error == "s.txt:1: 'reason:' without a 'pattern:' before it");
 }
 
-TEST_CASE("roles fold digit runs; unnamed threads are main or thread") {
+TEST_CASE("roles fold digit runs, unnamed threads are main or thread") {
   CHECK(FoldDigits("reactor-0") == "reactor-N");
   CHECK(FoldDigits("reactor-13") == "reactor-N");
   CHECK(FoldDigits("io2x33") == "ioNxN");
@@ -408,7 +408,7 @@ TEST_CASE("default skips see through return types and library allocation wrapper
   CHECK(sites->Get(0, trace, 1).key == "Server::Handle <- main");
 }
 
-TEST_CASE("text never cuts file:line; the function name gives way") {
+TEST_CASE("text never cuts file:line, the function name gives way") {
   Site site;
   SymbolFrame f;
   f.function = "very::long::name::space::Function<with, many, template, arguments>(int, long)";

@@ -267,7 +267,7 @@ TEST_CASE("addresses of different processes never pair") {
   CHECK(run.results[1].counts.paired == 0);
 }
 
-TEST_CASE("many threads and small chunks; the throttle keeps results exact") {
+TEST_CASE("many threads and small chunks, the throttle keeps results exact") {
   SyntheticTrace t(kPid);
   // Thread 100+k allocates objects that thread 100+(k+1)%4 frees, in rounds;
   // every round flushes, so chunks of different threads interleave.
