@@ -118,12 +118,6 @@ void RecordHandOff::Report() const {
                            ? static_cast<double>(stats_.plain_bytes) /
                                  static_cast<double>(stats_.bytes_written)
                            : 1.0;
-  fmt::print(stderr,
-             "crossfree record: hand-off: {} events in {} chunks ({} events in {} partly filled "
-             "chunk{} taken after the command ended), {} bytes written to {}, compression "
-             "{:.2f}x\n",
-             stats_.events, stats_.chunks, stats_.partial_events, stats_.partial_chunks,
-             stats_.partial_chunks == 1 ? "" : "s", stats_.bytes_written, path_, ratio);
   std::string lost;
   if (stats_.dropped_chunks > 0) {
     lost += fmt::format(
@@ -133,27 +127,32 @@ void RecordHandOff::Report() const {
   }
   if (stats_.damaged_chunks > 0) {
     lost += fmt::format("{}{} chunks damaged in shared memory (not written)",
-                        lost.empty() ? "" : "; ", stats_.damaged_chunks);
+                        lost.empty() ? "" : ", ", stats_.damaged_chunks);
   }
-  if (!stats_.error.empty()) lost += fmt::format("{}{}", lost.empty() ? "" : "; ", stats_.error);
-  if (lost.empty()) {
-    fmt::print(stderr, "crossfree record: hand-off: 0 events lost of those the command recorded\n");
-  } else {
-    fmt::print(stderr, "crossfree record: hand-off: not written: {}\n", lost);
-  }
+  if (!stats_.error.empty()) lost += fmt::format("{}{}", lost.empty() ? "" : ", ", stats_.error);
   if (stats_.out_of_order > 0) {
-    fmt::print(stderr,
-               "crossfree record: hand-off: {} chunks written after later ones (a seal that did "
-               "not finish within 1 s)\n",
-               stats_.out_of_order);
+    lost += fmt::format("{}{} chunks written after later ones (a seal that did not finish "
+                        "within 1 s)",
+                        lost.empty() ? "" : ", ", stats_.out_of_order);
   }
+  std::string usage_text;
   struct rusage usage;
   if (getrusage(RUSAGE_SELF, &usage) == 0) {
     const double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
                        static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-    fmt::print(stderr, "crossfree record: hand-off: record used {:.2f} s of CPU, peak RSS {} MiB\n",
-               cpu, (usage.ru_maxrss + 1023) / 1024);
+    usage_text = fmt::format("; record used {:.2f} s of CPU, peak RSS {} MiB", cpu,
+                             (usage.ru_maxrss + 1023) / 1024);
   }
+  // One line: the run's summary follows it.
+  fmt::print(stderr,
+             "crossfree record: hand-off: {} events in {} chunks ({} events in {} partly filled "
+             "chunk{} taken after the command ended), {} bytes written, compression {:.2f}x; "
+             "{}{}\n",
+             stats_.events, stats_.chunks, stats_.partial_events, stats_.partial_chunks,
+             stats_.partial_chunks == 1 ? "" : "s", stats_.bytes_written, ratio,
+             lost.empty() ? "0 events lost of those the command recorded"
+                          : "not written: " + lost,
+             usage_text);
 }
 
 }  // namespace crossfree::analyzer::cli
