@@ -135,13 +135,17 @@ void RecordHandOff::Report() const {
                         "within 1 s)",
                         lost.empty() ? "" : ", ", stats_.out_of_order);
   }
+  // User + system CPU: record's own (the drain included), and its reaped
+  // children's (the command and whatever it started).
+  auto seconds = [](const struct rusage& u) {
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  };
   std::string usage_text;
-  struct rusage usage;
-  if (getrusage(RUSAGE_SELF, &usage) == 0) {
-    const double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-                       static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-    usage_text = fmt::format("; record used {:.2f} s of CPU, peak RSS {} MiB", cpu,
-                             (usage.ru_maxrss + 1023) / 1024);
+  struct rusage self, children;
+  if (getrusage(RUSAGE_SELF, &self) == 0 && getrusage(RUSAGE_CHILDREN, &children) == 0) {
+    usage_text = fmt::format("; record used {:.2f} s of CPU, peak RSS {} MiB (the command: {:.2f} s)",
+                             seconds(self), (self.ru_maxrss + 1023) / 1024, seconds(children));
   }
   // One line: the run's summary follows it.
   fmt::print(stderr,
