@@ -292,6 +292,25 @@ TEST_CASE("handoff: when record falls behind, what it cannot take is dropped and
   CHECK(written + dropped == static_cast<long long>(kFloodEvents));
 }
 
+TEST_CASE("handoff: a command that damages the region gets its real chunks written, and a count",
+          "[handoff]") {
+  const std::string dir = MakeTempDir();
+  const std::string trace = dir + "/t";
+  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", TargetPath("tt_handoff"),
+                     "scribble"},
+                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB}, "");
+  INFO("stderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out.find("scribbled") != std::string::npos);
+  CHECK(r.err.find("not written: 5 chunks damaged in shared memory (not written)") !=
+        std::string::npos);
+  Trace t = LoadTrace(trace);
+  INFO("trace: " << t.error);
+  CHECK(t.complete);
+  auto fns = ParseFunctions(r.out);
+  CHECK(EventsFrom(t, fns["tt_handoff_futex"]).size() == 100);
+}
+
 TEST_CASE("handoff: the command never opens or writes the trace (strace)", "[handoff]") {
   const std::string dir = MakeTempDir();
   const std::string trace = dir + "/t";

@@ -22,15 +22,24 @@
 //                         (tt_handoff_flood: 200,000 events) and exits; the
 //                         main thread writes "flooded\n", waits for stdin to
 //                         end and returns.
+//   handoff_target scribble  makes 50 pairs (tt_handoff_futex: 100 events),
+//                         then damages `record`'s region the way a wild
+//                         pointer could: in five slots it does not use, three
+//                         sealed chunks that are not chunks (a length past the
+//                         slot, a bad magic, a bad checksum) and two partly
+//                         filled ones (a committed length past the slot, a
+//                         bad magic); then writes "scribbled" and returns.
 // Output goes through write(2) (no stdio buffer to allocate in between), after
 // the fn lines.
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <cstdio>
 
+#include "format/shm_channel.h"
 #include "target_util.h"
 
 extern "C" {
@@ -142,6 +151,49 @@ bool ReadByte() {
   }
 }
 
+// The region `record` passed (mapped by the tracer), from /proc/self/maps.
+uint8_t* FindRegion() {
+  FILE* maps = fopen("/proc/self/maps", "r");
+  if (maps == nullptr) return nullptr;
+  char line[512];
+  uint8_t* found = nullptr;
+  while (fgets(line, sizeof(line), maps) != nullptr) {
+    if (strstr(line, crossfree::format::shm::kMemfdName) == nullptr) continue;
+    found = reinterpret_cast<uint8_t*>(strtoull(line, nullptr, 16));
+    break;
+  }
+  fclose(maps);
+  return found;
+}
+
+int Scribble() {
+  namespace shm = crossfree::format::shm;
+  tt_handoff_futex(50);
+  uint8_t* base = FindRegion();
+  if (base == nullptr) return 3;
+  shm::Control* ctl = shm::ControlOf(base);
+  const uint32_t n = ctl->slot_count, bytes = ctl->slot_bytes;
+  auto fake = [&](uint32_t i, uint32_t state, uint32_t sealed, uint64_t committed,
+                  uint32_t magic) {
+    shm::SlotDesc* d = shm::DescOf(base, i);
+    uint8_t* buf = base + shm::SlotOffset(i, bytes);
+    memset(buf, 0x5a, 256);
+    memcpy(buf, &magic, 4);
+    d->sealed_bytes.store(sealed, std::memory_order_relaxed);
+    d->committed.store(committed, std::memory_order_relaxed);
+    d->ticket.store(0, std::memory_order_relaxed);
+    d->state.store(state, std::memory_order_release);
+  };
+  const uint32_t kMagic = 0x4b4e4843;  // "CHNK": a header that fails later checks
+  fake(n - 1, shm::kSealed, bytes + 4096, 0, kMagic);
+  fake(n - 2, shm::kSealed, 200, 0, 0xdeadbeef);
+  fake(n - 3, shm::kSealed, 200, 0, kMagic);
+  fake(n - 4, shm::kFilling, 0, shm::PackCommitted(bytes + 64, 3), kMagic);
+  fake(n - 5, shm::kFilling, 0, shm::PackCommitted(96, 2), 0xdeadbeef);
+  Say("scribbled\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -151,6 +203,7 @@ int main(int argc, char** argv) {
   TT_REPORT(tt_handoff_bulk);
   TT_REPORT(tt_handoff_flood);
   fflush(stdout);
+  if (argc > 1 && strcmp(argv[1], "scribble") == 0) return Scribble();
   const bool flood = argc > 1 && strcmp(argv[1], "flood") == 0;
   if (flood) {
     SayWithPid("ready");
