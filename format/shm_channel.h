@@ -8,10 +8,13 @@
 // rationale: docs/design.md, "The chunk hand-off".
 //
 // Ownership: `record` creates, sizes and initialises the region (Control's
-// first block) and is its only reader. Exactly one traced image attaches
-// (attached_pid, claimed by compare-and-swap): it lays out the slots and
-// publishes the file header, then owns every slot it moves from kFree to
-// kFilling until it seals it; `record` owns a slot from kSealed until it
+// first block) and is its only reader. One traced image at a time is
+// attached: the first claims attached_pid by compare-and-swap, lays out the
+// slots and publishes its file header; when it execs, it hands everything
+// over and sets exec_handoff, and the next image of the same pid takes the
+// region over (exec_handoff 1 -> 0) with a header of its own, which record
+// writes to a file of its own. The attached image owns every slot it moves
+// from kFree to kFilling until it seals it; `record` owns a slot from kSealed until it
 // stores kFree again. Every field the other side reads is an atomic or is
 // written before a release store the reader acquires. `record` treats
 // everything the tracer wrote as untrusted input (bounds, states, chunk
@@ -42,6 +45,9 @@ inline constexpr uint32_t kMaxSlots = 1024;
 inline constexpr size_t kSlotDescBytes = 64;
 inline constexpr size_t kDescOffset = kControlBytes + kFileHeaderAreaBytes;
 inline constexpr size_t kBuffersOffset = kDescOffset + kMaxSlots * kSlotDescBytes;
+// Images (the first and those it exec'd) record writes files for; a later
+// image writes its own file.
+inline constexpr uint32_t kMaxImages = 64;
 // A region must hold at least this many slots, or the tracer does not
 // attach (it writes its own file instead): fewer would make the threads
 // of any real program wait for each other's slots.
@@ -90,12 +96,22 @@ struct alignas(64) Control {
   // many chunks. Reported by record.
   alignas(64) std::atomic<uint64_t> dropped_events;
   std::atomic<uint64_t> dropped_chunks;
+  // Images after exec. generation: the attached image's number (0 the
+  // first), tagged on each slot it claims. headers_published: file headers
+  // the images put in the header area (the tracer's release store after the
+  // bytes); headers_taken: of those, written by record (release store once
+  // it has copied the area). An image publishes only when the two are equal,
+  // so the one header area is never overwritten unread.
+  alignas(64) std::atomic<uint32_t> generation;
+  std::atomic<uint32_t> exec_handoff;  // 1: the attached image is exec'ing, all handed over
+  std::atomic<uint32_t> headers_published;
+  std::atomic<uint32_t> headers_taken;
 };
 static_assert(sizeof(Control) <= kControlBytes);
 
 struct alignas(64) SlotDesc {
   std::atomic<uint32_t> state;  // SlotState
-  uint32_t reserved0;
+  uint32_t generation;          // the image that claimed it (Control::generation)
   // The open chunk's whole part: bytes (chunk header included) << 32 |
   // events, release-stored by the owner after every record. One word, so
   // a reader never sees the bytes of one record with the count of another.

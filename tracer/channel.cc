@@ -29,6 +29,8 @@ namespace {
 namespace shm = format::shm;
 
 void* g_base = nullptr;
+int g_fd = -1;
+uint32_t g_generation = 0;
 size_t g_bytes = 0;
 uint32_t g_slots = 0;
 uint32_t g_slot_bytes = 0;
@@ -76,6 +78,7 @@ int TryClaim() {
         d->state.compare_exchange_strong(expected, shm::kFilling, std::memory_order_acquire,
                                          std::memory_order_relaxed)) {
       d->committed.store(0, std::memory_order_relaxed);
+      d->generation = g_generation;
       return static_cast<int>(i);
     }
   }
@@ -105,24 +108,55 @@ bool Attach(int fd, size_t slot_bytes, uint32_t pid) {
   if (base == MAP_FAILED) return false;
   shm::Control* ctl = shm::ControlOf(base);
   const uint32_t slots = shm::SlotCount(bytes, static_cast<uint32_t>(slot_bytes));
-  uint32_t unclaimed = 0;
   if (ctl->magic != shm::kChannelMagic || ctl->version != shm::kChannelVersion ||
-      ctl->region_bytes != bytes || slots < shm::kMinSlots ||
-      !ctl->attached_pid.compare_exchange_strong(unclaimed, pid, std::memory_order_acq_rel)) {
+      ctl->region_bytes != bytes || slots < shm::kMinSlots) {
     munmap(base, bytes);
     return false;
   }
-  ctl->slot_count = slots;
-  ctl->slot_bytes = static_cast<uint32_t>(slot_bytes);
+  uint32_t attached = 0;
+  if (ctl->attached_pid.compare_exchange_strong(attached, pid, std::memory_order_acq_rel)) {
+    // The command's first image.
+    ctl->slot_count = slots;
+    ctl->slot_bytes = static_cast<uint32_t>(slot_bytes);
+    ctl->layout_ready.store(1, std::memory_order_release);
+    g_generation = 0;
+  } else if (attached == pid && ctl->slot_count == slots && ctl->slot_bytes == slot_bytes &&
+             ctl->exec_handoff.load(std::memory_order_acquire) == 1 &&
+             ctl->generation.load(std::memory_order_relaxed) + 1 < shm::kMaxImages) {
+    // A later image of the same process, after its predecessor handed
+    // everything over and exec'd: take the region over once record has
+    // written the predecessor's header (the header area is reused). At
+    // start-up, so a short wait is fine; record not keeping up within a
+    // second leaves this image to write its own file.
+    for (int i = 0; i < 1000 && ctl->headers_taken.load(std::memory_order_acquire) !=
+                                    ctl->headers_published.load(std::memory_order_acquire);
+         ++i) {
+      struct timespec ms = {0, 1'000'000};
+      syscall(SYS_nanosleep, &ms, nullptr);
+    }
+    uint32_t handoff = 1;
+    if (ctl->headers_taken.load(std::memory_order_acquire) !=
+            ctl->headers_published.load(std::memory_order_acquire) ||
+        !ctl->exec_handoff.compare_exchange_strong(handoff, 0, std::memory_order_acq_rel)) {
+      munmap(base, bytes);
+      return false;
+    }
+    g_generation = ctl->generation.load(std::memory_order_relaxed) + 1;
+    ctl->generation.store(g_generation, std::memory_order_release);
+  } else {
+    munmap(base, bytes);
+    return false;
+  }
   g_base = base;
   g_bytes = bytes;
   g_slots = slots;
   g_slot_bytes = static_cast<uint32_t>(slot_bytes);
   g_record_pid = ctl->record_pid;
   g_attached = true;
-  // The mapping keeps the region: the target's descriptor table goes back
-  // to what it would be without the tracer.
-  close(fd);
+  // Kept, close-on-exec, for this process's next image (BeforeExec lets it
+  // through exec): a child this image spawns never inherits it.
+  g_fd = fd;
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
   return true;
 }
 
@@ -131,7 +165,7 @@ bool PublishFileHeader(const uint8_t* header, size_t n) {
   __builtin_memcpy(shm::FileHeaderOf(g_base), header, n);
   shm::Control* ctl = Ctl();
   ctl->file_header_bytes = static_cast<uint32_t>(n);
-  ctl->layout_ready.store(1, std::memory_order_release);
+  ctl->headers_published.store(g_generation + 1, std::memory_order_release);
   ctl->seal_seq.fetch_add(1, std::memory_order_seq_cst);
   if (ctl->drain_waiting.load(std::memory_order_seq_cst) != 0) {
     Futex(&ctl->seal_seq, FUTEX_WAKE, 1, nullptr);
@@ -222,8 +256,23 @@ void MarkCleanExit() {
   if (g_attached) Ctl()->clean_exit.store(1, std::memory_order_release);
 }
 
+void BeforeExec() {
+  if (!g_attached) return;
+  fcntl(g_fd, F_SETFD, 0);
+  Ctl()->exec_handoff.store(1, std::memory_order_release);
+}
+
+void AfterFailedExec() {
+  if (!g_attached) return;
+  uint32_t handoff = 1;
+  Ctl()->exec_handoff.compare_exchange_strong(handoff, 0, std::memory_order_acq_rel);
+  fcntl(g_fd, F_SETFD, FD_CLOEXEC);
+}
+
 void DetachInForkChild() {
   if (!g_attached) return;
+  close(g_fd);
+  g_fd = -1;
   munmap(g_base, g_bytes);
   g_base = nullptr;
   g_attached = false;

@@ -24,10 +24,13 @@ namespace crossfree::tracer::channel {
 
 // Maps the region whose descriptor CROSSFREE_CHANNEL names, if it is a
 // `record` channel (a memfd named format::shm::kMemfdName, the right magic
-// and version, not yet claimed by another image) and holds at least
-// kMinSlots slots of slot_bytes; claims it for this image, lays out the
-// slots and closes the descriptor (the target keeps no descriptor of
-// ours). False leaves the file path in charge. fd < 0: not under record.
+// and version) that holds at least kMinSlots slots of slot_bytes, and
+// claims it for this image: the first image of the command lays out the
+// slots; a later image of the same pid (after exec) takes it over when its
+// predecessor handed everything over (BeforeExec) and record has written
+// that one's header. The descriptor stays open, close-on-exec (only
+// BeforeExec lets it through an exec of this process). False leaves the
+// file path in charge. fd < 0: not under record.
 bool Attach(int fd, size_t slot_bytes, uint32_t pid);
 
 // Whether this image hands its chunks to `record`. Read on every chunk.
@@ -63,8 +66,13 @@ void CountDropped(uint32_t events);
 bool RecordGone();
 // The clean end of the run: every chunk has been handed over.
 void MarkCleanExit();
+// exec: after the exit flush handed every chunk over, lets the region's
+// descriptor through the exec and offers the region to the next image;
+// AfterFailedExec takes both back (the exec returned, recording goes on).
+void BeforeExec();
+void AfterFailedExec();
 // Fork child: the region stays the parent's; the child forgets it (its
-// mapping is removed) and writes a file of its own.
+// mapping and descriptor are closed) and writes a file of its own.
 void DetachInForkChild();
 
 // How long a thread waits for a free slot before its chunk goes to its

@@ -314,12 +314,16 @@ bool PrepareExec() {
   if (g.phase.load(std::memory_order_acquire) != internal::kActive) return false;
   if (static_cast<uint32_t>(getpid()) != g.pid) return false;  // vfork child
   ShutdownRecorder();
-  return g.phase.load(std::memory_order_acquire) == internal::kStopped &&
-         !g.write_failed.load(std::memory_order_relaxed);
+  const bool flushed = g.phase.load(std::memory_order_acquire) == internal::kStopped &&
+                       !g.write_failed.load(std::memory_order_relaxed);
+  // Under record, the next image takes the hand-off over.
+  if (flushed) channel::BeforeExec();
+  return flushed;
 }
 
 void FailedExec() {
   GuardScope guard;
+  channel::AfterFailedExec();
   internal::ReopenStates();
   int expected = internal::kStopped;
   if (g.phase.compare_exchange_strong(expected, internal::kActive, std::memory_order_acq_rel)) {

@@ -93,8 +93,9 @@ ChunkChannel::~ChunkChannel() {
   if (fd_ >= 0) close(fd_);
 }
 
-void ChunkChannel::Start(int output_fd) {
+void ChunkChannel::Start(int output_fd, const std::string& path) {
   out_ = output_fd;
+  path_ = path;
   drain_ = std::thread([this] {
     // Signals are the owner thread's (it forwards them to the command).
     sigset_t all;
@@ -109,8 +110,8 @@ void ChunkChannel::DrainLoop() {
   for (;;) {
     const uint32_t seen = ctl->seal_seq.load(std::memory_order_acquire);
     const bool stop = __atomic_load_n(&stop_, __ATOMIC_ACQUIRE);
-    if (!header_written_) WriteHeaderIfReady();
-    const size_t written = header_written_ ? DrainSealed(/*final=*/false) : 0;
+    TakeHeaders();
+    const size_t written = !files_.empty() && !broken_ ? DrainSealed(/*final=*/false) : 0;
     if (stop) return;
     if (written > 0) continue;
     // Dekker with the tracer's Seal: it bumps seal_seq and then reads
@@ -126,38 +127,77 @@ void ChunkChannel::DrainLoop() {
   }
 }
 
-bool ChunkChannel::WriteHeaderIfReady() {
+void ChunkChannel::TakeHeaders() {
   shm::Control* ctl = shm::ControlOf(base_);
-  if (ctl->layout_ready.load(std::memory_order_acquire) == 0) return false;
-  stats_.attached = true;
-  // One snapshot of the layout: the target could change the fields later.
-  const uint32_t slots = ctl->slot_count;
-  const uint32_t slot_bytes = ctl->slot_bytes;
-  const uint32_t header_bytes = ctl->file_header_bytes;
-  if (slots == 0 || slots > shm::kMaxSlots || slot_bytes < format::kChunkHeaderBytes ||
-      slot_bytes > format::kMaxChunkBytes ||
-      shm::SlotOffset(slots, slot_bytes) > bytes_ || header_bytes > shm::kFileHeaderAreaBytes) {
-    stats_.error = "the traced process damaged the hand-off region's layout";
-    header_written_ = true;  // nothing more is read from it
-    slots_ = 0;
-    return false;
+  if (broken_) return;
+  if (!layout_checked_) {
+    if (ctl->layout_ready.load(std::memory_order_acquire) == 0) return;
+    layout_checked_ = true;
+    stats_.attached = true;
+    // One snapshot of the layout: the target could change the fields later.
+    const uint32_t slots = ctl->slot_count;
+    const uint32_t slot_bytes = ctl->slot_bytes;
+    if (slots == 0 || slots > shm::kMaxSlots || slot_bytes < format::kChunkHeaderBytes ||
+        slot_bytes > format::kMaxChunkBytes || shm::SlotOffset(slots, slot_bytes) > bytes_) {
+      stats_.error = "the traced process damaged the hand-off region's layout";
+      broken_ = true;
+      return;
+    }
+    slots_ = slots;
+    slot_bytes_ = slot_bytes;
   }
-  const uint8_t* header = shm::FileHeaderOf(base_);
-  std::vector<uint8_t> copy(header, header + header_bytes);
-  std::string error;
-  if (format::TraceReader::FromBytes(std::span<const uint8_t>(copy), "the handed-over header",
+  const uint32_t published = ctl->headers_published.load(std::memory_order_acquire);
+  while (files_.size() < published) {
+    const uint32_t header_bytes = ctl->file_header_bytes;
+    if (published > files_.size() + 1 || files_.size() >= shm::kMaxImages ||
+        header_bytes > shm::kFileHeaderAreaBytes) {
+      stats_.error = "the traced process damaged the hand-off region's file headers";
+      broken_ = true;
+      return;
+    }
+    const uint8_t* header = shm::FileHeaderOf(base_);
+    std::vector<uint8_t> copy(header, header + header_bytes);
+    std::string error;
+    if (format::TraceReader::FromBytes(std::span<const uint8_t>(copy), "the handed-over header",
                                       &error) == nullptr) {
-    stats_.error = fmt::format("the trace header the tracer handed over is damaged: {}", error);
-    header_written_ = true;
-    slots_ = 0;
-    return false;
+      stats_.error = fmt::format("the trace header the tracer handed over is damaged: {}", error);
+      broken_ = true;
+      return;
+    }
+    const int fd = files_.empty() ? out_ : OpenImageFile();
+    if (fd < 0) {
+      broken_ = true;
+      return;
+    }
+    files_.push_back(fd);
+    stats_.plain_bytes += copy.size();
+    Write(fd, copy.data(), copy.size());
+    // The next image may now reuse the header area.
+    ctl->headers_taken.store(static_cast<uint32_t>(files_.size()), std::memory_order_release);
   }
-  slots_ = slots;
-  slot_bytes_ = slot_bytes;
-  header_written_ = true;
-  stats_.plain_bytes += copy.size();
-  Write(copy.data(), copy.size());
-  return true;
+}
+
+int ChunkChannel::OpenImageFile() {
+  for (int n = 1; n < 1000; ++n) {
+    const std::string path = fmt::format("{}.{}", path_, n);
+    const int fd =
+        open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+      stats_.files.push_back(path);
+      return fd;
+    }
+    if (errno != EEXIST) {
+      stats_.error = fmt::format("cannot create {}: {}", path, std::strerror(errno));
+      return -1;
+    }
+  }
+  stats_.error = fmt::format("no free name {}.<n> for an exec'd image", path_);
+  return -1;
+}
+
+int ChunkChannel::FileOf(uint32_t slot) const {
+  const uint32_t generation = shm::DescOf(base_, slot)->generation;
+  return generation < files_.size() ? files_[generation] : -1;
 }
 
 size_t ChunkChannel::DrainSealed(bool final) {
@@ -183,10 +223,11 @@ size_t ChunkChannel::DrainSealed(bool final) {
     if (ticket < next_ticket_) ++stats_.out_of_order;
     shm::SlotDesc* d = shm::DescOf(base_, slot);
     const uint32_t n = d->sealed_bytes.load(std::memory_order_relaxed);
-    if (n > slot_bytes_) {
+    const int fd = FileOf(slot);
+    if (n > slot_bytes_ || fd < 0) {
       ++stats_.damaged_chunks;
     } else {
-      EmitValidated(shm::SlotOffset(slot, slot_bytes_) + static_cast<uint8_t*>(base_), n);
+      EmitValidated(fd, shm::SlotOffset(slot, slot_bytes_) + static_cast<uint8_t*>(base_), n);
     }
     FreeSlot(slot);
     next_ticket_ = std::max(next_ticket_, ticket + 1);
@@ -209,7 +250,7 @@ void ChunkChannel::FreeSlot(uint32_t slot) {
   d->state.store(shm::kFree, std::memory_order_release);
 }
 
-void ChunkChannel::EmitValidated(const uint8_t* data, size_t n) {
+void ChunkChannel::EmitValidated(int fd, const uint8_t* data, size_t n) {
   namespace wire = format::wire;
   bool ok = n >= format::kChunkHeaderBytes && wire::Load32(data + wire::kChkMagic) ==
                                                   format::kChunkMagic;
@@ -227,19 +268,19 @@ void ChunkChannel::EmitValidated(const uint8_t* data, size_t n) {
   stats_.events += wire::Load32(data + wire::kChkEvents);
   ++stats_.chunks;
   stats_.plain_bytes += n;
-  EmitChunk(data, n);
+  EmitChunk(fd, data, n);
 }
 
-void ChunkChannel::EmitChunk(const uint8_t* chunk, size_t n) {
+void ChunkChannel::EmitChunk(int fd, const uint8_t* chunk, size_t n) {
   // Trace format v2 (chunk compression) plugs in here: compress `chunk`
   // into a buffer of this object's and write that instead.
-  Write(chunk, n);
+  Write(fd, chunk, n);
 }
 
-void ChunkChannel::Write(const uint8_t* data, size_t n) {
+void ChunkChannel::Write(int fd, const uint8_t* data, size_t n) {
   if (!stats_.error.empty()) return;  // after a write error, only slots are freed
   while (n > 0) {
-    const ssize_t w = write(out_, data, n);
+    const ssize_t w = write(fd, data, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       stats_.error = fmt::format("writing the trace: {}", std::strerror(w < 0 ? errno : EIO));
@@ -258,7 +299,8 @@ void ChunkChannel::WritePartial(uint32_t slot) {
   const uint32_t n = shm::CommittedBytes(committed);
   const uint32_t events = shm::CommittedEvents(committed);
   if (n <= format::kChunkHeaderBytes) return;  // begun, no whole record yet
-  if (n > slot_bytes_) {
+  const int fd = FileOf(slot);
+  if (n > slot_bytes_ || fd < 0) {
     ++stats_.damaged_chunks;
     return;
   }
@@ -275,7 +317,7 @@ void ChunkChannel::WritePartial(uint32_t slot) {
   wire::Store32(chunk.data() + wire::kChkCrc,
                 format::Crc32c(chunk.data() + wire::kChkCrcStart, n - wire::kChkCrcStart));
   const uint64_t before = stats_.chunks;
-  EmitValidated(chunk.data(), chunk.size());
+  EmitValidated(fd, chunk.data(), chunk.size());
   if (stats_.chunks != before) {
     ++stats_.partial_chunks;
     stats_.partial_events += events;
@@ -289,8 +331,8 @@ ChunkChannel::Stats ChunkChannel::Finish() {
     drain_.join();
   }
   // The process that filled the region is gone: nothing changes it now.
-  if (!header_written_) WriteHeaderIfReady();
-  if (header_written_) {
+  TakeHeaders();
+  if (!files_.empty() && !broken_) {
     DrainSealed(/*final=*/true);
     for (uint32_t i = 0; i < slots_; ++i) {
       if (shm::DescOf(base_, i)->state.load(std::memory_order_acquire) == shm::kFilling) {
@@ -302,6 +344,8 @@ ChunkChannel::Stats ChunkChannel::Finish() {
   stats_.clean_exit = ctl->clean_exit.load(std::memory_order_acquire) != 0;
   stats_.dropped_events = ctl->dropped_events.load(std::memory_order_relaxed);
   stats_.dropped_chunks = ctl->dropped_chunks.load(std::memory_order_relaxed);
+  for (size_t i = 1; i < files_.size(); ++i) close(files_[i]);
+  files_.resize(files_.empty() ? 0 : 1);
   return stats_;
 }
 

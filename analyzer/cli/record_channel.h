@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace crossfree::analyzer::cli {
 
@@ -37,6 +38,9 @@ class ChunkChannel {
     uint64_t damaged_chunks = 0;  // failed validation: not written
     uint64_t out_of_order = 0;    // written after a later chunk (a seal that never finished)
     std::string error;            // a write error or a damaged region, if any
+    // The files written: the command's first image's, then one per image it
+    // exec'd that took the region over (PATH.<n>).
+    std::vector<std::string> files;
   };
 
   // A region of region_bytes (format::shm bounds), zero-filled, with its
@@ -51,10 +55,12 @@ class ChunkChannel {
   // clears that before exec and passes the number in CROSSFREE_CHANNEL).
   int fd() const { return fd_; }
 
-  // Starts draining into output_fd (owned by the caller, kept open until
-  // Finish returns): the file header once the tracer published it, then
-  // every sealed chunk in the order the tracer sealed them.
-  void Start(int output_fd);
+  // Starts draining into output_fd, the file at path (owned by the caller,
+  // kept open until Finish returns): the file header once the tracer
+  // published it, then every sealed chunk in the order the tracer sealed
+  // them. An image the command exec'd gets a file of its own, path.<n>
+  // (the first n free, as the tracer would pick), owned by this object.
+  void Start(int output_fd, const std::string& path);
 
   // Call once the process that attached has ended (it was reaped): writes
   // what is still sealed, then every partly filled slot up to its last
@@ -67,22 +73,30 @@ class ChunkChannel {
   // Writes the sealed slots in ticket order; with final, every one of
   // them (gaps no longer wait). Returns how many were written.
   size_t DrainSealed(bool final);
-  bool WriteHeaderIfReady();
+  // Checks the layout once, then writes every file header published and
+  // not yet taken (one per image), each to its file.
+  void TakeHeaders();
+  int OpenImageFile();
   void WritePartial(uint32_t slot);
-  // Validates the whole chunk in [data, data + n) and writes it.
-  void EmitValidated(const uint8_t* data, size_t n);
-  // The one place a finished chunk goes to the file (compression goes here).
-  void EmitChunk(const uint8_t* chunk, size_t n);
-  void Write(const uint8_t* data, size_t n);
+  // The file of the image that filled slot, or -1 (a damaged tag).
+  int FileOf(uint32_t slot) const;
+  // Validates the whole chunk in [data, data + n) and writes it to fd.
+  void EmitValidated(int fd, const uint8_t* data, size_t n);
+  // The one place a finished chunk goes to a file (compression goes here).
+  void EmitChunk(int fd, const uint8_t* chunk, size_t n);
+  void Write(int fd, const uint8_t* data, size_t n);
   void FreeSlot(uint32_t slot);
 
   int fd_ = -1;
   void* base_ = nullptr;
   size_t bytes_ = 0;
   int out_ = -1;
+  std::string path_;
+  std::vector<int> files_;  // per image (generation): out_, then the files opened here
   std::thread drain_;
   bool stop_ = false;  // the owner's request, read by the drain thread (atomic access)
-  bool header_written_ = false;
+  bool layout_checked_ = false;
+  bool broken_ = false;  // the region cannot be read any more (damaged, or no file)
   uint32_t slots_ = 0;
   uint32_t slot_bytes_ = 0;
   uint64_t next_ticket_ = 0;

@@ -85,7 +85,7 @@ void RecordHandOff::InParent(const std::string& path) {
   out_ = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   char go = '0';
   if (out_ >= 0) {
-    channel_->Start(out_);
+    channel_->Start(out_, path);
     go = '1';
   }
   // If the file cannot be made, the tracer writes its own and says why
@@ -150,10 +150,15 @@ void RecordHandOff::Report() const {
   // One line: the run's summary follows it.
   fmt::print(stderr,
              "crossfree record: hand-off: {} events in {} chunks ({} events in {} partly filled "
-             "chunk{} taken after the command ended), {} bytes written, compression {:.2f}x; "
+             "chunk{} taken after the command ended), {} bytes written{}, compression {:.2f}x; "
              "{}{}\n",
              stats_.events, stats_.chunks, stats_.partial_events, stats_.partial_chunks,
-             stats_.partial_chunks == 1 ? "" : "s", stats_.bytes_written, ratio,
+             stats_.partial_chunks == 1 ? "" : "s", stats_.bytes_written,
+             stats_.files.empty()
+                 ? std::string()
+                 : fmt::format(" (also for {} exec'd image{})", stats_.files.size(),
+                               stats_.files.size() == 1 ? "" : "s"),
+             ratio,
              lost.empty() ? "0 events lost of those the command recorded"
                           : "not written: " + lost,
              usage_text);

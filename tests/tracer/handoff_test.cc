@@ -119,12 +119,17 @@ int Reap(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// What /proc/PID/fd links to.
-std::vector<std::string> OpenFiles(int pid) {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+// What /proc/PID/fd links to, and whether each is close-on-exec.
+std::vector<std::pair<std::string, bool>> OpenFiles(int pid) {
+  std::vector<std::pair<std::string, bool>> out;
+  const std::string proc = "/proc/" + std::to_string(pid);
+  for (const auto& e : std::filesystem::directory_iterator(proc + "/fd")) {
     std::error_code ec;
-    out.push_back(std::filesystem::read_symlink(e.path(), ec).string());
+    const std::string info = ReadAll(proc + "/fdinfo/" + e.path().filename().string());
+    std::smatch m;
+    const bool cloexec = std::regex_search(info, m, std::regex("flags:\\s*([0-7]+)")) &&
+                         (std::stoul(m[1], nullptr, 8) & O_CLOEXEC) != 0;
+    out.emplace_back(std::filesystem::read_symlink(e.path(), ec).string(), cloexec);
   }
   return out;
 }
@@ -167,12 +172,12 @@ TEST_CASE("handoff: SIGKILL after every thread went idle loses none of the recor
                                  {std::string("CROSSFREE_FLUSH_MS=") + flush,
                                   "CROSSFREE_BUFFER_KB=16"});
       const int target = WaitForPid(b.out, "done");
-      // The command holds no descriptor of the trace, nor of the region
-      // (the tracer closed it after mapping it).
-      for (const std::string& file : OpenFiles(target)) {
+      // The command holds no descriptor of the trace; the region's is
+      // close-on-exec (kept for its own next image, never for a child).
+      for (const auto& [file, cloexec] : OpenFiles(target)) {
         INFO("open in the command: " << file);
         CHECK(file != trace);
-        CHECK(file.find("crossfree-channel") == std::string::npos);
+        if (file.find("crossfree-channel") != std::string::npos) CHECK(cloexec);
       }
       REQUIRE(kill(target, SIGKILL) == 0);
       const int code = Reap(b.pid);
@@ -200,6 +205,40 @@ TEST_CASE("handoff: SIGKILL after every thread went idle loses none of the recor
       }
     }
   }
+}
+
+TEST_CASE("handoff: an exec'd image takes the region over and keeps every event at SIGKILL",
+          "[handoff][sigkill]") {
+  // sh execs the target: the same process's second image, whose trace
+  // record writes to t.1.
+  const std::string dir = MakeTempDir();
+  const std::string trace = dir + "/t";
+  Background b = SpawnRecord(
+      dir, {"-o", trace, "--", "/bin/sh", "-c", "exec " + TargetPath("tt_handoff") + " idle"},
+      {"CROSSFREE_FLUSH_MS=0", "CROSSFREE_BUFFER_KB=16"});
+  const int target = WaitForPid(b.out, "done");
+  for (const auto& [file, cloexec] : OpenFiles(target)) {
+    INFO("open in the command: " << file);
+    CHECK(file.find(trace) == std::string::npos);
+  }
+  REQUIRE(kill(target, SIGKILL) == 0);
+  const int code = Reap(b.pid);
+  close(b.stdin_fd);
+  const std::string err = ReadAll(b.err);
+  INFO("record's stderr:\n" << err);
+  CHECK(code == 128 + SIGKILL);
+  CHECK(err.find("(also for 1 exec'd image)") != std::string::npos);
+  CHECK(err.find("; 0 events lost of those the command recorded") != std::string::npos);
+  CHECK(NumberBefore(err, "partly filled chunks") == 4);
+  Trace shell = LoadTrace(trace);
+  INFO("sh's trace: " << shell.error);
+  CHECK(shell.complete);
+  CHECK(shell.header.fields.pid == static_cast<uint32_t>(target));
+  Trace t = LoadTrace(trace + ".1");
+  INFO("trace: " << t.error);
+  CHECK(t.complete);
+  CHECK(t.header.fields.pid == static_cast<uint32_t>(target));
+  CheckIdleEvents(t, ReadAll(b.out));
 }
 
 TEST_CASE("handoff: a clean exit hands every chunk over, record seals nothing itself",
