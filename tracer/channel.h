@@ -4,8 +4,9 @@
 // Under `record` the threads' chunk buffers are slots of a shared-memory
 // region that `record` drains into the trace file, so the target makes no
 // file writes and `record` can still take every whole record of a killed
-// target. Without `record` (bare LD_PRELOAD), or in a fork child or an
-// exec'd image, nothing here is attached and the tracer writes its own file.
+// target. Without `record` (bare LD_PRELOAD), or in a fork child, nothing
+// here is attached and the tracer writes its own file. Images the
+// command's process execs take the region over in turn (Attach).
 //
 // Threading: Attach and DetachInForkChild run single-threaded (start-up,
 // the fork child). Everything else may be called by any thread at any

@@ -54,8 +54,9 @@
 //                            none (the target may use the signal).
 //   CROSSFREE_CHANNEL        Set by `crossfree record`: the descriptor of its
 //                            shared-memory region (format/shm_channel.h).
-//                            The main image hands its chunks over there
-//                            instead of writing the file (tracer/channel.h).
+//                            The command's process (first image and the
+//                            images it execs) hands its chunks over there
+//                            instead of writing a file (tracer/channel.h).
 //   CROSSFREE_CHANNEL_WAIT_MS How long a thread waits for `record` to free a
 //                            slot before its chunk goes to its private
 //                            buffer (handed over later, or counted as
