@@ -608,8 +608,9 @@ int RunRecord(const RecordArgs& args) {
   }
   int status = WaitForChild(pid, args.command[0]);
   g_child_pid = 0;
-  // Only the command's first image fills the region: once it is reaped,
-  // the rest is taken (its forks and later images write their own files).
+  // Only the command's process (its first image, then those it exec'd)
+  // fills the region: once it is reaped nothing writes it, and the rest is
+  // taken (its forks write their own files).
   if (handoff) handoff->Finish();
   if (int waited = WaitForDescendants(args.wait_children_s); waited > 0) {
     fmt::print(stderr, "crossfree record: waited for {} process{} the command left running\n",
