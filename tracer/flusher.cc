@@ -157,6 +157,14 @@ uint32_t FlushAllStates(uint64_t wait_budget_ns) {
   return BorrowAndFlush([](const ThreadState*) { return true; }, NowNs() + wait_budget_ns);
 }
 
+void FlushOthersForSlots() {
+  if (g.phase.load(std::memory_order_acquire) != kActive) return;
+  // Only states holding a slot; no waiting for busy owners (they hand
+  // their chunk over at its end, or release the slot at their exit).
+  BorrowAndFlush(
+      [](const ThreadState* it) { return it->slot.load(std::memory_order_relaxed) >= 0; }, 0);
+}
+
 void ReopenStates() {
   for (ThreadState* it = g.registry.load(std::memory_order_acquire); it != nullptr;
        it = it->next) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "format/trace_writer.h"
+#include "tracer/channel.h"
 #include "tracer/clock.h"
 #include "tracer/malloc_hook.h"
 #include "tracer/modules.h"
@@ -60,6 +61,8 @@ bool HasPidPattern(const char* tmpl) {
 // may already name a subreaper or init when the parent exits at once).
 uint32_t g_fork_parent = 0;
 
+bool PublishHeader(int fd, bool fork_child);
+
 bool OpenTrace(bool fork_child) {
   const bool owns_plain =
       !fork_child && (g.settings.main_pid == 0 || g.settings.main_pid == g.pid);
@@ -67,6 +70,9 @@ bool OpenTrace(bool fork_child) {
     MessageLine().Add("CROSSFREE_OUTPUT is too long; running untraced").Print();
     return false;
   }
+  // Under `crossfree record` the main image's file is record's to write
+  // (at this same path): the header goes to the channel.
+  if (channel::Attached()) return PublishHeader(-1, fork_child);
   // Owner-only, and never through a symlink someone placed at the path
   // (the truncate path would otherwise empty the file it points to).
   int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW;
@@ -95,6 +101,12 @@ bool OpenTrace(bool fork_child) {
         .Print();
     return false;
   }
+  return PublishHeader(fd, fork_child);
+}
+
+// Encodes the file header and writes it to fd, or hands it to record's
+// channel when fd is -1. Closes fd on failure.
+bool PublishHeader(int fd, bool fork_child) {
   format::HeaderFields fields;
   fields.pid = g.pid;
   fields.ppid = fork_child && g_fork_parent != 0 ? g_fork_parent
@@ -112,6 +124,11 @@ bool OpenTrace(bool fork_child) {
   uint8_t header[8192];
   const char* exe = MainExePath();
   size_t n = format::EncodeFileHeader(fields, exe, StrLen(exe), header, sizeof(header));
+  if (fd < 0) {
+    if (n != 0 && channel::PublishFileHeader(header, n)) return true;
+    MessageLine().Add("cannot hand the trace header to crossfree record; running untraced").Print();
+    return false;
+  }
   if (n == 0 || !WriteAll(fd, header, n)) {
     MessageLine()
         .Add("cannot write trace file '")
@@ -154,6 +171,7 @@ void AtForkChild() {
   GuardScope guard;
   int saved_errno = errno;
   internal::ResetStatesInForkChild();
+  channel::DetachInForkChild();
   // membarrier registration belongs to the address space: register the
   // child's own (the child is single-threaded here).
   internal::InitAsymmetricFence();
@@ -234,6 +252,12 @@ void InitRecorder() {
   g.key_ok = pthread_key_create(&g.key, internal::OnThreadExit) == 0;
   pthread_atfork(AtForkPrepare, nullptr, AtForkChild);
   g.malloc_hook = g.settings.malloc_hook && ProbeMallocHook();
+  // `crossfree record`'s hand-off: only for the image record started
+  // (exec'd images and fork children write files of their own).
+  channel::g_wait_ns = g.settings.channel_wait_ns;
+  if (g.settings.channel_fd >= 0 && g.settings.main_pid == g.pid) {
+    channel::Attach(g.settings.channel_fd, g.settings.buffer_bytes, g.pid);
+  }
   if (!OpenTrace(/*fork_child=*/false)) {
     g.phase.store(internal::kStopped, std::memory_order_release);
     __atomic_store_n(&g_started, 1, __ATOMIC_RELEASE);
@@ -286,6 +310,7 @@ void ShutdownRecorder() {
   // A skipped thread writes its chunk later, after these counts: then the
   // file has no totals and `crossfree record` decodes it instead.
   if (stats.threads_skipped == 0) internal::WriteTotals(stats);
+  channel::MarkCleanExit();
   if (g.settings.verbose) PrintSummary(stats);
   errno = saved_errno;
 }
@@ -294,12 +319,16 @@ bool PrepareExec() {
   if (g.phase.load(std::memory_order_acquire) != internal::kActive) return false;
   if (static_cast<uint32_t>(getpid()) != g.pid) return false;  // vfork child
   ShutdownRecorder();
-  return g.phase.load(std::memory_order_acquire) == internal::kStopped &&
-         !g.write_failed.load(std::memory_order_relaxed);
+  const bool flushed = g.phase.load(std::memory_order_acquire) == internal::kStopped &&
+                       !g.write_failed.load(std::memory_order_relaxed);
+  // Under record, the next image takes the hand-off over.
+  if (flushed) channel::BeforeExec();
+  return flushed;
 }
 
 void FailedExec() {
   GuardScope guard;
+  channel::AfterFailedExec();
   internal::ReopenStates();
   int expected = internal::kStopped;
   if (g.phase.compare_exchange_strong(expected, internal::kActive, std::memory_order_acq_rel)) {

@@ -47,6 +47,8 @@
 
 #include <new>
 
+#include "format/shm_channel.h"
+#include "tracer/channel.h"
 #include "tracer/modules.h"
 #include "tracer/owned_fds.h"
 #include "tracer/sampler.h"
@@ -141,16 +143,67 @@ ThreadState* Acquire() {
   return s;
 }
 
-void BeginChunk(ThreadState* s, uint64_t ts) {
+// Set while this thread seals other threads' chunks to free slots
+// (ClaimSlot): the chunks it seals there take no slot rescue of their own.
+__thread bool t_rescuing __attribute__((tls_model("initial-exec"))) = false;
+
+// Under record: a free slot, first without waiting; if none is free, the
+// other threads' open chunks are sealed (so record can free their slots)
+// and the thread waits up to CROSSFREE_CHANNEL_WAIT_MS. -1: none.
+int ClaimSlot(bool may_rescue) {
+  int slot = channel::Claim(/*wait=*/false);
+  if (slot >= 0) return slot;
+  if (may_rescue && !t_rescuing) {
+    t_rescuing = true;
+    FlushOthersForSlots();
+    t_rescuing = false;
+  }
+  return channel::Claim(/*wait=*/true);
+}
+
+// Points s's writer at the buffer its next chunk goes to: a slot of the
+// hand-off under record (the private buffer when none could be had: that
+// chunk is copied into a slot when it is sealed, or counted as dropped),
+// else the private buffer.
+void BindBuffer(ThreadState* s, bool may_rescue) {
+  int slot = s->slot.load(std::memory_order_relaxed);
+  if (channel::Attached() && slot < 0) {
+    slot = ClaimSlot(may_rescue);
+    s->slot.store(slot, std::memory_order_relaxed);
+  }
+  uint8_t* buf = s->private_buffer;
+  s->commit = &s->commit_sink;
+  if (slot >= 0) {
+    buf = channel::SlotBuffer(slot);
+    s->commit = channel::CommitWord(slot);
+  }
+  if (buf != s->buffer) {
+    s->buffer = buf;
+    new (&s->writer) format::ChunkWriter(buf, g.settings.buffer_bytes, Sampling());
+  }
+}
+
+void BeginChunk(ThreadState* s, uint64_t ts, bool may_rescue = false) {
+  BindBuffer(s, may_rescue);
   s->writer.Begin(s->tid, s->next_sequence++, ts);
   s->chunk_open = true;
   s->open_since_ns.store(ts != 0 ? ts : 1, std::memory_order_relaxed);
 }
 
+// The end of a whole record, for record to read if the owner never
+// finishes the chunk (SIGKILL): one release store per record, into the
+// state itself when there is no slot.
+inline void Publish(ThreadState* s) {
+  s->commit->store(format::shm::PackCommitted(static_cast<uint32_t>(s->writer.size()),
+                                              s->writer.event_count()),
+                   std::memory_order_release);
+}
+
 template <typename AppendFn>
 void AppendRecord(ThreadState* s, uint64_t ts, AppendFn&& append) {
-  if (!s->chunk_open) BeginChunk(s, ts);
+  if (!s->chunk_open) BeginChunk(s, ts, /*may_rescue=*/true);
   if (append(s->writer)) {
+    Publish(s);
     // Age bound: the chunk's first record is flush_ns old, write it now.
     const uint64_t since = s->open_since_ns.load(std::memory_order_relaxed);
     if (__builtin_expect(g.settings.flush_ns != 0 && ts > since &&
@@ -160,8 +213,9 @@ void AppendRecord(ThreadState* s, uint64_t ts, AppendFn&& append) {
     return;
   }
   FlushChunk(s);
-  BeginChunk(s, ts);
+  BeginChunk(s, ts, /*may_rescue=*/true);
   append(s->writer);  // an empty chunk holds any single record
+  Publish(s);
 }
 
 // Appends a thread-name record unless it is the name last recorded for
@@ -429,24 +483,77 @@ int TraceFd() {
   return -1;
 }
 
+namespace {
+
+// Under record: hands s's finished chunk (n bytes) over: seals its slot,
+// or copies it from the private buffer into a slot. False when it could
+// not (counted as dropped, or record is gone).
+bool HandOverChunk(ThreadState* s, size_t n, uint32_t events) {
+  const int slot = s->slot.load(std::memory_order_relaxed);
+  if (slot >= 0) {
+    s->slot.store(-1, std::memory_order_relaxed);
+    s->commit = &s->commit_sink;
+    channel::Seal(slot, n);
+    return true;
+  }
+  if (channel::HandOff(s->buffer, n)) return true;
+  if (channel::RecordGone()) {
+    if (!g.write_failed.exchange(true)) {
+      __atomic_store_n(&g_recording, 0, __ATOMIC_RELAXED);
+      g.phase.store(kStopped, std::memory_order_release);
+      MessageLine()
+          .Add("crossfree record is gone (it drains the trace); the rest of the run is not traced")
+          .Print();
+    }
+    return false;
+  }
+  channel::CountDropped(events);
+  static std::atomic<bool> reported{false};
+  if (!reported.exchange(true)) {
+    MessageLine()
+        .Add("crossfree record fell behind: no free buffer within CROSSFREE_CHANNEL_WAIT_MS; "
+             "chunks are dropped and counted (record reports them)")
+        .Print();
+  }
+  return false;
+}
+
+// An empty chunk's slot goes back unused.
+void ReleaseSlot(ThreadState* s) {
+  const int slot = s->slot.load(std::memory_order_relaxed);
+  if (slot < 0) return;
+  s->slot.store(-1, std::memory_order_relaxed);
+  s->commit = &s->commit_sink;
+  channel::Release(slot);
+}
+
+}  // namespace
+
 void FlushChunk(ThreadState* s) {
   if (Sampling()) AppendCounts(s);
   if (!s->chunk_open) return;
   s->chunk_open = false;
   s->open_since_ns.store(0, std::memory_order_relaxed);
-  if (s->writer.empty()) return;
+  if (s->writer.empty()) {
+    ReleaseSlot(s);
+    return;
+  }
   uint32_t events = s->writer.event_count();
   uint32_t allocs = s->writer.alloc_count();
   size_t n = s->writer.Finish();
   if (g.write_failed.load(std::memory_order_relaxed)) return;
-  WriteBegin(g.trace_writers);
-  const int fd = TraceFd();
-  const bool written = fd >= 0 && WriteAll(fd, s->buffer, n);
-  const int error = fd < 0 ? EBADF : errno;  // EBADF: closed by the program, the file gone
-  WriteEnd(g.trace_writers);
-  if (!written) {
-    ReportWriteFailure(error);
-    return;
+  if (channel::Attached()) {
+    if (!HandOverChunk(s, n, events)) return;
+  } else {
+    WriteBegin(g.trace_writers);
+    const int fd = TraceFd();
+    const bool written = fd >= 0 && WriteAll(fd, s->buffer, n);
+    const int error = fd < 0 ? EBADF : errno;  // EBADF: closed by the program, the file gone
+    WriteEnd(g.trace_writers);
+    if (!written) {
+      ReportWriteFailure(error);
+      return;
+    }
   }
   s->last_write_ns.store(NowNs(), std::memory_order_relaxed);
   s->events_written += events;
@@ -507,6 +614,10 @@ void ResetStatesInForkChild() {
   for (ThreadState* it = g.registry.load(std::memory_order_acquire); it != nullptr;
        it = it->next) {
     it->chunk_open = false;  // the parent writes these events to its own file
+    // A slot is the parent's (the region is shared): the child writes its
+    // own file from its private buffers.
+    it->slot.store(-1, std::memory_order_relaxed);
+    it->commit = &it->commit_sink;
     it->busy.store(0, std::memory_order_relaxed);
     it->closed.store(0, std::memory_order_relaxed);
     it->flush_token.store(0, std::memory_order_relaxed);
@@ -538,7 +649,9 @@ void ResetStatesInForkChild() {
 }
 
 void WriteTotals(const ExitStats& stats) {
-  if (g.fd < 0 || g.write_failed.load(std::memory_order_relaxed)) return;
+  if ((g.fd < 0 && !channel::Attached()) || g.write_failed.load(std::memory_order_relaxed)) {
+    return;
+  }
   format::TraceTotals totals;
   totals.events = stats.events;
   totals.allocs = stats.allocs;
@@ -551,6 +664,10 @@ void WriteTotals(const ExitStats& stats) {
                                                                  : t_next_sequence++;
   size_t n = format::EncodeTotalsChunk(totals, CurrentTid(), sequence, NowNs(), buf,
                                        sizeof(buf));
+  if (channel::Attached()) {
+    if (n != 0 && !channel::HandOff(buf, n)) channel::CountDropped(0);
+    return;
+  }
   if (n == 0) return;
   WriteBegin(g.trace_writers);
   const int fd = TraceFd();

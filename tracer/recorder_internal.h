@@ -36,7 +36,7 @@ enum Phase : int {
 // thread exits. The header and the chunk buffer share one mmap.
 struct ThreadState {
   ThreadState(uint8_t* buf, size_t capacity, bool sampled)
-      : writer(buf, capacity, /*reserve_counts=*/sampled), buffer(buf) {}
+      : writer(buf, capacity, /*reserve_counts=*/sampled), buffer(buf), private_buffer(buf) {}
 
   std::atomic<uint32_t> in_use{0};       // owned by a live thread
   std::atomic<uint32_t> busy{0};         // owner is inside Enter..Leave
@@ -74,7 +74,17 @@ struct ThreadState {
   const SampleCounts* counts = nullptr;
   uint64_t counts_written[3] = {};  // allocs, frees, dropped
   format::ChunkWriter writer;
-  uint8_t* buffer;
+  uint8_t* buffer;  // the open chunk's: private_buffer, or a slot of the hand-off
+  // Under `crossfree record` (channel.h): the slot the open chunk lives in
+  // (-1: none, the chunk is in private_buffer), and the word every record's
+  // end is published to (the slot's committed word, else commit_sink), so
+  // that record can take the whole records of a chunk its owner never
+  // finished. Changed only by whoever holds the state, at BeginChunk and
+  // FlushChunk.
+  std::atomic<int> slot{-1};  // read racily (relaxed) by FlushOthersForSlots
+  std::atomic<uint64_t>* commit = &commit_sink;
+  std::atomic<uint64_t> commit_sink{0};
+  uint8_t* private_buffer;  // this state's own mmap; without record, always `buffer`
   // Stack capture memo and interned-stack table (stacks.h); starts as the
   // mmap's zero bytes, stays valid for whichever thread takes the state.
   CaptureCache capture;
@@ -159,6 +169,10 @@ void FlushCurrentThreadChunk();
 void WriteTotals(const ExitStats& stats);
 // Fork child: drops every buffer (the parent flushes them to its file).
 void ResetStatesInForkChild();
+// Hand-off (channel.h): seals the open chunks of other threads that are
+// not inside a record, through the borrow hand-off, so that `record` can
+// free their slots. Called by a thread that found no free slot.
+void FlushOthersForSlots();
 // Exit: closes every state and writes every open chunk, waiting up to
 // wait_budget_ns in total for threads in the middle of a record.
 ExitStats CloseAndFlushAll(uint64_t wait_budget_ns);

@@ -111,6 +111,20 @@ void LoadSettings(Settings* s) {
       Invalid("CROSSFREE_TOGGLE_SIGNAL", v, "none");
     }
   }
+  if (const char* v = getenv("CROSSFREE_CHANNEL"); v != nullptr && *v != '\0') {
+    uint64_t fd;
+    // Not an error when it does not parse: the variable is record's, and
+    // channel::Attach checks the descriptor itself.
+    if (ParseDecimal(v, &fd) && fd < (1u << 30)) s->channel_fd = static_cast<int>(fd);
+  }
+  if (const char* v = getenv("CROSSFREE_CHANNEL_WAIT_MS"); v != nullptr && *v != '\0') {
+    uint64_t ms;
+    if (ParseDecimal(v, &ms) && ms <= 60000) {
+      s->channel_wait_ns = ms * 1'000'000;
+    } else {
+      Invalid("CROSSFREE_CHANNEL_WAIT_MS", v, "1000");
+    }
+  }
   s->malloc_hook = ReadBool("CROSSFREE_MALLOC_HOOK", true);
   s->verbose = ReadBool("CROSSFREE_VERBOSE", false);
   s->central = ReadBool("CROSSFREE_CENTRAL", true);

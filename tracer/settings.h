@@ -52,6 +52,15 @@
 //                            recording window. Recording then starts closed
 //                            (unless CROSSFREE_DELAY_MS opens it). Default:
 //                            none (the target may use the signal).
+//   CROSSFREE_CHANNEL        Set by `crossfree record`: the descriptor of its
+//                            shared-memory region (format/shm_channel.h).
+//                            The command's process (first image and the
+//                            images it execs) hands its chunks over there
+//                            instead of writing a file (tracer/channel.h).
+//   CROSSFREE_CHANNEL_WAIT_MS How long a thread waits for `record` to free a
+//                            slot before its chunk goes to its private
+//                            buffer (handed over later, or counted as
+//                            dropped). 0..60000. Default 1000.
 //   CROSSFREE_VERBOSE        1 prints a one-line summary per process at exit
 //                            (trace path, events, stacks). Default 0.
 //
@@ -86,6 +95,8 @@ struct Settings {
   uint64_t duration_ns = 0;    // 0: none
   uint64_t start_ns = 0;       // 0: the tracer's own start
   int toggle_signal = 0;       // 0: none
+  int channel_fd = -1;         // -1: not under `crossfree record`'s hand-off
+  uint64_t channel_wait_ns = 1'000'000'000;
 };
 
 inline constexpr uint64_t kMaxSamplePeriod = 1u << 30;

@@ -48,6 +48,7 @@
 #include <fmt/core.h>
 
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/record_handoff.h"
 #include "format/trace_reader.h"
 #include "format/toggle_signal.h"
 
@@ -542,6 +543,9 @@ int RunRecord(const RecordArgs& args) {
     restore_signals();
     return kExitUsage;
   }
+  // The command's chunks come back through shared memory and record writes
+  // the trace (record_handoff.h); null: the command writes its own.
+  std::unique_ptr<RecordHandOff> handoff = RecordHandOff::Prepare();
   std::fflush(stdout);
   std::fflush(stderr);
   // Processes the command leaves behind are reparented to us, not to init,
@@ -572,6 +576,7 @@ int RunRecord(const RecordArgs& args) {
     // The delay counts from here for the command and every image it
     // execs, not from each image's own start.
     setenv("CROSSFREE_START_NS", std::to_string(MonotonicNowNs()).c_str(), 1);
+    if (handoff) handoff->InChild();
     execvp(argv[0], argv.data());
     int err = errno;
     ssize_t ignored = write(exec_pipe[1], &err, sizeof(err));
@@ -579,6 +584,10 @@ int RunRecord(const RecordArgs& args) {
     _exit(err == ENOENT ? 127 : 126);
   }
   g_child_pid = pid;
+  if (handoff) {
+    handoff->InParent(named ? output_template
+                            : CurrentDir() + fmt::format("/crossfree.{}.trace", pid));
+  }
   close(exec_pipe[1]);
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);  // pending signals are forwarded now
   int exec_errno = 0;
@@ -591,6 +600,7 @@ int RunRecord(const RecordArgs& args) {
     while (waitpid(pid, &ignored_status, 0) < 0 && errno == EINTR) {
     }
     g_child_pid = 0;
+    if (handoff) handoff->Finish();
     restore_signals();
     fmt::print(stderr, "crossfree record: cannot run {}: {}\n", args.command[0],
                std::strerror(exec_errno));
@@ -598,11 +608,16 @@ int RunRecord(const RecordArgs& args) {
   }
   int status = WaitForChild(pid, args.command[0]);
   g_child_pid = 0;
+  // Only the command's process (its first image, then those it exec'd)
+  // fills the region: once it is reaped nothing writes it, and the rest is
+  // taken (its forks write their own files).
+  if (handoff) handoff->Finish();
   if (int waited = WaitForDescendants(args.wait_children_s); waited > 0) {
     fmt::print(stderr, "crossfree record: waited for {} process{} the command left running\n",
                waited, waited == 1 ? "" : "es");
   }
   restore_signals();
+  if (handoff) handoff->Report();
 
   // Find the run's traces: the main file, then every candidate whose header
   // names a process of this run as its parent, or the same pid (a later

@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: Apache-2.0
+// `crossfree record`'s side of the chunk hand-off (see record_channel.h).
+#include "analyzer/cli/record_channel.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "format/crc32c.h"
+#include "format/shm_channel.h"
+#include "format/trace_format.h"
+#include "format/trace_reader.h"
+#include "format/wire.h"
+
+namespace crossfree::analyzer::cli {
+namespace {
+
+namespace shm = format::shm;
+
+// How long the drain waits for a chunk sealed before others it already
+// sees (a seal between its ticket and its state store, normally a few
+// instructions) before it writes the later ones: bounds the harm of a
+// thread stopped mid-seal (by a signal handler that never returns).
+constexpr uint64_t kGapWaitNs = 1'000'000'000;
+
+uint64_t NowNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+long Futex(std::atomic<uint32_t>* word, int op, uint32_t value, const struct timespec* timeout) {
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
+}
+
+}  // namespace
+
+std::unique_ptr<ChunkChannel> ChunkChannel::Create(size_t region_bytes, std::string* error) {
+  if (region_bytes < shm::kBuffersOffset || region_bytes > shm::kMaxRegionBytes) {
+    *error = fmt::format("a hand-off region of {} bytes is out of range", region_bytes);
+    return nullptr;
+  }
+  std::unique_ptr<ChunkChannel> c(new ChunkChannel());
+  c->fd_ = memfd_create(shm::kMemfdName, MFD_CLOEXEC);
+  if (c->fd_ < 0) {
+    *error = fmt::format("memfd_create: {}", std::strerror(errno));
+    return nullptr;
+  }
+  if (ftruncate(c->fd_, static_cast<off_t>(region_bytes)) != 0) {
+    *error = fmt::format("sizing the hand-off region: {}", std::strerror(errno));
+    return nullptr;
+  }
+  void* base = mmap(nullptr, region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd_, 0);
+  if (base == MAP_FAILED) {
+    *error = fmt::format("mapping the hand-off region: {}", std::strerror(errno));
+    return nullptr;
+  }
+  c->base_ = base;
+  c->bytes_ = region_bytes;
+  shm::Control* ctl = shm::ControlOf(base);
+  ctl->magic = shm::kChannelMagic;
+  ctl->version = shm::kChannelVersion;
+  ctl->record_pid = static_cast<uint32_t>(getpid());
+  ctl->region_bytes = region_bytes;
+  return c;
+}
+
+ChunkChannel::~ChunkChannel() {
+  if (drain_.joinable()) {
+    __atomic_store_n(&stop_, true, __ATOMIC_RELEASE);
+    Futex(&shm::ControlOf(base_)->seal_seq, FUTEX_WAKE, INT_MAX, nullptr);
+    drain_.join();
+  }
+  if (base_ != nullptr) munmap(base_, bytes_);
+  if (fd_ >= 0) close(fd_);
+}
+
+void ChunkChannel::Start(int output_fd, const std::string& path) {
+  out_ = output_fd;
+  path_ = path;
+  drain_ = std::thread([this] {
+    // Signals are the owner thread's (it forwards them to the command).
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    DrainLoop();
+  });
+}
+
+void ChunkChannel::DrainLoop() {
+  shm::Control* ctl = shm::ControlOf(base_);
+  for (;;) {
+    const uint32_t seen = ctl->seal_seq.load(std::memory_order_acquire);
+    const bool stop = __atomic_load_n(&stop_, __ATOMIC_ACQUIRE);
+    TakeHeaders();
+    const size_t written = !files_.empty() && !broken_ ? DrainSealed(/*final=*/false) : 0;
+    if (stop) return;
+    if (written > 0) continue;
+    // Dekker with the tracer's Seal: it bumps seal_seq and then reads
+    // drain_waiting; we set drain_waiting and then re-read seal_seq.
+    ctl->drain_waiting.store(1, std::memory_order_seq_cst);
+    if (ctl->seal_seq.load(std::memory_order_seq_cst) == seen &&
+        !__atomic_load_n(&stop_, __ATOMIC_ACQUIRE)) {
+      // The timeout only re-checks a gap in the seal order (kGapWaitNs).
+      struct timespec slice = {0, 100'000'000};
+      Futex(&ctl->seal_seq, FUTEX_WAIT, seen, &slice);
+    }
+    ctl->drain_waiting.store(0, std::memory_order_relaxed);
+  }
+}
+
+void ChunkChannel::TakeHeaders() {
+  shm::Control* ctl = shm::ControlOf(base_);
+  if (broken_) return;
+  if (!layout_checked_) {
+    if (ctl->layout_ready.load(std::memory_order_acquire) == 0) return;
+    layout_checked_ = true;
+    stats_.attached = true;
+    // One snapshot of the layout: the target could change the fields later.
+    const uint32_t slots = ctl->slot_count;
+    const uint32_t slot_bytes = ctl->slot_bytes;
+    if (slots == 0 || slots > shm::kMaxSlots || slot_bytes < format::kChunkHeaderBytes ||
+        slot_bytes > format::kMaxChunkBytes || shm::SlotOffset(slots, slot_bytes) > bytes_) {
+      stats_.error = "the traced process damaged the hand-off region's layout";
+      broken_ = true;
+      return;
+    }
+    slots_ = slots;
+    slot_bytes_ = slot_bytes;
+  }
+  const uint32_t published = ctl->headers_published.load(std::memory_order_acquire);
+  while (files_.size() < published) {
+    const uint32_t header_bytes = ctl->file_header_bytes;
+    if (published > files_.size() + 1 || files_.size() >= shm::kMaxImages ||
+        header_bytes > shm::kFileHeaderAreaBytes) {
+      stats_.error = "the traced process damaged the hand-off region's file headers";
+      broken_ = true;
+      return;
+    }
+    const uint8_t* header = shm::FileHeaderOf(base_);
+    std::vector<uint8_t> copy(header, header + header_bytes);
+    std::string error;
+    if (format::TraceReader::FromBytes(std::span<const uint8_t>(copy), "the handed-over header",
+                                      &error) == nullptr) {
+      stats_.error = fmt::format("the trace header the tracer handed over is damaged: {}", error);
+      broken_ = true;
+      return;
+    }
+    const int fd = files_.empty() ? out_ : OpenImageFile();
+    if (fd < 0) {
+      broken_ = true;
+      return;
+    }
+    files_.push_back(fd);
+    stats_.plain_bytes += copy.size();
+    Write(fd, copy.data(), copy.size());
+    // The next image may now reuse the header area.
+    ctl->headers_taken.store(static_cast<uint32_t>(files_.size()), std::memory_order_release);
+  }
+}
+
+int ChunkChannel::OpenImageFile() {
+  for (int n = 1; n < 1000; ++n) {
+    const std::string path = fmt::format("{}.{}", path_, n);
+    const int fd =
+        open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+      stats_.files.push_back(path);
+      return fd;
+    }
+    if (errno != EEXIST) {
+      stats_.error = fmt::format("cannot create {}: {}", path, std::strerror(errno));
+      return -1;
+    }
+  }
+  stats_.error = fmt::format("no free name {}.<n> for an exec'd image", path_);
+  return -1;
+}
+
+int ChunkChannel::FileOf(uint32_t slot) const {
+  const uint32_t generation = shm::DescOf(base_, slot)->generation;
+  return generation < files_.size() ? files_[generation] : -1;
+}
+
+size_t ChunkChannel::DrainSealed(bool final) {
+  std::vector<std::pair<uint64_t, uint32_t>> sealed;  // (ticket, slot)
+  for (uint32_t i = 0; i < slots_; ++i) {
+    shm::SlotDesc* d = shm::DescOf(base_, i);
+    if (d->state.load(std::memory_order_acquire) == shm::kSealed) {
+      sealed.emplace_back(d->ticket.load(std::memory_order_relaxed), i);
+    }
+  }
+  std::sort(sealed.begin(), sealed.end());
+  size_t written = 0;
+  for (const auto& [ticket, slot] : sealed) {
+    if (!final && ticket > next_ticket_) {
+      // An earlier seal has not finished yet: its chunk may be a thread's
+      // predecessor of this one. Wait for it, but not for ever.
+      const uint64_t now = NowNs();
+      if (gap_since_ns_ == 0) gap_since_ns_ = now;
+      if (now - gap_since_ns_ < kGapWaitNs) break;
+      next_ticket_ = ticket;
+    }
+    gap_since_ns_ = 0;
+    if (ticket < next_ticket_) ++stats_.out_of_order;
+    shm::SlotDesc* d = shm::DescOf(base_, slot);
+    const uint32_t n = d->sealed_bytes.load(std::memory_order_relaxed);
+    const int fd = FileOf(slot);
+    if (n > slot_bytes_ || fd < 0) {
+      ++stats_.damaged_chunks;
+    } else {
+      EmitValidated(fd, shm::SlotOffset(slot, slot_bytes_) + static_cast<uint8_t*>(base_), n);
+    }
+    FreeSlot(slot);
+    next_ticket_ = std::max(next_ticket_, ticket + 1);
+    ++written;
+  }
+  if (written > 0) {
+    // One notification per batch for the threads waiting for a slot.
+    shm::Control* ctl = shm::ControlOf(base_);
+    ctl->freed_seq.fetch_add(1, std::memory_order_seq_cst);
+    if (ctl->tracer_waiting.load(std::memory_order_seq_cst) != 0) {
+      Futex(&ctl->freed_seq, FUTEX_WAKE, INT_MAX, nullptr);
+    }
+  }
+  return written;
+}
+
+void ChunkChannel::FreeSlot(uint32_t slot) {
+  shm::SlotDesc* d = shm::DescOf(base_, slot);
+  d->committed.store(0, std::memory_order_relaxed);
+  d->state.store(shm::kFree, std::memory_order_release);
+}
+
+void ChunkChannel::EmitValidated(int fd, const uint8_t* data, size_t n) {
+  namespace wire = format::wire;
+  bool ok = n >= format::kChunkHeaderBytes && wire::Load32(data + wire::kChkMagic) ==
+                                                  format::kChunkMagic;
+  if (ok) {
+    const uint32_t word = wire::Load32(data + wire::kChkLength);
+    const uint32_t payload = word & 0xffffff;
+    ok = wire::PackLength(payload) == word && format::kChunkHeaderBytes + payload == n &&
+         format::Crc32c(data + wire::kChkCrcStart, n - wire::kChkCrcStart) ==
+             wire::Load32(data + wire::kChkCrc);
+  }
+  if (!ok) {
+    ++stats_.damaged_chunks;
+    return;
+  }
+  stats_.events += wire::Load32(data + wire::kChkEvents);
+  ++stats_.chunks;
+  stats_.plain_bytes += n;
+  EmitChunk(fd, data, n);
+}
+
+void ChunkChannel::EmitChunk(int fd, const uint8_t* chunk, size_t n) {
+  // Trace format v2 (chunk compression) plugs in here: compress `chunk`
+  // into a buffer of this object's and write that instead.
+  Write(fd, chunk, n);
+}
+
+void ChunkChannel::Write(int fd, const uint8_t* data, size_t n) {
+  if (!stats_.error.empty()) return;  // after a write error, only slots are freed
+  while (n > 0) {
+    const ssize_t w = write(fd, data, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      stats_.error = fmt::format("writing the trace: {}", std::strerror(w < 0 ? errno : EIO));
+      return;
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+    stats_.bytes_written += static_cast<uint64_t>(w);
+  }
+}
+
+void ChunkChannel::WritePartial(uint32_t slot) {
+  namespace wire = format::wire;
+  shm::SlotDesc* d = shm::DescOf(base_, slot);
+  const uint64_t committed = d->committed.load(std::memory_order_acquire);
+  const uint32_t n = shm::CommittedBytes(committed);
+  const uint32_t events = shm::CommittedEvents(committed);
+  if (n <= format::kChunkHeaderBytes) return;  // begun, no whole record yet
+  const int fd = FileOf(slot);
+  if (n > slot_bytes_ || fd < 0) {
+    ++stats_.damaged_chunks;
+    return;
+  }
+  // The owner wrote the header at the chunk's start and never finished it:
+  // length, event count and checksum are set here, as ChunkWriter::Finish
+  // would have, over the whole records only.
+  std::vector<uint8_t> chunk(static_cast<const uint8_t*>(base_) +
+                                 shm::SlotOffset(slot, slot_bytes_),
+                             static_cast<const uint8_t*>(base_) +
+                                 shm::SlotOffset(slot, slot_bytes_) + n);
+  wire::Store32(chunk.data() + wire::kChkLength,
+                wire::PackLength(n - static_cast<uint32_t>(format::kChunkHeaderBytes)));
+  wire::Store32(chunk.data() + wire::kChkEvents, events);
+  wire::Store32(chunk.data() + wire::kChkCrc,
+                format::Crc32c(chunk.data() + wire::kChkCrcStart, n - wire::kChkCrcStart));
+  const uint64_t before = stats_.chunks;
+  EmitValidated(fd, chunk.data(), chunk.size());
+  if (stats_.chunks != before) {
+    ++stats_.partial_chunks;
+    stats_.partial_events += events;
+  }
+}
+
+ChunkChannel::Stats ChunkChannel::Finish() {
+  if (drain_.joinable()) {
+    __atomic_store_n(&stop_, true, __ATOMIC_RELEASE);
+    Futex(&shm::ControlOf(base_)->seal_seq, FUTEX_WAKE, INT_MAX, nullptr);
+    drain_.join();
+  }
+  // The process that filled the region is gone: nothing changes it now.
+  TakeHeaders();
+  if (!files_.empty() && !broken_) {
+    DrainSealed(/*final=*/true);
+    for (uint32_t i = 0; i < slots_; ++i) {
+      if (shm::DescOf(base_, i)->state.load(std::memory_order_acquire) == shm::kFilling) {
+        WritePartial(i);
+      }
+    }
+  }
+  shm::Control* ctl = shm::ControlOf(base_);
+  stats_.clean_exit = ctl->clean_exit.load(std::memory_order_acquire) != 0;
+  stats_.dropped_events = ctl->dropped_events.load(std::memory_order_relaxed);
+  stats_.dropped_chunks = ctl->dropped_chunks.load(std::memory_order_relaxed);
+  for (size_t i = 1; i < files_.size(); ++i) close(files_[i]);
+  files_.resize(files_.empty() ? 0 : 1);
+  return stats_;
+}
+
+}  // namespace crossfree::analyzer::cli

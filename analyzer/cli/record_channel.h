@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// `crossfree record`'s side of the chunk hand-off (format/shm_channel.h;
+// docs/design.md, "The chunk hand-off"): creates the shared-memory region
+// the traced command fills, and drains it into the trace file on a thread
+// of its own, so that the command makes no file writes; when the command
+// has ended (even by SIGKILL) it takes what is left, partly filled buffers
+// included, up to their last whole record.
+//
+// Threading: one owner thread (RunRecord) calls Create, Start and Finish
+// in that order; the drain thread Start makes is joined by Finish. Nothing
+// the traced process wrote into the region is trusted: every layout field
+// is bounds-checked and every chunk validated (header, length, CRC) before
+// it is written.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace crossfree::analyzer::cli {
+
+class ChunkChannel {
+ public:
+  struct Stats {
+    bool attached = false;    // the command's tracer took the region
+    bool clean_exit = false;  // and said it had handed everything over
+    uint64_t events = 0;      // in the chunks written
+    uint64_t chunks = 0;
+    uint64_t partial_chunks = 0;  // of chunks: sealed by record after the command ended
+    uint64_t partial_events = 0;  // of events
+    uint64_t plain_bytes = 0;     // header and chunks as the tracer made them
+    uint64_t bytes_written = 0;   // to the trace file
+    uint64_t dropped_events = 0;  // the tracer found no free slot in time (its count)
+    uint64_t dropped_chunks = 0;
+    uint64_t damaged_chunks = 0;  // failed validation: not written
+    uint64_t out_of_order = 0;    // written after a later chunk (a seal that never finished)
+    std::string error;            // a write error or a damaged region, if any
+    // The files written: the command's first image's, then one per image it
+    // exec'd that took the region over (PATH.<n>).
+    std::vector<std::string> files;
+  };
+
+  // A region of region_bytes (format::shm bounds), zero-filled, with its
+  // control block set up for a command started by this process. Null and
+  // *error on failure.
+  static std::unique_ptr<ChunkChannel> Create(size_t region_bytes, std::string* error);
+  ~ChunkChannel();
+  ChunkChannel(const ChunkChannel&) = delete;
+  ChunkChannel& operator=(const ChunkChannel&) = delete;
+
+  // The region's descriptor (close-on-exec; the command's child process
+  // clears that before exec and passes the number in CROSSFREE_CHANNEL).
+  int fd() const { return fd_; }
+
+  // Starts draining into output_fd, the file at path (owned by the caller,
+  // kept open until Finish returns): the file header once the tracer
+  // published it, then every sealed chunk in the order the tracer sealed
+  // them. An image the command exec'd gets a file of its own, path.<n>
+  // (the first n free, as the tracer would pick), owned by this object.
+  void Start(int output_fd, const std::string& path);
+
+  // Call once the process that attached has ended (it was reaped): writes
+  // what is still sealed, then every partly filled slot up to its last
+  // whole record, stops the drain thread and returns what was done.
+  Stats Finish();
+
+ private:
+  ChunkChannel() = default;
+  void DrainLoop();
+  // Writes the sealed slots in ticket order; with final, every one of
+  // them (gaps no longer wait). Returns how many were written.
+  size_t DrainSealed(bool final);
+  // Checks the layout once, then writes every file header published and
+  // not yet taken (one per image), each to its file.
+  void TakeHeaders();
+  int OpenImageFile();
+  void WritePartial(uint32_t slot);
+  // The file of the image that filled slot, or -1 (a damaged tag).
+  int FileOf(uint32_t slot) const;
+  // Validates the whole chunk in [data, data + n) and writes it to fd.
+  void EmitValidated(int fd, const uint8_t* data, size_t n);
+  // The one place a finished chunk goes to a file (compression goes here).
+  void EmitChunk(int fd, const uint8_t* chunk, size_t n);
+  void Write(int fd, const uint8_t* data, size_t n);
+  void FreeSlot(uint32_t slot);
+
+  int fd_ = -1;
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  int out_ = -1;
+  std::string path_;
+  std::vector<int> files_;  // per image (generation): out_, then the files opened here
+  std::thread drain_;
+  bool stop_ = false;  // the owner's request, read by the drain thread (atomic access)
+  bool layout_checked_ = false;
+  bool broken_ = false;  // the region cannot be read any more (damaged, or no file)
+  uint32_t slots_ = 0;
+  uint32_t slot_bytes_ = 0;
+  uint64_t next_ticket_ = 0;
+  uint64_t gap_since_ns_ = 0;
+  Stats stats_;
+};
+
+}  // namespace crossfree::analyzer::cli

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+// `crossfree record`: the chunk hand-off around the command's fork and exec
+// (see record_handoff.h).
+#include "analyzer/cli/record_handoff.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <fmt/core.h>
+
+#include "format/shm_channel.h"
+
+namespace crossfree::analyzer::cli {
+
+std::unique_ptr<RecordHandOff> RecordHandOff::Prepare() {
+  namespace shm = format::shm;
+  size_t region = shm::kDefaultRegionBytes;
+  if (const char* v = getenv("CROSSFREE_CHANNEL_KB"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long kb = std::strtoull(v, &end, 10);
+    const unsigned long long max_kb = (shm::kMaxRegionBytes - shm::kBuffersOffset) >> 10;
+    if (errno != 0 || end == v || *end != '\0' || kb > max_kb) {
+      fmt::print(stderr,
+                 "crossfree record: ignoring CROSSFREE_CHANNEL_KB='{}' (0..{}); using the "
+                 "default\n",
+                 v, max_kb);
+    } else if (kb == 0) {
+      return nullptr;
+    } else {
+      region = shm::kBuffersOffset + static_cast<size_t>(kb) * 1024;
+    }
+  }
+  std::unique_ptr<RecordHandOff> h(new RecordHandOff());
+  std::string error;
+  h->channel_ = ChunkChannel::Create(region, &error);
+  if (h->channel_ == nullptr || pipe2(h->go_, O_CLOEXEC) != 0) {
+    fmt::print(stderr,
+               "crossfree record: no hand-off ({}); the command writes its own trace\n",
+               h->channel_ == nullptr ? error : std::strerror(errno));
+    return nullptr;
+  }
+  return h;
+}
+
+RecordHandOff::~RecordHandOff() {
+  for (int fd : go_) {
+    if (fd >= 0) close(fd);
+  }
+  if (out_ >= 0) close(out_);
+}
+
+void RecordHandOff::InChild() {
+  close(go_[1]);
+  char go = '0';
+  ssize_t n;
+  while ((n = read(go_[0], &go, 1)) < 0 && errno == EINTR) {
+  }
+  close(go_[0]);
+  if (n == 1 && go == '1') {
+    // The one descriptor the command inherits from record; the tracer
+    // closes it once it has mapped the region.
+    fcntl(channel_->fd(), F_SETFD, 0);
+    setenv(format::shm::kChannelEnv, std::to_string(channel_->fd()).c_str(), 1);
+  } else {
+    unsetenv(format::shm::kChannelEnv);
+  }
+}
+
+void RecordHandOff::InParent(const std::string& path) {
+  close(go_[0]);
+  go_[0] = -1;
+  path_ = path;
+  // Truncated, not exclusive: a file left at this path (an earlier run
+  // whose command had the same pid) is this run's now. Never through a
+  // symlink placed at the path.
+  out_ = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  char go = '0';
+  if (out_ >= 0) {
+    channel_->Start(out_, path);
+    go = '1';
+  }
+  // If the file cannot be made, the tracer writes its own and says why
+  // (the summary then reports it as without the hand-off).
+  ssize_t ignored = write(go_[1], &go, 1);
+  (void)ignored;
+  close(go_[1]);
+  go_[1] = -1;
+}
+
+void RecordHandOff::Finish() {
+  if (finished_) return;
+  finished_ = true;
+  stats_ = channel_->Finish();
+  if (out_ >= 0) {
+    close(out_);
+    out_ = -1;
+    struct stat st;
+    // Nothing attached (a command that did not load the tracer, or failed
+    // to start): the empty file record made is not a trace.
+    if (!stats_.attached && stat(path_.c_str(), &st) == 0 && st.st_size == 0) {
+      unlink(path_.c_str());
+    }
+  }
+}
+
+void RecordHandOff::Report() const {
+  if (!stats_.attached) return;
+  const double ratio = stats_.bytes_written > 0
+                           ? static_cast<double>(stats_.plain_bytes) /
+                                 static_cast<double>(stats_.bytes_written)
+                           : 1.0;
+  std::string lost;
+  if (stats_.dropped_chunks > 0) {
+    lost += fmt::format(
+        "{} events in {} chunks dropped by the tracer (record fell behind: no free buffer "
+        "within CROSSFREE_CHANNEL_WAIT_MS)",
+        stats_.dropped_events, stats_.dropped_chunks);
+  }
+  if (stats_.damaged_chunks > 0) {
+    lost += fmt::format("{}{} chunks damaged in shared memory (not written)",
+                        lost.empty() ? "" : ", ", stats_.damaged_chunks);
+  }
+  if (!stats_.error.empty()) lost += fmt::format("{}{}", lost.empty() ? "" : ", ", stats_.error);
+  if (stats_.out_of_order > 0) {
+    lost += fmt::format("{}{} chunks written after later ones (a seal that did not finish "
+                        "within 1 s)",
+                        lost.empty() ? "" : ", ", stats_.out_of_order);
+  }
+  // User + system CPU: record's own (the drain included), and its reaped
+  // children's (the command and whatever it started).
+  auto seconds = [](const struct rusage& u) {
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  };
+  std::string usage_text;
+  struct rusage self, children;
+  if (getrusage(RUSAGE_SELF, &self) == 0 && getrusage(RUSAGE_CHILDREN, &children) == 0) {
+    usage_text = fmt::format("; record used {:.2f} s of CPU, peak RSS {} MiB (the command: {:.2f} s)",
+                             seconds(self), (self.ru_maxrss + 1023) / 1024, seconds(children));
+  }
+  // One line: the run's summary follows it.
+  fmt::print(stderr,
+             "crossfree record: hand-off: {} events in {} chunks ({} events in {} partly filled "
+             "chunk{} taken after the command ended), {} bytes written{}, compression {:.2f}x; "
+             "{}{}\n",
+             stats_.events, stats_.chunks, stats_.partial_events, stats_.partial_chunks,
+             stats_.partial_chunks == 1 ? "" : "s", stats_.bytes_written,
+             stats_.files.empty()
+                 ? std::string()
+                 : fmt::format(" (also for {} exec'd image{})", stats_.files.size(),
+                               stats_.files.size() == 1 ? "" : "s"),
+             ratio,
+             lost.empty() ? "0 events lost of those the command recorded"
+                          : "not written: " + lost,
+             usage_text);
+}
+
+}  // namespace crossfree::analyzer::cli

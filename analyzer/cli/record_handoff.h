@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// `crossfree record`: the chunk hand-off (record_channel.h) as the command's
+// start and end drive it. Before fork the region is made; the child waits
+// until record has created the trace file (so that no image of the command
+// can take that path first), then passes the region on in
+// CROSSFREE_CHANNEL; after the command is reaped the rest is written and
+// one report says what was done.
+//
+// Threading: RunRecord's thread only. Prepare runs before fork (record is
+// single-threaded then), InChild in the child between fork and exec,
+// InParent, Finish and Report in record after fork, in that order.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "analyzer/cli/record_channel.h"
+
+namespace crossfree::analyzer::cli {
+
+class RecordHandOff {
+ public:
+  // The region of CROSSFREE_CHANNEL_KB KiB of buffers (default 49152;
+  // 0 turns the hand-off off: the command writes its own trace, as under
+  // a bare LD_PRELOAD). Null when off, or after one line on stderr when
+  // the region cannot be made (then too the command writes its own trace).
+  static std::unique_ptr<RecordHandOff> Prepare();
+  ~RecordHandOff();
+  RecordHandOff(const RecordHandOff&) = delete;
+  RecordHandOff& operator=(const RecordHandOff&) = delete;
+
+  // Child, after fork: waits for InParent, then sets CROSSFREE_CHANNEL and
+  // keeps the region's descriptor across exec, or unsets it when record
+  // could not create the trace file.
+  void InChild();
+  // Record, after fork: creates (or truncates) the trace at path, starts
+  // the drain and lets the child go on.
+  void InParent(const std::string& path);
+  // After the command was reaped: the rest of the region written, the
+  // file closed (and removed when the command never attached: nothing
+  // was written to it).
+  void Finish();
+  // On stderr: what the hand-off wrote, what it could not get and why,
+  // and record's own CPU time and peak memory. Nothing when the command
+  // never attached.
+  void Report() const;
+
+ private:
+  RecordHandOff() = default;
+  std::unique_ptr<ChunkChannel> channel_;
+  int go_[2] = {-1, -1};  // record -> child: '1' use the region, '0' do not
+  int out_ = -1;
+  std::string path_;
+  bool finished_ = false;
+  ChunkChannel::Stats stats_;
+};
+
+}  // namespace crossfree::analyzer::cli

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: Apache-2.0
+// The chunk hand-off between the traced process and `crossfree record`: the
+// layout of the shared-memory region (a memfd) in which the tracer fills
+// its per-thread chunk buffers and from which `record` writes the trace
+// file. The one definition both sides use (tracer/channel.cc, the writer;
+// analyzer/cli/record_channel.cc, the reader). Not part of the trace
+// format: the file `record` writes is an ordinary trace. Design and
+// rationale: docs/design.md, "The chunk hand-off".
+//
+// Ownership: `record` creates, sizes and initialises the region (Control's
+// first block) and is its only reader. One traced image at a time is
+// attached: the first claims attached_pid by compare-and-swap, lays out the
+// slots and publishes its file header; when it execs, it hands everything
+// over and sets exec_handoff, and the next image of the same pid takes the
+// region over (exec_handoff 1 -> 0) with a header of its own, which record
+// writes to a file of its own. The attached image owns every slot it moves
+// from kFree to kFilling until it seals it; `record` owns a slot from kSealed until it
+// stores kFree again. Every field the other side reads is an atomic or is
+// written before a release store the reader acquires. `record` treats
+// everything the tracer wrote as untrusted input (bounds, states, chunk
+// checksums), since the traced program can scribble over the mapping.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace crossfree::format::shm {
+
+inline constexpr uint64_t kChannelMagic = 0x314e484346535243ull;  // "CRSFCHN1" in memory
+inline constexpr uint32_t kChannelVersion = 1;
+
+// The environment variable through which `record` passes the region's
+// descriptor to the command (decimal fd). The tracer accepts it only if
+// /proc/self/fd/<fd> names a memfd called kMemfdName.
+inline constexpr const char* kChannelEnv = "CROSSFREE_CHANNEL";
+inline constexpr const char* kMemfdName = "crossfree-channel";
+
+// Region: [Control, 4 KiB][file header area][kMaxSlots descriptors][slot
+// buffers, each slot_bytes, page aligned]. The slot count comes from the
+// region's size and the tracer's buffer size (CROSSFREE_BUFFER_KB).
+inline constexpr size_t kControlBytes = 4096;
+inline constexpr size_t kFileHeaderAreaBytes = 8192;  // exe path (4096) + fields fit
+inline constexpr uint32_t kMaxSlots = 1024;
+inline constexpr size_t kSlotDescBytes = 64;
+inline constexpr size_t kDescOffset = kControlBytes + kFileHeaderAreaBytes;
+inline constexpr size_t kBuffersOffset = kDescOffset + kMaxSlots * kSlotDescBytes;
+// Images (the first and those it exec'd) record writes files for; a later
+// image writes its own file.
+inline constexpr uint32_t kMaxImages = 64;
+// A region must hold at least this many slots, or the tracer does not
+// attach (it writes its own file instead): fewer would make the threads
+// of any real program wait for each other's slots.
+inline constexpr uint32_t kMinSlots = 2;
+// `record`'s default region: 48 MiB of buffers (384 slots of the default
+// 128 KiB). Pages are touched only as slots are used, lowest first.
+inline constexpr size_t kDefaultRegionBytes = kBuffersOffset + (size_t{48} << 20);
+inline constexpr size_t kMaxRegionBytes = kBuffersOffset + (size_t{64} << 20);
+
+enum SlotState : uint32_t {
+  kFree = 0,     // record's; the tracer may claim it (CAS to kFilling)
+  kFilling = 1,  // the tracer's: a thread's open chunk; committed says how much is whole
+  kSealed = 2,   // a finished chunk (header, length and CRC set); record's to write
+};
+
+struct alignas(64) Control {
+  // Written by `record` before the command starts.
+  uint64_t magic;
+  uint32_t version;
+  uint32_t record_pid;  // the tracer stops waiting for slots once this is not its parent
+  uint64_t region_bytes;
+  // The attaching tracer image: claimed 0 -> pid, then the layout, then
+  // layout_ready = 1 (release). Read by record after an acquire of it.
+  std::atomic<uint32_t> attached_pid;
+  std::atomic<uint32_t> layout_ready;
+  uint32_t slot_count;
+  uint32_t slot_bytes;
+  uint32_t file_header_bytes;  // the trace's file header, in the header area
+  uint32_t reserved0;
+  // Set by the tracer at its clean end (after its last chunk is sealed):
+  // a region whose image ended without it (killed, crashed) has partly
+  // filled slots that `record` seals itself.
+  std::atomic<uint32_t> clean_exit;
+  // Seal notifications: the tracer bumps seal_seq after each seal and
+  // wakes the drain (FUTEX_WAKE on seal_seq) only when drain_waiting is
+  // set, so a busy drain costs no system call per chunk.
+  alignas(64) std::atomic<uint32_t> seal_seq;
+  std::atomic<uint32_t> drain_waiting;
+  std::atomic<uint64_t> next_ticket;  // seal order: a thread's chunks keep theirs
+  // Free notifications, the other way: record bumps freed_seq after
+  // returning slots and wakes tracer threads waiting for one.
+  alignas(64) std::atomic<uint32_t> freed_seq;
+  std::atomic<uint32_t> tracer_waiting;
+  // Events the tracer recorded but could not hand over (no free slot
+  // within CROSSFREE_CHANNEL_WAIT_MS: record fell behind), and in how
+  // many chunks. Reported by record.
+  alignas(64) std::atomic<uint64_t> dropped_events;
+  std::atomic<uint64_t> dropped_chunks;
+  // Images after exec. generation: the attached image's number (0 the
+  // first), tagged on each slot it claims. headers_published: file headers
+  // the images put in the header area (the tracer's release store after the
+  // bytes); headers_taken: of those, written by record (release store once
+  // it has copied the area). An image publishes only when the two are equal,
+  // so the one header area is never overwritten unread.
+  alignas(64) std::atomic<uint32_t> generation;
+  std::atomic<uint32_t> exec_handoff;  // 1: the attached image is exec'ing, all handed over
+  std::atomic<uint32_t> headers_published;
+  std::atomic<uint32_t> headers_taken;
+};
+static_assert(sizeof(Control) <= kControlBytes);
+
+struct alignas(64) SlotDesc {
+  std::atomic<uint32_t> state;  // SlotState
+  uint32_t generation;          // the image that claimed it (Control::generation)
+  // The open chunk's whole part: bytes (chunk header included) << 32 |
+  // events, release-stored by the owner after every record. One word, so
+  // a reader never sees the bytes of one record with the count of another.
+  std::atomic<uint64_t> committed;
+  // Seal order (Control::next_ticket), set before state becomes kSealed.
+  std::atomic<uint64_t> ticket;
+  std::atomic<uint32_t> sealed_bytes;  // whole chunk, set before kSealed
+  uint32_t reserved1;
+};
+static_assert(sizeof(SlotDesc) == kSlotDescBytes);
+
+inline constexpr uint64_t PackCommitted(uint32_t bytes, uint32_t events) {
+  return (static_cast<uint64_t>(bytes) << 32) | events;
+}
+inline constexpr uint32_t CommittedBytes(uint64_t word) { return static_cast<uint32_t>(word >> 32); }
+inline constexpr uint32_t CommittedEvents(uint64_t word) { return static_cast<uint32_t>(word); }
+
+// Byte offset of slot i's buffer for a layout of slot_bytes per slot.
+inline constexpr size_t SlotOffset(uint32_t i, uint32_t slot_bytes) {
+  return kBuffersOffset + static_cast<size_t>(i) * slot_bytes;
+}
+
+// How many slots of slot_bytes a region of region_bytes holds (at most
+// kMaxSlots).
+inline constexpr uint32_t SlotCount(size_t region_bytes, uint32_t slot_bytes) {
+  if (slot_bytes == 0 || region_bytes <= kBuffersOffset) return 0;
+  const size_t n = (region_bytes - kBuffersOffset) / slot_bytes;
+  return n > kMaxSlots ? kMaxSlots : static_cast<uint32_t>(n);
+}
+
+inline Control* ControlOf(void* base) { return static_cast<Control*>(base); }
+inline SlotDesc* DescOf(void* base, uint32_t i) {
+  return reinterpret_cast<SlotDesc*>(static_cast<uint8_t*>(base) + kDescOffset +
+                                     static_cast<size_t>(i) * kSlotDescBytes);
+}
+inline uint8_t* FileHeaderOf(void* base) {
+  return static_cast<uint8_t*>(base) + kControlBytes;
+}
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free &&
+                  std::atomic<uint64_t>::is_always_lock_free,
+              "the region is shared between processes: its atomics must be address-free");
+
+}  // namespace crossfree::format::shm

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer test target for `crossfree record`'s chunk hand-off: threads that
+// record a known number of events and then go idle where the tracer never
+// writes on its own (a condition variable, a blocking read on a pipe).
+//
+//   handoff_target idle   the main thread allocates 250 blocks and frees
+//                         them (tt_handoff_main: 500 events); four threads
+//                         run: "hf-futex" 1,000 malloc/free pairs
+//                         (tt_handoff_futex: 2,000 events) then waits on a
+//                         condition variable nobody signals; "hf-read" 1,500
+//                         pairs (tt_handoff_read: 3,000 events) then reads a
+//                         pipe nobody writes; "hf-bulk" 60,000 pairs
+//                         (tt_handoff_bulk: 120,000 events, many chunks) then
+//                         waits on the condition variable. When all four have
+//                         done their work the main thread writes
+//                         "done <pid>\n" to stdout and reads stdin: the test
+//                         SIGKILLs it there. "idle exit": the same, but the
+//                         main thread returns from main when stdin ends
+//                         (process exit with the threads still blocked).
+//   handoff_target flood  writes "ready <pid>\n", waits for a byte on stdin,
+//                         then one thread "hf-flood" makes 100,000 pairs
+//                         (tt_handoff_flood: 200,000 events) and exits; the
+//                         main thread writes "flooded\n", waits for stdin to
+//                         end and returns.
+//   handoff_target scribble  makes 50 pairs (tt_handoff_futex: 100 events),
+//                         then damages `record`'s region the way a wild
+//                         pointer could: in five slots it does not use, three
+//                         sealed chunks that are not chunks (a length past the
+//                         slot, a bad magic, a bad checksum) and two partly
+//                         filled ones (a committed length past the slot, a
+//                         bad magic); then writes "scribbled" and returns.
+// Output goes through write(2) (no stdio buffer to allocate in between), after
+// the fn lines.
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "format/shm_channel.h"
+#include "target_util.h"
+
+extern "C" {
+
+TT_FN void tt_handoff_main(void** blocks, int n) {
+  for (int i = 0; i < n; ++i) blocks[i] = malloc(48 + i);
+  for (int i = 0; i < n; ++i) free(blocks[i]);
+}
+
+TT_FN void tt_handoff_futex(int pairs) {
+  for (int i = 0; i < pairs; ++i) {
+    void* p = malloc(32);
+    TtSink(p);
+    free(p);
+  }
+}
+
+TT_FN void tt_handoff_read(int pairs) {
+  for (int i = 0; i < pairs; ++i) {
+    void* p = malloc(80);
+    TtSink(p);
+    free(p);
+  }
+}
+
+TT_FN void tt_handoff_bulk(int pairs) {
+  for (int i = 0; i < pairs; ++i) {
+    void* p = malloc(16 + (i & 255));
+    TtSink(p);
+    free(p);
+  }
+}
+
+TT_FN void tt_handoff_flood(int pairs) {
+  for (int i = 0; i < pairs; ++i) {
+    void* p = malloc(24 + (i & 127));
+    TtSink(p);
+    free(p);
+  }
+}
+
+}  // extern "C"
+
+namespace {
+
+pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t g_never = PTHREAD_COND_INITIALIZER;  // nobody signals it
+pthread_barrier_t g_done;
+int g_idle_pipe[2];
+
+void Say(const char* text) {
+  ssize_t ignored = write(1, text, strlen(text));
+  (void)ignored;
+}
+
+void SayWithPid(const char* word) {
+  char line[64];
+  int n = snprintf(line, sizeof(line), "%s %d\n", word, static_cast<int>(getpid()));
+  ssize_t ignored = write(1, line, static_cast<size_t>(n));
+  (void)ignored;
+}
+
+void WaitForEver() {
+  pthread_mutex_lock(&g_mu);
+  for (;;) pthread_cond_wait(&g_never, &g_mu);
+}
+
+void* FutexThread(void*) {
+  pthread_setname_np(pthread_self(), "hf-futex");
+  tt_handoff_futex(1000);
+  pthread_barrier_wait(&g_done);
+  WaitForEver();
+  return nullptr;
+}
+
+void* ReadThread(void*) {
+  pthread_setname_np(pthread_self(), "hf-read");
+  tt_handoff_read(1500);
+  pthread_barrier_wait(&g_done);
+  char c;
+  for (;;) {
+    if (read(g_idle_pipe[0], &c, 1) <= 0) break;
+  }
+  WaitForEver();
+  return nullptr;
+}
+
+void* BulkThread(void*) {
+  pthread_setname_np(pthread_self(), "hf-bulk");
+  tt_handoff_bulk(60000);
+  pthread_barrier_wait(&g_done);
+  WaitForEver();
+  return nullptr;
+}
+
+void* FloodThread(void*) {
+  pthread_setname_np(pthread_self(), "hf-flood");
+  tt_handoff_flood(100000);
+  return nullptr;
+}
+
+// Reads stdin until a byte arrives (true) or it ends (false).
+bool ReadByte() {
+  char c;
+  for (;;) {
+    ssize_t n = read(0, &c, 1);
+    if (n == 1) return true;
+    if (n == 0) return false;
+  }
+}
+
+// The region `record` passed (mapped by the tracer), from /proc/self/maps.
+uint8_t* FindRegion() {
+  FILE* maps = fopen("/proc/self/maps", "r");
+  if (maps == nullptr) return nullptr;
+  char line[512];
+  uint8_t* found = nullptr;
+  while (fgets(line, sizeof(line), maps) != nullptr) {
+    if (strstr(line, crossfree::format::shm::kMemfdName) == nullptr) continue;
+    found = reinterpret_cast<uint8_t*>(strtoull(line, nullptr, 16));
+    break;
+  }
+  fclose(maps);
+  return found;
+}
+
+int Scribble() {
+  namespace shm = crossfree::format::shm;
+  tt_handoff_futex(50);
+  uint8_t* base = FindRegion();
+  if (base == nullptr) return 3;
+  shm::Control* ctl = shm::ControlOf(base);
+  const uint32_t n = ctl->slot_count, bytes = ctl->slot_bytes;
+  auto fake = [&](uint32_t i, uint32_t state, uint32_t sealed, uint64_t committed,
+                  uint32_t magic) {
+    shm::SlotDesc* d = shm::DescOf(base, i);
+    uint8_t* buf = base + shm::SlotOffset(i, bytes);
+    memset(buf, 0x5a, 256);
+    memcpy(buf, &magic, 4);
+    d->sealed_bytes.store(sealed, std::memory_order_relaxed);
+    d->committed.store(committed, std::memory_order_relaxed);
+    d->ticket.store(0, std::memory_order_relaxed);
+    d->state.store(state, std::memory_order_release);
+  };
+  const uint32_t kMagic = 0x4b4e4843;  // "CHNK": a header that fails later checks
+  fake(n - 1, shm::kSealed, bytes + 4096, 0, kMagic);
+  fake(n - 2, shm::kSealed, 200, 0, 0xdeadbeef);
+  fake(n - 3, shm::kSealed, 200, 0, kMagic);
+  fake(n - 4, shm::kFilling, 0, shm::PackCommitted(bytes + 64, 3), kMagic);
+  fake(n - 5, shm::kFilling, 0, shm::PackCommitted(96, 2), 0xdeadbeef);
+  Say("scribbled\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  TT_REPORT(tt_handoff_main);
+  TT_REPORT(tt_handoff_futex);
+  TT_REPORT(tt_handoff_read);
+  TT_REPORT(tt_handoff_bulk);
+  TT_REPORT(tt_handoff_flood);
+  fflush(stdout);
+  if (argc > 1 && strcmp(argv[1], "scribble") == 0) return Scribble();
+  const bool flood = argc > 1 && strcmp(argv[1], "flood") == 0;
+  if (flood) {
+    SayWithPid("ready");
+    if (!ReadByte()) return 1;
+    pthread_t t;
+    pthread_create(&t, nullptr, FloodThread, nullptr);
+    pthread_join(t, nullptr);
+    Say("flooded\n");
+    while (ReadByte()) {
+    }
+    return 0;
+  }
+  const bool exit_at_end = argc > 2 && strcmp(argv[2], "exit") == 0;
+  static void* blocks[250];
+  tt_handoff_main(blocks, 250);
+  if (pipe(g_idle_pipe) != 0) return 1;
+  pthread_barrier_init(&g_done, nullptr, 4);
+  pthread_t t[3];
+  pthread_create(&t[0], nullptr, FutexThread, nullptr);
+  pthread_create(&t[1], nullptr, ReadThread, nullptr);
+  pthread_create(&t[2], nullptr, BulkThread, nullptr);
+  pthread_barrier_wait(&g_done);
+  SayWithPid("done");
+  while (ReadByte()) {
+  }
+  if (exit_at_end) return 0;
+  for (;;) pause();
+}

@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer: the traced process's side of the chunk hand-off (see channel.h).
+// Slots are claimed by a scan from the lowest index (compare-and-swap
+// kFree -> kFilling), so a run touches only as many pages of the region as
+// it has slots in use at once, and the scan costs one cache line per slot
+// once per chunk (about 18,000 events on the deep workload).
+#include "tracer/channel.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+
+#include "format/shm_channel.h"
+#include "tracer/clock.h"
+#include "tracer/owned_fds.h"
+#include "tracer/sys.h"
+
+namespace crossfree::tracer::channel {
+
+bool g_attached = false;
+uint64_t g_wait_ns = 1'000'000'000;
+
+namespace {
+
+namespace shm = format::shm;
+
+void* g_base = nullptr;
+int g_fd = -1;
+uint32_t g_generation = 0;
+size_t g_bytes = 0;
+uint32_t g_slots = 0;
+uint32_t g_slot_bytes = 0;
+uint32_t g_record_pid = 0;
+// After a wait for a slot timed out: the free count `record` had then.
+// Until it moves, later chunks do not wait again (one stall, not one per
+// chunk, while `record` cannot keep up).
+std::atomic<uint32_t> g_stalled_at{0};
+std::atomic<bool> g_stalled{false};
+std::atomic<bool> g_record_gone{false};
+
+shm::Control* Ctl() { return shm::ControlOf(g_base); }
+
+long Futex(std::atomic<uint32_t>* word, int op, uint32_t value, const struct timespec* timeout) {
+  // Shared (not FUTEX_PRIVATE_FLAG): the other side is another process.
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
+}
+
+// True if /proc/self/fd/<fd> is a memfd of ours ("/memfd:<name> (deleted)").
+bool IsChannelMemfd(int fd) {
+  char path[64] = "/proc/self/fd/";
+  size_t n = StrLen(path);
+  n += FormatDecimal(static_cast<uint64_t>(fd), path + n);
+  path[n] = '\0';
+  char target[128];
+  long len = syscall(SYS_readlink, path, target, sizeof(target) - 1);
+  if (len <= 0) return false;
+  target[len] = '\0';
+  const char* prefix = "/memfd:";
+  size_t i = 0;
+  for (; prefix[i] != '\0'; ++i) {
+    if (target[i] != prefix[i]) return false;
+  }
+  for (size_t j = 0; shm::kMemfdName[j] != '\0'; ++j) {
+    if (target[i + j] != shm::kMemfdName[j]) return false;
+  }
+  return true;
+}
+
+int TryClaim() {
+  for (uint32_t i = 0; i < g_slots; ++i) {
+    shm::SlotDesc* d = shm::DescOf(g_base, i);
+    uint32_t expected = shm::kFree;
+    if (d->state.load(std::memory_order_relaxed) == shm::kFree &&
+        d->state.compare_exchange_strong(expected, shm::kFilling, std::memory_order_acquire,
+                                         std::memory_order_relaxed)) {
+      d->committed.store(0, std::memory_order_relaxed);
+      d->generation = g_generation;
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+// record is this image's parent (it forked and exec'd the command); once
+// it is not, it died and nobody drains the region.
+bool CheckRecordGone() {
+  if (g_record_gone.load(std::memory_order_relaxed)) return true;
+  if (static_cast<uint32_t>(getppid()) == g_record_pid) return false;
+  g_record_gone.store(true, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace
+
+bool Attach(int fd, size_t slot_bytes, uint32_t pid) {
+  if (fd < 0 || !IsChannelMemfd(fd)) return false;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(shm::kBuffersOffset) ||
+      static_cast<uint64_t>(st.st_size) > shm::kMaxRegionBytes) {
+    return false;
+  }
+  const size_t bytes = static_cast<size_t>(st.st_size);
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) return false;
+  shm::Control* ctl = shm::ControlOf(base);
+  const uint32_t slots = shm::SlotCount(bytes, static_cast<uint32_t>(slot_bytes));
+  if (ctl->magic != shm::kChannelMagic || ctl->version != shm::kChannelVersion ||
+      ctl->region_bytes != bytes || slots < shm::kMinSlots) {
+    munmap(base, bytes);
+    return false;
+  }
+  uint32_t attached = 0;
+  if (ctl->attached_pid.compare_exchange_strong(attached, pid, std::memory_order_acq_rel)) {
+    // The command's first image.
+    ctl->slot_count = slots;
+    ctl->slot_bytes = static_cast<uint32_t>(slot_bytes);
+    ctl->layout_ready.store(1, std::memory_order_release);
+    g_generation = 0;
+  } else if (attached == pid && ctl->slot_count == slots && ctl->slot_bytes == slot_bytes &&
+             ctl->exec_handoff.load(std::memory_order_acquire) == 1 &&
+             ctl->generation.load(std::memory_order_relaxed) + 1 < shm::kMaxImages) {
+    // A later image of the same process, after its predecessor handed
+    // everything over and exec'd: take the region over once record has
+    // written the predecessor's header (the header area is reused). At
+    // start-up, so a short wait is fine; record not keeping up within a
+    // second leaves this image to write its own file.
+    for (int i = 0; i < 1000 && ctl->headers_taken.load(std::memory_order_acquire) !=
+                                    ctl->headers_published.load(std::memory_order_acquire);
+         ++i) {
+      struct timespec ms = {0, 1'000'000};
+      syscall(SYS_nanosleep, &ms, nullptr);
+    }
+    uint32_t handoff = 1;
+    if (ctl->headers_taken.load(std::memory_order_acquire) !=
+            ctl->headers_published.load(std::memory_order_acquire) ||
+        !ctl->exec_handoff.compare_exchange_strong(handoff, 0, std::memory_order_acq_rel)) {
+      munmap(base, bytes);
+      return false;
+    }
+    g_generation = ctl->generation.load(std::memory_order_relaxed) + 1;
+    ctl->generation.store(g_generation, std::memory_order_release);
+  } else {
+    munmap(base, bytes);
+    return false;
+  }
+  g_base = base;
+  g_bytes = bytes;
+  g_slots = slots;
+  g_slot_bytes = static_cast<uint32_t>(slot_bytes);
+  g_record_pid = ctl->record_pid;
+  g_attached = true;
+  // Kept, close-on-exec, for this process's next image (BeforeExec lets it
+  // through exec): a child this image spawns never inherits it.
+  g_fd = fd;
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  OwnFd(&g_fd, nullptr);  // out of the program's close() and dup2() (owned_fds.h)
+  return true;
+}
+
+bool PublishFileHeader(const uint8_t* header, size_t n) {
+  if (!g_attached || n > shm::kFileHeaderAreaBytes) return false;
+  __builtin_memcpy(shm::FileHeaderOf(g_base), header, n);
+  shm::Control* ctl = Ctl();
+  ctl->file_header_bytes = static_cast<uint32_t>(n);
+  ctl->headers_published.store(g_generation + 1, std::memory_order_release);
+  ctl->seal_seq.fetch_add(1, std::memory_order_seq_cst);
+  if (ctl->drain_waiting.load(std::memory_order_seq_cst) != 0) {
+    Futex(&ctl->seal_seq, FUTEX_WAKE, 1, nullptr);
+  }
+  return true;
+}
+
+int Claim(bool wait) {
+  int slot = TryClaim();
+  if (slot >= 0 || !wait || g_wait_ns == 0) return slot;
+  shm::Control* ctl = Ctl();
+  uint32_t seen = ctl->freed_seq.load(std::memory_order_acquire);
+  if (g_stalled.load(std::memory_order_relaxed) &&
+      g_stalled_at.load(std::memory_order_relaxed) == seen) {
+    return -1;  // the last wait timed out and record has freed nothing since
+  }
+  const uint64_t deadline = NowNs() + g_wait_ns;
+  for (;;) {
+    if (CheckRecordGone()) return -1;
+    ctl->tracer_waiting.fetch_add(1, std::memory_order_seq_cst);
+    if (ctl->freed_seq.load(std::memory_order_seq_cst) == seen) {
+      // Slices of 10 ms: the deadline and record's death are checked
+      // between them.
+      struct timespec slice = {0, 10'000'000};
+      Futex(&ctl->freed_seq, FUTEX_WAIT, seen, &slice);
+    }
+    ctl->tracer_waiting.fetch_sub(1, std::memory_order_relaxed);
+    seen = ctl->freed_seq.load(std::memory_order_acquire);
+    slot = TryClaim();
+    if (slot >= 0) {
+      g_stalled.store(false, std::memory_order_relaxed);
+      return slot;
+    }
+    if (NowNs() >= deadline) {
+      g_stalled_at.store(seen, std::memory_order_relaxed);
+      g_stalled.store(true, std::memory_order_relaxed);
+      return -1;
+    }
+  }
+}
+
+uint8_t* SlotBuffer(int slot) {
+  return static_cast<uint8_t*>(g_base) + shm::SlotOffset(static_cast<uint32_t>(slot), g_slot_bytes);
+}
+
+std::atomic<uint64_t>* CommitWord(int slot) {
+  return &shm::DescOf(g_base, static_cast<uint32_t>(slot))->committed;
+}
+
+void Seal(int slot, size_t bytes) {
+  shm::Control* ctl = Ctl();
+  shm::SlotDesc* d = shm::DescOf(g_base, static_cast<uint32_t>(slot));
+  d->sealed_bytes.store(static_cast<uint32_t>(bytes), std::memory_order_relaxed);
+  d->ticket.store(ctl->next_ticket.fetch_add(1, std::memory_order_relaxed),
+                  std::memory_order_relaxed);
+  d->state.store(shm::kSealed, std::memory_order_release);
+  // Dekker with the drain: it sets drain_waiting and then re-reads
+  // seal_seq before sleeping, so one of the two sees the other.
+  ctl->seal_seq.fetch_add(1, std::memory_order_seq_cst);
+  if (ctl->drain_waiting.load(std::memory_order_seq_cst) != 0) {
+    Futex(&ctl->seal_seq, FUTEX_WAKE, 1, nullptr);
+  }
+}
+
+void Release(int slot) {
+  shm::SlotDesc* d = shm::DescOf(g_base, static_cast<uint32_t>(slot));
+  d->committed.store(0, std::memory_order_relaxed);
+  d->state.store(shm::kFree, std::memory_order_release);
+}
+
+bool HandOff(const uint8_t* chunk, size_t bytes) {
+  if (bytes > g_slot_bytes) return false;
+  const int slot = Claim(/*wait=*/true);
+  if (slot < 0) return false;
+  __builtin_memcpy(SlotBuffer(slot), chunk, bytes);
+  Seal(slot, bytes);
+  return true;
+}
+
+void CountDropped(uint32_t events) {
+  Ctl()->dropped_events.fetch_add(events, std::memory_order_relaxed);
+  Ctl()->dropped_chunks.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool RecordGone() { return g_attached && CheckRecordGone(); }
+
+void MarkCleanExit() {
+  if (g_attached) Ctl()->clean_exit.store(1, std::memory_order_release);
+}
+
+void BeforeExec() {
+  if (!g_attached) return;
+  fcntl(g_fd, F_SETFD, 0);
+  Ctl()->exec_handoff.store(1, std::memory_order_release);
+}
+
+void AfterFailedExec() {
+  if (!g_attached) return;
+  uint32_t handoff = 1;
+  Ctl()->exec_handoff.compare_exchange_strong(handoff, 0, std::memory_order_acq_rel);
+  fcntl(g_fd, F_SETFD, FD_CLOEXEC);
+}
+
+void DetachInForkChild() {
+  if (!g_attached) return;
+  DisownFd(g_fd);
+  close(g_fd);
+  g_fd = -1;
+  munmap(g_base, g_bytes);
+  g_base = nullptr;
+  g_attached = false;
+  g_slots = 0;
+  g_stalled.store(false, std::memory_order_relaxed);
+  g_record_gone.store(false, std::memory_order_relaxed);
+}
+
+}  // namespace crossfree::tracer::channel
