@@ -60,6 +60,13 @@ if(NOT JEMALLOC_FOUND)
   crossfree_missing("jemalloc" "libjemalloc-dev")
 endif()
 
+# Compressed trace chunks (format/chunk_codec.cc).
+find_path(ZSTD_INCLUDE_DIR zstd.h)
+find_library(ZSTD_LIBRARY zstd)
+if(NOT ZSTD_INCLUDE_DIR OR NOT ZSTD_LIBRARY)
+  crossfree_missing("zstd" "libzstd-dev")
+endif()
+
 find_path(LIBEV_INCLUDE_DIR ev.h)
 find_library(LIBEV_LIBRARY ev)
 if(NOT LIBEV_INCLUDE_DIR OR NOT LIBEV_LIBRARY)

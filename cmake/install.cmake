@@ -69,5 +69,7 @@ set(CPACK_PACKAGE_CONTACT "crossfree maintainers <crossfree@localhost>")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# The static trace reader (crossfree::format) needs -lzstd in consumers.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libzstd-dev")
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 include(CPack)

@@ -26,9 +26,18 @@ namespace crossfree::format {
 
 inline constexpr char kFileMagic[8] = {'C', 'R', 'S', 'F', 'T', 'R', 'C', '\n'};
 inline constexpr uint32_t kChunkMagic = 0x4b4e4843;  // "CHNK" in file order
-// The only version this code writes. Version handling lives in
-// trace_reader.cc (CheckVersion); nothing else may branch on it.
-inline constexpr uint32_t kFormatVersion = 1;
+// A compressed chunk (docs/trace-format.md 5.1): the records of one plain
+// chunk, split into lanes and compressed with zstd (format/chunk_codec.h).
+inline constexpr uint32_t kCompressedChunkMagic = 0x5a4e4843;  // "CHNZ" in file order
+// The version this code writes. It reads kOldestFormatVersion and later.
+// Version handling lives in trace_reader.cc (CheckVersion); nothing else may
+// branch on it.
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kOldestFormatVersion = 1;
+
+// The CPU of an event when the tracer could not read it (no rseq), and the
+// per-chunk cpu state before the chunk's first cpu record.
+inline constexpr uint32_t kUnknownCpu = 0xFFFFFFFF;
 
 // Which clock the timestamps come from (file header field).
 enum class Clock : uint8_t {
@@ -78,6 +87,7 @@ enum RecordTag : uint8_t {
   kTagThreadName = 0x02,   // zigzag ts delta, varint len, bytes
   kTagModule = 0x03,       // see ModuleView
   kTagThreadExit = 0x04,   // zigzag ts delta
+  kTagCpu = 0x05,          // varint cpu: the CPU of the chunk's following events (version 2)
   // Events: ts delta, stack word (id << 1 | size present), address delta,
   // [size]. A free's size is the sized-delete size, 0 when unknown.
   kTagAllocBase = 0x10,    // | AllocFn, address delta in bytes
@@ -156,7 +166,9 @@ inline constexpr uint32_t kMaxStackDepth = 256;
 // Bytes of the fixed chunk header that precedes every payload.
 inline constexpr size_t kChunkHeaderBytes = 32;
 // A chunk never exceeds this (payload included); larger lengths are corrupt.
+// It also bounds a compressed chunk's plain record stream (its raw length).
 inline constexpr size_t kMaxChunkBytes = 16u << 20;
+inline constexpr size_t kMaxRawPayloadBytes = kMaxChunkBytes - kChunkHeaderBytes;
 
 // One PT_LOAD segment of a module, as mapped in the traced process.
 struct ModuleSegment {

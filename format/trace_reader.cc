@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "format/chunk_codec.h"
 #include "format/crc32c.h"
 #include "format/trace_writer.h"
 #include "format/wire.h"
@@ -45,20 +46,30 @@ bool ParseTotalsChunk(std::span<const uint8_t> tail, TraceTotals* totals) {
 
 namespace {
 
+// The checksum of the whole chunk [b, b + total) as its header's crc field
+// should read: a compressed chunk's covers its magic too (trace-format.md 5).
+uint32_t ChunkCrc(const uint8_t* b, size_t total) {
+  uint32_t crc = 0;
+  if (wire::Load32(b + wire::kChkMagic) == kCompressedChunkMagic) crc = Crc32c(b, 4);
+  return Crc32c(b + wire::kChkCrcStart, total - wire::kChkCrcStart, crc);
+}
+
 std::string Hex(uint64_t v) {
   char buf[24];
   int n = snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
   return std::string(buf, n);
 }
 
-// Every decision that depends on the format version is made here. Version 1
-// is the only one so far; a later version that only adds header fields or
-// extension records keeps this reader working (see docs/trace-format.md).
+// Every decision that depends on the format version is made here. Version 2
+// only added the cpu record and compressed chunks, which a version 1 writer
+// never wrote, so one decoder reads both; a later version that only adds
+// header fields or extension records keeps this reader working (see
+// docs/trace-format.md 8).
 bool CheckVersion(uint32_t version, const std::string& name, std::string* error) {
-  if (version == kFormatVersion) return true;
+  if (version >= kOldestFormatVersion && version <= kFormatVersion) return true;
   *error = name + ": trace format version " + std::to_string(version) +
-           " is not supported (this crossfree reads version " +
-           std::to_string(kFormatVersion) + ")";
+           " is not supported (this crossfree reads versions " +
+           std::to_string(kOldestFormatVersion) + " and " + std::to_string(kFormatVersion) + ")";
   return false;
 }
 
@@ -112,7 +123,7 @@ bool ParseHeader(std::span<const uint8_t> bytes, const std::string& name, FileHe
     *error = name + ": corrupt trace header (unknown unwinder " + std::to_string(unwinder) + ")";
     return false;
   }
-  header->version = kFormatVersion;
+  header->version = wire::Load32(b + wire::kHdrVersion);
   HeaderFields& f = header->fields;
   f.pid = wire::Load32(b + wire::kHdrPid);
   f.ppid = wire::Load32(b + wire::kHdrPpid);
@@ -254,9 +265,12 @@ ReadResult TraceReader::NextChunk(Chunk* chunk) {
   }
   const uint8_t* b = head.data();
   // A partial chunk magic at the end is a truncation; anything else is not.
-  uint8_t magic[4];
+  // Both kinds share their first three bytes, "CHN".
+  uint8_t magic[4], zmagic[4];
   wire::Store32(magic, kChunkMagic);
-  if (memcmp(b, magic, left < 4 ? left : 4) != 0) {
+  wire::Store32(zmagic, kCompressedChunkMagic);
+  const size_t magic_len = left < 4 ? left : 4;
+  if (memcmp(b, magic, magic_len) != 0 && memcmp(b, zmagic, magic_len) != 0) {
     return fail(ReadResult::kCorrupt, "corrupt chunk at offset " + std::to_string(offset_) +
                                           " (bad chunk magic)");
   }
@@ -283,10 +297,18 @@ ReadResult TraceReader::NextChunk(Chunk* chunk) {
                                               std::to_string(size) + " bytes)");
       }
       b = whole.data();
-      uint32_t crc = Crc32c(b + wire::kChkCrcStart, total - wire::kChkCrcStart);
+      uint32_t crc = ChunkCrc(b, total);
       if (crc != wire::Load32(b + wire::kChkCrc)) {
         return fail(ReadResult::kCorrupt, "corrupt chunk at offset " + std::to_string(offset_) +
                                               " (checksum mismatch)");
+      }
+      const bool compressed = wire::Load32(b + wire::kChkMagic) == kCompressedChunkMagic;
+      uint32_t raw = payload;
+      std::string what;
+      if (compressed &&
+          !CheckCompressedPayload(whole.subspan(kChunkHeaderBytes, payload), &raw, &what)) {
+        return fail(ReadResult::kCorrupt,
+                    "corrupt chunk at offset " + std::to_string(offset_) + " (" + what + ")");
       }
       uint64_t id = uint64_t{wire::Load32(b + wire::kChkTid)} << 32 |
                     wire::Load32(b + wire::kChkSequence);
@@ -305,6 +327,8 @@ ReadResult TraceReader::NextChunk(Chunk* chunk) {
       chunk->base_timestamp_ns = wire::Load64(b + wire::kChkBaseTs);
       chunk->payload_bytes = payload;
       chunk->crc = crc;
+      chunk->compressed = compressed;
+      chunk->raw_bytes = raw;
       chunk->payload = whole.subspan(kChunkHeaderBytes, payload);
       offset_ += total;
       return ReadResult::kChunk;
@@ -336,8 +360,7 @@ bool TraceReader::LoadPayload(const Chunk& chunk, std::vector<uint8_t>* buffer, 
     return false;
   }
   const uint8_t* b = buffer->data();
-  if (static_cast<size_t>(r) < total ||
-      Crc32c(b + wire::kChkCrcStart, total - wire::kChkCrcStart) != chunk.crc ||
+  if (static_cast<size_t>(r) < total || ChunkCrc(b, total) != chunk.crc ||
       wire::Load32(b + wire::kChkCrc) != chunk.crc) {
     *error = name_ + ": file changed while being read (chunk at offset " +
              std::to_string(chunk.file_offset) + ")";
@@ -351,16 +374,31 @@ namespace {
 
 class Decoder {
  public:
-  Decoder(const Chunk& chunk, RecordVisitor& visitor, std::string* error)
-      : chunk_(chunk), visitor_(visitor), error_(error) {}
+  // lanes: a compressed chunk's decompressed lanes (docs/trace-format.md
+  // 5.1), null for a plain chunk, whose records are chunk.payload.
+  Decoder(const Chunk& chunk, RecordVisitor& visitor, std::string* error,
+          const ChunkLanes* lanes)
+      : chunk_(chunk), visitor_(visitor), error_(error), lanes_(lanes) {}
 
   bool Run();
 
  private:
   bool Fail(const uint8_t* at, const char* what, uint64_t value = 0, bool show = false) {
     Flush();  // the records before the malformed one are delivered
-    uint64_t offset = chunk_.file_offset + kChunkHeaderBytes + (at - chunk_.payload.data());
-    *error_ = "corrupt record at offset " + std::to_string(offset) + " (" + what;
+    if (lanes_ != nullptr) {
+      // Where the record is in the plain stream: the bytes of every lane
+      // consumed before it (field cursors move only past whole events).
+      uint64_t at_raw = static_cast<uint64_t>(at - lanes_->lane[0].data());
+      for (size_t i = 1; i < wire::kLanes; ++i) {
+        at_raw += static_cast<uint64_t>(field_[i] - lanes_->lane[i].data());
+      }
+      *error_ = "corrupt record in compressed chunk at offset " +
+                std::to_string(chunk_.file_offset) + " (byte " + std::to_string(at_raw) +
+                " of its records: " + what;
+    } else {
+      uint64_t offset = chunk_.file_offset + kChunkHeaderBytes + (at - chunk_.payload.data());
+      *error_ = "corrupt record at offset " + std::to_string(offset) + " (" + what;
+    }
     if (show) *error_ += " " + std::to_string(value);
     *error_ += ")";
     return false;
@@ -454,6 +492,10 @@ class Decoder {
   const Chunk& chunk_;
   RecordVisitor& visitor_;
   std::string* error_;
+  const ChunkLanes* lanes_;
+  // Lanes 1-4: where the next event's field is, and where the lane ends.
+  const uint8_t* field_[wire::kLanes] = {};
+  const uint8_t* field_end_[wire::kLanes] = {};
   const uint8_t* p_ = nullptr;
   const uint8_t* end_ = nullptr;
   uint64_t frames_[kMaxStackDepth];
@@ -545,11 +587,21 @@ const uint8_t* GetEventFields(const uint8_t* p, const uint8_t* end, EventFields*
 }
 
 bool Decoder::Run() {
-  p_ = chunk_.payload.data();
-  end_ = p_ + chunk_.payload.size();
+  if (lanes_ != nullptr) {
+    p_ = lanes_->lane[0].data();
+    end_ = p_ + lanes_->lane[0].size();
+    for (size_t i = 1; i < wire::kLanes; ++i) {
+      field_[i] = lanes_->lane[i].data();
+      field_end_[i] = field_[i] + lanes_->lane[i].size();
+    }
+  } else {
+    p_ = chunk_.payload.data();
+    end_ = p_ + chunk_.payload.size();
+  }
   uint64_t prev_ts = chunk_.base_timestamp_ns;
   uint64_t prev_addr = 0;
   uint64_t events = 0;
+  uint32_t cpu = kUnknownCpu;
   memset(sites_, 0, sizeof(sites_));
   Event ev{};
   ev.tid = chunk_.tid;
@@ -567,8 +619,32 @@ bool Decoder::Run() {
                     fn, true);
       }
       EventFields f;
-      p_ = GetEventFields(p_, end_, &f);
-      if (p_ == nullptr) return Fail(start, "truncated event");
+      if (lanes_ == nullptr) {
+        p_ = GetEventFields(p_, end_, &f);
+        if (p_ == nullptr) return Fail(start, "truncated event");
+      } else {
+        // The fields from their lanes, read without a bounds check each
+        // (ChunkLanes: padding follows every lane), then checked against
+        // the lanes' ends at once. The cursors move only once all are read,
+        // so a failure reports the record's start.
+        const uint8_t* t_at = wire::GetVarintRoomy(field_[1], &f.ts_delta);
+        const uint8_t* w_at = wire::GetVarintRoomy(field_[2], &f.word);
+        const uint8_t* a_at = wire::GetVarintRoomy(field_[3], &f.addr_delta);
+        if (t_at == nullptr || w_at == nullptr || a_at == nullptr || t_at > field_end_[1] ||
+            w_at > field_end_[2] || a_at > field_end_[3]) {
+          return Fail(start, "truncated event");
+        }
+        const uint8_t* s_at = field_[4];
+        if ((f.word & 1) && (f.word >> 1) <= UINT32_MAX &&
+            ((s_at = wire::GetVarintRoomy(field_[4], &f.size)) == nullptr ||
+             s_at > field_end_[4])) {
+          return Fail(start, "truncated event");
+        }
+        field_[1] = t_at;
+        field_[2] = w_at;
+        field_[3] = a_at;
+        field_[4] = s_at;
+      }
       if ((f.word >> 1) > UINT32_MAX) return Fail(start, "bad stack id", f.word >> 1, true);
       ev.timestamp_ns = prev_ts + static_cast<uint64_t>(wire::UnZigZag(f.ts_delta));
       ev.stack_id = static_cast<uint32_t>(f.word >> 1);
@@ -589,6 +665,7 @@ bool Decoder::Run() {
       ev.op = t.alloc ? EventOp::kAlloc : EventOp::kFree;
       ev.fn = fn;
       ev.from_realloc = false;
+      ev.cpu = cpu;
       prev_ts = ev.timestamp_ns;
       prev_addr = ev.address;
       ++events;
@@ -607,6 +684,7 @@ bool Decoder::Run() {
         if (!GetStackId(&stack)) return Fail(start, "bad stack id in realloc");
         ev.from_realloc = true;
         ev.stack_id = stack;
+        ev.cpu = cpu;
         ev.op = EventOp::kFree;
         ev.fn = static_cast<uint8_t>(FreeFn::kRealloc);
         ev.timestamp_ns = ts_free;
@@ -625,6 +703,15 @@ bool Decoder::Run() {
         break;
       }
       case 0x00:
+        if (tag == kTagCpu) {
+          uint64_t v;
+          if (!Get(&v)) return Fail(start, "truncated cpu record");
+          if (v > UINT32_MAX) return Fail(start, "bad cpu", v, true);
+          cpu = static_cast<uint32_t>(v);
+          Flush();  // in chunk order; a thread changes CPU rarely
+          visitor_.OnCpu(chunk_.tid, cpu);
+          break;
+        }
         Flush();
         switch (tag) {
           case kTagStackDef: {
@@ -716,6 +803,16 @@ bool Decoder::Run() {
     }
   }
   Flush();
+  if (lanes_ != nullptr) {
+    for (size_t i = 1; i < wire::kLanes; ++i) {
+      if (field_[i] != field_end_[i]) {
+        *error_ = "corrupt chunk at offset " + std::to_string(chunk_.file_offset) + " (lane " +
+                  std::to_string(i) + " has " + std::to_string(field_end_[i] - field_[i]) +
+                  " bytes left after the last record)";
+        return false;
+      }
+    }
+  }
   if (events != chunk_.event_count) {
     uint64_t offset = chunk_.file_offset;
     *error_ = "corrupt chunk at offset " + std::to_string(offset) + " (header says " +
@@ -729,7 +826,20 @@ bool Decoder::Run() {
 }  // namespace
 
 bool DecodeChunk(const Chunk& chunk, RecordVisitor& visitor, std::string* error) {
-  Decoder decoder(chunk, visitor, error);
+  if (!chunk.compressed) {
+    Decoder decoder(chunk, visitor, error, nullptr);
+    return decoder.Run();
+  }
+  // One per thread: the parallel reading workers each decompress into their
+  // own buffer, bounded by the largest chunk they decoded.
+  thread_local ChunkInflater inflater;
+  ChunkLanes lanes;
+  std::string what;
+  if (!inflater.Inflate(chunk.payload, &lanes, &what)) {
+    *error = "corrupt chunk at offset " + std::to_string(chunk.file_offset) + " (" + what + ")";
+    return false;
+  }
+  Decoder decoder(chunk, visitor, error, &lanes);
   return decoder.Run();
 }
 

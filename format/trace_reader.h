@@ -40,7 +40,12 @@ struct Event {
   uint64_t address;
   uint64_t size;         // requested size; for a free, 0 unless sized delete
   uint32_t stack_id;     // kNoStack when none
+  // The CPU the thread ran on (read with the timestamp: docs/trace-format.md
+  // 6.8); kUnknownCpu when unknown, as in every version 1 trace. In the
+  // struct's former tail padding.
+  uint32_t cpu = kUnknownCpu;
 };
+static_assert(sizeof(Event) == 40, "Event is copied per event: keep it 40 bytes");
 
 // A tcmalloc central free-list transfer (record kTagCentral).
 struct CentralEvent {
@@ -79,6 +84,10 @@ class RecordVisitor {
   virtual void OnThreadName(uint32_t /*tid*/, uint64_t /*ts_ns*/, std::string_view /*name*/) {}
   virtual void OnModule(uint32_t /*tid*/, const Module& /*module*/) {}
   virtual void OnThreadExit(uint32_t /*tid*/, uint64_t /*ts_ns*/) {}
+  // A cpu record (version 2): thread tid's following events in this chunk
+  // ran on cpu (kUnknownCpu: unknown). Every event also carries its cpu, so
+  // only a visitor that counts the records themselves needs this.
+  virtual void OnCpu(uint32_t /*tid*/, uint32_t /*cpu*/) {}
   virtual void OnCentral(const CentralEvent& /*event*/) {}
   // A recording window opened or closed (kTagWindow), on thread tid.
   virtual void OnWindow(uint32_t /*tid*/, uint64_t /*ts_ns*/, WindowState /*state*/,
@@ -100,8 +109,14 @@ struct Chunk {
   uint64_t base_timestamp_ns = 0;
   uint32_t event_count = 0;  // allocation/free events (a realloc counts 2); a claim, never
                              // a size to allocate by
-  uint32_t payload_bytes = 0;
+  uint32_t payload_bytes = 0;  // on disk, after the header
   uint32_t crc = 0;          // the chunk's checksum, as verified
+  // A compressed chunk (docs/trace-format.md 5.1): payload is its lanes
+  // header and zstd frame, and raw_bytes the length of the plain record
+  // stream it holds (checked: at most kMaxRawPayloadBytes). For a plain
+  // chunk raw_bytes == payload_bytes.
+  bool compressed = false;
+  uint32_t raw_bytes = 0;
   std::span<const uint8_t> payload;
 };
 
@@ -183,7 +198,10 @@ class TraceReader {
 
 // Decodes a verified chunk's records into the visitor. Returns false and sets
 // *error (with the byte offset inside the file) if a record is malformed;
-// records before it have been delivered.
+// records before it have been delivered. A compressed chunk is decompressed
+// first into a buffer of the calling thread's (one zstd context and one
+// buffer per thread, reused; at most one chunk's raw bytes), so any thread
+// may call this, and the reading workers decompress in parallel.
 bool DecodeChunk(const Chunk& chunk, RecordVisitor& visitor, std::string* error);
 
 }  // namespace crossfree::format

@@ -17,8 +17,11 @@ namespace {
 // Upper bounds of one record's encoded size, checked before writing so a
 // record is either written whole or not at all.
 constexpr size_t kMaxVarint = 10;
-constexpr size_t kMaxEventBytes = 1 + 4 * kMaxVarint;
-constexpr size_t kMaxReallocBytes = 1 + 6 * kMaxVarint;
+// An event may be preceded by a cpu record (tag and a varint of at most 32
+// bits), written in the same append.
+constexpr size_t kMaxCpuRecordBytes = 1 + 5;
+constexpr size_t kMaxEventBytes = kMaxCpuRecordBytes + 1 + 4 * kMaxVarint;
+constexpr size_t kMaxReallocBytes = kMaxCpuRecordBytes + 1 + 6 * kMaxVarint;
 
 template <typename T>
 constexpr T Min(T a, T b) {
@@ -97,7 +100,19 @@ void ChunkWriter::Begin(uint32_t tid, uint32_t sequence, uint64_t base_timestamp
   allocs_ = 0;
   prev_ts_ = base_timestamp_ns;
   prev_address_ = 0;
+  cpu_ = kUnknownCpu;
   __builtin_memset(sites_, 0, sizeof(sites_));
+}
+
+// Out of line and cold: a thread stays on one CPU for long stretches, so
+// the event path pays one compare (callgrind: inlined, the whole record
+// cost 14 instructions per event more).
+__attribute__((noinline, cold)) uint8_t* ChunkWriter::PutCpu(uint8_t* p, uint32_t cpu) {
+  *p++ = kTagCpu;
+  p = PutVarint(p, cpu);
+  cpu_ = cpu;
+  ++records_;
+  return p;
 }
 
 // Event record: tag, ts delta, stack word (stack id << 1 | size present),
@@ -108,13 +123,14 @@ void ChunkWriter::Begin(uint32_t tid, uint32_t sequence, uint64_t base_timestamp
 // size. The aligned tag stores the delta divided by 16.
 bool ChunkWriter::AppendEvent(uint8_t kind_plain, uint8_t kind_aligned, uint8_t fn,
                               uint64_t ts_ns, uint64_t address, uint64_t size,
-                              uint32_t stack_id) {
+                              uint32_t stack_id, uint32_t cpu) {
   if (Room() < kMaxEventBytes) return false;
   Site& site = sites_[stack_id % kSiteSlots];
   bool hit = site.stack_id == stack_id;
   uint64_t delta = address - (hit ? site.address : prev_address_);
   bool size_present = !hit || site.size != size;  // never equal when size >= 2^32
   uint8_t* p = buf_ + pos_;
+  if (__builtin_expect(cpu != cpu_, 0)) p = PutCpu(p, cpu);
   bool aligned = (delta & 15) == 0;
   *p++ = (aligned ? kind_aligned : kind_plain) | (fn & 0x0f);
   // Room() >= kMaxEventBytes leaves every PutVarintFlat its 10 bytes. The
@@ -138,22 +154,23 @@ bool ChunkWriter::AppendEvent(uint8_t kind_plain, uint8_t kind_aligned, uint8_t 
 }
 
 bool ChunkWriter::AppendAlloc(AllocFn fn, uint64_t ts_ns, uint64_t address, uint64_t size,
-                              uint32_t stack_id) {
+                              uint32_t stack_id, uint32_t cpu) {
   return AppendEvent(kTagAllocBase, kTagAllocAlignedBase, static_cast<uint8_t>(fn), ts_ns,
-                     address, size, stack_id);
+                     address, size, stack_id, cpu);
 }
 
 bool ChunkWriter::AppendFree(FreeFn fn, uint64_t ts_ns, uint64_t address, uint64_t size,
-                             uint32_t stack_id) {
+                             uint32_t stack_id, uint32_t cpu) {
   return AppendEvent(kTagFreeBase, kTagFreeAlignedBase, static_cast<uint8_t>(fn), ts_ns,
-                     address, size, stack_id);
+                     address, size, stack_id, cpu);
 }
 
 bool ChunkWriter::AppendRealloc(AllocFn fn, uint64_t ts_free_ns, uint64_t ts_alloc_ns,
                                 uint64_t old_address, uint64_t new_address, uint64_t size,
-                                uint32_t stack_id) {
+                                uint32_t stack_id, uint32_t cpu) {
   if (Room() < kMaxReallocBytes) return false;
   uint8_t* p = buf_ + pos_;
+  if (cpu != cpu_) p = PutCpu(p, cpu);
   *p++ = kTagReallocBase | (static_cast<uint8_t>(fn) & 0x0f);
   p = PutVarint(p, ZigZag(Delta(ts_free_ns, prev_ts_)));
   p = PutVarint(p, ZigZag(Delta(ts_alloc_ns, ts_free_ns)));

@@ -64,16 +64,21 @@ class ChunkWriter {
 
   void Begin(uint32_t tid, uint32_t sequence, uint64_t base_timestamp_ns);
 
+  // cpu: the CPU the event ran on, read where its timestamp is read
+  // (kUnknownCpu when unknown). A cpu record (kTagCpu) goes before the
+  // event, in the same all-or-nothing append, only when cpu differs from
+  // the chunk's cpu state (docs/trace-format.md 6.8).
   bool AppendAlloc(AllocFn fn, uint64_t ts_ns, uint64_t address, uint64_t size,
-                   uint32_t stack_id);
+                   uint32_t stack_id, uint32_t cpu = kUnknownCpu);
   // size is the size passed to a sized delete, or 0 when unknown.
   bool AppendFree(FreeFn fn, uint64_t ts_ns, uint64_t address, uint64_t size,
-                  uint32_t stack_id);
+                  uint32_t stack_id, uint32_t cpu = kUnknownCpu);
   // A realloc that moved (or shrank to a new block): the free half is stamped
-  // ts_free (before the real call), the alloc half ts_alloc (after it).
+  // ts_free (before the real call), the alloc half ts_alloc (after it); both
+  // halves take cpu, read after the real call.
   bool AppendRealloc(AllocFn fn, uint64_t ts_free_ns, uint64_t ts_alloc_ns,
                      uint64_t old_address, uint64_t new_address, uint64_t size,
-                     uint32_t stack_id);
+                     uint32_t stack_id, uint32_t cpu = kUnknownCpu);
   bool AppendStack(uint32_t stack_id, const uint64_t* frames, uint32_t depth);
   bool AppendThreadName(uint64_t ts_ns, const char* name, size_t len);
   bool AppendModule(const ModuleView& module);
@@ -121,6 +126,7 @@ class ChunkWriter {
   uint32_t allocs_ = 0;
   uint64_t prev_ts_ = 0;
   uint64_t prev_address_ = 0;
+  uint32_t cpu_ = kUnknownCpu;  // the chunk's cpu state (last cpu record)
   // Per-chunk prediction state for events, indexed by stack id modulo
   // kSiteSlots (docs/trace-format.md, "Event records"). Reset by Begin().
   struct Site {
@@ -130,7 +136,10 @@ class ChunkWriter {
   };
   Site sites_[kSiteSlots];
   bool AppendEvent(uint8_t kind_plain, uint8_t kind_aligned, uint8_t fn, uint64_t ts_ns,
-                   uint64_t address, uint64_t size, uint32_t stack_id);
+                   uint64_t address, uint64_t size, uint32_t stack_id, uint32_t cpu);
+  // Writes a cpu record for cpu at p and makes it the state; the caller
+  // found it differs from the state and checked room for it.
+  uint8_t* PutCpu(uint8_t* p, uint32_t cpu);
 };
 
 }  // namespace crossfree::format

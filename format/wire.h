@@ -41,6 +41,14 @@ inline constexpr size_t kChkEvents = 20;   // u32
 inline constexpr size_t kChkBaseTs = 24;   // u64
 inline constexpr size_t kChkCrcStart = 8;
 
+// Compressed chunk payload (docs/trace-format.md 5.1), after the header.
+inline constexpr size_t kZRawLength = 0;     // u32 bytes of the plain record stream
+inline constexpr size_t kZLayout = 4;        // u8 kLayoutLanes
+inline constexpr size_t kZLaneLengths = 5;   // u32 x (kLanes - 1); the last lane has the rest
+inline constexpr uint8_t kLayoutLanes = 1;
+inline constexpr size_t kLanes = 5;          // records, times, stacks, addresses, sizes
+inline constexpr size_t kZFrame = kZLaneLengths + 4 * (kLanes - 1);  // the zstd frame
+
 // The top byte of the length word is a check of its low three bytes, so a
 // single damaged byte there reads as corruption, never as a chunk that runs
 // past the end of the file (which would look like a harmless truncation).

@@ -26,6 +26,7 @@
 #include <new>
 
 #include "tracer/clock.h"
+#include "tracer/cpu.h"
 #include "tracer/real_alloc.h"
 #include "tracer/recorder.h"
 #include "tracer/sampler.h"
@@ -142,7 +143,8 @@ CROSSFREE_INLINE void Free(FreeFn fn, const CallSite& site, void* p, uint64_t si
   GuardScope guard;
   if (KeepFree(p)) {
     ErrnoSaver saved;
-    RecordFree(fn, NowNs(), p, size, site);
+    const uint64_t ts = NowNs();
+    RecordFree(fn, ts, CurrentCpu(), p, size, site);
   }
   call();
 }
@@ -160,6 +162,7 @@ CROSSFREE_INLINE void* SampledRealloc(AllocFn fn, const CallSite& site, void* ol
   StartSampledThreadOnce();
   const bool followed = LiveRemove(old);
   const uint64_t ts_free = followed ? NowNs() : 0;
+  const uint32_t cpu_free = followed ? CurrentCpu() : format::kUnknownCpu;
   void* p = call();
   ErrnoSaver saved;
   if (p == nullptr) {
@@ -168,7 +171,7 @@ CROSSFREE_INLINE void* SampledRealloc(AllocFn fn, const CallSite& site, void* ol
       return p;
     }
     CountFree();
-    if (followed) RecordFree(FreeFn::kRealloc, ts_free, old, 0, site);
+    if (followed) RecordFree(FreeFn::kRealloc, ts_free, cpu_free, old, 0, site);
     return p;
   }
   CountFree();
@@ -178,7 +181,7 @@ CROSSFREE_INLINE void* SampledRealloc(AllocFn fn, const CallSite& site, void* ol
     // No room to follow the new block: record the free half only, and
     // count the new block as a dropped sample.
     sampler_internal::Bump(&t_sample.dropped);
-    RecordFree(FreeFn::kRealloc, ts_free, old, 0, site);
+    RecordFree(FreeFn::kRealloc, ts_free, cpu_free, old, 0, site);
     return p;
   }
   RecordRealloc(fn, ts_free, old, p, size, site);
@@ -210,12 +213,13 @@ CROSSFREE_INLINE void* Realloc(AllocFn fn, const CallSite& site, void* old, uint
   }
   if (Sampling()) return SampledRealloc(fn, site, old, size, call);
   uint64_t ts_free = NowNs();
+  const uint32_t cpu_free = CurrentCpu();
   void* p = call();
   ErrnoSaver saved;
   if (p != nullptr) {
     RecordRealloc(fn, ts_free, old, p, size, site);
   } else if (size == 0) {
-    RecordFree(FreeFn::kRealloc, ts_free, old, 0, site);
+    RecordFree(FreeFn::kRealloc, ts_free, cpu_free, old, 0, site);
   }
   return p;
 }

@@ -17,6 +17,7 @@
 #include "format/trace_writer.h"
 #include "tracer/channel.h"
 #include "tracer/clock.h"
+#include "tracer/cpu.h"
 #include "tracer/malloc_hook.h"
 #include "tracer/modules.h"
 #include "tracer/owned_fds.h"
@@ -237,6 +238,7 @@ void InitRecorder() {
   int saved_errno = errno;
   LoadSettings(&g.settings);
   if (g.settings.tsc) InitFastClock();
+  InitCpuId();
   InitSampler(g.settings.sample_period);
   g.start_ns = NowNs();  // the header's start time, and the delay's origin
   InitWindow(g.settings, g.start_ns);

@@ -14,6 +14,7 @@
 
 #include "format/trace_format.h"
 #include "tracer/clock.h"
+#include "tracer/cpu.h"
 #include "tracer/modules.h"
 #include "tracer/recorder.h"
 #include "tracer/sampler.h"
@@ -239,9 +240,10 @@ __attribute__((noinline)) void OnDelete(const void* ptr) {
   ErrnoSaver errno_saver;
   if (!KeepFree(ptr)) return;
   uint64_t ts = NowNs();
+  const uint32_t cpu = CurrentCpu();
   CallSite site{__builtin_return_address(0), __builtin_frame_address(0),
                 g_range_count > 0 ? InAllocator : nullptr};
-  RecordFree(format::FreeFn::kMallocHook, ts, ptr, 0, site);
+  RecordFree(format::FreeFn::kMallocHook, ts, cpu, ptr, 0, site);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 

@@ -49,6 +49,7 @@
 
 #include "format/shm_channel.h"
 #include "tracer/channel.h"
+#include "tracer/cpu.h"
 #include "tracer/modules.h"
 #include "tracer/owned_fds.h"
 #include "tracer/sampler.h"
@@ -750,19 +751,20 @@ void RecordAlloc(format::AllocFn fn, const void* address, uint64_t size, const C
   ThreadState* s = Enter();
   if (s == nullptr) return;
   uint64_t ts = NowNs();
+  const uint32_t cpu = CurrentCpu();
   uint32_t stack =
       internal::g.stacks ? internal::CaptureAndIntern(s, site, ts) : format::kNoStack;
   auto addr = reinterpret_cast<uint64_t>(address);
   AppendRecord(s, ts, [&](format::ChunkWriter& w) {
-    return w.AppendAlloc(fn, ts, addr, size, stack);
+    return w.AppendAlloc(fn, ts, addr, size, stack, cpu);
   });
   Leave(s);
   internal::MaybeFlushIdle(ts);
   CheckWindowDeadline(ts);
 }
 
-void RecordFree(format::FreeFn fn, uint64_t ts_ns, const void* address, uint64_t size,
-                const CallSite& site) {
+void RecordFree(format::FreeFn fn, uint64_t ts_ns, uint32_t cpu, const void* address,
+                uint64_t size, const CallSite& site) {
   if (internal::ForeignTask(site)) return;
   ThreadState* s = Enter();
   if (s == nullptr) return;
@@ -770,7 +772,7 @@ void RecordFree(format::FreeFn fn, uint64_t ts_ns, const void* address, uint64_t
       internal::g.stacks ? internal::CaptureAndIntern(s, site, ts_ns) : format::kNoStack;
   auto addr = reinterpret_cast<uint64_t>(address);
   AppendRecord(s, ts_ns, [&](format::ChunkWriter& w) {
-    return w.AppendFree(fn, ts_ns, addr, size, stack);
+    return w.AppendFree(fn, ts_ns, addr, size, stack, cpu);
   });
   Leave(s);
   internal::MaybeFlushIdle(ts_ns);
@@ -783,12 +785,13 @@ void RecordRealloc(format::AllocFn fn, uint64_t ts_free_ns, const void* old_addr
   ThreadState* s = Enter();
   if (s == nullptr) return;
   uint64_t ts = NowNs();
+  const uint32_t cpu = CurrentCpu();
   uint32_t stack =
       internal::g.stacks ? internal::CaptureAndIntern(s, site, ts) : format::kNoStack;
   auto old_addr = reinterpret_cast<uint64_t>(old_address);
   auto new_addr = reinterpret_cast<uint64_t>(new_address);
   AppendRecord(s, ts, [&](format::ChunkWriter& w) {
-    return w.AppendRealloc(fn, ts_free_ns, ts, old_addr, new_addr, size, stack);
+    return w.AppendRealloc(fn, ts_free_ns, ts, old_addr, new_addr, size, stack, cpu);
   });
   Leave(s);
   internal::MaybeFlushIdle(ts);

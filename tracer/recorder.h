@@ -87,11 +87,13 @@ struct CallSite {
 };
 
 // Record one event into the calling thread's chunk. Call with the guard
-// held. RecordAlloc stamps the time itself (after the real call returned);
-// frees and reallocs take the time the caller read BEFORE the real call.
+// held. RecordAlloc stamps the time and reads the CPU (cpu.h) itself, after
+// the real call returned; frees take the time and CPU the caller read
+// BEFORE the real call; reallocs take the free half's time from the caller
+// and read the rest after the call (docs/trace-format.md 6.8, 7).
 void RecordAlloc(format::AllocFn fn, const void* address, uint64_t size, const CallSite& site);
-void RecordFree(format::FreeFn fn, uint64_t ts_ns, const void* address, uint64_t size,
-                const CallSite& site);
+void RecordFree(format::FreeFn fn, uint64_t ts_ns, uint32_t cpu, const void* address,
+                uint64_t size, const CallSite& site);
 void RecordRealloc(format::AllocFn fn, uint64_t ts_free_ns, const void* old_address,
                    const void* new_address, uint64_t size, const CallSite& site);
 

@@ -91,6 +91,13 @@ struct Totals {
   uint64_t counted_allocs = 0;                       // from counts records
   uint64_t counted_frees = 0;
   uint64_t samples_dropped = 0;
+  uint64_t cpu_records = 0;
+  uint64_t unknown_cpu_events = 0;
+  std::set<uint32_t> cpus;             // CPUs events ran on
+  uint64_t compressed_chunks = 0;
+  uint64_t compressed_bytes = 0;       // on disk: chunk headers and payloads
+  uint64_t compressed_raw_bytes = 0;   // the same chunks, plain
+  uint64_t plain_chunk_bytes = 0;
   std::set<uint32_t> threads;
   std::set<uint32_t> stacks_defined;
   std::set<uint32_t> stacks_used;
@@ -113,13 +120,29 @@ class DumpVisitor : public format::RecordVisitor {
     }
     if (e.from_realloc) ++totals_->realloc_events;
     if (e.stack_id != format::kNoStack) totals_->stacks_used.insert(e.stack_id);
+    if (e.cpu == format::kUnknownCpu) {
+      ++totals_->unknown_cpu_events;
+    } else {
+      totals_->cpus.insert(e.cpu);
+    }
     if (!print_) return;
     bool alloc = e.op == EventOp::kAlloc;
     fmt::format_to(std::back_inserter(out_),
-                   "  {:<5} {:<14} tid {} ts {} addr {:#x} size {} stack {}{}\n",
+                   "  {:<5} {:<14} tid {} ts {} addr {:#x} size {} stack {}{}{}\n",
                    alloc ? "alloc" : "free", alloc ? format::AllocFnName(e.fn) : format::FreeFnName(e.fn), e.tid,
                    e.timestamp_ns, e.address, e.size, e.stack_id,
+                   e.cpu == format::kUnknownCpu ? "" : fmt::format(" cpu {}", e.cpu),
                    e.from_realloc ? " (realloc)" : "");
+  }
+
+  void OnCpu(uint32_t /*tid*/, uint32_t cpu) override {
+    ++totals_->cpu_records;
+    if (!print_) return;
+    if (cpu == format::kUnknownCpu) {
+      fmt::format_to(std::back_inserter(out_), "  cpu unknown\n");
+    } else {
+      fmt::format_to(std::back_inserter(out_), "  cpu {}\n", cpu);
+    }
   }
 
   void OnStack(uint32_t stack_id, std::span<const uint64_t> frames) override {
@@ -228,6 +251,21 @@ void PrintSummary(const TraceReader& reader, const Totals& t) {
                central, t.central[0], t.central[1], t.central[2], t.central[3]);
   }
   if (t.windows > 0) fmt::print("  window records: {}\n", t.windows);
+  if (t.cpu_records > 0) {  // version 2 traces from a tracer that could read the CPU
+    fmt::print("  cpu records: {} ({} CPUs; {} events on an unknown CPU)\n", t.cpu_records,
+               t.cpus.size(), t.unknown_cpu_events);
+  }
+  if (t.compressed_chunks > 0) {
+    fmt::print("  compressed chunks: {} of {}: {} bytes on disk for {} bytes plain ({:.2f}x)\n",
+               t.compressed_chunks, t.chunks, t.compressed_bytes, t.compressed_raw_bytes,
+               static_cast<double>(t.compressed_raw_bytes) /
+                   static_cast<double>(t.compressed_bytes));
+    // The whole file as plain chunks: what the tracer alone would have written.
+    const uint64_t plain_file = reader.header().size_bytes + t.plain_chunk_bytes +
+                                t.compressed_raw_bytes;
+    fmt::print("  plain, the file would be: {} bytes ({:.2f}x)\n", plain_file,
+               static_cast<double>(plain_file) / static_cast<double>(reader.file_size()));
+  }
   if (reader.header().fields.sample_period > 1) {
     fmt::print("  counted (all, sampled or not): {} allocs, {} frees, {} samples dropped\n",
                t.counted_allocs, t.counted_frees, t.samples_dropped);
@@ -261,9 +299,18 @@ int RunDump(const std::string& path, bool summary_only) {
     out.clear();
     if (!summary_only) {
       fmt::format_to(std::back_inserter(out),
-                     "chunk @{} tid {} seq {} base-ts {} events {} payload {} bytes\n",
+                     "chunk @{} tid {} seq {} base-ts {} events {} payload {} bytes{}\n",
                      chunk.file_offset, chunk.tid, chunk.sequence, chunk.base_timestamp_ns,
-                     chunk.event_count, chunk.payload.size());
+                     chunk.event_count, chunk.payload.size(),
+                     chunk.compressed ? fmt::format(" compressed from {} bytes", chunk.raw_bytes)
+                                      : "");
+    }
+    if (chunk.compressed) {
+      ++totals.compressed_chunks;
+      totals.compressed_bytes += format::kChunkHeaderBytes + chunk.payload_bytes;
+      totals.compressed_raw_bytes += format::kChunkHeaderBytes + chunk.raw_bytes;
+    } else {
+      totals.plain_chunk_bytes += format::kChunkHeaderBytes + chunk.payload_bytes;
     }
     bool ok = format::DecodeChunk(chunk, visitor, &error);
     fwrite(out.data(), 1, out.size(), stdout);

@@ -141,13 +141,13 @@ TEST_CASE("header damage gives one clear error", "[reader]") {
   std::string error;
 
   SECTION("unsupported version") {
-    for (uint32_t version : {0u, 2u, 7u, 0x01000000u}) {
+    for (uint32_t version : {0u, 3u, 7u, 0x01000000u, 0x02000000u}) {
       std::vector<uint8_t> bytes = good;
       wire::Store32(bytes.data() + wire::kHdrVersion, version);
       auto reader = TraceReader::FromBytes(bytes, "new.trace", &error);
       CHECK(reader == nullptr);
       CHECK(error == "new.trace: trace format version " + std::to_string(version) +
-                         " is not supported (this crossfree reads version 1)");
+                         " is not supported (this crossfree reads versions 1 and 2)");
     }
   }
   SECTION("not a trace") {
@@ -331,7 +331,7 @@ TEST_CASE("extension records are skipped, unknown tags are errors", "[reader]") 
   CHECK(c.events[0].stack_id == 1);
   CHECK(c.events[0].tid == 5);
 
-  for (uint8_t tag : {0x00, 0x05, 0x0f, 0x60, 0x70, 0x7f}) {
+  for (uint8_t tag : {0x00, 0x06, 0x0f, 0x60, 0x70, 0x7f}) {
     std::vector<uint8_t> bad = {0x04, 0x0a, tag, 0x00, 0x00, 0x00, 0x00};
     Collector c2;
     std::string error = DecodeError(bad, 0, &c2, &at);

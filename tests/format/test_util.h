@@ -165,7 +165,7 @@ inline constexpr int kSmallTraceFrees = 4;
 inline bool SameEvent(const Event& a, const Event& b) {
   return a.op == b.op && a.fn == b.fn && a.from_realloc == b.from_realloc && a.tid == b.tid &&
          a.timestamp_ns == b.timestamp_ns && a.address == b.address && a.size == b.size &&
-         a.stack_id == b.stack_id;
+         a.stack_id == b.stack_id && a.cpu == b.cpu;
 }
 
 }  // namespace crossfree::format::testing

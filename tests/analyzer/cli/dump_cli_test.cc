@@ -155,8 +155,8 @@ TEST_CASE("dump exits 2 on truncation, corruption and non-traces", "[dump]") {
     CHECK(r.status == 2);
     CHECK(r.out == "");
     CHECK(r.err == "crossfree dump: " + path +
-                       ": trace format version 3 is not supported (this crossfree reads version "
-                       "1)\n");
+                       ": trace format version 3 is not supported (this crossfree reads versions "
+                       "1 and 2)\n");
   }
   SECTION("not a trace, empty, missing") {
     std::string text = "just some text\n";

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// crossfree trace format: compressed chunks (docs/trace-format.md 5.1). A
+// sealed plain chunk becomes one compressed chunk (ChunkCompressor, used
+// outside the traced process: `crossfree record`, tools, tests), and a
+// reader turns a compressed chunk's payload back into the lanes of its
+// record stream (ChunkInflater, used by DecodeChunk). zstd from Debian's
+// libzstd; not linked into the tracer, which writes plain chunks.
+//
+// Threading: each object is for one thread at a time (it owns a zstd
+// context and a buffer it reuses from chunk to chunk); distinct objects
+// may be used on distinct threads at once. CompressChunk uses one
+// ChunkCompressor per calling thread.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "format/trace_format.h"
+#include "format/wire.h"
+
+struct ZSTD_CCtx_s;
+struct ZSTD_DCtx_s;
+
+namespace crossfree::format {
+
+// zstd's level 3 (its default): on the deep-stack workload about 200 MB/s
+// of plain chunks on one core of the build VM, and within 3% of level 9's
+// size on lanes (docs/results/trace-size.md).
+inline constexpr int kDefaultCompressionLevel = 3;
+
+class ChunkCompressor {
+ public:
+  explicit ChunkCompressor(int level = kDefaultCompressionLevel);
+  ~ChunkCompressor();
+  ChunkCompressor(const ChunkCompressor&) = delete;
+  ChunkCompressor& operator=(const ChunkCompressor&) = delete;
+
+  // Turns the sealed plain chunk [chunk, chunk + bytes) (a chunk header
+  // with magic "CHNK" and its payload, as ChunkWriter::Finish() left it)
+  // into one compressed chunk with the same tid, sequence, event count and
+  // base timestamp, written to out (replacing its contents). When
+  // compressing would not make the chunk smaller, out is a copy of the
+  // plain chunk. Returns false with *error (one line) when the input is not
+  // one whole, checksum-valid plain chunk whose records can be split into
+  // lanes (an unknown tag, a record cut short); out is then unspecified.
+  // The input is checked, never trusted: it may come from another process.
+  bool Compress(const uint8_t* chunk, size_t bytes, std::vector<uint8_t>& out,
+                std::string* error);
+
+ private:
+  ZSTD_CCtx_s* cctx_;
+  int level_;
+  std::array<std::vector<uint8_t>, wire::kLanes> lanes_;
+  std::vector<uint8_t> joined_;
+};
+
+// ChunkCompressor::Compress with a compressor kept per calling thread (one
+// per level used). Any thread.
+bool CompressChunk(const uint8_t* chunk, size_t bytes, std::vector<uint8_t>& out,
+                   std::string* error, int level = kDefaultCompressionLevel);
+
+// The five lanes of a compressed chunk's record stream (5.1): records,
+// times, stacks, addresses, sizes. At least wire::kMaxVarintBytes readable
+// bytes follow every lane (the next lane's, or ChunkInflater's padding), so
+// a decoder may read a varint at any position of a lane without checking
+// for the buffer's end first, and check the lane's end afterwards.
+struct ChunkLanes {
+  std::array<std::span<const uint8_t>, wire::kLanes> lane;
+};
+
+// Checks a compressed chunk's payload without decompressing it: the raw
+// length against kMaxRawPayloadBytes, the layout, the lane lengths, and that
+// the payload holds exactly one zstd frame that declares raw_length as its
+// content size. Returns false with *what (the words in parentheses of
+// "corrupt chunk at offset N (...)") otherwise. Any thread.
+bool CheckCompressedPayload(std::span<const uint8_t> payload, uint32_t* raw_length,
+                            std::string* what);
+
+class ChunkInflater {
+ public:
+  ChunkInflater();
+  ~ChunkInflater();
+  ChunkInflater(const ChunkInflater&) = delete;
+  ChunkInflater& operator=(const ChunkInflater&) = delete;
+
+  // Decompresses a compressed chunk's payload (checked again with
+  // CheckCompressedPayload first) into this object's buffer and points
+  // *lanes into it, valid until the next call. The buffer grows to the
+  // largest raw length seen, at most kMaxRawPayloadBytes (and
+  // wire::kMaxVarintBytes of padding). Returns false
+  // with *what (as above) when the payload is malformed or the frame does
+  // not decompress to exactly its declared size.
+  bool Inflate(std::span<const uint8_t> payload, ChunkLanes* lanes, std::string* what);
+
+  // Bytes held by the buffer (tests: memory stays bounded by a chunk).
+  size_t buffer_capacity() const { return buffer_.capacity(); }
+
+ private:
+  ZSTD_DCtx_s* dctx_;
+  std::vector<uint8_t> buffer_;
+};
+
+}  // namespace crossfree::format
