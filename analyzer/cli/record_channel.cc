@@ -272,9 +272,14 @@ void ChunkChannel::EmitValidated(int fd, const uint8_t* data, size_t n) {
 }
 
 void ChunkChannel::EmitChunk(int fd, const uint8_t* chunk, size_t n) {
-  // Trace format v2 (chunk compression) plugs in here: compress `chunk`
-  // into a buffer of this object's and write that instead.
-  Write(fd, chunk, n);
+  // The chunk was validated (EmitValidated), so a refusal here would be a
+  // record the codec cannot split: keep the chunk plain rather than lose it.
+  std::string error;
+  if (compressor_.Compress(chunk, n, compressed_, &error)) {
+    Write(fd, compressed_.data(), compressed_.size());
+  } else {
+    Write(fd, chunk, n);
+  }
 }
 
 void ChunkChannel::Write(int fd, const uint8_t* data, size_t n) {

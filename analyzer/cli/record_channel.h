@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "format/chunk_codec.h"
+
 namespace crossfree::analyzer::cli {
 
 class ChunkChannel {
@@ -82,7 +84,8 @@ class ChunkChannel {
   int FileOf(uint32_t slot) const;
   // Validates the whole chunk in [data, data + n) and writes it to fd.
   void EmitValidated(int fd, const uint8_t* data, size_t n);
-  // The one place a finished chunk goes to a file (compression goes here).
+  // The one place a finished chunk goes to a file: compressed (trace
+  // format 5.1), or as it is when compressing would not make it smaller.
   void EmitChunk(int fd, const uint8_t* chunk, size_t n);
   void Write(int fd, const uint8_t* data, size_t n);
   void FreeSlot(uint32_t slot);
@@ -101,6 +104,9 @@ class ChunkChannel {
   uint32_t slot_bytes_ = 0;
   uint64_t next_ticket_ = 0;
   uint64_t gap_since_ns_ = 0;
+  // Used by the drain thread, then by Finish once it has joined it.
+  format::ChunkCompressor compressor_;
+  std::vector<uint8_t> compressed_;
   Stats stats_;
 };
 
