@@ -35,7 +35,9 @@ struct ArenaHeader {
 
 template <typename T>
 void Lookup(T* slot, const char* name, bool required) {
-  void* sym = dlsym(RTLD_NEXT, name);
+  // Preloaded, the next definition after the tracer; attached, the one
+  // the program's GOT entries held (the global scope's).
+  void* sym = dlsym(internal::g_resolve_global ? RTLD_DEFAULT : RTLD_NEXT, name);
   if (sym == nullptr && required) {
     MessageLine().Add("cannot find the real ").Add(name).Add(" (dlsym RTLD_NEXT); aborting").Print();
     abort();
@@ -105,6 +107,7 @@ namespace internal {
 
 RealFunctions g_real;
 int g_real_state = kUnresolved;
+bool g_resolve_global = false;
 bool g_std_operators_direct = false;
 
 bool ResolveSlow() {

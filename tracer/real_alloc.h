@@ -23,6 +23,9 @@ namespace internal {
 extern RealFunctions g_real;
 extern int g_real_state;  // 2 once resolved
 extern bool g_std_operators_direct;
+// Attach mode (attach.h): resolve with RTLD_DEFAULT instead of RTLD_NEXT.
+// Set by the control thread before the first resolution.
+extern bool g_resolve_global;
 bool ResolveSlow();
 }  // namespace internal
 
