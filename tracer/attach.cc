@@ -31,6 +31,7 @@
 #include "tracer/real_alloc.h"
 #include "tracer/recorder.h"
 #include "tracer/sys.h"
+#include "tracer/unwind_cfi.h"
 
 namespace crossfree::tracer {
 namespace {
@@ -196,14 +197,18 @@ void* ControlThread(void*) {
   }
   // From here the tracer's messages go to record, not to the target's stderr.
   __atomic_store_n(&g_message_fd, fd, __ATOMIC_RELAXED);
+  // Hooks first, recording second: until recording starts the hooks only
+  // forward, and what the tracer's own start-up creates through them (the
+  // unwinder's pipe) is moved out of the program's way as when preloaded.
+  const GotPatchStats stats = PatchNewModules();
   if (!StartAttachedRecording(settings, &why)) {
+    RestoreAllGotEntries();
     __atomic_store_n(&g_message_fd, 2, __ATOMIC_RELAXED);
     Reply(fd, "error", why);
     close(fd);
     g_session.store(0, std::memory_order_release);
     return nullptr;
   }
-  const GotPatchStats stats = PatchNewModules();
   {
     Text t;
     t.Add("recording: ").Num(stats.patched).Add(" GOT entries in ").Num(stats.modules)
@@ -220,6 +225,9 @@ void* ControlThread(void*) {
   const uint32_t restored = RestoreAllGotEntries();
   AttachedTotals totals;
   const bool stopped = StopAttachedRecording(&totals);
+  // No thread unwinds any more (none was left inside a record): the object
+  // files the unwinder opened are closed, as they were before the attach.
+  if (stopped && totals.threads_skipped == 0) ReleaseCfiFiles();
   __atomic_store_n(&g_message_fd, 2, __ATOMIC_RELAXED);
   Text t;
   t.Num(restored).Add(" GOT entries restored; ");

@@ -149,6 +149,8 @@ struct Module {
   uintptr_t end;
   uintptr_t bias;   // link-time address = runtime address - bias
   Dwarf_CFI* cfi;   // null: module has no usable CFI
+  Elf* elf = nullptr;
+  int fd = -1;
 };
 constexpr int kMaxModules = 1024;
 Module g_modules[kMaxModules];
@@ -227,6 +229,8 @@ const Module* ModuleFor(uintptr_t pc) {
     // The Elf and its CFI live for the rest of the process.
     Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
     if (elf != nullptr) m.cfi = dwarf_getcfi_elf(elf);
+    m.elf = elf;
+    m.fd = fd;
   }
   g_modules[g_module_count] = m;
   return &g_modules[g_module_count++];
@@ -289,6 +293,20 @@ Rule ComputeRule(uintptr_t pc) {
 }
 
 }  // namespace
+
+bool ReleaseCfiFiles() {
+  if (!TryLockFill()) return false;
+  for (int i = 0; i < g_module_count; ++i) {
+    Module& m = g_modules[i];
+    if (m.cfi != nullptr) dwarf_cfi_end(m.cfi);
+    if (m.elf != nullptr) elf_end(m.elf);
+    if (m.fd >= 0) close(m.fd);
+    m = Module{0, 0, 0, nullptr, nullptr, -1};
+  }
+  g_module_count = 0;
+  UnlockFill();
+  return true;
+}
 
 bool InitCfiUnwinder() {
   if (g_cache != nullptr) return true;

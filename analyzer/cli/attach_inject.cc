@@ -72,6 +72,7 @@ std::string Basename(const std::string& path) {
 
 struct Mapping {
   uint64_t lo, hi, offset;
+  bool exec;
   std::string path;
 };
 
@@ -91,6 +92,7 @@ std::vector<Mapping> ReadMaps(pid_t pid) {
     m.lo = lo;
     m.hi = hi;
     m.offset = off;
+    m.exec = perms[2] == 'x';
     std::string rest = line.substr(static_cast<size_t>(consumed));
     size_t start = rest.find_first_not_of(' ');
     m.path = start == std::string::npos ? "" : rest.substr(start);
@@ -145,11 +147,33 @@ std::optional<uint64_t> DynamicSymbol(const std::string& path, const char* name)
   return result;
 }
 
-// The load bias of the object mapped from path in the target: the start
-// of its mapping at file offset 0 (shared objects' first PT_LOAD is at 0).
-std::optional<uint64_t> LoadBias(const std::vector<Mapping>& maps, const std::string& path) {
-  for (const Mapping& m : maps) {
-    if (m.path == path && m.offset == 0) return m.lo;
+// The load bias of the object mapped from path in the target, from its
+// executable mapping and the file's program headers. (A mapping at file
+// offset 0 is not enough: libdw, in the tracer, maps whole files to read
+// them.)
+std::optional<uint64_t> LoadBias(const std::vector<Mapping>& maps, const std::string& path,
+                                 const std::string& file) {
+  int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  Elf64_Ehdr eh;
+  std::vector<Elf64_Phdr> ph;
+  bool ok = pread(fd, &eh, sizeof(eh), 0) == static_cast<ssize_t>(sizeof(eh)) &&
+            std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_phentsize == sizeof(Elf64_Phdr);
+  if (ok) {
+    ph.resize(eh.e_phnum);
+    const auto bytes = static_cast<ssize_t>(ph.size() * sizeof(Elf64_Phdr));
+    ok = pread(fd, ph.data(), static_cast<size_t>(bytes), static_cast<off_t>(eh.e_phoff)) == bytes;
+  }
+  close(fd);
+  if (!ok) return std::nullopt;
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  for (const Elf64_Phdr& p : ph) {
+    if (p.p_type != PT_LOAD || (p.p_flags & PF_X) == 0) continue;
+    for (const Mapping& m : maps) {
+      if (m.path == path && m.exec && m.offset == (p.p_offset & ~(page - 1))) {
+        return m.lo - (p.p_vaddr & ~(page - 1));
+      }
+    }
   }
   return std::nullopt;
 }
@@ -524,7 +548,7 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   // The target's view of the file: through its root (a container's).
   std::string libc_file = fmt::format("/proc/{}/root{}", pid, libc);
   if (access(libc_file.c_str(), R_OK) != 0) libc_file = libc;
-  const auto bias = LoadBias(maps, libc);
+  const auto bias = LoadBias(maps, libc, libc_file);
   const auto dlopen_off = DynamicSymbol(libc_file, "dlopen");
   const auto dlerror_off = DynamicSymbol(libc_file, "dlerror");
   if (!bias || !dlopen_off) {

@@ -102,8 +102,8 @@ std::string EntryProblem(int code, pid_t pid) {
                          "being recorded from its start (see its CROSSFREE_OUTPUT trace)",
                          pid);
     case attach::kAttachBusy:
-      return fmt::format("the tracer in process {} is still ending an earlier session; try "
-                         "again in a moment",
+      return fmt::format("the tracer in process {} is in a session already (another crossfree "
+                         "record, or one that is ending); try again when it has detached",
                          pid);
     case attach::kAttachNoChannel:
       return fmt::format("the tracer in process {} cannot reach crossfree's control socket "
@@ -164,6 +164,10 @@ int RunAttach(const AttachOptions& o) {
     return kExitUsage;
   }
   listen(listener, 1);
+  struct CloseOnExit {
+    int fd;
+    ~CloseOnExit() { close(fd); }
+  } listener_guard{listener};
   const std::string output = o.output.empty()
                                  ? fmt::format("{}/crossfree.{}.trace", CurrentDir(), pid)
                                  : (o.output[0] == '/' ? o.output : CurrentDir() + "/" + o.output);
@@ -171,7 +175,6 @@ int RunAttach(const AttachOptions& o) {
   // file someone else put there).
   if (unlink(output.c_str()) != 0 && errno != ENOENT) {
     fmt::print(stderr, "crossfree record: cannot replace {}: {}\n", output, std::strerror(errno));
-    close(listener);
     return kExitUsage;
   }
   // Ctrl-C and SIGTERM end the window (the target is never left hooked).
@@ -186,20 +189,19 @@ int RunAttach(const AttachOptions& o) {
   const InjectResult inj = InjectTracer(pid, o.library, getpid());
   if (!inj.ok) {
     fmt::print(stderr, "crossfree record: cannot attach to {}: {}\n", pid, inj.error);
-    close(listener);
     return kExitUsage;
   }
   if (inj.entry_result != attach::kAttachStarted) {
     fmt::print(stderr, "crossfree record: cannot attach to {}: {}\n", pid,
                EntryProblem(inj.entry_result, pid));
-    close(listener);
     return kExitUsage;
   }
   // The tracer connected during the call: the connection is queued.
   pollfd lp{listener, POLLIN, 0};
   int conn = -1;
   if (poll(&lp, 1, 5000) == 1) conn = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-  close(listener);
+  // The listener stays bound until we exit: its name is the lock that
+  // refuses a second record on this process meanwhile.
   if (conn < 0) {
     fmt::print(stderr, "crossfree record: the tracer in {} did not connect\n", pid);
     return kExitUsage;
