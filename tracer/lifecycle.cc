@@ -458,9 +458,11 @@ bool StopAttachedRecording(AttachedTotals* totals) {
   const uint64_t now = NowNs();
   __atomic_store_n(&g_recording, 0, __ATOMIC_RELEASE);
   EndAttachedWindow();
-  internal::WriteOwnWindowRecord(format::WindowState::kClosed, format::WindowCause::kAttach, now);
+  // Modules first: the close record is then the last thing this thread
+  // writes (the analyzer looks for it in each thread's last chunk).
   if (ModulesMayHaveChanged()) g.modules_pending.store(true, std::memory_order_release);
   internal::FlushCurrentThreadModules();
+  internal::WriteOwnWindowRecord(format::WindowState::kClosed, format::WindowCause::kAttach, now);
   int expected = internal::kActive;
   if (!g.phase.compare_exchange_strong(expected, internal::kStopped,
                                        std::memory_order_acq_rel)) {
