@@ -30,6 +30,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
@@ -643,6 +644,13 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   Stopped& t = *chosen;
   result.tid = t.tid;
   std::string error;
+  // The thread runs the calls while 2 cores may be shared by tens of busy
+  // threads: for their few milliseconds it gets the highest priority we
+  // may give (root: nice -20), and its own back after.
+  errno = 0;
+  const int old_nice = getpriority(PRIO_PROCESS, static_cast<id_t>(t.tid));
+  const bool boosted = errno == 0 && setpriority(PRIO_PROCESS, static_cast<id_t>(t.tid), -20) == 0;
+  const double calls_started = NowMs();
   const uint64_t dlopen_fn = *bias + *dlopen_off;
   constexpr uint64_t kRtldNowLocal = 0x2;  // RTLD_NOW, RTLD_LOCAL
   auto handle = RemoteCall(&t, dlopen_fn, 0, kRtldNowLocal, &library, 30000, &error);
@@ -666,6 +674,8 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
                             nullptr, 5000, &error);
     }
   }
+  result.calls_ms = NowMs() - calls_started;
+  if (boosted) setpriority(PRIO_PROCESS, static_cast<id_t>(t.tid), old_nice);
   Release(&t, /*restore=*/true);
   result.stopped_ms += NowMs() - stop_started;
   if (!entry_rc) {

@@ -20,7 +20,8 @@ struct InjectResult {
   int entry_result = -1;    // crossfree_attach's return value when called
   pid_t tid = 0;            // the thread that was stopped
   uint32_t threads = 0;     // threads of the target
-  double stopped_ms = 0;    // how long that thread was stopped, in all
+  double stopped_ms = 0;    // how long that thread was kept from its own code, in all
+  double calls_ms = 0;      // of which running dlopen and the entry point
   uint32_t attempts = 0;    // threads stopped and let go before one fit
   bool already_loaded = false;
 };

@@ -231,8 +231,8 @@ int RunAttach(const AttachOptions& o) {
   }
   fmt::print(stderr,
              "crossfree record: attached to process {} ({}): thread {} stopped for {:.2f} ms "
-             "in all ({} of {} threads stopped{}); {}\n",
-             pid, exe, inj.tid, inj.stopped_ms, inj.attempts, inj.threads,
+             "in all, {:.2f} ms of it loading the tracer ({} of {} threads stopped{}); {}\n",
+             pid, exe, inj.tid, inj.stopped_ms, inj.calls_ms, inj.attempts, inj.threads,
              inj.already_loaded ? ", tracer already loaded" : "", reply.substr(3));
   if (o.duration_s >= 0) {
     fmt::print(stderr, "crossfree record: recording for {} s into {}\n", o.duration_s, output);
