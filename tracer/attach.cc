@@ -155,7 +155,7 @@ End Serve(int fd) {
 }
 
 struct ControlArgs {
-  int fd;
+  int fd = -1;
 };
 ControlArgs g_args;
 
@@ -192,6 +192,7 @@ void* ControlThread(void*) {
   if (why != nullptr) {
     Reply(fd, "error", why);
     close(fd);
+    g_args.fd = -1;
     g_session.store(0, std::memory_order_release);
     return nullptr;
   }
@@ -206,6 +207,7 @@ void* ControlThread(void*) {
     __atomic_store_n(&g_message_fd, 2, __ATOMIC_RELAXED);
     Reply(fd, "error", why);
     close(fd);
+    g_args.fd = -1;
     g_session.store(0, std::memory_order_release);
     return nullptr;
   }
@@ -244,6 +246,7 @@ void* ControlThread(void*) {
   // stderr is not ours to write to, the trace file says what happened.
   if (end != End::kRecorderGone) Reply(fd, "detached", t.buf);
   close(fd);
+  g_args.fd = -1;
   g_session.store(0, std::memory_order_release);
   return nullptr;
 }
@@ -251,6 +254,16 @@ void* ControlThread(void*) {
 int Result(int code, int error) { return code | (error << 8); }
 
 }  // namespace
+
+void AttachAtForkChild() {
+  __atomic_store_n(&g_message_fd, 2, __ATOMIC_RELAXED);
+  // The control thread does not exist in the child; its session does not
+  // either (a later attach to the child starts its own).
+  if (g_session.load(std::memory_order_acquire) != 0 && g_args.fd >= 0) close(g_args.fd);
+  g_args.fd = -1;
+  g_session.store(0, std::memory_order_release);
+}
+
 }  // namespace crossfree::tracer
 
 // The injector's call (attach_protocol.h): connect to record's socket for

@@ -45,6 +45,11 @@ struct AttachedTotals {
 // exec'd, or the trace failed meanwhile).
 bool StopAttachedRecording(AttachedTotals* totals);
 
+// Fork child of an attached process (single-threaded, from the atfork
+// handler): closes the child's copy of the control socket and sends
+// messages to stderr again. The child is not traced.
+void AttachAtForkChild();
+
 // Whether the current session still records (false after an exec, an
 // exit flush or a write error ended it).
 bool AttachedRecordingActive();

@@ -159,10 +159,13 @@ void AtForkChild() {
     // untraced (its GOT entries still reach the hooks, which forward), and
     // the inherited descriptor, shared with the parent, is left alone.
     __atomic_store_n(&g_recording, 0, __ATOMIC_RELAXED);
+    g.phase.store(internal::kStopped, std::memory_order_release);
+    // The child's copies of the trace file and the control socket: the
+    // child has no use for them (the parent's stay open).
+    if (internal::TraceFd() >= 0) close(g.fd);
     g.fd = -1;
     g.write_failed.store(true, std::memory_order_relaxed);
-    g.phase.store(internal::kStopped, std::memory_order_release);
-    g_message_fd = 2;
+    AttachAtForkChild();
     errno = saved_errno;
     return;
   }

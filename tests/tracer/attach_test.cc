@@ -428,6 +428,57 @@ TEST_CASE("a second attach is refused and record killed with SIGKILL unhooks and
   CHECK(AllocsOfSize(t, 4242).size() == 1000);
 }
 
+TEST_CASE("a fork while attached leaves the child untraced and the trace whole and a sampled "
+          "session after an unsampled one counts every thread") {
+  const std::string dir = MakeTempDir();
+  Target target;
+  {
+    Recorder rec(target.pid, dir + "/fork.trace");
+    INFO(rec.err);
+    REQUIRE(rec.attached());
+    REQUIRE(target.Ask("cross") == "cross");
+    CHECK(target.Ask("fork") == "forked 7 8");
+    REQUIRE(target.Ask("cross") == "cross");
+    REQUIRE(rec.Detach() == 0);
+  }
+  Trace t = LoadTrace(dir + "/fork.trace");
+  INFO(t.error);
+  REQUIRE(t.complete);
+  // Only the parent's two rounds: the children's 200 objects of the same
+  // size are in no trace.
+  CHECK(std::count_if(t.events.begin(), t.events.end(), [](const format::Event& e) {
+          return e.op == format::EventOp::kAlloc && e.size == 4242;
+        }) == 2000);
+  CHECK(t.header.fields.pid == static_cast<uint32_t>(target.pid));
+  {
+    Recorder rec(target.pid, dir + "/sampled.trace", {"--sample", "7"});
+    INFO(rec.err);
+    REQUIRE(rec.attached());
+    REQUIRE(target.Ask("cross") == "cross");
+    REQUIRE(rec.Detach() == 0);
+  }
+  Trace s = LoadTrace(dir + "/sampled.trace");
+  INFO(s.error);
+  REQUIRE(s.complete);
+  CHECK(s.header.fields.sample_period == 7);
+  // Every thread counted its calls (counts records), the threads whose
+  // states were made in the unsampled session too: the producer made
+  // exactly the 1000 allocations, the consumer exactly the 1000 frees.
+  std::map<std::string, format::ThreadCounts> by_name;
+  for (const auto& [tid, c] : s.counts) {
+    format::ThreadCounts& sum = by_name[ThreadName(s, tid)];
+    sum.allocs += c.allocs;
+    sum.frees += c.frees;
+  }
+  CHECK(by_name["producer"].allocs == 1000);
+  CHECK(by_name["producer"].frees == 0);
+  CHECK(by_name["consumer"].allocs == 0);
+  CHECK(by_name["consumer"].frees == 1000);
+  CHECK(target.Ask("where") == "where libc.so.6 -");
+  target.child.Send("exit");
+  CHECK(target.child.Wait() == 0);
+}
+
 TEST_CASE("20 attach/detach cycles leave no descriptor or mapping behind") {
   const std::string dir = MakeTempDir();
   Target target;

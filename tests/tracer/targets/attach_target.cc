@@ -20,6 +20,8 @@
 //                 says so and waits for "unstick"
 //   unstick    -> "unstuck": the handler returns, operator new throws
 //                 bad_alloc, which the thread catches
+//   fork       -> "forked 7 8": two children allocate and leave through
+//                 _exit(7) and exit(8)
 //   exit       -> exits with status 0 (through exit())
 // Besides: two threads sleep in read() on pipes and two threads allocate
 // and free continuously (same thread) until exit.
@@ -30,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -232,6 +235,22 @@ int main() {
     } else if (cmd == "unstick") {
       if (write(g_stuck_pipe[1], "x", 1) != 1) return 1;
       stuck_thread.join();
+    } else if (cmd == "fork") {
+      // A child that allocates and leaves through _exit (whose hook runs
+      // the tracer's exit path) and through exit().
+      int statuses[2] = {-1, -1};
+      for (int how = 0; how < 2; ++how) {
+        pid_t child = fork();
+        if (child == 0) {
+          for (int i = 0; i < 100; ++i) free(malloc(kCrossSize));
+          if (how == 0) _exit(7);
+          exit(8);
+        }
+        int status = 0;
+        if (child < 0 || waitpid(child, &status, 0) != child) return 1;
+        statuses[how] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      printf("forked %d %d\n", statuses[0], statuses[1]);
     } else if (cmd == "exit") {
       g_quit.store(true);
       exit(0);
