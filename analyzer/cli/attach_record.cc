@@ -12,6 +12,8 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -120,14 +122,27 @@ std::string EntryProblem(int code, pid_t pid) {
   }
 }
 
+// The thread group (process) of pid, which may name one of its threads.
+pid_t ThreadGroupOf(pid_t pid) {
+  FILE* f = std::fopen(fmt::format("/proc/{}/status", pid).c_str(), "r");
+  if (f == nullptr) return pid;
+  char line[256];
+  pid_t tgid = pid;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::strncmp(line, "Tgid:", 5) == 0) tgid = static_cast<pid_t>(std::atol(line + 5));
+  }
+  std::fclose(f);
+  return tgid > 0 ? tgid : pid;
+}
+
 }  // namespace
 
 int RunAttach(const AttachOptions& o) {
-  const pid_t pid = o.pid;
-  if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH)) {
-    fmt::print(stderr, "crossfree record: -p {}: no such process\n", pid);
+  if (o.pid <= 0 || (kill(o.pid, 0) != 0 && errno == ESRCH)) {
+    fmt::print(stderr, "crossfree record: -p {}: no such process\n", o.pid);
     return kExitUsage;
   }
+  const pid_t pid = ThreadGroupOf(o.pid);
   if (pid == getpid()) {
     fmt::print(stderr, "crossfree record: -p {}: that is crossfree itself\n", pid);
     return kExitUsage;
