@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "tracer/hook_table.h"
+#include "tracer/real_alloc.h"
 #include "tracer/sys.h"
 
 namespace crossfree::tracer {
@@ -26,7 +27,8 @@ constexpr const char* kNames[] = {
 constexpr size_t kNameCount = sizeof(kNames) / sizeof(kNames[0]);
 
 uintptr_t g_hook[kNameCount];    // the tracer's definition
-uintptr_t g_global[kNameCount];  // what the global scope resolves (RTLD_DEFAULT)
+uintptr_t g_global[kNameCount];  // the definition calls reach (GlobalDefinition)
+uintptr_t g_canonical[kNameCount];  // dlsym(RTLD_DEFAULT): the same, or a PLT entry
 uintptr_t g_self_lo = 0;  // an address in the tracer's own text
 bool g_allocator_in_exe = false;
 
@@ -142,7 +144,7 @@ void ScanRelocs(const dl_phdr_info* info, const ElfW(Rela)* relocs, size_t bytes
     // would bind to it: ours to take. Anything else is someone's choice.
     const bool lazy_stub = type == R_X86_64_JUMP_SLOT && InModule(info, value) &&
                            !(value == g_global[which]);
-    if (value != g_global[which] && !lazy_stub) {
+    if (value != g_global[which] && value != g_canonical[which] && !lazy_stub) {
       ++g_stats.foreign;
       continue;
     }
@@ -303,7 +305,10 @@ bool PrepareGotPatching(void* self_handle) {
   g_allocator_in_exe = false;
   for (size_t i = 0; i < kNameCount; ++i) {
     g_hook[i] = reinterpret_cast<uintptr_t>(dlsym(self_handle, kNames[i]));
-    g_global[i] = reinterpret_cast<uintptr_t>(dlsym(RTLD_DEFAULT, kNames[i]));
+    g_global[i] = reinterpret_cast<uintptr_t>(GlobalDefinition(kNames[i]));
+    // A non-PIE executable's canonical PLT entry: entries that hold it
+    // reach the same definition through the executable's own entry.
+    g_canonical[i] = reinterpret_cast<uintptr_t>(dlsym(RTLD_DEFAULT, kNames[i]));
     // dlsym on the tracer's handle falls back to its dependencies: only
     // a definition inside the tracer is a hook.
     Dl_info where;

@@ -40,6 +40,13 @@ inline bool RealResolvedAlready() {
 // from the arena.
 inline bool RealResolved() { return RealResolvedAlready() || internal::ResolveSlow(); }
 
+// Attach mode: the definition of name that the program's calls reach,
+// dlsym(RTLD_DEFAULT) unless that is the executable's canonical PLT entry
+// (a non-PIE program that takes the function's address), which would call
+// through a GOT entry the tracer rewrites: then the first object in load
+// order that defines it. Null when none does.
+void* GlobalDefinition(const char* name);
+
 // The resolved table (entries null while resolution runs).
 inline const RealFunctions& Real() {
   RealResolved();

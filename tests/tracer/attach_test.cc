@@ -522,6 +522,39 @@ TEST_CASE("20 attach/detach cycles leave no descriptor or mapping behind") {
   CHECK(t.complete);
 }
 
+TEST_CASE("a real Debian program that takes malloc's address: python3") {
+  // /usr/bin/python3 is not PIE and takes malloc's address, so dlsym finds
+  // its PLT entry for malloc: the tracer must forward to libc's, not to
+  // that entry (which goes through a GOT entry it rewrote).
+  const std::string dir = MakeTempDir();
+  Child py({"/usr/bin/python3", "-c",
+            "import sys\n"
+            "print('ready', flush=True)\n"
+            "for line in sys.stdin:\n"
+            "    if line.strip() == 'work':\n"
+            "        kept = [bytearray(50000) for _ in range(1000)]\n"
+            "        del kept\n"
+            "        print('worked', flush=True)\n"});
+  REQUIRE(py.Line() == "ready");
+  {
+    Recorder rec(py.pid(), dir + "/python.trace");
+    INFO(rec.err);
+    REQUIRE(rec.attached());
+    py.Send("work");
+    REQUIRE(py.Line() == "worked");
+    REQUIRE(rec.Detach() == 0);
+  }
+  py.Send("work");
+  CHECK(py.Line() == "worked");
+  Trace t = LoadTrace(dir + "/python.trace");
+  INFO(t.error);
+  REQUIRE(t.complete);
+  // bytearray(50000) asks the allocator for 50001 bytes.
+  CHECK(std::count_if(t.events.begin(), t.events.end(), [](const format::Event& e) {
+          return e.op == format::EventOp::kAlloc && e.size == 50001;
+        }) == 1000);
+}
+
 TEST_CASE("clear errors for no such process and a statically linked process") {
   RunResult none = Run({CROSSFREE_CLI, "record", "-p", "2147483647", "--duration", "0.1"}, {}, "");
   CHECK(none.exit_code == 2);
