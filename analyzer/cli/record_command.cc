@@ -22,6 +22,8 @@
 //    running and summarises what is on disk then;
 //  - when no trace could be written (an unwritable -o, a command that did
 //    not load the tracer), it says why and exits 2 if CMD itself succeeded.
+// `crossfree record -p PID` attaches to a running process instead
+// (attach_record.cc).
 #include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
