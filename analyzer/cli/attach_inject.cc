@@ -564,20 +564,25 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
     result.error = fmt::format("{} has no crossfree_attach entry point (an older tracer?)", library);
     return result;
   }
-  // Candidates, safest first.
-  std::vector<Candidate> candidates;
-  if (DIR* d = opendir(fmt::format("/proc/{}/task", pid).c_str())) {
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-      const pid_t tid = static_cast<pid_t>(std::atol(e->d_name));
-      ++result.threads;
-      Candidate c = Classify(pid, tid);
-      if (c.rank != kUnusable) candidates.push_back(c);
+  // Candidates, safest first (read again for each round of tries).
+  auto list_candidates = [&] {
+    std::vector<Candidate> out;
+    uint32_t threads = 0;
+    if (DIR* d = opendir(fmt::format("/proc/{}/task", pid).c_str())) {
+      while (dirent* e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        const pid_t tid = static_cast<pid_t>(std::atol(e->d_name));
+        ++threads;
+        Candidate c = Classify(pid, tid);
+        if (c.rank != kUnusable) out.push_back(c);
+      }
+      closedir(d);
     }
-    closedir(d);
-  }
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
+    result.threads = threads;
+    std::stable_sort(out.begin(), out.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
+    return out;
+  };
   // SIGCHLD tells us of each ptrace stop (WaitFor); blocked meanwhile.
   sigset_t chld, old_mask;
   sigemptyset(&chld);
@@ -603,50 +608,63 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
     }
   } restore_nice{own_boost, own_nice};
 
+  // A thread that did not fit (it was inside libc or the allocator) is let
+  // go at once; after a round with none that fits, the threads run 2 ms
+  // and are looked at again, up to kMaxAttempts stops in all.
   constexpr size_t kMaxAttempts = 40;
+  constexpr int kRounds = 20;
   std::optional<Stopped> chosen;
   double stop_started = 0;
-  for (size_t i = 0; i < candidates.size() && i < kMaxAttempts && !chosen; ++i) {
-    const Candidate& c = candidates[i];
-    if (ptrace(PTRACE_SEIZE, c.tid, nullptr, nullptr) != 0) {
-      const int error = errno;
-      if (error == ESRCH) continue;  // the thread exited meanwhile
-      result.error = SeizeRefused(pid, error);
-      return result;
+  std::vector<Candidate> candidates;
+  for (int round = 0; round < kRounds && !chosen && result.attempts < kMaxAttempts; ++round) {
+    if (round > 0) {
+      timespec pause{0, 2'000'000};
+      nanosleep(&pause, nullptr);
     }
-    stop_started = NowMs();
-    ++result.attempts;
-    Stopped t{c.tid, {}};
-    int status = 0;
-    if (ptrace(PTRACE_INTERRUPT, c.tid, nullptr, nullptr) != 0 ||
-        !WaitFor(c.tid, &status, 1000) || !WIFSTOPPED(status)) {
-      ptrace(PTRACE_DETACH, c.tid, nullptr, nullptr);
-      result.stopped_ms += NowMs() - stop_started;
-      continue;
+    candidates = list_candidates();
+    for (size_t i = 0; i < candidates.size() && result.attempts < kMaxAttempts && !chosen; ++i) {
+      const Candidate& c = candidates[i];
+      if (ptrace(PTRACE_SEIZE, c.tid, nullptr, nullptr) != 0) {
+        const int error = errno;
+        if (error == ESRCH) continue;  // the thread exited meanwhile
+        result.error = SeizeRefused(pid, error);
+        return result;
+      }
+      stop_started = NowMs();
+      ++result.attempts;
+      Stopped t{c.tid, {}};
+      int status = 0;
+      if (ptrace(PTRACE_INTERRUPT, c.tid, nullptr, nullptr) != 0 ||
+          !WaitFor(c.tid, &status, 1000) || !WIFSTOPPED(status)) {
+        ptrace(PTRACE_DETACH, c.tid, nullptr, nullptr);
+        result.stopped_ms += NowMs() - stop_started;
+        continue;
+      }
+      if ((status >> 16) != PTRACE_EVENT_STOP) {
+        // A signal arrived first: keep it for the end.
+        t.pending_signal = WSTOPSIG(status);
+      }
+      if (ptrace(PTRACE_GETREGS, c.tid, nullptr, &t.saved) != 0) {
+        ptrace(PTRACE_DETACH, c.tid, nullptr,
+               reinterpret_cast<void*>(static_cast<long>(t.pending_signal)));
+        result.stopped_ms += NowMs() - stop_started;
+        continue;
+      }
+      const auto orig = static_cast<long long>(t.saved.orig_rax);
+      const auto rax = static_cast<long long>(t.saved.rax);
+      bool fits = false;
+      if (c.nr >= 0 && orig == c.nr) {
+        // Still in the same wait, interrupted by our stop.
+        fits = IsRestartCode(rax) || (IsEpoll(orig) && rax == -EINTR);
+      }
+      if (!fits && PcIsSafe(maps, t.saved.rip) && orig < 0) fits = true;
+      if (!fits) {
+        Release(&t, /*restore=*/false);
+        result.stopped_ms += NowMs() - stop_started;
+        continue;
+      }
+      chosen = t;
     }
-    if ((status >> 16) != PTRACE_EVENT_STOP) {
-      // A signal arrived first: keep it for the end.
-      t.pending_signal = WSTOPSIG(status);
-    }
-    if (ptrace(PTRACE_GETREGS, c.tid, nullptr, &t.saved) != 0) {
-      ptrace(PTRACE_DETACH, c.tid, nullptr, reinterpret_cast<void*>(static_cast<long>(t.pending_signal)));
-      result.stopped_ms += NowMs() - stop_started;
-      continue;
-    }
-    const auto orig = static_cast<long long>(t.saved.orig_rax);
-    const auto rax = static_cast<long long>(t.saved.rax);
-    bool fits = false;
-    if (c.nr >= 0 && orig == c.nr) {
-      // Still in the same wait, interrupted by our stop.
-      fits = IsRestartCode(rax) || (IsEpoll(orig) && rax == -EINTR);
-    }
-    if (!fits && PcIsSafe(maps, t.saved.rip) && orig < 0) fits = true;
-    if (!fits) {
-      Release(&t, /*restore=*/false);
-      result.stopped_ms += NowMs() - stop_started;
-      continue;
-    }
-    chosen = t;
   }
   if (!chosen) {
     result.error = fmt::format(

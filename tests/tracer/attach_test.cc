@@ -479,6 +479,26 @@ TEST_CASE("a fork while attached leaves the child untraced and the trace whole a
   CHECK(target.child.Wait() == 0);
 }
 
+TEST_CASE("an exec while attached writes the trace first and record says so") {
+  const std::string dir = MakeTempDir();
+  Target target;
+  Recorder rec(target.pid, dir + "/exec.trace");
+  INFO(rec.err);
+  REQUIRE(rec.attached());
+  REQUIRE(target.Ask("cross") == "cross");
+  target.child.Send("exec");
+  // record sees the control socket close at the exec (close-on-exec).
+  CHECK(rec.child.Wait() == 0);
+  const std::string rest = rec.child.RestOfErr();
+  CHECK(rest.find("exec'd (/usr/bin/cat) while attached") != std::string::npos);
+  // The new image is cat: it echoes.
+  CHECK(target.Ask("echo") == "echo");
+  Trace t = LoadTrace(dir + "/exec.trace");
+  INFO(t.error);
+  REQUIRE(t.complete);
+  CHECK(AllocsOfSize(t, 4242).size() == 1000);
+}
+
 TEST_CASE("20 attach/detach cycles leave no descriptor or mapping behind") {
   const std::string dir = MakeTempDir();
   Target target;

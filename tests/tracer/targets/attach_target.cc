@@ -22,6 +22,7 @@
 //                 bad_alloc, which the thread catches
 //   fork       -> "forked 7 8": two children allocate and leave through
 //                 _exit(7) and exit(8)
+//   exec       -> becomes /bin/cat (which copies stdin to stdout)
 //   exit       -> exits with status 0 (through exit())
 // Besides: two threads sleep in read() on pipes and two threads allocate
 // and free continuously (same thread) until exit.
@@ -251,6 +252,12 @@ int main() {
         statuses[how] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       }
       printf("forked %d %d\n", statuses[0], statuses[1]);
+    } else if (cmd == "exec") {
+      g_quit.store(true);
+      // execv: a hooked exec function (execl reaches execve inside libc).
+      char* argv[] = {const_cast<char*>("cat"), nullptr};
+      execv("/bin/cat", argv);
+      return 1;
     } else if (cmd == "exit") {
       g_quit.store(true);
       exit(0);
