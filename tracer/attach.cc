@@ -244,7 +244,18 @@ void* ControlThread(void*) {
   }
   // A recorder that went away (SIGKILL) reads nothing; the target's
   // stderr is not ours to write to, the trace file says what happened.
-  if (end != End::kRecorderGone) Reply(fd, "detached", t.buf);
+  if (end == End::kRecordingEnded) {
+    // An exit or an exec is under way: the socket then closes with the
+    // process image (exit, close-on-exec), which is how record tells them
+    // apart. A failed exec brings the program back: then it closes here,
+    // after at most 10 s.
+    Reply(fd, "ended", t.buf);
+    pollfd pfd{fd, POLLIN, 0};
+    while (poll(&pfd, 1, 10'000) < 0 && errno == EINTR) {
+    }
+  } else if (end != End::kRecorderGone) {
+    Reply(fd, "detached", t.buf);
+  }
   close(fd);
   g_args.fd = -1;
   g_session.store(0, std::memory_order_release);

@@ -10,7 +10,11 @@
 //   record -> tracer   one AttachRequest
 //   tracer -> record   one line: "ok <text>\n" (recording) or "error <text>\n"
 //   record -> tracer   one byte kDetachByte when the window ends
-//   tracer -> record   one line "detached <text>\n" once the trace is written
+//   tracer -> record   one line "detached <text>\n" once the trace is written,
+//                      or "ended <text>\n" when the recording ended by itself
+//                      (exit, exec, a write error): the tracer then keeps
+//                      the socket open (up to 10 s) so that it closes with
+//                      the process image, and record tells exit from exec
 // End of file on either side ends the session: the tracer unhooks and
 // writes what it has when record disappears (killed, crashed); record
 // reports the target gone when the tracer's end closes (exit, exec).

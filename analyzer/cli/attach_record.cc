@@ -257,6 +257,7 @@ int RunAttach(const AttachOptions& o) {
   // The window: until the duration, a stop signal, or the target's end.
   const double end_at = o.duration_s >= 0 ? NowS() + o.duration_s : 0;
   bool target_gone = false;
+  std::string ended;  // the tracer's "ended" line, when it ended the session
   for (;;) {
     if (g_stop) break;
     double left = -1;
@@ -265,7 +266,12 @@ int RunAttach(const AttachOptions& o) {
       if (left <= 0) break;
     }
     std::string line;
-    if (reader.Next(left, &line, true)) continue;  // nothing expected: ignore
+    if (reader.Next(left, &line, true)) {
+      // The tracer ended the session itself (exit, exec, a write error):
+      // the socket closes with the process image; wait for that.
+      if (line.rfind("ended ", 0) == 0) ended = line.substr(6);
+      continue;
+    }
     if (reader.eof) {
       target_gone = true;
       break;
@@ -273,7 +279,10 @@ int RunAttach(const AttachOptions& o) {
   }
   if (target_gone) {
     const std::string now_exe = ExeOf(pid);
-    if (now_exe.empty() || kill(pid, 0) != 0) {
+    if (!ended.empty() && !now_exe.empty() && now_exe == exe && kill(pid, 0) == 0) {
+      fmt::print(stderr, "crossfree record: the recording in process {} ended: {}; trace {}\n",
+                 pid, ended, output);
+    } else if (now_exe.empty() || kill(pid, 0) != 0) {
       fmt::print(stderr,
                  "crossfree record: process {} exited while attached; its tracer wrote the "
                  "trace at exit: {}\n",
