@@ -74,6 +74,7 @@ const char* WindowCauseName(WindowCause cause) {
     case WindowCause::kDelay: return "delay";
     case WindowCause::kDuration: return "duration";
     case WindowCause::kSignal: return "signal";
+    case WindowCause::kAttach: return "attach";
   }
   return "?";
 }

@@ -115,8 +115,9 @@ enum class WindowCause : uint8_t {
   kDelay = 0,     // --delay elapsed (the first window opens)
   kDuration = 1,  // --duration elapsed (the window closes)
   kSignal = 2,    // the --toggle-signal arrived
+  kAttach = 3,    // `crossfree record -p` attached (opens) or detached (closes)
 };
-inline constexpr uint8_t kMaxWindowCause = 2;
+inline constexpr uint8_t kMaxWindowCause = 3;
 
 // What one thread did in all while recording, sampled or not (kTagCounts):
 // allocations and frees since that thread's previous counts record, so the

@@ -43,6 +43,7 @@ struct Flags {
   int client_threads = 16;
   int worker_threads = 1;
   double run_seconds = 1;
+  double progress_seconds = 0;  // > 0: print req/s every this many seconds
   // Sync: > 0 makes each client thread stop after this many calls (the run is
   // then as long as they take, not run_seconds): a fixed amount of work, for
   // counting instructions per call under callgrind.
@@ -487,6 +488,26 @@ int Run(const Flags& f) {
     if (fixed_calls) {
       for (auto& t : threads) t.join();
       threads.clear();
+    } else if (f.progress_seconds > 0) {
+      // One line per interval on stderr: throughput over time, for a run
+      // that something (crossfree record -p) attaches to and detaches from.
+      const Clock::time_point t0 = Clock::now();
+      const auto end = t0 + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(f.run_seconds));
+      uint64_t last_calls = calls_now();
+      Clock::time_point last = t0;
+      while (Clock::now() < end) {
+        std::this_thread::sleep_until(std::min(
+            end, last + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(f.progress_seconds))));
+        const Clock::time_point now = Clock::now();
+        const uint64_t c = calls_now();
+        fprintf(stderr, "PROGRESS t=%.2f reqs_per_sec=%.1f\n",
+                std::chrono::duration<double>(now - t0).count(),
+                (c - last_calls) / std::chrono::duration<double>(now - last).count());
+        last_calls = c;
+        last = now;
+      }
     } else {
       std::this_thread::sleep_for(std::chrono::duration<double>(f.run_seconds));
     }
@@ -573,6 +594,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--worker_threads", f.worker_threads, "Server service-pool workers")
       ->check(CLI::PositiveNumber);
+  app.add_option("--progress_seconds", f.progress_seconds,
+                 "Print the req/s of each interval this long on stderr while running "
+                 "(PROGRESS lines; 0 = none)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--run_seconds", f.run_seconds, "Measured run time in seconds")
       ->check(CLI::PositiveNumber);
   app.add_option("--calls", f.calls,

@@ -141,7 +141,17 @@ int64_t CoarseNowNs() {
 
 __thread CodeHits tls_code_hits __attribute__((tls_model("initial-exec"))) = {{0, 0}, {0, 0}};
 
-void RefreshCodeRanges() { Build(); }
+void RefreshCodeRanges() {
+  // Tables are never freed (readers hold no lock): build one only when
+  // the module set moved (an attach session starting again must not leak
+  // a page each time).
+  if (const Table* t = g_table.load(std::memory_order_acquire); t != nullptr) {
+    Counters c;
+    dl_iterate_phdr(ReadCounters, &c);
+    if (c.adds == t->adds && c.subs == t->subs) return;
+  }
+  Build();
+}
 
 bool InCodeSlow(uintptr_t pc) {
   const Table* t = g_table.load(std::memory_order_acquire);

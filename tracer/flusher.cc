@@ -165,6 +165,30 @@ void FlushOthersForSlots() {
       [](const ThreadState* it) { return it->slot.load(std::memory_order_relaxed) >= 0; }, 0);
 }
 
+void ResetStatesForNewTrace() {
+  for (ThreadState* it = g.registry.load(std::memory_order_acquire); it != nullptr;
+       it = it->next) {
+    it->next_sequence = 0;
+    it->chunk_open = false;
+    it->open_since_ns.store(0, std::memory_order_relaxed);
+    it->last_write_ns.store(0, std::memory_order_relaxed);
+    it->events_written = 0;
+    it->allocs_written = 0;
+    it->chunks_written = 0;
+    it->threads_written = 0;
+    it->wrote_chunk = false;
+    it->last_name[0] = '\0';
+    it->needs_name = it->in_use.load(std::memory_order_acquire) != 0;
+    if (const SampleCounts* c = it->counts) {
+      it->counts_written[0] = __atomic_load_n(&c->allocs, __ATOMIC_RELAXED);
+      it->counts_written[1] = __atomic_load_n(&c->frees, __ATOMIC_RELAXED);
+      it->counts_written[2] = __atomic_load_n(&c->dropped, __ATOMIC_RELAXED);
+    }
+    // Ids of the previous trace's stacks (ResetInternedStacks).
+    __builtin_memset(static_cast<void*>(&it->capture), 0, sizeof(it->capture));
+  }
+}
+
 void ReopenStates() {
   for (ThreadState* it = g.registry.load(std::memory_order_acquire); it != nullptr;
        it = it->next) {

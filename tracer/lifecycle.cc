@@ -9,16 +9,19 @@
 // in buffers then are lost (every chunk already written stays readable).
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "format/trace_writer.h"
+#include "tracer/attach.h"
 #include "tracer/channel.h"
 #include "tracer/clock.h"
 #include "tracer/cpu.h"
 #include "tracer/malloc_hook.h"
+#include "tracer/real_alloc.h"
 #include "tracer/modules.h"
 #include "tracer/owned_fds.h"
 #include "tracer/recorder_internal.h"
@@ -171,6 +174,21 @@ void AtForkChild() {
   if (g.phase.load(std::memory_order_acquire) != internal::kActive) return;
   GuardScope guard;
   int saved_errno = errno;
+  if (LoadedForAttach()) {
+    // An attached session records its process only: the child runs on
+    // untraced (its GOT entries still reach the hooks, which forward), and
+    // the inherited descriptor, shared with the parent, is left alone.
+    __atomic_store_n(&g_recording, 0, __ATOMIC_RELAXED);
+    g.phase.store(internal::kStopped, std::memory_order_release);
+    // The child's copies of the trace file and the control socket: the
+    // child has no use for them (the parent's stay open).
+    if (internal::TraceFd() >= 0) close(g.fd);
+    g.fd = -1;
+    g.write_failed.store(true, std::memory_order_relaxed);
+    AttachAtForkChild();
+    errno = saved_errno;
+    return;
+  }
   internal::ResetStatesInForkChild();
   channel::DetachInForkChild();
   // membarrier registration belongs to the address space: register the
@@ -277,7 +295,7 @@ void InitRecorder() {
 bool ShouldRecordSlow() {
   if (__atomic_load_n(&crossfree_tracer_guard, __ATOMIC_RELAXED) != 0) return false;
   int phase = g.phase.load(std::memory_order_acquire);
-  if (phase == internal::kUninit) {
+  if (phase == internal::kUninit && !LoadedForAttach()) {
     // Before libc's own constructor has run, environ is unset and our
     // settings would read as defaults: let such early calls pass untraced.
     if (environ == nullptr) return false;
@@ -342,7 +360,42 @@ namespace {
 
 // The constructor makes sure start-up happens even in a process that never
 // allocates, and records the module map outside any hook.
+// Our place in the load order: true when the tracer was loaded before
+// libc (preloaded, or linked ahead of it), so its definitions come first
+// in the global scope.
+int FindOrder(dl_phdr_info* info, size_t, void* data) {
+  auto* before_libc = static_cast<int*>(data);
+  const uintptr_t self = reinterpret_cast<uintptr_t>(&FindOrder);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& p = info->dlpi_phdr[i];
+    if (p.p_type == PT_LOAD && self >= info->dlpi_addr + p.p_vaddr &&
+        self < info->dlpi_addr + p.p_vaddr + p.p_memsz) {
+      *before_libc = 1;
+      return 1;
+    }
+  }
+  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  const char* base = name;
+  for (const char* c = name; *c != '\0'; ++c) {
+    if (*c == '/') base = c + 1;
+  }
+  if (StrEq(base, "libc.so.6")) {
+    *before_libc = 0;
+    return 1;
+  }
+  return 0;
+}
+
 __attribute__((constructor(101))) void TracerConstructor() {
+  // Loaded by dlopen after libc (`crossfree record -p`): nothing is
+  // interposed by symbol order, and recording starts only when an attach
+  // session asks for it (attach.cc).
+  int before_libc = 1;
+  dl_iterate_phdr(FindOrder, &before_libc);
+  if (before_libc == 0) {
+    SetLoadedForAttach();
+    return;
+  }
   InitRecorder();
   if (g.phase.load(std::memory_order_acquire) != internal::kActive) return;
   GuardScope guard;
@@ -359,6 +412,116 @@ __attribute__((constructor(101))) void TracerConstructor() {
   internal::FlushCurrentThreadModules();
   errno = saved_errno;
 }
+
+}  // namespace
+
+// Attach mode (attach.h).
+namespace {
+bool g_loaded_for_attach = false;
+bool g_attach_initialised = false;
+}  // namespace
+
+bool LoadedForAttach() { return g_loaded_for_attach; }
+void SetLoadedForAttach() {
+  g_loaded_for_attach = true;
+  internal::g_resolve_global = true;
+}
+
+bool StartAttachedRecording(const Settings& settings, const char** why) {
+  int expected = g_attach_initialised ? internal::kStopped : internal::kUninit;
+  if (!g.phase.compare_exchange_strong(expected, internal::kStarting,
+                                       std::memory_order_acq_rel)) {
+    *why = "the tracer in this process is not idle (preloaded, or a session is ending)";
+    return false;
+  }
+  GuardScope guard;
+  ErrnoSaver saved;
+  g.settings = settings;
+  g.settings.main_pid = static_cast<uint32_t>(getpid());  // a plain path, ours
+  g.settings.malloc_hook = false;
+  if (!g_attach_initialised) {
+    if (g.settings.tsc) InitFastClock();
+    internal::InitAsymmetricFence();
+    g.pid = static_cast<uint32_t>(getpid());
+    InitMainExePath();
+    g.key_ok = pthread_key_create(&g.key, internal::OnThreadExit) == 0;
+    pthread_atfork(AtForkPrepare, nullptr, AtForkChild);
+    g_attach_initialised = true;
+  } else {
+    internal::ResetStatesForNewTrace();
+    ResetInternedStacks();
+  }
+  InitSampler(g.settings.sample_period);
+  ClearLiveSet();
+  g.stacks = false;
+  if (g.settings.stacks) {
+    SetStackCheck(g.settings.stack_check);
+    SetWalkMemo(g.settings.stack_memo);
+    g.stacks = InitStacks(g.settings.unwind, g.settings.depth);
+    if (!g.stacks) MessageLine().Add("stack capture unavailable; recording without stacks").Print();
+  }
+  g.malloc_hook = false;
+  g.write_failed.store(false, std::memory_order_relaxed);
+  g.foreign_events.store(0, std::memory_order_relaxed);
+  g.next_idle_scan_ns.store(0, std::memory_order_relaxed);
+  ForgetModules();
+  BeginAttachedWindow();
+  g.start_ns = NowNs();
+  if (!OpenTrace(/*fork_child=*/false)) {
+    EndAttachedWindow();
+    g.phase.store(internal::kStopped, std::memory_order_release);
+    *why = "cannot create the trace file (see the message above)";
+    return false;
+  }
+  internal::ReopenStates();
+  g.modules_pending.store(true, std::memory_order_release);
+  g.phase.store(internal::kActive, std::memory_order_release);
+  // The open record first, then recording: every event is later than it.
+  internal::WriteOwnWindowRecord(format::WindowState::kOpen, format::WindowCause::kAttach,
+                                 g.start_ns);
+  internal::FlushCurrentThreadModules();
+  __atomic_store_n(&g_started, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_recording, 1, __ATOMIC_RELEASE);
+  return true;
+}
+
+bool AttachedRecordingActive() {
+  return g.phase.load(std::memory_order_acquire) == internal::kActive &&
+         !g.write_failed.load(std::memory_order_relaxed);
+}
+
+bool StopAttachedRecording(AttachedTotals* totals) {
+  if (g.phase.load(std::memory_order_acquire) != internal::kActive) return false;
+  GuardScope guard;
+  ErrnoSaver saved;
+  const uint64_t now = NowNs();
+  __atomic_store_n(&g_recording, 0, __ATOMIC_RELEASE);
+  EndAttachedWindow();
+  // Modules first: the close record is then the last thing this thread
+  // writes (the analyzer looks for it in each thread's last chunk).
+  if (ModulesMayHaveChanged()) g.modules_pending.store(true, std::memory_order_release);
+  internal::FlushCurrentThreadModules();
+  internal::WriteOwnWindowRecord(format::WindowState::kClosed, format::WindowCause::kAttach, now);
+  int expected = internal::kActive;
+  if (!g.phase.compare_exchange_strong(expected, internal::kStopped,
+                                       std::memory_order_acq_rel)) {
+    return false;
+  }
+  internal::ExitStats stats = internal::CloseAndFlushAll(/*wait_budget_ns=*/200'000'000);
+  if (stats.threads_skipped == 0) internal::WriteTotals(stats);
+  totals->events = stats.events;
+  totals->threads = stats.threads;
+  totals->threads_skipped = stats.threads_skipped;
+  totals->write_failed = g.write_failed.load(std::memory_order_relaxed);
+  // A thread still inside a record (skipped) finds the trace over and
+  // drops its chunk silently instead of reporting a write error.
+  g.write_failed.store(true, std::memory_order_relaxed);
+  const int fd = __atomic_exchange_n(&g.fd, -1, __ATOMIC_ACQ_REL);
+  if (fd >= 0) close(fd);
+  return true;
+}
+
+namespace {
 
 // Priority 101 runs after this library's other destructors; the dynamic
 // loader runs it after the executable's destructors and atexit handlers.

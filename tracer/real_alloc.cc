@@ -4,6 +4,7 @@
 #include "tracer/real_alloc.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -33,9 +34,66 @@ struct ArenaHeader {
   size_t pad;
 };
 
+// A PLT stub: [endbr64] [bnd] jmp *disp(%rip). What dlsym(RTLD_DEFAULT)
+// returns for a function whose canonical address is the executable's PLT
+// entry (a non-PIE program that takes the function's address): calling it
+// would go through the executable's GOT entry, which attach rewrites.
+bool IsPltStub(const void* p) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  if (b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa) b += 4;
+  if (b[0] == 0xf2) ++b;
+  return b[0] == 0xff && b[1] == 0x25;
+}
+
+struct DefinitionSearch {
+  const char* name;
+  uintptr_t self;  // an address in the tracer
+  void* found;
+};
+
+bool Contains(const dl_phdr_info* info, uintptr_t a) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && a >= info->dlpi_addr + ph.p_vaddr &&
+        a < info->dlpi_addr + ph.p_vaddr + ph.p_memsz) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The first object after the executable, in load order, that defines name
+// itself (not the tracer).
+int FindDefinition(dl_phdr_info* info, size_t, void* data) {
+  auto* search = static_cast<DefinitionSearch*>(data);
+  const char* path = info->dlpi_name;
+  if (path == nullptr || path[0] == '\0' || Contains(info, search->self)) return 0;
+  void* handle = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+  if (handle == nullptr) return 0;
+  void* p = dlsym(handle, search->name);
+  dlclose(handle);  // only the reference NOLOAD took
+  if (p == nullptr || !Contains(info, reinterpret_cast<uintptr_t>(p)) || IsPltStub(p)) return 0;
+  search->found = p;
+  return 1;
+}
+
+}  // namespace
+
+void* GlobalDefinition(const char* name) {
+  void* p = dlsym(RTLD_DEFAULT, name);
+  if (p == nullptr || !IsPltStub(p)) return p;
+  DefinitionSearch search{name, reinterpret_cast<uintptr_t>(&GlobalDefinition), nullptr};
+  dl_iterate_phdr(FindDefinition, &search);
+  return search.found;
+}
+
+namespace {
+
 template <typename T>
 void Lookup(T* slot, const char* name, bool required) {
-  void* sym = dlsym(RTLD_NEXT, name);
+  // Preloaded, the next definition after the tracer; attached, the one
+  // the program's GOT entries held (the global scope's).
+  void* sym = internal::g_resolve_global ? GlobalDefinition(name) : dlsym(RTLD_NEXT, name);
   if (sym == nullptr && required) {
     MessageLine().Add("cannot find the real ").Add(name).Add(" (dlsym RTLD_NEXT); aborting").Print();
     abort();
@@ -105,6 +163,7 @@ namespace internal {
 
 RealFunctions g_real;
 int g_real_state = kUnresolved;
+bool g_resolve_global = false;
 bool g_std_operators_direct = false;
 
 bool ResolveSlow() {

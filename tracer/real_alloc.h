@@ -23,6 +23,9 @@ namespace internal {
 extern RealFunctions g_real;
 extern int g_real_state;  // 2 once resolved
 extern bool g_std_operators_direct;
+// Attach mode (attach.h): resolve with RTLD_DEFAULT instead of RTLD_NEXT.
+// Set by the control thread before the first resolution.
+extern bool g_resolve_global;
 bool ResolveSlow();
 }  // namespace internal
 
@@ -36,6 +39,13 @@ inline bool RealResolvedAlready() {
 // runs (dlsym), it returns false and the malloc-family hooks serve requests
 // from the arena.
 inline bool RealResolved() { return RealResolvedAlready() || internal::ResolveSlow(); }
+
+// Attach mode: the definition of name that the program's calls reach,
+// dlsym(RTLD_DEFAULT) unless that is the executable's canonical PLT entry
+// (a non-PIE program that takes the function's address), which would call
+// through a GOT entry the tracer rewrites: then the first object in load
+// order that defines it. Null when none does.
+void* GlobalDefinition(const char* name);
 
 // The resolved table (entries null while resolution runs).
 inline const RealFunctions& Real() {

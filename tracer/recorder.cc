@@ -276,6 +276,15 @@ __attribute__((noinline)) ThreadState* EnterSlow() {
   if (!Claim(s)) return nullptr;
   if (s->needs_name) {
     s->needs_name = false;
+    // A state taken before sampling was on (attach mode: an unsampled
+    // session, then a sampled one) gets its owner's counts now; only the
+    // owner knows where they are (TLS).
+    if (Sampling() && s->counts == nullptr) {
+      s->counts = &t_sample;
+      s->counts_written[0] = __atomic_load_n(&t_sample.allocs, __ATOMIC_RELAXED);
+      s->counts_written[1] = __atomic_load_n(&t_sample.frees, __ATOMIC_RELAXED);
+      s->counts_written[2] = __atomic_load_n(&t_sample.dropped, __ATOMIC_RELAXED);
+    }
     AppendOwnName(s);
   }
   if (s->name_pending.load(std::memory_order_relaxed) != 0 &&

@@ -195,6 +195,11 @@ bool ReadyForWindowChangeInHandler();
 // Fork child, single-threaded: appends an open record for the inherited
 // window to the calling thread's chunk, before any event.
 void AppendWindowRecordInForkChild(format::WindowCause cause, uint64_t ts);
+// Attach mode, between two sessions (every state closed, recording off):
+// each state starts a new trace (sequence 0, no counts, its thread's name
+// due again, no remembered stacks). ReopenStates then lets them record.
+void ResetStatesForNewTrace();
+
 // After a failed exec: lets every state record again.
 void ReopenStates();
 // Registers the process for membarrier(PRIVATE_EXPEDITED) and sets

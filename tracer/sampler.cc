@@ -117,6 +117,19 @@ void InitSampler(uint32_t period) {
   g_sample_period = period;
 }
 
+void ClearLiveSet() {
+  for (uint32_t b = 0; b < kLiveBuckets; ++b) {
+    if (g_live_home_counts[b].load(std::memory_order_relaxed) != 0) {
+      g_live_home_counts[b].store(0, std::memory_order_relaxed);
+    }
+    for (uint32_t i = 0; i < kLiveSlots; ++i) {
+      if (g_live[b].slot[i].load(std::memory_order_relaxed) != 0) {
+        g_live[b].slot[i].store(0, std::memory_order_relaxed);
+      }
+    }
+  }
+}
+
 void ReseedSamplerInForkChild() {
   if (t_sample.rng == 0) return;
   Seed(&t_sample);

@@ -112,6 +112,12 @@ inline bool LiveRemove(const void* address) {
 // live set is static (1 MiB of slots + 16 KiB of counts, in .bss).
 void InitSampler(uint32_t period);
 
+// Attach mode, between two sessions: objects sampled in an earlier session
+// may have been freed while the GOT did not reach the hooks; the next
+// session starts with an empty set. Reads before writing: untouched pages
+// stay untouched.
+void ClearLiveSet();
+
 // A forked child keeps the parent's live set (its objects are the
 // child's too) and its counts, and reseeds its generator so that it does
 // not repeat the parent's choices.

@@ -37,6 +37,17 @@ void StackTable::Release() {
   by_id_ = nullptr;
 }
 
+void StackTable::Reset() {
+  if (mapping_ == nullptr) return;
+  // Private anonymous pages read as zero again after MADV_DONTNEED: every
+  // slot empty, and the pages cost nothing until touched.
+  madvise(mapping_, mapping_bytes_, MADV_DONTNEED);
+  frames_used_.store(0, std::memory_order_relaxed);
+  next_id_.store(1, std::memory_order_relaxed);
+  count_.store(0, std::memory_order_relaxed);
+  dropped_.store(0, std::memory_order_relaxed);
+}
+
 bool StackTable::Init(uint32_t max_stacks, uint64_t max_frames) {
   if (slots_ != nullptr || max_stacks == 0 || max_frames == 0) return false;
   // Load factor at most 1/2 keeps probe sequences short.

@@ -35,6 +35,9 @@ class StackTable {
   // table made by a test calls Release() to unmap.
   ~StackTable() = default;
   void Release();
+  // Empties the table (ids start at 1 again), keeping its mapping. Only
+  // while no thread interns (attach: between two sessions).
+  void Reset();
 
   // Reserves room for max_stacks stacks holding max_frames frames in total.
   // Returns false if mmap fails or the table was initialised already.

@@ -120,6 +120,8 @@ bool ParseUnwindMode(const char* text, UnwindMode* mode) {
   return true;
 }
 
+void ResetInternedStacks() { g_table.Reset(); }
+
 bool InitStacks(UnwindMode mode, int max_depth) {
   if (max_depth < 1) max_depth = 1;
   if (max_depth > 32) max_depth = 32;  // only sizes the warm-up capture

@@ -67,6 +67,11 @@ struct CaptureCache;
 int CaptureStack(void* hook_return_address, void* hook_frame_address,
                  uint64_t* frames, int max_depth, CaptureCache* cache = nullptr);
 
+// Attach mode, between two sessions (no thread interns): forgets every
+// interned stack, so that the next trace defines each stack it uses.
+// Threads' CaptureCache tables must be emptied too (they hold ids).
+void ResetInternedStacks();
+
 // Check mode (CROSSFREE_STACK_CHECK=1): every hybrid capture also walks the
 // whole stack from its rules, without reusing the thread's previous walk,
 // and aborts the process with a message on any difference. For tests: it

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace crossfree::tracer {
@@ -71,6 +72,8 @@ MessageLine& MessageLine::AddNumber(uint64_t v) {
   return Add(digits, FormatDecimal(v, digits));
 }
 
+int g_message_fd = 2;
+
 void MessageLine::Print() {
   char line[sizeof(buf_) + 32];
   static const char kPrefix[] = "crossfree-trace: ";
@@ -79,7 +82,19 @@ void MessageLine::Print() {
   for (size_t i = 0; i < len_; ++i) line[n++] = buf_[i];
   line[n++] = '\n';
   int saved = errno;
-  WriteAll(2, line, n);
+  const int fd = __atomic_load_n(&g_message_fd, __ATOMIC_RELAXED);
+  if (fd == 2) {
+    WriteAll(2, line, n);
+  } else {
+    // A socket whose reader may be gone: never SIGPIPE the target.
+    size_t done = 0;
+    while (done < n) {
+      ssize_t w = send(fd, line + done, n - done, MSG_NOSIGNAL);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      done += static_cast<size_t>(w);
+    }
+  }
   errno = saved;
 }
 

@@ -28,12 +28,15 @@ size_t FormatDecimal(uint64_t v, char* out);
 bool ParseDecimal(const char* text, uint64_t* value);
 
 // A fixed-size line builder for messages; silently truncates.
+extern int g_message_fd;
 class MessageLine {
  public:
   MessageLine& Add(const char* text);
   MessageLine& Add(const char* text, size_t n);
   MessageLine& AddNumber(uint64_t v);
-  // Writes "crossfree-trace: <line>\n" to stderr with one write(2).
+  // Writes "crossfree-trace: <line>\n" with one write(2) to stderr, or,
+  // while `crossfree record -p` is attached, to its control socket
+  // (g_message_fd): the target's stderr is the target's.
   void Print();
 
  private:

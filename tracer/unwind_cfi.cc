@@ -149,6 +149,7 @@ struct Module {
   uintptr_t end;
   uintptr_t bias;   // link-time address = runtime address - bias
   Dwarf_CFI* cfi;   // null: module has no usable CFI
+  Elf* elf = nullptr;  // ReleaseCfiFiles ends it (its mapping of the file)
 };
 constexpr int kMaxModules = 1024;
 Module g_modules[kMaxModules];
@@ -224,6 +225,7 @@ const Module* ModuleFor(uintptr_t pc) {
     Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
     if (elf != nullptr && elf_cntl(elf, ELF_C_FDREAD) == 0) {
       m.cfi = dwarf_getcfi_elf(elf);
+      m.elf = elf;
     } else if (elf != nullptr) {
       elf_end(elf);
     }
@@ -290,6 +292,19 @@ Rule ComputeRule(uintptr_t pc) {
 }
 
 }  // namespace
+
+bool ReleaseCfiFiles() {
+  if (!TryLockFill()) return false;
+  for (int i = 0; i < g_module_count; ++i) {
+    Module& m = g_modules[i];
+    if (m.cfi != nullptr) dwarf_cfi_end(m.cfi);
+    if (m.elf != nullptr) elf_end(m.elf);
+    m = Module{0, 0, 0, nullptr, nullptr};
+  }
+  g_module_count = 0;
+  UnlockFill();
+  return true;
+}
 
 bool InitCfiUnwinder() {
   if (g_cache != nullptr) return true;

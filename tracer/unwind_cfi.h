@@ -15,6 +15,15 @@ namespace crossfree::tracer {
 // only). Returns false if the mapping fails.
 bool InitCfiUnwinder();
 
+// Attach mode, at the end of a session (no thread unwinds): unmaps the
+// object files whose CFI was read (their descriptors were closed once
+// read) and frees libdw's copies of it, so that a detached process keeps
+// none of them mapped. The rules already
+// computed stay cached (they depend on the code, not on the files); the
+// next session opens files again as it needs them. False when another
+// thread holds the fill lock (then everything stays as it is).
+bool ReleaseCfiFiles();
+
 // Unwinds outward from the frame that executes at return address `pc` with
 // stack pointer `sp` and frame pointer `fp` (pc itself is already recorded
 // in frames[depth-1]). Appends return addresses and returns the new depth.

@@ -145,6 +145,20 @@ void InitWindow(const Settings& s, uint64_t process_start_ns) {
   }
 }
 
+void BeginAttachedWindow() {
+  w.windowed = true;
+  w.changed = true;
+  w.duration_ns = 0;
+  w.toggle_signal = 0;
+  w.open_at_ns = UINT64_MAX;
+  w.open_cause = format::WindowCause::kAttach;
+  g_window_deadline_ns = UINT64_MAX;
+  w.toggles.store(0, std::memory_order_relaxed);
+  w.open.store(1, std::memory_order_release);
+}
+
+void EndAttachedWindow() { w.open.store(0, std::memory_order_release); }
+
 bool WindowOpen() { return w.open.load(std::memory_order_acquire) != 0; }
 
 void PollClosedWindow() {

@@ -31,6 +31,11 @@ namespace crossfree::tracer {
 // tracer's start, the delay's origin unless settings.start_ns is set.
 void InitWindow(const Settings& settings, uint64_t process_start_ns);
 
+// Attach mode (attach.h): a session's trace is windowed and opens with
+// the session (cause kAttach); no delay, duration or toggle signal.
+void BeginAttachedWindow();
+void EndAttachedWindow();
+
 // Whether recording is open now.
 bool WindowOpen();
 

@@ -22,6 +22,8 @@
 //    running and summarises what is on disk then;
 //  - when no trace could be written (an unwritable -o, a command that did
 //    not load the tracer), it says why and exits 2 if CMD itself succeeded.
+// `crossfree record -p PID` attaches to a running process instead
+// (attach_record.cc).
 #include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -33,6 +35,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -47,6 +50,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include "analyzer/cli/attach_record.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/record_handoff.h"
 #include "format/trace_reader.h"
@@ -67,6 +71,7 @@ struct RecordArgs {
   std::vector<std::string> preloads;
   std::vector<std::string> command;
   double wait_children_s = 60;
+  int pid = 0;  // -p: attach to this running process instead
 };
 
 std::string Dirname(const std::string& path) {
@@ -747,6 +752,26 @@ int RunRecord(const RecordArgs& args) {
   return status;
 }
 
+int RunAttachRecord(const RecordArgs& args) {
+  std::string searched;
+  std::optional<std::string> library = FindTracerLibrary(&searched);
+  if (!library) {
+    fmt::print(stderr, "crossfree record: cannot find libcrossfree-trace.so (looked at {})\n",
+               searched);
+    return kExitUsage;
+  }
+  AttachOptions o;
+  o.pid = static_cast<pid_t>(args.pid);
+  o.output = args.output;
+  o.unwind = args.unwind;
+  o.depth = args.depth;
+  o.no_stacks = args.no_stacks;
+  o.sample = args.sample;
+  o.duration_s = args.duration_s;
+  o.library = *library;
+  return RunAttach(o);
+}
+
 }  // namespace
 
 void RegisterRecordCommand(CLI::App& app, int* exit_code) {
@@ -789,9 +814,34 @@ void RegisterRecordCommand(CLI::App& app, int* exit_code) {
                   "running (background jobs, daemons), then name those still running "
                   "(default 60)")
       ->check(CLI::Range(0.0, 86400.0));
-  sub->add_option("command", args->command, "The command to run, after --")->required();
-  sub->footer("Example: crossfree record -o server.trace -- ./server --port 8080");
-  sub->callback([args, exit_code] { *exit_code = RunRecord(*args); });
+  sub->add_option("-p,--pid", args->pid,
+                  "Attach to the running process PID instead: record until --duration or "
+                  "Ctrl-C, then detach and leave it running as it was (docs/guide/tracer.md)")
+      ->check(CLI::Range(1, INT_MAX));
+  sub->add_option("command", args->command, "The command to run, after --");
+  sub->footer(
+      "Examples: crossfree record -o server.trace -- ./server --port 8080\n"
+      "          crossfree record -p 4242 --duration 2 -o server.trace");
+  sub->callback([args, exit_code] {
+    if (args->pid != 0) {
+      if (!args->command.empty() || args->delay_s >= 0 || !args->toggle_signal.empty() ||
+          !args->preloads.empty()) {
+        fmt::print(stderr,
+                   "crossfree record: -p attaches to a running process: give no command, "
+                   "--delay, --toggle-signal or --preload with it\n");
+        *exit_code = kExitUsage;
+        return;
+      }
+      *exit_code = RunAttachRecord(*args);
+      return;
+    }
+    if (args->command.empty()) {
+      fmt::print(stderr, "crossfree record: give a command after --, or -p PID\n");
+      *exit_code = kExitUsage;
+      return;
+    }
+    *exit_code = RunRecord(*args);
+  });
 }
 
 }  // namespace crossfree::analyzer::cli

@@ -18,10 +18,18 @@ class LastTimestamp : public format::RecordVisitor {
     for (const format::Event& e : events) last = std::max(last, e.timestamp_ns);
   }
   void OnThreadExit(uint32_t, uint64_t ts_ns) override { last = std::max(last, ts_ns); }
-  void OnWindow(uint32_t, uint64_t ts_ns, format::WindowState, format::WindowCause) override {
+  void OnWindow(uint32_t, uint64_t ts_ns, format::WindowState state,
+                format::WindowCause cause) override {
     last = std::max(last, ts_ns);
+    if (cause == format::WindowCause::kAttach) {
+      (state == format::WindowState::kOpen ? attach_open : attach_close) = true;
+    }
   }
   uint64_t last = 0;
+  // `crossfree record -p`: the window opened on a process already running
+  // (no start-up in it) or closed on one that went on (no shutdown).
+  bool attach_open = false;
+  bool attach_close = false;
 };
 
 }  // namespace
@@ -33,6 +41,8 @@ LifecycleClock MakeLifecycleClock(const ProcessTrace& trace, uint64_t origin_ns)
   clock.origin_ns = origin_ns;
   uint64_t last = origin_ns;
   std::vector<uint8_t> buffer;
+  bool attach_open = false;
+  bool attach_close = false;
   for (const ThreadStream& stream : trace.streams) {
     for (const format::Chunk& c : stream.chunks) last = std::max(last, c.base_timestamp_ns);
     if (stream.chunks.empty() || !trace.reader) continue;
@@ -43,14 +53,32 @@ LifecycleClock MakeLifecycleClock(const ProcessTrace& trace, uint64_t origin_ns)
         format::DecodeChunk(loaded, visitor, &ignored)) {
       last = std::max(last, visitor.last);
     }
+    // An attached trace's open record is in the first chunk of the thread
+    // that wrote it (the tracer's control thread), its close in the last
+    // but the totals chunk, which the same thread writes after it.
+    const size_t n = stream.chunks.size();
+    for (size_t i : {size_t{0}, n - 2}) {
+      if (n < 2 || (i == 0 && n == 1)) continue;
+      LastTimestamp more;
+      if (trace.reader->LoadPayload(stream.chunks[i], &buffer, &loaded, &ignored) &&
+          format::DecodeChunk(loaded, more, &ignored)) {
+        visitor.attach_open = visitor.attach_open || more.attach_open;
+        visitor.attach_close = visitor.attach_close || more.attach_close;
+      }
+    }
+    attach_open = attach_open || visitor.attach_open;
+    attach_close = attach_close || visitor.attach_close;
   }
   uint64_t duration = last - origin_ns;
   while ((duration >> clock.tick_shift) >= (uint64_t{1} << 31)) ++clock.tick_shift;
   uint64_t ticks = duration >> clock.tick_shift;
   if (duration >= kMinSteadyNs) {
     auto edge = static_cast<uint64_t>(static_cast<double>(ticks) * kEdgeShare);
-    clock.steady_from_tick = static_cast<uint32_t>(edge);
-    clock.steady_to_tick = static_cast<uint32_t>(ticks - edge);
+    // An edge is start-up or shutdown only where the process started or
+    // ended: not where `crossfree record -p` attached or detached.
+    clock.steady_from_tick = attach_open ? 0 : static_cast<uint32_t>(edge);
+    clock.steady_to_tick = attach_close ? static_cast<uint32_t>(ticks)
+                                        : static_cast<uint32_t>(ticks - edge);
   }
   for (const ThreadStream& stream : trace.streams) {
     uint64_t first = origin_ns;
@@ -58,7 +86,10 @@ LifecycleClock MakeLifecycleClock(const ProcessTrace& trace, uint64_t origin_ns)
       first = stream.chunks.front().base_timestamp_ns;
       for (const format::Chunk& c : stream.chunks) first = std::min(first, c.base_timestamp_ns);
     }
-    clock.first_tick.push_back(clock.Tick(first));
+    // Attached: the threads were (nearly all) running before the window,
+    // so a thread's first event is no start of it, and objects made before
+    // it are no hand-off to a new thread.
+    clock.first_tick.push_back(attach_open ? 0 : clock.Tick(first));
   }
   return clock;
 }

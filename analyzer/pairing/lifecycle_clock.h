@@ -18,9 +18,14 @@ struct LifecycleClock {
   // Ticks of 2^tick_shift ns, 32 bits wide: tick_shift is chosen so the
   // trace fits (10, about 1 us, for anything under an hour).
   int tick_shift = 10;
-  uint32_t steady_from_tick = 0;  // the steady state, [from, to] in ticks
+  // The steady state, [from, to] in ticks. A trace recorded by `crossfree
+  // record -p` (window records of cause kAttach) has no start-up edge
+  // where it attached and no shutdown edge where it detached.
+  uint32_t steady_from_tick = 0;
   uint32_t steady_to_tick = ~uint32_t{0};
-  std::vector<uint32_t> first_tick;  // [stream index]: its first chunk's base
+  // [stream index]: its first chunk's base; 0 for every stream of an
+  // attached trace (its threads were running before the window opened).
+  std::vector<uint32_t> first_tick;
 
   uint32_t Tick(uint64_t ts) const {
     uint64_t t = (ts > origin_ns ? ts - origin_ns : 0) >> tick_shift;

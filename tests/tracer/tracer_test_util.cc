@@ -22,6 +22,12 @@ class Collector : public format::RecordVisitor {
   }
   void OnModule(uint32_t, const format::Module& m) override { t_->modules.push_back(m); }
   void OnThreadExit(uint32_t tid, uint64_t) override { t_->thread_exits.insert(tid); }
+  void OnCounts(uint32_t tid, const format::ThreadCounts& c) override {
+    format::ThreadCounts& sum = t_->counts[tid];
+    sum.allocs += c.allocs;
+    sum.frees += c.frees;
+    sum.samples_dropped += c.samples_dropped;
+  }
 
  private:
   Trace* t_;

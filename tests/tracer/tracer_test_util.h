@@ -53,6 +53,7 @@ struct Trace {
   std::set<uint32_t> thread_exits;
   std::vector<format::Module> modules;
   std::map<uint32_t, std::vector<uint32_t>> chunk_sequences;  // per tid, file order
+  std::map<uint32_t, format::ThreadCounts> counts;  // sampled traces: per tid, summed
   bool complete = false;
   std::string error;
 };

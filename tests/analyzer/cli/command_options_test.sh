@@ -268,6 +268,15 @@ wait $record_pid || fail "record of a command leaving a child: exit $?"
 has wc.err "waited for 1 process the command left running"
 lacks wc.err "still running"
 
+# --pid attaches to a running process (its effect: tests/tracer/attach_test.cc);
+# with a command it is refused, and a pid that does not exist is named.
+checked["record --pid"]=1
+"$crossfree" record -p 1 -- true >/dev/null 2>pid.err && fail "record -p with a command: accepted"
+has pid.err "-p attaches to a running process: give no command"
+"$crossfree" record -p 2147483647 --duration 1 >/dev/null 2>pid2.err &&
+  fail "record -p of no process: accepted"
+has pid2.err "-p 2147483647: no such process"
+
 # Every option each --help lists has a row above.
 for cmd in report diff gate dump record; do
   while read -r opt; do

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: Apache-2.0
+// `crossfree record -p PID` (see attach_record.h): the control socket,
+// the injection, the window, the detach.
+#include "analyzer/cli/attach_record.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <fmt/core.h>
+
+#include "analyzer/cli/attach_inject.h"
+#include "analyzer/cli/commands.h"
+#include "tracer/attach_protocol.h"
+
+namespace crossfree::analyzer::cli {
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+void OnStopSignal(int) { g_stop = 1; }
+
+double NowS() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+std::string CurrentDir() {
+  char buf[4096];
+  if (getcwd(buf, sizeof(buf)) == nullptr) return ".";
+  return buf;
+}
+
+std::string ExeOf(pid_t pid) {
+  char buf[4096];
+  ssize_t n = readlink(fmt::format("/proc/{}/exe", pid).c_str(), buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  buf[n] = '\0';
+  return buf;
+}
+
+// Reads the tracer's lines; returns false at end of file. Lines that are
+// messages of the tracer ("crossfree-trace: ...") are printed as they come;
+// a reply line ("ok ...", "error ...", "detached ...") is returned in *reply.
+struct LineReader {
+  int fd;
+  std::string pending;
+  bool eof = false;
+  // Waits up to timeout_s (< 0: until a stop signal) for the next reply.
+  bool Next(double timeout_s, std::string* reply, bool stop_on_signal) {
+    const double deadline = timeout_s < 0 ? 0 : NowS() + timeout_s;
+    for (;;) {
+      size_t nl;
+      while ((nl = pending.find('\n')) != std::string::npos) {
+        std::string line = pending.substr(0, nl);
+        pending.erase(0, nl + 1);
+        if (line.rfind("crossfree-trace: ", 0) == 0) {
+          fmt::print(stderr, "crossfree record: the tracer says: {}\n", line.substr(17));
+          continue;
+        }
+        *reply = line;
+        return true;
+      }
+      if (eof) return false;
+      if (stop_on_signal && g_stop) return false;
+      int wait_ms = -1;
+      if (timeout_s >= 0) {
+        const double left = deadline - NowS();
+        if (left <= 0) return false;
+        wait_ms = static_cast<int>(left * 1000) + 1;
+      }
+      pollfd pfd{fd, POLLIN, 0};
+      int r = poll(&pfd, 1, wait_ms);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      char buf[4096];
+      ssize_t n = recv(fd, buf, sizeof(buf), 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        eof = true;
+        continue;
+      }
+      pending.append(buf, static_cast<size_t>(n));
+    }
+  }
+};
+
+std::string EntryProblem(int code, pid_t pid) {
+  const int kind = code & 0xff;
+  const int error = code >> 8;
+  switch (kind) {
+    case attach::kAttachPreloaded:
+      return fmt::format("process {} runs with libcrossfree-trace.so preloaded already: it is "
+                         "being recorded from its start (see its CROSSFREE_OUTPUT trace)",
+                         pid);
+    case attach::kAttachBusy:
+      return fmt::format("the tracer in process {} is in a session already (another crossfree "
+                         "record, or one that is ending); try again when it has detached",
+                         pid);
+    case attach::kAttachNoChannel:
+      return fmt::format("the tracer in process {} cannot reach crossfree's control socket "
+                         "({}): is the process in another network namespace (a container)? "
+                         "run crossfree inside it",
+                         pid, std::strerror(error));
+    case attach::kAttachWrongPeer:
+      return "another process answered on crossfree's control socket; refusing to go on";
+    case attach::kAttachNoThread:
+      return fmt::format("the tracer in process {} cannot start its control thread: {}", pid,
+                         std::strerror(error));
+    default:
+      return fmt::format("unexpected answer {} from the tracer's entry point", code);
+  }
+}
+
+// The thread group (process) of pid, which may name one of its threads.
+pid_t ThreadGroupOf(pid_t pid) {
+  FILE* f = std::fopen(fmt::format("/proc/{}/status", pid).c_str(), "r");
+  if (f == nullptr) return pid;
+  char line[256];
+  pid_t tgid = pid;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::strncmp(line, "Tgid:", 5) == 0) tgid = static_cast<pid_t>(std::atol(line + 5));
+  }
+  std::fclose(f);
+  return tgid > 0 ? tgid : pid;
+}
+
+}  // namespace
+
+int RunAttach(const AttachOptions& o) {
+  if (o.pid <= 0 || (kill(o.pid, 0) != 0 && errno == ESRCH)) {
+    fmt::print(stderr, "crossfree record: -p {}: no such process\n", o.pid);
+    return kExitUsage;
+  }
+  const pid_t pid = ThreadGroupOf(o.pid);
+  if (pid == getpid()) {
+    fmt::print(stderr, "crossfree record: -p {}: that is crossfree itself\n", pid);
+    return kExitUsage;
+  }
+  const std::string exe = ExeOf(pid);
+  if (std::string why = PtracePermissionProblem(pid); !why.empty()) {
+    fmt::print(stderr, "crossfree record: cannot attach to {}: {}\n", pid, why);
+    return kExitUsage;
+  }
+  // The control socket, whose name is also the lock against a second
+  // record on the same process.
+  int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listener < 0) {
+    fmt::print(stderr, "crossfree record: socket failed: {}\n", std::strerror(errno));
+    return kExitUsage;
+  }
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const size_t name_len = attach::AttachSocketName(static_cast<uint32_t>(pid), addr.sun_path + 1,
+                                                   sizeof(addr.sun_path) - 1);
+  const auto addr_len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name_len);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), addr_len) != 0) {
+    const int error = errno;
+    close(listener);
+    if (error == EADDRINUSE) {
+      fmt::print(stderr,
+                 "crossfree record: another crossfree record is attached to process {} "
+                 "already (its control socket @{} is taken); wait for it to detach\n",
+                 pid, std::string(addr.sun_path + 1, name_len));
+    } else {
+      fmt::print(stderr, "crossfree record: cannot bind the control socket: {}\n",
+                 std::strerror(error));
+    }
+    return kExitUsage;
+  }
+  listen(listener, 1);
+  struct CloseOnExit {
+    int fd;
+    ~CloseOnExit() { close(fd); }
+  } listener_guard{listener};
+  const std::string output = o.output.empty()
+                                 ? fmt::format("{}/crossfree.{}.trace", CurrentDir(), pid)
+                                 : (o.output[0] == '/' ? o.output : CurrentDir() + "/" + o.output);
+  // The tracer creates the file exclusively (it must never write into a
+  // file someone else put there).
+  if (unlink(output.c_str()) != 0 && errno != ENOENT) {
+    fmt::print(stderr, "crossfree record: cannot replace {}: {}\n", output, std::strerror(errno));
+    return kExitUsage;
+  }
+  // Ctrl-C and SIGTERM end the window (the target is never left hooked).
+  struct sigaction sa = {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  const InjectResult inj = InjectTracer(pid, o.library, getpid());
+  if (!inj.ok) {
+    fmt::print(stderr, "crossfree record: cannot attach to {}: {}\n", pid, inj.error);
+    return kExitUsage;
+  }
+  if (inj.entry_result != attach::kAttachStarted) {
+    fmt::print(stderr, "crossfree record: cannot attach to {}: {}\n", pid,
+               EntryProblem(inj.entry_result, pid));
+    return kExitUsage;
+  }
+  // The tracer connected during the call: the connection is queued.
+  pollfd lp{listener, POLLIN, 0};
+  int conn = -1;
+  if (poll(&lp, 1, 5000) == 1) conn = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  // The listener stays bound until we exit: its name is the lock that
+  // refuses a second record on this process meanwhile.
+  if (conn < 0) {
+    fmt::print(stderr, "crossfree record: the tracer in {} did not connect\n", pid);
+    return kExitUsage;
+  }
+  attach::AttachRequest req;
+  std::snprintf(req.output, sizeof(req.output), "%s", output.c_str());
+  if (!o.unwind.empty()) {
+    req.unwind = o.unwind == "fp" ? 0 : o.unwind == "libunwind" ? 1 : 2;
+  }
+  req.depth = o.depth;
+  req.stacks = o.no_stacks ? 0 : 1;
+  req.sample = o.sample > 0 ? o.sample : 1;
+  if (send(conn, &req, sizeof(req), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(req))) {
+    fmt::print(stderr, "crossfree record: cannot talk to the tracer in {}: {}\n", pid,
+               std::strerror(errno));
+    close(conn);
+    return kExitUsage;
+  }
+  LineReader reader{conn, {}};
+  std::string reply;
+  if (!reader.Next(30, &reply, false) || reply.rfind("ok ", 0) != 0) {
+    fmt::print(stderr, "crossfree record: cannot attach to {}: {}\n", pid,
+               reply.rfind("error ", 0) == 0 ? reply.substr(6)
+                                             : std::string("the tracer did not answer"));
+    close(conn);
+    return kExitUsage;
+  }
+  fmt::print(stderr,
+             "crossfree record: attached to process {} ({}): thread {} stopped for {:.2f} ms "
+             "in all, {:.2f} ms of it loading the tracer ({} of {} threads stopped{}); {}\n",
+             pid, exe, inj.tid, inj.stopped_ms, inj.calls_ms, inj.attempts, inj.threads,
+             inj.already_loaded ? ", tracer already loaded" : "", reply.substr(3));
+  if (o.duration_s >= 0) {
+    fmt::print(stderr, "crossfree record: recording for {} s into {}\n", o.duration_s, output);
+  } else {
+    fmt::print(stderr, "crossfree record: recording into {} until Ctrl-C\n", output);
+  }
+  // The window: until the duration, a stop signal, or the target's end.
+  const double end_at = o.duration_s >= 0 ? NowS() + o.duration_s : 0;
+  bool target_gone = false;
+  std::string ended;  // the tracer's "ended" line, when it ended the session
+  for (;;) {
+    if (g_stop) break;
+    double left = -1;
+    if (o.duration_s >= 0) {
+      left = end_at - NowS();
+      if (left <= 0) break;
+    }
+    std::string line;
+    if (reader.Next(left, &line, true)) {
+      // The tracer ended the session itself (exit, exec, a write error):
+      // the socket closes with the process image; wait for that.
+      if (line.rfind("ended ", 0) == 0) ended = line.substr(6);
+      continue;
+    }
+    if (reader.eof) {
+      target_gone = true;
+      break;
+    }
+  }
+  if (target_gone) {
+    const std::string now_exe = ExeOf(pid);
+    if (!ended.empty() && !now_exe.empty() && now_exe == exe && kill(pid, 0) == 0) {
+      fmt::print(stderr, "crossfree record: the recording in process {} ended: {}; trace {}\n",
+                 pid, ended, output);
+    } else if (now_exe.empty() || kill(pid, 0) != 0) {
+      fmt::print(stderr,
+                 "crossfree record: process {} exited while attached; its tracer wrote the "
+                 "trace at exit: {}\n",
+                 pid, output);
+    } else {
+      fmt::print(stderr,
+                 "crossfree record: process {} exec'd ({}) while attached; the trace was "
+                 "written before the exec: {}\n",
+                 pid, now_exe, output);
+    }
+    close(conn);
+    return 0;
+  }
+  const char detach = attach::kDetachByte;
+  send(conn, &detach, 1, MSG_NOSIGNAL);
+  std::string done;
+  bool detached = false;
+  while (reader.Next(60, &done, false)) {
+    if (done.rfind("detached ", 0) == 0) {
+      detached = true;
+      break;
+    }
+  }
+  close(conn);
+  if (!detached) {
+    fmt::print(stderr,
+               "crossfree record: process {} ended while detaching (exit or exec); the trace "
+               "is what its tracer wrote: {}\n",
+               pid, output);
+    return 0;
+  }
+  fmt::print(stderr, "crossfree record: detached from process {}: {}; trace {}\n", pid,
+             done.substr(9), output);
+  return 0;
+}
+
+}  // namespace crossfree::analyzer::cli

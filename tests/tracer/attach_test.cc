@@ -1,0 +1,593 @@
+// SPDX-License-Identifier: Apache-2.0
+// `crossfree record -p PID` on a target the test started itself
+// (targets/attach_target.cc): attach, record, detach and leave it running
+// as it was. Every wait is on an answer (a line of the target's or of
+// record's), bounded; nothing waits for time to pass.
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "tests/tracer/tracer_test_util.h"
+
+namespace crossfree::tracer_test {
+namespace {
+
+constexpr double kAnswerSeconds = 60;  // a hang, not a slow machine, trips it
+
+double NowS() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+// A child with pipes on stdin, stdout and stderr.
+class Child {
+ public:
+  explicit Child(const std::vector<std::string>& argv) {
+    int in[2], out[2], err[2];
+    REQUIRE(pipe2(in, O_CLOEXEC) == 0);
+    REQUIRE(pipe2(out, O_CLOEXEC) == 0);
+    REQUIRE(pipe2(err, O_CLOEXEC) == 0);
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      dup2(in[0], 0);
+      dup2(out[1], 1);
+      dup2(err[1], 2);
+      unsetenv("LD_PRELOAD");
+      std::vector<char*> args;
+      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    close(err[1]);
+    in_ = in[1];
+    out_ = out[0];
+    err_ = err[0];
+  }
+  ~Child() {
+    if (in_ >= 0) close(in_);
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGKILL);
+      int status;
+      waitpid(pid_, &status, 0);
+    }
+    close(out_);
+    close(err_);
+  }
+  pid_t pid() const { return pid_; }
+  void Send(const std::string& line) {
+    std::string l = line + "\n";
+    REQUIRE(write(in_, l.data(), l.size()) == static_cast<ssize_t>(l.size()));
+  }
+  // The next line of stdout ("" at end of file or after the bound).
+  std::string Line() { return ReadLine(out_, &out_buf_); }
+  // stderr up to and including the first line containing text.
+  std::string ErrUntil(const std::string& text) {
+    std::string seen;
+    for (;;) {
+      std::string line = ReadLine(err_, &err_buf_);
+      if (line.empty() && err_eof_) return seen;
+      seen += line + "\n";
+      if (line.find(text) != std::string::npos) return seen;
+    }
+  }
+  std::string RestOfErr() {
+    std::string seen;
+    for (;;) {
+      std::string line = ReadLine(err_, &err_buf_);
+      if (line.empty() && err_eof_) return seen;
+      seen += line + "\n";
+    }
+  }
+  // Exit status (128 + signal when killed), -1 after the bound.
+  int Wait() {
+    const double end = NowS() + kAnswerSeconds;
+    int status = 0;
+    while (NowS() < end) {
+      pid_t r = waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        reaped_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      // Wait on the child's stderr closing, not on time.
+      pollfd p{err_, POLLIN, 0};
+      if (poll(&p, 1, 100) > 0) {
+        char buf[4096];
+        ssize_t n = read(err_, buf, sizeof(buf));
+        if (n > 0) err_buf_.append(buf, static_cast<size_t>(n));
+      }
+    }
+    return -1;
+  }
+  void Signal(int sig) { kill(pid_, sig); }
+
+ private:
+  std::string ReadLine(int fd, std::string* buf) {
+    const double end = NowS() + kAnswerSeconds;
+    bool* eof = fd == err_ ? &err_eof_ : &out_eof_;
+    for (;;) {
+      size_t nl = buf->find('\n');
+      if (nl != std::string::npos) {
+        std::string line = buf->substr(0, nl);
+        buf->erase(0, nl + 1);
+        return line;
+      }
+      if (*eof) return "";
+      const double left = end - NowS();
+      if (left <= 0) return "";
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left * 1000) + 1) <= 0) continue;
+      char tmp[4096];
+      ssize_t n = read(fd, tmp, sizeof(tmp));
+      if (n <= 0) {
+        *eof = true;
+        continue;
+      }
+      buf->append(tmp, static_cast<size_t>(n));
+    }
+  }
+  pid_t pid_ = -1;
+  int in_ = -1, out_ = -1, err_ = -1;
+  std::string out_buf_, err_buf_;
+  bool out_eof_ = false, err_eof_ = false, reaped_ = false;
+};
+
+// The target, started and past its "ready" line.
+struct Target {
+  Child child{{TargetPath("tt_attach")}};
+  pid_t pid = 0;
+  Target() {
+    std::string ready = child.Line();
+    REQUIRE(ready.rfind("ready ", 0) == 0);
+    pid = static_cast<pid_t>(std::stol(ready.substr(6)));
+  }
+  std::string Ask(const std::string& cmd) {
+    child.Send(cmd);
+    return child.Line();
+  }
+};
+
+// `crossfree record -p` running until SIGINT, past its "recording" line.
+struct Recorder {
+  Child child;
+  std::string err;
+  Recorder(pid_t pid, const std::string& trace, const std::vector<std::string>& extra = {})
+      : child(Argv(pid, trace, extra)) {
+    err = child.ErrUntil("crossfree record: recording");
+  }
+  static std::vector<std::string> Argv(pid_t pid, const std::string& trace,
+                                       const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {CROSSFREE_CLI, "record", "-p", std::to_string(pid), "-o",
+                                     trace};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  }
+  bool attached() const { return err.find("attached to process") != std::string::npos; }
+  // SIGINT: detach; returns the exit status.
+  int Detach() {
+    child.Signal(SIGINT);
+    int rc = child.Wait();
+    err += child.RestOfErr();
+    return rc;
+  }
+};
+
+std::map<uint64_t, format::Event> AllocsOfSize(const Trace& t, uint64_t size) {
+  std::map<uint64_t, format::Event> out;
+  for (const format::Event& e : t.events) {
+    if (e.op == format::EventOp::kAlloc && e.size == size) out[e.address] = e;
+  }
+  return out;
+}
+
+std::string ThreadName(const Trace& t, uint32_t tid) {
+  auto it = t.thread_names.find(tid);
+  return it == t.thread_names.end() || it->second.empty() ? "" : it->second.back();
+}
+
+std::vector<std::string> Fds(pid_t pid) {
+  std::vector<std::string> out;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      char buf[512];
+      ssize_t n = readlink((dir + "/" + e->d_name).c_str(), buf, sizeof(buf) - 1);
+      buf[n > 0 ? n : 0] = '\0';
+      out.push_back(std::string(e->d_name) + " " + buf);
+    }
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool HasThreadNamed(pid_t pid, const std::string& name) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  bool found = false;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream in(dir + "/" + e->d_name + "/comm");
+      std::string comm;
+      std::getline(in, comm);
+      found = found || comm == name;
+    }
+    closedir(d);
+  }
+  return found;
+}
+
+std::string Maps(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST_CASE("known answer: pairs and objects from before the window and live at its end with "
+          "threads asleep in system calls and threads allocating") {
+  const std::string dir = MakeTempDir();
+  const std::string trace_path = dir + "/attach.trace";
+  Target target;
+  REQUIRE(target.Ask("where") == "where libc.so.6 -");
+  std::vector<uint64_t> old;
+  {
+    Recorder rec(target.pid, trace_path);
+    INFO(rec.err);
+    REQUIRE(rec.attached());
+    CHECK(rec.err.find("stopped for") != std::string::npos);
+    CHECK(target.Ask("where") == "where libcrossfree-trace.so -");
+    REQUIRE(target.Ask("cross") == "cross");
+    std::string freed = target.Ask("freeold");
+    REQUIRE(freed.rfind("freeold", 0) == 0);
+    std::istringstream in(freed.substr(7));
+    std::string a;
+    while (in >> a) old.push_back(std::stoull(a, nullptr, 16));
+    REQUIRE(old.size() == 100);
+    REQUIRE(target.Ask("keep") == "keep");
+    REQUIRE(rec.Detach() == 0);
+    INFO(rec.err);
+    CHECK(rec.err.find("detached from process") != std::string::npos);
+  }
+  // Left as it was: the GOT entry is libc's again, and the program works.
+  CHECK(target.Ask("where") == "where libc.so.6 -");
+  CHECK(target.Ask("cross") == "cross");
+  target.child.Send("exit");
+  CHECK(target.child.Wait() == 0);
+
+  Trace t = LoadTrace(trace_path);
+  INFO(t.error);
+  REQUIRE(t.complete);
+  CHECK((t.header.fields.flags & format::kHeaderFlagWindowed) != 0);
+  // 1000 objects of 4242 bytes made on "producer", each freed on "consumer".
+  auto cross = AllocsOfSize(t, 4242);
+  REQUIRE(cross.size() == 1000);
+  std::set<uint32_t> alloc_tids, free_tids;
+  for (const auto& [addr, e] : cross) alloc_tids.insert(e.tid);
+  int cross_frees = 0, old_frees = 0;
+  std::set<uint64_t> old_set(old.begin(), old.end());
+  for (const format::Event& e : t.events) {
+    if (e.op != format::EventOp::kFree) continue;
+    if (cross.count(e.address) != 0 && e.timestamp_ns >= cross[e.address].timestamp_ns) {
+      ++cross_frees;
+      free_tids.insert(e.tid);
+    }
+    if (old_set.count(e.address) != 0) ++old_frees;
+  }
+  CHECK(cross_frees == 1000);
+  REQUIRE(alloc_tids.size() == 1);
+  REQUIRE(free_tids.size() == 1);
+  CHECK(ThreadName(t, *alloc_tids.begin()) == "producer");
+  CHECK(ThreadName(t, *free_tids.begin()) == "consumer");
+  // The objects main allocated before the attach: 100 frees, no allocation.
+  CHECK(old_frees == 100);
+  // (Their first event in the trace is that free: no allocation before.)
+  std::set<uint64_t> seen;
+  for (const format::Event& e : t.events) {
+    if (old_set.count(e.address) != 0 && seen.insert(e.address).second) {
+      CHECK(e.op == format::EventOp::kFree);
+    }
+  }
+  // 50 objects of 4244 bytes still allocated at detach.
+  auto kept = AllocsOfSize(t, 4244);
+  CHECK(kept.size() == 50);
+  for (const format::Event& e : t.events) {
+    if (e.op == format::EventOp::kFree && kept.count(e.address) != 0) {
+      CHECK(e.timestamp_ns < kept[e.address].timestamp_ns);  // an earlier object there
+    }
+  }
+  // The report names the pair and both categories.
+  RunResult report = Run({CROSSFREE_CLI, "report", trace_path}, {}, "");
+  INFO(report.out << report.err);
+  REQUIRE(report.exit_code == 0);
+  const std::string text = report.out + report.err;
+  CHECK(text.find("producer -> consumer") != std::string::npos);
+  CHECK(text.find("1,000 frees") != std::string::npos);
+  // Attaching and detaching are no start-up or shutdown: every one of the
+  // pair's objects counts in the steady state (analyzer lifecycle edges).
+  CHECK(text.find("(1,000 of 1,000 objects in the steady state)") != std::string::npos);
+  CHECK(text.find("before the window") != std::string::npos);
+  CHECK(text.find("live at window end") != std::string::npos);
+}
+
+TEST_CASE("detach while a thread is inside operator new, blocked in its new-handler") {
+  const std::string dir = MakeTempDir();
+  Target target;
+  {
+    Recorder rec(target.pid, dir + "/stuck.trace");
+    INFO(rec.err);
+    REQUIRE(rec.attached());
+    // The handler runs inside the hooked operator new: the tracer's frame
+    // is on that thread's stack when the GOT entries go back.
+    REQUIRE(target.Ask("stuck") == "stuck");
+    REQUIRE(rec.Detach() == 0);
+  }
+  target.child.Send("unstick");
+  CHECK(target.child.Line() == "unstuck");
+  CHECK(target.Ask("where") == "where libc.so.6 -");
+  CHECK(target.Ask("cross") == "cross");
+  target.child.Send("exit");
+  CHECK(target.child.Wait() == 0);
+  Trace t = LoadTrace(dir + "/stuck.trace");
+  INFO(t.error);
+  CHECK(t.complete);
+}
+
+TEST_CASE("a module dlopen'ed while attached is hooked and restored at detach") {
+  const std::string dir = MakeTempDir();
+  const std::string plugin = std::string(CROSSFREE_TT_DIR) + "/tt_attach_plugin.so";
+  Target target;
+  {
+    Recorder rec(target.pid, dir + "/plugin.trace");
+    INFO(rec.err);
+    REQUIRE(rec.attached());
+    REQUIRE(target.Ask("plugin " + plugin) == "plugin");
+    CHECK(target.Ask("where") == "where libcrossfree-trace.so libcrossfree-trace.so");
+    REQUIRE(rec.Detach() == 0);
+  }
+  CHECK(target.Ask("where") == "where libc.so.6 libc.so.6");
+  target.child.Send("exit");
+  CHECK(target.child.Wait() == 0);
+  Trace t = LoadTrace(dir + "/plugin.trace");
+  INFO(t.error);
+  REQUIRE(t.complete);
+  CHECK(AllocsOfSize(t, 4245).size() == 300);
+}
+
+TEST_CASE("a second attach is refused and record killed with SIGKILL unhooks and exit while "
+          "attached writes the trace") {
+  const std::string dir = MakeTempDir();
+  Target target;
+  {
+    Recorder first(target.pid, dir + "/first.trace");
+    INFO(first.err);
+    REQUIRE(first.attached());
+    RunResult second = Run({CROSSFREE_CLI, "record", "-p", std::to_string(target.pid),
+                            "--duration", "0.1", "-o", dir + "/second.trace"},
+                           {}, "");
+    INFO(second.err);
+    CHECK(second.exit_code == 2);
+    CHECK(second.err.find("another crossfree record is attached to process") !=
+          std::string::npos);
+    CHECK(target.Ask("where") == "where libcrossfree-trace.so -");
+    REQUIRE(target.Ask("cross") == "cross");
+    first.child.Signal(SIGKILL);
+    CHECK(first.child.Wait() == 128 + SIGKILL);
+  }
+  // The tracer notices the lost recorder (end of file on its socket) and
+  // unhooks itself: ask until the entry is libc's again (bounded).
+  std::string where;
+  for (int i = 0; i < 5000 && where != "where libc.so.6 -"; ++i) where = target.Ask("where");
+  CHECK(where == "where libc.so.6 -");
+  // The trace is written after the unhooking, by the tracer's control
+  // thread, which then ends: wait for it to be gone (bounded).
+  bool ctl_gone = false;
+  for (int i = 0; i < 5000 && !ctl_gone; ++i) {
+    ctl_gone = !HasThreadNamed(target.pid, "crossfree-ctl");
+    if (!ctl_gone) target.Ask("where");  // a round trip, not a sleep
+  }
+  CHECK(ctl_gone);
+  Trace killed = LoadTrace(dir + "/first.trace");
+  INFO(killed.error);
+  CHECK(killed.complete);
+  CHECK(AllocsOfSize(killed, 4242).size() == 1000);
+  // Attaching again works; then the target exits while attached.
+  {
+    Recorder again(target.pid, dir + "/again.trace");
+    INFO(again.err);
+    REQUIRE(again.attached());
+    REQUIRE(target.Ask("cross") == "cross");
+    target.child.Send("exit");
+    CHECK(target.child.Wait() == 0);
+    CHECK(again.child.Wait() == 0);
+    const std::string rest = again.child.RestOfErr();
+    CHECK(rest.find("exited while attached") != std::string::npos);
+  }
+  Trace t = LoadTrace(dir + "/again.trace");
+  INFO(t.error);
+  CHECK(t.complete);
+  CHECK(AllocsOfSize(t, 4242).size() == 1000);
+}
+
+TEST_CASE("a fork while attached leaves the child untraced and the trace whole and a sampled "
+          "session after an unsampled one counts every thread") {
+  const std::string dir = MakeTempDir();
+  Target target;
+  {
+    Recorder rec(target.pid, dir + "/fork.trace");
+    INFO(rec.err);
+    REQUIRE(rec.attached());
+    REQUIRE(target.Ask("cross") == "cross");
+    CHECK(target.Ask("fork") == "forked 7 8");
+    REQUIRE(target.Ask("cross") == "cross");
+    REQUIRE(rec.Detach() == 0);
+  }
+  Trace t = LoadTrace(dir + "/fork.trace");
+  INFO(t.error);
+  REQUIRE(t.complete);
+  // Only the parent's two rounds: the children's 200 objects of the same
+  // size are in no trace.
+  CHECK(std::count_if(t.events.begin(), t.events.end(), [](const format::Event& e) {
+          return e.op == format::EventOp::kAlloc && e.size == 4242;
+        }) == 2000);
+  CHECK(t.header.fields.pid == static_cast<uint32_t>(target.pid));
+  {
+    Recorder rec(target.pid, dir + "/sampled.trace", {"--sample", "7"});
+    INFO(rec.err);
+    REQUIRE(rec.attached());
+    REQUIRE(target.Ask("cross") == "cross");
+    REQUIRE(rec.Detach() == 0);
+  }
+  Trace s = LoadTrace(dir + "/sampled.trace");
+  INFO(s.error);
+  REQUIRE(s.complete);
+  CHECK(s.header.fields.sample_period == 7);
+  // Every thread counted its calls (counts records), the threads whose
+  // states were made in the unsampled session too: the producer made
+  // exactly the 1000 allocations, the consumer exactly the 1000 frees.
+  std::map<std::string, format::ThreadCounts> by_name;
+  for (const auto& [tid, c] : s.counts) {
+    format::ThreadCounts& sum = by_name[ThreadName(s, tid)];
+    sum.allocs += c.allocs;
+    sum.frees += c.frees;
+  }
+  CHECK(by_name["producer"].allocs == 1000);
+  CHECK(by_name["producer"].frees == 0);
+  CHECK(by_name["consumer"].allocs == 0);
+  CHECK(by_name["consumer"].frees == 1000);
+  CHECK(target.Ask("where") == "where libc.so.6 -");
+  target.child.Send("exit");
+  CHECK(target.child.Wait() == 0);
+}
+
+TEST_CASE("an exec while attached writes the trace first and record says so") {
+  const std::string dir = MakeTempDir();
+  Target target;
+  Recorder rec(target.pid, dir + "/exec.trace");
+  INFO(rec.err);
+  REQUIRE(rec.attached());
+  REQUIRE(target.Ask("cross") == "cross");
+  target.child.Send("exec");
+  // record sees the control socket close at the exec (close-on-exec).
+  CHECK(rec.child.Wait() == 0);
+  const std::string rest = rec.child.RestOfErr();
+  CHECK(rest.find("exec'd (/usr/bin/cat) while attached") != std::string::npos);
+  // The new image is cat: it echoes.
+  CHECK(target.Ask("echo") == "echo");
+  Trace t = LoadTrace(dir + "/exec.trace");
+  INFO(t.error);
+  REQUIRE(t.complete);
+  CHECK(AllocsOfSize(t, 4242).size() == 1000);
+}
+
+TEST_CASE("20 attach/detach cycles leave no descriptor or mapping behind") {
+  const std::string dir = MakeTempDir();
+  Target target;
+  const std::vector<std::string> fds_before = Fds(target.pid);
+  std::string maps_after_first;
+  std::vector<std::string> fds_after_first;
+  for (int cycle = 1; cycle <= 20; ++cycle) {
+    RunResult r = Run({CROSSFREE_CLI, "record", "-p", std::to_string(target.pid), "--duration",
+                       "0.05", "-o", dir + "/cycle.trace"},
+                      {}, "");
+    INFO("cycle " << cycle << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(r.err.find("detached from process") != std::string::npos);
+    // The tracer library and what it maps stay after the first session
+    // (it is never unloaded: a thread may still be inside a hook).
+    if (cycle == 1) {
+      maps_after_first = Maps(target.pid);
+      fds_after_first = Fds(target.pid);
+    }
+  }
+  CHECK(Fds(target.pid) == fds_after_first);
+  // Every descriptor of the program is as it was; the only one the tracer
+  // keeps (libunwind's address-validation pipe) is at 500 or above.
+  const std::vector<std::string> fds_after = Fds(target.pid);
+  for (const std::string& fd : fds_before) {
+    CHECK(std::find(fds_after.begin(), fds_after.end(), fd) != fds_after.end());
+  }
+  for (const std::string& fd : fds_after) {
+    if (std::find(fds_before.begin(), fds_before.end(), fd) == fds_before.end()) {
+      INFO(fd);
+      CHECK(std::stoi(fd) >= 500);
+    }
+  }
+  CHECK(Maps(target.pid) == maps_after_first);
+  CHECK(target.Ask("where") == "where libc.so.6 -");
+  CHECK(target.Ask("cross") == "cross");
+  target.child.Send("exit");
+  CHECK(target.child.Wait() == 0);
+  Trace t = LoadTrace(dir + "/cycle.trace");
+  INFO(t.error);
+  CHECK(t.complete);
+}
+
+TEST_CASE("a real Debian program that takes malloc's address: python3") {
+  // /usr/bin/python3 is not PIE and takes malloc's address, so dlsym finds
+  // its PLT entry for malloc: the tracer must forward to libc's, not to
+  // that entry (which goes through a GOT entry it rewrote).
+  const std::string dir = MakeTempDir();
+  Child py({"/usr/bin/python3", "-c",
+            "import sys\n"
+            "print('ready', flush=True)\n"
+            "for line in sys.stdin:\n"
+            "    if line.strip() == 'work':\n"
+            "        kept = [bytearray(50000) for _ in range(1000)]\n"
+            "        del kept\n"
+            "        print('worked', flush=True)\n"});
+  REQUIRE(py.Line() == "ready");
+  {
+    Recorder rec(py.pid(), dir + "/python.trace");
+    INFO(rec.err);
+    REQUIRE(rec.attached());
+    py.Send("work");
+    REQUIRE(py.Line() == "worked");
+    REQUIRE(rec.Detach() == 0);
+  }
+  py.Send("work");
+  CHECK(py.Line() == "worked");
+  Trace t = LoadTrace(dir + "/python.trace");
+  INFO(t.error);
+  REQUIRE(t.complete);
+  // bytearray(50000) asks the allocator for 50001 bytes.
+  CHECK(std::count_if(t.events.begin(), t.events.end(), [](const format::Event& e) {
+          return e.op == format::EventOp::kAlloc && e.size == 50001;
+        }) == 1000);
+}
+
+TEST_CASE("clear errors for no such process and a statically linked process") {
+  RunResult none = Run({CROSSFREE_CLI, "record", "-p", "2147483647", "--duration", "0.1"}, {}, "");
+  CHECK(none.exit_code == 2);
+  CHECK(none.err.find("no such process") != std::string::npos);
+  Child stat({TargetPath("tt_attach_static")});
+  REQUIRE(stat.Line().rfind("ready ", 0) == 0);
+  RunResult r = Run({CROSSFREE_CLI, "record", "-p", std::to_string(stat.pid()), "--duration",
+                     "0.1", "-o", MakeTempDir() + "/static.trace"},
+                    {}, "");
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("statically linked") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace crossfree::tracer_test

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer test target for `crossfree record -p` (attach_test.cc): a process
+// that is already running when the tracer arrives, driven by one command
+// per line on stdin, answering one line per command on stdout:
+//   ready <pid>                 at start, once its threads run
+//   where      -> "where <object of the executable's malloc GOT entry>
+//                 <object of the plugin's, or ->"
+//   cross      -> "cross": kCross objects of kCrossSize bytes made by
+//                 thread "producer" (tt_produce) and freed by thread
+//                 "consumer" (tt_consume)
+//   freeold    -> "freeold": thread "consumer" frees the kOld objects of
+//                 kOldSize that main allocated before anything else
+//   keep       -> "keep": thread "producer" allocates kKeep objects of
+//                 kKeepSize that stay allocated
+//   plugin P   -> "plugin": dlopen P, wait (bounded) until its GOT entry
+//                 for malloc reaches the tracer, then kPlugin objects of
+//                 kPluginSize allocated by the plugin and freed by main
+//   stuck      -> "stuck" (printed by the handler): thread "stuck" enters
+//                 operator new for an impossible size; its new-handler
+//                 says so and waits for "unstick"
+//   unstick    -> "unstuck": the handler returns, operator new throws
+//                 bad_alloc, which the thread catches
+//   fork       -> "forked 7 8": two children allocate and leave through
+//                 _exit(7) and exit(8)
+//   exec       -> becomes /bin/cat (which copies stdin to stdout)
+//   exit       -> exits with status 0 (through exit())
+// Besides: two threads sleep in read() on pipes and two threads allocate
+// and free continuously (same thread) until exit.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "target_util.h"
+
+namespace {
+
+constexpr int kCross = 1000;
+constexpr size_t kCrossSize = 4242;
+constexpr int kOld = 100;
+constexpr size_t kOldSize = 4243;
+constexpr int kKeep = 50;
+constexpr size_t kKeepSize = 4244;
+constexpr int kPlugin = 300;
+constexpr size_t kPluginSize = 4245;
+
+std::atomic<bool> g_quit{false};
+
+// A thread that runs tasks one at a time, in order.
+class Worker {
+ public:
+  explicit Worker(const char* name) : thread_([this, name] { Run(name); }) {}
+  void Do(std::function<void()> task) {
+    std::unique_lock<std::mutex> lock(mu_);
+    task_ = std::move(task);
+    done_ = false;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return done_; });
+  }
+  void Detach() { thread_.detach(); }
+
+ private:
+  void Run(const char* name) {
+    prctl(PR_SET_NAME, name, 0, 0, 0);
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return task_ != nullptr; });
+        task = std::move(task_);
+        task_ = nullptr;
+      }
+      task();
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+      cv_.notify_all();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<void()> task_;
+  bool done_ = true;
+  std::thread thread_;
+};
+
+const char* ObjectOf(const void* p) {
+  Dl_info info;
+  if (p == nullptr || dladdr(p, &info) == 0 || info.dli_fname == nullptr) return "?";
+  const char* slash = strrchr(info.dli_fname, '/');
+  return slash != nullptr ? slash + 1 : info.dli_fname;
+}
+
+int g_stuck_pipe[2];
+
+void StuckHandler() {
+  printf("stuck\n");  // the test detaches once it reads this
+  char c;
+  // Blocks inside operator new (the tracer's hook is on the stack) until
+  // the test has detached.
+  if (read(g_stuck_pipe[0], &c, 1) != 1) abort();
+  std::set_new_handler(nullptr);  // next failure throws
+}
+
+}  // namespace
+
+extern "C" {
+TT_FN void* tt_produce() { return malloc(kCrossSize); }
+TT_FN void tt_consume(void* p) { free(p); }
+TT_FN void* tt_keep() { return malloc(kKeepSize); }
+}
+
+int main() {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  // Before anything: the objects that the window will see freed.
+  std::vector<void*> old;
+  for (int i = 0; i < kOld; ++i) old.push_back(malloc(kOldSize));
+  Worker producer("producer");
+  Worker consumer("consumer");
+  // Threads asleep in a system call (one of them is the one stopped).
+  int sleep_pipes[2][2];
+  for (auto& p : sleep_pipes) {
+    if (pipe(p) != 0) return 1;
+    std::thread([fd = p[0]] {
+      prctl(PR_SET_NAME, "sleeper", 0, 0, 0);
+      char c;
+      while (read(fd, &c, 1) == 1) {
+      }
+    }).detach();
+  }
+  // Threads busy allocating: each keeps a few blocks and churns them.
+  for (int t = 0; t < 2; ++t) {
+    std::thread([] {
+      prctl(PR_SET_NAME, "busy", 0, 0, 0);
+      void* keep[16] = {};
+      unsigned i = 0;
+      while (!g_quit.load(std::memory_order_relaxed)) {
+        free(keep[i % 16]);
+        keep[i % 16] = malloc(16 + (i % 512));
+        ++i;
+      }
+      for (void* p : keep) free(p);
+    }).detach();
+  }
+  if (pipe(g_stuck_pipe) != 0) return 1;
+  void* plugin = nullptr;
+  void* (*plugin_where)() = nullptr;
+  // The executable's own GOT entry for malloc, read through a volatile
+  // pointer so that the compiler loads it each time.
+  void* (*volatile exe_malloc)(size_t) = malloc;
+  printf("ready %d\n", static_cast<int>(getpid()));
+  char line[4096];
+  std::thread stuck_thread;
+  while (fgets(line, sizeof(line), stdin) != nullptr) {
+    std::string cmd(line);
+    while (!cmd.empty() && (cmd.back() == '\n' || cmd.back() == '\r')) cmd.pop_back();
+    if (cmd == "where") {
+      exe_malloc = malloc;
+      printf("where %s %s\n", ObjectOf(reinterpret_cast<void*>(exe_malloc)),
+             plugin_where != nullptr ? ObjectOf(plugin_where()) : "-");
+    } else if (cmd == "cross") {
+      void* items[kCross];
+      producer.Do([&] {
+        for (void*& p : items) p = tt_produce();
+      });
+      consumer.Do([&] {
+        for (void* p : items) tt_consume(p);
+      });
+      printf("cross\n");
+    } else if (cmd == "freeold") {
+      // The addresses first (printing allocates nothing per address here).
+      std::string answer = "freeold";
+      char hex[32];
+      for (void* p : old) {
+        snprintf(hex, sizeof(hex), " %lx", reinterpret_cast<unsigned long>(p));
+        answer += hex;
+      }
+      consumer.Do([&] {
+        for (void* p : old) free(p);
+      });
+      old.clear();
+      printf("%s\n", answer.c_str());
+    } else if (cmd == "keep") {
+      producer.Do([&] {
+        for (int i = 0; i < kKeep; ++i) (void)!tt_keep();
+      });
+      printf("keep\n");
+    } else if (cmd.rfind("plugin ", 0) == 0) {
+      plugin = dlopen(cmd.substr(7).c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (plugin == nullptr) {
+        printf("plugin-error %s\n", dlerror());
+        continue;
+      }
+      plugin_where = reinterpret_cast<void* (*)()>(dlsym(plugin, "plugin_where_malloc"));
+      auto alloc = reinterpret_cast<void* (*)(size_t)>(dlsym(plugin, "plugin_alloc"));
+      // The tracer patches a new module within its poll period (20 ms):
+      // wait for that, bounded (10 s), by looking at the entry itself.
+      bool reached = false;
+      for (int i = 0; i < 10000 && !reached; ++i) {
+        reached = strstr(ObjectOf(plugin_where()), "crossfree-trace") != nullptr;
+        if (!reached) {
+          timespec ts{0, 1'000'000};
+          nanosleep(&ts, nullptr);
+        }
+      }
+      void* items[kPlugin];
+      for (void*& p : items) p = alloc(kPluginSize);
+      for (void* p : items) free(p);
+      printf(reached ? "plugin\n" : "plugin-not-patched\n");
+    } else if (cmd == "stuck") {
+      stuck_thread = std::thread([] {
+        prctl(PR_SET_NAME, "stuck", 0, 0, 0);
+        std::set_new_handler(StuckHandler);
+        try {
+          volatile size_t huge = size_t{1} << 62;
+          void* p = ::operator new(huge);
+          ::operator delete(p);
+        } catch (const std::bad_alloc&) {
+        }
+        printf("unstuck\n");
+      });
+    } else if (cmd == "unstick") {
+      if (write(g_stuck_pipe[1], "x", 1) != 1) return 1;
+      stuck_thread.join();
+    } else if (cmd == "fork") {
+      // A child that allocates and leaves through _exit (whose hook runs
+      // the tracer's exit path) and through exit().
+      int statuses[2] = {-1, -1};
+      for (int how = 0; how < 2; ++how) {
+        pid_t child = fork();
+        if (child == 0) {
+          for (int i = 0; i < 100; ++i) free(malloc(kCrossSize));
+          if (how == 0) _exit(7);
+          exit(8);
+        }
+        int status = 0;
+        if (child < 0 || waitpid(child, &status, 0) != child) return 1;
+        statuses[how] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      printf("forked %d %d\n", statuses[0], statuses[1]);
+    } else if (cmd == "exec") {
+      g_quit.store(true);
+      // execv: a hooked exec function (execl reaches execve inside libc).
+      char* argv[] = {const_cast<char*>("cat"), nullptr};
+      execv("/bin/cat", argv);
+      return 1;
+    } else if (cmd == "exit") {
+      g_quit.store(true);
+      exit(0);
+    } else {
+      printf("unknown %s\n", cmd.c_str());
+    }
+  }
+  g_quit.store(true);
+  return 0;
+}
