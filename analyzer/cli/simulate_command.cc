@@ -39,9 +39,8 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* sub = app.add_subcommand(
       "simulate",
-      "Predict what an allocator's thread caches and shared structures would do for a recorded "
-      "run: gperftools 2.10 central free-list transfers, or the refills, flushes, locks and "
-      "remote frees of jemalloc, glibc or mimalloc, per thread and per pair");
+      "Predict gperftools 2.10 central free-list transfers (thread-cache fetches and releases), "
+      "or with --allocator what jemalloc's, glibc's or mimalloc's caches would cost per pair");
   sub->add_option("traces", args->traces, "Trace files (one per process of the run)");
   sub->add_option("--max-total-thread-cache-bytes", args->max_total_thread_cache_bytes,
                   "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES of the modelled run")
