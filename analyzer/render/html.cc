@@ -40,6 +40,35 @@ std::string FramesJson(const Site& site) {
   return out + "]";
 }
 
+
+// report --allocator / --lifetimes: the pair's cost ("cs", its parts in
+// "cd"), lifetime figures ("lt") and distribution ("lh", inline SVG), and
+// CPUs ("cpu"), for the page's pair table.
+std::string PairCostPageJson(const Analysis& a, const CrossPair& p) {
+  if (!a.pair_costs) return "";
+  const PairCostFigures* f = a.pair_costs->Find(p.key);
+  if (!f) return "";
+  const LifetimeSummary& l = f->lifetime;
+  std::string out = fmt::format(
+      ",\"lt\":{},\"lh\":{},\"cpu\":{}",
+      JsonString(fmt::format("{} / {} / {} / {}", DurationText(l.min_ns), DurationText(l.median_ns),
+                             DurationText(l.p99_ns), DurationText(l.max_ns))),
+      JsonString(LifetimeSvg(l)),
+      JsonString(f->cpu_known()
+                     ? fmt::format("{:.0f}%", 100.0 * static_cast<double>(f->same_cpu) /
+                                                  static_cast<double>(f->same_cpu + f->other_cpu))
+                     : std::string("n/a")));
+  if (a.pair_costs->with_costs()) {
+    out += fmt::format(",\"cs\":{},\"cd\":{}", f->sync,
+                       JsonString(fmt::format("{} refills, {} flushes, {} locks, {} atomics, {} "
+                                              "remote frees",
+                                              Commas(f->refills), Commas(f->flushes),
+                                              Commas(f->locks), Commas(f->atomics),
+                                              Commas(f->remote_frees))));
+  }
+  return out;
+}
+
 std::string PairJson(const CrossPair& p, const Analysis& a) {
   const PairFigures f = a.Figures(p);
   std::string classes = "[";
@@ -62,11 +91,12 @@ std::string PairJson(const CrossPair& p, const Analysis& a) {
   }
   return fmt::format(
       "{{\"key\":{},\"a\":{},\"f\":{},\"n\":{},\"b\":{},\"r\":{:.4f},\"as\":{},\"fs\":{},"
-      "\"ak\":{},\"fk\":{},\"sc\":{},\"t\":{},\"lc\":\"{}\",\"lce\":{}{}}}",
+      "\"ak\":{},\"fk\":{},\"sc\":{},\"t\":{},\"lc\":\"{}\",\"lce\":{}{}{}}}",
       JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), f.frees,
       f.total_bytes, f.per_thousand, FramesJson(p.alloc_site), FramesJson(p.free_site),
       JsonString(p.alloc_site.key), JsonString(p.free_site.key), classes, timeline,
-      LifecycleName(p.lifecycle()), JsonString(p.LifecycleEvidence(a.sampled())), sampled);
+      LifecycleName(p.lifecycle()), JsonString(p.LifecycleEvidence(a.sampled())), sampled,
+      PairCostPageJson(a, p));
 }
 
 std::string RunJson(const Analysis& a) {
@@ -103,11 +133,20 @@ std::string RunJson(const Analysis& a) {
   return fmt::format(
       "{{\"traces\":{},\"events\":{},\"allocations\":{},\"frees\":{},\"cross\":{},\"live\":{},"
       "\"unknown\":{},\"double\":{},\"threads\":{},\"bucket_ns\":{},\"pairs\":{},\"asym\":{},"
-      "\"central\":{}{}}}",
+      "\"central\":{}{}{}}}",
       traces, c.events, a.Allocations(), a.Frees(), t.cross_thread.total, t.live_at_exit.total,
       t.unknown_frees.total, t.double_frees.total, a.threads,
       a.timeline_bucket_ns, pairs, asym, central,
-      a.sampled() ? fmt::format(",\"period\":{}", a.sample_period) : "");
+      a.sampled() ? fmt::format(",\"period\":{}", a.sample_period) : "",
+      !a.pair_costs ? std::string()
+                    : fmt::format(",\"lifetimes\":true{}",
+                                  a.pair_costs->with_costs()
+                                      ? fmt::format(",\"costs\":{},\"costsv\":{}",
+                                                    JsonString(a.pair_costs->allocator),
+                                                    JsonString(a.pair_costs->validated
+                                                                   ? "validated"
+                                                                   : "NOT VALIDATED"))
+                                      : ""));
 }
 
 // The page's style and script: report_page.css and report_page.js, embedded
@@ -427,7 +466,7 @@ std::string RenderSimulationHtml(const SimulationResult& r, const SimulateOption
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
       "<title>crossfree simulate: {}</title>\n<style>body{{font-family:sans-serif;margin:1em}}"
       "table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;"
-      "text-align:right;vertical-align:top}}td:nth-child(2){{text-align:left}}</style></head>\n"
+      "text-align:right;vertical-align:top}}td:first-child,td:nth-child(2){{text-align:left}}</style></head>\n"
       "<body>\n{}</body></html>\n",
       HtmlEscape(m.allocator), body);
 }

@@ -129,6 +129,35 @@ std::string LifecycleJson(const Analysis& a, const CrossPair& p) {
       JsonString(p.LifecycleEvidence(a.sampled())));
 }
 
+namespace {
+
+// report --allocator / --lifetimes (pair_costs.h): the pair's lines, or "".
+std::string PairCostJson(const Analysis& a, const CrossPair& p) {
+  if (!a.pair_costs) return "";
+  const PairCostFigures* f = a.pair_costs->Find(p.key);
+  if (!f) return "";
+  std::string out;
+  if (a.pair_costs->with_costs()) {
+    out += fmt::format(
+        "     \"allocator_cost\": {{\"allocator\": {}, \"sync\": {}, \"refills\": {}, "
+        "\"flushes\": {}, \"locks\": {}, \"atomics\": {}, \"remote_frees\": {}}},\n",
+        JsonString(a.pair_costs->allocator), f->sync, f->refills, f->flushes, f->locks,
+        f->atomics, f->remote_frees);
+  }
+  const LifetimeSummary& l = f->lifetime;
+  std::string octaves;
+  for (size_t i = 0; i < l.octaves.size(); ++i) octaves += fmt::format("{}{}", i ? ", " : "", l.octaves[i]);
+  out += fmt::format(
+      "     \"lifetime\": {{\"count\": {}, \"min_ns\": {}, \"median_ns\": {}, \"p99_ns\": {}, "
+      "\"max_ns\": {}, \"first_octave\": {}, \"octaves\": [{}]}},\n     \"same_cpu\": {},\n",
+      l.count, l.min_ns, l.median_ns, l.p99_ns, l.max_ns, l.first_octave, octaves,
+      f->cpu_known() ? fmt::format("{{\"same\": {}, \"other\": {}}}", f->same_cpu, f->other_cpu)
+                     : std::string("null"));
+  return out;
+}
+
+}  // namespace
+
 std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
   const PairingCounts& c = a.counts;
   std::string out = "{\n";
@@ -140,6 +169,14 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
   // Sampled runs only: every count below is then an estimate (the
   // "estimate" objects give the sampled count and the 95% interval).
   if (a.sampled()) out += "  \"sampling\": " + SamplingJson(a) + ",\n";
+  // report --allocator: the model whose cost each pair's allocator_cost is.
+  if (a.pair_costs && a.pair_costs->with_costs()) {
+    out += fmt::format(
+        "  \"allocator_model\": {{\"allocator\": {}, \"validated\": {}, \"validation\": {}, "
+        "\"settings\": {}}},\n",
+        JsonString(a.pair_costs->allocator), a.pair_costs->validated,
+        JsonString(a.pair_costs->validation), JsonString(a.pair_costs->settings));
+  }
   out += "  \"traces\": [";
   for (size_t i = 0; i < a.traces.size(); ++i) {
     const TraceInfo& t = a.traces[i];
@@ -219,10 +256,11 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
     out += fmt::format(
         "{}\n    {{\"rank\": {}, \"key\": {}, \"alloc_role\": {}, \"free_role\": {}, "
         "\"count\": {}, \"bytes\": {}, \"share\": {:.4f}, \"per_1000_allocs\": {:.3f},{}\n"
-        "     \"lifecycle\": {},\n"
+        "     \"lifecycle\": {},\n{}"
         "     \"size_classes\": [{}],\n     \"alloc_site\": {},\n     \"free_site\": {}}}",
         i ? "," : "", i + 1, JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role),
-        f.frees, f.total_bytes, f.share, f.per_thousand, estimate, LifecycleJson(a, p), classes, SiteJson(p.alloc_site), SiteJson(p.free_site));
+        f.frees, f.total_bytes, f.share, f.per_thousand, estimate, LifecycleJson(a, p),
+        PairCostJson(a, p), classes, SiteJson(p.alloc_site), SiteJson(p.free_site));
   }
   out += shown ? "\n  ],\n" : "],\n";
   out += "  \"asymmetry\": [";

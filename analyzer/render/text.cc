@@ -238,6 +238,38 @@ std::string SiteLines(const Site& site, const std::string& label) {
 
 }  // namespace
 
+namespace {
+
+// A pair's lines of report --allocator / --lifetimes (pair_costs.h).
+std::string PairCostText(const PairCosts& costs, const std::string& key, size_t width) {
+  const PairCostFigures* f = costs.Find(key);
+  if (!f) return "";
+  std::string out;
+  if (costs.with_costs()) {
+    out += Fit(fmt::format("    cost under {}: {} locks + atomics ({} refills, {} flushes, {} "
+                           "locks, {} atomics, {} remote frees)",
+                           costs.allocator, Commas(f->sync), Commas(f->refills),
+                           Commas(f->flushes), Commas(f->locks), Commas(f->atomics),
+                           Commas(f->remote_frees)),
+               width) +
+           "\n";
+  }
+  const LifetimeSummary& l = f->lifetime;
+  std::string cpu =
+      f->cpu_known()
+          ? fmt::format("same CPU: {} of {} frees", Commas(f->same_cpu),
+                        Commas(f->same_cpu + f->other_cpu))
+          : std::string("same CPU: n/a (the trace records no CPU)");
+  out += Fit(fmt::format("    lifetime: min {}, median {}, p99 {}, max {}; {}",
+                         DurationText(l.min_ns), DurationText(l.median_ns), DurationText(l.p99_ns),
+                         DurationText(l.max_ns), cpu),
+             width) +
+         "\n";
+  return out;
+}
+
+}  // namespace
+
 std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   WidthScope scope(options.width);
   const PairingCounts& c = a.counts;
@@ -282,6 +314,13 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   }
 
   size_t shown = options.top == 0 ? a.pairs.size() : std::min(options.top, a.pairs.size());
+  if (a.pair_costs && a.pair_costs->with_costs()) {
+    const PairCosts& c = *a.pair_costs;
+    out += Fit(fmt::format("\nCost per pair under {} ({}: {}); settings: {}", c.allocator,
+                           c.validated ? "validated" : "NOT VALIDATED", c.validation, c.settings),
+               0) +
+           "\n";
+  }
   if (a.pairs.empty()) {
     out += "\nNo cross-thread pairs.\n";
   } else {
@@ -315,6 +354,7 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
                            p.LifecycleEvidence(a.sampled()), rate),
                Width()) +
            "\n";
+    if (a.pair_costs) out += PairCostText(*a.pair_costs, p.key, Width());
     out += SiteText(p.alloc_site, "allocated at  ", 4, Width());
     out += SiteText(p.free_site, "freed at      ", 4, Width());
   }

@@ -11,6 +11,34 @@
 #include "analyzer/simulate/mimalloc_model.h"
 
 namespace crossfree::analyzer::simulate {
+namespace {
+
+// "none": no allocator, no cost; what the cost replay needs for lifetimes
+// and CPUs alone (report --lifetimes). Not in AllocatorNames().
+class NullModel : public AllocatorModel {
+ public:
+  std::string Allocator() const override { return "none"; }
+  std::vector<Setting> Settings() const override { return {}; }
+  Validation validation() const override { return {false, "no allocator model"}; }
+  int SizeClass(uint64_t) const override { return 0; }
+  uint64_t ClassSize(int) const override { return 0; }
+  void ThreadStart(int thread, bool) override {
+    if (static_cast<size_t>(thread) >= owner_.size()) owner_.resize(thread + 1);
+  }
+  uint64_t Allocate(int thread, int, uint64_t) override { return static_cast<uint64_t>(thread); }
+  void Free(int, int, uint64_t) override {}
+  void ThreadExit(int) override {}
+  bool IsRemote(int thread, uint64_t object) const override {
+    return object != static_cast<uint64_t>(thread);
+  }
+
+ private:
+  std::vector<int> owner_;
+};
+
+std::unique_ptr<AllocatorModel> MakeNullModel() { return std::make_unique<NullModel>(); }
+
+}  // namespace
 
 const char* CostKindName(CostKind kind) {
   switch (kind) {
@@ -55,6 +83,7 @@ std::unique_ptr<AllocatorModel> MakeAllocatorModel(const std::string& name,
     return MakeGlibcModel(c, cpus, sink);
   }
   if (name == "mimalloc") return MakeMimallocModel(sink);
+  if (name == "none") return MakeNullModel();
   *error = fmt::format("unknown allocator '{}' (gperftools, jemalloc, glibc, mimalloc)", name);
   return nullptr;
 }

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "analyzer/model/lifetime.h"
 #include "analyzer/render/json.h"
 #include "analyzer/render/text.h"
+#include "analyzer/simulate/report_costs.h"
 #include "analyzer/simulate/simulate.h"
 #include "tests/support/synthetic_trace.h"
 
@@ -136,6 +138,36 @@ TEST_CASE("cost replay: jemalloc costs charged to the pair, thread exits and liv
   std::string json = RenderSimulationJson(r, options);
   CHECK(json.find("\"median_ns\": 4096") != std::string::npos);
   CHECK(json.find("\"same_cpu\": null") != std::string::npos);
+}
+
+TEST_CASE("report --allocator: the pair's cost and lifetimes join the report's pair by key",
+          "[simulate]") {
+  SyntheticTrace b = ProducerConsumer();
+  std::string path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                     "/crossfree-report-costs-test.trace";
+  b.WriteTo(path);
+  analyzer::AnalysisOptions options;
+  analyzer::Analysis analysis;
+  std::string error;
+  REQUIRE(analyzer::AnalyzeFiles({path}, options, &analysis, &error));
+  REQUIRE(analysis.pairs.size() == 1);
+  ModelSettings model;
+  model.cpus = 2;
+  REQUIRE(AddPairCosts({path}, "jemalloc", model, "flags", options, &analysis, &error));
+  std::remove(path.c_str());
+  REQUIRE(analysis.pair_costs);
+  CHECK(analysis.pair_costs->allocator == "jemalloc-5.3.0");
+  const analyzer::PairCostFigures* f = analysis.pair_costs->Find(analysis.pairs[0].key);
+  REQUIRE(f);
+  // As the cost replay's test derives: 3 fills, 1 flush, 7 locks.
+  CHECK(f->refills == 3);
+  CHECK(f->flushes == 1);
+  CHECK(f->locks == 7);
+  CHECK(f->sync == 7);
+  CHECK(f->remote_frees == 201);
+  CHECK(f->lifetime.min_ns == 4000);
+  CHECK(f->lifetime.max_ns == 4200);
+  CHECK_FALSE(f->cpu_known());
 }
 
 TEST_CASE("cost replay: the models that are not validated say so", "[simulate]") {
