@@ -30,6 +30,10 @@ inline constexpr uint32_t kChunkMagic = 0x4b4e4843;  // "CHNK" in file order
 // trace_reader.cc (CheckVersion); nothing else may branch on it.
 inline constexpr uint32_t kFormatVersion = 1;
 
+// The CPU of an event when the tracer could not read it (no rseq), and the
+// per-chunk cpu state before the chunk's first cpu record.
+inline constexpr uint32_t kUnknownCpu = 0xFFFFFFFF;
+
 // Which clock the timestamps come from (file header field).
 enum class Clock : uint8_t {
   kMonotonic = 1,  // clock_gettime(CLOCK_MONOTONIC), nanoseconds

@@ -28,9 +28,6 @@ struct FileHeader {
 
 enum class EventOp : uint8_t { kAlloc, kFree };
 
-// Event::cpu when the trace does not say which CPU the event ran on.
-inline constexpr uint32_t kUnknownCpu = 0xFFFFFFFF;
-
 // One allocation or free. A realloc record is delivered as two events: the
 // free of the old block (stamped before the real call) and the allocation of
 // the new one (stamped after), both with from_realloc set.
@@ -43,8 +40,12 @@ struct Event {
   uint64_t address;
   uint64_t size;         // requested size; for a free, 0 unless sized delete
   uint32_t stack_id;     // kNoStack when none
-  uint32_t cpu = kUnknownCpu;  // the CPU the event ran on, kUnknownCpu when not recorded
+  // The CPU the thread ran on (read with the timestamp: docs/trace-format.md
+  // 6.8); kUnknownCpu when unknown, as in every version 1 trace. In the
+  // struct's former tail padding.
+  uint32_t cpu = kUnknownCpu;
 };
+static_assert(sizeof(Event) == 40, "Event is copied per event: keep it 40 bytes");
 
 // A tcmalloc central free-list transfer (record kTagCentral).
 struct CentralEvent {

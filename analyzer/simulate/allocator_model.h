@@ -93,6 +93,11 @@ class AllocatorModel {
   // is_main: the process's initial thread, whose caches live to the end
   // (exit() runs no thread destructors), so its ThreadExit does nothing.
   virtual void ThreadStart(int thread, bool is_main) = 0;
+  // How the next Allocate was called, for the models whose paths differ
+  // (glibc's calloc and realloc bypass its tcache). Called before every
+  // Allocate; the default ignores it.
+  enum class AllocPath : uint8_t { kMalloc, kCalloc, kRealloc };
+  virtual void NextAllocation(AllocPath /*path*/) {}
   // Returns the handle to give to Free.
   virtual uint64_t Allocate(int thread, int cl, uint64_t size) = 0;
   virtual void Free(int thread, int cl, uint64_t object) = 0;

@@ -161,6 +161,10 @@ class Replayer : public CostSink {
     if (e.address == 0) return;
     int cl = model_->SizeClass(request);
     Block b;
+    auto fn = static_cast<format::AllocFn>(e.fn);
+    model_->NextAllocation(e.kind == kSimRealloc ? AllocatorModel::AllocPath::kRealloc
+                           : fn == format::AllocFn::kCalloc ? AllocatorModel::AllocPath::kCalloc
+                                                            : AllocatorModel::AllocPath::kMalloc);
     b.object = model_->Allocate(static_cast<int>(s), cl, request);
     b.usable = model_->ClassSize(cl);
     b.size = e.size;

@@ -8,8 +8,10 @@
 // what it leaves out.
 //
 // Costs reported:
-//  - refill: a malloc the tcache could not serve (_int_malloc), with the
-//    objects it returned and stashed into the tcache;
+//  - refill: an _int_malloc call (a malloc the tcache could not serve, every
+//    calloc and moving realloc, and the tcache's own allocation at a
+//    thread's first malloc), with the objects it returned and stashed into
+//    the tcache;
 //  - flush: a free the tcache could not take (its bin held tcache_count
 //    chunks, the chunk is above tcache_max, or the thread has no tcache),
 //    one chunk each;
@@ -83,20 +85,31 @@ class GlibcModel : public AllocatorModel {
     threads_[thread].live = true;
   }
 
+  void NextAllocation(AllocPath path) override { path_ = path; }
+
   uint64_t Allocate(int thread, int cl, uint64_t) override {
     Thread& t = threads_[thread];
-    if (cl == kMmapClass) return kMmapped;
+    AllocPath path = path_;
+    path_ = AllocPath::kMalloc;
     if (!t.has_tcache) {
       // MAYBE_INIT_TCACHE: the first malloc picks an arena and allocates
       // the tcache there, under the arena lock.
       if (t.arena == kNoArena) t.arena = ChooseArena(t.main);
+      sink_->OnCost(CostKind::kRefill, cl, 1, 1);
       sink_->OnCost(CostKind::kLock, cl, 1, 0);
       t.has_tcache = c_.tcache_count > 0;
       t.bins.assign(c_.tcache_count > 0 ? TcacheBins() : 0, {});
     }
+    if (cl == kMmapClass) {
+      // _int_malloc under the arena lock, which maps the chunk (sysmalloc).
+      sink_->OnCost(CostKind::kLock, cl, 1, 0);
+      sink_->OnCost(CostKind::kRefill, cl, 1, 1);
+      return kMmapped;
+    }
     uint64_t chunk = static_cast<uint64_t>(cl) * 16;
     bool tcached = chunk <= tcache_max_chunk_ && t.has_tcache;
-    if (tcached && !t.bins[cl].empty()) {
+    // __libc_calloc and _int_realloc call _int_malloc directly: no tcache.
+    if (tcached && path == AllocPath::kMalloc && !t.bins[cl].empty()) {
       uint64_t o = t.bins[cl].back();
       t.bins[cl].pop_back();
       return o;
@@ -210,6 +223,7 @@ class GlibcModel : public AllocatorModel {
   std::vector<int> free_list_;
   int next_to_use_ = 0;
   std::vector<Thread> threads_;
+  AllocPath path_ = AllocPath::kMalloc;
 };
 
 }  // namespace

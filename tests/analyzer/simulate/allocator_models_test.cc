@@ -145,12 +145,12 @@ TEST_CASE("glibc: tcache of 7, a fastbin refill, a remote free without a tcache"
   m->ThreadStart(0, true);
   m->ThreadStart(1, false);
   // 8 allocations on an empty tcache: the first malloc allocates the tcache
-  // under the arena lock (1), then each goes to _int_malloc under the lock
-  // (8), one object each (no free chunk anywhere).
+  // itself with _int_malloc under the arena lock (1), then each goes to
+  // _int_malloc under the lock (8), one object each (no free chunk anywhere).
   std::vector<uint64_t> objects;
   for (int i = 0; i < 8; ++i) objects.push_back(m->Allocate(0, cl, 24));
-  CHECK(r.total[CostKind::kRefill] == 8);
-  CHECK(r.total.refilled_objects == 8);
+  CHECK(r.total[CostKind::kRefill] == 9);
+  CHECK(r.total.refilled_objects == 9);
   CHECK(r.total[CostKind::kLock] == 9);
   // Freed on the same thread: 7 fill the tcache bin, the 8th goes to the
   // arena's fastbin with a CAS (no lock).
@@ -179,6 +179,14 @@ TEST_CASE("glibc: tcache of 7, a fastbin refill, a remote free without a tcache"
   CHECK(r.total[CostKind::kRemoteFree] == 1);
   CHECK(r.total[CostKind::kLock] == 1);
   CHECK(r.total[CostKind::kAtomic] == 0);
+  // calloc bypasses the tcache: with 7 cached chunks it still goes to
+  // _int_malloc (and, the fastbin being empty, gets one chunk).
+  r.Reset();
+  for (int i = 0; i < 7; ++i) m->Free(0, cl, objects[i + 1]);
+  m->NextAllocation(AllocatorModel::AllocPath::kCalloc);
+  m->Allocate(0, cl, 24);
+  CHECK(r.total[CostKind::kRefill] == 1);
+  CHECK(r.total[CostKind::kLock] == 1);
   // GLIBC_TUNABLES: no tcache at all, every free goes to the arena.
   Recorder r0;
   ModelSettings s;
