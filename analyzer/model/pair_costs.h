@@ -33,7 +33,8 @@ struct PairCosts {
   // The model ("jemalloc-5.3.0"), empty for --lifetimes alone (no costs).
   std::string allocator;
   bool validated = false;
-  std::string validation;  // one line (AllocatorModel::validation)
+  std::string validation_label;  // "validated", "partly validated", "NOT VALIDATED"
+  std::string validation;        // one line (AllocatorModel::validation)
   std::string settings;    // "name=value, ..." and where they came from
   std::map<std::string, PairCostFigures> by_key;  // CrossPair::key -> figures
   bool with_costs() const { return !allocator.empty(); }

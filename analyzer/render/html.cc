@@ -143,9 +143,7 @@ std::string RunJson(const Analysis& a) {
                                   a.pair_costs->with_costs()
                                       ? fmt::format(",\"costs\":{},\"costsv\":{}",
                                                     JsonString(a.pair_costs->allocator),
-                                                    JsonString(a.pair_costs->validated
-                                                                   ? "validated"
-                                                                   : "NOT VALIDATED"))
+                                                    JsonString(a.pair_costs->validation_label))
                                       : ""));
 }
 
@@ -407,7 +405,7 @@ std::string RenderSimulationHtml(const SimulationResult& r, const SimulateOption
   }
   body += fmt::format("<h1>crossfree simulate: {}</h1>\n<p><b>{}</b>: {}</p>\n",
                       HtmlEscape(m.allocator),
-                      m.validation.validated ? "validated" : "not validated",
+                      m.validation.Label(),
                       HtmlEscape(m.validation.how));
   body += fmt::format("<p>settings ({}): {}</p>\n", HtmlEscape(m.settings_source), settings);
   for (const SimTraceInfo& t : r.traces) {

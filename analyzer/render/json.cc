@@ -172,9 +172,10 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
   // report --allocator: the model whose cost each pair's allocator_cost is.
   if (a.pair_costs && a.pair_costs->with_costs()) {
     out += fmt::format(
-        "  \"allocator_model\": {{\"allocator\": {}, \"validated\": {}, \"validation\": {}, "
-        "\"settings\": {}}},\n",
+        "  \"allocator_model\": {{\"allocator\": {}, \"validated\": {}, "
+        "\"validation_level\": {}, \"validation\": {}, \"settings\": {}}},\n",
         JsonString(a.pair_costs->allocator), a.pair_costs->validated,
+        JsonString(a.pair_costs->validation_label),
         JsonString(a.pair_costs->validation), JsonString(a.pair_costs->settings));
   }
   out += "  \"traces\": [";
@@ -560,7 +561,7 @@ std::string RenderCostJson(const SimulationResult& r, const SimulateOptions& opt
   return fmt::format(
       "{{\n  \"tool\": \"crossfree simulate\",\n  \"schema\": 2,\n"
       "  \"model\": {{\"allocator\": {}, \"settings\": {{{}}}, \"settings_source\": {}, "
-      "\"validated\": {}, \"validation\": {}}},\n"
+      "\"validated\": {}, \"validation_level\": {}, \"validation\": {}}},\n"
       "  \"by\": \"{}\",\n  \"traces\": [\n{}\n  ],\n"
       "  \"totals\": {{{}, \"unknown_frees\": {}, \"inplace_reallocs\": {}}},\n"
       "  \"cross_thread\": {{{}}},\n  \"thread_exit\": {{{}}},\n  \"live_at_end\": {{{}}},\n"
@@ -568,6 +569,7 @@ std::string RenderCostJson(const SimulationResult& r, const SimulateOptions& opt
       "  \"pair_count\": {},\n  \"pairs\": [\n{}\n  ],\n  \"warnings\": [{}]\n}}\n",
       analyzer::render::JsonString(m.allocator), settings,
       analyzer::render::JsonString(m.settings_source), m.validation.validated,
+      analyzer::render::JsonString(m.validation.Label()),
       analyzer::render::JsonString(m.validation.how),
       options.by == analyzer::GroupBy::kRole ? "role" : "thread", traces, CostJson(m.totals),
       r.unknown_frees, r.inplace_reallocs, CostJson(m.cross_thread), CostJson(m.thread_exit),

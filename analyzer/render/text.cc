@@ -317,7 +317,7 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   if (a.pair_costs && a.pair_costs->with_costs()) {
     const PairCosts& c = *a.pair_costs;
     out += Fit(fmt::format("\nCost per pair under {} ({}: {}); settings: {}", c.allocator,
-                           c.validated ? "validated" : "NOT VALIDATED", c.validation, c.settings),
+                           c.validation_label, c.validation, c.settings),
                0) +
            "\n";
   }
@@ -763,7 +763,7 @@ std::string SameCpuText(const CpuCounts& c) {
 std::string RenderCostText(const SimulationResult& r, const SimulateOptions& options) {
   const CostSimulation& m = *r.cost;
   std::string out = fmt::format("crossfree simulate: {} ({})\n", m.allocator,
-                                m.validation.validated ? "validated" : "NOT VALIDATED");
+                                m.validation.Label());
   out += fmt::format("  validation: {}\n", m.validation.how);
   std::string settings;
   for (const auto& [k, v] : m.settings) {

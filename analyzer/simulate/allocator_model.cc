@@ -19,7 +19,7 @@ class NullModel : public AllocatorModel {
  public:
   std::string Allocator() const override { return "none"; }
   std::vector<Setting> Settings() const override { return {}; }
-  Validation validation() const override { return {false, "no allocator model"}; }
+  Validation validation() const override { return {false, false, "no allocator model"}; }
   int SizeClass(uint64_t) const override { return 0; }
   uint64_t ClassSize(int) const override { return 0; }
   void ThreadStart(int thread, bool) override {

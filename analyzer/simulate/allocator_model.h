@@ -64,7 +64,11 @@ class CostSink {
 // How far a model's predictions were checked against the real allocator.
 struct Validation {
   bool validated = false;
-  std::string how;  // one line: against what, how close (docs/guide/simulate.md)
+  bool partly = false;  // some of its counts were checked, not all
+  std::string how;      // one line: against what, how close (docs/guide/simulate.md)
+  const char* Label() const {
+    return validated ? "validated" : partly ? "partly validated" : "NOT VALIDATED";
+  }
 };
 
 // One named setting of a model, as printed (name as the allocator spells it).

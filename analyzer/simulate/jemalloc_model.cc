@@ -194,7 +194,7 @@ class JemallocModel : public AllocatorModel {
     return s;
   }
   Validation validation() const override {
-    return {true,
+    return {true, false,
             "against the same run's jemalloc statistics (bin nfills, nflushes, mutex "
             "operations): scripts/validate-simulate --allocator jemalloc, "
             "docs/guide/simulate.md"};

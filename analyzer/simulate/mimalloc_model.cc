@@ -64,7 +64,7 @@ class MimallocModel : public AllocatorModel {
     return {{"small page", "64 KiB"}, {"medium page", "512 KiB"}, {"extend", "4 KiB"}};
   }
   Validation validation() const override {
-    return {false,
+    return {false, false,
             "not validated: Debian's release build counts none of these events "
             "(docs/guide/simulate.md)"};
   }

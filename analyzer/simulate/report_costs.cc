@@ -26,6 +26,7 @@ bool AddPairCosts(const std::vector<std::string>& paths, const std::string& allo
   if (!allocator.empty()) {
     costs.allocator = m.allocator;
     costs.validated = m.validation.validated;
+    costs.validation_label = m.validation.Label();
     costs.validation = m.validation.how;
     for (const auto& [k, v] : m.settings) {
       costs.settings += fmt::format("{}{}={}", costs.settings.empty() ? "" : ", ", k, v);
