@@ -59,7 +59,8 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--glibc-tunables", args->glibc_tunables,
                   "With --allocator glibc: GLIBC_TUNABLES of the modelled run");
   sub->add_option("--cpus", args->cpus,
-                  "With --allocator: CPUs of the machine that ran the trace (default: this one's)");
+                  "With --allocator: CPUs of the machine that ran the trace (default: this one's)")
+      ->check(CLI::Range(0u, 65536u));
   AddCommonOptions(sub, &args->common);
   sub->callback([args, exit_code, sub] {
     if (ListSkips(args->common)) return;

@@ -65,7 +65,8 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
                   "glibc: GLIBC_TUNABLES of the modelled run (e.g. glibc.malloc.tcache_count=16)");
   sub->add_option("--cpus", args->cpus,
                   "CPUs of the machine that ran the trace (jemalloc's narenas, glibc's arena_max; "
-                  "default: this machine's)");
+                  "default: this machine's)")
+      ->check(CLI::Range(0u, 65536u));
   sub->add_option("--top", args->top, "Fetch and release sites shown, each (0 = all)")
       ->capture_default_str();
   sub->add_option("--format", args->format, "Output format")

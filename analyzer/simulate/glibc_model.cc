@@ -47,7 +47,8 @@ uint64_t ChunkSize(uint64_t req) {
 class GlibcModel : public AllocatorModel {
  public:
   GlibcModel(const GlibcConfig& c, unsigned cpus, CostSink* sink) : c_(c), sink_(sink) {
-    arena_max_ = c_.arena_max ? c_.arena_max : 8 * std::max(cpus, 1u);
+    arena_max_ = static_cast<unsigned>(
+        std::min<uint64_t>(c_.arena_max ? c_.arena_max : 8 * uint64_t{std::max(cpus, 1u)}, 1u << 20));
     tcache_max_chunk_ = c_.tcache_max ? ChunkSize(c_.tcache_max) : 0;
     max_fast_chunk_ = c_.mxfast == 0 ? 16 : (c_.mxfast + 8) & ~uint64_t{15};
   }

@@ -50,6 +50,7 @@ constexpr BinInfo kBins[kJemallocSmallBins] = {
 constexpr uint64_t kSmallMax = 14336;
 constexpr uint64_t kTcacheMaxLimit = 8 << 20;  // TCACHE_MAXCLASS_LIMIT
 constexpr unsigned kNcachedMaxLimit = 0xffff >> 1;  // CACHE_BIN_NCACHED_MAX (2^15 - 1)
+constexpr unsigned kMaxArenas = 4095;  // MALLOCX_ARENA_LIMIT - 1
 // Large handles: the top bit set, the owning arena in the low bits.
 constexpr uint64_t kLargeBit = uint64_t{1} << 63;
 
@@ -167,7 +168,9 @@ class JemallocModel : public AllocatorModel {
  public:
   JemallocModel(const JemallocConfig& config, unsigned cpus, CostSink* sink)
       : c_(config), sink_(sink) {
-    narenas_ = c_.narenas ? c_.narenas : 4 * std::max(cpus, 1u);
+    // jemalloc clamps narenas to its arena index limit (MALLOCX_ARENA_LIMIT).
+    narenas_ = std::min(c_.narenas ? c_.narenas : 4 * std::min(std::max(cpus, 1u), 4096u),
+                        kMaxArenas);
     nhbins_ = c_.tcache ? JemallocSizeIndex(std::max<uint64_t>(c_.tcache_max, 1)) + 1 : 0;
     if (c_.tcache && JemallocIndexSize(nhbins_ - 1) > c_.tcache_max) --nhbins_;
     nhbins_ = std::max(nhbins_, c_.tcache ? kJemallocSmallBins : 0);

@@ -55,6 +55,13 @@ bool SimulateCosts(TraceSet& set, const SimulateOptions& options,
     model.transfer_num_objects = options.allocator.transfer_num_objects;
     model.cache_from_first_event = options.cache_from_first_event;
   }
+  // A model built only to check the settings (an error names the setting,
+  // not a trace) and to ask its class sizes.
+  struct NullSink : CostSink {
+    void OnCost(CostKind, int, uint64_t, uint64_t) override {}
+  } null_sink;
+  auto probe = MakeAllocatorModel(options.allocator_name, model, &null_sink, error);
+  if (!probe) return false;
   auto builder = analyzer::SiteBuilder::Create(options.sites, resolver, error);
   if (!builder) return false;
   std::map<std::string, CostGroupResult> groups;
@@ -121,13 +128,8 @@ bool SimulateCosts(TraceSet& set, const SimulateOptions& options,
       if (cross) cost.cross_thread.Add(p.cost);
     }
   }
-  // The model's class sizes, from a model built only to ask it.
   {
-    struct NullSink : CostSink {
-      void OnCost(CostKind, int, uint64_t, uint64_t) override {}
-    } sink;
-    auto m = MakeAllocatorModel(options.allocator_name, model, &sink, error);
-    if (!m) return false;
+    const auto& m = probe;
     if (cost.allocator.empty()) {
       cost.allocator = m->Allocator();
       cost.settings = m->Settings();
