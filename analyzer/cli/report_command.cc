@@ -14,6 +14,7 @@
 #include "analyzer/render/pprof.h"
 #include "analyzer/render/text.h"
 #include "analyzer/render/json.h"
+#include "analyzer/simulate/report_costs.h"
 
 namespace crossfree::analyzer::cli {
 namespace {
@@ -24,6 +25,11 @@ struct ReportArgs {
   std::string format = "text";
   std::string output;
   uint64_t operations = 0;
+  std::string allocator;
+  bool lifetimes = false;
+  std::string malloc_conf;
+  std::string glibc_tunables;
+  unsigned cpus = 0;
   CommonOptions common;
 };
 
@@ -42,11 +48,47 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--operations", args->operations,
                   "Operations the traced run performed (RPC calls, requests): per-call rates "
                   "become per operation");
+  sub->add_option("--allocator", args->allocator,
+                  "Add each pair's cost under this allocator model, its lifetimes and CPUs "
+                  "(crossfree simulate --allocator; one more ordered pass over the traces)")
+      ->check(CLI::IsMember(simulate::AllocatorNames()));
+  sub->add_flag("--lifetimes", args->lifetimes,
+                "Add each pair's object lifetimes and CPUs (one more ordered pass)");
+  sub->add_option("--malloc-conf", args->malloc_conf,
+                  "With --allocator jemalloc: MALLOC_CONF of the modelled run");
+  sub->add_option("--glibc-tunables", args->glibc_tunables,
+                  "With --allocator glibc: GLIBC_TUNABLES of the modelled run");
+  sub->add_option("--cpus", args->cpus,
+                  "With --allocator: CPUs of the machine that ran the trace (default: this one's)")
+      ->check(CLI::Range(0u, 65536u));
   AddCommonOptions(sub, &args->common);
-  sub->callback([args, exit_code] {
+  sub->callback([args, exit_code, sub] {
     if (ListSkips(args->common)) return;
     if (args->traces.empty()) {
       fmt::print(stderr, "crossfree report: no trace given (crossfree report TRACE...)\n");
+      *exit_code = kExitUsage;
+      return;
+    }
+    // Model settings without the model they set, or a model with a window
+    // (the replay's caches depend on every event from the start): refused.
+    const char* wrong = nullptr;
+    if (!args->malloc_conf.empty() && args->allocator != "jemalloc") wrong = "--malloc-conf";
+    if (!args->glibc_tunables.empty() && args->allocator != "glibc") wrong = "--glibc-tunables";
+    if (args->cpus != 0 && args->allocator.empty()) wrong = "--cpus";
+    if (wrong) {
+      fmt::print(stderr, "crossfree report: {} needs --allocator {}\n", wrong,
+                 std::string(wrong) == "--malloc-conf"    ? "jemalloc"
+                 : std::string(wrong) == "--glibc-tunables" ? "glibc"
+                                                            : "NAME");
+      *exit_code = kExitUsage;
+      return;
+    }
+    bool costs = !args->allocator.empty() || args->lifetimes;
+    if (costs && (sub->count("--from") || sub->count("--to"))) {
+      fmt::print(stderr,
+                 "crossfree report: --{} replays the whole trace; it does not combine with "
+                 "--from/--to\n",
+                 args->allocator.empty() ? "lifetimes" : "allocator");
       *exit_code = kExitUsage;
       return;
     }
@@ -54,6 +96,22 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
     if (!RunAnalysis("report", args->traces, args->common, &analysis)) {
       *exit_code = kExitUsage;
       return;
+    }
+    if (costs) {
+      simulate::ModelSettings model;
+      model.malloc_conf = args->malloc_conf;
+      model.glibc_tunables = args->glibc_tunables;
+      model.cpus = args->cpus;
+      bool from_flags = !args->malloc_conf.empty() || !args->glibc_tunables.empty() || args->cpus;
+      std::string source = std::string(from_flags ? "flags" : "defaults") +
+                           "; the trace does not record the run's environment";
+      std::string error;
+      if (!simulate::AddPairCosts(args->traces, args->allocator, model, source,
+                                  ToAnalysisOptions(args->common), &analysis, &error)) {
+        fmt::print(stderr, "crossfree report: {}\n", Printable(error));
+        *exit_code = kExitUsage;
+        return;
+      }
     }
     analysis.operations = args->operations;
     analyzer::render::ReportOptions options;

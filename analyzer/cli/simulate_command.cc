@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "analyzer/render/html.h"
 #include "analyzer/render/json.h"
 #include "analyzer/render/text.h"
 #include "analyzer/cli/cli_common.h"
@@ -22,6 +23,11 @@ struct SimulateArgs {
   int transfer_num_objects = simulate::kDefaultTransferNumObjects;
   size_t top = 10;
   bool cache_from_first_event = false;
+  std::string allocator = "gperftools";
+  bool pairs = false;
+  std::string malloc_conf;
+  std::string glibc_tunables;
+  unsigned cpus = 0;
   std::string format = "text";
   std::string output;
   CommonOptions common;
@@ -33,7 +39,8 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* sub = app.add_subcommand(
       "simulate",
-      "Predict gperftools 2.10 central free-list transfers (thread-cache fetches and releases)");
+      "Predict gperftools 2.10 central free-list transfers (thread-cache fetches and releases), "
+      "or with --allocator what jemalloc's, glibc's or mimalloc's caches would cost per pair");
   sub->add_option("traces", args->traces, "Trace files (one per process of the run)");
   sub->add_option("--max-total-thread-cache-bytes", args->max_total_thread_cache_bytes,
                   "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES of the modelled run")
@@ -45,10 +52,25 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
   sub->add_flag("--cache-from-first-event", args->cache_from_first_event,
                 "Give each thread a cache at its first traced event, not its first allocation "
                 "(for runs recorded under libtcmalloc, where the tracer allocates on every thread)");
+  sub->add_option("--allocator", args->allocator,
+                  "Allocator model (gperftools: the transfer simulation; the others: costs per "
+                  "pair)")
+      ->check(CLI::IsMember(simulate::AllocatorNames()))
+      ->capture_default_str();
+  sub->add_flag("--pairs", args->pairs,
+                "With gperftools: the cost view per pair (lifetimes, CPUs) instead of transfers");
+  sub->add_option("--malloc-conf", args->malloc_conf,
+                  "jemalloc: MALLOC_CONF of the modelled run (e.g. narenas:8,tcache_max:4096)");
+  sub->add_option("--glibc-tunables", args->glibc_tunables,
+                  "glibc: GLIBC_TUNABLES of the modelled run (e.g. glibc.malloc.tcache_count=16)");
+  sub->add_option("--cpus", args->cpus,
+                  "CPUs of the machine that ran the trace (jemalloc's narenas, glibc's arena_max; "
+                  "default: this machine's)")
+      ->check(CLI::Range(0u, 65536u));
   sub->add_option("--top", args->top, "Fetch and release sites shown, each (0 = all)")
       ->capture_default_str();
   sub->add_option("--format", args->format, "Output format")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->check(CLI::IsMember({"text", "json", "html"}))
       ->capture_default_str();
   sub->add_option("--output,-o", args->output, "Write the result to this file (default stdout)");
   AddCommonOptions(sub, &args->common);
@@ -81,6 +103,22 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
       *exit_code = kExitUsage;
       return;
     }
+    // Settings of one allocator given to another are refused, not ignored.
+    const char* wrong = nullptr;
+    if (!args->malloc_conf.empty() && args->allocator != "jemalloc") wrong = "--malloc-conf";
+    if (!args->glibc_tunables.empty() && args->allocator != "glibc") wrong = "--glibc-tunables";
+    if (args->allocator != "gperftools") {
+      if (sub->count("--max-total-thread-cache-bytes")) wrong = "--max-total-thread-cache-bytes";
+      if (sub->count("--transfer-num-objects")) wrong = "--transfer-num-objects";
+      if (args->cache_from_first_event) wrong = "--cache-from-first-event";
+      if (args->pairs) wrong = "--pairs";
+    }
+    if (wrong) {
+      fmt::print(stderr, "crossfree simulate: {} does not apply to --allocator {}\n", wrong,
+                 args->allocator);
+      *exit_code = kExitUsage;
+      return;
+    }
     analyzer::AnalysisOptions analysis = ToAnalysisOptions(args->common);
     simulate::SimulateOptions options;
     options.allocator.max_total_thread_cache_bytes = args->max_total_thread_cache_bytes;
@@ -89,6 +127,19 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
     options.sites = analysis.sites;
     options.top = args->top;
     options.cache_from_first_event = args->cache_from_first_event;
+    options.allocator_name = args->allocator;
+    // The cost view of gperftools is asked for with --pairs; HTML has only
+    // the cost view.
+    options.pairs = args->pairs || args->format == "html";
+    options.model.malloc_conf = args->malloc_conf;
+    options.model.glibc_tunables = args->glibc_tunables;
+    options.model.cpus = args->cpus;
+    bool from_flags = !args->malloc_conf.empty() || !args->glibc_tunables.empty() ||
+                      args->cpus != 0 || sub->count("--max-total-thread-cache-bytes") ||
+                      sub->count("--transfer-num-objects");
+    // The trace holds no environment of the recorded run (docs/trace-format.md).
+    options.settings_source = std::string(from_flags ? "flags" : "defaults") +
+                              "; the trace does not record the run's environment";
     simulate::SimulationResult result;
     std::string error;
     if (!simulate::SimulateFiles(args->traces, options, &result, &error)) {
@@ -99,8 +150,9 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
     for (const std::string& w : result.warnings) {
       fmt::print(stderr, "crossfree simulate: warning: {}\n", Printable(w));
     }
-    std::string text = args->format == "json" ? simulate::RenderSimulationJson(result, options)
-                                              : simulate::RenderSimulationText(result, options);
+    std::string text = args->format == "json"   ? simulate::RenderSimulationJson(result, options)
+                       : args->format == "html" ? simulate::RenderSimulationHtml(result, options)
+                                                : simulate::RenderSimulationText(result, options);
     *exit_code = WriteOutput("simulate", args->output, text) ? kExitOk : kExitUsage;
   });
 }

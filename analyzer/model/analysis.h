@@ -11,12 +11,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analyzer/model/central.h"
 #include "analyzer/model/estimate.h"
 #include "analyzer/model/fork_frees.h"
+#include "analyzer/model/pair_costs.h"
 #include "analyzer/pairing/pairing.h"
 #include "analyzer/model/roles.h"
 #include "analyzer/model/sites.h"
@@ -219,6 +221,9 @@ struct Analysis {
   ForkFrees fork_frees;
   std::vector<std::string> warnings;      // truncation, symbolization
   CentralSummary central;                 // tcmalloc central transfers (central.h)
+  // report --allocator / --lifetimes: per pair, the model's cost, lifetimes
+  // and CPUs (pair_costs.h); absent otherwise.
+  std::optional<PairCosts> pair_costs;
   uint64_t timeline_bucket_ns = 0;        // width of CrossPair::timeline buckets
   // --from/--to: the analysis window in ns since each trace's start, when set.
   bool windowed = false;

@@ -40,6 +40,35 @@ std::string FramesJson(const Site& site) {
   return out + "]";
 }
 
+
+// report --allocator / --lifetimes: the pair's cost ("cs", its parts in
+// "cd"), lifetime figures ("lt") and distribution ("lh", inline SVG), and
+// CPUs ("cpu"), for the page's pair table.
+std::string PairCostPageJson(const Analysis& a, const CrossPair& p) {
+  if (!a.pair_costs) return "";
+  const PairCostFigures* f = a.pair_costs->Find(p.key);
+  if (!f) return "";
+  const LifetimeSummary& l = f->lifetime;
+  std::string out = fmt::format(
+      ",\"lt\":{},\"lh\":{},\"cpu\":{}",
+      JsonString(fmt::format("{} / {} / {} / {}", DurationText(l.min_ns), DurationText(l.median_ns),
+                             DurationText(l.p99_ns), DurationText(l.max_ns))),
+      JsonString(LifetimeSvg(l)),
+      JsonString(f->cpu_known()
+                     ? fmt::format("{:.0f}%", 100.0 * static_cast<double>(f->same_cpu) /
+                                                  static_cast<double>(f->same_cpu + f->other_cpu))
+                     : std::string("n/a")));
+  if (a.pair_costs->with_costs()) {
+    out += fmt::format(",\"cs\":{},\"cd\":{}", f->sync,
+                       JsonString(fmt::format("{} refills, {} flushes, {} locks, {} atomics, {} "
+                                              "remote frees",
+                                              Commas(f->refills), Commas(f->flushes),
+                                              Commas(f->locks), Commas(f->atomics),
+                                              Commas(f->remote_frees))));
+  }
+  return out;
+}
+
 std::string PairJson(const CrossPair& p, const Analysis& a) {
   const PairFigures f = a.Figures(p);
   std::string classes = "[";
@@ -62,11 +91,12 @@ std::string PairJson(const CrossPair& p, const Analysis& a) {
   }
   return fmt::format(
       "{{\"key\":{},\"a\":{},\"f\":{},\"n\":{},\"b\":{},\"r\":{:.4f},\"as\":{},\"fs\":{},"
-      "\"ak\":{},\"fk\":{},\"sc\":{},\"t\":{},\"lc\":\"{}\",\"lce\":{}{}}}",
+      "\"ak\":{},\"fk\":{},\"sc\":{},\"t\":{},\"lc\":\"{}\",\"lce\":{}{}{}}}",
       JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role), f.frees,
       f.total_bytes, f.per_thousand, FramesJson(p.alloc_site), FramesJson(p.free_site),
       JsonString(p.alloc_site.key), JsonString(p.free_site.key), classes, timeline,
-      LifecycleName(p.lifecycle()), JsonString(p.LifecycleEvidence(a.sampled())), sampled);
+      LifecycleName(p.lifecycle()), JsonString(p.LifecycleEvidence(a.sampled())), sampled,
+      PairCostPageJson(a, p));
 }
 
 std::string RunJson(const Analysis& a) {
@@ -103,11 +133,18 @@ std::string RunJson(const Analysis& a) {
   return fmt::format(
       "{{\"traces\":{},\"events\":{},\"allocations\":{},\"frees\":{},\"cross\":{},\"live\":{},"
       "\"unknown\":{},\"double\":{},\"threads\":{},\"bucket_ns\":{},\"pairs\":{},\"asym\":{},"
-      "\"central\":{}{}}}",
+      "\"central\":{}{}{}}}",
       traces, c.events, a.Allocations(), a.Frees(), t.cross_thread.total, t.live_at_exit.total,
       t.unknown_frees.total, t.double_frees.total, a.threads,
       a.timeline_bucket_ns, pairs, asym, central,
-      a.sampled() ? fmt::format(",\"period\":{}", a.sample_period) : "");
+      a.sampled() ? fmt::format(",\"period\":{}", a.sample_period) : "",
+      !a.pair_costs ? std::string()
+                    : fmt::format(",\"lifetimes\":true{}",
+                                  a.pair_costs->with_costs()
+                                      ? fmt::format(",\"costs\":{},\"costsv\":{}",
+                                                    JsonString(a.pair_costs->allocator),
+                                                    JsonString(a.pair_costs->validation_label))
+                                      : ""));
 }
 
 // The page's style and script: report_page.css and report_page.js, embedded
@@ -304,3 +341,132 @@ std::string RenderDiffHtml(const Analysis& before, const Analysis& after, const 
 }
 
 }  // namespace crossfree::analyzer::render
+
+namespace crossfree::analyzer::render {
+
+std::string LifetimeSvg(const LifetimeSummary& l) {
+  if (l.count == 0 || l.octaves.empty()) return "";
+  // One bar per power of two; heights relative to the tallest bar.
+  constexpr int kBar = 10, kGap = 2, kHeight = 40;
+  uint64_t top = *std::max_element(l.octaves.begin(), l.octaves.end());
+  int width = static_cast<int>(l.octaves.size()) * (kBar + kGap);
+  std::string bars;
+  for (size_t i = 0; i < l.octaves.size(); ++i) {
+    int h = top ? static_cast<int>(std::ceil(static_cast<double>(l.octaves[i]) * kHeight /
+                                             static_cast<double>(top)))
+                : 0;
+    uint64_t lo = uint64_t{1} << (l.first_octave + static_cast<int>(i));
+    bars += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#4a7ab5\">"
+        "<title>{} objects lived {} .. {}</title></rect>",
+        static_cast<int>(i) * (kBar + kGap), kHeight - h, kBar, h, Commas(l.octaves[i]),
+        DurationText(l.first_octave + i == 0 ? 0 : lo), DurationText(lo * 2));
+  }
+  return fmt::format(
+      "<svg class=\"lifetime\" width=\"{}\" height=\"{}\" role=\"img\" "
+      "aria-label=\"lifetime distribution\">{}"
+      "<text x=\"0\" y=\"{}\" font-size=\"9\">{}</text>"
+      "<text x=\"{}\" y=\"{}\" font-size=\"9\" text-anchor=\"end\">{}</text></svg>",
+      std::max(width, 80), kHeight + 12, bars, kHeight + 10,
+      DurationText(uint64_t{1} << l.first_octave), std::max(width, 80), kHeight + 10,
+      DurationText(uint64_t{2} << (l.first_octave + static_cast<int>(l.octaves.size()) - 1)));
+}
+
+}  // namespace crossfree::analyzer::render
+
+namespace crossfree::analyzer::simulate {
+
+namespace {
+
+using analyzer::render::Commas;
+using analyzer::render::DurationText;
+using analyzer::render::HtmlEscape;
+
+std::string CostCells(const CostCounts& c) {
+  return fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+                     Commas(c[CostKind::kRefill]), Commas(c[CostKind::kFlush]),
+                     Commas(c[CostKind::kLock]), Commas(c[CostKind::kAtomic]),
+                     Commas(c[CostKind::kRemoteFree]), Commas(c.Total()));
+}
+constexpr const char* kCostHeads =
+    "<th>refills</th><th>flushes</th><th>locks</th><th>atomics</th><th>remote frees</th>"
+    "<th>sync</th>";
+
+}  // namespace
+
+std::string RenderSimulationHtml(const SimulationResult& r, const SimulateOptions& options) {
+  std::string body;
+  if (!r.cost) return "";
+  const CostSimulation& m = *r.cost;
+  std::string settings;
+  for (const auto& [k, v] : m.settings) {
+    settings += fmt::format("{}<code>{}={}</code>", settings.empty() ? "" : ", ", HtmlEscape(k),
+                            HtmlEscape(v));
+  }
+  body += fmt::format("<h1>crossfree simulate: {}</h1>\n<p><b>{}</b>: {}</p>\n",
+                      HtmlEscape(m.allocator),
+                      m.validation.Label(),
+                      HtmlEscape(m.validation.how));
+  body += fmt::format("<p>settings ({}): {}</p>\n", HtmlEscape(m.settings_source), settings);
+  for (const SimTraceInfo& t : r.traces) {
+    body += fmt::format("<p>trace {}: pid {}, {} threads, {} events{}</p>\n", HtmlEscape(t.path),
+                        t.pid, t.threads, Commas(t.events), t.truncated ? " (truncated)" : "");
+  }
+  body += fmt::format(
+      "<p>{} synchronisations (locks + atomics): {} on cross-thread pairs, {} at thread exits, "
+      "{} by objects never freed.</p>\n",
+      Commas(m.totals.Total()), Commas(m.cross_thread.Total()), Commas(m.thread_exit.Total()),
+      Commas(m.live_at_end.Total()));
+  body += fmt::format("<h2>By {}</h2>\n<table><tr><th>{}</th><th>threads</th><th>allocs</th>"
+                      "<th>frees</th>{}</tr>\n",
+                      options.by == analyzer::GroupBy::kRole ? "role" : "thread",
+                      options.by == analyzer::GroupBy::kRole ? "role" : "thread", kCostHeads);
+  for (const CostGroupResult& g : m.groups) {
+    body += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}</tr>\n",
+                        HtmlEscape(g.name), g.threads, Commas(g.allocations), Commas(g.frees),
+                        CostCells(g.cost));
+  }
+  body += fmt::format("<tr><th>total</th><td></td><td></td><td></td>{}</tr></table>\n",
+                      CostCells(m.totals));
+  body += fmt::format("<h2>By size class</h2>\n<table><tr><th>class</th><th>bytes</th>{}</tr>\n",
+                      kCostHeads);
+  for (const CostClassResult& k : m.classes) {
+    if (k.cost.Total() == 0) continue;
+    body += fmt::format("<tr><td>{}</td><td>{}</td>{}</tr>\n", k.cl,
+                        k.bytes ? Commas(k.bytes) : std::string("large"), CostCells(k.cost));
+  }
+  body += "</table>\n";
+  body += fmt::format(
+      "<h2>Top pairs by cost ({} of {})</h2>\n<table><tr><th>#</th><th>pair</th><th>objects</th>"
+      "{}<th>lifetime (min / median / p99 / max)</th><th>distribution</th><th>same CPU</th></tr>\n",
+      m.pairs.size(), m.pair_count, kCostHeads);
+  for (size_t i = 0; i < m.pairs.size(); ++i) {
+    const CostPairResult& p = m.pairs[i];
+    const analyzer::LifetimeSummary& l = p.lifetime;
+    uint64_t known = p.cpu.same + p.cpu.other;
+    body += fmt::format(
+        "<tr><td>{}</td><td>{} &rarr; {}{}<br><small>alloc: {}<br>free: {}</small></td><td>{}</td>"
+        "{}<td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        i + 1, HtmlEscape(p.alloc_group), HtmlEscape(p.free_group),
+        p.cross_thread ? "" : " (same thread)", HtmlEscape(p.alloc_site.key),
+        HtmlEscape(p.free_site.key), Commas(p.objects), CostCells(p.cost),
+        l.count ? fmt::format("{} / {} / {} / {}", DurationText(l.min_ns), DurationText(l.median_ns),
+                              DurationText(l.p99_ns), DurationText(l.max_ns))
+                : std::string("-"),
+        analyzer::render::LifetimeSvg(l),
+        known ? fmt::format("{:.0f}% of {}", 100.0 * static_cast<double>(p.cpu.same) /
+                                                 static_cast<double>(known),
+                            Commas(known))
+              : std::string("n/a"));
+  }
+  body += "</table>\n";
+  return fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      "<title>crossfree simulate: {}</title>\n<style>body{{font-family:sans-serif;margin:1em}}"
+      "table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;"
+      "text-align:right;vertical-align:top}}td:first-child,td:nth-child(2){{text-align:left}}</style></head>\n"
+      "<body>\n{}</body></html>\n",
+      HtmlEscape(m.allocator), body);
+}
+
+}  // namespace crossfree::analyzer::simulate

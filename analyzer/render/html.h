@@ -14,10 +14,25 @@
 
 #include "analyzer/model/analysis.h"
 #include "analyzer/model/diff.h"
+#include "analyzer/model/lifetime.h"
+#include "analyzer/simulate/simulate.h"
 
 namespace crossfree::analyzer::render {
 
 std::string RenderReportHtml(const Analysis& analysis);
 std::string RenderDiffHtml(const Analysis& before, const Analysis& after, const DiffResult& d);
+
+// A pair's lifetime distribution (objects per power of two of ns), as an
+// inline SVG bar chart with its axis labels; "" when it has no frees.
+std::string LifetimeSvg(const LifetimeSummary& lifetime);
+
+}  // namespace crossfree::analyzer::render
+
+namespace crossfree::analyzer::simulate {
+
+// simulate --format html: the cost simulation (SimulationResult::cost) as a
+// self-contained page: model, settings and validation, costs per group and
+// size class, and the top pairs with their lifetime distributions.
+std::string RenderSimulationHtml(const SimulationResult& result, const SimulateOptions& options);
 
 }  // namespace crossfree::analyzer::render

@@ -129,6 +129,35 @@ std::string LifecycleJson(const Analysis& a, const CrossPair& p) {
       JsonString(p.LifecycleEvidence(a.sampled())));
 }
 
+namespace {
+
+// report --allocator / --lifetimes (pair_costs.h): the pair's lines, or "".
+std::string PairCostJson(const Analysis& a, const CrossPair& p) {
+  if (!a.pair_costs) return "";
+  const PairCostFigures* f = a.pair_costs->Find(p.key);
+  if (!f) return "";
+  std::string out;
+  if (a.pair_costs->with_costs()) {
+    out += fmt::format(
+        "     \"allocator_cost\": {{\"allocator\": {}, \"sync\": {}, \"refills\": {}, "
+        "\"flushes\": {}, \"locks\": {}, \"atomics\": {}, \"remote_frees\": {}}},\n",
+        JsonString(a.pair_costs->allocator), f->sync, f->refills, f->flushes, f->locks,
+        f->atomics, f->remote_frees);
+  }
+  const LifetimeSummary& l = f->lifetime;
+  std::string octaves;
+  for (size_t i = 0; i < l.octaves.size(); ++i) octaves += fmt::format("{}{}", i ? ", " : "", l.octaves[i]);
+  out += fmt::format(
+      "     \"lifetime\": {{\"count\": {}, \"min_ns\": {}, \"median_ns\": {}, \"p99_ns\": {}, "
+      "\"max_ns\": {}, \"first_octave\": {}, \"octaves\": [{}]}},\n     \"same_cpu\": {},\n",
+      l.count, l.min_ns, l.median_ns, l.p99_ns, l.max_ns, l.first_octave, octaves,
+      f->cpu_known() ? fmt::format("{{\"same\": {}, \"other\": {}}}", f->same_cpu, f->other_cpu)
+                     : std::string("null"));
+  return out;
+}
+
+}  // namespace
+
 std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
   const PairingCounts& c = a.counts;
   std::string out = "{\n";
@@ -140,6 +169,15 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
   // Sampled runs only: every count below is then an estimate (the
   // "estimate" objects give the sampled count and the 95% interval).
   if (a.sampled()) out += "  \"sampling\": " + SamplingJson(a) + ",\n";
+  // report --allocator: the model whose cost each pair's allocator_cost is.
+  if (a.pair_costs && a.pair_costs->with_costs()) {
+    out += fmt::format(
+        "  \"allocator_model\": {{\"allocator\": {}, \"validated\": {}, "
+        "\"validation_level\": {}, \"validation\": {}, \"settings\": {}}},\n",
+        JsonString(a.pair_costs->allocator), a.pair_costs->validated,
+        JsonString(a.pair_costs->validation_label),
+        JsonString(a.pair_costs->validation), JsonString(a.pair_costs->settings));
+  }
   out += "  \"traces\": [";
   for (size_t i = 0; i < a.traces.size(); ++i) {
     const TraceInfo& t = a.traces[i];
@@ -219,10 +257,11 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
     out += fmt::format(
         "{}\n    {{\"rank\": {}, \"key\": {}, \"alloc_role\": {}, \"free_role\": {}, "
         "\"count\": {}, \"bytes\": {}, \"share\": {:.4f}, \"per_1000_allocs\": {:.3f},{}\n"
-        "     \"lifecycle\": {},\n"
+        "     \"lifecycle\": {},\n{}"
         "     \"size_classes\": [{}],\n     \"alloc_site\": {},\n     \"free_site\": {}}}",
         i ? "," : "", i + 1, JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role),
-        f.frees, f.total_bytes, f.share, f.per_thousand, estimate, LifecycleJson(a, p), classes, SiteJson(p.alloc_site), SiteJson(p.free_site));
+        f.frees, f.total_bytes, f.share, f.per_thousand, estimate, LifecycleJson(a, p),
+        PairCostJson(a, p), classes, SiteJson(p.alloc_site), SiteJson(p.free_site));
   }
   out += shown ? "\n  ],\n" : "],\n";
   out += "  \"asymmetry\": [";
@@ -449,9 +488,99 @@ std::string SitesJson(const std::vector<SiteTransfers>& sites) {
   return out.empty() ? "[]" : "[\n" + out + "\n  ]";
 }
 
+std::string CostJson(const CostCounts& c) {
+  return fmt::format(
+      "\"refills\": {}, \"refilled_objects\": {}, \"flushes\": {}, \"flushed_objects\": {}, "
+      "\"locks\": {}, \"atomics\": {}, \"remote_frees\": {}, \"sync\": {}",
+      c[CostKind::kRefill], c.refilled_objects, c[CostKind::kFlush], c.flushed_objects,
+      c[CostKind::kLock], c[CostKind::kAtomic], c[CostKind::kRemoteFree], c.Total());
+}
+
+std::string LifetimeJson(const analyzer::LifetimeSummary& l) {
+  std::string octaves;
+  for (size_t i = 0; i < l.octaves.size(); ++i) {
+    octaves += fmt::format("{}{}", i ? ", " : "", l.octaves[i]);
+  }
+  return fmt::format(
+      "{{\"count\": {}, \"min_ns\": {}, \"median_ns\": {}, \"p99_ns\": {}, \"max_ns\": {}, "
+      "\"first_octave\": {}, \"octaves\": [{}]}}",
+      l.count, l.min_ns, l.median_ns, l.p99_ns, l.max_ns, l.first_octave, octaves);
+}
+
+std::string CpuJson(const CpuCounts& c) {
+  if (c.same + c.other == 0) return "null";
+  return fmt::format("{{\"same\": {}, \"other\": {}, \"unknown\": {}}}", c.same, c.other,
+                     c.unknown);
+}
+
+std::string RenderCostJson(const SimulationResult& r, const SimulateOptions& options) {
+  const CostSimulation& m = *r.cost;
+  std::string settings;
+  for (const auto& [k, v] : m.settings) {
+    settings += fmt::format("{}{}: {}", settings.empty() ? "" : ", ",
+                            analyzer::render::JsonString(k), analyzer::render::JsonString(v));
+  }
+  std::string traces;
+  for (const SimTraceInfo& t : r.traces) {
+    if (!traces.empty()) traces += ",\n";
+    traces += fmt::format(
+        "    {{\"path\": {}, \"pid\": {}, \"threads\": {}, \"events\": {}, \"truncated\": {}}}",
+        analyzer::render::JsonString(t.path), t.pid, t.threads, t.events, t.truncated);
+  }
+  std::string groups;
+  for (const CostGroupResult& g : m.groups) {
+    if (!groups.empty()) groups += ",\n";
+    groups += fmt::format(
+        "    {{\"name\": {}, \"threads\": {}, \"allocations\": {}, \"frees\": {}, {}, "
+        "\"thread_exit\": {{{}}}}}",
+        analyzer::render::JsonString(g.name), g.threads, g.allocations, g.frees, CostJson(g.cost),
+        CostJson(g.thread_exit));
+  }
+  std::string classes;
+  for (const CostClassResult& k : m.classes) {
+    if (!classes.empty()) classes += ",\n";
+    classes += fmt::format("    {{\"class\": {}, \"bytes\": {}, {}}}", k.cl, k.bytes,
+                           CostJson(k.cost));
+  }
+  std::string pairs;
+  for (const CostPairResult& p : m.pairs) {
+    if (!pairs.empty()) pairs += ",\n";
+    pairs += fmt::format(
+        "    {{\"key\": {}, \"alloc_group\": {}, \"free_group\": {}, \"cross_thread\": {}, "
+        "\"objects\": {}, \"bytes\": {}, \"cost\": {{{}}},\n     \"lifetime\": {}, "
+        "\"same_cpu\": {},\n     \"alloc_site\": {},\n     \"free_site\": {}}}",
+        analyzer::render::JsonString(p.key), analyzer::render::JsonString(p.alloc_group),
+        analyzer::render::JsonString(p.free_group), p.cross_thread, p.objects, p.bytes,
+        CostJson(p.cost), LifetimeJson(p.lifetime), CpuJson(p.cpu),
+        analyzer::render::SiteJson(p.alloc_site), analyzer::render::SiteJson(p.free_site));
+  }
+  std::string warnings;
+  for (const std::string& w : r.warnings) {
+    if (!warnings.empty()) warnings += ", ";
+    warnings += analyzer::render::JsonString(w);
+  }
+  return fmt::format(
+      "{{\n  \"tool\": \"crossfree simulate\",\n  \"schema\": 2,\n"
+      "  \"model\": {{\"allocator\": {}, \"settings\": {{{}}}, \"settings_source\": {}, "
+      "\"validated\": {}, \"validation_level\": {}, \"validation\": {}}},\n"
+      "  \"by\": \"{}\",\n  \"traces\": [\n{}\n  ],\n"
+      "  \"totals\": {{{}, \"unknown_frees\": {}, \"inplace_reallocs\": {}}},\n"
+      "  \"cross_thread\": {{{}}},\n  \"thread_exit\": {{{}}},\n  \"live_at_end\": {{{}}},\n"
+      "  \"groups\": [\n{}\n  ],\n  \"size_classes\": [\n{}\n  ],\n"
+      "  \"pair_count\": {},\n  \"pairs\": [\n{}\n  ],\n  \"warnings\": [{}]\n}}\n",
+      analyzer::render::JsonString(m.allocator), settings,
+      analyzer::render::JsonString(m.settings_source), m.validation.validated,
+      analyzer::render::JsonString(m.validation.Label()),
+      analyzer::render::JsonString(m.validation.how),
+      options.by == analyzer::GroupBy::kRole ? "role" : "thread", traces, CostJson(m.totals),
+      r.unknown_frees, r.inplace_reallocs, CostJson(m.cross_thread), CostJson(m.thread_exit),
+      CostJson(m.live_at_end), groups, classes, m.pair_count, pairs, warnings);
+}
+
 }  // namespace
 
 std::string RenderSimulationJson(const SimulationResult& r, const SimulateOptions& options) {
+  if (r.cost) return RenderCostJson(r, options);
   std::string traces;
   for (const SimTraceInfo& t : r.traces) {
     if (!traces.empty()) traces += ",\n";

@@ -40,6 +40,19 @@ std::string HumanBytes(uint64_t n) {
   return fmt::format("{:.1f} {}", v, kUnits[unit]);
 }
 
+std::string DurationText(uint64_t ns) {
+  if (ns < 1000) return fmt::format("{} ns", ns);
+  static const char* kUnits[] = {"us", "ms", "s"};
+  double v = static_cast<double>(ns) / 1000;
+  int unit = 0;
+  while (v >= 1000 && unit < 2) {
+    v /= 1000;
+    ++unit;
+  }
+  int decimals = v >= 100 ? 0 : v >= 10 ? 1 : 2;
+  return fmt::format("{:.{}f} {}", v, decimals, kUnits[unit]);
+}
+
 namespace {
 uint64_t ToCount(double v) {
   if (!(v > 0)) return 0;

@@ -40,6 +40,8 @@ std::string Commas(uint64_t n);
 std::string SignedCommas(int64_t n);  // "+1,234" / "-1,234" / "0"
 // 1536 -> "1.5 KiB".
 std::string HumanBytes(uint64_t n);
+// "850 ns", "12.3 us", "4.56 ms", "1.23 s": three significant digits.
+std::string DurationText(uint64_t ns);
 // A size class for people: "48 B", "1 KiB", "large".
 std::string SizeClassLabel(int size_class);
 // A JSON string literal, quotes included.

@@ -42,6 +42,13 @@ const PAGE = 200;
 function pairsTable(run) {
   let sortKey = 'n', desc = true, shown = PAGE, filter = '';
   const cols = [['#', null], ['allocating', 'a'], ['freeing', 'f'], ['frees', 'n'], ['bytes', 'b'], ['per 1000 allocs', 'r'], ['lifecycle', 'lc'], ['size classes', null], ['timeline', null], ['allocated at', 'ak'], ['freed at', 'fk']];
+  // report --allocator / --lifetimes: the model's cost (locks + atomics), the
+  // lifetime figures and distribution, and the share of frees on the
+  // allocation's CPU, after the lifecycle.
+  const extra = [];
+  if (run.costs) extra.push(['cost: ' + run.costs + ' (' + run.costsv + ')', 'cs']);
+  if (run.lifetimes) extra.push(['lifetime min / median / p99 / max', null], ['lifetimes', null], ['same CPU', null]);
+  cols.splice(7, 0, ...extra);
   function rows() {
     const q = filter.toLowerCase();
     let list = q ? run.pairs.filter(p => (p.a + ' ' + p.f + ' ' + p.ak + ' ' + p.fk).toLowerCase().includes(q)) : run.pairs.slice();
@@ -54,6 +61,8 @@ function pairsTable(run) {
     list.slice(0, shown).forEach((p, i) => {
       s += '<tr class="pair"><td>' + (i + 1) + '</td><td class="l">' + esc(p.a) + '</td><td class="l">' + esc(p.f) + '</td><td>' + fmt(p.n) + '</td><td>' + bytes(p.b) + '</td><td>' + p.r.toFixed(1) +
            '</td><td class="l" title="' + esc(p.lce) + '">' + esc(p.lc) +
+           (run.costs ? '</td><td title="' + esc(p.cd || '') + '">' + (p.cs === undefined ? '' : fmt(p.cs)) : '') +
+           (run.lifetimes ? '</td><td>' + esc(p.lt || '') + '</td><td>' + (p.lh || '') + '</td><td>' + esc(p.cpu || '') : '') +
            '</td><td class="l">' + p.sc.slice().sort((x, y) => y[1] - x[1]).slice(0, 4).map(c => esc(c[0]) + ' ' + (100 * c[1] / p.n).toFixed(0) + '%').join('<br>') +
            '</td><td>' + spark(p.t, 128, 24) + '</td><td class="stack">' + stackHtml(p.as, p.ak) + '</td><td class="stack">' + stackHtml(p.fs, p.fk) + '</td></tr>';
     });

@@ -238,6 +238,38 @@ std::string SiteLines(const Site& site, const std::string& label) {
 
 }  // namespace
 
+namespace {
+
+// A pair's lines of report --allocator / --lifetimes (pair_costs.h).
+std::string PairCostText(const PairCosts& costs, const std::string& key, size_t width) {
+  const PairCostFigures* f = costs.Find(key);
+  if (!f) return "";
+  std::string out;
+  if (costs.with_costs()) {
+    out += Fit(fmt::format("    cost under {}: {} locks + atomics ({} refills, {} flushes, {} "
+                           "locks, {} atomics, {} remote frees)",
+                           costs.allocator, Commas(f->sync), Commas(f->refills),
+                           Commas(f->flushes), Commas(f->locks), Commas(f->atomics),
+                           Commas(f->remote_frees)),
+               width) +
+           "\n";
+  }
+  const LifetimeSummary& l = f->lifetime;
+  std::string cpu =
+      f->cpu_known()
+          ? fmt::format("same CPU: {} of {} frees", Commas(f->same_cpu),
+                        Commas(f->same_cpu + f->other_cpu))
+          : std::string("same CPU: n/a (the trace records no CPU)");
+  out += Fit(fmt::format("    lifetime: min {}, median {}, p99 {}, max {}; {}",
+                         DurationText(l.min_ns), DurationText(l.median_ns), DurationText(l.p99_ns),
+                         DurationText(l.max_ns), cpu),
+             width) +
+         "\n";
+  return out;
+}
+
+}  // namespace
+
 std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   WidthScope scope(options.width);
   const PairingCounts& c = a.counts;
@@ -282,6 +314,13 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   }
 
   size_t shown = options.top == 0 ? a.pairs.size() : std::min(options.top, a.pairs.size());
+  if (a.pair_costs && a.pair_costs->with_costs()) {
+    const PairCosts& c = *a.pair_costs;
+    out += Fit(fmt::format("\nCost per pair under {} ({}: {}); settings: {}", c.allocator,
+                           c.validation_label, c.validation, c.settings),
+               0) +
+           "\n";
+  }
   if (a.pairs.empty()) {
     out += "\nNo cross-thread pairs.\n";
   } else {
@@ -315,6 +354,7 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
                            p.LifecycleEvidence(a.sampled()), rate),
                Width()) +
            "\n";
+    if (a.pair_costs) out += PairCostText(*a.pair_costs, p.key, Width());
     out += SiteText(p.alloc_site, "allocated at  ", 4, Width());
     out += SiteText(p.free_site, "freed at      ", 4, Width());
   }
@@ -694,9 +734,102 @@ std::string SitesText(const std::vector<SiteTransfers>& sites, const char* what,
   return out.empty() ? "  (none)\n" : out;
 }
 
+std::string CostRow(const std::string& name, const std::string& threads, uint64_t allocs,
+                    uint64_t frees, const CostCounts& c) {
+  using analyzer::render::Commas;
+  return fmt::format("{:<24} {:>7} {:>12} {:>12} {:>10} {:>10} {:>10} {:>10} {:>12} {:>10}\n",
+                     Fit(name, 24), threads, allocs == ~uint64_t{0} ? "" : Commas(allocs),
+                     frees == ~uint64_t{0} ? "" : Commas(frees), Commas(c[CostKind::kRefill]),
+                     Commas(c[CostKind::kFlush]), Commas(c[CostKind::kLock]),
+                     Commas(c[CostKind::kAtomic]), Commas(c[CostKind::kRemoteFree]),
+                     Commas(c.Total()));
+}
+
+std::string LifetimeText(const analyzer::LifetimeSummary& l) {
+  using analyzer::render::DurationText;
+  if (l.count == 0) return "no frees";
+  return fmt::format("min {}, median {}, p99 {}, max {}", DurationText(l.min_ns),
+                     DurationText(l.median_ns), DurationText(l.p99_ns), DurationText(l.max_ns));
+}
+
+std::string SameCpuText(const CpuCounts& c) {
+  uint64_t known = c.same + c.other;
+  if (known == 0) return "same CPU: n/a (the trace records no CPU)";
+  return fmt::format("same CPU: {} of {} frees ({:.0f}%){}", Commas(c.same), Commas(known),
+                     100.0 * static_cast<double>(c.same) / static_cast<double>(known),
+                     c.unknown ? fmt::format(", {} unknown", Commas(c.unknown)) : "");
+}
+
+std::string RenderCostText(const SimulationResult& r, const SimulateOptions& options) {
+  const CostSimulation& m = *r.cost;
+  std::string out = fmt::format("crossfree simulate: {} ({})\n", m.allocator,
+                                m.validation.Label());
+  out += fmt::format("  validation: {}\n", m.validation.how);
+  std::string settings;
+  for (const auto& [k, v] : m.settings) {
+    settings += fmt::format("{}{}={}", settings.empty() ? "" : ", ", k, v);
+  }
+  out += fmt::format("  settings ({}): {}\n", m.settings_source, settings);
+  for (const SimTraceInfo& t : r.traces) {
+    out += fmt::format("trace {}: pid {}, {} threads, {} events{}\n", t.path, t.pid, t.threads,
+                       Commas(t.events), t.truncated ? " (truncated)" : "");
+  }
+  const CostCounts& c = m.totals;
+  out += fmt::format(
+      "\npredicted costs: {} refills ({} objects), {} flushes ({} objects), {} locks, {} atomics, "
+      "{} remote frees\n",
+      Commas(c[CostKind::kRefill]), Commas(c.refilled_objects), Commas(c[CostKind::kFlush]),
+      Commas(c.flushed_objects), Commas(c[CostKind::kLock]), Commas(c[CostKind::kAtomic]),
+      Commas(c[CostKind::kRemoteFree]));
+  out += fmt::format(
+      "  of the {} synchronisations (locks + atomics): {} on cross-thread pairs, {} at thread "
+      "exits, {} by objects never freed; {} unknown frees skipped, {} reallocs in place\n\n",
+      Commas(c.Total()), Commas(m.cross_thread.Total()), Commas(m.thread_exit.Total()),
+      Commas(m.live_at_end.Total()), Commas(r.unknown_frees), Commas(r.inplace_reallocs));
+  out += fmt::format("{:<24} {:>7} {:>12} {:>12} {:>10} {:>10} {:>10} {:>10} {:>12} {:>10}\n",
+                     options.by == analyzer::GroupBy::kRole ? "role" : "thread", "threads",
+                     "allocs", "frees", "refills", "flushes", "locks", "atomics", "remote-frees",
+                     "sync");
+  size_t threads = 0;
+  uint64_t allocs = 0, frees = 0;
+  for (const CostGroupResult& g : m.groups) {
+    out += CostRow(g.name, std::to_string(g.threads), g.allocations, g.frees, g.cost);
+    threads += g.threads;
+    allocs += g.allocations;
+    frees += g.frees;
+  }
+  out += CostRow("total", std::to_string(threads), allocs, frees, c);
+  out += fmt::format("\n{:<24} {:>7} {:>12} {:>12} {:>10} {:>10} {:>10} {:>10} {:>12} {:>10}\n",
+                     "size class", "", "", "", "refills", "flushes", "locks", "atomics",
+                     "remote-frees", "sync");
+  for (const CostClassResult& k : m.classes) {
+    if (k.cost.Total() == 0) continue;
+    std::string name = k.bytes ? fmt::format("{} ({} B)", k.cl, k.bytes)
+                               : fmt::format("{} (large)", k.cl);
+    out += CostRow(name, "", ~uint64_t{0}, ~uint64_t{0}, k.cost);
+  }
+  out += fmt::format("\nTop pairs by cost ({} of {}; lifetimes from allocation to free):\n",
+                     m.pairs.size(), m.pair_count);
+  for (size_t i = 0; i < m.pairs.size(); ++i) {
+    const CostPairResult& p = m.pairs[i];
+    out += fmt::format("  {:>2}. {} -> {}{}: {} objects, {} synchronisations ({} refills, {} "
+                       "flushes, {} locks, {} atomics, {} remote frees)\n",
+                       i + 1, p.alloc_group, p.free_group, p.cross_thread ? "" : " (same thread)",
+                       Commas(p.objects), Commas(p.cost.Total()), Commas(p.cost[CostKind::kRefill]),
+                       Commas(p.cost[CostKind::kFlush]), Commas(p.cost[CostKind::kLock]),
+                       Commas(p.cost[CostKind::kAtomic]), Commas(p.cost[CostKind::kRemoteFree]));
+    out += fmt::format("      lifetime: {}; {}\n", LifetimeText(p.lifetime), SameCpuText(p.cpu));
+    out += SiteText(p.alloc_site, "alloc: ", 6, 110);
+    out += SiteText(p.free_site, "free:  ", 6, 110);
+  }
+  if (m.pairs.empty()) out += "  (none)\n";
+  return out;
+}
+
 }  // namespace
 
 std::string RenderSimulationText(const SimulationResult& r, const SimulateOptions& options) {
+  if (r.cost) return RenderCostText(r, options);
   std::string out = fmt::format(
       "crossfree simulate: gperftools 2.10 thread caches (max total {}, batches of at most {} "
       "objects)\n",

@@ -7,6 +7,7 @@
 
 #include "analyzer/pairing/event_stream.h"
 #include "format/trace_reader.h"
+#include "analyzer/simulate/sim_events.h"
 #include "analyzer/simulate/tcmalloc_model.h"
 
 namespace crossfree::analyzer::simulate {
@@ -20,82 +21,6 @@ using analyzer::ProcessTrace;
 using analyzer::Rank;
 
 namespace {
-
-enum Kind : uint8_t { kFree = 0, kAlloc = 1, kRealloc = 2, kExit = 3 };
-
-// One replayed operation of one thread. A realloc record (free half, then
-// alloc half) becomes one kRealloc at the alloc half's timestamp, because
-// tcmalloc allocates the new block before it frees the old one.
-struct SimEvent {
-  uint64_t ts = 0;
-  uint64_t address = 0;
-  uint64_t old_address = 0;  // kRealloc
-  uint64_t size = 0;
-  uint32_t stack = 0;
-  uint8_t kind = kAlloc;
-  uint8_t fn = 0;
-};
-
-// The ordering rule of the event stream: free before allocation on equal
-// timestamps, a thread exit last.
-OrderKey KeyOf(const SimEvent& e) {
-  return {e.ts, e.kind == kFree ? Rank::kFree : e.kind == kExit ? Rank::kThreadExit : Rank::kAlloc};
-}
-
-
-// Decodes one chunk into SimEvents and the trace's metadata.
-class ChunkCollector : public ChunkVisitor {
- public:
-  explicit ChunkCollector(std::vector<SimEvent>* out) : out_(out) {}
-
-  void OnEvent(const format::Event& ev) override {
-    ++events;
-    if (ev.op == format::EventOp::kFree && ev.from_realloc) {
-      FlushPending();
-      pending_ = Make(ev, kFree);
-      has_pending_ = true;
-      return;
-    }
-    if (ev.op == format::EventOp::kAlloc && ev.from_realloc && has_pending_) {
-      SimEvent e = Make(ev, kRealloc);
-      e.old_address = pending_.address;
-      has_pending_ = false;
-      out_->push_back(e);
-      return;
-    }
-    FlushPending();
-    out_->push_back(Make(ev, ev.op == format::EventOp::kFree ? kFree : kAlloc));
-  }
-  void OnThreadExit(uint32_t, uint64_t ts) override {
-    FlushPending();
-    SimEvent e;
-    e.ts = ts;
-    e.kind = kExit;
-    out_->push_back(e);
-  }
-  void FlushPending() {
-    if (has_pending_) out_->push_back(pending_);
-    has_pending_ = false;
-  }
-
-  uint64_t events = 0;
-
- private:
-  static SimEvent Make(const format::Event& ev, uint8_t kind) {
-    SimEvent e;
-    e.ts = ev.timestamp_ns;
-    e.address = ev.address;
-    e.size = ev.size;
-    e.stack = ev.stack_id;
-    e.kind = kind;
-    e.fn = ev.fn;
-    return e;
-  }
-
-  std::vector<SimEvent>* out_;
-  SimEvent pending_;
-  bool has_pending_ = false;
-};
 
 // A thread's replay: where its decoding is, its model heap, and where what
 // it did is counted (the result's entry for it).
@@ -213,23 +138,23 @@ class Replayer : public TransferSink {
   }
 
   void Process(size_t s, const SimEvent& e) {
-    if (entry_stack_[s] == format::kNoStack && e.kind != kExit) entry_stack_[s] = e.stack;
+    if (entry_stack_[s] == format::kNoStack && e.kind != kSimExit) entry_stack_[s] = e.stack;
     current_ = s;
     current_stack_ = e.stack;
-    if (cache_from_first_event_ && streams_[s].heap < 0 && e.kind != kExit) {
+    if (cache_from_first_event_ && streams_[s].heap < 0 && e.kind != kSimExit) {
       streams_[s].heap = model_.CreateHeap();
     }
     switch (e.kind) {
-      case kAlloc:
+      case kSimAlloc:
         Allocate(s, e.address, RequestSize(e), e.stack);
         break;
-      case kFree:
+      case kSimFree:
         Free(s, e.address);
         break;
-      case kRealloc:
+      case kSimRealloc:
         Realloc(s, e);
         break;
-      case kExit:
+      case kSimExit:
         if (streams_[s].heap >= 0) model_.DeleteHeap(streams_[s].heap);
         streams_[s].heap = -1;
         break;

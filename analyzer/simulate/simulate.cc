@@ -10,6 +10,8 @@
 #include <map>
 #include <memory>
 
+#include "analyzer/model/analysis.h"
+#include "analyzer/simulate/cost_replay.h"
 #include "analyzer/simulate/replay.h"
 #include "analyzer/simulate/site_ranking.h"
 
@@ -33,6 +35,138 @@ void TransferCounts::Add(const TransferCounts& o) {
   direct_central_frees += o.direct_central_frees;
 }
 
+namespace {
+
+// A symbolic pair being merged from raw ones.
+struct MergedPair {
+  CostPairResult result;
+  analyzer::Lifetime lifetime;
+};
+
+// The cost replay of every trace, merged by group, class and symbolic pair.
+bool SimulateCosts(TraceSet& set, const SimulateOptions& options,
+                   analyzer::SymbolResolver* resolver, SimulationResult* out,
+                   std::string* error) {
+  CostSimulation cost;
+  cost.settings_source = options.settings_source;
+  ModelSettings model = options.model;
+  if (options.allocator_name == "gperftools") {
+    model.max_total_thread_cache_bytes = options.allocator.max_total_thread_cache_bytes;
+    model.transfer_num_objects = options.allocator.transfer_num_objects;
+    model.cache_from_first_event = options.cache_from_first_event;
+  }
+  // A model built only to check the settings (an error names the setting,
+  // not a trace) and to ask its class sizes.
+  struct NullSink : CostSink {
+    void OnCost(CostKind, int, uint64_t, uint64_t) override {}
+  } null_sink;
+  auto probe = MakeAllocatorModel(options.allocator_name, model, &null_sink, error);
+  if (!probe) return false;
+  auto builder = analyzer::SiteBuilder::Create(options.sites, resolver, error);
+  if (!builder) return false;
+  std::map<std::string, CostGroupResult> groups;
+  std::map<int, CostClassResult> classes;
+  std::map<std::pair<bool, std::string>, MergedPair> pairs;  // (cross, key)
+  for (size_t t = 0; t < set.traces().size(); ++t) {
+    ProcessTrace& trace = *set.traces()[t];
+    CostReplayResult replay;
+    if (!ReplayCosts(trace, options.allocator_name, model, &replay, error)) {
+      *error = fmt::format("{}: {}", trace.path, *error);
+      return false;
+    }
+    cost.allocator = replay.allocator;
+    cost.settings = replay.settings;
+    cost.validation = replay.validation;
+    SimTraceInfo info;
+    info.path = trace.path;
+    info.pid = trace.pid();
+    info.threads = trace.streams.size();
+    info.events = replay.events;
+    info.truncated = trace.truncated;
+    out->traces.push_back(info);
+    out->unknown_frees += replay.unknown_frees;
+    out->inplace_reallocs += replay.inplace_reallocs;
+    cost.live_at_end.Add(replay.live_at_end);
+    analyzer::AssignEntryRoles(trace, t, replay.entry_stack, *resolver);
+    std::vector<std::string> labels;
+    for (size_t s = 0; s < trace.streams.size(); ++s) {
+      const StreamCost& st = replay.streams[s];
+      labels.push_back(analyzer::ThreadLabel(trace, trace.streams[s].tid, options.by));
+      CostGroupResult& g = groups[labels.back()];
+      g.name = labels.back();
+      g.threads += 1;
+      g.allocations += st.allocations;
+      g.frees += st.frees;
+      g.cost.Add(st.cost);
+      g.thread_exit.Add(st.thread_exit);
+      cost.totals.Add(st.cost);
+      cost.thread_exit.Add(st.thread_exit);
+      for (const auto& [cl, c] : st.by_class) classes[cl].cost.Add(c);
+    }
+    for (const auto& [k, p] : replay.pairs) {
+      bool cross = k.alloc_stream != k.free_stream;
+      if (!cross && p.cost.Total() == 0) continue;
+      const analyzer::Site& alloc_site = builder->Get(t, trace, k.alloc_stack);
+      const analyzer::Site& free_site = builder->Get(t, trace, k.free_stack);
+      const std::string& ag = labels[k.alloc_stream];
+      const std::string& fg = labels[k.free_stream];
+      std::string key = analyzer::PairKeyText(ag, fg, alloc_site.key, free_site.key);
+      MergedPair& m = pairs[{cross, key}];
+      if (m.result.objects == 0 && m.result.key.empty()) {
+        m.result.key = key;
+        m.result.alloc_group = ag;
+        m.result.free_group = fg;
+        m.result.alloc_site = alloc_site;
+        m.result.free_site = free_site;
+        m.result.cross_thread = cross;
+      }
+      m.result.objects += p.objects;
+      m.result.bytes += p.bytes;
+      m.result.cost.Add(p.cost);
+      m.result.cpu.Add(p.cpu);
+      m.lifetime.Merge(p.lifetime);
+      if (cross) cost.cross_thread.Add(p.cost);
+    }
+  }
+  {
+    const auto& m = probe;
+    if (cost.allocator.empty()) {
+      cost.allocator = m->Allocator();
+      cost.settings = m->Settings();
+      cost.validation = m->validation();
+    }
+    for (auto& [cl, c] : classes) {
+      c.cl = cl;
+      c.bytes = m->ClassSize(cl);
+      cost.classes.push_back(c);
+    }
+  }
+  for (auto& [name, g] : groups) cost.groups.push_back(std::move(g));
+  std::stable_sort(cost.groups.begin(), cost.groups.end(),
+                   [](const CostGroupResult& a, const CostGroupResult& b) {
+                     return a.cost.Total() > b.cost.Total();
+                   });
+  for (auto& [k, m] : pairs) {
+    m.result.lifetime = m.lifetime.Summary();
+    if (m.result.cpu.same + m.result.cpu.other > 0) cost.cpus_known = true;
+    if (k.first) cost.cross_pairs[k.second] = m.result;
+    cost.pairs.push_back(std::move(m.result));
+  }
+  cost.pair_count = cost.pairs.size();
+  std::stable_sort(cost.pairs.begin(), cost.pairs.end(),
+                   [](const CostPairResult& a, const CostPairResult& b) {
+                     if (a.cost.Total() != b.cost.Total()) return a.cost.Total() > b.cost.Total();
+                     if (a.objects != b.objects) return a.objects > b.objects;
+                     return a.key < b.key;
+                   });
+  if (options.top != 0 && cost.pairs.size() > options.top) cost.pairs.resize(options.top);
+  for (const std::string& w : resolver->Warnings()) out->warnings.push_back(w);
+  out->cost = std::move(cost);
+  return true;
+}
+
+}  // namespace
+
 bool Simulate(TraceSet& set, const SimulateOptions& options, analyzer::SymbolResolver* resolver,
               SimulationResult* out, std::string* error) {
   *out = SimulationResult();
@@ -54,6 +188,9 @@ bool Simulate(TraceSet& set, const SimulateOptions& options, analyzer::SymbolRes
   if (!resolver) {
     default_resolver = analyzer::MakeDefaultResolver(set);
     resolver = default_resolver.get();
+  }
+  if (options.allocator_name != "gperftools" || options.pairs) {
+    return SimulateCosts(set, options, resolver, out, error);
   }
   std::map<std::string, GroupResult> groups;
   std::vector<RawSite> fetch_raw, release_raw;

@@ -18,11 +18,15 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "analyzer/model/lifetime.h"
 #include "analyzer/model/roles.h"
 #include "analyzer/model/sites.h"
+#include "analyzer/simulate/allocator_model.h"
+#include "analyzer/simulate/cost_replay.h"
 #include "analyzer/simulate/tcmalloc_model.h"
 #include "analyzer/pairing/trace_set.h"
 
@@ -38,6 +42,15 @@ struct SimulateOptions {
   // thread (the tracer itself does, when recording under libtcmalloc), so
   // threads that only free still have a cache.
   bool cache_from_first_event = false;
+  // The allocator model (AllocatorNames()). gperftools without `pairs` is
+  // the transfer simulation above (SimulationResult without `cost`); any
+  // other model, or `pairs`, is the cost replay (SimulationResult::cost).
+  std::string allocator_name = "gperftools";
+  bool pairs = false;
+  ModelSettings model;  // the cost replay's settings (gperftools: from `allocator`)
+  // Where the settings came from, as printed: the trace does not record the
+  // run's environment, so "flags" (or "defaults").
+  std::string settings_source = "defaults";
 };
 
 // What happened in one group (or one size class of it, or in total).
@@ -80,6 +93,54 @@ struct SimTraceInfo {
   bool truncated = false;
 };
 
+// The cost replay's figures (cost_replay.h), computed here for every
+// renderer.
+struct CostPairResult {
+  std::string key;  // analyzer::PairKeyText, as report's pairs
+  std::string alloc_group;
+  std::string free_group;
+  analyzer::Site alloc_site;
+  analyzer::Site free_site;
+  bool cross_thread = false;
+  uint64_t objects = 0;
+  uint64_t bytes = 0;
+  CostCounts cost;
+  analyzer::LifetimeSummary lifetime;
+  CpuCounts cpu;
+};
+struct CostGroupResult {
+  std::string name;
+  size_t threads = 0;
+  uint64_t allocations = 0;
+  uint64_t frees = 0;
+  CostCounts cost;
+  CostCounts thread_exit;
+};
+struct CostClassResult {
+  int cl = 0;
+  uint64_t bytes = 0;  // the class's size in the model
+  CostCounts cost;
+};
+struct CostSimulation {
+  std::string allocator;            // "jemalloc-5.3.0"
+  std::vector<Setting> settings;
+  std::string settings_source;      // SimulateOptions::settings_source
+  Validation validation;
+  CostCounts totals;
+  CostCounts cross_thread;          // of totals, charged to cross-thread pairs
+  CostCounts thread_exit;           // of totals, at thread exits (no pair)
+  CostCounts live_at_end;           // of totals, refills of objects never freed
+  uint64_t pair_count = 0;          // symbolic pairs (before --top)
+  std::vector<CostGroupResult> groups;   // by cost total desc, then name
+  std::vector<CostClassResult> classes;  // by class
+  // Every pair that has a cost or crosses threads, by cost total desc,
+  // then objects desc, then key; at most options.top (all when 0).
+  std::vector<CostPairResult> pairs;
+  // Every cross-thread pair by key (not cut by --top), for report's column.
+  std::map<std::string, CostPairResult> cross_pairs;
+  bool cpus_known = false;          // some pair has a free with a known CPU
+};
+
 struct SimulationResult {
   std::vector<SimTraceInfo> traces;
   TransferCounts totals;
@@ -89,6 +150,7 @@ struct SimulationResult {
   std::vector<SiteTransfers> fetch_sites;     // by calls desc, at most options.top
   std::vector<SiteTransfers> release_sites;
   std::vector<std::string> warnings;
+  std::optional<CostSimulation> cost;  // the cost replay (SimulateOptions::allocator_name)
 };
 
 // Simulates opened traces (each one an independent process). resolver may

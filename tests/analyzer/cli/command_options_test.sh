@@ -104,6 +104,26 @@ lacks without.out 'allocated at  std::'
 differs "$cmd" --key-lines -- --top 0 roles.trc
 has with.out '\([a-z_]+\.cc:[0-9]+\)'
 lacks without.out '\([a-z_]+\.cc:[0-9]+\)'
+# The allocator models (docs/guide/simulate.md): a cost line and lifetimes
+# per pair; their settings only with the model they set; no window.
+differs "$cmd" --allocator jemalloc -- roles.trc
+has with.out 'cost under jemalloc-5.3.0: '
+has with.out 'lifetime: min '
+differs "$cmd" --lifetimes -- roles.trc
+has with.out 'lifetime: min '
+lacks with.out 'cost under'
+differs "$cmd" --malloc-conf tcache_nslots_small_max:20 -- --allocator jemalloc roles.trc
+has with.out 'tcache_nslots_small_max=20'
+differs "$cmd" --glibc-tunables glibc.malloc.tcache_count=0 -- --allocator glibc roles.trc
+has with.out 'glibc.malloc.tcache_count=0'
+differs "$cmd" --cpus 64 -- --allocator jemalloc roles.trc
+has with.out 'narenas=256'
+run refused "$cmd" --malloc-conf narenas:1 roles.trc
+[[ $(rc refused) == 2 ]] || fail "report --malloc-conf without --allocator jemalloc exited $(rc refused)"
+has refused.err '^crossfree report: --malloc-conf needs --allocator jemalloc$'
+run refused "$cmd" --allocator glibc --from 0.001 roles.trc
+[[ $(rc refused) == 2 ]] || fail "report --allocator --from exited $(rc refused)"
+has refused.err 'does not combine with --from/--to'
 
 # ---- diff
 cmd='diff'

@@ -70,6 +70,44 @@ checked[--list-skips]=1
 expect 0 "$crossfree" simulate --list-skips
 has out "^std::"
 "$crossfree" report --list-skips | cmp -s - out || fail "simulate --list-skips differs from report's"
+# The allocator models (docs/guide/simulate.md): another model prints its
+# own name, settings and validation; settings of one allocator given to
+# another are refused with one line.
+checked[--allocator]=1
+expect 0 "$crossfree" simulate --allocator jemalloc after.trc
+has out "crossfree simulate: jemalloc-5.3.0 (validated)"
+has out "settings (defaults; the trace does not record the run's environment)"
+cp out jemalloc.out
+expect 0 "$crossfree" simulate --allocator mimalloc after.trc
+has out "mimalloc-2.0.9 (NOT VALIDATED)"
+checked[--malloc-conf]=1
+expect 0 "$crossfree" simulate --allocator jemalloc --malloc-conf tcache_nslots_small_max:20 after.trc
+has out "tcache_nslots_small_max=20"
+has out "settings (flags;"
+cmp -s out jemalloc.out && fail "--malloc-conf: the output is the same as without it"
+expect 2 "$crossfree" simulate --malloc-conf narenas:2 after.trc
+lines err 1
+has err "crossfree simulate: --malloc-conf does not apply to --allocator gperftools"
+expect 2 "$crossfree" simulate --allocator jemalloc --malloc-conf narenas:x after.trc
+lines err 1
+has err "narenas:x is not a number"
+checked[--glibc-tunables]=1
+expect 0 "$crossfree" simulate --allocator glibc after.trc
+cp out glibc.out
+expect 0 "$crossfree" simulate --allocator glibc --glibc-tunables glibc.malloc.tcache_count=0 after.trc
+has out "glibc.malloc.tcache_count=0"
+cmp -s out glibc.out && fail "--glibc-tunables: the output is the same as without it"
+checked[--cpus]=1
+expect 0 "$crossfree" simulate --allocator jemalloc --cpus 64 after.trc
+has out "narenas=256 (4 x CPUs)"
+checked[--pairs]=1
+expect 0 "$crossfree" simulate --pairs after.trc
+has out "crossfree simulate: gperftools-2.10 (validated)"
+has out "Top pairs by cost"
+expect 2 "$crossfree" simulate --allocator glibc --pairs after.trc
+has err "--pairs does not apply to --allocator glibc"
+expect 0 "$crossfree" simulate --format html --allocator jemalloc after.trc
+has out "<h1>crossfree simulate: jemalloc-5.3.0</h1>"
 refused --jobs 2
 refused --from 0.001
 refused --to 1

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: Apache-2.0
+// Simulate: the cost replay of one trace (see cost_replay.h).
+#include "analyzer/simulate/cost_replay.h"
+
+#include <memory>
+
+#include "analyzer/pairing/event_stream.h"
+#include "analyzer/simulate/sim_events.h"
+#include "format/trace_reader.h"
+
+namespace crossfree::analyzer::simulate {
+
+using analyzer::DecodeTraceChunk;
+using analyzer::FinishMetadata;
+using analyzer::MergeHeap;
+using analyzer::OrderKey;
+using analyzer::ProcessTrace;
+
+namespace {
+
+// A live block: what its free needs to know.
+struct Block {
+  uint64_t object = 0;  // the model's handle
+  uint64_t usable = 0;  // the class's size (realloc hysteresis)
+  uint64_t size = 0;    // requested
+  uint64_t ts = 0;
+  uint32_t stream = 0;
+  uint32_t stack = 0;
+  uint32_t cpu = format::kUnknownCpu;
+  uint32_t cost = 0;  // index into the pool of allocation-side costs, 0: none
+  int cl = 0;
+};
+
+class Replayer : public CostSink {
+ public:
+  Replayer(ProcessTrace* trace, CostReplayResult* out) : trace_(trace), out_(out) {
+    streams_.resize(trace->streams.size());
+    out->streams.assign(streams_.size(), StreamCost());
+    out->entry_stack.assign(streams_.size(), format::kNoStack);
+    pool_.emplace_back();  // index 0: no cost
+  }
+
+  bool Init(const std::string& allocator, const ModelSettings& settings, std::string* error) {
+    model_ = MakeAllocatorModel(allocator, settings, this, error);
+    if (!model_) return false;
+    out_->allocator = model_->Allocator();
+    out_->settings = model_->Settings();
+    out_->validation = model_->validation();
+    return true;
+  }
+
+  bool Run(std::string* error) {
+    MergeHeap<Cursor> heap;
+    for (uint32_t s = 0; s < streams_.size(); ++s) {
+      if (!Refill(s, error)) return false;
+      if (!Exhausted(s)) heap.Push(Cursor{this, s});
+    }
+    heap.Build();
+    while (!heap.empty()) {
+      uint32_t s = heap.top().stream;
+      Process(s, Head(s));
+      ++streams_[s].pos;
+      if (!Refill(s, error)) return false;
+      if (Exhausted(s)) {
+        heap.Pop();
+      } else {
+        heap.Fix();
+      }
+    }
+    for (auto& [address, b] : live_) {
+      if (b.cost) out_->live_at_end.Add(pool_[b.cost]);
+    }
+    FinishMetadata(*trace_);
+    return true;
+  }
+
+  void OnCost(CostKind kind, int cl, uint64_t count, uint64_t objects) override {
+    CostCounts* targets[2] = {&pending_, &out_->streams[current_].by_class[cl]};
+    for (CostCounts* c : targets) {
+      c->n[static_cast<int>(kind)] += count;
+      if (kind == CostKind::kRefill) c->refilled_objects += objects;
+      if (kind == CostKind::kFlush) c->flushed_objects += objects;
+    }
+  }
+
+ private:
+  struct StreamState {
+    bool started = false;
+    size_t next_chunk = 0;
+    std::vector<SimEvent> events;
+    size_t pos = 0;
+  };
+  struct Cursor {
+    const Replayer* replayer;
+    uint32_t stream;
+    OrderKey key() const { return KeyOf(replayer->Head(stream)); }
+  };
+
+  bool Exhausted(size_t s) const { return streams_[s].pos >= streams_[s].events.size(); }
+  const SimEvent& Head(size_t s) const { return streams_[s].events[streams_[s].pos]; }
+
+  bool Refill(size_t s, std::string* error) {
+    StreamState& st = streams_[s];
+    const auto& chunks = trace_->streams[s].chunks;
+    while (st.pos >= st.events.size() && st.next_chunk < chunks.size()) {
+      st.events.clear();
+      st.pos = 0;
+      ChunkCollector collector(&st.events);
+      if (!DecodeTraceChunk(*trace_, chunks[st.next_chunk++], collector, error)) return false;
+      collector.FlushPending();
+      out_->events += collector.events;
+    }
+    if (st.pos >= st.events.size() && st.next_chunk == chunks.size() && st.events.capacity()) {
+      std::vector<SimEvent>().swap(st.events);
+      st.pos = 0;
+    }
+    return true;
+  }
+
+  // The costs the operation just replayed caused, taken.
+  CostCounts TakePending() {
+    CostCounts c = pending_;
+    pending_ = CostCounts();
+    out_->streams[current_].cost.Add(c);
+    return c;
+  }
+
+  void Process(uint32_t s, const SimEvent& e) {
+    if (out_->entry_stack[s] == format::kNoStack && e.kind != kSimExit) {
+      out_->entry_stack[s] = e.stack;
+    }
+    current_ = s;
+    if (!streams_[s].started && e.kind != kSimExit) {
+      streams_[s].started = true;
+      model_->ThreadStart(static_cast<int>(s), trace_->streams[s].tid == trace_->pid());
+      // What a thread's start costs (none of the models charges any) is
+      // its own.
+      TakePending();
+    }
+    switch (e.kind) {
+      case kSimAlloc:
+        Allocate(s, e, e.size);
+        break;
+      case kSimFree:
+        Free(s, e);
+        break;
+      case kSimRealloc:
+        Realloc(s, e);
+        break;
+      case kSimExit:
+        if (streams_[s].started) {
+          model_->ThreadExit(static_cast<int>(s));
+          out_->streams[s].thread_exit.Add(TakePending());
+        }
+        break;
+    }
+  }
+
+  void Allocate(uint32_t s, const SimEvent& e, uint64_t request) {
+    out_->streams[s].allocations += 1;
+    if (e.address == 0) return;
+    int cl = model_->SizeClass(request);
+    Block b;
+    auto fn = static_cast<format::AllocFn>(e.fn);
+    model_->NextAllocation(e.kind == kSimRealloc ? AllocatorModel::AllocPath::kRealloc
+                           : fn == format::AllocFn::kCalloc ? AllocatorModel::AllocPath::kCalloc
+                                                            : AllocatorModel::AllocPath::kMalloc);
+    b.object = model_->Allocate(static_cast<int>(s), cl, request);
+    b.usable = model_->ClassSize(cl);
+    b.size = e.size;
+    b.ts = e.ts;
+    b.stream = s;
+    b.stack = e.stack;
+    b.cpu = e.cpu;
+    b.cl = cl;
+    CostCounts c = TakePending();
+    if (c.Total() != 0) b.cost = Store(c);
+    auto [it, inserted] = live_.try_emplace(e.address, b);
+    if (!inserted) {
+      // A lost free: the old block's allocation costs stay with no pair.
+      if (it->second.cost) {
+        out_->live_at_end.Add(pool_[it->second.cost]);
+        Release(it->second.cost);
+      }
+      it->second = b;
+    }
+  }
+
+  void Free(uint32_t s, const SimEvent& e) {
+    if (e.address == 0) return;
+    auto it = live_.find(e.address);
+    if (it == live_.end()) {
+      ++out_->unknown_frees;
+      return;
+    }
+    Block b = it->second;
+    live_.erase(it);
+    FreeBlock(s, b, e);
+  }
+
+  void FreeBlock(uint32_t s, const Block& b, const SimEvent& e) {
+    out_->streams[s].frees += 1;
+    model_->Free(static_cast<int>(s), b.cl, b.object);
+    CostCounts c = TakePending();
+    PairCost& p = out_->pairs[RawPairKey{b.stream, s, b.stack, e.stack}];
+    p.objects += 1;
+    p.bytes += b.size;
+    p.cost.Add(c);
+    if (b.cost) {
+      p.cost.Add(pool_[b.cost]);
+      Release(b.cost);
+    }
+    p.lifetime.Add(e.ts >= b.ts ? e.ts - b.ts : 0);
+    if (b.cpu == format::kUnknownCpu || e.cpu == format::kUnknownCpu) {
+      p.cpu.unknown += 1;
+    } else if (b.cpu == e.cpu) {
+      p.cpu.same += 1;
+    } else {
+      p.cpu.other += 1;
+    }
+  }
+
+  // A realloc that moved: the new block is allocated before the old one is
+  // freed (every modelled allocator does so).
+  void Realloc(uint32_t s, const SimEvent& e) {
+    auto it = live_.find(e.old_address);
+    bool known = it != live_.end();
+    if (e.address == e.old_address) {
+      ++out_->inplace_reallocs;
+      if (!known) Allocate(s, e, e.size);
+      return;
+    }
+    uint64_t request = e.size;
+    Block old;
+    if (known) {
+      old = it->second;
+      live_.erase(it);
+      request = model_->ReallocSize(old.usable, e.size);
+    }
+    Allocate(s, e, request);
+    if (known) {
+      FreeBlock(s, old, e);
+    } else {
+      ++out_->unknown_frees;
+    }
+  }
+
+  uint32_t Store(const CostCounts& c) {
+    if (!free_pool_.empty()) {
+      uint32_t i = free_pool_.back();
+      free_pool_.pop_back();
+      pool_[i] = c;
+      return i;
+    }
+    pool_.push_back(c);
+    return static_cast<uint32_t>(pool_.size() - 1);
+  }
+  void Release(uint32_t i) { free_pool_.push_back(i); }
+
+  ProcessTrace* trace_;
+  CostReplayResult* out_;
+  std::unique_ptr<AllocatorModel> model_;
+  std::vector<StreamState> streams_;
+  std::unordered_map<uint64_t, Block> live_;
+  std::vector<CostCounts> pool_;
+  std::vector<uint32_t> free_pool_;
+  CostCounts pending_;
+  uint32_t current_ = 0;
+};
+
+}  // namespace
+
+bool ReplayCosts(ProcessTrace& trace, const std::string& allocator, const ModelSettings& settings,
+                 CostReplayResult* out, std::string* error) {
+  *out = CostReplayResult();
+  auto replayer = std::make_unique<Replayer>(&trace, out);
+  if (!replayer->Init(allocator, settings, error)) return false;
+  return replayer->Run(error);
+}
+
+}  // namespace crossfree::analyzer::simulate

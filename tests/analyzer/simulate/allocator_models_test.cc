@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: Apache-2.0
+// Simulate tests: the jemalloc, glibc and mimalloc cost models driven
+// directly with operation sequences whose costs follow from the models'
+// rules by hand (docs/guide/simulate.md; the derivation is beside each
+// expectation), and their size classes.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analyzer/simulate/allocator_model.h"
+#include "analyzer/simulate/jemalloc_model.h"
+
+namespace crossfree::analyzer::simulate {
+namespace {
+
+// Sums what the model reports, per kind (all classes) and per class.
+class Recorder : public CostSink {
+ public:
+  void OnCost(CostKind kind, int cl, uint64_t count, uint64_t objects) override {
+    for (CostCounts* c : {&total, &by_class[cl]}) {
+      c->n[static_cast<int>(kind)] += count;
+      if (kind == CostKind::kRefill) c->refilled_objects += objects;
+      if (kind == CostKind::kFlush) c->flushed_objects += objects;
+    }
+  }
+  void Reset() { *this = Recorder(); }
+  CostCounts total;
+  std::map<int, CostCounts> by_class;
+};
+
+std::unique_ptr<AllocatorModel> Make(const std::string& name, Recorder* sink,
+                                     ModelSettings settings = ModelSettings()) {
+  if (settings.cpus == 0) settings.cpus = 2;
+  std::string error;
+  auto m = MakeAllocatorModel(name, settings, sink, &error);
+  REQUIRE(m);
+  return m;
+}
+
+TEST_CASE("jemalloc size classes: small bins, large classes, and back", "[simulate]") {
+  CHECK(JemallocSizeIndex(0) == 0);
+  CHECK(JemallocSizeIndex(8) == 0);
+  CHECK(JemallocSizeIndex(9) == 1);
+  CHECK(JemallocSizeIndex(512) == 16);
+  CHECK(JemallocSizeIndex(513) == 17);
+  CHECK(JemallocSizeIndex(14336) == 35);
+  CHECK(JemallocSizeIndex(14337) == 36);
+  CHECK(JemallocIndexSize(36) == 16384);
+  CHECK(JemallocSizeIndex(16385) == 37);
+  CHECK(JemallocIndexSize(37) == 20480);
+  CHECK(JemallocSizeIndex(32768) == 40);
+  CHECK(JemallocIndexSize(41) == 40960);
+  for (int i = 0; i < 80; ++i) {
+    INFO("index " << i);
+    CHECK(JemallocSizeIndex(JemallocIndexSize(i)) == i);
+    CHECK(JemallocSizeIndex(JemallocIndexSize(i) + 1) == i + 1);
+  }
+}
+
+TEST_CASE("jemalloc: fills of half the bin, a remote flush to the owner's bin, thread exit",
+          "[simulate]") {
+  Recorder r;
+  auto m = Make("jemalloc", &r);
+  const int cl = m->SizeClass(16);
+  REQUIRE(cl == 1);
+  // Thread 0 (main) gets arena 0; thread 1 finds arena 0 taken and the next
+  // one uninitialized: arena 1.
+  m->ThreadStart(0, true);
+  m->ThreadStart(1, false);
+  // The 16-byte bin: 256 regions per slab, ncached_max = min(2 x 256, 200)
+  // = 200, a fill brings 200 >> lg_fill_div (1) = 100. 201 allocations:
+  // fill 1 (fresh slab: 2 locks), fill 2 (same slab, 156 left: 1 lock),
+  // fill 3 (56 left, then a fresh slab: 2 locks). 201 x 16 bytes stay far
+  // below the 64 KiB GC interval, so lg_fill_div stays 1.
+  std::vector<uint64_t> objects;
+  for (int i = 0; i < 201; ++i) objects.push_back(m->Allocate(0, cl, 16));
+  CHECK(r.total[CostKind::kRefill] == 3);
+  CHECK(r.total.refilled_objects == 300);
+  CHECK(r.total[CostKind::kLock] == 5);
+  CHECK(r.total[CostKind::kFlush] == 0);
+  // Thread 1 frees them all: every free is remote (arena 0's objects). The
+  // 201st finds 200 cached and flushes down to 200 >> 1 = 100: the 100
+  // oldest go to arena 0's bin (1 lock), and as none was its own arena's
+  // object, one more lock of its own bin for the statistics.
+  r.Reset();
+  for (uint64_t o : objects) {
+    CHECK(m->IsRemote(1, o));
+    m->Free(1, cl, o);
+  }
+  CHECK(r.total[CostKind::kRemoteFree] == 201);
+  CHECK(r.total[CostKind::kFlush] == 1);
+  CHECK(r.total.flushed_objects == 100);
+  CHECK(r.total[CostKind::kLock] == 2);
+  // Thread exit: every one of the 41 bins (36 small, 5 large up to 32 KiB)
+  // is flushed; the 16-byte bin's 101 objects take arena 0's lock and its
+  // own for the statistics (2), each other small bin only its own (35);
+  // large bins take no bin lock. Then the statistics merge locks every
+  // small bin once (36).
+  r.Reset();
+  m->ThreadExit(1);
+  CHECK(r.total[CostKind::kFlush] == 41);
+  CHECK(r.total.flushed_objects == 101);
+  CHECK(r.total[CostKind::kLock] == 2 + 35 + 36);
+  // The main thread's exit flushes nothing (exit() runs no destructors).
+  r.Reset();
+  m->ThreadExit(0);
+  CHECK(r.total.Total() == 0);
+  CHECK(r.total[CostKind::kFlush] == 0);
+}
+
+TEST_CASE("jemalloc: MALLOC_CONF settings change the bins and are refused when malformed",
+          "[simulate]") {
+  Recorder r;
+  ModelSettings s;
+  s.malloc_conf = "tcache_nslots_small_max:20,stats_print:true";
+  auto m = Make("jemalloc", &r, s);
+  m->ThreadStart(0, true);
+  // ncached_max 20: a fill brings 10; 25 allocations need 3 fills.
+  for (int i = 0; i < 25; ++i) m->Allocate(0, 1, 16);
+  CHECK(r.total[CostKind::kRefill] == 3);
+  CHECK(r.total.refilled_objects == 30);
+  bool ignored_listed = false;
+  for (const auto& [k, v] : m->Settings()) ignored_listed |= k == "ignored" && v == "stats_print";
+  CHECK(ignored_listed);
+  std::string error;
+  ModelSettings bad;
+  bad.malloc_conf = "narenas:many";
+  CHECK_FALSE(MakeAllocatorModel("jemalloc", bad, &r, &error));
+  CHECK(error == "MALLOC_CONF: narenas:many is not a number");
+  bad.malloc_conf = "percpu_arena:percpu";
+  CHECK_FALSE(MakeAllocatorModel("jemalloc", bad, &r, &error));
+  CHECK_FALSE(MakeAllocatorModel("tcmalloc", ModelSettings(), &r, &error));
+}
+
+TEST_CASE("glibc: tcache of 7, a fastbin refill, a remote free without a tcache", "[simulate]") {
+  Recorder r;
+  auto m = Make("glibc", &r);
+  const int cl = m->SizeClass(24);  // 32-byte chunk: a fastbin size
+  CHECK(cl == 2);
+  CHECK(m->ClassSize(cl) == 24);
+  m->ThreadStart(0, true);
+  m->ThreadStart(1, false);
+  // 8 allocations on an empty tcache: the first malloc allocates the tcache
+  // itself with _int_malloc under the arena lock (1), then each goes to
+  // _int_malloc under the lock (8), one object each (no free chunk anywhere).
+  std::vector<uint64_t> objects;
+  for (int i = 0; i < 8; ++i) objects.push_back(m->Allocate(0, cl, 24));
+  CHECK(r.total[CostKind::kRefill] == 9);
+  CHECK(r.total.refilled_objects == 9);
+  CHECK(r.total[CostKind::kLock] == 9);
+  // Freed on the same thread: 7 fill the tcache bin, the 8th goes to the
+  // arena's fastbin with a CAS (no lock).
+  r.Reset();
+  for (uint64_t o : objects) m->Free(0, cl, o);
+  CHECK(r.total[CostKind::kFlush] == 1);
+  CHECK(r.total[CostKind::kAtomic] == 1);
+  CHECK(r.total[CostKind::kLock] == 0);
+  CHECK(r.total[CostKind::kRemoteFree] == 0);
+  // 8 allocations again: 7 from the tcache, the 8th takes the fastbin's one
+  // chunk under the lock (nothing left to stash).
+  r.Reset();
+  objects.clear();
+  for (int i = 0; i < 8; ++i) objects.push_back(m->Allocate(0, cl, 24));
+  CHECK(r.total[CostKind::kRefill] == 1);
+  CHECK(r.total.refilled_objects == 1);
+  CHECK(r.total[CostKind::kLock] == 1);
+  // Thread 1 never allocated: no tcache, no arena. Its free of a 24-byte
+  // chunk goes into arena 0's fastbin (a CAS); of a 200-byte one, into
+  // arena 0 under its lock.
+  r.Reset();
+  m->Free(1, cl, objects[0]);
+  uint64_t big = m->Allocate(0, m->SizeClass(200), 200);
+  r.Reset();
+  m->Free(1, m->SizeClass(200), big);
+  CHECK(r.total[CostKind::kRemoteFree] == 1);
+  CHECK(r.total[CostKind::kLock] == 1);
+  CHECK(r.total[CostKind::kAtomic] == 0);
+  // calloc bypasses the tcache: with 7 cached chunks it still goes to
+  // _int_malloc (and, the fastbin being empty, gets one chunk).
+  r.Reset();
+  for (int i = 0; i < 7; ++i) m->Free(0, cl, objects[i + 1]);
+  m->NextAllocation(AllocatorModel::AllocPath::kCalloc);
+  m->Allocate(0, cl, 24);
+  CHECK(r.total[CostKind::kRefill] == 1);
+  CHECK(r.total[CostKind::kLock] == 1);
+  // GLIBC_TUNABLES: no tcache at all, every free goes to the arena.
+  Recorder r0;
+  ModelSettings s;
+  s.glibc_tunables = "glibc.malloc.tcache_count=0";
+  auto m0 = Make("glibc", &r0, s);
+  m0->ThreadStart(0, true);
+  uint64_t o = m0->Allocate(0, cl, 24);
+  m0->Free(0, cl, o);
+  CHECK(r0.total[CostKind::kFlush] == 1);
+}
+
+TEST_CASE("mimalloc: a page extends 4 KiB at a time, remote frees are one CAS each",
+          "[simulate]") {
+  Recorder r;
+  auto m = Make("mimalloc", &r);
+  const int cl = m->SizeClass(16);
+  CHECK(m->ClassSize(cl) == 16);
+  m->ThreadStart(0, true);
+  m->ThreadStart(1, false);
+  // A 64 KiB page of 16-byte blocks is extended by 4 KiB / 16 = 256 blocks
+  // per generic call: 1000 allocations need 4 of them.
+  std::vector<uint64_t> objects;
+  for (int i = 0; i < 1000; ++i) objects.push_back(m->Allocate(0, cl, 16));
+  CHECK(r.total[CostKind::kRefill] == 4);
+  CHECK(r.total.refilled_objects == 1024);
+  CHECK(r.total[CostKind::kLock] == 0);
+  // Thread 1 frees 10 of them: the page is not full, so each is one CAS
+  // onto its thread-free list.
+  r.Reset();
+  for (int i = 0; i < 10; ++i) m->Free(1, cl, objects[i]);
+  CHECK(r.total[CostKind::kRemoteFree] == 10);
+  CHECK(r.total[CostKind::kAtomic] == 10);
+  // The owner frees 10 locally: nothing shared.
+  r.Reset();
+  for (int i = 10; i < 20; ++i) m->Free(0, cl, objects[i]);
+  CHECK(r.total.Total() == 0);
+  CHECK(r.total[CostKind::kRemoteFree] == 0);
+}
+
+}  // namespace
+}  // namespace crossfree::analyzer::simulate
