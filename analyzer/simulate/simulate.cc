@@ -37,6 +37,21 @@ void TransferCounts::Add(const TransferCounts& o) {
 
 namespace {
 
+// One replayed trace's line of the result and its share of the totals
+// (either replay: both give events, unknown frees and in-place reallocs).
+template <typename Replay>
+void AddTraceFigures(const ProcessTrace& trace, const Replay& replay, SimulationResult* out) {
+  SimTraceInfo info;
+  info.path = trace.path;
+  info.pid = trace.pid();
+  info.threads = trace.streams.size();
+  info.events = replay.events;
+  info.truncated = trace.truncated;
+  out->traces.push_back(info);
+  out->unknown_frees += replay.unknown_frees;
+  out->inplace_reallocs += replay.inplace_reallocs;
+}
+
 // A symbolic pair being merged from raw ones.
 struct MergedPair {
   CostPairResult result;
@@ -77,15 +92,7 @@ bool SimulateCosts(TraceSet& set, const SimulateOptions& options,
     cost.allocator = replay.allocator;
     cost.settings = replay.settings;
     cost.validation = replay.validation;
-    SimTraceInfo info;
-    info.path = trace.path;
-    info.pid = trace.pid();
-    info.threads = trace.streams.size();
-    info.events = replay.events;
-    info.truncated = trace.truncated;
-    out->traces.push_back(info);
-    out->unknown_frees += replay.unknown_frees;
-    out->inplace_reallocs += replay.inplace_reallocs;
+    AddTraceFigures(trace, replay, out);
     cost.live_at_end.Add(replay.live_at_end);
     analyzer::AssignEntryRoles(trace, t, replay.entry_stack, *resolver);
     std::vector<std::string> labels;
@@ -198,15 +205,7 @@ bool Simulate(TraceSet& set, const SimulateOptions& options, analyzer::SymbolRes
     ProcessTrace& trace = *set.traces()[t];
     ReplayResult replay;
     if (!ReplayTrace(trace, options, &replay, error)) return false;
-    SimTraceInfo info;
-    info.path = trace.path;
-    info.pid = trace.pid();
-    info.threads = trace.streams.size();
-    info.events = replay.events;
-    info.truncated = trace.truncated;
-    out->traces.push_back(info);
-    out->unknown_frees += replay.unknown_frees;
-    out->inplace_reallocs += replay.inplace_reallocs;
+    AddTraceFigures(trace, replay, out);
     analyzer::AssignEntryRoles(trace, t, replay.entry_stack, *resolver);
     for (size_t s = 0; s < trace.streams.size(); ++s) {
       const ThreadTransfers& st = replay.threads[s];
