@@ -298,11 +298,7 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
   out += "  \"double_free_sites\": " + LoneJson(a, a.double_frees) + ",\n";
   // Only for traces with central records, so older outputs stay the same.
   if (a.central.present()) out += "  \"central\": " + RenderCentralJson(a.central) + ",\n";
-  out += "  \"warnings\": [";
-  for (size_t i = 0; i < a.warnings.size(); ++i) {
-    out += (i ? ", " : "") + JsonString(a.warnings[i]);
-  }
-  out += "]\n}\n";
+  out += "  \"warnings\": [" + JsonStringList(a.warnings) + "]\n}\n";
   return out;
 }
 
@@ -554,11 +550,7 @@ std::string RenderCostJson(const SimulationResult& r, const SimulateOptions& opt
         CostJson(p.cost), LifetimeJson(p.lifetime), CpuJson(p.cpu),
         analyzer::render::SiteJson(p.alloc_site), analyzer::render::SiteJson(p.free_site));
   }
-  std::string warnings;
-  for (const std::string& w : r.warnings) {
-    if (!warnings.empty()) warnings += ", ";
-    warnings += analyzer::render::JsonString(w);
-  }
+  const std::string warnings = analyzer::render::JsonStringList(r.warnings);
   return fmt::format(
       "{{\n  \"tool\": \"crossfree simulate\",\n  \"schema\": 2,\n"
       "  \"model\": {{\"allocator\": {}, \"settings\": {{{}}}, \"settings_source\": {}, "
@@ -604,11 +596,7 @@ std::string RenderSimulationJson(const SimulationResult& r, const SimulateOption
                           classes.empty() ? "" : "\n", classes,
                           classes.empty() ? "" : "\n      ");
   }
-  std::string warnings;
-  for (const std::string& w : r.warnings) {
-    if (!warnings.empty()) warnings += ", ";
-    warnings += analyzer::render::JsonString(w);
-  }
+  const std::string warnings = analyzer::render::JsonStringList(r.warnings);
   return fmt::format(
       "{{\n  \"tool\": \"crossfree simulate\",\n  \"schema\": 1,\n"
       "  \"model\": {{\"allocator\": \"gperftools-2.10\", \"page_shift\": {}, \"max_size\": {}, "

@@ -140,6 +140,15 @@ std::string Printable(std::string_view s) { return EscapeControls(s, false); }
 
 std::string PrintableText(std::string_view text) { return EscapeControls(text, true); }
 
+std::string JsonStringList(const std::vector<std::string>& strings) {
+  std::string out;
+  for (const std::string& s : strings) {
+    if (!out.empty()) out += ", ";
+    out += JsonString(s);
+  }
+  return out;
+}
+
 std::string JsonString(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "analyzer/model/estimate.h"
 #include "analyzer/model/roles.h"
@@ -46,6 +47,9 @@ std::string DurationText(uint64_t ns);
 std::string SizeClassLabel(int size_class);
 // A JSON string literal, quotes included.
 std::string JsonString(std::string_view s);
+// The strings as JSON literals separated by ", " (an array's contents,
+// without its brackets).
+std::string JsonStringList(const std::vector<std::string>& strings);
 // s with every control character (C0, DEL, and C1 as UTF-8) written as \xHH,
 // so a thread name, path or symbol from a trace cannot drive the terminal.
 std::string Printable(std::string_view s);
