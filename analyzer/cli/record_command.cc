@@ -104,6 +104,7 @@ bool IsFile(const std::string& path) {
 
 // The tracer library: $CROSSFREE_TRACER_LIB, else next to this binary
 // (build tree: bin/../lib; installed: <prefix>/bin/../lib[64|/<triplet>]).
+// `searched` lists the places looked at.
 std::optional<std::string> FindTracerLibrary(std::string* searched) {
   if (const char* env = getenv("CROSSFREE_TRACER_LIB"); env != nullptr && *env != '\0') {
     *searched = env;
@@ -128,6 +129,17 @@ std::optional<std::string> FindTracerLibrary(std::string* searched) {
     }
   }
   return std::nullopt;
+}
+
+// FindTracerLibrary, saying on stderr where it looked when it finds none.
+std::optional<std::string> TracerLibraryOrError() {
+  std::string searched;
+  std::optional<std::string> library = FindTracerLibrary(&searched);
+  if (!library) {
+    fmt::print(stderr, "crossfree record: cannot find libcrossfree-trace.so (looked at {})\n",
+               searched);
+  }
+  return library;
 }
 
 struct TraceCounts {
@@ -453,13 +465,8 @@ int RunRecord(const RecordArgs& args) {
       return kExitUsage;
     }
   }
-  std::string searched;
-  std::optional<std::string> library = FindTracerLibrary(&searched);
-  if (!library) {
-    fmt::print(stderr, "crossfree record: cannot find libcrossfree-trace.so (looked at {})\n",
-               searched);
-    return kExitUsage;
-  }
+  std::optional<std::string> library = TracerLibraryOrError();
+  if (!library) return kExitUsage;
   // The main trace: FILE (its forks/execs write FILE.<pid>, later images
   // FILE.<n>), or crossfree.<pid>.trace in the current directory.
   const bool named = !args.output.empty();
@@ -753,13 +760,8 @@ int RunRecord(const RecordArgs& args) {
 }
 
 int RunAttachRecord(const RecordArgs& args) {
-  std::string searched;
-  std::optional<std::string> library = FindTracerLibrary(&searched);
-  if (!library) {
-    fmt::print(stderr, "crossfree record: cannot find libcrossfree-trace.so (looked at {})\n",
-               searched);
-    return kExitUsage;
-  }
+  std::optional<std::string> library = TracerLibraryOrError();
+  if (!library) return kExitUsage;
   AttachOptions o;
   o.pid = static_cast<pid_t>(args.pid);
   o.output = args.output;

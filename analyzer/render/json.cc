@@ -509,6 +509,18 @@ std::string CpuJson(const CpuCounts& c) {
                      c.unknown);
 }
 
+// The "traces" array of both simulate outputs, one object a line.
+std::string SimTracesJson(const std::vector<SimTraceInfo>& traces) {
+  std::string out;
+  for (const SimTraceInfo& t : traces) {
+    if (!out.empty()) out += ",\n";
+    out += fmt::format(
+        "    {{\"path\": {}, \"pid\": {}, \"threads\": {}, \"events\": {}, \"truncated\": {}}}",
+        analyzer::render::JsonString(t.path), t.pid, t.threads, t.events, t.truncated);
+  }
+  return out;
+}
+
 std::string RenderCostJson(const SimulationResult& r, const SimulateOptions& options) {
   const CostSimulation& m = *r.cost;
   std::string settings;
@@ -516,13 +528,7 @@ std::string RenderCostJson(const SimulationResult& r, const SimulateOptions& opt
     settings += fmt::format("{}{}: {}", settings.empty() ? "" : ", ",
                             analyzer::render::JsonString(k), analyzer::render::JsonString(v));
   }
-  std::string traces;
-  for (const SimTraceInfo& t : r.traces) {
-    if (!traces.empty()) traces += ",\n";
-    traces += fmt::format(
-        "    {{\"path\": {}, \"pid\": {}, \"threads\": {}, \"events\": {}, \"truncated\": {}}}",
-        analyzer::render::JsonString(t.path), t.pid, t.threads, t.events, t.truncated);
-  }
+  const std::string traces = SimTracesJson(r.traces);
   std::string groups;
   for (const CostGroupResult& g : m.groups) {
     if (!groups.empty()) groups += ",\n";
@@ -573,13 +579,7 @@ std::string RenderCostJson(const SimulationResult& r, const SimulateOptions& opt
 
 std::string RenderSimulationJson(const SimulationResult& r, const SimulateOptions& options) {
   if (r.cost) return RenderCostJson(r, options);
-  std::string traces;
-  for (const SimTraceInfo& t : r.traces) {
-    if (!traces.empty()) traces += ",\n";
-    traces += fmt::format(
-        "    {{\"path\": {}, \"pid\": {}, \"threads\": {}, \"events\": {}, \"truncated\": {}}}",
-        analyzer::render::JsonString(t.path), t.pid, t.threads, t.events, t.truncated);
-  }
+  const std::string traces = SimTracesJson(r.traces);
   const SizeMap map(options.allocator.transfer_num_objects);
   std::string groups;
   for (const GroupResult& g : r.groups) {

@@ -24,13 +24,16 @@
 #include "bench/bench_result.h"
 #include "rpc/histogram.h"
 
-// Provided by rpc/'s libcrossfree-rpc-alloc-count.so when it is preloaded
+// Provided by bench/'s libcrossfree-rpc-alloc-count.so when it is preloaded
 // (the same weak hooks rpc-bench uses); null otherwise. That preload counts
 // operator new only, not malloc, so it misses most of gRPC core (C code that
 // allocates with gpr_malloc -> malloc): prefer `crossfree record` for gRPC.
 
 namespace crossfree::grpcbench {
 namespace {
+
+using rpc::test::AddRequestPB;
+using rpc::test::AddResponsePB;
 
 struct Flags {
   int client_threads = 16;

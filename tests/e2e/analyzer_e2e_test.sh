@@ -3,12 +3,8 @@
 # and check the cross-thread count against the workload's own exact count.
 # Usage: e2e_test.sh CROSSFREE WORKLOAD WORKDIR
 set -uo pipefail
-crossfree=$1
 workload=$2
-dir=$3
-rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
-
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/e2e_lib.sh"
 for mode in producer-consumer mixed churn; do
   "$crossfree" record -o run-$mode.trc -- "$workload" --mode $mode --objects 20000 --churn 1 \
     >record.out 2>record.err || { cat record.out record.err; fail "record ($mode) failed"; }

@@ -4,12 +4,9 @@
 # calls its live blocks no leaks.
 # Usage: killed_trace_test.sh CROSSFREE TRACER_LIB TARGET WORKDIR
 set -uo pipefail
-crossfree=$1
 lib=$2
 target=$3
-dir=$4
-rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/e2e_lib.sh"
 
 mkfifo ready.fifo
 LD_PRELOAD=$lib CROSSFREE_OUTPUT=$dir/run.trc CROSSFREE_FLUSH_MS=10 "$target" >ready.fifo &

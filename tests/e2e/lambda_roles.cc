@@ -9,11 +9,10 @@
 // The consumer frees everything.
 #include <pthread.h>
 
-#include <condition_variable>
 #include <cstdio>
-#include <deque>
-#include <mutex>
 #include <thread>
+
+#include "tests/e2e/hand_off_queue.h"
 
 namespace {
 
@@ -21,18 +20,12 @@ struct Item {
   char payload[80];
 };
 
-std::mutex mu;
-std::condition_variable cv;
-std::deque<Item*> queue;
+HandOffQueue<Item> queue;
 int expected_total = 0;
 
 __attribute__((noinline)) Item* MakeItem() { return new Item; }
 
-__attribute__((noinline)) void Push(Item* item) {
-  std::lock_guard<std::mutex> lock(mu);
-  queue.push_back(item);
-  cv.notify_one();
-}
+__attribute__((noinline)) void Push(Item* item) { queue.Push(item); }
 
 }  // namespace
 
@@ -41,14 +34,7 @@ namespace {
 
 void* PlatformWorkerThread(void* arg) {
   int n = *static_cast<int*>(arg);
-  for (int i = 0; i < n; ++i) {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [] { return !queue.empty(); });
-    Item* item = queue.front();
-    queue.pop_front();
-    lock.unlock();
-    delete item;
-  }
+  for (int i = 0; i < n; ++i) delete queue.Pop();
   return nullptr;
 }
 

@@ -5,11 +5,8 @@
 # counted once.
 # Usage: record_children_test.sh CROSSFREE KEY_TARGET WORKDIR
 set -uo pipefail
-crossfree=$1
 key_target=$2
-dir=$3
-rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/e2e_lib.sh"
 
 # Item 7: a background subshell outlives the command.
 "$crossfree" record -o run.trc -- sh -c '(sleep 1; ls >/dev/null) & echo started' \

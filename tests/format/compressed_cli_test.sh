@@ -9,11 +9,10 @@ crossfree=$1
 make_traces=$2
 compress=$3
 dir=$4
-rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+source "$(dirname "$0")/../lib/checks.sh"
+enter_workdir "$dir"
 "$make_traces" . >/dev/null || exit 1
 
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 same() {  # same NAME CMD...: CMD on the plain and on the compressed trace agree
   local name=$1; shift
   "$crossfree" "$@" "$name.trc" 2>&1 | sed "s/$name\.trc/TRACE/g" >plain.out
@@ -46,8 +45,4 @@ done
 "$crossfree" diff before.z.trc after.z.trc 2>&1 | sed 's/\.z\.trc/.trc/g' >packed.out
 cmp -s plain.out packed.out || fail "diff differs on compressed traces"
 
-if ((failures > 0)); then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "compressed traces read like plain ones"
+finish "compressed traces read like plain ones"

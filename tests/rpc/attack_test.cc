@@ -33,7 +33,6 @@ using namespace std::chrono_literals;
 // The test helpers (rpc_test_util.h) and the test service's messages.
 using namespace testing;
 using namespace test;
-using Clock = std::chrono::steady_clock;
 
 // The bound the issue states: 256 MB. Under ThreadSanitizer the server's
 // RSS also holds TSan's shadow and history of every byte the server

@@ -33,9 +33,7 @@ namespace {
 using namespace testing;
 using namespace test;
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 
-constexpr size_t kMaxMsg = 50 * 1024 * 1024;
 
 MessengerOptions ThreadOptions() {
   MessengerOptions o;

@@ -29,11 +29,9 @@ namespace {
 using namespace testing;
 using namespace test;
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 
 const std::vector<std::string> kInline = {"Add", "Echo"};
 constexpr bool kCallerReads = true;
-constexpr size_t kMaxMsg = 50 * 1024 * 1024;
 
 Status Add(CalculatorServiceProxy* proxy, uint32_t x, uint32_t y, AddResponsePB* resp,
            std::chrono::nanoseconds timeout = 10s) {

@@ -22,18 +22,22 @@ struct TestServer {
   test::CalculatorService* service = nullptr;  // owned by the messenger
 };
 
+// The messenger's default limit (MessengerOptions::max_message_size).
+inline constexpr size_t kMaxMsg = 50 * 1024 * 1024;
+using Clock = std::chrono::steady_clock;
+
 // Starts a server on 127.0.0.1 with `reactors` reactors and a pool of
 // `workers` workers and a queue of `queue_length`; `inline_methods` run on
 // the reactors (ServicePoolOptions::inline_methods).
 TestServer StartServer(int reactors = 2, int workers = 2, int queue_length = 50,
-                       size_t max_message_size = 50 * 1024 * 1024,
+                       size_t max_message_size = kMaxMsg,
                        std::vector<std::string> inline_methods = {});
 // A server on 127.0.0.1 with these options (e.g. connection_threads) and the
 // CalculatorService in a pool with `pool`.
 TestServer StartServer(const MessengerOptions& options, const ServicePoolOptions& pool);
 // `caller_reads`: MessengerOptions::caller_reads_sync_responses.
 std::shared_ptr<Messenger> StartClient(int reactors = 1,
-                                       size_t max_message_size = 50 * 1024 * 1024,
+                                       size_t max_message_size = kMaxMsg,
                                        bool caller_reads = false);
 
 }  // namespace crossfree::rpc::testing

@@ -6,27 +6,9 @@ set -uo pipefail
 crossfree=$1
 make_traces=$2
 dir=$3
-rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+source "$(dirname "$0")/../../lib/checks.sh"
+enter_workdir "$dir"
 "$make_traces" . || exit 1
-
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-# expect RC CMD...: runs CMD, stdout -> out, stderr -> err; checks the exit code.
-expect() {
-  local want=$1; shift
-  "$@" >out 2>err
-  local rc=$?
-  if [[ $rc != "$want" ]]; then
-    fail "'$*' exited $rc, expected $want"; sed 's/^/  stderr: /' err
-  fi
-}
-has() { grep -qF -- "$2" "$1" || fail "$1 lacks '$2'"; }
-lines() { [[ $(wc -l <"$1") == "$2" ]] || fail "$1 has $(wc -l <"$1") lines, expected $2"; }
-json() {  # json FILE EXPR EXPECTED
-  local got
-  got=$(python3 -c "import json,sys; d=json.load(open('$1')); print($2)") || { fail "$1 is not valid JSON"; return; }
-  [[ $got == "$3" ]] || fail "$1: $2 = $got, expected $3"
-}
 
 expect 0 "$crossfree" report before.trc
 has out "cross-thread"
@@ -259,5 +241,4 @@ for f in flip*.trc cut*.trc; do
   if [[ $rc == 0 ]]; then python3 -c "import json; json.load(open('out'))" || fail "$f: bad JSON"; fi
 done
 
-if [[ $failures != 0 ]]; then echo "$failures failure(s)"; exit 1; fi
-echo "all CLI checks passed"
+finish "all CLI checks passed"

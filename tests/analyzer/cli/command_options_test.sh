@@ -18,11 +18,10 @@ crossfree=$1
 make_traces=$2
 roles_program=$3
 dir=$4
-rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+source "$(dirname "$0")/../../lib/checks.sh"
+enter_workdir "$dir"
 "$make_traces" . >/dev/null || exit 1
 
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 # run NAME ARGS...: runs crossfree ARGS, stdout to NAME.out, stderr to
 # NAME.err, the exit status to NAME.rc.
 run() {
@@ -31,6 +30,7 @@ run() {
   echo $? >"$name.rc"
 }
 rc() { cat "$1.rc"; }
+# has and lacks take a regular expression here.
 has() { grep -qE -- "$2" "$1" || fail "$1 lacks /$2/"; }
 lacks() { grep -qE -- "$2" "$1" && fail "$1 has /$2/"; }
 declare -A checked=()
@@ -304,5 +304,4 @@ for cmd in report diff gate dump record; do
   done < <("$crossfree" "$cmd" --help | grep -oE -- '^ +(-[a-z],)?--[a-z-]+' | sed -E 's/^ +(-[a-z],)?//')
 done
 
-if [[ $failures != 0 ]]; then echo "$failures failure(s)"; exit 1; fi
-echo "every option of report, diff, gate, dump and record has an effect or a refusal"
+finish "every option of report, diff, gate, dump and record has an effect or a refusal"

@@ -12,21 +12,9 @@ set -uo pipefail
 crossfree=$1
 make_traces=$2
 dir=$3
-rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+source "$(dirname "$0")/../../lib/checks.sh"
+enter_workdir "$dir"
 "$make_traces" . || exit 1
-
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-expect() {
-  local want=$1; shift
-  "$@" >out 2>err
-  local rc=$?
-  if [[ $rc != "$want" ]]; then
-    fail "'$*' exited $rc, expected $want"; sed 's/^/  stderr: /' err
-  fi
-}
-has() { grep -qF -- "$2" "$1" || fail "$1 lacks '$2'"; }
-lines() { [[ $(wc -l <"$1") == "$2" ]] || fail "$1 has $(wc -l <"$1") lines, expected $2"; }
 
 declare -A checked=()
 expect 0 "$crossfree" simulate after.trc
@@ -158,5 +146,4 @@ while read -r opt; do
   [[ -n ${checked[$opt]:-} ]] || fail "simulate $opt: no check of its effect or refusal"
 done < <("$crossfree" simulate --help | grep -oE -- '^ +(-[a-z],)?--[a-z-]+' | sed -E 's/^ +(-[a-z],)?//')
 
-if [[ $failures != 0 ]]; then echo "$failures failure(s)"; exit 1; fi
-echo "every simulate option has an effect or a refusal"
+finish "every simulate option has an effect or a refusal"
