@@ -68,6 +68,19 @@ bool ListSkips(const CommonOptions& o) {
   return true;
 }
 
+bool HasTraces(const std::string& command, const std::vector<std::string>& traces) {
+  if (!traces.empty()) return true;
+  fmt::print(stderr, "crossfree {0}: no trace given (crossfree {0} TRACE...)\n", command);
+  return false;
+}
+
+const char* SettingOfAnotherModel(const std::string& allocator, const std::string& malloc_conf,
+                                  const std::string& glibc_tunables) {
+  if (!malloc_conf.empty() && allocator != "jemalloc") return "--malloc-conf";
+  if (!glibc_tunables.empty() && allocator != "glibc") return "--glibc-tunables";
+  return nullptr;
+}
+
 analyzer::AnalysisOptions ToAnalysisOptions(const CommonOptions& o) {
   analyzer::AnalysisOptions a;
   a.by = o.by == "thread" ? analyzer::GroupBy::kThread : analyzer::GroupBy::kRole;

@@ -37,6 +37,15 @@ size_t TextWidth(const CommonOptions& options, const std::string& path);
 // (the command then exits 0).
 bool ListSkips(const CommonOptions& options);
 
+// False (and a one-line error naming the command) when no trace is given.
+bool HasTraces(const std::string& command, const std::vector<std::string>& traces);
+
+// An allocator-model setting given without the model it sets: "--malloc-conf"
+// unless `allocator` is jemalloc, "--glibc-tunables" unless it is glibc;
+// null when there is none. Such a setting is refused, never ignored.
+const char* SettingOfAnotherModel(const std::string& allocator, const std::string& malloc_conf,
+                                  const std::string& glibc_tunables);
+
 // Registers --by, --site-depth, --skip, --no-default-skips, --key-lines, --jobs.
 void AddCommonOptions(CLI::App* sub, CommonOptions* options);
 

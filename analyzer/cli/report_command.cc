@@ -64,16 +64,14 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   AddCommonOptions(sub, &args->common);
   sub->callback([args, exit_code, sub] {
     if (ListSkips(args->common)) return;
-    if (args->traces.empty()) {
-      fmt::print(stderr, "crossfree report: no trace given (crossfree report TRACE...)\n");
+    if (!HasTraces("report", args->traces)) {
       *exit_code = kExitUsage;
       return;
     }
     // Model settings without the model they set, or a model with a window
     // (the replay's caches depend on every event from the start): refused.
-    const char* wrong = nullptr;
-    if (!args->malloc_conf.empty() && args->allocator != "jemalloc") wrong = "--malloc-conf";
-    if (!args->glibc_tunables.empty() && args->allocator != "glibc") wrong = "--glibc-tunables";
+    const char* wrong =
+        SettingOfAnotherModel(args->allocator, args->malloc_conf, args->glibc_tunables);
     if (args->cpus != 0 && args->allocator.empty()) wrong = "--cpus";
     if (wrong) {
       fmt::print(stderr, "crossfree report: {} needs --allocator {}\n", wrong,

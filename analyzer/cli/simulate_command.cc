@@ -98,15 +98,13 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
         return;
       }
     }
-    if (args->traces.empty()) {
-      fmt::print(stderr, "crossfree simulate: no trace given (crossfree simulate TRACE...)\n");
+    if (!HasTraces("simulate", args->traces)) {
       *exit_code = kExitUsage;
       return;
     }
     // Settings of one allocator given to another are refused, not ignored.
-    const char* wrong = nullptr;
-    if (!args->malloc_conf.empty() && args->allocator != "jemalloc") wrong = "--malloc-conf";
-    if (!args->glibc_tunables.empty() && args->allocator != "glibc") wrong = "--glibc-tunables";
+    const char* wrong =
+        SettingOfAnotherModel(args->allocator, args->malloc_conf, args->glibc_tunables);
     if (args->allocator != "gperftools") {
       if (sub->count("--max-total-thread-cache-bytes")) wrong = "--max-total-thread-cache-bytes";
       if (sub->count("--transfer-num-objects")) wrong = "--transfer-num-objects";

@@ -8,10 +8,8 @@ set -uo pipefail
 crossfree=$1
 make_traces=$2
 compress=$3
-dir=$4
 source "$(dirname "$0")/../lib/checks.sh"
-enter_workdir "$dir"
-"$make_traces" . >/dev/null || exit 1
+enter_workdir "$4" "$make_traces"
 
 same() {  # same NAME CMD...: CMD on the plain and on the compressed trace agree
   local name=$1; shift

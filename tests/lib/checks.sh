@@ -1,7 +1,9 @@
 # Sourced by the shell tests that run every check and report all failures at
 # the end (rather than stopping at the first): the analyzer's CLI tests and
 # the compressed-trace test. Defines:
-#   enter_workdir DIR        empties DIR and makes it the current directory
+#   enter_workdir DIR MAKE_TRACES
+#                            empties DIR, makes it the current directory and
+#                            writes analyzer_make_traces' traces there
 #   fail MESSAGE...          prints FAIL and counts one failure
 #   expect RC CMD...         runs CMD (stdout to ./out, stderr to ./err) and
 #                            fails unless it exits RC
@@ -13,6 +15,7 @@
 
 enter_workdir() {
   rm -rf "$1" && mkdir -p "$1" && cd "$1" || exit 1
+  "$2" . >make_traces.out || { echo "FAIL: $2 could not write the traces"; exit 1; }
 }
 
 failures=0

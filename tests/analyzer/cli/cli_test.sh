@@ -5,10 +5,8 @@
 set -uo pipefail
 crossfree=$1
 make_traces=$2
-dir=$3
 source "$(dirname "$0")/../../lib/checks.sh"
-enter_workdir "$dir"
-"$make_traces" . || exit 1
+enter_workdir "$3" "$make_traces"
 
 expect 0 "$crossfree" report before.trc
 has out "cross-thread"

@@ -17,10 +17,8 @@ set -uo pipefail
 crossfree=$1
 make_traces=$2
 roles_program=$3
-dir=$4
 source "$(dirname "$0")/../../lib/checks.sh"
-enter_workdir "$dir"
-"$make_traces" . >/dev/null || exit 1
+enter_workdir "$4" "$make_traces"
 
 # run NAME ARGS...: runs crossfree ARGS, stdout to NAME.out, stderr to
 # NAME.err, the exit status to NAME.rc.
