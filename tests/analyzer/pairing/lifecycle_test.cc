@@ -40,6 +40,14 @@ struct Events {
     ops.push_back({ts, 1, tid, address, stack});
   }
   void ThreadExit(uint32_t tid, uint64_t ts) { ops.push_back({ts, 2, tid, 0, 0}); }
+  // Objects [first, last) of a run of 64-byte objects from `base`: object i
+  // allocated on `from` at alloc_ts + i (stack alloc_stack), freed on `to` at
+  // free_ts + i (stack alloc_stack + 1).
+  void Handoff(uint32_t from, uint32_t to, uint64_t first, uint64_t last, uint64_t base,
+               uint64_t alloc_ts, uint64_t free_ts, uint32_t alloc_stack) {
+    for (uint64_t i = first; i < last; ++i) Alloc(from, alloc_ts + i, base + i * 64, 64, alloc_stack);
+    for (uint64_t i = first; i < last; ++i) Free(to, free_ts + i, base + i * 64, alloc_stack + 1);
+  }
   SyntheticTrace Write() {
     std::stable_sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.ts < b.ts; });
     SyntheticTrace t(kPid);
@@ -105,10 +113,9 @@ TEST_CASE("lifecycle: objects freed after their allocating thread exited are bou
   // A short-lived thread in the middle of the run: 5 objects, then it exits;
   // the reactor frees them after that (thread churn), 3 more before it.
   constexpr uint32_t kChurn = 750;
-  for (uint64_t i = 0; i < 8; ++i) t.Alloc(kChurn, 300 * kMs + i * 1000, 0x20000000 + i * 64, 64, 3);
-  for (uint64_t i = 5; i < 8; ++i) t.Free(kReactor, 300 * kMs + 9000 + i, 0x20000000 + i * 64, 4);
+  t.Handoff(kChurn, kReactor, 5, 8, 0x20000000, 300 * kMs, 300 * kMs + 9000, 3);
+  t.Handoff(kChurn, kReactor, 0, 5, 0x20000000, 300 * kMs, 400 * kMs, 3);
   t.ThreadExit(kChurn, 301 * kMs);
-  for (uint64_t i = 0; i < 5; ++i) t.Free(kReactor, 400 * kMs + i, 0x20000000 + i * 64, 4);
   t.Free(kMain, 990 * kMs, 0x900, 9);
   Paired p;
   Pair(t, &p, jobs);
@@ -133,8 +140,7 @@ TEST_CASE("lifecycle: a new thread with an exited thread's tid is alive") {
   t.Alloc(kChurn, 150 * kMs, 0x20000000, 64, 3);
   t.Free(kChurn, 150 * kMs + 1, 0x20000000, 4);
   t.ThreadExit(kChurn, 200 * kMs);
-  for (uint64_t i = 0; i < 4; ++i) t.Alloc(kChurn, 300 * kMs + i, 0x21000000 + i * 64, 64, 3);
-  for (uint64_t i = 0; i < 4; ++i) t.Free(kReactor, 300 * kMs + 1000 + i, 0x21000000 + i * 64, 4);
+  t.Handoff(kChurn, kReactor, 0, 4, 0x21000000, 300 * kMs, 300 * kMs + 1000, 3);
   t.ThreadExit(kChurn, 400 * kMs);
   t.Free(kMain, 990 * kMs, 0x900, 9);
   Paired p;
@@ -153,8 +159,7 @@ TEST_CASE("lifecycle: objects allocated before the freeing thread's first event 
   // 600 ms; then one it frees 1 us after allocated by a thread it already
   // had events with (not before its start: steady).
   constexpr uint32_t kLate = 760;
-  for (uint64_t i = 0; i < 3; ++i) t.Alloc(kWorker, 500 * kMs + i, 0x30000000 + i * 64, 64, 5);
-  for (uint64_t i = 0; i < 3; ++i) t.Free(kLate, 600 * kMs + i, 0x30000000 + i * 64, 6);
+  t.Handoff(kWorker, kLate, 0, 3, 0x30000000, 500 * kMs, 600 * kMs, 5);
   t.Alloc(kWorker, 700 * kMs, 0x30001000, 64, 5);
   t.Free(kLate, 700 * kMs + 1000, 0x30001000, 6);
   t.Free(kMain, 990 * kMs, 0x900, 9);
@@ -176,14 +181,12 @@ TEST_CASE("lifecycle: objects allocated and freed only at the run's edges are bo
   // Start-up: main makes 4 objects the reactor frees at shutdown, and 2 it
   // frees during start-up; at 60 ms (inside the steady state) 1 more.
   for (uint64_t i = 0; i < 4; ++i) t.Alloc(kMain, 10 * kMs + i, 0x40000000 + i * 64, 64, 7);
-  for (uint64_t i = 4; i < 6; ++i) t.Alloc(kMain, 20 * kMs + i, 0x40000000 + i * 64, 64, 7);
-  for (uint64_t i = 4; i < 6; ++i) t.Free(kReactor, 30 * kMs + i, 0x40000000 + i * 64, 8);
+  t.Handoff(kMain, kReactor, 4, 6, 0x40000000, 20 * kMs, 30 * kMs, 7);
   t.Alloc(kMain, 60 * kMs, 0x40001000, 64, 7);
   t.Free(kReactor, 61 * kMs, 0x40001000, 8);
   PerCall(t);
   // Shutdown: objects the worker allocates after 941 ms, freed by the reactor.
-  for (uint64_t i = 0; i < 3; ++i) t.Alloc(kWorker, 950 * kMs + i, 0x50000000 + i * 64, 64, 10);
-  for (uint64_t i = 0; i < 3; ++i) t.Free(kReactor, 960 * kMs + i, 0x50000000 + i * 64, 11);
+  t.Handoff(kWorker, kReactor, 0, 3, 0x50000000, 950 * kMs, 960 * kMs, 10);
   for (uint64_t i = 0; i < 4; ++i) t.Free(kReactor, 990 * kMs - 4 + i, 0x40000000 + i * 64, 8);
   t.Free(kReactor, 990 * kMs, 0x800, 20);
   Paired p;

@@ -40,6 +40,14 @@ void AddTrace(Run& run, SyntheticTrace& t) {
   REQUIRE(run.set.AddBytes(t.Finish(), "synthetic", &error));
 }
 
+// Pairs the one trace t with `jobs` workers; returns its counts.
+const PairingCounts& PairOne(Run& run, SyntheticTrace& t, int jobs,
+                             uint64_t max_buffered = 8u << 20) {
+  AddTrace(run, t);
+  PairAll(run, jobs, max_buffered);
+  return run.results[0].counts;
+}
+
 StreamIndex ThreadIndex(const ProcessTrace& trace, uint32_t tid) {
   for (uint32_t i = 0; i < trace.streams.size(); ++i) {
     if (trace.streams[i].tid == tid) return StreamIndex(i);
@@ -75,9 +83,7 @@ TEST_CASE("producer/consumer: N cross-thread, M same-thread, to the object") {
     t.Flush(kA);
     for (uint64_t i = 0; i < n; ++i) t.Free(kB, ts++, 0x10000 + i * 64, 4);
     Run run;
-    AddTrace(run, t);
-    PairAll(run, jobs);
-    const PairingCounts& c = run.results[0].counts;
+    const PairingCounts& c = PairOne(run, t, jobs);
     INFO("jobs " << jobs);
     CHECK(c.events == 2 * (n + m));
     CHECK(c.allocations == n + m);
@@ -120,9 +126,7 @@ TEST_CASE("address reuse across threads pairs each free with the allocation it e
   t.Flush(kA);
   for (int jobs : {1, 2}) {
     Run run;
-    AddTrace(run, t);
-    PairAll(run, jobs);
-    const PairingCounts& c = run.results[0].counts;
+    const PairingCounts& c = PairOne(run, t, jobs);
     CHECK(c.paired == 3);
     CHECK(c.cross_thread == 2);
     CHECK(PairCount(run, 0, kA, kB, 1, 2) == 1);
@@ -141,9 +145,7 @@ TEST_CASE("realloc halves are ordinary free and allocation events") {
   t.Realloc(kB, 4, 5, 0x2000, 0x3000, 1000, 3);  // Y -> Z on B: Y crosses
   t.Free(kB, 6, 0x3000, 4);
   Run run;
-  AddTrace(run, t);
-  PairAll(run, 2);
-  const PairingCounts& c = run.results[0].counts;
+  const PairingCounts& c = PairOne(run, t, 2);
   CHECK(c.events == 6);
   CHECK(c.realloc_events == 4);
   CHECK(c.allocations == 3);
@@ -165,9 +167,7 @@ TEST_CASE("unknown frees, double frees and live allocations are counted apart") 
   t.Alloc(kA, 6, 0x9000, 100, 1);   // live at exit
   t.Alloc(kB, 7, 0xa000, 28, 5);    // live at exit
   Run run;
-  AddTrace(run, t);
-  PairAll(run, 2);
-  const PairingCounts& c = run.results[0].counts;
+  const PairingCounts& c = PairOne(run, t, 2);
   CHECK(c.allocations == 3);
   CHECK(c.frees == 4);
   CHECK(c.paired == 1);
@@ -241,9 +241,7 @@ TEST_CASE("a free and an allocation with the same timestamp: the free comes firs
   t.Flush(kA);
   t.Free(kB, 5, 0x4000, 2);
   Run run;
-  AddTrace(run, t);
-  PairAll(run, 2);
-  const PairingCounts& c = run.results[0].counts;
+  const PairingCounts& c = PairOne(run, t, 2);
   CHECK(c.paired == 1);
   CHECK(c.cross_thread == 1);
   CHECK(PairCount(run, 0, kA, kB, 1, 2) == 1);
@@ -292,9 +290,7 @@ TEST_CASE("many threads and small chunks, the throttle keeps results exact") {
   for (int jobs : {1, 2, 4}) {
     for (uint64_t max_buffered : {uint64_t{4}, uint64_t{8} << 20}) {
       Run run;
-      AddTrace(run, t);
-      PairAll(run, jobs, max_buffered);
-      const PairingCounts& c = run.results[0].counts;
+      const PairingCounts& c = PairOne(run, t, jobs, max_buffered);
       INFO("jobs " << jobs << " max_buffered " << max_buffered);
       CHECK(c.cross_thread == expected_cross);
       CHECK(c.paired == expected_cross);
