@@ -25,7 +25,7 @@
 #include <atomic>
 
 #include "tracer/attach.h"
-#include "tracer/attach_protocol.h"
+#include "format/attach_protocol.h"
 #include "tracer/clock.h"
 #include "tracer/got_patch.h"
 #include "tracer/owned_fds.h"

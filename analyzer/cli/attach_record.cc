@@ -21,7 +21,7 @@
 
 #include "analyzer/cli/attach_inject.h"
 #include "analyzer/cli/commands.h"
-#include "tracer/attach_protocol.h"
+#include "format/attach_protocol.h"
 
 namespace crossfree::analyzer::cli {
 namespace {
