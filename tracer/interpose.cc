@@ -53,8 +53,11 @@ using format::AllocFn;
 using format::FreeFn;
 
 // Null while the real functions are still being resolved (then dlsym is
-// running and the allocation hooks answer from the bootstrap arena).
+// running) and inside the tracer's own OwnAllocationScope (real_alloc.h):
+// then the allocation hooks answer from the bootstrap arena (ArenaAlloc)
+// and free does nothing.
 CROSSFREE_INLINE const RealFunctions* Resolved() {
+  if (InOwnAllocationScope()) return nullptr;
   return RealResolved() ? &internal::g_real : nullptr;  // Real() would check again
 }
 

@@ -5,6 +5,9 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -173,9 +176,49 @@ bool ResolveSlow() {
 
 }  // namespace internal
 
+thread_local constinit OwnAllocationBuffer tls_own_allocation
+    __attribute__((tls_model("initial-exec"))) = {nullptr, nullptr};
+
+OwnAllocationScope::OwnAllocationScope(unsigned char* buffer, size_t size) {
+  // Raw rt_sigprocmask: the kernel's 8-byte set, no libc wrapper state.
+  const uint64_t all[2] = {~uint64_t{0}, 0};
+  if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, all, saved_mask_, 8) != 0) {
+    saved_mask_[0] = ~uint64_t{0};  // not blocked: leave the scope closed
+    return;
+  }
+  tls_own_allocation = {buffer, buffer + size};
+}
+
+OwnAllocationScope::~OwnAllocationScope() {
+  if (tls_own_allocation.cur == nullptr) return;
+  tls_own_allocation = {nullptr, nullptr};
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, saved_mask_, nullptr, 8);
+}
+
+namespace {
+
+// A block of the open scope's buffer, laid out like an arena block (the
+// header before it), zero-filled; null when it does not fit.
+void* OwnBufferAlloc(size_t size, size_t alignment) {
+  OwnAllocationBuffer& b = tls_own_allocation;
+  uintptr_t start = reinterpret_cast<uintptr_t>(b.cur) + sizeof(ArenaHeader);
+  start = (start + alignment - 1) & ~(uintptr_t{alignment} - 1);
+  const uintptr_t limit = reinterpret_cast<uintptr_t>(b.end);
+  if (start > limit || size > limit - start) return nullptr;
+  reinterpret_cast<ArenaHeader*>(start - sizeof(ArenaHeader))->size = size;
+  b.cur = reinterpret_cast<unsigned char*>(start + size);
+  __builtin_memset(reinterpret_cast<void*>(start), 0, size);
+  return reinterpret_cast<void*>(start);
+}
+
+}  // namespace
+
 void* ArenaAlloc(size_t size, size_t alignment) {
   if (alignment < 16) alignment = 16;
   if (alignment > 4096 || (alignment & (alignment - 1)) != 0) return nullptr;
+  if (InOwnAllocationScope()) {
+    if (void* p = OwnBufferAlloc(size, alignment)) return p;
+  }
   size_t used = g_arena_used.load(std::memory_order_relaxed);
   for (;;) {
     uintptr_t base = reinterpret_cast<uintptr_t>(g_arena);

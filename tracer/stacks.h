@@ -55,7 +55,8 @@ bool InitStacks(UnwindMode mode, int max_depth);
 // walk continues from the hook's frame outward. Returns the depth written.
 // The hook must keep a frame pointer (-fno-omit-frame-pointer) and must not
 // tail-call. Call it inside the tracer's recursion guard: the first capture
-// on a thread reads its stack bounds (pthread_getattr_np allocates), and in
+// on a thread reads its stack bounds (pthread_getattr_np allocates, from an
+// OwnAllocationScope), and in
 // hybrid mode the first capture through a new module reads its CFI (libdw
 // allocates, dl_iterate_phdr takes the loader lock).
 //

@@ -15,9 +15,10 @@ struct StackBounds {
 
 // Returns the calling thread's stack bounds, computed on the thread's first
 // call and cached in initial-exec TLS. The first call uses
-// pthread_getattr_np, which allocates (and on the main thread reads
-// /proc/self/maps): call it inside the tracer's recursion guard, or once
-// from InitStacks / thread start. A nested call on the same thread while the
+// pthread_getattr_np, which allocates (served by an OwnAllocationScope,
+// real_alloc.h, not by the program's allocator) and on the main thread
+// reads /proc/self/maps: call it inside the tracer's recursion guard, or
+// once from InitStacks / thread start. A nested call on the same thread while the
 // bounds are being computed gets {0, 0}.
 // While the thread is inside pthread_getattr_np (the target's call, see
 // crossfree_in_getattr), the bounds are not computed now: glibc holds the

@@ -433,6 +433,41 @@ TEST_CASE("a thread still running at exit has all its events in the trace", "[tr
   }
 }
 
+TEST_CASE("a thread that only frees gets no allocation from the tracer", "[tracer]") {
+  // The tracer's first stack capture on a thread reads the thread's stack
+  // bounds (pthread_getattr_np allocates): those blocks must not come from
+  // the program's allocator, where they would, under jemalloc, give the
+  // thread a tcache it would not have had. Two free-only threads, one after
+  // the other. In hybrid mode libdw allocates the first time any thread
+  // unwinds through a function's CFI (its cache, docs/guide/tracer.md), so
+  // there only the second thread, meeting the same functions, gets none.
+  for (const char* unwind : {"fp", "hybrid"}) {
+    INFO("CROSSFREE_UNWIND=" << unwind);
+    std::string dir = MakeTempDir();
+    RunResult run = RunTraced("tt_free_only_thread", dir, {},
+                              {std::string("CROSSFREE_UNWIND=") + unwind},
+                              TargetPath("tt_count_calls_preload.so"));
+    REQUIRE(run.exit_code == 0);
+    std::vector<std::string> counts;
+    for (size_t at = 0; (at = run.out.find("thread allocations: ", at)) != std::string::npos;) {
+      at += 20;
+      counts.push_back(run.out.substr(at, run.out.find('\n', at) - at));
+    }
+    REQUIRE(counts.size() == 2);
+    if (std::string(unwind) == "fp") CHECK(counts[0] == "0");
+    CHECK(counts[1] == "0");
+    Trace t = LoadTrace(dir + "/trace");
+    REQUIRE(t.complete);
+    auto fns = ParseFunctions(run.out);
+    Counts allocs = Count(EventsFrom(t, fns["tt_alloc_block"]));
+    Counts frees = Count(EventsFrom(t, fns["tt_free_block"]));
+    CHECK(allocs.allocs == 2000);
+    CHECK(frees.frees == 2000);
+    CHECK(frees.tids.size() == 2);
+    CHECK(frees.tids.count(t.header.fields.pid) == 0);
+  }
+}
+
 TEST_CASE("200 short-lived threads reuse thread buffers", "[tracer]") {
   std::string dir = MakeTempDir();
   RunResult run = RunTraced("tt_threads", dir, {}, {"CROSSFREE_VERBOSE=1"});
