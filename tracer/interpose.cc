@@ -137,7 +137,10 @@ CROSSFREE_INLINE void* ThrowingNew(AllocFn fn, const CallSite& site, uint64_t si
 // argument or 0. Bootstrap-arena blocks are never passed on.
 template <typename Call>
 CROSSFREE_INLINE void Free(FreeFn fn, const CallSite& site, void* p, uint64_t size, Call&& call) {
-  if (InArena(p)) return;
+  if (InArena(p)) {
+    ArenaRelease(p);
+    return;
+  }
   if (p == nullptr || !ShouldRecord()) {
     ForgetSampled(p);
     call();

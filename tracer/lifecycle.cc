@@ -21,6 +21,7 @@
 #include "tracer/clock.h"
 #include "tracer/cpu.h"
 #include "tracer/malloc_hook.h"
+#include "tracer/own_allocation.h"
 #include "tracer/real_alloc.h"
 #include "tracer/modules.h"
 #include "tracer/owned_fds.h"
@@ -425,6 +426,7 @@ bool LoadedForAttach() { return g_loaded_for_attach; }
 void SetLoadedForAttach() {
   g_loaded_for_attach = true;
   internal::g_resolve_global = true;
+  DisableOwnAllocationScopes();
 }
 
 bool StartAttachedRecording(const Settings& settings, const char** why) {

@@ -5,9 +5,6 @@
 
 #include <dlfcn.h>
 #include <link.h>
-#include <signal.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -34,7 +31,7 @@ std::atomic<size_t> g_arena_used{0};
 // Each arena block is preceded by its size, so realloc can copy it out.
 struct ArenaHeader {
   size_t size;
-  size_t pad;
+  size_t used_before;  // the arena's fill before this block (ArenaRelease)
 };
 
 // A PLT stub: [endbr64] [bnd] jmp *disp(%rip). What dlsym(RTLD_DEFAULT)
@@ -176,25 +173,6 @@ bool ResolveSlow() {
 
 }  // namespace internal
 
-thread_local constinit OwnAllocationBuffer tls_own_allocation
-    __attribute__((tls_model("initial-exec"))) = {nullptr, nullptr};
-
-OwnAllocationScope::OwnAllocationScope(unsigned char* buffer, size_t size) {
-  // Raw rt_sigprocmask: the kernel's 8-byte set, no libc wrapper state.
-  const uint64_t all[2] = {~uint64_t{0}, 0};
-  if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, all, saved_mask_, 8) != 0) {
-    saved_mask_[0] = ~uint64_t{0};  // not blocked: leave the scope closed
-    return;
-  }
-  tls_own_allocation = {buffer, buffer + size};
-}
-
-OwnAllocationScope::~OwnAllocationScope() {
-  if (tls_own_allocation.cur == nullptr) return;
-  tls_own_allocation = {nullptr, nullptr};
-  syscall(SYS_rt_sigprocmask, SIG_SETMASK, saved_mask_, nullptr, 8);
-}
-
 namespace {
 
 // A block of the open scope's buffer, laid out like an arena block (the
@@ -213,12 +191,9 @@ void* OwnBufferAlloc(size_t size, size_t alignment) {
 
 }  // namespace
 
-void* ArenaAlloc(size_t size, size_t alignment) {
-  if (alignment < 16) alignment = 16;
-  if (alignment > 4096 || (alignment & (alignment - 1)) != 0) return nullptr;
-  if (InOwnAllocationScope()) {
-    if (void* p = OwnBufferAlloc(size, alignment)) return p;
-  }
+namespace {
+
+void* ArenaBump(size_t size, size_t alignment) {
   size_t used = g_arena_used.load(std::memory_order_relaxed);
   for (;;) {
     uintptr_t base = reinterpret_cast<uintptr_t>(g_arena);
@@ -229,9 +204,32 @@ void* ArenaAlloc(size_t size, size_t alignment) {
     if (g_arena_used.compare_exchange_weak(used, end - base, std::memory_order_relaxed)) {
       auto* header = reinterpret_cast<ArenaHeader*>(start - sizeof(ArenaHeader));
       header->size = size;
-      return reinterpret_cast<void*>(start);  // static storage: already zero
+      header->used_before = used;
+      // Zero: the bytes may be those of a released block.
+      __builtin_memset(reinterpret_cast<void*>(start), 0, size);
+      return reinterpret_cast<void*>(start);
     }
   }
+}
+
+}  // namespace
+
+void* ArenaAlloc(size_t size, size_t alignment) {
+  if (alignment < 16) alignment = 16;
+  if (alignment > 4096 || (alignment & (alignment - 1)) != 0) return nullptr;
+  if (InOwnAllocationScope()) {
+    if (void* p = OwnBufferAlloc(size, alignment)) return p;
+  }
+  return ArenaBump(size, alignment);
+}
+
+void ArenaRelease(void* p) {
+  const auto* header = reinterpret_cast<const ArenaHeader*>(static_cast<unsigned char*>(p) -
+                                                             sizeof(ArenaHeader));
+  size_t end = static_cast<size_t>(static_cast<unsigned char*>(p) - g_arena) + header->size;
+  // Only the newest block goes back (the common case: libdw's frame result,
+  // freed right after it was made); any other stays used.
+  g_arena_used.compare_exchange_strong(end, header->used_before, std::memory_order_relaxed);
 }
 
 

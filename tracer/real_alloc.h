@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "tracer/hook_table.h"
+#include "tracer/own_allocation.h"
 
 namespace crossfree::tracer {
 
@@ -65,13 +66,18 @@ inline const RealFunctions& Real() {
 inline bool StdOperatorsDirect() { return internal::g_std_operators_direct; }
 
 // Bootstrap arena: a static bump allocator for dlsym's early allocations
-// (and an OwnAllocationScope's, below). Arena blocks are never handed to the
-// real allocator: free ignores them, realloc copies them out. Inside an
-// OwnAllocationScope, ArenaAlloc takes the scope's buffer first; every
-// block it returns is zero-filled (calloc relies on it).
+// and those of an OwnAllocationScope (own_allocation.h). Arena blocks are
+// never handed to the real allocator: free gives back only the newest block
+// (ArenaRelease) and ignores the others, realloc copies them out. Inside an
+// OwnAllocationScope, ArenaAlloc takes the scope's buffer first. Every
+// block it returns is zero-filled (calloc relies on it); null when full.
 void* ArenaAlloc(size_t size, size_t alignment);
 // The arena's bytes (real_alloc.cc). InArena is inline: every free asks.
-inline constexpr size_t kArenaBytes = 256 * 1024;
+// 16 MiB of zero-fill address space (bss): a page costs memory only once
+// used. dlsym takes a few KiB; libdw's CFI data (OwnAllocationScope in
+// unwind_cfi.cc) the rest: 99 KiB under git log, 163 KiB under python3,
+// 543 KiB under cc1plus compiling a 3 MB translation unit.
+inline constexpr size_t kArenaBytes = 16 * 1024 * 1024;
 extern unsigned char g_arena[kArenaBytes];
 inline bool InArena(const void* p) {
   auto a = reinterpret_cast<uintptr_t>(p);
@@ -79,38 +85,7 @@ inline bool InArena(const void* p) {
   return a - base < kArenaBytes;  // one compare: below base wraps around
 }
 size_t ArenaBlockSize(const void* p);
-
-// The tracer's own allocations. Some libc calls the tracer needs allocate
-// (pthread_getattr_np, for a thread's stack bounds: a cpu set, an attribute
-// extension, and on the main thread fopen's FILE and buffer). Sent to the
-// program's allocator, they would change what the program does: under
-// jemalloc a thread's first malloc creates its tcache, so a thread that
-// only frees would stop locking the owner's bins. Inside an
-// OwnAllocationScope the malloc family serves this thread from a buffer the
-// scope's owner provides (on its stack), then from the bootstrap arena,
-// never from the program's allocator; frees of those blocks do nothing.
-// Signals are blocked for the scope: a handler's malloc must not get a
-// block that dies with the scope. Only the thread that opened the scope
-// uses it; scopes do not nest.
-class OwnAllocationScope {
- public:
-  OwnAllocationScope(unsigned char* buffer, size_t size);
-  ~OwnAllocationScope();
-  OwnAllocationScope(const OwnAllocationScope&) = delete;
-  OwnAllocationScope& operator=(const OwnAllocationScope&) = delete;
-
- private:
-  uint64_t saved_mask_[2];  // the kernel's sigset_t: 64 signals, room for 128
-};
-
-// This thread's open scope: [cur, end) of its buffer; cur is null outside a
-// scope. Initial-exec TLS, read by the allocation hooks' full path.
-struct OwnAllocationBuffer {
-  unsigned char* cur;
-  unsigned char* end;
-};
-extern thread_local constinit OwnAllocationBuffer tls_own_allocation
-    __attribute__((tls_model("initial-exec")));
-inline bool InOwnAllocationScope() { return tls_own_allocation.cur != nullptr; }
+// Gives p's bytes back when p is the arena's newest block; else nothing.
+void ArenaRelease(void* p);
 
 }  // namespace crossfree::tracer

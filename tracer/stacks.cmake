@@ -1,6 +1,7 @@
 # Stack capture and interning for the preload tracer. Included from tracer/CMakeLists.txt; defines crossfree_stacks.
 add_library(crossfree_stacks STATIC
   ${CMAKE_CURRENT_LIST_DIR}/code_ranges.cc
+  ${CMAKE_CURRENT_LIST_DIR}/own_allocation.cc
   ${CMAKE_CURRENT_LIST_DIR}/stacks.cc
   ${CMAKE_CURRENT_LIST_DIR}/stack_table.cc
   ${CMAKE_CURRENT_LIST_DIR}/unwind_cfi.cc

@@ -2,6 +2,7 @@
 // Tracer: cached-CFI unwinder for the hybrid mode (see unwind_cfi.h).
 #include "tracer/unwind_cfi.h"
 
+
 #include "tracer/code_ranges.h"
 
 #include <dwarf.h>
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "tracer/own_allocation.h"
 #include "tracer/unwind_libunwind.h"
 
 namespace crossfree::tracer {
@@ -236,7 +238,11 @@ const Module* ModuleFor(uintptr_t pc) {
 }
 
 // Computes the rule at return address pc from CFI. Under the fill lock.
+// libelf's and libdw's blocks (the module's Elf and CFI, their caches, the
+// frame) come from the tracer's arena, not the program's allocator
+// (OwnAllocationScope, real_alloc.h).
 Rule ComputeRule(uintptr_t pc) {
+  OwnAllocationScope own(nullptr, 0);
   Rule rule{kRuleNoInfo, false, false, 0, 0};
   const Module* m = ModuleFor(pc);
   if (m == nullptr || m->cfi == nullptr) return rule;

@@ -6,7 +6,7 @@
 #include <signal.h>
 
 #include "tracer/code_ranges.h"
-#include "tracer/real_alloc.h"
+#include "tracer/own_allocation.h"
 
 // Non-zero while this thread runs pthread_getattr_np (interpose_process.cc).
 extern "C" {
