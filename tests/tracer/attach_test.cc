@@ -542,6 +542,73 @@ TEST_CASE("20 attach/detach cycles leave no descriptor or mapping behind") {
   CHECK(t.complete);
 }
 
+TEST_CASE("record killed with SIGKILL after each step of the injection leaves the target "
+          "running as it was, registers and interrupted read included") {
+  // CROSSFREE_INJECT_KILL_AFTER=K: record kills itself right after step K
+  // of the injection (attach_inject.cc: 1 seized, 2 stopped, 3 registers
+  // read, 4 data built, 5 code written, 6 data written, 7 registers set, 8
+  // detached, 9 report connection accepted, 10 report read). The thread
+  // injected is "vector", asleep in a hand-made read system call with known
+  // values in r12-r15 and ymm8: after every kill its read must still return
+  // the byte sent to it with those values intact.
+  const std::string dir = MakeTempDir();
+  Target target;
+  const std::string tid_line = target.Ask("vectortid");
+  REQUIRE(tid_line.rfind("vectortid ", 0) == 0);
+  const std::string vector_tid = tid_line.substr(10);
+  const std::vector<std::string> fds_before = Fds(target.pid);
+  for (int step = 1; step <= 10; ++step) {
+    RunResult r = Run({CROSSFREE_CLI, "record", "-p", std::to_string(target.pid), "--duration",
+                       "5", "-o", dir + "/killed" + std::to_string(step) + ".trace"},
+                      {"CROSSFREE_INJECT_KILL_AFTER=" + std::to_string(step),
+                       "CROSSFREE_INJECT_TID=" + vector_tid},
+                      "");
+    INFO("step " << step << ": " << r.err);
+    REQUIRE(r.exit_code == 128 + SIGKILL);
+    CHECK(target.Ask("vector") == "vector ok");
+    CHECK(target.Ask("sleepers") == "sleepers 2");
+    CHECK(target.Ask("cross") == "cross");
+    // No session started (record died before sending its request): the
+    // tracer, when loaded, hooks nothing.
+    std::string where;
+    for (int i = 0; i < 5000 && where != "where libc.so.6 -"; ++i) where = target.Ask("where");
+    CHECK(where == "where libc.so.6 -");
+  }
+  // Nothing of the injections is left open in the program (the tracer's
+  // own descriptor, when a session ran, is at 500 or above).
+  for (const std::string& fd : Fds(target.pid)) {
+    if (std::find(fds_before.begin(), fds_before.end(), fd) == fds_before.end()) {
+      INFO(fd);
+      CHECK(std::stoi(fd) >= 500);
+    }
+  }
+  // A later attach, through the same thread, works and counts exactly.
+  {
+    RunResult r = Run({CROSSFREE_CLI, "record", "-p", std::to_string(target.pid), "--duration",
+                       "0.05", "-o", dir + "/after.trace"},
+                      {"CROSSFREE_INJECT_TID=" + vector_tid}, "");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.find("thread " + vector_tid + " stopped for") != std::string::npos);
+    CHECK(target.Ask("vector") == "vector ok");
+  }
+  {
+    Recorder rec(target.pid, dir + "/after2.trace");
+    INFO(rec.err);
+    REQUIRE(rec.attached());
+    REQUIRE(target.Ask("cross") == "cross");
+    REQUIRE(rec.Detach() == 0);
+  }
+  CHECK(target.Ask("vector") == "vector ok");
+  CHECK(target.Ask("sleepers") == "sleepers 2");
+  target.child.Send("exit");
+  CHECK(target.child.Wait() == 0);
+  Trace t = LoadTrace(dir + "/after2.trace");
+  INFO(t.error);
+  REQUIRE(t.complete);
+  CHECK(AllocsOfSize(t, 4242).size() == 1000);
+}
+
 TEST_CASE("a real Debian program that takes malloc's address: python3") {
   // /usr/bin/python3 is not PIE and takes malloc's address, so dlsym finds
   // its PLT entry for malloc: the tracer must forward to libc's, not to
