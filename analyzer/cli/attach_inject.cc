@@ -59,6 +59,7 @@
 #include <fmt/core.h>
 
 #include "analyzer/cli/inject_trampoline.h"
+#include "analyzer/cli/ptrace_refusal.h"
 #include "tracer/attach_protocol.h"
 
 namespace crossfree::analyzer::cli {
@@ -543,72 +544,43 @@ bool InContainer() {
          cg.find("containerd") != std::string::npos || cg.find("lxc") != std::string::npos;
 }
 
+// What /proc says about ptrace permissions on pid.
+PtraceFacts GatherPtraceFacts(pid_t pid, int seize_errno) {
+  PtraceFacts f;
+  f.pid = pid;
+  f.own_pid = getpid();
+  f.own_euid = static_cast<long>(geteuid());
+  f.cap_sys_ptrace = HasCapSysPtrace();
+  f.in_container = InContainer();
+  f.seize_errno = seize_errno;
+  std::istringstream in(ReadText(fmt::format("/proc/{}/status", pid)));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("TracerPid:", 0) == 0) f.tracer_pid = std::strtol(line.c_str() + 10, nullptr, 10);
+    if (line.rfind("Uid:", 0) == 0) {
+      std::istringstream u(line.substr(4));
+      long real = -1, effective = -1;
+      u >> real >> effective;
+      f.target_uid = real != effective ? -2 : effective;
+    }
+  }
+  if (f.tracer_pid != 0) {
+    f.tracer_comm = ReadText(fmt::format("/proc/{}/comm", f.tracer_pid));
+    if (!f.tracer_comm.empty() && f.tracer_comm.back() == '\n') f.tracer_comm.pop_back();
+  }
+  const std::string scope = ReadText("/proc/sys/kernel/yama/ptrace_scope");
+  if (!scope.empty()) f.yama_scope = std::atoi(scope.c_str());
+  return f;
+}
+
 std::string SeizeRefused(pid_t pid, int error) {
-  std::string why = PtracePermissionProblem(pid);
-  if (!why.empty()) return why;
-  if (error == EPERM && !HasCapSysPtrace() && InContainer()) {
-    return "this container has no CAP_SYS_PTRACE: run it with --cap-add=SYS_PTRACE (docker, "
-           "podman) or add SYS_PTRACE to securityContext.capabilities (Kubernetes)";
-  }
-  if (error == EPERM) {
-    return "ptrace was refused (EPERM) although the user and kernel.yama.ptrace_scope allow "
-           "it: a seccomp filter or a security module (AppArmor, SELinux) forbids ptrace here; "
-           "run as root with CAP_SYS_PTRACE outside that profile";
-  }
-  return fmt::format("ptrace(PTRACE_SEIZE) failed: {}", std::strerror(error));
+  return ExplainPtraceRefusal(GatherPtraceFacts(pid, error));
 }
 
 }  // namespace
 
 std::string PtracePermissionProblem(pid_t pid) {
-  std::istringstream in(ReadText(fmt::format("/proc/{}/status", pid)));
-  std::string line;
-  long tracer = 0;
-  long uid = -1;
-  while (std::getline(in, line)) {
-    if (line.rfind("TracerPid:", 0) == 0) tracer = std::strtol(line.c_str() + 10, nullptr, 10);
-    if (line.rfind("Uid:", 0) == 0) {
-      std::istringstream u(line.substr(4));
-      long real = -1, effective = -1;
-      u >> real >> effective;
-      uid = effective;
-      if (real != effective) uid = -2;
-    }
-  }
-  if (tracer != 0 && tracer != getpid()) {
-    std::string comm = ReadText(fmt::format("/proc/{}/comm", tracer));
-    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
-    return fmt::format("process {} is already traced by process {} ({}): a debugger or strace "
-                       "holds it; detach that first",
-                       pid, tracer, comm);
-  }
-  const bool cap = HasCapSysPtrace();
-  if (uid != -1 && uid != static_cast<long>(geteuid()) && !cap) {
-    return fmt::format("process {} runs as {} and crossfree as user {}: run crossfree as the "
-                       "same user as the process, or as root",
-                       pid, uid == -2 ? std::string("another user (setuid)")
-                                      : fmt::format("user {}", uid),
-                       geteuid());
-  }
-  std::string scope = ReadText("/proc/sys/kernel/yama/ptrace_scope");
-  if (!scope.empty()) {
-    const int s = std::atoi(scope.c_str());
-    if (s == 3) {
-      return "ptrace is disabled on this machine (kernel.yama.ptrace_scope=3, until reboot): "
-             "attaching is impossible; run the program under `crossfree record -- CMD`";
-    }
-    if (s == 2 && !cap) {
-      return "kernel.yama.ptrace_scope=2 lets only processes with CAP_SYS_PTRACE attach: run "
-             "crossfree as root (sudo)";
-    }
-    if (s == 1 && !cap) {
-      return fmt::format("kernel.yama.ptrace_scope=1 lets a process attach only to its own "
-                         "descendants: run `sudo crossfree record -p {}`, or allow it with "
-                         "`sudo sysctl kernel.yama.ptrace_scope=0`",
-                         pid);
-    }
-  }
-  return "";
+  return ExplainPtraceRefusal(GatherPtraceFacts(pid, 0));
 }
 
 InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pid, int listener) {
