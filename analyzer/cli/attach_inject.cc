@@ -864,11 +864,13 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   put(frame_addr, &frame, sizeof(frame));
   put(fp_addr, fpstate.data(), fpstate.size());
   // The thread runs the loading at the highest priority we may give it
-  // (root: nice -20; 2 cores may be shared by tens of busy threads); the
-  // trampoline puts its own back.
+  // (root: nice -20; 2 cores may be shared by tens of busy threads). The
+  // trampoline always puts its own value back, and the raise comes only
+  // once the thread is pointed at the trampoline: record dying in between
+  // leaves no thread raised.
   errno = 0;
   const int old_nice = getpriority(PRIO_PROCESS, static_cast<id_t>(t.tid));
-  const bool boosted = errno == 0 && setpriority(PRIO_PROCESS, static_cast<id_t>(t.tid), -20) == 0;
+  const bool nice_known = errno == 0;
   TrampolineBlock block;
   block.dlopen_fn = *bias + *dlopen_off;
   block.dlsym_fn = *bias + *dlsym_off;
@@ -879,14 +881,13 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   block.entry_name = entry_at;
   block.sockaddr = sockaddr_at;
   block.sockaddr_len = addr_len;
-  block.restore_nice = boosted ? 1 : 0;
+  block.restore_nice = nice_known ? 1 : 0;
   block.old_nice = static_cast<uint64_t>(static_cast<int64_t>(old_nice));
   block.frame = frame_addr + offsetof(RtSigframe, uc);
   block.report_magic = kTrampolineReportMagic;
   put(block_addr, &block, sizeof(block));
   KillPoint(4);
   auto give_up = [&](const std::string& what) {
-    if (boosted) setpriority(PRIO_PROCESS, static_cast<id_t>(t.tid), old_nice);
     Release(t);
     result.stopped_ms += NowMs() - stop_started;
     result.error = fmt::format("cannot write {} into process {}: {}", what, pid,
@@ -911,6 +912,7 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   if (ptrace(PTRACE_SETREGS, t.tid, nullptr, &go) != 0) {
     return give_up("the thread's registers");
   }
+  if (nice_known) setpriority(PRIO_PROCESS, static_cast<id_t>(t.tid), -20);
   KillPoint(7);
   ptrace(PTRACE_DETACH, t.tid, nullptr, nullptr);
   result.stopped_ms += NowMs() - stop_started;

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -549,8 +550,9 @@ TEST_CASE("record killed with SIGKILL after each step of the injection leaves th
           "running as it was, registers and interrupted read included") {
   // CROSSFREE_INJECT_KILL_AFTER=K: record kills itself right after step K
   // of the injection (attach_inject.cc: 1 seized, 2 stopped, 3 registers
-  // read, 4 data built, 5 code written, 6 data written, 7 registers set, 8
-  // detached, 9 report connection accepted, 10 report read). The thread
+  // read, 4 data built, 5 code written, 6 data written, 7 registers set and
+  // priority raised, 8 detached, 9 report connection accepted, 10 report
+  // read). The thread
   // injected is "vector", asleep in a hand-made read system call with known
   // values in r12-r15 and ymm8: after every kill its read must still return
   // the byte sent to it with those values intact.
@@ -560,6 +562,19 @@ TEST_CASE("record killed with SIGKILL after each step of the injection leaves th
   REQUIRE(tid_line.rfind("vectortid ", 0) == 0);
   const std::string vector_tid = tid_line.substr(10);
   const std::vector<std::string> fds_before = Fds(target.pid);
+  // The thread's nice value: record raises it for the loading (as root)
+  // and the injected code puts it back; no kill may leave it raised.
+  auto nice_of_vector = [&] {
+    std::ifstream in("/proc/" + std::to_string(target.pid) + "/task/" + vector_tid + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 19 && fields >> field; ++i) {
+    }
+    return field;  // field 19: nice
+  };
+  const std::string nice_before = nice_of_vector();
+  REQUIRE(!nice_before.empty());
   for (int step = 1; step <= 10; ++step) {
     RunResult r = Run({CROSSFREE_CLI, "record", "-p", std::to_string(target.pid), "--duration",
                        "5", "-o", dir + "/killed" + std::to_string(step) + ".trace"},
@@ -569,6 +584,7 @@ TEST_CASE("record killed with SIGKILL after each step of the injection leaves th
     INFO("step " << step << ": " << r.err);
     REQUIRE(r.exit_code == 128 + SIGKILL);
     CHECK(target.Ask("vector") == "vector ok");
+    CHECK(nice_of_vector() == nice_before);
     CHECK(target.Ask("sleepers") == "sleepers 2");
     CHECK(target.Ask("cross") == "cross");
     // No session started (record died before sending its request): the
@@ -594,6 +610,7 @@ TEST_CASE("record killed with SIGKILL after each step of the injection leaves th
     REQUIRE(r.exit_code == 0);
     CHECK(r.err.find("thread " + vector_tid + " stopped for") != std::string::npos);
     CHECK(target.Ask("vector") == "vector ok");
+    CHECK(nice_of_vector() == nice_before);
   }
   {
     Recorder rec(target.pid, dir + "/after2.trace");
