@@ -342,7 +342,9 @@ bool ReadTarget(pid_t pid, uint64_t addr, void* data, size_t n) {
   int fd = open(fmt::format("/proc/{}/mem", pid).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   const ssize_t r = pread(fd, data, n, static_cast<off_t>(addr));
+  const int error = errno;
   close(fd);
+  errno = error;
   return r == static_cast<ssize_t>(n);
 }
 
@@ -382,7 +384,8 @@ struct CodePlace {
 };
 
 std::optional<CodePlace> FindCodePlace(pid_t pid, const std::vector<Mapping>& maps,
-                                       const std::string& code) {
+                                       const std::string& code, int* read_errno) {
+  *read_errno = 0;
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   std::vector<std::string> seen;
   // libc first: every target that can be attached to has it.
@@ -427,7 +430,10 @@ std::optional<CodePlace> FindCodePlace(pid_t pid, const std::vector<Mapping>& ma
       }
       if (!mapped) continue;
       std::string now(code.size(), '\0');
-      if (!ReadTarget(pid, start, now.data(), now.size())) continue;
+      if (!ReadTarget(pid, start, now.data(), now.size())) {
+        *read_errno = errno;
+        continue;
+      }
       if (now == code) return CodePlace{start, true};
       if (now.find_first_not_of('\0') == std::string::npos) return CodePlace{start, false};
     }
@@ -632,7 +638,13 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
     return result;
   }
   const std::string code = TrampolineCode();
-  const auto place = FindCodePlace(pid, maps, code);
+  int read_errno = 0;
+  const auto place = FindCodePlace(pid, maps, code, &read_errno);
+  if (!place && (read_errno == EPERM || read_errno == EACCES)) {
+    // Reading its memory needs the same permission as ptrace.
+    result.error = SeizeRefused(pid, EPERM);
+    return result;
+  }
   if (!place) {
     result.error = fmt::format(
         "found no unused tail of an executable page in process {} to put the {}-byte loader "
