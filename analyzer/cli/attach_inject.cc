@@ -612,6 +612,21 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
         pid);
     return result;
   }
+  {
+    // The injected code and the tracer reach record through an abstract
+    // unix socket, which exists per network namespace.
+    char own[64] = {}, its[64] = {};
+    if (readlink("/proc/self/ns/net", own, sizeof(own) - 1) > 0 &&
+        readlink(fmt::format("/proc/{}/ns/net", pid).c_str(), its, sizeof(its) - 1) > 0 &&
+        std::strcmp(own, its) != 0) {
+      result.error = fmt::format(
+          "process {} is in another network namespace ({}, crossfree in {}), where the tracer "
+          "cannot reach crossfree's control socket: run crossfree inside the process's "
+          "container (e.g. `docker exec` or `nsenter -t {} -n`)",
+          pid, its, own, pid);
+      return result;
+    }
+  }
   if (ShadowStackOn(pid)) {
     result.error = fmt::format(
         "process {} runs with the CPU's shadow stack (CET) on, which forbids the return path "

@@ -734,5 +734,31 @@ TEST_CASE("clear errors for another user's process and for root without CAP_SYS_
   CHECK(AllocsOfSize(t, 4242).size() == 1000);
 }
 
+TEST_CASE("a process in another network namespace is refused before any thread is stopped") {
+  // The tracer reaches record through an abstract unix socket, which
+  // exists per network namespace.
+  if (Run({"/usr/bin/unshare", "-n", "/bin/true"}, {}, "").exit_code != 0) {
+    std::fprintf(stderr, "skipped: unshare -n (a new network namespace) is not allowed here\n");
+    std::exit(77);  // SKIP_RETURN_CODE
+  }
+  Child target({"/usr/bin/unshare", "-n", TargetPath("tt_attach")});
+  const std::string ready = target.Line();
+  REQUIRE(ready.rfind("ready ", 0) == 0);
+  const std::string pid = ready.substr(6);
+  RunResult r = Run({CROSSFREE_CLI, "record", "-p", pid, "--duration", "0.1", "-o",
+                     MakeTempDir() + "/netns.trace"},
+                    {}, "");
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("process " + pid + " is in another network namespace") != std::string::npos);
+  CHECK(r.err.find("run crossfree inside the process's container") != std::string::npos);
+  target.Send("cross");
+  CHECK(target.Line() == "cross");
+  target.Send("where");
+  CHECK(target.Line() == "where libc.so.6 -");
+  target.Send("exit");
+  CHECK(target.Wait() == 0);
+}
+
 }  // namespace
 }  // namespace crossfree::tracer_test
