@@ -715,7 +715,24 @@ TEST_CASE("clear errors for another user's process and for root without CAP_SYS_
   CHECK(nocap.exit_code == 2);
   CHECK(nocap.err.find("runs as user 65534 and crossfree as root") != std::string::npos);
   CHECK(nocap.err.find("without CAP_SYS_PTRACE") != std::string::npos);
-  // Neither touched the target; with the capability, attaching works.
+  // A tracer the process cannot open (a directory only root may enter):
+  // record can, the process's dlopen cannot, and says why.
+  const std::string private_dir = MakeTempDir();  // 0700, root's
+  const std::string hidden_lib = private_dir + "/libcrossfree-trace.so";
+  {
+    std::ifstream from(CROSSFREE_TRACER_LIB, std::ios::binary);
+    std::ofstream to(hidden_lib, std::ios::binary);
+    to << from.rdbuf();
+  }
+  RunResult hidden = Run({CROSSFREE_CLI, "record", "-p", pid, "--duration", "0.1", "-o",
+                          dir + "/hidden.trace"},
+                         {"CROSSFREE_TRACER_LIB=" + hidden_lib}, "");
+  INFO(hidden.err);
+  CHECK(hidden.exit_code == 2);
+  CHECK(hidden.err.find("dlopen of the tracer failed in process " + pid + ": " + hidden_lib +
+                        ": cannot open shared object file: Permission denied") !=
+        std::string::npos);
+  // None touched the target; with the capability, attaching works.
   target.Send("where");
   CHECK(target.Line() == "where libc.so.6 -");
   {
