@@ -60,7 +60,7 @@
 
 #include "analyzer/cli/inject_trampoline.h"
 #include "analyzer/cli/ptrace_refusal.h"
-#include "tracer/attach_protocol.h"
+#include "format/attach_protocol.h"
 
 namespace crossfree::analyzer::cli {
 namespace {
