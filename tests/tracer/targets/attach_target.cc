@@ -35,7 +35,6 @@
 // Besides: two threads sleep in read() on pipes and two threads allocate
 // and free continuously (same thread) until exit.
 #include <dlfcn.h>
-#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -147,6 +146,25 @@ int g_vector_ack[2];
 std::atomic<pid_t> g_vector_tid{0};
 char g_vector_verdict[256] = "vector none";
 
+// read(g_vector_pipe[0], &c, 1) as one system call instruction, with the
+// pattern moved into REG (ymm8: 32 bytes, xmm8: 16) and known values into
+// r12-r15 before it, and all of them stored to vec and gpr after it.
+#define CF_VECTOR_READ(MOVE, REG)                                                         \
+  asm volatile(MOVE " (%[pat]), %%" REG "\n"                                            \
+               "movabs $0x1111111111111111, %%r12\n"                                     \
+               "movabs $0x2222222222222222, %%r13\n"                                     \
+               "movabs $0x3333333333333333, %%r14\n"                                     \
+               "movabs $0x4444444444444444, %%r15\n"                                     \
+               "syscall\n" MOVE " %%" REG ", (%[vec])\n"                                  \
+               "mov %%r12, 0(%[gpr])\n"                                                  \
+               "mov %%r13, 8(%[gpr])\n"                                                  \
+               "mov %%r14, 16(%[gpr])\n"                                                 \
+               "mov %%r15, 24(%[gpr])\n"                                                 \
+               : "=a"(r)                                                                 \
+               : "a"(static_cast<long>(SYS_read)), "D"(g_vector_pipe[0]), "S"(&c), "d"(1L), \
+                 [pat] "r"(kPattern), [vec] "r"(vec), [gpr] "r"(gpr)                      \
+               : "rcx", "r11", "r12", "r13", "r14", "r15", "xmm8", "memory")
+
 void VectorThread() {
   prctl(PR_SET_NAME, "vector", 0, 0, 0);
   g_vector_tid = static_cast<pid_t>(syscall(SYS_gettid));
@@ -159,44 +177,13 @@ void VectorThread() {
     char c = 0;
     long r;
     if (avx) {
-      asm volatile(
-          "vmovdqa (%[pat]), %%ymm8\n"
-          "movabs $0x1111111111111111, %%r12\n"
-          "movabs $0x2222222222222222, %%r13\n"
-          "movabs $0x3333333333333333, %%r14\n"
-          "movabs $0x4444444444444444, %%r15\n"
-          "syscall\n"
-          "vmovdqa %%ymm8, (%[vec])\n"
-          "mov %%r12, 0(%[gpr])\n"
-          "mov %%r13, 8(%[gpr])\n"
-          "mov %%r14, 16(%[gpr])\n"
-          "mov %%r15, 24(%[gpr])\n"
-          "vzeroupper\n"
-          : "=a"(r)
-          : "a"(static_cast<long>(SYS_read)), "D"(g_vector_pipe[0]), "S"(&c), "d"(1L),
-            [pat] "r"(kPattern), [vec] "r"(vec), [gpr] "r"(gpr)
-          : "rcx", "r11", "r12", "r13", "r14", "r15", "xmm8", "memory");
+      CF_VECTOR_READ("vmovdqa", "ymm8");
     } else {
-      asm volatile(
-          "movdqa (%[pat]), %%xmm8\n"
-          "movabs $0x1111111111111111, %%r12\n"
-          "movabs $0x2222222222222222, %%r13\n"
-          "movabs $0x3333333333333333, %%r14\n"
-          "movabs $0x4444444444444444, %%r15\n"
-          "syscall\n"
-          "movdqa %%xmm8, (%[vec])\n"
-          "mov %%r12, 0(%[gpr])\n"
-          "mov %%r13, 8(%[gpr])\n"
-          "mov %%r14, 16(%[gpr])\n"
-          "mov %%r15, 24(%[gpr])\n"
-          : "=a"(r)
-          : "a"(static_cast<long>(SYS_read)), "D"(g_vector_pipe[0]), "S"(&c), "d"(1L),
-            [pat] "r"(kPattern), [vec] "r"(vec), [gpr] "r"(gpr)
-          : "rcx", "r11", "r12", "r13", "r14", "r15", "xmm8", "memory");
+      CF_VECTOR_READ("movdqa", "xmm8");
       vec[2] = kPattern[2];
       vec[3] = kPattern[3];
     }
-    if (r == -EINTR) continue;  // a signal without SA_RESTART: not ours to judge
+    // No signal handler here: an EINTR would be the injection's doing.
     bool ok = r == 1 && c == 'v';
     for (int i = 0; i < 4; ++i) ok = ok && vec[i] == kPattern[i];
     ok = ok && gpr[0] == 0x1111111111111111ULL && gpr[1] == 0x2222222222222222ULL &&
