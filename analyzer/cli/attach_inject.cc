@@ -34,6 +34,7 @@
 #include <ucontext.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/random.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -485,6 +486,15 @@ FpSwBytes OwnSignalFrameSwBytes() {
   return bytes;
 }
 
+// A value no other injection uses (the report's tag).
+uint64_t InjectionNonce() {
+  uint64_t nonce = 0;
+  if (getrandom(&nonce, sizeof(nonce), 0) != static_cast<ssize_t>(sizeof(nonce))) {
+    nonce = static_cast<uint64_t>(NowMs() * 1e6) ^ (static_cast<uint64_t>(getpid()) << 40);
+  }
+  return nonce;
+}
+
 struct Stopped {
   pid_t tid;
   user_regs_struct saved;
@@ -624,6 +634,18 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
           "cannot reach crossfree's control socket: run crossfree inside the process's "
           "container (e.g. `docker exec` or `nsenter -t {} -n`)",
           pid, its, own, pid);
+      return result;
+    }
+  }
+  {
+    // A stopped process (SIGSTOP, Ctrl-Z) has no thread that could run
+    // the loading; its threads' stops are group stops, which are not ours.
+    const std::string stat = ReadText(fmt::format("/proc/{}/stat", pid));
+    const size_t paren = stat.rfind(')');
+    if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T') {
+      result.error = fmt::format(
+          "process {} is stopped (SIGSTOP or Ctrl-Z): continue it first (`kill -CONT {}`)", pid,
+          pid);
       return result;
     }
   }
@@ -911,7 +933,7 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   block.restore_nice = nice_known ? 1 : 0;
   block.old_nice = static_cast<uint64_t>(static_cast<int64_t>(old_nice));
   block.frame = frame_addr + offsetof(RtSigframe, uc);
-  block.report_magic = kTrampolineReportMagic;
+  block.report_nonce = InjectionNonce();
   put(block_addr, &block, sizeof(block));
   KillPoint(4);
   auto give_up = [&](const std::string& what) {
@@ -956,62 +978,77 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
       if (fd >= 0) close(fd);
     }
   } pidfd_guard{pidfd};
-  int conn = -1;
-  while (conn < 0) {
-    const double left = deadline - NowMs();
-    if (left <= 0) break;
-    pollfd p[2] = {{listener, POLLIN, 0}, {pidfd, POLLIN, 0}};
-    const int n = poll(p, pidfd >= 0 ? 2 : 1, static_cast<int>(left) + 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n > 0 && (p[1].revents & POLLIN) != 0) {
-      result.error = fmt::format("process {} exited while loading the tracer", pid);
-      return result;
-    }
-    if (n <= 0 || (p[0].revents & POLLIN) == 0) continue;
-    int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    ucred peer{};
-    socklen_t len = sizeof(peer);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0 && peer.pid == pid) {
-      conn = fd;
-    } else {
-      close(fd);  // not the target: someone else knocking
-    }
-  }
-  if (conn < 0) {
-    result.calls_ms = NowMs() - calls_started;
-    result.error = fmt::format(
-        "thread {} of process {} did not start loading the tracer within 30 s (the process is "
-        "stopped, or a seccomp filter refuses it a socket?); it returns to its own code by "
-        "itself",
-        t.tid, pid);
-    return result;
-  }
-  KillPoint(9);
+  // A report whose nonce is not this injection's comes from an older
+  // one whose record died before its thread ran (a stopped process):
+  // read and dropped.
   TrampolineBlock report;
-  auto* bytes = reinterpret_cast<char*>(&report) + kTrampolineReportOffset;
-  size_t got = 0;
-  while (got < kTrampolineReportSize) {
-    const double left = deadline - NowMs();
-    if (left <= 0) break;
-    pollfd p[2] = {{conn, POLLIN, 0}, {pidfd, POLLIN, 0}};
-    const int n = poll(p, pidfd >= 0 ? 2 : 1, static_cast<int>(left) + 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) continue;
-    if ((p[0].revents & (POLLIN | POLLHUP)) == 0) break;  // the process exited
-    const ssize_t r = recv(conn, bytes + got, kTrampolineReportSize - got, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += static_cast<size_t>(r);
+  bool have_report = false;
+  bool accepted = false;
+  bool exited = false;
+  while (!have_report && !exited) {
+    int conn = -1;
+    while (conn < 0) {
+      const double left = deadline - NowMs();
+      if (left <= 0) break;
+      pollfd p[2] = {{listener, POLLIN, 0}, {pidfd, POLLIN, 0}};
+      const int n = poll(p, pidfd >= 0 ? 2 : 1, static_cast<int>(left) + 1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n > 0 && (p[1].revents & POLLIN) != 0) {
+        exited = true;
+        break;
+      }
+      if (n <= 0 || (p[0].revents & POLLIN) == 0) continue;
+      int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      ucred peer{};
+      socklen_t len = sizeof(peer);
+      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0 && peer.pid == pid) {
+        conn = fd;
+      } else {
+        close(fd);  // not the target: someone else knocking
+      }
+    }
+    if (conn < 0) break;
+    if (!accepted) KillPoint(9);
+    accepted = true;
+    auto* bytes = reinterpret_cast<char*>(&report) + kTrampolineReportOffset;
+    size_t got = 0;
+    while (got < kTrampolineReportSize) {
+      const double left = deadline - NowMs();
+      if (left <= 0) break;
+      pollfd p[2] = {{conn, POLLIN, 0}, {pidfd, POLLIN, 0}};
+      const int n = poll(p, pidfd >= 0 ? 2 : 1, static_cast<int>(left) + 1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) continue;
+      if ((p[0].revents & (POLLIN | POLLHUP)) == 0) {
+        exited = true;
+        break;
+      }
+      const ssize_t r = recv(conn, bytes + got, kTrampolineReportSize - got, 0);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += static_cast<size_t>(r);
+    }
+    close(conn);
+    have_report = got == kTrampolineReportSize && report.report_nonce == block.report_nonce;
   }
-  close(conn);
   result.calls_ms = NowMs() - calls_started;
   KillPoint(10);
-  if (got < kTrampolineReportSize || report.report_magic != kTrampolineReportMagic) {
-    result.error = fmt::format(
-        "thread {} of process {} did not report on loading the tracer within 30 s (a lock "
-        "held elsewhere, or the process exited?)",
-        t.tid, pid);
+  if (!have_report) {
+    if (exited) {
+      result.error = fmt::format("process {} exited while loading the tracer", pid);
+    } else if (!accepted) {
+      result.error = fmt::format(
+          "thread {} of process {} did not start loading the tracer within 30 s (the process "
+          "is stopped, or a seccomp filter refuses it a socket?); it returns to its own code "
+          "by itself",
+          t.tid, pid);
+    } else {
+      result.error = fmt::format(
+          "thread {} of process {} did not report on loading the tracer within 30 s (a lock "
+          "held elsewhere?)",
+          t.tid, pid);
+    }
     return result;
   }
   report.message[sizeof(report.message) - 1] = '\0';

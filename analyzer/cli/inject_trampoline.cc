@@ -22,7 +22,7 @@ static_assert(offsetof(TrampolineBlock, restore_nice) == 72);
 static_assert(offsetof(TrampolineBlock, old_nice) == 80);
 static_assert(offsetof(TrampolineBlock, frame) == 88);
 static_assert(offsetof(TrampolineBlock, all_signals) == 96);
-static_assert(offsetof(TrampolineBlock, report_magic) == kTrampolineReportOffset);
+static_assert(offsetof(TrampolineBlock, report_nonce) == kTrampolineReportOffset);
 static_assert(offsetof(TrampolineBlock, stage) == 112);
 static_assert(offsetof(TrampolineBlock, handle) == 120);
 static_assert(offsetof(TrampolineBlock, entry_rc) == 128);

@@ -54,14 +54,13 @@ struct TrampolineBlock {
   uint64_t frame = 0;         // 88: the rt_sigreturn frame's ucontext
   uint64_t all_signals = ~uint64_t{0};  // 96: the mask blocked meanwhile
   // The report, bytes [104, 392): sent to record as they are.
-  uint64_t report_magic = 0;  // 104
+  uint64_t report_nonce = 0;  // 104: record's tag for this injection
   uint64_t stage = 0;         // 112: how far it got (TrampolineStage)
   uint64_t handle = 0;        // 120: dlopen's result
   uint64_t entry_rc = 0;      // 128: the entry point's result
   char message[256] = {};     // 136: dlerror()'s text when dlopen failed
 };
 
-inline constexpr uint64_t kTrampolineReportMagic = 0x5045524a4e494643;  // "CFINJREP"
 inline constexpr size_t kTrampolineReportOffset = 104;
 inline constexpr size_t kTrampolineReportSize = sizeof(TrampolineBlock) - kTrampolineReportOffset;
 

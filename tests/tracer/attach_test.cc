@@ -777,5 +777,38 @@ TEST_CASE("a process in another network namespace is refused before any thread i
   CHECK(target.Wait() == 0);
 }
 
+TEST_CASE("a stopped process is refused, left stopped, and attaches once continued") {
+  Target target;
+  REQUIRE(kill(target.pid, SIGSTOP) == 0);
+  int status = 0;
+  REQUIRE(waitpid(target.pid, &status, WUNTRACED) == target.pid);
+  REQUIRE(WIFSTOPPED(status));
+  const std::string dir = MakeTempDir();
+  RunResult r = Run({CROSSFREE_CLI, "record", "-p", std::to_string(target.pid), "--duration",
+                     "0.1", "-o", dir + "/stopped.trace"},
+                    {}, "");
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("is stopped (SIGSTOP or Ctrl-Z): continue it first") != std::string::npos);
+  std::ifstream stat("/proc/" + std::to_string(target.pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  CHECK(text.substr(text.rfind(')') + 2, 1) == "T");
+  REQUIRE(kill(target.pid, SIGCONT) == 0);
+  CHECK(target.Ask("vector") == "vector ok");
+  {
+    Recorder rec(target.pid, dir + "/continued.trace");
+    INFO(rec.err);
+    REQUIRE(rec.attached());
+    REQUIRE(target.Ask("cross") == "cross");
+    REQUIRE(rec.Detach() == 0);
+  }
+  target.child.Send("exit");
+  CHECK(target.child.Wait() == 0);
+  Trace t = LoadTrace(dir + "/continued.trace");
+  INFO(t.error);
+  REQUIRE(t.complete);
+  CHECK(AllocsOfSize(t, 4242).size() == 1000);
+}
+
 }  // namespace
 }  // namespace crossfree::tracer_test
