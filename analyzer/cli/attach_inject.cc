@@ -211,6 +211,18 @@ bool PcIsSafe(const std::vector<Mapping>& maps, uint64_t pc) {
   return false;  // no mapping: JIT or garbage, do not touch
 }
 
+// The injected code runs on the thread's stack, below where it stopped:
+// its data (a few KB) and dlopen's frames. A thread stack (a fixed
+// mapping above a guard page) must have room for them; the main thread's
+// grows on demand.
+bool EnoughStack(const std::vector<Mapping>& maps, uint64_t sp) {
+  constexpr uint64_t kNeeded = 256 * 1024;
+  for (const Mapping& m : maps) {
+    if (sp > m.lo && sp <= m.hi) return m.path == "[stack]" || sp - m.lo >= kNeeded;
+  }
+  return false;  // not in the maps read at the start: a newer thread, left alone
+}
+
 // Ranks of a thread by where it sleeps; lower is safer.
 enum Rank { kRestartable = 0, kEpoll = 1, kCondWait = 2, kOther = 3, kUnusable = 9 };
 
@@ -801,6 +813,7 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
           !InRseqCriticalSection(c.tid, t.saved.rip)) {
         fits = true;
       }
+      if (fits && !EnoughStack(maps, t.saved.rsp)) fits = false;
       if (!fits) {
         Release(t);
         result.stopped_ms += NowMs() - stop_started;
@@ -812,8 +825,8 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   if (!chosen) {
     result.error = fmt::format(
         "found no thread of process {} ({} threads, {} tried) that is safe to stop for loading "
-        "the tracer: every one was allocating or inside libc, the loader or the allocator; "
-        "try again",
+        "the tracer: every one was allocating, inside libc, the loader or the allocator, or "
+        "had too little stack left (256 KB); try again",
         pid, result.threads, result.attempts);
     return result;
   }

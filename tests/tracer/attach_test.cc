@@ -810,5 +810,22 @@ TEST_CASE("a stopped process is refused, left stopped, and attaches once continu
   CHECK(AllocsOfSize(t, 4242).size() == 1000);
 }
 
+TEST_CASE("a thread with too little stack left is not made to load the tracer") {
+  Target target;
+  const std::string line = target.Ask("smalltid");
+  REQUIRE(line.rfind("smalltid ", 0) == 0);
+  RunResult r = Run({CROSSFREE_CLI, "record", "-p", std::to_string(target.pid), "--duration",
+                     "0.1", "-o", MakeTempDir() + "/small.trace"},
+                    {"CROSSFREE_INJECT_TID=" + line.substr(9)}, "");
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("had too little stack left") != std::string::npos);
+  // It was stopped and let go untouched: its read goes on.
+  CHECK(target.Ask("small") == "small 1");
+  CHECK(target.Ask("where") == "where libc.so.6 -");
+  target.child.Send("exit");
+  CHECK(target.child.Wait() == 0);
+}
+
 }  // namespace
 }  // namespace crossfree::tracer_test

@@ -27,6 +27,10 @@
 //   sleepers   -> "sleepers N": one byte to each of the two sleepers; N of
 //                 them read it (their read() came back with it) and said so
 //                 within 10 s
+//   smalltid   -> "smalltid <tid>" of thread "small", asleep in read() on
+//                 a 64 KB stack (too little for the injected code)
+//   small      -> "small 1" when thread "small" read the byte sent to it
+//                 within 10 s
 //   vectortid  -> "vectortid <tid>" of thread "vector"
 //   vector     -> "vector ok" when thread "vector", asleep in a raw read
 //                 system call with known values in r12-r15 and in ymm8
@@ -231,6 +235,32 @@ int main() {
       }
     }).detach();
   }
+  // Thread "small": a 64 KB stack.
+  int small_pipe[2], small_ack[2];
+  if (pipe(small_pipe) != 0 || pipe(small_ack) != 0) return 1;
+  static std::atomic<pid_t> small_tid{0};
+  static int small_fds[2];
+  small_fds[0] = small_pipe[0];
+  small_fds[1] = small_ack[1];
+  {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_t small;
+    if (pthread_create(&small, &attr, [](void*) -> void* {
+          prctl(PR_SET_NAME, "small", 0, 0, 0);
+          small_tid = static_cast<pid_t>(syscall(SYS_gettid));
+          char c;
+          while (read(small_fds[0], &c, 1) == 1) {
+            if (write(small_fds[1], &c, 1) != 1) abort();
+          }
+          return nullptr;
+        }, nullptr) != 0) {
+      return 1;
+    }
+    pthread_attr_destroy(&attr);
+    while (small_tid.load() == 0) sched_yield();
+  }
   if (pipe(g_vector_pipe) != 0 || pipe(g_vector_ack) != 0) return 1;
   std::thread(VectorThread).detach();
   while (g_vector_tid.load() == 0) sched_yield();
@@ -355,6 +385,11 @@ int main() {
         if (write(p[1], "s", 1) != 1) return 1;
       }
       printf("sleepers %d\n", AwaitBytes(sleep_ack[0], 2));
+    } else if (cmd == "smalltid") {
+      printf("smalltid %d\n", static_cast<int>(small_tid.load()));
+    } else if (cmd == "small") {
+      if (write(small_pipe[1], "s", 1) != 1) return 1;
+      printf("small %d\n", AwaitBytes(small_ack[0], 1));
     } else if (cmd == "vectortid") {
       printf("vectortid %d\n", static_cast<int>(g_vector_tid.load()));
     } else if (cmd == "vector") {
