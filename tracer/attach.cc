@@ -162,6 +162,15 @@ ControlArgs g_args;
 
 void* ControlThread(void*) {
   __atomic_store_n(&crossfree_tracer_guard, 1, __ATOMIC_RELAXED);
+  // Out of the way of the program's own low descriptors. Here, not in the
+  // entry point: growing a multi-threaded process's descriptor table past
+  // its size waits for an RCU grace period, which took 60-240 ms on 2
+  // cores busy with 59 threads, and the entry point runs on a thread of
+  // the program.
+  if (int high = fcntl(g_args.fd, F_DUPFD_CLOEXEC, 500); high >= 0) {
+    close(g_args.fd);
+    g_args.fd = high;
+  }
   // Out of the program's close() (owned_fds.h): a program that closes every
   // descriptor would otherwise end the session as if record had gone. This
   // thread runs under the guard, so its own close() calls go through.
@@ -300,12 +309,6 @@ extern "C" __attribute__((visibility("default"))) int crossfree_attach(int recor
   };
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return fail(attach::kAttachNoChannel, errno);
-  // Out of the way of the program's own low descriptors.
-  int high = fcntl(fd, F_DUPFD_CLOEXEC, 500);
-  if (high >= 0) {
-    close(fd);
-    fd = high;
-  }
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   const size_t n = attach::AttachSocketName(static_cast<uint32_t>(getpid()), addr.sun_path + 1,

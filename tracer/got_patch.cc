@@ -69,18 +69,9 @@ int FindName(const char* name) {
   return -1;
 }
 
-bool Contains(const char* s, const char* needle) {
-  for (; *s != '\0'; ++s) {
-    size_t i = 0;
-    while (needle[i] != '\0' && s[i] == needle[i]) ++i;
-    if (needle[i] == '\0') return true;
-  }
-  return false;
-}
-
 bool SkipModule(const dl_phdr_info* info) {
   const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-  if (Contains(name, "linux-vdso") || Contains(name, "ld-linux")) return true;
+  if (StrContains(name, "linux-vdso") || StrContains(name, "ld-linux")) return true;
   // The tracer itself: its own calls must keep reaching the real functions.
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& p = info->dlpi_phdr[i];

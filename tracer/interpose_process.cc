@@ -24,6 +24,7 @@ using crossfree::tracer::ErrnoSaver;
 using crossfree::tracer::GuardScope;
 using crossfree::tracer::Real;
 using crossfree::tracer::ShouldRecord;
+using crossfree::tracer::StrContains;
 
 extern "C" __attribute__((visibility("default"))) int pthread_setname_np(pthread_t thread,
                                                                          const char* name) {
@@ -133,15 +134,6 @@ extern "C" __attribute__((visibility("default"))) void _Exit(int status) { ExitN
 
 namespace {
 
-bool Contains(const char* s, const char* needle) {
-  for (; *s != '\0'; ++s) {
-    size_t i = 0;
-    while (needle[i] != '\0' && s[i] == needle[i]) ++i;
-    if (needle[i] == '\0') return true;
-  }
-  return false;
-}
-
 // A program that starts another with an LD_PRELOAD of its own (`env
 // LD_PRELOAD=libtcmalloc.so.4 CMD`) drops the tracer from it: say so once,
 // with what to do. An environment without LD_PRELOAD (env -i, a sanitising
@@ -154,7 +146,7 @@ void CheckPreloadKept(const char* path, char* const envp[]) {
     size_t k = 0;
     while (kKey[k] != '\0' && kv[k] == kKey[k]) ++k;
     if (kKey[k] != '\0') continue;
-    if (Contains(kv + 11, "libcrossfree-trace")) return;
+    if (StrContains(kv + 11, "libcrossfree-trace")) return;
     static int warned = 0;
     if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED) != 0) return;
     GuardScope guard;

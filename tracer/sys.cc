@@ -175,6 +175,15 @@ bool StrEq(const char* a, const char* b) {
   return *a == *b;
 }
 
+bool StrContains(const char* s, const char* needle) {
+  for (; *s != '\0'; ++s) {
+    size_t i = 0;
+    while (needle[i] != '\0' && s[i] == needle[i]) ++i;
+    if (needle[i] == '\0') return true;
+  }
+  return false;
+}
+
 }  // namespace crossfree::tracer
 
 namespace crossfree::tracer {

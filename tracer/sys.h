@@ -58,6 +58,8 @@ uintptr_t FindMappingStart(const char* name);
 // (the compiler may still lower them to libc's, which do not allocate).
 size_t StrLen(const char* s);
 bool StrEq(const char* a, const char* b);
+// strstr(s, needle) != nullptr.
+bool StrContains(const char* s, const char* needle);
 
 }  // namespace crossfree::tracer
 

@@ -3,36 +3,45 @@
 //
 // How one thread is made to load the tracer:
 //  1. pick a thread that is asleep in a system call that holds no lock of
-//     libc's or the loader's and that the kernel restarts by itself after
-//     a ptrace stop (read on a socket or pipe, poll, select, accept,
-//     nanosleep, wait, a condition-variable futex; epoll_wait, which
-//     returns EINTR after a stop, is restarted by hand), else a thread
-//     whose program counter is outside libc, the loader, the C++ runtime
-//     and any allocator;
+//     libc's or the loader's and that can simply be run again (read on a
+//     socket or pipe, poll, select, accept, nanosleep, wait, a
+//     condition-variable futex, epoll_wait), else a thread whose program
+//     counter is outside libc, the loader, the C++ runtime, any allocator
+//     and any rseq critical section;
 //  2. PTRACE_SEIZE that one thread (no other is stopped) and
 //     PTRACE_INTERRUPT it; check from its registers that it is where we
-//     expected, else let it go and try another;
-//  3. save its registers, make it call dlopen(library, RTLD_NOW |
-//     RTLD_LOCAL) and then crossfree_attach(record's pid) with return
-//     address 0, so that each call ends in a SIGSEGV at address 0 that we
-//     catch and suppress; orig_rax -1 keeps the interrupted system call
-//     from being restarted into our call;
-//  4. put the registers back (the interrupted system call restarts as it
-//     would after any stop) and PTRACE_DETACH, handing back a signal that
-//     arrived meanwhile.
-// Every wait is bounded; on any failure before the calls the thread is
-// let go untouched.
+//     expected, else let it go untouched and try another;
+//  3. while it is stopped, write the trampoline (inject_trampoline.h) into
+//     the unused tail of an executable page, and below the thread's stack
+//     pointer the trampoline's data and an rt_sigreturn frame holding the
+//     thread's registers, vector state and the interrupted system call set
+//     to run again;
+//  4. point the thread at the trampoline and PTRACE_DETACH at once. The
+//     thread loads the tracer and comes back to its own code by itself;
+//     record only reads its report on the control socket.
+// So record dying (SIGKILL) at any instant harms nothing: before step 4's
+// register change the thread resumes where it was, as after any stop;
+// after it, the thread runs the trampoline, which does not need record
+// (with record gone its connect fails and it goes straight back).
+// Every wait is bounded.
 #include "analyzer/cli/attach_inject.h"
 
 #include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <ucontext.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/random.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -49,6 +58,10 @@
 #include <vector>
 
 #include <fmt/core.h>
+
+#include "analyzer/cli/inject_trampoline.h"
+#include "analyzer/cli/ptrace_refusal.h"
+#include "format/attach_protocol.h"
 
 namespace crossfree::analyzer::cli {
 namespace {
@@ -198,6 +211,18 @@ bool PcIsSafe(const std::vector<Mapping>& maps, uint64_t pc) {
   return false;  // no mapping: JIT or garbage, do not touch
 }
 
+// The injected code runs on the thread's stack, below where it stopped:
+// its data (a few KB) and dlopen's frames. A thread stack (a fixed
+// mapping above a guard page) must have room for them; the main thread's
+// grows on demand.
+bool EnoughStack(const std::vector<Mapping>& maps, uint64_t sp) {
+  constexpr uint64_t kNeeded = 256 * 1024;
+  for (const Mapping& m : maps) {
+    if (sp > m.lo && sp <= m.hi) return m.path == "[stack]" || sp - m.lo >= kNeeded;
+  }
+  return false;  // not in the maps read at the start: a newer thread, left alone
+}
+
 // Ranks of a thread by where it sleeps; lower is safer.
 enum Rank { kRestartable = 0, kEpoll = 1, kCondWait = 2, kOther = 3, kUnusable = 9 };
 
@@ -313,6 +338,29 @@ bool PokeBytes(pid_t tid, uint64_t addr, const void* data, size_t n) {
   return true;
 }
 
+// Writes into the target's memory through the stopped thread tid (whose
+// tracer we are, which lets the kernel write into read-only code pages):
+// one write through /proc, or word by word when /proc is not mounted.
+bool WriteTarget(pid_t pid, pid_t tid, uint64_t addr, const void* data, size_t n) {
+  int fd = open(fmt::format("/proc/{}/task/{}/mem", pid, tid).c_str(), O_RDWR | O_CLOEXEC);
+  if (fd >= 0) {
+    const ssize_t w = pwrite(fd, data, n, static_cast<off_t>(addr));
+    close(fd);
+    if (w == static_cast<ssize_t>(n)) return true;
+  }
+  return PokeBytes(tid, addr, data, n);
+}
+
+bool ReadTarget(pid_t pid, uint64_t addr, void* data, size_t n) {
+  int fd = open(fmt::format("/proc/{}/mem", pid).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t r = pread(fd, data, n, static_cast<off_t>(addr));
+  const int error = errno;
+  close(fd);
+  errno = error;
+  return r == static_cast<ssize_t>(n);
+}
+
 std::optional<uint64_t> PeekWord(pid_t tid, uint64_t addr) {
   errno = 0;
   long v = ptrace(PTRACE_PEEKDATA, tid, addr, nullptr);
@@ -320,117 +368,189 @@ std::optional<uint64_t> PeekWord(pid_t tid, uint64_t addr) {
   return static_cast<uint64_t>(v);
 }
 
-std::string PeekString(pid_t tid, uint64_t addr, size_t max) {
-  std::string s;
-  for (size_t i = 0; i < max; i += 8) {
-    auto w = PeekWord(tid, addr + i);
-    if (!w) break;
-    for (int k = 0; k < 8; ++k) {
-      char c = static_cast<char>((*w >> (8 * k)) & 0xff);
-      if (c == '\0') return s;
-      s += c;
+// For tests of the claim that the target survives record's death at any
+// step of the injection: CROSSFREE_INJECT_KILL_AFTER=K makes record
+// SIGKILL itself right after step K (1-10, numbered in InjectTracer).
+void KillPoint(int step) {
+  static const int kill_after = [] {
+    const char* v = getenv("CROSSFREE_INJECT_KILL_AFTER");
+    return v != nullptr ? std::atoi(v) : 0;
+  }();
+  if (kill_after == step) raise(SIGKILL);
+}
+
+// For the same tests: CROSSFREE_INJECT_TID=T makes record consider only
+// thread T (the test's thread with known register values).
+pid_t OnlyThread() {
+  const char* v = getenv("CROSSFREE_INJECT_TID");
+  return v != nullptr ? static_cast<pid_t>(std::atol(v)) : 0;
+}
+
+// Where the trampoline goes: the unused tail of the last page of an
+// object's executable segment (the loader maps whole pages; nothing is
+// ever run past the segment's end). Found from the object's program
+// headers and checked in memory: all zero (first use) or the trampoline
+// already (an earlier attach). No new mapping, so none is left behind.
+struct CodePlace {
+  uint64_t address = 0;
+  bool present = false;  // the bytes are there already
+};
+
+std::optional<CodePlace> FindCodePlace(pid_t pid, const std::vector<Mapping>& maps,
+                                       const std::string& code, int* read_errno) {
+  *read_errno = 0;
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  std::vector<std::string> seen;
+  // libc first: every target that can be attached to has it.
+  std::vector<const Mapping*> order;
+  for (const Mapping& m : maps) {
+    if (m.exec && Basename(m.path).rfind("libc.so", 0) == 0) order.push_back(&m);
+  }
+  for (const Mapping& m : maps) {
+    if (m.exec && !m.path.empty() && m.path[0] == '/') order.push_back(&m);
+  }
+  for (const Mapping* m : order) {
+    if (std::find(seen.begin(), seen.end(), m->path) != seen.end()) continue;
+    seen.push_back(m->path);
+    std::string file = fmt::format("/proc/{}/root{}", pid, m->path);
+    if (access(file.c_str(), R_OK) != 0) file = m->path;
+    int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    Elf64_Ehdr eh;
+    std::vector<Elf64_Phdr> ph;
+    bool ok = pread(fd, &eh, sizeof(eh), 0) == static_cast<ssize_t>(sizeof(eh)) &&
+              std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+              eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum < 256;
+    if (ok) {
+      ph.resize(eh.e_phnum);
+      const auto bytes = static_cast<ssize_t>(ph.size() * sizeof(Elf64_Phdr));
+      ok = pread(fd, ph.data(), static_cast<size_t>(bytes), static_cast<off_t>(eh.e_phoff)) ==
+           bytes;
+    }
+    close(fd);
+    if (!ok) continue;
+    const auto bias = LoadBias(maps, m->path, file);
+    if (!bias) continue;
+    for (const Elf64_Phdr& p : ph) {
+      if (p.p_type != PT_LOAD || (p.p_flags & PF_X) == 0) continue;
+      const uint64_t seg_end = *bias + p.p_vaddr + p.p_memsz;
+      const uint64_t page_end = (seg_end + page - 1) & ~(page - 1);
+      const uint64_t start = ((seg_end + 15) & ~uint64_t{15}) + 16;
+      if (start + code.size() > page_end) continue;
+      bool mapped = false;
+      for (const Mapping& x : maps) {
+        mapped = mapped || (x.exec && x.lo < seg_end && x.hi >= page_end);
+      }
+      if (!mapped) continue;
+      std::string now(code.size(), '\0');
+      if (!ReadTarget(pid, start, now.data(), now.size())) {
+        *read_errno = errno;
+        continue;
+      }
+      if (now == code) return CodePlace{start, true};
+      if (now.find_first_not_of('\0') == std::string::npos) return CodePlace{start, false};
     }
   }
-  return s;
+  return std::nullopt;
+}
+
+// The software bytes the kernel writes into a signal frame's FXSAVE area
+// (struct _fpx_sw_bytes), and which rt_sigreturn checks before it
+// restores more than the legacy x87/SSE state.
+constexpr uint32_t kFpXstateMagic1 = 0x46505853, kFpXstateMagic2 = 0x46505845;
+struct FpSwBytes {
+  uint32_t magic1;
+  uint32_t extended_size;
+  uint64_t xfeatures;
+  uint32_t xstate_size;
+  uint32_t padding[7];
+};
+static_assert(sizeof(FpSwBytes) == 48);
+
+FpSwBytes g_own_sw;
+
+void CopySwBytes(int, siginfo_t*, void* context) {
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  const auto* fp = reinterpret_cast<const uint8_t*>(uc->uc_mcontext.fpregs);
+  if (fp != nullptr) std::memcpy(&g_own_sw, fp + 464, sizeof(g_own_sw));
+}
+
+// This process's own, from a signal it sends itself once (same kernel,
+// same CPU features).
+FpSwBytes OwnSignalFrameSwBytes() {
+  static const FpSwBytes bytes = [] {
+    struct sigaction sa = {}, old = {};
+    sa.sa_sigaction = CopySwBytes;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    g_own_sw = {};
+    if (sigaction(SIGURG, &sa, &old) == 0) {
+      sigset_t urg, prev;
+      sigemptyset(&urg);
+      sigaddset(&urg, SIGURG);
+      pthread_sigmask(SIG_UNBLOCK, &urg, &prev);
+      raise(SIGURG);
+      pthread_sigmask(SIG_SETMASK, &prev, nullptr);
+      sigaction(SIGURG, &old, nullptr);
+    }
+    return g_own_sw;
+  }();
+  return bytes;
+}
+
+// A value no other injection uses (the report's tag).
+uint64_t InjectionNonce() {
+  uint64_t nonce = 0;
+  if (getrandom(&nonce, sizeof(nonce), 0) != static_cast<ssize_t>(sizeof(nonce))) {
+    nonce = static_cast<uint64_t>(NowMs() * 1e6) ^ (static_cast<uint64_t>(getpid()) << 40);
+  }
+  return nonce;
 }
 
 struct Stopped {
   pid_t tid;
   user_regs_struct saved;
   int pending_signal = 0;
-  bool gone = false;
 };
 
-// Calls fn(a0, a1) on the stopped thread; data (if any) is copied below
-// its stack's red zone first and its address passed as a0 when
-// data_as_a0. Returns rax, or nullopt with *error set.
-std::optional<uint64_t> RemoteCall(Stopped* t, uint64_t fn, uint64_t a0, uint64_t a1,
-                                   const std::string* data, double timeout_ms,
-                                   std::string* error) {
-  user_regs_struct r = t->saved;
-  uint64_t sp = t->saved.rsp - 256;  // the red zone (128) and a margin
-  if (data != nullptr) {
-    sp -= (data->size() + 1 + 15) & ~uint64_t{15};
-    if (!PokeBytes(t->tid, sp, data->c_str(), data->size() + 1)) {
-      *error = fmt::format("cannot write into the stack of thread {}: {}", t->tid,
-                           std::strerror(errno));
-      return std::nullopt;
-    }
-    a0 = sp;
-  }
-  sp &= ~uint64_t{15};
-  sp -= 8;  // the return address: 0, so that returning faults where we look
-  const uint64_t zero = 0;
-  if (!PokeBytes(t->tid, sp, &zero, 8)) {
-    *error = fmt::format("cannot write into the stack of thread {}: {}", t->tid,
-                         std::strerror(errno));
-    return std::nullopt;
-  }
-  r.rsp = sp;
-  r.rip = fn;
-  r.rdi = a0;
-  r.rsi = a1;
-  r.rax = 0;
-  r.orig_rax = static_cast<unsigned long long>(-1);  // no system call restart into our call
-  if (ptrace(PTRACE_SETREGS, t->tid, nullptr, &r) != 0 ||
-      ptrace(PTRACE_CONT, t->tid, nullptr, nullptr) != 0) {
-    *error = fmt::format("ptrace on thread {} failed: {}", t->tid, std::strerror(errno));
-    return std::nullopt;
-  }
-  const double deadline = NowMs() + timeout_ms;
-  for (;;) {
-    int status = 0;
-    if (!WaitFor(t->tid, &status, deadline - NowMs())) {
-      *error = fmt::format(
-          "thread {} did not return from its call within {:.0f} s (a lock held elsewhere?); "
-          "it is left running where it is",
-          t->tid, timeout_ms / 1000);
-      return std::nullopt;
-    }
-    if (WIFEXITED(status) || WIFSIGNALED(status)) {
-      t->gone = true;
-      *error = fmt::format("thread {} exited during the call (the process exited?)", t->tid);
-      return std::nullopt;
-    }
-    if (!WIFSTOPPED(status)) continue;
-    const int sig = WSTOPSIG(status);
-    if ((status >> 16) == PTRACE_EVENT_STOP) {
-      // A group stop (SIGSTOP sent to the process): run the call on.
-      ptrace(PTRACE_CONT, t->tid, nullptr, nullptr);
-      continue;
-    }
-    if (sig == SIGSEGV) {
-      user_regs_struct now;
-      if (ptrace(PTRACE_GETREGS, t->tid, nullptr, &now) != 0) {
-        *error = fmt::format("cannot read thread {}'s registers: {}", t->tid, std::strerror(errno));
-        return std::nullopt;
-      }
-      if (now.rip == 0) return now.rax;
-      *error = fmt::format("the call faulted in thread {} at {:#x}", t->tid, now.rip);
-      return std::nullopt;
-    }
-    // Any other signal: kept for the end, delivered after the registers
-    // are back (one is enough: a standard signal pending twice is one).
-    if (t->pending_signal == 0) t->pending_signal = sig;
-    ptrace(PTRACE_CONT, t->tid, nullptr, nullptr);
-  }
+// Lets a thread go untouched (registers as the stop found them: an
+// interrupted system call restarts as after any stop), handing back a
+// signal that arrived meanwhile.
+void Release(const Stopped& t) {
+  ptrace(PTRACE_DETACH, t.tid, nullptr, reinterpret_cast<void*>(static_cast<long>(t.pending_signal)));
 }
 
-// Registers back and the thread let go. An epoll wait that the stop made
-// return EINTR is started again (epoll_wait is the one common wait the
-// kernel does not restart after a stop).
-void Release(Stopped* t, bool restore) {
-  if (t->gone) return;
-  if (restore) {
-    user_regs_struct r = t->saved;
-    if (static_cast<long long>(r.orig_rax) >= 0 && static_cast<long long>(r.rax) == -EINTR &&
-        IsEpoll(static_cast<long long>(r.orig_rax))) {
-      r.rax = r.orig_rax;
-      r.rip -= 2;  // the syscall instruction
-    }
-    ptrace(PTRACE_SETREGS, t->tid, nullptr, &r);
+// True when the thread was stopped inside a restartable sequence's
+// critical section (rseq): returning there after other code ran on
+// possibly another CPU would let it commit without the abort the kernel
+// owes it.
+bool InRseqCriticalSection(pid_t tid, uint64_t pc) {
+  struct {
+    uint64_t rseq_abi_pointer;
+    uint32_t rseq_abi_size, signature, flags, pad;
+  } config{};
+  constexpr int kGetRseqConfiguration = 0x420f;
+  if (ptrace(static_cast<__ptrace_request>(kGetRseqConfiguration), tid, sizeof(config),
+             &config) <= 0 ||
+      config.rseq_abi_pointer == 0) {
+    return false;
   }
-  ptrace(PTRACE_DETACH, t->tid, nullptr, reinterpret_cast<void*>(static_cast<long>(t->pending_signal)));
+  const auto cs = PeekWord(tid, config.rseq_abi_pointer + 8);
+  if (!cs || *cs == 0) return false;
+  const auto start = PeekWord(tid, *cs + 8);
+  const auto length = PeekWord(tid, *cs + 16);
+  return !start || !length || (pc >= *start && pc - *start < *length);
+}
+
+bool ShadowStackOn(pid_t pid) {
+  std::istringstream in(ReadText(fmt::format("/proc/{}/status", pid)));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("x86_Thread_features:", 0) == 0) {
+      return line.find("shstk") != std::string::npos;
+    }
+  }
+  return false;
 }
 
 bool HasCapSysPtrace() {
@@ -452,75 +572,46 @@ bool InContainer() {
          cg.find("containerd") != std::string::npos || cg.find("lxc") != std::string::npos;
 }
 
+// What /proc says about ptrace permissions on pid.
+PtraceFacts GatherPtraceFacts(pid_t pid, int seize_errno) {
+  PtraceFacts f;
+  f.pid = pid;
+  f.own_pid = getpid();
+  f.own_euid = static_cast<long>(geteuid());
+  f.cap_sys_ptrace = HasCapSysPtrace();
+  f.in_container = InContainer();
+  f.seize_errno = seize_errno;
+  std::istringstream in(ReadText(fmt::format("/proc/{}/status", pid)));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("TracerPid:", 0) == 0) f.tracer_pid = std::strtol(line.c_str() + 10, nullptr, 10);
+    if (line.rfind("Uid:", 0) == 0) {
+      std::istringstream u(line.substr(4));
+      long real = -1, effective = -1;
+      u >> real >> effective;
+      f.target_uid = real != effective ? -2 : effective;
+    }
+  }
+  if (f.tracer_pid != 0) {
+    f.tracer_comm = ReadText(fmt::format("/proc/{}/comm", f.tracer_pid));
+    if (!f.tracer_comm.empty() && f.tracer_comm.back() == '\n') f.tracer_comm.pop_back();
+  }
+  const std::string scope = ReadText("/proc/sys/kernel/yama/ptrace_scope");
+  if (!scope.empty()) f.yama_scope = std::atoi(scope.c_str());
+  return f;
+}
+
 std::string SeizeRefused(pid_t pid, int error) {
-  std::string why = PtracePermissionProblem(pid);
-  if (!why.empty()) return why;
-  if (error == EPERM && !HasCapSysPtrace() && InContainer()) {
-    return "this container has no CAP_SYS_PTRACE: run it with --cap-add=SYS_PTRACE (docker, "
-           "podman) or add SYS_PTRACE to securityContext.capabilities (Kubernetes)";
-  }
-  if (error == EPERM) {
-    return "ptrace was refused (EPERM) although the user and kernel.yama.ptrace_scope allow "
-           "it: a seccomp filter or a security module (AppArmor, SELinux) forbids ptrace here; "
-           "run as root with CAP_SYS_PTRACE outside that profile";
-  }
-  return fmt::format("ptrace(PTRACE_SEIZE) failed: {}", std::strerror(error));
+  return ExplainPtraceRefusal(GatherPtraceFacts(pid, error));
 }
 
 }  // namespace
 
 std::string PtracePermissionProblem(pid_t pid) {
-  std::istringstream in(ReadText(fmt::format("/proc/{}/status", pid)));
-  std::string line;
-  long tracer = 0;
-  long uid = -1;
-  while (std::getline(in, line)) {
-    if (line.rfind("TracerPid:", 0) == 0) tracer = std::strtol(line.c_str() + 10, nullptr, 10);
-    if (line.rfind("Uid:", 0) == 0) {
-      std::istringstream u(line.substr(4));
-      long real = -1, effective = -1;
-      u >> real >> effective;
-      uid = effective;
-      if (real != effective) uid = -2;
-    }
-  }
-  if (tracer != 0 && tracer != getpid()) {
-    std::string comm = ReadText(fmt::format("/proc/{}/comm", tracer));
-    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
-    return fmt::format("process {} is already traced by process {} ({}): a debugger or strace "
-                       "holds it; detach that first",
-                       pid, tracer, comm);
-  }
-  const bool cap = HasCapSysPtrace();
-  if (uid != -1 && uid != static_cast<long>(geteuid()) && !cap) {
-    return fmt::format("process {} runs as {} and crossfree as user {}: run crossfree as the "
-                       "same user as the process, or as root",
-                       pid, uid == -2 ? std::string("another user (setuid)")
-                                      : fmt::format("user {}", uid),
-                       geteuid());
-  }
-  std::string scope = ReadText("/proc/sys/kernel/yama/ptrace_scope");
-  if (!scope.empty()) {
-    const int s = std::atoi(scope.c_str());
-    if (s == 3) {
-      return "ptrace is disabled on this machine (kernel.yama.ptrace_scope=3, until reboot): "
-             "attaching is impossible; run the program under `crossfree record -- CMD`";
-    }
-    if (s == 2 && !cap) {
-      return "kernel.yama.ptrace_scope=2 lets only processes with CAP_SYS_PTRACE attach: run "
-             "crossfree as root (sudo)";
-    }
-    if (s == 1 && !cap) {
-      return fmt::format("kernel.yama.ptrace_scope=1 lets a process attach only to its own "
-                         "descendants: run `sudo crossfree record -p {}`, or allow it with "
-                         "`sudo sysctl kernel.yama.ptrace_scope=0`",
-                         pid);
-    }
-  }
-  return "";
+  return ExplainPtraceRefusal(GatherPtraceFacts(pid, 0));
 }
 
-InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pid) {
+InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pid, int listener) {
   InjectResult result;
   const std::vector<Mapping> maps = ReadMaps(pid);
   if (maps.empty()) {
@@ -530,14 +621,11 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   std::string libc;
   for (const Mapping& m : maps) {
     const std::string base = Basename(m.path);
-    if (base == "libc.so.6" || (base.rfind("libc-", 0) == 0 && base.find(".so") != std::string::npos)) {
+    if (libc.empty() && (base == "libc.so.6" || (base.rfind("libc-", 0) == 0 &&
+                                                 base.find(".so") != std::string::npos))) {
       libc = m.path;
-      break;
     }
-    if (Basename(m.path) == Basename(library)) result.already_loaded = true;
-  }
-  for (const Mapping& m : maps) {
-    if (Basename(m.path) == Basename(library)) result.already_loaded = true;
+    if (base == Basename(library)) result.already_loaded = true;
   }
   if (libc.empty()) {
     result.error = fmt::format(
@@ -546,25 +634,75 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
         pid);
     return result;
   }
+  {
+    // The injected code and the tracer reach record through an abstract
+    // unix socket, which exists per network namespace.
+    char own[64] = {}, its[64] = {};
+    if (readlink("/proc/self/ns/net", own, sizeof(own) - 1) > 0 &&
+        readlink(fmt::format("/proc/{}/ns/net", pid).c_str(), its, sizeof(its) - 1) > 0 &&
+        std::strcmp(own, its) != 0) {
+      result.error = fmt::format(
+          "process {} is in another network namespace ({}, crossfree in {}), where the tracer "
+          "cannot reach crossfree's control socket: run crossfree inside the process's "
+          "container (e.g. `docker exec` or `nsenter -t {} -n`)",
+          pid, its, own, pid);
+      return result;
+    }
+  }
+  {
+    // A stopped process (SIGSTOP, Ctrl-Z) has no thread that could run
+    // the loading; its threads' stops are group stops, which are not ours.
+    const std::string stat = ReadText(fmt::format("/proc/{}/stat", pid));
+    const size_t paren = stat.rfind(')');
+    if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T') {
+      result.error = fmt::format(
+          "process {} is stopped (SIGSTOP or Ctrl-Z): continue it first (`kill -CONT {}`)", pid,
+          pid);
+      return result;
+    }
+  }
+  if (ShadowStackOn(pid)) {
+    result.error = fmt::format(
+        "process {} runs with the CPU's shadow stack (CET) on, which forbids the return path "
+        "the injection uses; run it under `crossfree record -- CMD` instead",
+        pid);
+    return result;
+  }
   // The target's view of the file: through its root (a container's).
   std::string libc_file = fmt::format("/proc/{}/root{}", pid, libc);
   if (access(libc_file.c_str(), R_OK) != 0) libc_file = libc;
   const auto bias = LoadBias(maps, libc, libc_file);
   const auto dlopen_off = DynamicSymbol(libc_file, "dlopen");
+  const auto dlsym_off = DynamicSymbol(libc_file, "dlsym");
   const auto dlerror_off = DynamicSymbol(libc_file, "dlerror");
-  if (!bias || !dlopen_off) {
+  if (!bias || !dlopen_off || !dlsym_off || !dlerror_off) {
     result.error = fmt::format(
         "{} of process {} exports no dlopen (glibc older than 2.34 keeps it in libdl, which "
         "this process has not loaded); attaching needs glibc 2.34 or later",
         libc, pid);
     return result;
   }
-  const auto entry_off = DynamicSymbol(library, "crossfree_attach");
-  if (!entry_off) {
+  if (!DynamicSymbol(library, attach::kEntrySymbol)) {
     result.error = fmt::format("{} has no crossfree_attach entry point (an older tracer?)", library);
     return result;
   }
+  const std::string code = TrampolineCode();
+  int read_errno = 0;
+  const auto place = FindCodePlace(pid, maps, code, &read_errno);
+  if (!place && (read_errno == EPERM || read_errno == EACCES)) {
+    // Reading its memory needs the same permission as ptrace.
+    result.error = SeizeRefused(pid, EPERM);
+    return result;
+  }
+  if (!place) {
+    result.error = fmt::format(
+        "found no unused tail of an executable page in process {} to put the {}-byte loader "
+        "code in (is /proc/{}/mem readable?)",
+        pid, code.size(), pid);
+    return result;
+  }
   // Candidates, safest first (read again for each round of tries).
+  const pid_t only_thread = OnlyThread();
   auto list_candidates = [&] {
     std::vector<Candidate> out;
     uint32_t threads = 0;
@@ -573,6 +711,7 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
         if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
         const pid_t tid = static_cast<pid_t>(std::atol(e->d_name));
         ++threads;
+        if (only_thread != 0 && tid != only_thread) continue;
         Candidate c = Classify(pid, tid);
         if (c.rank != kUnusable) out.push_back(c);
       }
@@ -608,12 +747,14 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
     }
   } restore_nice{own_boost, own_nice};
 
-  // A thread that did not fit (it was inside libc or the allocator) is let
-  // go at once; after a round with none that fits, the threads run 2 ms
-  // and are looked at again, up to kMaxAttempts stops in all.
+  // A thread that did not fit (it was inside libc or the allocator, or a
+  // signal reached it first) is let go untouched at once; after a round
+  // with none that fits, the threads run 2 ms and are looked at again, up
+  // to kMaxAttempts stops in all.
   constexpr size_t kMaxAttempts = 40;
   constexpr int kRounds = 20;
   std::optional<Stopped> chosen;
+  bool in_syscall = false;
   double stop_started = 0;
   std::vector<Candidate> candidates;
   for (int round = 0; round < kRounds && !chosen && result.attempts < kMaxAttempts; ++round) {
@@ -630,6 +771,7 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
         result.error = SeizeRefused(pid, error);
         return result;
       }
+      KillPoint(1);
       stop_started = NowMs();
       ++result.attempts;
       Stopped t{c.tid, {}};
@@ -640,26 +782,40 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
         result.stopped_ms += NowMs() - stop_started;
         continue;
       }
-      if ((status >> 16) != PTRACE_EVENT_STOP) {
-        // A signal arrived first: keep it for the end.
-        t.pending_signal = WSTOPSIG(status);
-      }
-      if (ptrace(PTRACE_GETREGS, c.tid, nullptr, &t.saved) != 0) {
-        ptrace(PTRACE_DETACH, c.tid, nullptr,
-               reinterpret_cast<void*>(static_cast<long>(t.pending_signal)));
+      KillPoint(2);
+      if ((status >> 16) != PTRACE_EVENT_STOP || WSTOPSIG(status) != SIGTRAP) {
+        // A signal arrived first (or a group stop): its delivery is the
+        // thread's business; let it go with it and take another.
+        if ((status >> 16) != PTRACE_EVENT_STOP) t.pending_signal = WSTOPSIG(status);
+        Release(t);
         result.stopped_ms += NowMs() - stop_started;
         continue;
       }
+      if (ptrace(PTRACE_GETREGS, c.tid, nullptr, &t.saved) != 0) {
+        Release(t);
+        result.stopped_ms += NowMs() - stop_started;
+        continue;
+      }
+      KillPoint(3);
       const auto orig = static_cast<long long>(t.saved.orig_rax);
       const auto rax = static_cast<long long>(t.saved.rax);
       bool fits = false;
-      if (c.nr >= 0 && orig == c.nr) {
-        // Still in the same wait, interrupted by our stop.
-        fits = IsRestartCode(rax) || (IsEpoll(orig) && rax == -EINTR);
+      in_syscall = false;
+      if (c.nr >= 0 && orig == c.nr &&
+          (IsRestartCode(rax) || (IsEpoll(orig) && rax == -EINTR))) {
+        // Still in the same wait, interrupted by our stop; it is run
+        // again from its syscall instruction (0f 05) on the way back.
+        const auto insn = PeekWord(c.tid, t.saved.rip - 2);
+        fits = insn && (*insn & 0xffff) == 0x050f;
+        in_syscall = fits;
       }
-      if (!fits && PcIsSafe(maps, t.saved.rip) && orig < 0) fits = true;
+      if (!fits && orig < 0 && PcIsSafe(maps, t.saved.rip) &&
+          !InRseqCriticalSection(c.tid, t.saved.rip)) {
+        fits = true;
+      }
+      if (fits && !EnoughStack(maps, t.saved.rsp)) fits = false;
       if (!fits) {
-        Release(&t, /*restore=*/false);
+        Release(t);
         result.stopped_ms += NowMs() - stop_started;
         continue;
       }
@@ -669,53 +825,263 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   if (!chosen) {
     result.error = fmt::format(
         "found no thread of process {} ({} threads, {} tried) that is safe to stop for loading "
-        "the tracer: every one was allocating or inside libc, the loader or the allocator; "
-        "try again",
+        "the tracer: every one was allocating, inside libc, the loader or the allocator, or "
+        "had too little stack left (256 KB); try again",
         pid, result.threads, result.attempts);
     return result;
   }
   Stopped& t = *chosen;
   result.tid = t.tid;
-  std::string error;
-  // The thread runs the calls while 2 cores may be shared by tens of busy
-  // threads: for their few milliseconds it gets the highest priority we
-  // may give (root: nice -20), and its own back after.
+  // Everything the thread needs to come back by itself, built while it
+  // is stopped: its vector and x87 state in the kernel's signal-frame
+  // layout (PTRACE_GETREGSET gives the XSAVE layout; rt_sigreturn also
+  // checks the software bytes and the end marker added here). Without
+  // XSAVE, the 512-byte FXSAVE area (rt_sigreturn then restores it alone).
+  std::vector<uint8_t> fpstate(64 * 1024);
+  iovec iov{fpstate.data(), fpstate.size()};
+  constexpr size_t kSwBytes = 464;  // the FXSAVE area's software-reserved bytes
+  const FpSwBytes own = OwnSignalFrameSwBytes();
+  if (own.magic1 == kFpXstateMagic1 &&
+      ptrace(PTRACE_GETREGSET, t.tid, reinterpret_cast<void*>(NT_X86_XSTATE), &iov) == 0 &&
+      iov.iov_len >= 576) {
+    // ptrace puts XCR0 where a signal frame has these bytes: the frame's
+    // own, as the kernel writes them for this machine, go there instead
+    // (the size no larger than what ptrace gave).
+    FpSwBytes sw = own;
+    sw.xstate_size = std::min<uint32_t>(sw.xstate_size, static_cast<uint32_t>(iov.iov_len));
+    sw.extended_size = sw.xstate_size + 4;
+    fpstate.resize(sw.xstate_size + 4);
+    std::memcpy(fpstate.data() + kSwBytes, &sw, sizeof(sw));
+    std::memcpy(fpstate.data() + sw.xstate_size, &kFpXstateMagic2, 4);
+  } else {
+    fpstate.assign(512, 0);
+    if (ptrace(PTRACE_GETFPREGS, t.tid, nullptr, fpstate.data()) != 0) {
+      Release(t);
+      result.error = fmt::format("cannot read the vector registers of thread {}: {}", t.tid,
+                                 std::strerror(errno));
+      return result;
+    }
+    std::memset(fpstate.data() + kSwBytes, 0, sizeof(FpSwBytes));
+  }
+  // The registers to return with: a wait interrupted by our stop is run
+  // again from its syscall instruction, as the kernel does after a stop
+  // for the restart codes. (A wait the kernel would continue with
+  // restart_syscall, a sleep with a timeout, starts again with its full
+  // timeout: rt_sigreturn forgets the time left.)
+  user_regs_struct back = t.saved;
+  if (in_syscall) {
+    back.rax = back.orig_rax;
+    back.rip -= 2;
+  }
+  // The thread's stack, below its red zone and a margin, top down: the
+  // vector state (64-byte aligned, as rt_sigreturn requires), the frame,
+  // the block, the strings; the trampoline's own stack below them all.
+  const uint64_t top = (t.saved.rsp - 128 - 256) & ~uint64_t{63};
+  const uint64_t fp_addr = (top - fpstate.size()) & ~uint64_t{63};
+  const uint64_t frame_addr = (fp_addr - sizeof(RtSigframe)) & ~uint64_t{15};
+  const uint64_t block_addr = (frame_addr - sizeof(TrampolineBlock)) & ~uint64_t{15};
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const size_t name_len = attach::AttachSocketName(static_cast<uint32_t>(pid), addr.sun_path + 1,
+                                                   sizeof(addr.sun_path) - 1);
+  const size_t addr_len = offsetof(sockaddr_un, sun_path) + 1 + name_len;
+  const std::string entry_name = attach::kEntrySymbol;
+  const size_t strings_size = sizeof(addr) + entry_name.size() + 1 + library.size() + 1;
+  const uint64_t strings_addr = (block_addr - strings_size) & ~uint64_t{15};
+  const uint64_t work_rsp = (strings_addr - 64) & ~uint64_t{15};
+  std::vector<uint8_t> image(top - strings_addr, 0);
+  auto put = [&](uint64_t at, const void* data, size_t n) {
+    std::memcpy(image.data() + (at - strings_addr), data, n);
+  };
+  const uint64_t sockaddr_at = strings_addr;
+  const uint64_t entry_at = sockaddr_at + sizeof(addr);
+  const uint64_t path_at = entry_at + entry_name.size() + 1;
+  put(sockaddr_at, &addr, sizeof(addr));
+  put(entry_at, entry_name.c_str(), entry_name.size() + 1);
+  put(path_at, library.c_str(), library.size() + 1);
+  RtSigframe frame{};
+  frame.uc.uc_flags = 0x1 | 0x2 | 0x4;  // UC_FP_XSTATE, UC_SIGCONTEXT_SS, UC_STRICT_RESTORE_SS
+  sigcontext& sc = frame.uc.uc_mcontext;
+  sc.r8 = back.r8;
+  sc.r9 = back.r9;
+  sc.r10 = back.r10;
+  sc.r11 = back.r11;
+  sc.r12 = back.r12;
+  sc.r13 = back.r13;
+  sc.r14 = back.r14;
+  sc.r15 = back.r15;
+  sc.rdi = back.rdi;
+  sc.rsi = back.rsi;
+  sc.rbp = back.rbp;
+  sc.rbx = back.rbx;
+  sc.rdx = back.rdx;
+  sc.rax = back.rax;
+  sc.rcx = back.rcx;
+  sc.rsp = back.rsp;
+  sc.rip = back.rip;
+  sc.eflags = back.eflags;
+  sc.cs = static_cast<uint16_t>(back.cs);
+  sc.__pad0 = static_cast<uint16_t>(back.ss);
+  sc.fpstate = reinterpret_cast<struct _fpstate*>(fp_addr);
+  put(frame_addr, &frame, sizeof(frame));
+  put(fp_addr, fpstate.data(), fpstate.size());
+  // The thread runs the loading at the highest priority we may give it
+  // (root: nice -20; 2 cores may be shared by tens of busy threads). The
+  // trampoline always puts its own value back, and the raise comes only
+  // once the thread is pointed at the trampoline: record dying in between
+  // leaves no thread raised.
   errno = 0;
   const int old_nice = getpriority(PRIO_PROCESS, static_cast<id_t>(t.tid));
-  const bool boosted = errno == 0 && setpriority(PRIO_PROCESS, static_cast<id_t>(t.tid), -20) == 0;
-  const double calls_started = NowMs();
-  const uint64_t dlopen_fn = *bias + *dlopen_off;
-  constexpr uint64_t kRtldNowLocal = 0x2;  // RTLD_NOW, RTLD_LOCAL
-  auto handle = RemoteCall(&t, dlopen_fn, 0, kRtldNowLocal, &library, 30000, &error);
-  if (handle && *handle == 0) {
-    std::string why = "unknown reason";
-    if (dlerror_off) {
-      auto msg = RemoteCall(&t, *bias + *dlerror_off, 0, 0, nullptr, 5000, &error);
-      if (msg && *msg != 0) why = PeekString(t.tid, *msg, 1024);
-    }
-    error = fmt::format("dlopen of the tracer failed in process {}: {}", pid, why);
-    handle.reset();
+  const bool nice_known = errno == 0;
+  TrampolineBlock block;
+  block.dlopen_fn = *bias + *dlopen_off;
+  block.dlsym_fn = *bias + *dlsym_off;
+  block.dlerror_fn = *bias + *dlerror_off;
+  block.record_pid = static_cast<uint64_t>(record_pid);
+  block.dlopen_flags = 0x2;  // RTLD_NOW | RTLD_LOCAL
+  block.path = path_at;
+  block.entry_name = entry_at;
+  block.sockaddr = sockaddr_at;
+  block.sockaddr_len = addr_len;
+  block.restore_nice = nice_known ? 1 : 0;
+  block.old_nice = static_cast<uint64_t>(static_cast<int64_t>(old_nice));
+  block.frame = frame_addr + offsetof(RtSigframe, uc);
+  block.report_nonce = InjectionNonce();
+  put(block_addr, &block, sizeof(block));
+  KillPoint(4);
+  auto give_up = [&](const std::string& what) {
+    Release(t);
+    result.stopped_ms += NowMs() - stop_started;
+    result.error = fmt::format("cannot write {} into process {}: {}", what, pid,
+                               std::strerror(errno));
+    return result;
+  };
+  if (!place->present && !WriteTarget(pid, t.tid, place->address, code.data(), code.size())) {
+    return give_up("the loader code");
   }
-  std::optional<uint64_t> entry_rc;
-  if (handle) {
-    // The handle is the object's link_map, whose first field is its bias.
-    auto lib_bias = PeekWord(t.tid, *handle);
-    if (!lib_bias) {
-      error = "cannot read the tracer's load address in the target";
-    } else {
-      entry_rc = RemoteCall(&t, *lib_bias + *entry_off, static_cast<uint64_t>(record_pid), 0,
-                            nullptr, 5000, &error);
+  KillPoint(5);
+  if (!WriteTarget(pid, t.tid, strings_addr, image.data(), image.size())) {
+    return give_up("the loader's data");
+  }
+  KillPoint(6);
+  // From this call on the thread belongs to the trampoline, which brings
+  // it back by itself; nothing below needs this process alive.
+  user_regs_struct go = t.saved;
+  go.rip = place->address;
+  go.rsp = work_rsp;
+  go.rbx = block_addr;
+  go.orig_rax = static_cast<unsigned long long>(-1);  // no restart into the trampoline
+  if (ptrace(PTRACE_SETREGS, t.tid, nullptr, &go) != 0) {
+    return give_up("the thread's registers");
+  }
+  if (nice_known) setpriority(PRIO_PROCESS, static_cast<id_t>(t.tid), -20);
+  KillPoint(7);
+  ptrace(PTRACE_DETACH, t.tid, nullptr, nullptr);
+  result.stopped_ms += NowMs() - stop_started;
+  KillPoint(8);
+
+  // The trampoline's report: on its own connection, the first to reach
+  // the control socket from the target (the tracer's comes after).
+  const double calls_started = NowMs();
+  const double deadline = calls_started + 30000;
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  struct ClosePidfd {
+    int fd;
+    ~ClosePidfd() {
+      if (fd >= 0) close(fd);
     }
+  } pidfd_guard{pidfd};
+  // A report whose nonce is not this injection's comes from an older
+  // one whose record died before its thread ran (a stopped process):
+  // read and dropped.
+  TrampolineBlock report;
+  bool have_report = false;
+  bool accepted = false;
+  bool exited = false;
+  while (!have_report && !exited) {
+    int conn = -1;
+    while (conn < 0) {
+      const double left = deadline - NowMs();
+      if (left <= 0) break;
+      pollfd p[2] = {{listener, POLLIN, 0}, {pidfd, POLLIN, 0}};
+      const int n = poll(p, pidfd >= 0 ? 2 : 1, static_cast<int>(left) + 1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n > 0 && (p[1].revents & POLLIN) != 0) {
+        exited = true;
+        break;
+      }
+      if (n <= 0 || (p[0].revents & POLLIN) == 0) continue;
+      int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      ucred peer{};
+      socklen_t len = sizeof(peer);
+      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0 && peer.pid == pid) {
+        conn = fd;
+      } else {
+        close(fd);  // not the target: someone else knocking
+      }
+    }
+    if (conn < 0) break;
+    if (!accepted) KillPoint(9);
+    accepted = true;
+    auto* bytes = reinterpret_cast<char*>(&report) + kTrampolineReportOffset;
+    size_t got = 0;
+    while (got < kTrampolineReportSize) {
+      const double left = deadline - NowMs();
+      if (left <= 0) break;
+      pollfd p[2] = {{conn, POLLIN, 0}, {pidfd, POLLIN, 0}};
+      const int n = poll(p, pidfd >= 0 ? 2 : 1, static_cast<int>(left) + 1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) continue;
+      if ((p[0].revents & (POLLIN | POLLHUP)) == 0) {
+        exited = true;
+        break;
+      }
+      const ssize_t r = recv(conn, bytes + got, kTrampolineReportSize - got, 0);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += static_cast<size_t>(r);
+    }
+    close(conn);
+    have_report = got == kTrampolineReportSize && report.report_nonce == block.report_nonce;
   }
   result.calls_ms = NowMs() - calls_started;
-  if (boosted) setpriority(PRIO_PROCESS, static_cast<id_t>(t.tid), old_nice);
-  Release(&t, /*restore=*/true);
-  result.stopped_ms += NowMs() - stop_started;
-  if (!entry_rc) {
-    result.error = error;
+  KillPoint(10);
+  if (!have_report) {
+    if (exited) {
+      result.error = fmt::format("process {} exited while loading the tracer", pid);
+    } else if (!accepted) {
+      result.error = fmt::format(
+          "thread {} of process {} did not start loading the tracer within 30 s (the process "
+          "is stopped, or a seccomp filter refuses it a socket?); it returns to its own code "
+          "by itself",
+          t.tid, pid);
+    } else {
+      result.error = fmt::format(
+          "thread {} of process {} did not report on loading the tracer within 30 s (a lock "
+          "held elsewhere?)",
+          t.tid, pid);
+    }
     return result;
   }
-  result.entry_result = static_cast<int>(*entry_rc & 0xffffffff);
+  report.message[sizeof(report.message) - 1] = '\0';
+  switch (report.stage) {
+    case kStageDlopenFailed:
+      result.error = fmt::format("dlopen of the tracer failed in process {}: {}", pid,
+                                 report.message[0] != '\0' ? report.message : "unknown reason");
+      return result;
+    case kStageNoEntry:
+      result.error = fmt::format("the tracer loaded into process {} has no {} entry point", pid,
+                                 entry_name);
+      return result;
+    case kStageDone:
+      break;
+    default:
+      result.error = fmt::format("the loader code in process {} stopped at step {}", pid,
+                                 report.stage);
+      return result;
+  }
+  result.entry_result = static_cast<int>(report.entry_rc & 0xffffffff);
   result.ok = true;
   return result;
 }

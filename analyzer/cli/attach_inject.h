@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // `crossfree record -p`: loads libcrossfree-trace.so into a running
 // process with ptrace and calls its attach entry point (docs/design.md,
-// "Attaching to a running process"). One thread of the target is stopped,
-// for the dlopen and one short call; every other thread runs on.
+// "Attaching to a running process"). One thread of the target is stopped
+// for well under a millisecond, to point it at code that loads the tracer
+// and returns by itself; every other thread runs on.
 //
 // Single-threaded use from the record command; no global state.
 #pragma once
@@ -20,8 +21,8 @@ struct InjectResult {
   int entry_result = -1;    // crossfree_attach's return value when called
   pid_t tid = 0;            // the thread that was stopped
   uint32_t threads = 0;     // threads of the target
-  double stopped_ms = 0;    // how long that thread was kept from its own code, in all
-  double calls_ms = 0;      // of which running dlopen and the entry point
+  double stopped_ms = 0;    // how long threads were held in ptrace stops, in all
+  double calls_ms = 0;      // then the chosen thread's run of dlopen and the entry point
   uint32_t attempts = 0;    // threads stopped and let go before one fit
   bool already_loaded = false;
 };
@@ -31,8 +32,11 @@ struct InjectResult {
 std::string PtracePermissionProblem(pid_t pid);
 
 // Loads library (an absolute path) into pid and calls its entry point
-// with record_pid. On any failure the stopped thread gets its registers
-// back and is let go.
-InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pid);
+// with record_pid. listener is record's bound and listening control
+// socket (attach_protocol.h): the injected code reports on a connection
+// to it, which this accepts; the tracer's own connection is left queued.
+// The stopped thread is let go within a few hundred microseconds, either
+// untouched or pointed at code that brings it back by itself.
+InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pid, int listener);
 
 }  // namespace crossfree::analyzer::cli

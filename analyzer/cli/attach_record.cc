@@ -178,7 +178,7 @@ int RunAttach(const AttachOptions& o) {
     }
     return kExitUsage;
   }
-  listen(listener, 1);
+  listen(listener, 4);
   struct CloseOnExit {
     int fd;
     ~CloseOnExit() { close(fd); }
@@ -201,7 +201,7 @@ int RunAttach(const AttachOptions& o) {
   sigaction(SIGHUP, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  const InjectResult inj = InjectTracer(pid, o.library, getpid());
+  const InjectResult inj = InjectTracer(pid, o.library, getpid(), listener);
   if (!inj.ok) {
     fmt::print(stderr, "crossfree record: cannot attach to {}: {}\n", pid, inj.error);
     return kExitUsage;
@@ -246,7 +246,8 @@ int RunAttach(const AttachOptions& o) {
   }
   fmt::print(stderr,
              "crossfree record: attached to process {} ({}): thread {} stopped for {:.2f} ms "
-             "in all, {:.2f} ms of it loading the tracer ({} of {} threads stopped{}); {}\n",
+             "in all, then {:.2f} ms loading the tracer on its own ({} of {} threads "
+             "stopped{}); {}\n",
              pid, exe, inj.tid, inj.stopped_ms, inj.calls_ms, inj.attempts, inj.threads,
              inj.already_loaded ? ", tracer already loaded" : "", reply.substr(3));
   if (o.duration_s >= 0) {

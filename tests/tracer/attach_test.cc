@@ -7,12 +7,16 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -542,6 +546,89 @@ TEST_CASE("20 attach/detach cycles leave no descriptor or mapping behind") {
   CHECK(t.complete);
 }
 
+TEST_CASE("record killed with SIGKILL after each step of the injection leaves the target "
+          "running as it was, registers and interrupted read included") {
+  // CROSSFREE_INJECT_KILL_AFTER=K: record kills itself right after step K
+  // of the injection (attach_inject.cc: 1 seized, 2 stopped, 3 registers
+  // read, 4 data built, 5 code written, 6 data written, 7 registers set and
+  // priority raised, 8 detached, 9 report connection accepted, 10 report
+  // read). The thread
+  // injected is "vector", asleep in a hand-made read system call with known
+  // values in r12-r15 and ymm8: after every kill its read must still return
+  // the byte sent to it with those values intact.
+  const std::string dir = MakeTempDir();
+  Target target;
+  const std::string tid_line = target.Ask("vectortid");
+  REQUIRE(tid_line.rfind("vectortid ", 0) == 0);
+  const std::string vector_tid = tid_line.substr(10);
+  const std::vector<std::string> fds_before = Fds(target.pid);
+  // The thread's nice value: record raises it for the loading (as root)
+  // and the injected code puts it back; no kill may leave it raised.
+  auto nice_of_vector = [&] {
+    std::ifstream in("/proc/" + std::to_string(target.pid) + "/task/" + vector_tid + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 19 && fields >> field; ++i) {
+    }
+    return field;  // field 19: nice
+  };
+  const std::string nice_before = nice_of_vector();
+  REQUIRE(!nice_before.empty());
+  for (int step = 1; step <= 10; ++step) {
+    RunResult r = Run({CROSSFREE_CLI, "record", "-p", std::to_string(target.pid), "--duration",
+                       "5", "-o", dir + "/killed" + std::to_string(step) + ".trace"},
+                      {"CROSSFREE_INJECT_KILL_AFTER=" + std::to_string(step),
+                       "CROSSFREE_INJECT_TID=" + vector_tid},
+                      "");
+    INFO("step " << step << ": " << r.err);
+    REQUIRE(r.exit_code == 128 + SIGKILL);
+    CHECK(target.Ask("vector") == "vector ok");
+    CHECK(nice_of_vector() == nice_before);
+    CHECK(target.Ask("sleepers") == "sleepers 2");
+    CHECK(target.Ask("cross") == "cross");
+    // No session started (record died before sending its request): the
+    // tracer, when loaded, hooks nothing.
+    std::string where;
+    for (int i = 0; i < 5000 && where != "where libc.so.6 -"; ++i) where = target.Ask("where");
+    CHECK(where == "where libc.so.6 -");
+  }
+  // Nothing of the injections is left open in the program (the tracer's
+  // own descriptor, when a session ran, is at 500 or above).
+  for (const std::string& fd : Fds(target.pid)) {
+    if (std::find(fds_before.begin(), fds_before.end(), fd) == fds_before.end()) {
+      INFO(fd);
+      CHECK(std::stoi(fd) >= 500);
+    }
+  }
+  // A later attach, through the same thread, works and counts exactly.
+  {
+    RunResult r = Run({CROSSFREE_CLI, "record", "-p", std::to_string(target.pid), "--duration",
+                       "0.05", "-o", dir + "/after.trace"},
+                      {"CROSSFREE_INJECT_TID=" + vector_tid}, "");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.find("thread " + vector_tid + " stopped for") != std::string::npos);
+    CHECK(target.Ask("vector") == "vector ok");
+    CHECK(nice_of_vector() == nice_before);
+  }
+  {
+    Recorder rec(target.pid, dir + "/after2.trace");
+    INFO(rec.err);
+    REQUIRE(rec.attached());
+    REQUIRE(target.Ask("cross") == "cross");
+    REQUIRE(rec.Detach() == 0);
+  }
+  CHECK(target.Ask("vector") == "vector ok");
+  CHECK(target.Ask("sleepers") == "sleepers 2");
+  target.child.Send("exit");
+  CHECK(target.child.Wait() == 0);
+  Trace t = LoadTrace(dir + "/after2.trace");
+  INFO(t.error);
+  REQUIRE(t.complete);
+  CHECK(AllocsOfSize(t, 4242).size() == 1000);
+}
+
 TEST_CASE("a real Debian program that takes malloc's address: python3") {
   // /usr/bin/python3 is not PIE and takes malloc's address, so dlsym finds
   // its PLT entry for malloc: the tracer must forward to libc's, not to
@@ -587,6 +674,157 @@ TEST_CASE("clear errors for no such process and a statically linked process") {
   INFO(r.err);
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("statically linked") != std::string::npos);
+}
+
+// setpriv (util-linux, essential in Debian) runs a command as another user
+// or without a capability; switching needs root.
+constexpr char kSetpriv[] = "/usr/bin/setpriv";
+
+TEST_CASE("clear errors for another user's process and for root without CAP_SYS_PTRACE") {
+  if (geteuid() != 0 || access(kSetpriv, X_OK) != 0) {
+    std::fprintf(stderr,
+                 "skipped: running the target as user nobody and record as another user needs "
+                 "root and %s (uid %d here)\n",
+                 kSetpriv, static_cast<int>(geteuid()));
+    std::exit(77);  // SKIP_RETURN_CODE
+  }
+  const std::string dir = MakeTempDir();
+  REQUIRE(chmod(dir.c_str(), 0777) == 0);  // the tracer writes as nobody
+  Child target({kSetpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+                TargetPath("tt_attach")});
+  const std::string ready = target.Line();
+  REQUIRE(ready.rfind("ready ", 0) == 0);
+  const std::string pid = ready.substr(6);
+  // Another ordinary user: the kernel's user check.
+  RunResult other = Run({kSetpriv, "--reuid=65533", "--regid=65533", "--clear-groups",
+                         CROSSFREE_CLI, "record", "-p", pid, "--duration", "0.1", "-o",
+                         dir + "/other.trace"},
+                        {}, "");
+  INFO(other.err);
+  CHECK(other.exit_code == 2);
+  CHECK(other.err.find("process " + pid + " runs as user 65534 and crossfree as user 65533") !=
+        std::string::npos);
+  CHECK(other.err.find("run crossfree as the same user as the process, or as root") !=
+        std::string::npos);
+  // Root without CAP_SYS_PTRACE (as in a container started without it).
+  RunResult nocap = Run({kSetpriv, "--inh-caps=-sys_ptrace", "--bounding-set=-sys_ptrace",
+                         CROSSFREE_CLI, "record", "-p", pid, "--duration", "0.1", "-o",
+                         dir + "/nocap.trace"},
+                        {}, "");
+  INFO(nocap.err);
+  CHECK(nocap.exit_code == 2);
+  CHECK(nocap.err.find("runs as user 65534 and crossfree as root") != std::string::npos);
+  CHECK(nocap.err.find("without CAP_SYS_PTRACE") != std::string::npos);
+  // A tracer the process cannot open (a directory only root may enter):
+  // record can, the process's dlopen cannot, and says why.
+  const std::string private_dir = MakeTempDir();  // 0700, root's
+  const std::string hidden_lib = private_dir + "/libcrossfree-trace.so";
+  {
+    std::ifstream from(CROSSFREE_TRACER_LIB, std::ios::binary);
+    std::ofstream to(hidden_lib, std::ios::binary);
+    to << from.rdbuf();
+  }
+  RunResult hidden = Run({CROSSFREE_CLI, "record", "-p", pid, "--duration", "0.1", "-o",
+                          dir + "/hidden.trace"},
+                         {"CROSSFREE_TRACER_LIB=" + hidden_lib}, "");
+  INFO(hidden.err);
+  CHECK(hidden.exit_code == 2);
+  CHECK(hidden.err.find("dlopen of the tracer failed in process " + pid + ": " + hidden_lib +
+                        ": cannot open shared object file: Permission denied") !=
+        std::string::npos);
+  // None touched the target; with the capability, attaching works.
+  target.Send("where");
+  CHECK(target.Line() == "where libc.so.6 -");
+  {
+    Recorder rec(static_cast<pid_t>(std::stol(pid)), dir + "/root.trace");
+    INFO(rec.err);
+    REQUIRE(rec.attached());
+    target.Send("cross");
+    REQUIRE(target.Line() == "cross");
+    REQUIRE(rec.Detach() == 0);
+  }
+  target.Send("exit");
+  CHECK(target.Wait() == 0);
+  Trace t = LoadTrace(dir + "/root.trace");
+  INFO(t.error);
+  REQUIRE(t.complete);
+  CHECK(AllocsOfSize(t, 4242).size() == 1000);
+}
+
+TEST_CASE("a process in another network namespace is refused before any thread is stopped") {
+  // The tracer reaches record through an abstract unix socket, which
+  // exists per network namespace.
+  if (Run({"/usr/bin/unshare", "-n", "/bin/true"}, {}, "").exit_code != 0) {
+    std::fprintf(stderr, "skipped: unshare -n (a new network namespace) is not allowed here\n");
+    std::exit(77);  // SKIP_RETURN_CODE
+  }
+  Child target({"/usr/bin/unshare", "-n", TargetPath("tt_attach")});
+  const std::string ready = target.Line();
+  REQUIRE(ready.rfind("ready ", 0) == 0);
+  const std::string pid = ready.substr(6);
+  RunResult r = Run({CROSSFREE_CLI, "record", "-p", pid, "--duration", "0.1", "-o",
+                     MakeTempDir() + "/netns.trace"},
+                    {}, "");
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("process " + pid + " is in another network namespace") != std::string::npos);
+  CHECK(r.err.find("run crossfree inside the process's container") != std::string::npos);
+  target.Send("cross");
+  CHECK(target.Line() == "cross");
+  target.Send("where");
+  CHECK(target.Line() == "where libc.so.6 -");
+  target.Send("exit");
+  CHECK(target.Wait() == 0);
+}
+
+TEST_CASE("a stopped process is refused, left stopped, and attaches once continued") {
+  Target target;
+  REQUIRE(kill(target.pid, SIGSTOP) == 0);
+  int status = 0;
+  REQUIRE(waitpid(target.pid, &status, WUNTRACED) == target.pid);
+  REQUIRE(WIFSTOPPED(status));
+  const std::string dir = MakeTempDir();
+  RunResult r = Run({CROSSFREE_CLI, "record", "-p", std::to_string(target.pid), "--duration",
+                     "0.1", "-o", dir + "/stopped.trace"},
+                    {}, "");
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("is stopped (SIGSTOP or Ctrl-Z): continue it first") != std::string::npos);
+  std::ifstream stat("/proc/" + std::to_string(target.pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  CHECK(text.substr(text.rfind(')') + 2, 1) == "T");
+  REQUIRE(kill(target.pid, SIGCONT) == 0);
+  CHECK(target.Ask("vector") == "vector ok");
+  {
+    Recorder rec(target.pid, dir + "/continued.trace");
+    INFO(rec.err);
+    REQUIRE(rec.attached());
+    REQUIRE(target.Ask("cross") == "cross");
+    REQUIRE(rec.Detach() == 0);
+  }
+  target.child.Send("exit");
+  CHECK(target.child.Wait() == 0);
+  Trace t = LoadTrace(dir + "/continued.trace");
+  INFO(t.error);
+  REQUIRE(t.complete);
+  CHECK(AllocsOfSize(t, 4242).size() == 1000);
+}
+
+TEST_CASE("a thread with too little stack left is not made to load the tracer") {
+  Target target;
+  const std::string line = target.Ask("smalltid");
+  REQUIRE(line.rfind("smalltid ", 0) == 0);
+  RunResult r = Run({CROSSFREE_CLI, "record", "-p", std::to_string(target.pid), "--duration",
+                     "0.1", "-o", MakeTempDir() + "/small.trace"},
+                    {"CROSSFREE_INJECT_TID=" + line.substr(9)}, "");
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("had too little stack left") != std::string::npos);
+  // It was stopped and let go untouched: its read goes on.
+  CHECK(target.Ask("small") == "small 1");
+  CHECK(target.Ask("where") == "where libc.so.6 -");
+  target.child.Send("exit");
+  CHECK(target.child.Wait() == 0);
 }
 
 }  // namespace

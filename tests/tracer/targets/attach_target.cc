@@ -24,11 +24,25 @@
 //                 _exit(7) and exit(8)
 //   exec       -> becomes /bin/cat (which copies stdin to stdout)
 //   exit       -> exits with status 0 (through exit())
+//   sleepers   -> "sleepers N": one byte to each of the two sleepers; N of
+//                 them read it (their read() came back with it) and said so
+//                 within 10 s
+//   smalltid   -> "smalltid <tid>" of thread "small", asleep in read() on
+//                 a 64 KB stack (too little for the injected code)
+//   small      -> "small 1" when thread "small" read the byte sent to it
+//                 within 10 s
+//   vectortid  -> "vectortid <tid>" of thread "vector"
+//   vector     -> "vector ok" when thread "vector", asleep in a raw read
+//                 system call with known values in r12-r15 and in ymm8
+//                 (xmm8 without AVX), woke on the byte sent to it and found
+//                 them all as they were; else "vector bad ..."
 // Besides: two threads sleep in read() on pipes and two threads allocate
 // and free continuously (same thread) until exit.
 #include <dlfcn.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +130,82 @@ void StuckHandler() {
   std::set_new_handler(nullptr);  // next failure throws
 }
 
+// Waits up to 10 s for n bytes on fd; returns how many came.
+int AwaitBytes(int fd, int n) {
+  int got = 0;
+  while (got < n) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 10000) <= 0) break;
+    char c;
+    if (read(fd, &c, 1) == 1) ++got;
+  }
+  return got;
+}
+
+// Thread "vector": asleep in a read system call made by hand, so that the
+// compiler keeps nothing of its own in registers across it and every
+// register the kernel preserves must come back as it was.
+int g_vector_pipe[2];
+int g_vector_ack[2];
+std::atomic<pid_t> g_vector_tid{0};
+char g_vector_verdict[256] = "vector none";
+
+// read(g_vector_pipe[0], &c, 1) as one system call instruction, with the
+// pattern moved into REG (ymm8: 32 bytes, xmm8: 16) and known values into
+// r12-r15 before it, and all of them stored to vec and gpr after it.
+#define CF_VECTOR_READ(MOVE, REG)                                                         \
+  asm volatile(MOVE " (%[pat]), %%" REG "\n"                                            \
+               "movabs $0x1111111111111111, %%r12\n"                                     \
+               "movabs $0x2222222222222222, %%r13\n"                                     \
+               "movabs $0x3333333333333333, %%r14\n"                                     \
+               "movabs $0x4444444444444444, %%r15\n"                                     \
+               "syscall\n" MOVE " %%" REG ", (%[vec])\n"                                  \
+               "mov %%r12, 0(%[gpr])\n"                                                  \
+               "mov %%r13, 8(%[gpr])\n"                                                  \
+               "mov %%r14, 16(%[gpr])\n"                                                 \
+               "mov %%r15, 24(%[gpr])\n"                                                 \
+               : "=a"(r)                                                                 \
+               : "a"(static_cast<long>(SYS_read)), "D"(g_vector_pipe[0]), "S"(&c), "d"(1L), \
+                 [pat] "r"(kPattern), [vec] "r"(vec), [gpr] "r"(gpr)                      \
+               : "rcx", "r11", "r12", "r13", "r14", "r15", "xmm8", "memory")
+
+void VectorThread() {
+  prctl(PR_SET_NAME, "vector", 0, 0, 0);
+  g_vector_tid = static_cast<pid_t>(syscall(SYS_gettid));
+  const bool avx = __builtin_cpu_supports("avx");
+  alignas(32) static const uint64_t kPattern[4] = {0x0123456789abcdefULL, 0xfedcba9876543210ULL,
+                                                   0x1122334455667788ULL, 0x99aabbccddeeff00ULL};
+  for (;;) {
+    alignas(32) uint64_t vec[4] = {};
+    uint64_t gpr[4] = {};
+    char c = 0;
+    long r;
+    if (avx) {
+      CF_VECTOR_READ("vmovdqa", "ymm8");
+    } else {
+      CF_VECTOR_READ("movdqa", "xmm8");
+      vec[2] = kPattern[2];
+      vec[3] = kPattern[3];
+    }
+    // No signal handler here: an EINTR would be the injection's doing.
+    bool ok = r == 1 && c == 'v';
+    for (int i = 0; i < 4; ++i) ok = ok && vec[i] == kPattern[i];
+    ok = ok && gpr[0] == 0x1111111111111111ULL && gpr[1] == 0x2222222222222222ULL &&
+         gpr[2] == 0x3333333333333333ULL && gpr[3] == 0x4444444444444444ULL;
+    if (ok) {
+      snprintf(g_vector_verdict, sizeof(g_vector_verdict), "vector ok");
+    } else {
+      snprintf(g_vector_verdict, sizeof(g_vector_verdict),
+               "vector bad r=%ld c=%d v=%lx,%lx,%lx,%lx g=%lx,%lx,%lx,%lx", r, c,
+               static_cast<unsigned long>(vec[0]), static_cast<unsigned long>(vec[1]),
+               static_cast<unsigned long>(vec[2]), static_cast<unsigned long>(vec[3]),
+               static_cast<unsigned long>(gpr[0]), static_cast<unsigned long>(gpr[1]),
+               static_cast<unsigned long>(gpr[2]), static_cast<unsigned long>(gpr[3]));
+    }
+    if (write(g_vector_ack[1], "a", 1) != 1) abort();
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -133,15 +223,47 @@ int main() {
   Worker consumer("consumer");
   // Threads asleep in a system call (one of them is the one stopped).
   int sleep_pipes[2][2];
+  int sleep_ack[2];
+  if (pipe(sleep_ack) != 0) return 1;
   for (auto& p : sleep_pipes) {
     if (pipe(p) != 0) return 1;
-    std::thread([fd = p[0]] {
+    std::thread([fd = p[0], ack = sleep_ack[1]] {
       prctl(PR_SET_NAME, "sleeper", 0, 0, 0);
       char c;
       while (read(fd, &c, 1) == 1) {
+        if (write(ack, &c, 1) != 1) abort();
       }
     }).detach();
   }
+  // Thread "small": a 64 KB stack.
+  int small_pipe[2], small_ack[2];
+  if (pipe(small_pipe) != 0 || pipe(small_ack) != 0) return 1;
+  static std::atomic<pid_t> small_tid{0};
+  static int small_fds[2];
+  small_fds[0] = small_pipe[0];
+  small_fds[1] = small_ack[1];
+  {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_t small;
+    if (pthread_create(&small, &attr, [](void*) -> void* {
+          prctl(PR_SET_NAME, "small", 0, 0, 0);
+          small_tid = static_cast<pid_t>(syscall(SYS_gettid));
+          char c;
+          while (read(small_fds[0], &c, 1) == 1) {
+            if (write(small_fds[1], &c, 1) != 1) abort();
+          }
+          return nullptr;
+        }, nullptr) != 0) {
+      return 1;
+    }
+    pthread_attr_destroy(&attr);
+    while (small_tid.load() == 0) sched_yield();
+  }
+  if (pipe(g_vector_pipe) != 0 || pipe(g_vector_ack) != 0) return 1;
+  std::thread(VectorThread).detach();
+  while (g_vector_tid.load() == 0) sched_yield();
   // Threads busy allocating: each keeps a few blocks and churns them.
   for (int t = 0; t < 2; ++t) {
     std::thread([] {
@@ -258,6 +380,21 @@ int main() {
       char* argv[] = {const_cast<char*>("cat"), nullptr};
       execv("/bin/cat", argv);
       return 1;
+    } else if (cmd == "sleepers") {
+      for (auto& p : sleep_pipes) {
+        if (write(p[1], "s", 1) != 1) return 1;
+      }
+      printf("sleepers %d\n", AwaitBytes(sleep_ack[0], 2));
+    } else if (cmd == "smalltid") {
+      printf("smalltid %d\n", static_cast<int>(small_tid.load()));
+    } else if (cmd == "small") {
+      if (write(small_pipe[1], "s", 1) != 1) return 1;
+      printf("small %d\n", AwaitBytes(small_ack[0], 1));
+    } else if (cmd == "vectortid") {
+      printf("vectortid %d\n", static_cast<int>(g_vector_tid.load()));
+    } else if (cmd == "vector") {
+      if (write(g_vector_pipe[1], "v", 1) != 1) return 1;
+      printf("%s\n", AwaitBytes(g_vector_ack[0], 1) == 1 ? g_vector_verdict : "vector silent");
     } else if (cmd == "exit") {
       g_quit.store(true);
       exit(0);

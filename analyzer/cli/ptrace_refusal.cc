@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+// The explanations of a refused ptrace (see ptrace_refusal.h). The
+// order follows the kernel's checks: a tracer already there, Yama's
+// scope 3, the user and capability check, Yama's scopes 2 and 1; what is
+// left when the kernel still says EPERM is a security module or a
+// seccomp filter.
+#include "analyzer/cli/ptrace_refusal.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/core.h>
+
+namespace crossfree::analyzer::cli {
+namespace {
+
+constexpr char kContainerAdvice[] =
+    "start the container with --cap-add=SYS_PTRACE (docker, podman) or add SYS_PTRACE to "
+    "securityContext.capabilities.add (Kubernetes)";
+
+std::string UserOf(long uid) {
+  return uid == -2 ? std::string("another user (setuid)") : fmt::format("user {}", uid);
+}
+
+}  // namespace
+
+std::string ExplainPtraceRefusal(const PtraceFacts& f) {
+  if (f.tracer_pid != 0 && f.tracer_pid != f.own_pid) {
+    return fmt::format("process {} is already traced by process {} ({}): a debugger or strace "
+                       "holds it; detach that first",
+                       f.pid, f.tracer_pid, f.tracer_comm);
+  }
+  if (f.yama_scope == 3) {
+    return "ptrace is disabled on this machine (kernel.yama.ptrace_scope=3, until reboot): "
+           "attaching is impossible; run the program under `crossfree record -- CMD`";
+  }
+  const bool other_user = f.target_uid != -1 && f.target_uid != f.own_euid;
+  if (other_user && !f.cap_sys_ptrace) {
+    if (f.own_euid == 0 && f.in_container) {
+      return fmt::format("process {} runs as {} and crossfree as root in a container without "
+                         "CAP_SYS_PTRACE, which attaching to another user's process needs: {}",
+                         f.pid, UserOf(f.target_uid), kContainerAdvice);
+    }
+    if (f.own_euid == 0) {
+      return fmt::format("process {} runs as {} and crossfree as root but without "
+                         "CAP_SYS_PTRACE (dropped from its capability sets), which attaching to "
+                         "another user's process needs: run crossfree with that capability "
+                         "(plain sudo), or as user {}",
+                         f.pid, UserOf(f.target_uid),
+                         f.target_uid >= 0 ? std::to_string(f.target_uid) : "the process's");
+    }
+    return fmt::format("process {} runs as {} and crossfree as user {}: run crossfree as the "
+                       "same user as the process, or as root (sudo)",
+                       f.pid, UserOf(f.target_uid), f.own_euid);
+  }
+  if (f.yama_scope == 2 && !f.cap_sys_ptrace) {
+    return f.in_container
+               ? fmt::format("kernel.yama.ptrace_scope=2 lets only processes with "
+                             "CAP_SYS_PTRACE attach, and this container has none: {}",
+                             kContainerAdvice)
+               : std::string("kernel.yama.ptrace_scope=2 lets only processes with "
+                             "CAP_SYS_PTRACE attach: run crossfree as root (sudo)");
+  }
+  if (f.yama_scope == 1 && !f.cap_sys_ptrace) {
+    return fmt::format("kernel.yama.ptrace_scope=1 lets a process attach only to its own "
+                       "descendants: run `sudo crossfree record -p {}`, or allow it with "
+                       "`sudo sysctl kernel.yama.ptrace_scope=0`",
+                       f.pid);
+  }
+  if (f.seize_errno == 0) return "";
+  if (f.seize_errno == EPERM && !f.cap_sys_ptrace && f.in_container) {
+    return fmt::format("ptrace of process {} was refused (EPERM) in this container, which has "
+                       "no CAP_SYS_PTRACE: {}",
+                       f.pid, kContainerAdvice);
+  }
+  if (f.seize_errno == EPERM) {
+    return fmt::format("ptrace of process {} was refused (EPERM) although the user{} allow it: "
+                       "a seccomp filter or a security module (AppArmor, SELinux) forbids "
+                       "ptrace here, or the process made itself undumpable; run crossfree as "
+                       "root with CAP_SYS_PTRACE outside that profile",
+                       f.pid, f.yama_scope >= 0 ? " and kernel.yama.ptrace_scope" : "");
+  }
+  return fmt::format("ptrace(PTRACE_SEIZE) of process {} failed: {}", f.pid,
+                     std::strerror(f.seize_errno));
+}
+
+}  // namespace crossfree::analyzer::cli

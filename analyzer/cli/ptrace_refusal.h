@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// Why `crossfree record -p` may not ptrace a process, in one line that
+// names the cause and says what to do (docs/guide/tracer.md, "Attaching
+// to a running process"). The facts are gathered from /proc by the
+// injector (attach_inject.cc); the explanation is a pure function of
+// them, so that every cause can be tested on any machine, including the
+// kernel.yama.ptrace_scope ones on a kernel without Yama.
+//
+// Pure functions; any thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+namespace crossfree::analyzer::cli {
+
+struct PtraceFacts {
+  pid_t pid = 0;                 // the target
+  long target_uid = -1;          // its effective uid; -1 unknown, -2 real != effective (setuid)
+  long own_euid = 0;             // crossfree's
+  bool cap_sys_ptrace = false;   // crossfree's effective CAP_SYS_PTRACE
+  int yama_scope = -1;           // kernel.yama.ptrace_scope; -1: no Yama
+  long tracer_pid = 0;           // the target's TracerPid
+  std::string tracer_comm;       // and that tracer's name
+  long own_pid = 0;
+  bool in_container = false;     // crossfree runs in a container
+  int seize_errno = 0;           // PTRACE_SEIZE's errno; 0 before trying
+};
+
+// "" when nothing in the facts forbids attaching (and no error yet).
+std::string ExplainPtraceRefusal(const PtraceFacts& f);
+
+}  // namespace crossfree::analyzer::cli
