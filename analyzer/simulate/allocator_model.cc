@@ -75,12 +75,12 @@ std::unique_ptr<AllocatorModel> MakeAllocatorModel(const std::string& name,
   if (name == "jemalloc") {
     JemallocConfig c;
     if (!ParseMallocConf(settings.malloc_conf, &c, error)) return nullptr;
-    return MakeJemallocModel(c, cpus, sink);
+    return MakeJemallocModel(c, cpus, settings.cache_from_first_event, sink);
   }
   if (name == "glibc") {
     GlibcConfig c;
     if (!ParseGlibcTunables(settings.glibc_tunables, &c, error)) return nullptr;
-    return MakeGlibcModel(c, cpus, sink);
+    return MakeGlibcModel(c, cpus, settings.cache_from_first_event, sink);
   }
   if (name == "mimalloc") return MakeMimallocModel(sink);
   if (name == "none") return MakeNullModel();

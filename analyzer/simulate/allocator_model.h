@@ -119,9 +119,11 @@ struct ModelSettings {
   std::string malloc_conf;                 // jemalloc: "narenas:4,tcache_max:4096"
   std::string glibc_tunables;              // glibc: "glibc.malloc.tcache_count=0:..."
   unsigned cpus = 0;                       // the recorded machine's CPUs (0: this machine's)
-  // gperftools only (TcmallocConfig and simulate's flag of that name).
+  // gperftools only (TcmallocConfig).
   uint64_t max_total_thread_cache_bytes = 0;  // 0: default
   int transfer_num_objects = 0;               // 0: default
+  // gperftools, jemalloc and glibc: every thread gets its cache at its first
+  // traced event, not its first allocation (simulate's flag of that name).
   bool cache_from_first_event = false;
 };
 std::unique_ptr<AllocatorModel> MakeAllocatorModel(const std::string& name,

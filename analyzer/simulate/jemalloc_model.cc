@@ -20,7 +20,13 @@
 //    statistics merge, once per small bin), or of an arena's extent
 //    structures (a large allocation or free that no tcache serves);
 //  - remote free: a free of an object of another arena than the freeing
-//    thread's (it waits in the tcache; the flush takes the owner's lock).
+//    thread's (it waits in the tcache; the flush takes the owner's lock),
+//    or any free by a thread that has no tcache yet (it locks the owner's
+//    bin at once).
+// A thread gets its tcache and arena at its first allocation: free_default
+// and sdallocx_default fetch only a minimal tsd (no tcache, no arena), so a
+// thread that only frees sends every free straight to the owning arena's
+// bin, and its exit flushes nothing.
 #include "analyzer/simulate/jemalloc_model.h"
 
 #include <fmt/core.h>
@@ -166,8 +172,9 @@ namespace {
 
 class JemallocModel : public AllocatorModel {
  public:
-  JemallocModel(const JemallocConfig& config, unsigned cpus, CostSink* sink)
-      : c_(config), sink_(sink) {
+  JemallocModel(const JemallocConfig& config, unsigned cpus, bool cache_from_first_event,
+                CostSink* sink)
+      : c_(config), sink_(sink), cache_from_first_event_(cache_from_first_event) {
     // jemalloc clamps narenas to its arena index limit (MALLOCX_ARENA_LIMIT).
     narenas_ = std::min(c_.narenas ? c_.narenas : 4 * std::min(std::max(cpus, 1u), 4096u),
                         kMaxArenas);
@@ -193,6 +200,9 @@ class JemallocModel : public AllocatorModel {
         {"lg_tcache_flush_small_div", fmt::format("{}", c_.lg_tcache_flush_small_div)},
         {"lg_tcache_flush_large_div", fmt::format("{}", c_.lg_tcache_flush_large_div)},
     };
+    s.push_back({"tcache from", cache_from_first_event_
+                                    ? "a thread's first traced event (--cache-from-first-event)"
+                                    : "a thread's first allocation"});
     if (!c_.ignored.empty()) s.push_back({"ignored", c_.ignored});
     return s;
   }
@@ -212,17 +222,12 @@ class JemallocModel : public AllocatorModel {
     t = Thread();
     t.live = true;
     t.main = is_main;
-    t.arena = ChooseArena();
-    arenas_[t.arena].nthreads += 1;
-    t.bins.resize(nhbins_);
-    t.lg_fill_div.assign(kJemallocSmallBins, 1);
-    t.refilled.assign(kJemallocSmallBins, false);
-    t.flush_delay.assign(kJemallocSmallBins, 0);
-    for (int i = 0; i < kJemallocSmallBins && i < nhbins_; ++i) t.flush_delay[i] = ItemDelay(i);
+    if (cache_from_first_event_) StartTcache(t);
   }
 
   uint64_t Allocate(int thread, int cl, uint64_t) override {
     Thread& t = threads_[thread];
+    if (!t.nominal) StartTcache(t);
     uint64_t object;
     if (cl < nhbins_) {
       CacheBin& bin = t.bins[cl];
@@ -257,6 +262,16 @@ class JemallocModel : public AllocatorModel {
   void Free(int thread, int cl, uint64_t object) override {
     Thread& t = threads_[thread];
     if (IsRemote(thread, object)) sink_->OnCost(CostKind::kRemoteFree, cl, 1, 0);
+    if (!t.nominal) {
+      // A minimal tsd: arena_dalloc_no_tcache, under the owner's lock; no
+      // thread event counts it.
+      sink_->OnCost(CostKind::kLock, cl, 1, 0);
+      if (cl < kJemallocSmallBins) {
+        uint32_t slab = static_cast<uint32_t>(object);
+        DallocSmall(slabs_[slab].arena, cl, slab);
+      }
+      return;
+    }
     if (cl < nhbins_) {
       CacheBin& bin = t.bins[cl];
       if (bin.items.size() >= ncached_max_[cl]) {
@@ -279,6 +294,8 @@ class JemallocModel : public AllocatorModel {
     if (static_cast<size_t>(thread) >= threads_.size()) return;
     Thread& t = threads_[thread];
     if (!t.live || t.main) return;
+    t.live = false;
+    if (!t.nominal) return;  // a minimal tsd: nothing to flush or merge
     // tcache_destroy: tcache_flush_cache (every bin, empty ones too, so
     // each small bin counts a flush), then tcache_stats_merge (each small
     // bin's lock of its arena).
@@ -287,13 +304,14 @@ class JemallocModel : public AllocatorModel {
       for (int i = 0; i < kJemallocSmallBins; ++i) sink_->OnCost(CostKind::kLock, i, 1, 0);
     }
     arenas_[t.arena].nthreads -= 1;
-    t.live = false;
+    t.nominal = false;
     t.bins.clear();
     t.bins.shrink_to_fit();
   }
 
   bool IsRemote(int thread, uint64_t object) const override {
-    return OwnerArena(object) != threads_[thread].arena;
+    const Thread& t = threads_[thread];
+    return !t.nominal || OwnerArena(object) != t.arena;
   }
 
  private:
@@ -318,8 +336,9 @@ class JemallocModel : public AllocatorModel {
     int low_water = 0;
   };
   struct Thread {
-    int arena = 0;
+    int arena = 0;  // valid when nominal
     bool live = false;
+    bool nominal = false;  // past the minimal tsd: has its arena (and tcache, if enabled)
     bool main = false;
     std::vector<CacheBin> bins;
     std::vector<uint8_t> lg_fill_div;
@@ -348,6 +367,19 @@ class JemallocModel : public AllocatorModel {
   uint8_t ItemDelay(int i) const {
     uint64_t d = c_.tcache_gc_delay_bytes / kBins[i].size;
     return static_cast<uint8_t>(std::min<uint64_t>(d, 255));
+  }
+
+  // tsd_data_init at the minimal-to-nominal transition: the thread's arena
+  // (arena_choose) and its tcache.
+  void StartTcache(Thread& t) {
+    t.nominal = true;
+    t.arena = ChooseArena();
+    arenas_[t.arena].nthreads += 1;
+    t.bins.resize(nhbins_);
+    t.lg_fill_div.assign(kJemallocSmallBins, 1);
+    t.refilled.assign(kJemallocSmallBins, false);
+    t.flush_delay.assign(kJemallocSmallBins, 0);
+    for (int i = 0; i < kJemallocSmallBins && i < nhbins_; ++i) t.flush_delay[i] = ItemDelay(i);
   }
 
   int ChooseArena() {
@@ -499,7 +531,7 @@ class JemallocModel : public AllocatorModel {
   // tcache_gc_incr_bytes of allocated (freed) usable bytes, and runs the
   // handler on one bin, round robin.
   void Tick(Thread& t, uint64_t* counter, uint64_t bytes) {
-    if (nhbins_ == 0 || c_.tcache_gc_incr_bytes == 0 || !t.live) return;
+    if (nhbins_ == 0 || c_.tcache_gc_incr_bytes == 0 || !t.live || !t.nominal) return;
     *counter += bytes;
     if (*counter < c_.tcache_gc_incr_bytes) return;
     *counter = 0;
@@ -532,6 +564,7 @@ class JemallocModel : public AllocatorModel {
 
   JemallocConfig c_;
   CostSink* sink_;
+  bool cache_from_first_event_;
   unsigned narenas_ = 0;
   int nhbins_ = 0;
   std::vector<unsigned> ncached_max_;
@@ -547,8 +580,8 @@ class JemallocModel : public AllocatorModel {
 }  // namespace
 
 std::unique_ptr<AllocatorModel> MakeJemallocModel(const JemallocConfig& config, unsigned cpus,
-                                                  CostSink* sink) {
-  return std::make_unique<JemallocModel>(config, cpus, sink);
+                                                  bool cache_from_first_event, CostSink* sink) {
+  return std::make_unique<JemallocModel>(config, cpus, cache_from_first_event, sink);
 }
 
 }  // namespace crossfree::analyzer::simulate

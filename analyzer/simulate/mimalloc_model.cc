@@ -13,7 +13,8 @@
 //
 // Costs reported:
 //  - refill: a _mi_malloc_generic call (the current page's free list was
-//    empty), with the blocks it found (collected or extended);
+//    empty, or the request is above MI_SMALL_SIZE_MAX, 1 KiB, which always
+//    takes that path), with the blocks it found (collected or extended);
 //  - atomic: an atomic exchange that collects a page's thread-free list or
 //    the heap's delayed-free list, and each CAS a remote free makes (one on
 //    the page's thread-free list; three when the page is full and the free
@@ -35,6 +36,7 @@ constexpr uint64_t kMediumPage = 512 * 1024;   // MI_MEDIUM_PAGE_SIZE
 constexpr uint64_t kSmallObjMax = kSmallPage / 4;
 constexpr uint64_t kMediumObjMax = kMediumPage / 4;
 constexpr uint64_t kMaxExtend = 4 * 1024;      // MI_MAX_EXTEND_SIZE
+constexpr uint64_t kSmallSizeMax = 128 * 8;    // MI_SMALL_SIZE_MAX
 constexpr uint64_t kMinExtend = 4;             // MI_MIN_EXTEND
 constexpr int kLargeBin = 73;                  // MI_BIN_HUGE: one page per block
 
@@ -78,14 +80,20 @@ class MimallocModel : public AllocatorModel {
     heaps_[thread].queues.resize(kLargeBin + 1);
   }
 
-  uint64_t Allocate(int thread, int cl, uint64_t) override {
+  uint64_t Allocate(int thread, int cl, uint64_t size) override {
     Heap& h = heaps_[thread];
     if (cl == kLargeBin) {
       sink_->OnCost(CostKind::kRefill, cl, 1, 1);
       return NewPage(thread, cl, 1, /*queue=*/false);
     }
     std::vector<uint32_t>& q = h.queues[cl];
-    if (!q.empty() && pages_[q.front()].free > 0) return Take(q.front());
+    // mi_heap_malloc_small's fast path serves requests up to
+    // MI_SMALL_SIZE_MAX from the first page's free list; a larger request
+    // always goes through _mi_malloc_generic (which collects that page and
+    // takes it when it has a free block).
+    if (size <= kSmallSizeMax && !q.empty() && pages_[q.front()].free > 0) {
+      return Take(q.front());
+    }
     // _mi_malloc_generic.
     uint64_t found = 0;
     if (h.delayed > 0) {
@@ -240,8 +248,12 @@ class MimallocModel : public AllocatorModel {
       p.local_free += p.thread_free;
       p.thread_free = 0;
     }
-    p.free += p.local_free;
-    p.local_free = 0;
+    // The local free list becomes the free list only when that is empty
+    // (_mi_page_free_collect without force).
+    if (p.free == 0) {
+      p.free = p.local_free;
+      p.local_free = 0;
+    }
   }
   void LocalFree(Page& p, uint32_t id, uint64_t n) {
     if (n == 0) {  // a delayed block, freed by its owner now

@@ -106,6 +106,11 @@ has out "crossfree simulate: gperftools-2.10 (validated)"
 has out "Top pairs by cost"
 expect 2 "$crossfree" simulate --allocator glibc --pairs after.trc
 has err "--pairs does not apply to --allocator glibc"
+expect 0 "$crossfree" simulate --allocator jemalloc --cache-from-first-event after.trc
+has out "tcache from=a thread's first traced event"
+expect 2 "$crossfree" simulate --allocator mimalloc --cache-from-first-event after.trc
+lines err 1
+has err "--cache-from-first-event does not apply to --allocator mimalloc"
 expect 0 "$crossfree" simulate --format html --allocator jemalloc after.trc
 has out "<h1>crossfree simulate: jemalloc-5.3.0</h1>"
 refused --jobs 2
