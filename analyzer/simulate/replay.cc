@@ -5,30 +5,20 @@
 #include <algorithm>
 #include <memory>
 
-#include "analyzer/pairing/event_stream.h"
-#include "format/trace_reader.h"
+#include "analyzer/simulate/replay_driver.h"
 #include "analyzer/simulate/sim_events.h"
 #include "analyzer/simulate/tcmalloc_model.h"
 
 namespace crossfree::analyzer::simulate {
 
-using analyzer::ChunkVisitor;
-using analyzer::DecodeTraceChunk;
-using analyzer::FinishMetadata;
-using analyzer::MergeHeap;
-using analyzer::OrderKey;
 using analyzer::ProcessTrace;
-using analyzer::Rank;
 
 namespace {
 
-// A thread's replay: where its decoding is, its model heap, and where what
-// it did is counted (the result's entry for it).
+// A thread's replay: its model heap, and where what it did is counted (the
+// result's entry for it).
 struct StreamState {
   int heap = -1;
-  size_t next_chunk = 0;
-  std::vector<SimEvent> events;
-  size_t pos = 0;
   ThreadTransfers* out = nullptr;
 };
 
@@ -43,7 +33,7 @@ struct Block {
 class Replayer : public TransferSink {
  public:
   Replayer(ProcessTrace* trace, const SimulateOptions& options, ReplayResult* out)
-      : trace_(trace),
+      : driver_(trace),
         model_(options.allocator, this),
         streams_(trace->streams.size()),
         cache_from_first_event_(options.cache_from_first_event) {
@@ -53,25 +43,7 @@ class Replayer : public TransferSink {
   }
 
   bool Run(std::string* error) {
-    MergeHeap<Cursor> heap;
-    for (uint32_t s = 0; s < streams_.size(); ++s) {
-      if (!Refill(s, error)) return false;
-      if (!Exhausted(s)) heap.Push(Cursor{this, s});
-    }
-    heap.Build();
-    while (!heap.empty()) {
-      uint32_t s = heap.top().stream;
-      Process(s, Head(s));
-      ++streams_[s].pos;
-      if (!Refill(s, error)) return false;
-      if (Exhausted(s)) {
-        heap.Pop();
-      } else {
-        heap.Fix();
-      }
-    }
-    FinishMetadata(*trace_);
-    return true;
+    return driver_.Run([this](uint32_t s, const SimEvent& e) { Process(s, e); }, error);
   }
 
   void OnFetch(int, int cl, int objects, int wanted) override {
@@ -102,41 +74,11 @@ class Replayer : public TransferSink {
   std::vector<uint32_t>& entry_stack() { return entry_stack_; }
   const SiteMap& fetch_sites() const { return fetch_sites_; }
   const SiteMap& release_sites() const { return release_sites_; }
-  uint64_t events() const { return events_; }
+  uint64_t events() const { return driver_.events(); }
   uint64_t unknown_frees() const { return unknown_frees_; }
   uint64_t inplace_reallocs() const { return inplace_reallocs_; }
 
  private:
-  // A merge cursor: the head event of one stream.
-  struct Cursor {
-    const Replayer* replayer;
-    uint32_t stream;
-    OrderKey key() const { return KeyOf(replayer->Head(stream)); }
-  };
-
-  bool Exhausted(size_t s) const { return streams_[s].pos >= streams_[s].events.size(); }
-  const SimEvent& Head(size_t s) const { return streams_[s].events[streams_[s].pos]; }
-
-  // Decodes the stream's next chunks until it has an event or none is left.
-  bool Refill(size_t s, std::string* error) {
-    StreamState& st = streams_[s];
-    const auto& chunks = trace_->streams[s].chunks;
-    while (st.pos >= st.events.size() && st.next_chunk < chunks.size()) {
-      st.events.clear();
-      st.pos = 0;
-      ChunkCollector collector(&st.events);
-      if (!DecodeTraceChunk(*trace_, chunks[st.next_chunk++], collector, error)) return false;
-      collector.FlushPending();
-      events_ += collector.events;
-    }
-    // A finished stream gives its buffer back (traces of many threads).
-    if (st.pos >= st.events.size() && st.next_chunk == chunks.size() && st.events.capacity()) {
-      std::vector<SimEvent>().swap(st.events);
-      st.pos = 0;
-    }
-    return true;
-  }
-
   void Process(size_t s, const SimEvent& e) {
     if (entry_stack_[s] == format::kNoStack && e.kind != kSimExit) entry_stack_[s] = e.stack;
     current_ = s;
@@ -245,7 +187,7 @@ class Replayer : public TransferSink {
     }
   }
 
-  ProcessTrace* trace_;
+  ReplayDriver driver_;
   TcmallocModel model_;
   std::vector<StreamState> streams_;
   std::vector<uint32_t> entry_stack_;
@@ -254,7 +196,6 @@ class Replayer : public TransferSink {
   SiteMap release_sites_;
   size_t current_ = 0;
   uint32_t current_stack_ = 0;
-  uint64_t events_ = 0;
   uint64_t unknown_frees_ = 0;
   uint64_t inplace_reallocs_ = 0;
   bool cache_from_first_event_ = false;

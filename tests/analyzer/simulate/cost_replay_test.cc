@@ -17,42 +17,15 @@
 #include "analyzer/render/text.h"
 #include "analyzer/simulate/report_costs.h"
 #include "analyzer/simulate/simulate.h"
+#include "tests/analyzer/simulate/simulate_fixture.h"
 #include "tests/support/synthetic_trace.h"
 
 namespace crossfree::analyzer::simulate {
 namespace {
 
 using analyzer::testing::SyntheticTrace;
+using testing::RunSimulation;
 
-class FakeResolver : public analyzer::SymbolResolver {
- public:
-  const std::vector<analyzer::SymbolFrame>& Resolve(size_t, uint64_t address) override {
-    auto [it, inserted] = cache_.try_emplace(address);
-    if (inserted) {
-      analyzer::SymbolFrame f;
-      f.address = address;
-      char name[32];
-      std::snprintf(name, sizeof(name), "Site0x%llx", static_cast<unsigned long long>(address));
-      f.function = name;
-      it->second.push_back(f);
-    }
-    return it->second;
-  }
-
- private:
-  std::map<uint64_t, std::vector<analyzer::SymbolFrame>> cache_;
-};
-
-SimulationResult Run(SyntheticTrace& builder, const SimulateOptions& options) {
-  const std::vector<uint8_t>& bytes = builder.Finish();
-  analyzer::TraceSet set;
-  std::string error;
-  REQUIRE(set.AddBytes(bytes, "synthetic.trace", &error));
-  FakeResolver resolver;
-  SimulationResult result;
-  REQUIRE(Simulate(set, options, &resolver, &result, &error));
-  return result;
-}
 
 constexpr uint32_t kPid = 100;
 constexpr uint64_t kBase = 0x10000000;
@@ -81,7 +54,7 @@ TEST_CASE("cost replay: jemalloc costs charged to the pair, thread exits and liv
   SimulateOptions options;
   options.allocator_name = "jemalloc";
   options.model.cpus = 2;
-  SimulationResult r = Run(b, options);
+  SimulationResult r = RunSimulation(b, options);
   REQUIRE(r.cost);
   const CostSimulation& m = *r.cost;
   CHECK(m.allocator == "jemalloc-5.3.0");
@@ -145,7 +118,7 @@ TEST_CASE("cost replay: jemalloc costs charged to the pair, thread exits and liv
   // objects take arena 1's lock besides its own statistics locks.
   options.cache_from_first_event = true;
   SyntheticTrace b2 = ProducerConsumer();
-  SimulationResult r2 = Run(b2, options);
+  SimulationResult r2 = RunSimulation(b2, options);
   REQUIRE(r2.cost);
   REQUIRE_FALSE(r2.cost->pairs.empty());
   const CostPairResult& p2 = r2.cost->pairs[0];
@@ -191,7 +164,7 @@ TEST_CASE("cost replay: the models that are not (fully) validated say so", "[sim
     SyntheticTrace b = ProducerConsumer();
     SimulateOptions options;
     options.allocator_name = name;
-    SimulationResult r = Run(b, options);
+    SimulationResult r = RunSimulation(b, options);
     REQUIRE(r.cost);
     CHECK_FALSE(r.cost->validation.validated);
     CHECK(RenderSimulationText(r, options)
