@@ -71,8 +71,8 @@ class GlibcModel : public AllocatorModel {
   }
   Validation validation() const override {
     return {false, true,
-            "refills (_int_malloc calls, the arena locks of allocation) within 2.4% of perf "
-            "uprobe counts of the same run; tcache hits within 8-20%; the free side (flushes "
+            "refills (_int_malloc calls, the arena locks of allocation) within 2.5% of perf "
+            "uprobe counts of the same run; tcache hits 6.5-23% under; the free side (flushes "
             "into fastbins or under the lock) not checked (docs/guide/simulate.md)"};
   }
 

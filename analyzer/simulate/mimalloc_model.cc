@@ -66,9 +66,11 @@ class MimallocModel : public AllocatorModel {
     return {{"small page", "64 KiB"}, {"medium page", "512 KiB"}, {"extend", "4 KiB"}};
   }
   Validation validation() const override {
-    return {false, false,
-            "not validated: Debian's release build counts none of these events "
-            "(docs/guide/simulate.md)"};
+    return {false, true,
+            "remote frees and refills (_mi_malloc_generic calls) against perf uprobe counts "
+            "of the same run: remote frees within 4%, refills within 2.1% in total (bins of "
+            "513 B to 1 KiB under by half); the atomics not checked: scripts/validate-simulate "
+            "--allocator mimalloc, docs/guide/simulate.md"};
   }
   int SizeClass(uint64_t size) const override { return Bin(size); }
   uint64_t ClassSize(int cl) const override { return cl == kLargeBin ? 0 : bin_size_[cl]; }

@@ -79,7 +79,7 @@ has out "crossfree simulate: jemalloc-5.3.0 (validated)"
 has out "settings (defaults; the trace does not record the run's environment)"
 cp out jemalloc.out
 expect 0 "$crossfree" simulate --allocator mimalloc after.trc
-has out "mimalloc-2.0.9 (NOT VALIDATED)"
+has out "mimalloc-2.0.9 (partly validated)"
 checked[--malloc-conf]=1
 expect 0 "$crossfree" simulate --allocator jemalloc --malloc-conf tcache_nslots_small_max:20 after.trc
 has out "tcache_nslots_small_max=20"
