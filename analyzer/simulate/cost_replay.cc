@@ -167,29 +167,14 @@ class Replayer : public CostSink {
     }
   }
 
-  // A realloc that moved: the new block is allocated before the old one is
-  // freed (every modelled allocator does so).
+  // The model says what a moving realloc asks for (ReallocSize).
   void Realloc(uint32_t s, const SimEvent& e) {
-    auto it = live_.find(e.old_address);
-    bool known = it != live_.end();
-    if (e.address == e.old_address) {
-      ++out_->inplace_reallocs;
-      if (!known) Allocate(s, e, e.size);
-      return;
-    }
-    uint64_t request = e.size;
-    Block old;
-    if (known) {
-      old = it->second;
-      live_.erase(it);
-      request = model_->ReallocSize(old.usable, e.size);
-    }
-    Allocate(s, e, request);
-    if (known) {
-      FreeBlock(s, old, e);
-    } else {
-      ++out_->unknown_frees;
-    }
+    ReplayRealloc(
+        live_, e, &out_->inplace_reallocs, &out_->unknown_frees,
+        [&](const Block* old) {
+          Allocate(s, e, old ? model_->ReallocSize(old->usable, e.size) : e.size);
+        },
+        [&](const Block& old) { FreeBlock(s, old, e); });
   }
 
   uint32_t Store(const CostCounts& c) {

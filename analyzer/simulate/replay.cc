@@ -164,27 +164,15 @@ class Replayer : public TransferSink {
   // new block of at least 1.25x the old size; one that shrinks below half
   // moves; otherwise it stays. The trace says whether it moved.
   void Realloc(size_t s, const SimEvent& e) {
-    auto it = live_.find(e.old_address);
-    bool known = it != live_.end();
-    if (e.address == e.old_address) {
-      ++inplace_reallocs_;
-      if (!known) Allocate(s, e.address, e.size, e.stack);
-      return;
-    }
-    uint64_t size = e.size;
-    Block old;
-    if (known) {
-      old = it->second;
-      live_.erase(it);
-      uint64_t lower_bound_to_grow = old.bytes + old.bytes / 4;
-      if (size > old.bytes && size < lower_bound_to_grow) size = lower_bound_to_grow;
-    }
-    Allocate(s, e.address, size, e.stack);
-    if (known) {
-      FreeBlock(s, old);
-    } else {
-      ++unknown_frees_;
-    }
+    ReplayRealloc(
+        live_, e, &inplace_reallocs_, &unknown_frees_,
+        [&](const Block* old) {
+          uint64_t size = e.size;
+          uint64_t lower_bound_to_grow = old ? old->bytes + old->bytes / 4 : 0;
+          if (old && size > old->bytes && size < lower_bound_to_grow) size = lower_bound_to_grow;
+          Allocate(s, e.address, size, e.stack);
+        },
+        [&](const Block& old) { FreeBlock(s, old); });
   }
 
   ReplayDriver driver_;

@@ -83,4 +83,28 @@ class ReplayDriver {
   uint64_t events_ = 0;
 };
 
+// A realloc record (kSimRealloc) as both replays take it. In place, it is
+// nothing, or an allocation when the block was never seen allocated. Moved,
+// the new block is allocated before the old one is freed (every modelled
+// allocator does so): allocate(old), where old is the replay's block the
+// record moved from (null when never seen allocated: then an unknown
+// free), then free_old(*old). live maps addresses to the replay's blocks.
+template <typename LiveMap, typename Allocate, typename FreeOld>
+void ReplayRealloc(LiveMap& live, const SimEvent& e, uint64_t* inplace_reallocs,
+                   uint64_t* unknown_frees, Allocate&& allocate, FreeOld&& free_old) {
+  if (e.address == e.old_address) {
+    ++*inplace_reallocs;
+    if (live.find(e.address) == live.end()) allocate(nullptr);
+    return;
+  }
+  auto node = live.extract(e.old_address);
+  if (node.empty()) {
+    allocate(nullptr);
+    ++*unknown_frees;
+    return;
+  }
+  allocate(&node.mapped());
+  free_old(node.mapped());
+}
+
 }  // namespace crossfree::analyzer::simulate
