@@ -33,17 +33,20 @@ struct Block {
 class Replayer : public TransferSink {
  public:
   Replayer(ProcessTrace* trace, const SimulateOptions& options, ReplayResult* out)
-      : driver_(trace),
+      : out_(out),
+        driver_(trace),
         model_(options.allocator, this),
         streams_(trace->streams.size()),
         cache_from_first_event_(options.cache_from_first_event) {
     out->threads.assign(streams_.size(), ThreadTransfers());
-    entry_stack_.assign(streams_.size(), format::kNoStack);
+    out->entry_stack.assign(streams_.size(), format::kNoStack);
     for (size_t s = 0; s < streams_.size(); ++s) streams_[s].out = &out->threads[s];
   }
 
   bool Run(std::string* error) {
-    return driver_.Run([this](uint32_t s, const SimEvent& e) { Process(s, e); }, error);
+    bool ok = driver_.Run([this](uint32_t s, const SimEvent& e) { Process(s, e); }, error);
+    out_->events = driver_.events();
+    return ok;
   }
 
   void OnFetch(int, int cl, int objects, int wanted) override {
@@ -53,7 +56,7 @@ class Replayer : public TransferSink {
       c->fetched_objects += objects;
       if (objects < wanted) c->short_fetches += 1;
     }
-    CallsObjects& site = fetch_sites_[{static_cast<uint32_t>(current_), current_stack_}];
+    CallsObjects& site = out_->fetch_sites[{static_cast<uint32_t>(current_), current_stack_}];
     site.calls += 1;
     site.objects += objects;
   }
@@ -65,22 +68,17 @@ class Replayer : public TransferSink {
       c->release_calls_by_cause[static_cast<int>(cause)] += 1;
     }
     uint32_t stack = cause == ReleaseCause::kThreadExit ? kExitStack : current_stack_;
-    CallsObjects& site = release_sites_[{static_cast<uint32_t>(current_), stack}];
+    CallsObjects& site = out_->release_sites[{static_cast<uint32_t>(current_), stack}];
     site.calls += 1;
     site.objects += objects;
   }
 
-  const std::vector<StreamState>& streams() const { return streams_; }
-  std::vector<uint32_t>& entry_stack() { return entry_stack_; }
-  const SiteMap& fetch_sites() const { return fetch_sites_; }
-  const SiteMap& release_sites() const { return release_sites_; }
-  uint64_t events() const { return driver_.events(); }
-  uint64_t unknown_frees() const { return unknown_frees_; }
-  uint64_t inplace_reallocs() const { return inplace_reallocs_; }
 
  private:
   void Process(size_t s, const SimEvent& e) {
-    if (entry_stack_[s] == format::kNoStack && e.kind != kSimExit) entry_stack_[s] = e.stack;
+    if (out_->entry_stack[s] == format::kNoStack && e.kind != kSimExit) {
+      out_->entry_stack[s] = e.stack;
+    }
     current_ = s;
     current_stack_ = e.stack;
     if (cache_from_first_event_ && streams_[s].heap < 0 && e.kind != kSimExit) {
@@ -138,7 +136,7 @@ class Replayer : public TransferSink {
     if (address == 0) return;
     auto it = live_.find(address);
     if (it == live_.end()) {
-      ++unknown_frees_;
+      ++out_->unknown_frees;
       return;
     }
     Block block = it->second;
@@ -165,7 +163,7 @@ class Replayer : public TransferSink {
   // moves; otherwise it stays. The trace says whether it moved.
   void Realloc(size_t s, const SimEvent& e) {
     ReplayRealloc(
-        live_, e, &inplace_reallocs_, &unknown_frees_,
+        live_, e, &out_->inplace_reallocs, &out_->unknown_frees,
         [&](const Block* old) {
           uint64_t size = e.size;
           uint64_t lower_bound_to_grow = old ? old->bytes + old->bytes / 4 : 0;
@@ -175,17 +173,13 @@ class Replayer : public TransferSink {
         [&](const Block& old) { FreeBlock(s, old); });
   }
 
+  ReplayResult* out_;  // what is counted, filled as the replay goes
   ReplayDriver driver_;
   TcmallocModel model_;
   std::vector<StreamState> streams_;
-  std::vector<uint32_t> entry_stack_;
   std::unordered_map<uint64_t, Block> live_;
-  SiteMap fetch_sites_;
-  SiteMap release_sites_;
   size_t current_ = 0;
   uint32_t current_stack_ = 0;
-  uint64_t unknown_frees_ = 0;
-  uint64_t inplace_reallocs_ = 0;
   bool cache_from_first_event_ = false;
 };
 
@@ -194,15 +188,7 @@ class Replayer : public TransferSink {
 bool ReplayTrace(ProcessTrace& trace, const SimulateOptions& options, ReplayResult* out,
                  std::string* error) {
   *out = ReplayResult();
-  auto replayer = std::make_unique<Replayer>(&trace, options, out);
-  if (!replayer->Run(error)) return false;
-  out->fetch_sites = replayer->fetch_sites();
-  out->release_sites = replayer->release_sites();
-  out->events = replayer->events();
-  out->unknown_frees = replayer->unknown_frees();
-  out->inplace_reallocs = replayer->inplace_reallocs();
-  out->entry_stack = std::move(replayer->entry_stack());
-  return true;
+  return std::make_unique<Replayer>(&trace, options, out)->Run(error);
 }
 
 }  // namespace crossfree::analyzer::simulate
