@@ -88,4 +88,23 @@ std::unique_ptr<AllocatorModel> MakeAllocatorModel(const std::string& name,
   return nullptr;
 }
 
+bool SplitSettings(const std::string& text, char pair_sep, char kv_sep, const char* name,
+                   const char* form, std::vector<Setting>* out, std::string* error) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(pair_sep, pos);
+    if (end == std::string::npos) end = text.size();
+    std::string pair = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (pair.empty()) continue;
+    size_t sep = pair.find(kv_sep);
+    if (sep == std::string::npos) {
+      *error = fmt::format("{}: '{}' is not {}", name, pair, form);
+      return false;
+    }
+    out->emplace_back(pair.substr(0, sep), pair.substr(sep + 1));
+  }
+  return true;
+}
+
 }  // namespace crossfree::analyzer::simulate

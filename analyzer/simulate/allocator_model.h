@@ -74,6 +74,12 @@ struct Validation {
 // One named setting of a model, as printed (name as the allocator spells it).
 using Setting = std::pair<std::string, std::string>;
 
+// Splits settings in an allocator's own syntax (MALLOC_CONF "k:v,k:v",
+// GLIBC_TUNABLES "k=v:k=v") into its pairs, in order, skipping empty ones.
+// False with *error "NAME: 'pair' is not FORM" on a pair without kv_sep.
+bool SplitSettings(const std::string& text, char pair_sep, char kv_sep, const char* name,
+                   const char* form, std::vector<Setting>* out, std::string* error);
+
 class AllocatorModel {
  public:
   virtual ~AllocatorModel() = default;

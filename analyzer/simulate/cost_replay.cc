@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "analyzer/simulate/id_pool.h"
 #include "analyzer/simulate/replay_driver.h"
 #include "analyzer/simulate/sim_events.h"
 
@@ -32,7 +33,7 @@ class Replayer : public CostSink {
       : trace_(trace), out_(out), driver_(trace), started_(trace->streams.size(), false) {
     out->streams.assign(started_.size(), StreamCost());
     out->entry_stack.assign(started_.size(), format::kNoStack);
-    pool_.emplace_back();  // index 0: no cost
+    pool_.Acquire();  // id 0: no cost
   }
 
   bool Init(const std::string& allocator, const ModelSettings& settings, std::string* error) {
@@ -121,13 +122,16 @@ class Replayer : public CostSink {
     b.cpu = e.cpu;
     b.cl = cl;
     CostCounts c = TakePending();
-    if (c.Total() != 0) b.cost = Store(c);
+    if (c.Total() != 0) {
+      b.cost = pool_.Acquire();
+      pool_[b.cost] = c;
+    }
     auto [it, inserted] = live_.try_emplace(e.address, b);
     if (!inserted) {
       // A lost free: the old block's allocation costs stay with no pair.
       if (it->second.cost) {
         out_->live_at_end.Add(pool_[it->second.cost]);
-        Release(it->second.cost);
+        pool_.Release(it->second.cost);
       }
       it->second = b;
     }
@@ -155,7 +159,7 @@ class Replayer : public CostSink {
     p.cost.Add(c);
     if (b.cost) {
       p.cost.Add(pool_[b.cost]);
-      Release(b.cost);
+      pool_.Release(b.cost);
     }
     p.lifetime.Add(e.ts >= b.ts ? e.ts - b.ts : 0);
     if (b.cpu == format::kUnknownCpu || e.cpu == format::kUnknownCpu) {
@@ -177,17 +181,6 @@ class Replayer : public CostSink {
         [&](const Block& old) { FreeBlock(s, old, e); });
   }
 
-  uint32_t Store(const CostCounts& c) {
-    if (!free_pool_.empty()) {
-      uint32_t i = free_pool_.back();
-      free_pool_.pop_back();
-      pool_[i] = c;
-      return i;
-    }
-    pool_.push_back(c);
-    return static_cast<uint32_t>(pool_.size() - 1);
-  }
-  void Release(uint32_t i) { free_pool_.push_back(i); }
 
   ProcessTrace* trace_;
   CostReplayResult* out_;
@@ -195,8 +188,7 @@ class Replayer : public CostSink {
   std::vector<bool> started_;  // [stream]: the model saw its ThreadStart
   std::unique_ptr<AllocatorModel> model_;
   std::unordered_map<uint64_t, Block> live_;
-  std::vector<CostCounts> pool_;
-  std::vector<uint32_t> free_pool_;
+  IdPool<CostCounts> pool_;  // allocation-side costs waiting for their object's free
   CostCounts pending_;
   uint32_t current_ = 0;
 };

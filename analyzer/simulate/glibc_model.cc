@@ -246,19 +246,11 @@ class GlibcModel : public AllocatorModel {
 }  // namespace
 
 bool ParseGlibcTunables(const std::string& tunables, GlibcConfig* c, std::string* error) {
-  size_t pos = 0;
-  while (pos < tunables.size()) {
-    size_t end = tunables.find(':', pos);
-    if (end == std::string::npos) end = tunables.size();
-    std::string pair = tunables.substr(pos, end - pos);
-    pos = end + 1;
-    if (pair.empty()) continue;
-    size_t eq = pair.find('=');
-    if (eq == std::string::npos) {
-      *error = fmt::format("GLIBC_TUNABLES: '{}' is not name=value", pair);
-      return false;
-    }
-    std::string key = pair.substr(0, eq), value = pair.substr(eq + 1);
+  std::vector<Setting> pairs;
+  if (!SplitSettings(tunables, ':', '=', "GLIBC_TUNABLES", "name=value", &pairs, error)) {
+    return false;
+  }
+  for (const auto& [key, value] : pairs) {
     uint64_t v = 0;
     auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
     bool numeric = ec == std::errc() && p == value.data() + value.size();

@@ -37,6 +37,8 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/simulate/id_pool.h"
+
 namespace crossfree::analyzer::simulate {
 namespace {
 
@@ -96,20 +98,9 @@ uint64_t JemallocIndexSize(int index) {
 }
 
 bool ParseMallocConf(const std::string& conf, JemallocConfig* c, std::string* error) {
-  size_t pos = 0;
-  while (pos < conf.size()) {
-    size_t end = conf.find(',', pos);
-    if (end == std::string::npos) end = conf.size();
-    std::string pair = conf.substr(pos, end - pos);
-    pos = end + 1;
-    if (pair.empty()) continue;
-    size_t colon = pair.find(':');
-    if (colon == std::string::npos) {
-      *error = fmt::format("MALLOC_CONF: '{}' is not key:value", pair);
-      return false;
-    }
-    std::string key = pair.substr(0, colon);
-    std::string value = pair.substr(colon + 1);
+  std::vector<Setting> pairs;
+  if (!SplitSettings(conf, ',', ':', "MALLOC_CONF", "key:value", &pairs, error)) return false;
+  for (const auto& [key, value] : pairs) {
     auto number = [&](auto* out) {
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), *out);
       if (ec != std::errc() || p != value.data() + value.size()) {
@@ -406,16 +397,8 @@ class JemallocModel : public AllocatorModel {
   }
 
   uint32_t NewSlab(uint32_t arena, int bin) {
-    uint32_t id;
-    if (!free_slabs_.empty()) {
-      id = free_slabs_.back();
-      free_slabs_.pop_back();
-    } else {
-      id = static_cast<uint32_t>(slabs_.size());
-      slabs_.emplace_back();
-    }
+    uint32_t id = slabs_.Acquire();
     Slab& s = slabs_[id];
-    s = Slab();
     s.arena = arena;
     s.bin = static_cast<uint16_t>(bin);
     s.nfree = static_cast<uint16_t>(kBins[bin].nregs);
@@ -468,7 +451,7 @@ class JemallocModel : public AllocatorModel {
       } else if (s.in_nonfull) {
         bin.nonfull.erase({s.sn, id});
       }
-      free_slabs_.push_back(id);
+      slabs_.Release(id);
       return;
     }
     if (s.nfree == 1 && bin.slabcur != id) {
@@ -570,8 +553,7 @@ class JemallocModel : public AllocatorModel {
   std::vector<unsigned> ncached_max_;
   std::vector<Arena> arenas_;
   std::vector<Thread> threads_;
-  std::vector<Slab> slabs_;
-  std::vector<uint32_t> free_slabs_;
+  IdPool<Slab> slabs_;
   std::vector<uint64_t> scratch_;
   uint64_t next_sn_ = 0;
   uint64_t last_filled_ = 0;

@@ -28,6 +28,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "analyzer/simulate/id_pool.h"
+
 namespace crossfree::analyzer::simulate {
 namespace {
 
@@ -162,7 +164,7 @@ class MimallocModel : public AllocatorModel {
     if (!h.live) return;
     // mi_heap_collect_abandon: live pages are abandoned (their frees keep
     // arriving on the thread-free lists); empty ones go back.
-    for (size_t id = 0; id < pages_.size(); ++id) {
+    for (uint32_t id = 0; id < pages_.size(); ++id) {
       Page& p = pages_[id];
       if (p.owner != thread) continue;
       // What other threads freed (directly or through the delayed list)
@@ -204,16 +206,8 @@ class MimallocModel : public AllocatorModel {
   };
 
   uint32_t NewPage(int thread, int cl, uint64_t reserved, bool queue) {
-    uint32_t id;
-    if (!free_pages_.empty()) {
-      id = free_pages_.back();
-      free_pages_.pop_back();
-    } else {
-      id = static_cast<uint32_t>(pages_.size());
-      pages_.emplace_back();
-    }
+    uint32_t id = pages_.Acquire();
     Page& p = pages_[id];
-    p = Page();
     p.owner = thread;
     p.cl = cl;
     p.reserved = reserved;
@@ -279,21 +273,19 @@ class MimallocModel : public AllocatorModel {
     if (q.size() <= 1 && !q.empty() && q.front() == id) return;
     q.erase(std::remove(q.begin(), q.end(), id), q.end());
     p.live = false;
-    free_pages_.push_back(id);
+    pages_.Release(id);
   }
   void Abandoned(Page& p, uint32_t id) {
     if (p.used <= p.thread_free) {
-      p.live = false;
-      free_pages_.push_back(id);
       p = Page();
+      pages_.Release(id);
     }
   }
 
   CostSink* sink_;
   std::vector<uint64_t> bin_size_;
   std::vector<Heap> heaps_;
-  std::vector<Page> pages_;
-  std::vector<uint32_t> free_pages_;
+  IdPool<Page> pages_;
 };
 
 }  // namespace
