@@ -88,6 +88,15 @@ std::unique_ptr<AllocatorModel> MakeAllocatorModel(const std::string& name,
   return nullptr;
 }
 
+void AddCacheSettings(std::vector<Setting>* settings, bool cache_from_first_event,
+                      const char* start_rule, const std::string& ignored) {
+  const char* start =
+      cache_from_first_event ? "a thread's first traced event (--cache-from-first-event)"
+                             : start_rule;
+  settings->push_back({"tcache from", start});
+  if (!ignored.empty()) settings->push_back({"ignored", ignored});
+}
+
 bool SplitSettings(const std::string& text, char pair_sep, char kv_sep, const char* name,
                    const char* form, std::vector<Setting>* out, std::string* error) {
   size_t pos = 0;

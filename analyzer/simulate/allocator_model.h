@@ -74,6 +74,12 @@ struct Validation {
 // One named setting of a model, as printed (name as the allocator spells it).
 using Setting = std::pair<std::string, std::string>;
 
+// The settings every model with thread caches prints last: when a thread's
+// cache starts ("tcache from": its first traced event with
+// --cache-from-first-event, else start_rule), and the keys it ignored.
+void AddCacheSettings(std::vector<Setting>* settings, bool cache_from_first_event,
+                      const char* start_rule, const std::string& ignored);
+
 // Splits settings in an allocator's own syntax (MALLOC_CONF "k:v,k:v",
 // GLIBC_TUNABLES "k=v:k=v") into its pairs, in order, skipping empty ones.
 // False with *error "NAME: 'pair' is not FORM" on a pair without kv_sep.

@@ -63,10 +63,7 @@ class GlibcModel : public AllocatorModel {
         {"glibc.malloc.arena_max",
          fmt::format("{}{}", arena_max_, c_.arena_max ? "" : " (8 x CPUs)")},
     };
-    s.push_back({"tcache from", cache_from_first_event_
-                                    ? "a thread's first traced event (--cache-from-first-event)"
-                                    : "a thread's first malloc or free"});
-    if (!c_.ignored.empty()) s.push_back({"ignored", c_.ignored});
+    AddCacheSettings(&s, cache_from_first_event_, "a thread's first malloc or free", c_.ignored);
     return s;
   }
   Validation validation() const override {

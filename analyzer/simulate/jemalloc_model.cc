@@ -110,8 +110,22 @@ bool ParseMallocConf(const std::string& conf, JemallocConfig* c, std::string* er
       return true;
     };
     bool ok = true;
-    if (key == "narenas") {
-      ok = number(&c->narenas);
+    // A numeric key: true when key is name (ok says whether it parsed).
+    auto numeric = [&](const char* name, auto* field) {
+      if (key != name) return false;
+      ok = number(field);
+      return true;
+    };
+    if (numeric("narenas", &c->narenas) ||
+        numeric("tcache_nslots_small_min", &c->tcache_nslots_small_min) ||
+        numeric("tcache_nslots_small_max", &c->tcache_nslots_small_max) ||
+        numeric("tcache_nslots_large", &c->tcache_nslots_large) ||
+        numeric("lg_tcache_nslots_mul", &c->lg_tcache_nslots_mul) ||
+        numeric("tcache_gc_incr_bytes", &c->tcache_gc_incr_bytes) ||
+        numeric("tcache_gc_delay_bytes", &c->tcache_gc_delay_bytes) ||
+        numeric("lg_tcache_flush_small_div", &c->lg_tcache_flush_small_div) ||
+        numeric("lg_tcache_flush_large_div", &c->lg_tcache_flush_large_div)) {
+      // set above
     } else if (key == "tcache") {
       if (value != "true" && value != "false") {
         *error = fmt::format("MALLOC_CONF: tcache:{} is not true or false", value);
@@ -123,22 +137,6 @@ bool ParseMallocConf(const std::string& conf, JemallocConfig* c, std::string* er
       ok = number(&v);
       if (ok && key == "lg_tcache_max") v = v >= 63 ? kTcacheMaxLimit : uint64_t{1} << v;
       c->tcache_max = std::min(v, kTcacheMaxLimit);
-    } else if (key == "tcache_nslots_small_min") {
-      ok = number(&c->tcache_nslots_small_min);
-    } else if (key == "tcache_nslots_small_max") {
-      ok = number(&c->tcache_nslots_small_max);
-    } else if (key == "tcache_nslots_large") {
-      ok = number(&c->tcache_nslots_large);
-    } else if (key == "lg_tcache_nslots_mul") {
-      ok = number(&c->lg_tcache_nslots_mul);
-    } else if (key == "tcache_gc_incr_bytes") {
-      ok = number(&c->tcache_gc_incr_bytes);
-    } else if (key == "tcache_gc_delay_bytes") {
-      ok = number(&c->tcache_gc_delay_bytes);
-    } else if (key == "lg_tcache_flush_small_div") {
-      ok = number(&c->lg_tcache_flush_small_div);
-    } else if (key == "lg_tcache_flush_large_div") {
-      ok = number(&c->lg_tcache_flush_large_div);
     } else if (key == "percpu_arena" && value != "disabled") {
       *error = fmt::format("MALLOC_CONF: percpu_arena:{} is not modelled (only disabled)", value);
       return false;
@@ -191,10 +189,7 @@ class JemallocModel : public AllocatorModel {
         {"lg_tcache_flush_small_div", fmt::format("{}", c_.lg_tcache_flush_small_div)},
         {"lg_tcache_flush_large_div", fmt::format("{}", c_.lg_tcache_flush_large_div)},
     };
-    s.push_back({"tcache from", cache_from_first_event_
-                                    ? "a thread's first traced event (--cache-from-first-event)"
-                                    : "a thread's first allocation"});
-    if (!c_.ignored.empty()) s.push_back({"ignored", c_.ignored});
+    AddCacheSettings(&s, cache_from_first_event_, "a thread's first allocation", c_.ignored);
     return s;
   }
   Validation validation() const override {
