@@ -194,8 +194,9 @@ class JemallocModel : public AllocatorModel {
   }
   Validation validation() const override {
     return {true, false,
-            "against the same run's jemalloc statistics (bin nfills, nflushes, mutex "
-            "operations): scripts/validate-simulate --allocator jemalloc, "
+            "against jemalloc's statistics (bin nfills, nflushes, mutex operations) of the "
+            "recorded run (with --cache-from-first-event) and of the program run without the "
+            "tracer (without it): scripts/validate-simulate --allocator jemalloc, "
             "docs/guide/simulate.md"};
   }
 
