@@ -51,7 +51,8 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sub->add_flag("--cache-from-first-event", args->cache_from_first_event,
                 "Give each thread a cache at its first traced event, not its first allocation "
-                "(for runs recorded under libtcmalloc, where the tracer allocates on every thread)");
+                "(gperftools, jemalloc, glibc: to compare with the recorded run itself, where the "
+                "tracer allocates on every thread)");
   sub->add_option("--allocator", args->allocator,
                   "Allocator model (gperftools: the transfer simulation; the others: costs per "
                   "pair)")
@@ -108,8 +109,10 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
     if (args->allocator != "gperftools") {
       if (sub->count("--max-total-thread-cache-bytes")) wrong = "--max-total-thread-cache-bytes";
       if (sub->count("--transfer-num-objects")) wrong = "--transfer-num-objects";
-      if (args->cache_from_first_event) wrong = "--cache-from-first-event";
       if (args->pairs) wrong = "--pairs";
+    }
+    if (args->cache_from_first_event && args->allocator == "mimalloc") {
+      wrong = "--cache-from-first-event";
     }
     if (wrong) {
       fmt::print(stderr, "crossfree simulate: {} does not apply to --allocator {}\n", wrong,

@@ -75,17 +75,45 @@ std::unique_ptr<AllocatorModel> MakeAllocatorModel(const std::string& name,
   if (name == "jemalloc") {
     JemallocConfig c;
     if (!ParseMallocConf(settings.malloc_conf, &c, error)) return nullptr;
-    return MakeJemallocModel(c, cpus, sink);
+    return MakeJemallocModel(c, cpus, settings.cache_from_first_event, sink);
   }
   if (name == "glibc") {
     GlibcConfig c;
     if (!ParseGlibcTunables(settings.glibc_tunables, &c, error)) return nullptr;
-    return MakeGlibcModel(c, cpus, sink);
+    return MakeGlibcModel(c, cpus, settings.cache_from_first_event, sink);
   }
   if (name == "mimalloc") return MakeMimallocModel(sink);
   if (name == "none") return MakeNullModel();
   *error = fmt::format("unknown allocator '{}' (gperftools, jemalloc, glibc, mimalloc)", name);
   return nullptr;
+}
+
+void AddCacheSettings(std::vector<Setting>* settings, bool cache_from_first_event,
+                      const char* start_rule, const std::string& ignored) {
+  const char* start =
+      cache_from_first_event ? "a thread's first traced event (--cache-from-first-event)"
+                             : start_rule;
+  settings->push_back({"tcache from", start});
+  if (!ignored.empty()) settings->push_back({"ignored", ignored});
+}
+
+bool SplitSettings(const std::string& text, char pair_sep, char kv_sep, const char* name,
+                   const char* form, std::vector<Setting>* out, std::string* error) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(pair_sep, pos);
+    if (end == std::string::npos) end = text.size();
+    std::string pair = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (pair.empty()) continue;
+    size_t sep = pair.find(kv_sep);
+    if (sep == std::string::npos) {
+      *error = fmt::format("{}: '{}' is not {}", name, pair, form);
+      return false;
+    }
+    out->emplace_back(pair.substr(0, sep), pair.substr(sep + 1));
+  }
+  return true;
 }
 
 }  // namespace crossfree::analyzer::simulate

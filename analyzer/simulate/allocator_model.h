@@ -74,6 +74,18 @@ struct Validation {
 // One named setting of a model, as printed (name as the allocator spells it).
 using Setting = std::pair<std::string, std::string>;
 
+// The settings every model with thread caches prints last: when a thread's
+// cache starts ("tcache from": its first traced event with
+// --cache-from-first-event, else start_rule), and the keys it ignored.
+void AddCacheSettings(std::vector<Setting>* settings, bool cache_from_first_event,
+                      const char* start_rule, const std::string& ignored);
+
+// Splits settings in an allocator's own syntax (MALLOC_CONF "k:v,k:v",
+// GLIBC_TUNABLES "k=v:k=v") into its pairs, in order, skipping empty ones.
+// False with *error "NAME: 'pair' is not FORM" on a pair without kv_sep.
+bool SplitSettings(const std::string& text, char pair_sep, char kv_sep, const char* name,
+                   const char* form, std::vector<Setting>* out, std::string* error);
+
 class AllocatorModel {
  public:
   virtual ~AllocatorModel() = default;
@@ -119,9 +131,11 @@ struct ModelSettings {
   std::string malloc_conf;                 // jemalloc: "narenas:4,tcache_max:4096"
   std::string glibc_tunables;              // glibc: "glibc.malloc.tcache_count=0:..."
   unsigned cpus = 0;                       // the recorded machine's CPUs (0: this machine's)
-  // gperftools only (TcmallocConfig and simulate's flag of that name).
+  // gperftools only (TcmallocConfig).
   uint64_t max_total_thread_cache_bytes = 0;  // 0: default
   int transfer_num_objects = 0;               // 0: default
+  // gperftools, jemalloc and glibc: every thread gets its cache at its first
+  // traced event, not its first allocation (simulate's flag of that name).
   bool cache_from_first_event = false;
 };
 std::unique_ptr<AllocatorModel> MakeAllocatorModel(const std::string& name,

@@ -4,16 +4,12 @@
 
 #include <memory>
 
-#include "analyzer/pairing/event_stream.h"
+#include "analyzer/simulate/id_pool.h"
+#include "analyzer/simulate/replay_driver.h"
 #include "analyzer/simulate/sim_events.h"
-#include "format/trace_reader.h"
 
 namespace crossfree::analyzer::simulate {
 
-using analyzer::DecodeTraceChunk;
-using analyzer::FinishMetadata;
-using analyzer::MergeHeap;
-using analyzer::OrderKey;
 using analyzer::ProcessTrace;
 
 namespace {
@@ -33,11 +29,11 @@ struct Block {
 
 class Replayer : public CostSink {
  public:
-  Replayer(ProcessTrace* trace, CostReplayResult* out) : trace_(trace), out_(out) {
-    streams_.resize(trace->streams.size());
-    out->streams.assign(streams_.size(), StreamCost());
-    out->entry_stack.assign(streams_.size(), format::kNoStack);
-    pool_.emplace_back();  // index 0: no cost
+  Replayer(ProcessTrace* trace, CostReplayResult* out)
+      : trace_(trace), out_(out), driver_(trace), started_(trace->streams.size(), false) {
+    out->streams.assign(started_.size(), StreamCost());
+    out->entry_stack.assign(started_.size(), format::kNoStack);
+    pool_.Acquire();  // id 0: no cost
   }
 
   bool Init(const std::string& allocator, const ModelSettings& settings, std::string* error) {
@@ -50,27 +46,12 @@ class Replayer : public CostSink {
   }
 
   bool Run(std::string* error) {
-    MergeHeap<Cursor> heap;
-    for (uint32_t s = 0; s < streams_.size(); ++s) {
-      if (!Refill(s, error)) return false;
-      if (!Exhausted(s)) heap.Push(Cursor{this, s});
-    }
-    heap.Build();
-    while (!heap.empty()) {
-      uint32_t s = heap.top().stream;
-      Process(s, Head(s));
-      ++streams_[s].pos;
-      if (!Refill(s, error)) return false;
-      if (Exhausted(s)) {
-        heap.Pop();
-      } else {
-        heap.Fix();
-      }
-    }
+    bool ok = driver_.Run([this](uint32_t s, const SimEvent& e) { Process(s, e); }, error);
+    out_->events = driver_.events();
+    if (!ok) return false;
     for (auto& [address, b] : live_) {
       if (b.cost) out_->live_at_end.Add(pool_[b.cost]);
     }
-    FinishMetadata(*trace_);
     return true;
   }
 
@@ -84,39 +65,6 @@ class Replayer : public CostSink {
   }
 
  private:
-  struct StreamState {
-    bool started = false;
-    size_t next_chunk = 0;
-    std::vector<SimEvent> events;
-    size_t pos = 0;
-  };
-  struct Cursor {
-    const Replayer* replayer;
-    uint32_t stream;
-    OrderKey key() const { return KeyOf(replayer->Head(stream)); }
-  };
-
-  bool Exhausted(size_t s) const { return streams_[s].pos >= streams_[s].events.size(); }
-  const SimEvent& Head(size_t s) const { return streams_[s].events[streams_[s].pos]; }
-
-  bool Refill(size_t s, std::string* error) {
-    StreamState& st = streams_[s];
-    const auto& chunks = trace_->streams[s].chunks;
-    while (st.pos >= st.events.size() && st.next_chunk < chunks.size()) {
-      st.events.clear();
-      st.pos = 0;
-      ChunkCollector collector(&st.events);
-      if (!DecodeTraceChunk(*trace_, chunks[st.next_chunk++], collector, error)) return false;
-      collector.FlushPending();
-      out_->events += collector.events;
-    }
-    if (st.pos >= st.events.size() && st.next_chunk == chunks.size() && st.events.capacity()) {
-      std::vector<SimEvent>().swap(st.events);
-      st.pos = 0;
-    }
-    return true;
-  }
-
   // The costs the operation just replayed caused, taken.
   CostCounts TakePending() {
     CostCounts c = pending_;
@@ -130,8 +78,8 @@ class Replayer : public CostSink {
       out_->entry_stack[s] = e.stack;
     }
     current_ = s;
-    if (!streams_[s].started && e.kind != kSimExit) {
-      streams_[s].started = true;
+    if (!started_[s] && e.kind != kSimExit) {
+      started_[s] = true;
       model_->ThreadStart(static_cast<int>(s), trace_->streams[s].tid == trace_->pid());
       // What a thread's start costs (none of the models charges any) is
       // its own.
@@ -148,7 +96,7 @@ class Replayer : public CostSink {
         Realloc(s, e);
         break;
       case kSimExit:
-        if (streams_[s].started) {
+        if (started_[s]) {
           model_->ThreadExit(static_cast<int>(s));
           out_->streams[s].thread_exit.Add(TakePending());
         }
@@ -174,13 +122,16 @@ class Replayer : public CostSink {
     b.cpu = e.cpu;
     b.cl = cl;
     CostCounts c = TakePending();
-    if (c.Total() != 0) b.cost = Store(c);
+    if (c.Total() != 0) {
+      b.cost = pool_.Acquire();
+      pool_[b.cost] = c;
+    }
     auto [it, inserted] = live_.try_emplace(e.address, b);
     if (!inserted) {
       // A lost free: the old block's allocation costs stay with no pair.
       if (it->second.cost) {
         out_->live_at_end.Add(pool_[it->second.cost]);
-        Release(it->second.cost);
+        pool_.Release(it->second.cost);
       }
       it->second = b;
     }
@@ -208,7 +159,7 @@ class Replayer : public CostSink {
     p.cost.Add(c);
     if (b.cost) {
       p.cost.Add(pool_[b.cost]);
-      Release(b.cost);
+      pool_.Release(b.cost);
     }
     p.lifetime.Add(e.ts >= b.ts ? e.ts - b.ts : 0);
     if (b.cpu == format::kUnknownCpu || e.cpu == format::kUnknownCpu) {
@@ -220,50 +171,24 @@ class Replayer : public CostSink {
     }
   }
 
-  // A realloc that moved: the new block is allocated before the old one is
-  // freed (every modelled allocator does so).
+  // The model says what a moving realloc asks for (ReallocSize).
   void Realloc(uint32_t s, const SimEvent& e) {
-    auto it = live_.find(e.old_address);
-    bool known = it != live_.end();
-    if (e.address == e.old_address) {
-      ++out_->inplace_reallocs;
-      if (!known) Allocate(s, e, e.size);
-      return;
-    }
-    uint64_t request = e.size;
-    Block old;
-    if (known) {
-      old = it->second;
-      live_.erase(it);
-      request = model_->ReallocSize(old.usable, e.size);
-    }
-    Allocate(s, e, request);
-    if (known) {
-      FreeBlock(s, old, e);
-    } else {
-      ++out_->unknown_frees;
-    }
+    ReplayRealloc(
+        live_, e, &out_->inplace_reallocs, &out_->unknown_frees,
+        [&](const Block* old) {
+          Allocate(s, e, old ? model_->ReallocSize(old->usable, e.size) : e.size);
+        },
+        [&](const Block& old) { FreeBlock(s, old, e); });
   }
 
-  uint32_t Store(const CostCounts& c) {
-    if (!free_pool_.empty()) {
-      uint32_t i = free_pool_.back();
-      free_pool_.pop_back();
-      pool_[i] = c;
-      return i;
-    }
-    pool_.push_back(c);
-    return static_cast<uint32_t>(pool_.size() - 1);
-  }
-  void Release(uint32_t i) { free_pool_.push_back(i); }
 
   ProcessTrace* trace_;
   CostReplayResult* out_;
+  ReplayDriver driver_;
+  std::vector<bool> started_;  // [stream]: the model saw its ThreadStart
   std::unique_ptr<AllocatorModel> model_;
-  std::vector<StreamState> streams_;
   std::unordered_map<uint64_t, Block> live_;
-  std::vector<CostCounts> pool_;
-  std::vector<uint32_t> free_pool_;
+  IdPool<CostCounts> pool_;  // allocation-side costs waiting for their object's free
   CostCounts pending_;
   uint32_t current_ = 0;
 };

@@ -10,11 +10,11 @@
 // Costs reported:
 //  - refill: an _int_malloc call (a malloc the tcache could not serve, every
 //    calloc and moving realloc, and the tcache's own allocation at a
-//    thread's first malloc), with the objects it returned and stashed into
-//    the tcache;
+//    thread's first malloc or free: MAYBE_INIT_TCACHE), with the objects it
+//    returned and stashed into the tcache;
 //  - flush: a free the tcache could not take (its bin held tcache_count
-//    chunks, the chunk is above tcache_max, or the thread has no tcache),
-//    one chunk each;
+//    chunks, the chunk is above tcache_max, or tcache_count is 0), one
+//    chunk each;
 //  - lock: the arena's mutex, for every _int_malloc and for a flush of a
 //    chunk above the fastbin limit (into the owning arena);
 //  - atomic: a flush into the owning arena's fastbin (a CAS, no lock);
@@ -46,7 +46,8 @@ uint64_t ChunkSize(uint64_t req) {
 
 class GlibcModel : public AllocatorModel {
  public:
-  GlibcModel(const GlibcConfig& c, unsigned cpus, CostSink* sink) : c_(c), sink_(sink) {
+  GlibcModel(const GlibcConfig& c, unsigned cpus, bool cache_from_first_event, CostSink* sink)
+      : c_(c), sink_(sink), cache_from_first_event_(cache_from_first_event) {
     arena_max_ = static_cast<unsigned>(
         std::min<uint64_t>(c_.arena_max ? c_.arena_max : 8 * uint64_t{std::max(cpus, 1u)}, 1u << 20));
     tcache_max_chunk_ = c_.tcache_max ? ChunkSize(c_.tcache_max) : 0;
@@ -62,13 +63,13 @@ class GlibcModel : public AllocatorModel {
         {"glibc.malloc.arena_max",
          fmt::format("{}{}", arena_max_, c_.arena_max ? "" : " (8 x CPUs)")},
     };
-    if (!c_.ignored.empty()) s.push_back({"ignored", c_.ignored});
+    AddCacheSettings(&s, cache_from_first_event_, "a thread's first malloc or free", c_.ignored);
     return s;
   }
   Validation validation() const override {
     return {false, true,
-            "refills (_int_malloc calls, the arena locks of allocation) within 2.4% of perf "
-            "uprobe counts of the same run; tcache hits within 8-20%; the free side (flushes "
+            "refills (_int_malloc calls, the arena locks of allocation) within 2.5% of perf "
+            "uprobe counts of the same run; tcache hits 6.5-23% under; the free side (flushes "
             "into fastbins or under the lock) not checked (docs/guide/simulate.md)"};
   }
 
@@ -87,6 +88,7 @@ class GlibcModel : public AllocatorModel {
     threads_[thread] = Thread();
     threads_[thread].main = is_main;
     threads_[thread].live = true;
+    if (cache_from_first_event_) InitTcache(threads_[thread], 0);
   }
 
   void NextAllocation(AllocPath path) override { path_ = path; }
@@ -95,15 +97,7 @@ class GlibcModel : public AllocatorModel {
     Thread& t = threads_[thread];
     AllocPath path = path_;
     path_ = AllocPath::kMalloc;
-    if (!t.has_tcache) {
-      // MAYBE_INIT_TCACHE: the first malloc picks an arena and allocates
-      // the tcache there, under the arena lock.
-      if (t.arena == kNoArena) t.arena = ChooseArena(t.main);
-      sink_->OnCost(CostKind::kRefill, cl, 1, 1);
-      sink_->OnCost(CostKind::kLock, cl, 1, 0);
-      t.has_tcache = c_.tcache_count > 0;
-      t.bins.assign(c_.tcache_count > 0 ? TcacheBins() : 0, {});
-    }
+    if (!t.tcache_tried) InitTcache(t, cl);
     if (cl == kMmapClass) {
       // _int_malloc under the arena lock, which maps the chunk (sysmalloc).
       sink_->OnCost(CostKind::kLock, cl, 1, 0);
@@ -138,6 +132,9 @@ class GlibcModel : public AllocatorModel {
   void Free(int thread, int cl, uint64_t object) override {
     if (object & kMmapped) return;  // munmap, no arena
     Thread& t = threads_[thread];
+    // __libc_free runs MAYBE_INIT_TCACHE too: a thread that only frees gets
+    // an arena and a tcache at its first free.
+    if (!t.tcache_tried) InitTcache(t, cl);
     if (IsRemote(thread, object)) sink_->OnCost(CostKind::kRemoteFree, cl, 1, 0);
     uint64_t chunk = static_cast<uint64_t>(cl) * 16;
     if (t.has_tcache && chunk <= tcache_max_chunk_ && t.bins[cl].size() < c_.tcache_count) {
@@ -176,12 +173,24 @@ class GlibcModel : public AllocatorModel {
   struct Thread {
     int arena = kNoArena;
     bool has_tcache = false;
+    bool tcache_tried = false;  // MAYBE_INIT_TCACHE ran (tcache_count 0 leaves none)
     bool main = false;
     bool live = false;
     std::vector<std::vector<uint64_t>> bins;  // by class: the chunks' arenas
   };
 
   size_t TcacheBins() const { return tcache_max_chunk_ / 16 + 1; }
+
+  // MAYBE_INIT_TCACHE: the first malloc picks an arena and allocates the
+  // tcache there, under the arena lock (charged to class cl).
+  void InitTcache(Thread& t, int cl) {
+    t.tcache_tried = true;
+    if (t.arena == kNoArena) t.arena = ChooseArena(t.main);
+    sink_->OnCost(CostKind::kRefill, cl, 1, 1);
+    sink_->OnCost(CostKind::kLock, cl, 1, 0);
+    t.has_tcache = c_.tcache_count > 0;
+    t.bins.assign(c_.tcache_count > 0 ? TcacheBins() : 0, {});
+  }
   uint64_t& Fast(Arena& a, int cl) {
     if (a.fast.size() <= static_cast<size_t>(cl)) a.fast.resize(cl + 1);
     return a.fast[cl];
@@ -220,6 +229,7 @@ class GlibcModel : public AllocatorModel {
 
   GlibcConfig c_;
   CostSink* sink_;
+  bool cache_from_first_event_;
   unsigned arena_max_ = 0;
   uint64_t tcache_max_chunk_ = 0;
   uint64_t max_fast_chunk_ = 0;
@@ -233,19 +243,11 @@ class GlibcModel : public AllocatorModel {
 }  // namespace
 
 bool ParseGlibcTunables(const std::string& tunables, GlibcConfig* c, std::string* error) {
-  size_t pos = 0;
-  while (pos < tunables.size()) {
-    size_t end = tunables.find(':', pos);
-    if (end == std::string::npos) end = tunables.size();
-    std::string pair = tunables.substr(pos, end - pos);
-    pos = end + 1;
-    if (pair.empty()) continue;
-    size_t eq = pair.find('=');
-    if (eq == std::string::npos) {
-      *error = fmt::format("GLIBC_TUNABLES: '{}' is not name=value", pair);
-      return false;
-    }
-    std::string key = pair.substr(0, eq), value = pair.substr(eq + 1);
+  std::vector<Setting> pairs;
+  if (!SplitSettings(tunables, ':', '=', "GLIBC_TUNABLES", "name=value", &pairs, error)) {
+    return false;
+  }
+  for (const auto& [key, value] : pairs) {
     uint64_t v = 0;
     auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
     bool numeric = ec == std::errc() && p == value.data() + value.size();
@@ -273,8 +275,8 @@ bool ParseGlibcTunables(const std::string& tunables, GlibcConfig* c, std::string
 }
 
 std::unique_ptr<AllocatorModel> MakeGlibcModel(const GlibcConfig& config, unsigned cpus,
-                                               CostSink* sink) {
-  return std::make_unique<GlibcModel>(config, cpus, sink);
+                                               bool cache_from_first_event, CostSink* sink) {
+  return std::make_unique<GlibcModel>(config, cpus, cache_from_first_event, sink);
 }
 
 }  // namespace crossfree::analyzer::simulate

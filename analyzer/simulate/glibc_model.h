@@ -27,7 +27,11 @@ struct GlibcConfig {
 // *error naming the bad pair.
 bool ParseGlibcTunables(const std::string& tunables, GlibcConfig* config, std::string* error);
 
+// cache_from_first_event: a thread gets its arena and tcache at its first
+// operation of any kind, as in a run recorded with the tracer (which
+// allocates, untraced, on every thread it records); otherwise at its first
+// malloc or free of a chunk that is not mmapped, as glibc does.
 std::unique_ptr<AllocatorModel> MakeGlibcModel(const GlibcConfig& config, unsigned cpus,
-                                               CostSink* sink);
+                                               bool cache_from_first_event, CostSink* sink);
 
 }  // namespace crossfree::analyzer::simulate

@@ -20,7 +20,13 @@
 //    statistics merge, once per small bin), or of an arena's extent
 //    structures (a large allocation or free that no tcache serves);
 //  - remote free: a free of an object of another arena than the freeing
-//    thread's (it waits in the tcache; the flush takes the owner's lock).
+//    thread's (it waits in the tcache; the flush takes the owner's lock),
+//    or any free by a thread that has no tcache yet (it locks the owner's
+//    bin at once).
+// A thread gets its tcache and arena at its first allocation: free_default
+// and sdallocx_default fetch only a minimal tsd (no tcache, no arena), so a
+// thread that only frees sends every free straight to the owning arena's
+// bin, and its exit flushes nothing.
 #include "analyzer/simulate/jemalloc_model.h"
 
 #include <fmt/core.h>
@@ -30,6 +36,8 @@
 #include <set>
 #include <utility>
 #include <vector>
+
+#include "analyzer/simulate/id_pool.h"
 
 namespace crossfree::analyzer::simulate {
 namespace {
@@ -90,20 +98,9 @@ uint64_t JemallocIndexSize(int index) {
 }
 
 bool ParseMallocConf(const std::string& conf, JemallocConfig* c, std::string* error) {
-  size_t pos = 0;
-  while (pos < conf.size()) {
-    size_t end = conf.find(',', pos);
-    if (end == std::string::npos) end = conf.size();
-    std::string pair = conf.substr(pos, end - pos);
-    pos = end + 1;
-    if (pair.empty()) continue;
-    size_t colon = pair.find(':');
-    if (colon == std::string::npos) {
-      *error = fmt::format("MALLOC_CONF: '{}' is not key:value", pair);
-      return false;
-    }
-    std::string key = pair.substr(0, colon);
-    std::string value = pair.substr(colon + 1);
+  std::vector<Setting> pairs;
+  if (!SplitSettings(conf, ',', ':', "MALLOC_CONF", "key:value", &pairs, error)) return false;
+  for (const auto& [key, value] : pairs) {
     auto number = [&](auto* out) {
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), *out);
       if (ec != std::errc() || p != value.data() + value.size()) {
@@ -113,8 +110,22 @@ bool ParseMallocConf(const std::string& conf, JemallocConfig* c, std::string* er
       return true;
     };
     bool ok = true;
-    if (key == "narenas") {
-      ok = number(&c->narenas);
+    // A numeric key: true when key is name (ok says whether it parsed).
+    auto numeric = [&](const char* name, auto* field) {
+      if (key != name) return false;
+      ok = number(field);
+      return true;
+    };
+    if (numeric("narenas", &c->narenas) ||
+        numeric("tcache_nslots_small_min", &c->tcache_nslots_small_min) ||
+        numeric("tcache_nslots_small_max", &c->tcache_nslots_small_max) ||
+        numeric("tcache_nslots_large", &c->tcache_nslots_large) ||
+        numeric("lg_tcache_nslots_mul", &c->lg_tcache_nslots_mul) ||
+        numeric("tcache_gc_incr_bytes", &c->tcache_gc_incr_bytes) ||
+        numeric("tcache_gc_delay_bytes", &c->tcache_gc_delay_bytes) ||
+        numeric("lg_tcache_flush_small_div", &c->lg_tcache_flush_small_div) ||
+        numeric("lg_tcache_flush_large_div", &c->lg_tcache_flush_large_div)) {
+      // set above
     } else if (key == "tcache") {
       if (value != "true" && value != "false") {
         *error = fmt::format("MALLOC_CONF: tcache:{} is not true or false", value);
@@ -126,22 +137,6 @@ bool ParseMallocConf(const std::string& conf, JemallocConfig* c, std::string* er
       ok = number(&v);
       if (ok && key == "lg_tcache_max") v = v >= 63 ? kTcacheMaxLimit : uint64_t{1} << v;
       c->tcache_max = std::min(v, kTcacheMaxLimit);
-    } else if (key == "tcache_nslots_small_min") {
-      ok = number(&c->tcache_nslots_small_min);
-    } else if (key == "tcache_nslots_small_max") {
-      ok = number(&c->tcache_nslots_small_max);
-    } else if (key == "tcache_nslots_large") {
-      ok = number(&c->tcache_nslots_large);
-    } else if (key == "lg_tcache_nslots_mul") {
-      ok = number(&c->lg_tcache_nslots_mul);
-    } else if (key == "tcache_gc_incr_bytes") {
-      ok = number(&c->tcache_gc_incr_bytes);
-    } else if (key == "tcache_gc_delay_bytes") {
-      ok = number(&c->tcache_gc_delay_bytes);
-    } else if (key == "lg_tcache_flush_small_div") {
-      ok = number(&c->lg_tcache_flush_small_div);
-    } else if (key == "lg_tcache_flush_large_div") {
-      ok = number(&c->lg_tcache_flush_large_div);
     } else if (key == "percpu_arena" && value != "disabled") {
       *error = fmt::format("MALLOC_CONF: percpu_arena:{} is not modelled (only disabled)", value);
       return false;
@@ -166,8 +161,9 @@ namespace {
 
 class JemallocModel : public AllocatorModel {
  public:
-  JemallocModel(const JemallocConfig& config, unsigned cpus, CostSink* sink)
-      : c_(config), sink_(sink) {
+  JemallocModel(const JemallocConfig& config, unsigned cpus, bool cache_from_first_event,
+                CostSink* sink)
+      : c_(config), sink_(sink), cache_from_first_event_(cache_from_first_event) {
     // jemalloc clamps narenas to its arena index limit (MALLOCX_ARENA_LIMIT).
     narenas_ = std::min(c_.narenas ? c_.narenas : 4 * std::min(std::max(cpus, 1u), 4096u),
                         kMaxArenas);
@@ -193,13 +189,14 @@ class JemallocModel : public AllocatorModel {
         {"lg_tcache_flush_small_div", fmt::format("{}", c_.lg_tcache_flush_small_div)},
         {"lg_tcache_flush_large_div", fmt::format("{}", c_.lg_tcache_flush_large_div)},
     };
-    if (!c_.ignored.empty()) s.push_back({"ignored", c_.ignored});
+    AddCacheSettings(&s, cache_from_first_event_, "a thread's first allocation", c_.ignored);
     return s;
   }
   Validation validation() const override {
     return {true, false,
-            "against the same run's jemalloc statistics (bin nfills, nflushes, mutex "
-            "operations): scripts/validate-simulate --allocator jemalloc, "
+            "against jemalloc's statistics (bin nfills, nflushes, mutex operations) of the "
+            "recorded run (with --cache-from-first-event) and of the program run without the "
+            "tracer (without it): scripts/validate-simulate --allocator jemalloc, "
             "docs/guide/simulate.md"};
   }
 
@@ -212,17 +209,12 @@ class JemallocModel : public AllocatorModel {
     t = Thread();
     t.live = true;
     t.main = is_main;
-    t.arena = ChooseArena();
-    arenas_[t.arena].nthreads += 1;
-    t.bins.resize(nhbins_);
-    t.lg_fill_div.assign(kJemallocSmallBins, 1);
-    t.refilled.assign(kJemallocSmallBins, false);
-    t.flush_delay.assign(kJemallocSmallBins, 0);
-    for (int i = 0; i < kJemallocSmallBins && i < nhbins_; ++i) t.flush_delay[i] = ItemDelay(i);
+    if (cache_from_first_event_) StartTcache(t);
   }
 
   uint64_t Allocate(int thread, int cl, uint64_t) override {
     Thread& t = threads_[thread];
+    if (!t.nominal) StartTcache(t);
     uint64_t object;
     if (cl < nhbins_) {
       CacheBin& bin = t.bins[cl];
@@ -257,6 +249,16 @@ class JemallocModel : public AllocatorModel {
   void Free(int thread, int cl, uint64_t object) override {
     Thread& t = threads_[thread];
     if (IsRemote(thread, object)) sink_->OnCost(CostKind::kRemoteFree, cl, 1, 0);
+    if (!t.nominal) {
+      // A minimal tsd: arena_dalloc_no_tcache, under the owner's lock; no
+      // thread event counts it.
+      sink_->OnCost(CostKind::kLock, cl, 1, 0);
+      if (cl < kJemallocSmallBins) {
+        uint32_t slab = static_cast<uint32_t>(object);
+        DallocSmall(slabs_[slab].arena, cl, slab);
+      }
+      return;
+    }
     if (cl < nhbins_) {
       CacheBin& bin = t.bins[cl];
       if (bin.items.size() >= ncached_max_[cl]) {
@@ -279,6 +281,8 @@ class JemallocModel : public AllocatorModel {
     if (static_cast<size_t>(thread) >= threads_.size()) return;
     Thread& t = threads_[thread];
     if (!t.live || t.main) return;
+    t.live = false;
+    if (!t.nominal) return;  // a minimal tsd: nothing to flush or merge
     // tcache_destroy: tcache_flush_cache (every bin, empty ones too, so
     // each small bin counts a flush), then tcache_stats_merge (each small
     // bin's lock of its arena).
@@ -287,13 +291,14 @@ class JemallocModel : public AllocatorModel {
       for (int i = 0; i < kJemallocSmallBins; ++i) sink_->OnCost(CostKind::kLock, i, 1, 0);
     }
     arenas_[t.arena].nthreads -= 1;
-    t.live = false;
+    t.nominal = false;
     t.bins.clear();
     t.bins.shrink_to_fit();
   }
 
   bool IsRemote(int thread, uint64_t object) const override {
-    return OwnerArena(object) != threads_[thread].arena;
+    const Thread& t = threads_[thread];
+    return !t.nominal || OwnerArena(object) != t.arena;
   }
 
  private:
@@ -318,8 +323,9 @@ class JemallocModel : public AllocatorModel {
     int low_water = 0;
   };
   struct Thread {
-    int arena = 0;
+    int arena = 0;  // valid when nominal
     bool live = false;
+    bool nominal = false;  // past the minimal tsd: has its arena (and tcache, if enabled)
     bool main = false;
     std::vector<CacheBin> bins;
     std::vector<uint8_t> lg_fill_div;
@@ -350,6 +356,19 @@ class JemallocModel : public AllocatorModel {
     return static_cast<uint8_t>(std::min<uint64_t>(d, 255));
   }
 
+  // tsd_data_init at the minimal-to-nominal transition: the thread's arena
+  // (arena_choose) and its tcache.
+  void StartTcache(Thread& t) {
+    t.nominal = true;
+    t.arena = ChooseArena();
+    arenas_[t.arena].nthreads += 1;
+    t.bins.resize(nhbins_);
+    t.lg_fill_div.assign(kJemallocSmallBins, 1);
+    t.refilled.assign(kJemallocSmallBins, false);
+    t.flush_delay.assign(kJemallocSmallBins, 0);
+    for (int i = 0; i < kJemallocSmallBins && i < nhbins_; ++i) t.flush_delay[i] = ItemDelay(i);
+  }
+
   int ChooseArena() {
     // arena_choose_hard: the first arena with the fewest threads; when
     // that one has threads and an arena is not yet initialized, the first
@@ -374,16 +393,8 @@ class JemallocModel : public AllocatorModel {
   }
 
   uint32_t NewSlab(uint32_t arena, int bin) {
-    uint32_t id;
-    if (!free_slabs_.empty()) {
-      id = free_slabs_.back();
-      free_slabs_.pop_back();
-    } else {
-      id = static_cast<uint32_t>(slabs_.size());
-      slabs_.emplace_back();
-    }
+    uint32_t id = slabs_.Acquire();
     Slab& s = slabs_[id];
-    s = Slab();
     s.arena = arena;
     s.bin = static_cast<uint16_t>(bin);
     s.nfree = static_cast<uint16_t>(kBins[bin].nregs);
@@ -436,7 +447,7 @@ class JemallocModel : public AllocatorModel {
       } else if (s.in_nonfull) {
         bin.nonfull.erase({s.sn, id});
       }
-      free_slabs_.push_back(id);
+      slabs_.Release(id);
       return;
     }
     if (s.nfree == 1 && bin.slabcur != id) {
@@ -499,7 +510,7 @@ class JemallocModel : public AllocatorModel {
   // tcache_gc_incr_bytes of allocated (freed) usable bytes, and runs the
   // handler on one bin, round robin.
   void Tick(Thread& t, uint64_t* counter, uint64_t bytes) {
-    if (nhbins_ == 0 || c_.tcache_gc_incr_bytes == 0 || !t.live) return;
+    if (nhbins_ == 0 || c_.tcache_gc_incr_bytes == 0 || !t.live || !t.nominal) return;
     *counter += bytes;
     if (*counter < c_.tcache_gc_incr_bytes) return;
     *counter = 0;
@@ -532,13 +543,13 @@ class JemallocModel : public AllocatorModel {
 
   JemallocConfig c_;
   CostSink* sink_;
+  bool cache_from_first_event_;
   unsigned narenas_ = 0;
   int nhbins_ = 0;
   std::vector<unsigned> ncached_max_;
   std::vector<Arena> arenas_;
   std::vector<Thread> threads_;
-  std::vector<Slab> slabs_;
-  std::vector<uint32_t> free_slabs_;
+  IdPool<Slab> slabs_;
   std::vector<uint64_t> scratch_;
   uint64_t next_sn_ = 0;
   uint64_t last_filled_ = 0;
@@ -547,8 +558,8 @@ class JemallocModel : public AllocatorModel {
 }  // namespace
 
 std::unique_ptr<AllocatorModel> MakeJemallocModel(const JemallocConfig& config, unsigned cpus,
-                                                  CostSink* sink) {
-  return std::make_unique<JemallocModel>(config, cpus, sink);
+                                                  bool cache_from_first_event, CostSink* sink) {
+  return std::make_unique<JemallocModel>(config, cpus, cache_from_first_event, sink);
 }
 
 }  // namespace crossfree::analyzer::simulate

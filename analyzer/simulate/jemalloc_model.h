@@ -40,7 +40,13 @@ int JemallocSizeIndex(uint64_t size);
 uint64_t JemallocIndexSize(int index);
 inline constexpr int kJemallocSmallBins = 36;
 
+// cache_from_first_event: a thread gets its tcache and arena at its first
+// operation of any kind, as in a run recorded with the tracer (which
+// allocates, untraced, on every thread it records); otherwise at its first
+// allocation, as jemalloc does (a thread that only frees keeps a minimal
+// state with no tcache: each free goes to the owning arena's bin under
+// its lock).
 std::unique_ptr<AllocatorModel> MakeJemallocModel(const JemallocConfig& config, unsigned cpus,
-                                                  CostSink* sink);
+                                                  bool cache_from_first_event, CostSink* sink);
 
 }  // namespace crossfree::analyzer::simulate

@@ -5,30 +5,20 @@
 #include <algorithm>
 #include <memory>
 
-#include "analyzer/pairing/event_stream.h"
-#include "format/trace_reader.h"
+#include "analyzer/simulate/replay_driver.h"
 #include "analyzer/simulate/sim_events.h"
 #include "analyzer/simulate/tcmalloc_model.h"
 
 namespace crossfree::analyzer::simulate {
 
-using analyzer::ChunkVisitor;
-using analyzer::DecodeTraceChunk;
-using analyzer::FinishMetadata;
-using analyzer::MergeHeap;
-using analyzer::OrderKey;
 using analyzer::ProcessTrace;
-using analyzer::Rank;
 
 namespace {
 
-// A thread's replay: where its decoding is, its model heap, and where what
-// it did is counted (the result's entry for it).
+// A thread's replay: its model heap, and where what it did is counted (the
+// result's entry for it).
 struct StreamState {
   int heap = -1;
-  size_t next_chunk = 0;
-  std::vector<SimEvent> events;
-  size_t pos = 0;
   ThreadTransfers* out = nullptr;
 };
 
@@ -43,35 +33,20 @@ struct Block {
 class Replayer : public TransferSink {
  public:
   Replayer(ProcessTrace* trace, const SimulateOptions& options, ReplayResult* out)
-      : trace_(trace),
+      : out_(out),
+        driver_(trace),
         model_(options.allocator, this),
         streams_(trace->streams.size()),
         cache_from_first_event_(options.cache_from_first_event) {
     out->threads.assign(streams_.size(), ThreadTransfers());
-    entry_stack_.assign(streams_.size(), format::kNoStack);
+    out->entry_stack.assign(streams_.size(), format::kNoStack);
     for (size_t s = 0; s < streams_.size(); ++s) streams_[s].out = &out->threads[s];
   }
 
   bool Run(std::string* error) {
-    MergeHeap<Cursor> heap;
-    for (uint32_t s = 0; s < streams_.size(); ++s) {
-      if (!Refill(s, error)) return false;
-      if (!Exhausted(s)) heap.Push(Cursor{this, s});
-    }
-    heap.Build();
-    while (!heap.empty()) {
-      uint32_t s = heap.top().stream;
-      Process(s, Head(s));
-      ++streams_[s].pos;
-      if (!Refill(s, error)) return false;
-      if (Exhausted(s)) {
-        heap.Pop();
-      } else {
-        heap.Fix();
-      }
-    }
-    FinishMetadata(*trace_);
-    return true;
+    bool ok = driver_.Run([this](uint32_t s, const SimEvent& e) { Process(s, e); }, error);
+    out_->events = driver_.events();
+    return ok;
   }
 
   void OnFetch(int, int cl, int objects, int wanted) override {
@@ -81,7 +56,7 @@ class Replayer : public TransferSink {
       c->fetched_objects += objects;
       if (objects < wanted) c->short_fetches += 1;
     }
-    CallsObjects& site = fetch_sites_[{static_cast<uint32_t>(current_), current_stack_}];
+    CallsObjects& site = out_->fetch_sites[{static_cast<uint32_t>(current_), current_stack_}];
     site.calls += 1;
     site.objects += objects;
   }
@@ -93,52 +68,17 @@ class Replayer : public TransferSink {
       c->release_calls_by_cause[static_cast<int>(cause)] += 1;
     }
     uint32_t stack = cause == ReleaseCause::kThreadExit ? kExitStack : current_stack_;
-    CallsObjects& site = release_sites_[{static_cast<uint32_t>(current_), stack}];
+    CallsObjects& site = out_->release_sites[{static_cast<uint32_t>(current_), stack}];
     site.calls += 1;
     site.objects += objects;
   }
 
-  const std::vector<StreamState>& streams() const { return streams_; }
-  std::vector<uint32_t>& entry_stack() { return entry_stack_; }
-  const SiteMap& fetch_sites() const { return fetch_sites_; }
-  const SiteMap& release_sites() const { return release_sites_; }
-  uint64_t events() const { return events_; }
-  uint64_t unknown_frees() const { return unknown_frees_; }
-  uint64_t inplace_reallocs() const { return inplace_reallocs_; }
 
  private:
-  // A merge cursor: the head event of one stream.
-  struct Cursor {
-    const Replayer* replayer;
-    uint32_t stream;
-    OrderKey key() const { return KeyOf(replayer->Head(stream)); }
-  };
-
-  bool Exhausted(size_t s) const { return streams_[s].pos >= streams_[s].events.size(); }
-  const SimEvent& Head(size_t s) const { return streams_[s].events[streams_[s].pos]; }
-
-  // Decodes the stream's next chunks until it has an event or none is left.
-  bool Refill(size_t s, std::string* error) {
-    StreamState& st = streams_[s];
-    const auto& chunks = trace_->streams[s].chunks;
-    while (st.pos >= st.events.size() && st.next_chunk < chunks.size()) {
-      st.events.clear();
-      st.pos = 0;
-      ChunkCollector collector(&st.events);
-      if (!DecodeTraceChunk(*trace_, chunks[st.next_chunk++], collector, error)) return false;
-      collector.FlushPending();
-      events_ += collector.events;
-    }
-    // A finished stream gives its buffer back (traces of many threads).
-    if (st.pos >= st.events.size() && st.next_chunk == chunks.size() && st.events.capacity()) {
-      std::vector<SimEvent>().swap(st.events);
-      st.pos = 0;
-    }
-    return true;
-  }
-
   void Process(size_t s, const SimEvent& e) {
-    if (entry_stack_[s] == format::kNoStack && e.kind != kSimExit) entry_stack_[s] = e.stack;
+    if (out_->entry_stack[s] == format::kNoStack && e.kind != kSimExit) {
+      out_->entry_stack[s] = e.stack;
+    }
     current_ = s;
     current_stack_ = e.stack;
     if (cache_from_first_event_ && streams_[s].heap < 0 && e.kind != kSimExit) {
@@ -196,7 +136,7 @@ class Replayer : public TransferSink {
     if (address == 0) return;
     auto it = live_.find(address);
     if (it == live_.end()) {
-      ++unknown_frees_;
+      ++out_->unknown_frees;
       return;
     }
     Block block = it->second;
@@ -222,41 +162,24 @@ class Replayer : public TransferSink {
   // new block of at least 1.25x the old size; one that shrinks below half
   // moves; otherwise it stays. The trace says whether it moved.
   void Realloc(size_t s, const SimEvent& e) {
-    auto it = live_.find(e.old_address);
-    bool known = it != live_.end();
-    if (e.address == e.old_address) {
-      ++inplace_reallocs_;
-      if (!known) Allocate(s, e.address, e.size, e.stack);
-      return;
-    }
-    uint64_t size = e.size;
-    Block old;
-    if (known) {
-      old = it->second;
-      live_.erase(it);
-      uint64_t lower_bound_to_grow = old.bytes + old.bytes / 4;
-      if (size > old.bytes && size < lower_bound_to_grow) size = lower_bound_to_grow;
-    }
-    Allocate(s, e.address, size, e.stack);
-    if (known) {
-      FreeBlock(s, old);
-    } else {
-      ++unknown_frees_;
-    }
+    ReplayRealloc(
+        live_, e, &out_->inplace_reallocs, &out_->unknown_frees,
+        [&](const Block* old) {
+          uint64_t size = e.size;
+          uint64_t lower_bound_to_grow = old ? old->bytes + old->bytes / 4 : 0;
+          if (old && size > old->bytes && size < lower_bound_to_grow) size = lower_bound_to_grow;
+          Allocate(s, e.address, size, e.stack);
+        },
+        [&](const Block& old) { FreeBlock(s, old); });
   }
 
-  ProcessTrace* trace_;
+  ReplayResult* out_;  // what is counted, filled as the replay goes
+  ReplayDriver driver_;
   TcmallocModel model_;
   std::vector<StreamState> streams_;
-  std::vector<uint32_t> entry_stack_;
   std::unordered_map<uint64_t, Block> live_;
-  SiteMap fetch_sites_;
-  SiteMap release_sites_;
   size_t current_ = 0;
   uint32_t current_stack_ = 0;
-  uint64_t events_ = 0;
-  uint64_t unknown_frees_ = 0;
-  uint64_t inplace_reallocs_ = 0;
   bool cache_from_first_event_ = false;
 };
 
@@ -265,15 +188,7 @@ class Replayer : public TransferSink {
 bool ReplayTrace(ProcessTrace& trace, const SimulateOptions& options, ReplayResult* out,
                  std::string* error) {
   *out = ReplayResult();
-  auto replayer = std::make_unique<Replayer>(&trace, options, out);
-  if (!replayer->Run(error)) return false;
-  out->fetch_sites = replayer->fetch_sites();
-  out->release_sites = replayer->release_sites();
-  out->events = replayer->events();
-  out->unknown_frees = replayer->unknown_frees();
-  out->inplace_reallocs = replayer->inplace_reallocs();
-  out->entry_stack = std::move(replayer->entry_stack());
-  return true;
+  return std::make_unique<Replayer>(&trace, options, out)->Run(error);
 }
 
 }  // namespace crossfree::analyzer::simulate

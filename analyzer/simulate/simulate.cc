@@ -68,8 +68,8 @@ bool SimulateCosts(TraceSet& set, const SimulateOptions& options,
   if (options.allocator_name == "gperftools") {
     model.max_total_thread_cache_bytes = options.allocator.max_total_thread_cache_bytes;
     model.transfer_num_objects = options.allocator.transfer_num_objects;
-    model.cache_from_first_event = options.cache_from_first_event;
   }
+  model.cache_from_first_event = options.cache_from_first_event;
   // A model built only to check the settings (an error names the setting,
   // not a trace) and to ask its class sizes.
   struct NullSink : CostSink {

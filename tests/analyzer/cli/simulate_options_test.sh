@@ -65,7 +65,7 @@ has out "crossfree simulate: jemalloc-5.3.0 (validated)"
 has out "settings (defaults; the trace does not record the run's environment)"
 cp out jemalloc.out
 expect 0 "$crossfree" simulate --allocator mimalloc after.trc
-has out "mimalloc-2.0.9 (NOT VALIDATED)"
+has out "mimalloc-2.0.9 (partly validated)"
 checked[--malloc-conf]=1
 expect 0 "$crossfree" simulate --allocator jemalloc --malloc-conf tcache_nslots_small_max:20 after.trc
 has out "tcache_nslots_small_max=20"
@@ -92,6 +92,11 @@ has out "crossfree simulate: gperftools-2.10 (validated)"
 has out "Top pairs by cost"
 expect 2 "$crossfree" simulate --allocator glibc --pairs after.trc
 has err "--pairs does not apply to --allocator glibc"
+expect 0 "$crossfree" simulate --allocator jemalloc --cache-from-first-event after.trc
+has out "tcache from=a thread's first traced event"
+expect 2 "$crossfree" simulate --allocator mimalloc --cache-from-first-event after.trc
+lines err 1
+has err "--cache-from-first-event does not apply to --allocator mimalloc"
 expect 0 "$crossfree" simulate --format html --allocator jemalloc after.trc
 has out "<h1>crossfree simulate: jemalloc-5.3.0</h1>"
 refused --jobs 2

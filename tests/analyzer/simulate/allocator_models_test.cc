@@ -64,7 +64,11 @@ TEST_CASE("jemalloc size classes: small bins, large classes, and back", "[simula
 TEST_CASE("jemalloc: fills of half the bin, a remote flush to the owner's bin, thread exit",
           "[simulate]") {
   Recorder r;
-  auto m = Make("jemalloc", &r);
+  // Every thread gets its tcache at its first operation, as in the recorded
+  // run (the tracer allocates on every thread).
+  ModelSettings s;
+  s.cache_from_first_event = true;
+  auto m = Make("jemalloc", &r, s);
   const int cl = m->SizeClass(16);
   REQUIRE(cl == 1);
   // Thread 0 (main) gets arena 0; thread 1 finds arena 0 taken and the next
@@ -112,6 +116,44 @@ TEST_CASE("jemalloc: fills of half the bin, a remote flush to the owner's bin, t
   CHECK(r.total[CostKind::kFlush] == 0);
 }
 
+TEST_CASE("jemalloc: a thread that only frees has no tcache: each free locks the owner's bin",
+          "[simulate]") {
+  Recorder r;
+  auto m = Make("jemalloc", &r);
+  const int cl = m->SizeClass(16);
+  m->ThreadStart(0, true);
+  m->ThreadStart(1, false);
+  // 201 allocations on the main thread: 3 fills, as in the test above.
+  std::vector<uint64_t> objects;
+  for (int i = 0; i < 201; ++i) objects.push_back(m->Allocate(0, cl, 16));
+  CHECK(r.total[CostKind::kRefill] == 3);
+  // Thread 1 never allocated: a minimal tsd, no tcache. Each free goes to
+  // arena 0's bin under its lock: 201 locks, no flush; all remote.
+  r.Reset();
+  for (uint64_t o : objects) m->Free(1, cl, o);
+  CHECK(r.total[CostKind::kRemoteFree] == 201);
+  CHECK(r.total[CostKind::kFlush] == 0);
+  CHECK(r.total[CostKind::kLock] == 201);
+  // Its exit has nothing to flush and no statistics to merge.
+  r.Reset();
+  m->ThreadExit(1);
+  CHECK(r.total[CostKind::kFlush] == 0);
+  CHECK(r.total.Total() == 0);
+  // Its first allocation makes it nominal: arena 1 (arena 0 has the main
+  // thread), its tcache, and a fill of 100 from a fresh slab of arena 1
+  // (2 locks); its frees then stay in its tcache.
+  m->ThreadStart(2, false);
+  r.Reset();
+  uint64_t o = m->Allocate(2, cl, 16);
+  CHECK(r.total[CostKind::kRefill] == 1);
+  CHECK(r.total.refilled_objects == 100);
+  CHECK(r.total[CostKind::kLock] == 2);
+  CHECK_FALSE(m->IsRemote(2, o));
+  r.Reset();
+  m->Free(2, cl, o);
+  CHECK(r.total.Total() == 0);
+}
+
 TEST_CASE("jemalloc: MALLOC_CONF settings change the bins and are refused when malformed",
           "[simulate]") {
   Recorder r;
@@ -136,7 +178,7 @@ TEST_CASE("jemalloc: MALLOC_CONF settings change the bins and are refused when m
   CHECK_FALSE(MakeAllocatorModel("tcmalloc", ModelSettings(), &r, &error));
 }
 
-TEST_CASE("glibc: tcache of 7, a fastbin refill, a remote free without a tcache", "[simulate]") {
+TEST_CASE("glibc: tcache of 7, a fastbin refill, a free-only thread's tcache", "[simulate]") {
   Recorder r;
   auto m = Make("glibc", &r);
   const int cl = m->SizeClass(24);  // 32-byte chunk: a fastbin size
@@ -168,15 +210,24 @@ TEST_CASE("glibc: tcache of 7, a fastbin refill, a remote free without a tcache"
   CHECK(r.total[CostKind::kRefill] == 1);
   CHECK(r.total.refilled_objects == 1);
   CHECK(r.total[CostKind::kLock] == 1);
-  // Thread 1 never allocated: no tcache, no arena. Its free of a 24-byte
-  // chunk goes into arena 0's fastbin (a CAS); of a 200-byte one, into
-  // arena 0 under its lock.
+  // Thread 1 never allocated. __libc_free runs MAYBE_INIT_TCACHE: its first
+  // free gets it an arena (a new one: arena 1) and its tcache, allocated
+  // there with _int_malloc under the lock (1 refill, 1 lock); the chunk,
+  // arena 0's, goes into that tcache (a remote free, no flush).
   r.Reset();
   m->Free(1, cl, objects[0]);
-  uint64_t big = m->Allocate(0, m->SizeClass(200), 200);
-  r.Reset();
-  m->Free(1, m->SizeClass(200), big);
+  CHECK(r.total[CostKind::kRefill] == 1);
+  CHECK(r.total[CostKind::kLock] == 1);
+  CHECK(r.total[CostKind::kFlush] == 0);
   CHECK(r.total[CostKind::kRemoteFree] == 1);
+  // 8 frees of 200-byte chunks of arena 0: 7 fill thread 1's bin, the 8th
+  // goes into arena 0 under its lock (above the fastbin limit).
+  std::vector<uint64_t> big;
+  for (int i = 0; i < 8; ++i) big.push_back(m->Allocate(0, m->SizeClass(200), 200));
+  r.Reset();
+  for (uint64_t o : big) m->Free(1, m->SizeClass(200), o);
+  CHECK(r.total[CostKind::kRemoteFree] == 8);
+  CHECK(r.total[CostKind::kFlush] == 1);
   CHECK(r.total[CostKind::kLock] == 1);
   CHECK(r.total[CostKind::kAtomic] == 0);
   // calloc bypasses the tcache: with 7 cached chunks it still goes to
@@ -224,6 +275,34 @@ TEST_CASE("mimalloc: a page extends 4 KiB at a time, remote frees are one CAS ea
   for (int i = 10; i < 20; ++i) m->Free(0, cl, objects[i]);
   CHECK(r.total.Total() == 0);
   CHECK(r.total[CostKind::kRemoteFree] == 0);
+  // The 24 extended blocks left serve 24 allocations; the 25th is a generic
+  // call: it collects the thread-free list (one atomic exchange) and, the
+  // free list being empty, takes the local free list: 10 + 10 blocks, no
+  // extension.
+  r.Reset();
+  for (int i = 0; i < 25; ++i) m->Allocate(0, cl, 16);
+  CHECK(r.total[CostKind::kRefill] == 1);
+  CHECK(r.total.refilled_objects == 20);
+  CHECK(r.total[CostKind::kAtomic] == 1);
+}
+
+TEST_CASE("mimalloc: a request above 1 KiB takes _mi_malloc_generic every time", "[simulate]") {
+  Recorder r;
+  auto m = Make("mimalloc", &r);
+  const int cl = m->SizeClass(1500);
+  CHECK(m->ClassSize(cl) == 1536);
+  m->ThreadStart(0, true);
+  // mi_malloc's fast path stops at MI_SMALL_SIZE_MAX (1 KiB): 3 requests of
+  // 1500 bytes are 3 generic calls, although the first extension (4 KiB /
+  // 1536 = 2, raised to MI_MIN_EXTEND: 4 blocks) has a block for each.
+  for (int i = 0; i < 3; ++i) m->Allocate(0, cl, 1500);
+  CHECK(r.total[CostKind::kRefill] == 3);
+  // A 1024-byte request of the same page size class range stays on the
+  // fast path after its first generic call.
+  r.Reset();
+  const int small = m->SizeClass(1024);
+  for (int i = 0; i < 3; ++i) m->Allocate(0, small, 1024);
+  CHECK(r.total[CostKind::kRefill] == 1);
 }
 
 }  // namespace

@@ -17,42 +17,15 @@
 #include "analyzer/render/text.h"
 #include "analyzer/simulate/report_costs.h"
 #include "analyzer/simulate/simulate.h"
+#include "tests/analyzer/simulate/simulate_fixture.h"
 #include "tests/support/synthetic_trace.h"
 
 namespace crossfree::analyzer::simulate {
 namespace {
 
 using analyzer::testing::SyntheticTrace;
+using testing::RunSimulation;
 
-class FakeResolver : public analyzer::SymbolResolver {
- public:
-  const std::vector<analyzer::SymbolFrame>& Resolve(size_t, uint64_t address) override {
-    auto [it, inserted] = cache_.try_emplace(address);
-    if (inserted) {
-      analyzer::SymbolFrame f;
-      f.address = address;
-      char name[32];
-      std::snprintf(name, sizeof(name), "Site0x%llx", static_cast<unsigned long long>(address));
-      f.function = name;
-      it->second.push_back(f);
-    }
-    return it->second;
-  }
-
- private:
-  std::map<uint64_t, std::vector<analyzer::SymbolFrame>> cache_;
-};
-
-SimulationResult Run(SyntheticTrace& builder, const SimulateOptions& options) {
-  const std::vector<uint8_t>& bytes = builder.Finish();
-  analyzer::TraceSet set;
-  std::string error;
-  REQUIRE(set.AddBytes(bytes, "synthetic.trace", &error));
-  FakeResolver resolver;
-  SimulationResult result;
-  REQUIRE(Simulate(set, options, &resolver, &result, &error));
-  return result;
-}
 
 constexpr uint32_t kPid = 100;
 constexpr uint64_t kBase = 0x10000000;
@@ -81,14 +54,15 @@ TEST_CASE("cost replay: jemalloc costs charged to the pair, thread exits and liv
   SimulateOptions options;
   options.allocator_name = "jemalloc";
   options.model.cpus = 2;
-  SimulationResult r = Run(b, options);
+  SimulationResult r = RunSimulation(b, options);
   REQUIRE(r.cost);
   const CostSimulation& m = *r.cost;
   CHECK(m.allocator == "jemalloc-5.3.0");
   CHECK(m.validation.validated);
   // The pair producer -> consumer: the producer's 3 fills of 100 (5 locks,
-  // as in allocator_models_test) and the consumer's one flush of 100 to
-  // arena 1 plus its statistics lock (2 locks); 201 remote frees.
+  // as in allocator_models_test); the consumer never allocates, so it has
+  // no tcache and each of its 201 frees locks arena 1's bin (201 locks, no
+  // flush); 201 remote frees.
   REQUIRE_FALSE(m.pairs.empty());
   const CostPairResult& p = m.pairs[0];
   CHECK(p.alloc_group == "producer-N");
@@ -99,10 +73,10 @@ TEST_CASE("cost replay: jemalloc costs charged to the pair, thread exits and liv
   CHECK(p.objects == 201);
   CHECK(p.cost[CostKind::kRefill] == 3);
   CHECK(p.cost.refilled_objects == 300);
-  CHECK(p.cost[CostKind::kFlush] == 1);
-  CHECK(p.cost[CostKind::kLock] == 7);
+  CHECK(p.cost[CostKind::kFlush] == 0);
+  CHECK(p.cost[CostKind::kLock] == 206);
   CHECK(p.cost[CostKind::kRemoteFree] == 201);
-  CHECK(p.cost.Total() == 7);
+  CHECK(p.cost.Total() == 206);
   // Lifetimes: object i lives (5000 + 2i) - (1000 + i) = 4000 + i ns: min
   // 4000, max 4200; the median (rank 101, 4100 ns) and p99 (rank 199, 4198
   // ns) fall in the bucket [4096, 4608): its floor, 4096.
@@ -124,10 +98,9 @@ TEST_CASE("cost replay: jemalloc costs charged to the pair, thread exits and liv
   sum.Add(m.live_at_end);
   for (const CostPairResult& q : m.pairs) sum.Add(q.cost);
   for (int k = 0; k < kCostKindCount; ++k) CHECK(sum.n[k] == m.totals.n[k]);
-  CHECK(m.cross_thread.Total() == 7);
-  // Both workers exit: 41 flushes each; the consumer's 101 objects take
-  // arena 1's lock besides its own statistics locks.
-  CHECK(m.thread_exit[CostKind::kFlush] == 82);
+  CHECK(m.cross_thread.Total() == 206);
+  // Only the producer's exit flushes (41 bins); the consumer has no tcache.
+  CHECK(m.thread_exit[CostKind::kFlush] == 41);
   CHECK(m.cross_pairs.count(p.key) == 1);
 
   std::string text = RenderSimulationText(r, options);
@@ -138,6 +111,22 @@ TEST_CASE("cost replay: jemalloc costs charged to the pair, thread exits and liv
   std::string json = RenderSimulationJson(r, options);
   CHECK(json.find("\"median_ns\": 4096") != std::string::npos);
   CHECK(json.find("\"same_cpu\": null") != std::string::npos);
+
+  // As recorded (the tracer allocated on the consumer too, so it had a
+  // tcache): the consumer's one flush of 100 to arena 1 plus its
+  // statistics lock (2 locks); both exits flush 41 bins, the consumer's 101
+  // objects take arena 1's lock besides its own statistics locks.
+  options.cache_from_first_event = true;
+  SyntheticTrace b2 = ProducerConsumer();
+  SimulationResult r2 = RunSimulation(b2, options);
+  REQUIRE(r2.cost);
+  REQUIRE_FALSE(r2.cost->pairs.empty());
+  const CostPairResult& p2 = r2.cost->pairs[0];
+  CHECK(p2.cost[CostKind::kRefill] == 3);
+  CHECK(p2.cost[CostKind::kFlush] == 1);
+  CHECK(p2.cost[CostKind::kLock] == 7);
+  CHECK(p2.cost[CostKind::kRemoteFree] == 201);
+  CHECK(r2.cost->thread_exit[CostKind::kFlush] == 82);
 }
 
 TEST_CASE("report --allocator: the pair's cost and lifetimes join the report's pair by key",
@@ -159,11 +148,11 @@ TEST_CASE("report --allocator: the pair's cost and lifetimes join the report's p
   CHECK(analysis.pair_costs->allocator == "jemalloc-5.3.0");
   const analyzer::PairCostFigures* f = analysis.pair_costs->Find(analysis.pairs[0].key);
   REQUIRE(f);
-  // As the cost replay's test derives: 3 fills, 1 flush, 7 locks.
+  // As the cost replay's test derives: 3 fills, no flush, 206 locks.
   CHECK(f->refills == 3);
-  CHECK(f->flushes == 1);
-  CHECK(f->locks == 7);
-  CHECK(f->sync == 7);
+  CHECK(f->flushes == 0);
+  CHECK(f->locks == 206);
+  CHECK(f->sync == 206);
   CHECK(f->remote_frees == 201);
   CHECK(f->lifetime.min_ns == 4000);
   CHECK(f->lifetime.max_ns == 4200);
@@ -175,16 +164,17 @@ TEST_CASE("cost replay: the models that are not (fully) validated say so", "[sim
     SyntheticTrace b = ProducerConsumer();
     SimulateOptions options;
     options.allocator_name = name;
-    SimulationResult r = Run(b, options);
+    SimulationResult r = RunSimulation(b, options);
     REQUIRE(r.cost);
     CHECK_FALSE(r.cost->validation.validated);
-    CHECK(RenderSimulationText(r, options)
-              .find(std::string(name) == "glibc" ? "(partly validated)" : "(NOT VALIDATED)") !=
-          std::string::npos);
+    CHECK(r.cost->validation.partly);
+    CHECK(RenderSimulationText(r, options).find("(partly validated)") != std::string::npos);
     // Every consumer free is remote in both.
     REQUIRE_FALSE(r.cost->pairs.empty());
     CHECK(r.cost->cross_thread[CostKind::kRemoteFree] == 201);
   }
+  // A model checked against nothing would say so.
+  CHECK(std::string(Validation{}.Label()) == "NOT VALIDATED");
 }
 
 TEST_CASE("lifetimes: exact below 16 ns and at bucket floors, min and max always exact",

@@ -13,6 +13,7 @@
 #include "analyzer/render/json.h"
 #include "analyzer/render/text.h"
 #include "analyzer/simulate/simulate.h"
+#include "tests/analyzer/simulate/simulate_fixture.h"
 #include "tests/support/synthetic_trace.h"
 
 namespace crossfree::analyzer::simulate {
@@ -23,35 +24,8 @@ namespace {
 
 using analyzer::testing::SyntheticTrace;
 
-// Names return addresses 0x1000, 0x2000, ... as Site0x1000, ...
-class FakeResolver : public analyzer::SymbolResolver {
- public:
-  const std::vector<analyzer::SymbolFrame>& Resolve(size_t, uint64_t address) override {
-    auto [it, inserted] = cache_.try_emplace(address);
-    if (inserted) {
-      analyzer::SymbolFrame f;
-      f.address = address;
-      char name[32];
-      std::snprintf(name, sizeof(name), "Site0x%llx", static_cast<unsigned long long>(address));
-      f.function = name;
-      it->second.push_back(f);
-    }
-    return it->second;
-  }
-
- private:
-  std::map<uint64_t, std::vector<analyzer::SymbolFrame>> cache_;
-};
-
 SimulationResult Run(SyntheticTrace& builder, const SimulateOptions& options = SimulateOptions()) {
-  const std::vector<uint8_t>& bytes = builder.Finish();
-  analyzer::TraceSet set;
-  std::string error;
-  REQUIRE(set.AddBytes(bytes, "synthetic.trace", &error));
-  FakeResolver resolver;
-  SimulationResult result;
-  REQUIRE(Simulate(set, options, &resolver, &result, &error));
-  return result;
+  return testing::RunSimulation(builder, options);
 }
 
 const GroupResult& Group(const SimulationResult& r, const std::string& name) {
