@@ -9,7 +9,9 @@
 #include <map>
 #include <memory>
 
+#include "format/chunk_refs.h"
 #include "format/crc32c.h"
+#include "format/trace_writer.h"
 
 namespace crossfree::format {
 
@@ -23,27 +25,85 @@ bool IsEventKind(uint8_t kind) {
          kind == kTagFreeAlignedBase;
 }
 
+// Where a layout 2 writer finds, for a free, the chunk's latest
+// allocation of its address (docs/trace-format.md 5.2). Direct-mapped, no
+// deletion and no clearing between chunks: an entry counts only when it is
+// of this chunk (its generation) and within ChunkRefs::kRefWindow; a
+// collision just loses a reference, and the free keeps its delta.
+class LiveAllocations {
+ public:
+  LiveAllocations() : slots_(std::make_unique<Slot[]>(kSlots)) {}
+  void NextChunk() { ++generation_; }
+  void Add(uint64_t address, uint64_t ordinal) {
+    slots_[Index(address)] = Slot{address, ordinal, generation_};
+  }
+  // The ordinal of the chunk's latest allocation of address not freed
+  // since, and forgets it; false when none is known.
+  bool Take(uint64_t address, uint64_t* ordinal) {
+    Slot& s = slots_[Index(address)];
+    if (s.generation != generation_ || s.address != address) return false;
+    s.generation = 0;
+    *ordinal = s.ordinal;
+    return true;
+  }
+
+ private:
+  static constexpr uint32_t kBits = 16;
+  static constexpr uint32_t kSlots = 1u << kBits;
+  struct Slot {
+    uint64_t address = 0;
+    uint64_t ordinal = 0;
+    uint64_t generation = 0;
+  };
+  static uint32_t Index(uint64_t address) {
+    return static_cast<uint32_t>(((address >> 4) * 0x9e3779b97f4a7c15ull) >> (64 - kBits));
+  }
+  std::unique_ptr<Slot[]> slots_;
+  uint64_t generation_ = 1;
+};
+
 // Walks a plain record stream and appends each byte to its lane. Checks
-// only what it needs to find record boundaries: the decoder validates the
-// records when the chunk is read.
+// only what it needs to find record boundaries and, for layout 2, to know
+// every event's address and size: the decoder validates the records when
+// the chunk is read. With refs (layout 2), lane 3 gets the values of
+// docs/trace-format.md 5.2 instead of the address varints.
 class Splitter {
  public:
-  Splitter(std::span<const uint8_t> payload, std::array<std::vector<uint8_t>, wire::kLanes>& lanes)
+  Splitter(std::span<const uint8_t> payload, std::array<std::vector<uint8_t>, wire::kLanes>& lanes,
+           ChunkRefs* refs, LiveAllocations* live)
       : p_(payload.data()), begin_(payload.data()), end_(payload.data() + payload.size()),
-        lanes_(lanes) {}
+        lanes_(lanes), refs_(refs), live_(live) {
+    if (refs_ != nullptr) {
+      refs_->Reset();
+      live_->NextChunk();
+      std::memset(sites_, 0, sizeof(sites_));
+    }
+  }
 
-  bool Run(std::string* error) {
+  // False with *error when the stream is malformed; *unencodable when it is
+  // well formed but an address delta does not fit layout 2's values.
+  bool Run(std::string* error, bool* unencodable) {
+    *unencodable = false;
     while (p_ < end_) {
       const uint8_t* start = p_;
       const uint8_t tag = *p_++;
       const uint8_t kind = tag & 0xf0;
       if (IsEventKind(kind)) {
         lanes_[kRecords].push_back(tag);
-        uint64_t word;
-        if (!Move(kTimes) || !Move(kStacks, &word) || !Move(kAddresses) ||
-            ((word & 1) != 0 && !Move(kSizes))) {
+        uint64_t word, delta, size = 0;
+        if (!Move(kTimes) || !Move(kStacks, &word)) return Fail(start, "truncated event", error);
+        if (refs_ == nullptr) {
+          if (!Move(kAddresses) || ((word & 1) != 0 && !Move(kSizes))) {
+            return Fail(start, "truncated event", error);
+          }
+          continue;
+        }
+        if (!Get(&delta) || ((word & 1) != 0 && !Move(kSizes, &size))) {
           return Fail(start, "truncated event", error);
         }
+        const char* what = Reference(kind, word, delta, size, unencodable);
+        if (what != nullptr) return Fail(start, what, error);
+        if (*unencodable) return true;
         continue;
       }
       if (!Skip(tag)) return Fail(start, "malformed record", error);
@@ -61,6 +121,10 @@ class Splitter {
   bool Get(uint64_t* v) {
     p_ = wire::GetVarint(p_, end_, v);
     return p_ != nullptr;
+  }
+  void Put(Lane lane, uint64_t v) {
+    uint8_t b[wire::kMaxVarintBytes];
+    lanes_[lane].insert(lanes_[lane].end(), b, wire::PutVarint(b, v));
   }
   // Moves one varint from the stream to a lane.
   bool Move(Lane lane, uint64_t* value = nullptr) {
@@ -83,10 +147,64 @@ class Splitter {
     p_ += n;
     return true;
   }
+
+  // Layout 2: the event's address as the plain decoder finds it (section
+  // 6.2), then its lane 3 value (5.2). Null, or what is malformed.
+  const char* Reference(uint8_t kind, uint64_t word, uint64_t delta, uint64_t size,
+                        bool* unencodable) {
+    if ((word >> 1) > UINT32_MAX) return "bad stack id";
+    const auto id = static_cast<uint32_t>(word >> 1);
+    Site& site = sites_[id % ChunkWriter::kSiteSlots];
+    const bool hit = site.stack_id == id;
+    if ((word & 1) == 0) {
+      if (!hit) return "size repeat without a prediction";
+      size = site.size;
+    }
+    const unsigned shift = kind == kTagAllocAlignedBase || kind == kTagFreeAlignedBase ? 4 : 0;
+    const uint64_t address =
+        (hit ? site.address : prev_addr_) + (static_cast<uint64_t>(wire::UnZigZag(delta)) << shift);
+    site = Site{id, static_cast<uint32_t>(size), address};
+    prev_addr_ = address;
+    uint64_t v;
+    uint64_t at;
+    if (kind == kTagAllocBase || kind == kTagAllocAlignedBase) {
+      if (refs_->Peek(size, &at) && at == address) {
+        refs_->Reuse(size, &at);
+        v = 0;
+      } else {
+        if (delta == UINT64_MAX) *unencodable = true;
+        v = delta + 1;
+      }
+      live_->Add(address, refs_->allocs());
+      refs_->AddAlloc(address, size);
+    } else {
+      uint64_t ordinal;
+      const bool named = live_->Take(address, &ordinal) &&
+                         refs_->allocs() - ordinal <= ChunkRefs::kRefWindow;
+      if (named) {
+        const uint64_t k = refs_->allocs() - ordinal;
+        refs_->Free(k, &at);  // at == address: the table holds what AddAlloc was given
+        v = 2 * k + 1;
+      } else {
+        if (delta >> 63) *unencodable = true;
+        v = delta << 1;
+      }
+    }
+    Put(kAddresses, v);
+    return nullptr;
+  }
+
   // Steps over the body of a record other than an event (its tag read).
   bool Skip(uint8_t tag) {
     uint64_t n;
-    if ((tag & 0xf0) == kTagReallocBase) return Varints(6);
+    if ((tag & 0xf0) == kTagReallocBase) {
+      // Layout 2 follows prev_addr through it (docs/trace-format.md 6.3).
+      uint64_t old_delta, new_delta;
+      if (!Varints(2) || !Get(&old_delta) || !Get(&new_delta) || !Varints(2)) return false;
+      prev_addr_ += static_cast<uint64_t>(wire::UnZigZag(old_delta)) +
+                    static_cast<uint64_t>(wire::UnZigZag(new_delta));
+      return true;
+    }
     if (tag >= kExtensionTagBase) return Get(&n) && Bytes(n);
     switch (tag) {
       case kTagStackDef:
@@ -110,11 +228,29 @@ class Splitter {
   const uint8_t* begin_;
   const uint8_t* end_;
   std::array<std::vector<uint8_t>, wire::kLanes>& lanes_;
+  ChunkRefs* refs_;
+  LiveAllocations* live_;
+  // Mirror of ChunkWriter's prediction table and prev_addr (section 6.1).
+  struct Site {
+    uint32_t stack_id;
+    uint32_t size;
+    uint64_t address;
+  };
+  Site sites_[ChunkWriter::kSiteSlots];
+  uint64_t prev_addr_ = 0;
 };
 
 }  // namespace
 
-ChunkCompressor::ChunkCompressor(int level) : cctx_(ZSTD_createCCtx()), level_(level) {}
+// Layout 2's writer state, kept from chunk to chunk for its buffers.
+struct ChunkCompressor::RefState {
+  ChunkRefs refs;
+  LiveAllocations live;
+};
+
+ChunkCompressor::ChunkCompressor(int level, uint8_t layout)
+    : cctx_(ZSTD_createCCtx()), level_(level), layout_(layout),
+      refs_(std::make_unique<RefState>()) {}
 
 ChunkCompressor::~ChunkCompressor() { ZSTD_freeCCtx(cctx_); }
 
@@ -140,9 +276,22 @@ bool ChunkCompressor::Compress(const uint8_t* chunk, size_t bytes, std::vector<u
     *error = "chunk checksum mismatch";
     return false;
   }
-  for (auto& lane : lanes_) lane.clear();
-  Splitter splitter(std::span<const uint8_t>(chunk + kChunkHeaderBytes, payload), lanes_);
-  if (!splitter.Run(error)) return false;
+  // Layout 2 (docs/trace-format.md 5.2), or layout 1 for the rare chunk
+  // layout 2 cannot hold: an address delta of 2^63 or more, or lanes that
+  // grew past the raw limit.
+  uint8_t layout = layout_;
+  for (;;) {
+    for (auto& lane : lanes_) lane.clear();
+    const bool refs = layout == wire::kLayoutRefs;
+    Splitter splitter(std::span<const uint8_t>(chunk + kChunkHeaderBytes, payload), lanes_,
+                      refs ? &refs_->refs : nullptr, refs ? &refs_->live : nullptr);
+    bool unencodable = false;
+    if (!splitter.Run(error, &unencodable)) return false;
+    size_t raw = 0;
+    for (const auto& lane : lanes_) raw += lane.size();
+    if (!refs || (!unencodable && raw <= kMaxRawPayloadBytes)) break;
+    layout = wire::kLayoutLanes;
+  }
   joined_.clear();
   for (const auto& lane : lanes_) joined_.insert(joined_.end(), lane.begin(), lane.end());
 
@@ -170,8 +319,8 @@ bool ChunkCompressor::Compress(const uint8_t* chunk, size_t bytes, std::vector<u
   wire::Store32(b + wire::kChkLength,
                 wire::PackLength(static_cast<uint32_t>(total - kChunkHeaderBytes)));
   uint8_t* z = b + kChunkHeaderBytes;
-  wire::Store32(z + wire::kZRawLength, payload);
-  z[wire::kZLayout] = wire::kLayoutLanes;
+  wire::Store32(z + wire::kZRawLength, static_cast<uint32_t>(joined_.size()));
+  z[wire::kZLayout] = layout;
   for (size_t i = 0; i + 1 < wire::kLanes; ++i) {
     wire::Store32(z + wire::kZLaneLengths + 4 * i, static_cast<uint32_t>(lanes_[i].size()));
   }
@@ -204,7 +353,7 @@ bool CheckCompressedPayload(std::span<const uint8_t> payload, uint32_t* raw_leng
             std::to_string(kMaxRawPayloadBytes) + "-byte limit";
     return false;
   }
-  if (z[wire::kZLayout] != wire::kLayoutLanes) {
+  if (z[wire::kZLayout] != wire::kLayoutLanes && z[wire::kZLayout] != wire::kLayoutRefs) {
     *what = "unknown compressed chunk layout " + std::to_string(z[wire::kZLayout]);
     return false;
   }
@@ -283,6 +432,7 @@ bool ChunkInflater::Inflate(std::span<const uint8_t> payload, ChunkLanes* lanes,
     p += len;
     left -= len;
   }
+  lanes->layout = payload[wire::kZLayout];
   return true;
 }
 
