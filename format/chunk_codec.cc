@@ -319,7 +319,7 @@ bool ChunkCompressor::Compress(const uint8_t* chunk, size_t bytes, std::vector<u
   wire::Store32(b + wire::kChkLength,
                 wire::PackLength(static_cast<uint32_t>(total - kChunkHeaderBytes)));
   uint8_t* z = b + kChunkHeaderBytes;
-  wire::Store32(z + wire::kZRawLength, static_cast<uint32_t>(joined_.size()));
+  wire::Store32(z + wire::kZRawLength, payload);  // the plain stream's; the frame declares its own
   z[wire::kZLayout] = layout;
   for (size_t i = 0; i + 1 < wire::kLanes; ++i) {
     wire::Store32(z + wire::kZLaneLengths + 4 * i, static_cast<uint32_t>(lanes_[i].size()));
@@ -341,7 +341,7 @@ bool CompressChunk(const uint8_t* chunk, size_t bytes, std::vector<uint8_t>& out
 }
 
 bool CheckCompressedPayload(std::span<const uint8_t> payload, uint32_t* raw_length,
-                            std::string* what) {
+                            std::string* what, uint32_t* content_length) {
   if (payload.size() < wire::kZFrame) {
     *what = "compressed chunk shorter than its lanes header";
     return false;
@@ -353,15 +353,9 @@ bool CheckCompressedPayload(std::span<const uint8_t> payload, uint32_t* raw_leng
             std::to_string(kMaxRawPayloadBytes) + "-byte limit";
     return false;
   }
-  if (z[wire::kZLayout] != wire::kLayoutLanes && z[wire::kZLayout] != wire::kLayoutRefs) {
-    *what = "unknown compressed chunk layout " + std::to_string(z[wire::kZLayout]);
-    return false;
-  }
-  uint64_t lanes = 0;
-  for (size_t i = 0; i + 1 < wire::kLanes; ++i) lanes += wire::Load32(z + wire::kZLaneLengths + 4 * i);
-  if (lanes > raw) {
-    *what = "compressed chunk's lanes (" + std::to_string(lanes) + " bytes) exceed its " +
-            std::to_string(raw) + " bytes";
+  const uint8_t layout = z[wire::kZLayout];
+  if (layout != wire::kLayoutLanes && layout != wire::kLayoutRefs) {
+    *what = "unknown compressed chunk layout " + std::to_string(layout);
     return false;
   }
   const uint8_t* frame = z + wire::kZFrame;
@@ -375,12 +369,24 @@ bool CheckCompressedPayload(std::span<const uint8_t> payload, uint32_t* raw_leng
     *what = "compressed chunk's zstd frame does not declare its size";
     return false;
   }
-  if (declared != raw) {
-    *what = declared > kMaxRawPayloadBytes
-                ? "compressed chunk's zstd frame declares " + std::to_string(declared) +
-                      " bytes, above the " + std::to_string(kMaxRawPayloadBytes) + "-byte limit"
-                : "compressed chunk's zstd frame declares " + std::to_string(declared) +
-                      " bytes, its header " + std::to_string(raw);
+  // Layout 1's lanes are the plain stream's bytes, so the frame holds
+  // exactly raw_length; layout 2's lane 3 differs, and the frame declares
+  // the lanes' length itself, within the same limit (docs/trace-format.md 5.2).
+  if (declared > kMaxRawPayloadBytes) {
+    *what = "compressed chunk's zstd frame declares " + std::to_string(declared) +
+            " bytes, above the " + std::to_string(kMaxRawPayloadBytes) + "-byte limit";
+    return false;
+  }
+  if (layout == wire::kLayoutLanes && declared != raw) {
+    *what = "compressed chunk's zstd frame declares " + std::to_string(declared) +
+            " bytes, its header " + std::to_string(raw);
+    return false;
+  }
+  uint64_t lanes = 0;
+  for (size_t i = 0; i + 1 < wire::kLanes; ++i) lanes += wire::Load32(z + wire::kZLaneLengths + 4 * i);
+  if (lanes > declared) {
+    *what = "compressed chunk's lanes (" + std::to_string(lanes) + " bytes) exceed its " +
+            std::to_string(declared) + " bytes";
     return false;
   }
   const size_t framed = ZSTD_findFrameCompressedSize(frame, frame_bytes);
@@ -389,6 +395,7 @@ bool CheckCompressedPayload(std::span<const uint8_t> payload, uint32_t* raw_leng
     return false;
   }
   *raw_length = raw;
+  if (content_length != nullptr) *content_length = static_cast<uint32_t>(declared);
   return true;
 }
 
@@ -402,8 +409,8 @@ ChunkInflater::~ChunkInflater() { ZSTD_freeDCtx(dctx_); }
 
 bool ChunkInflater::Inflate(std::span<const uint8_t> payload, ChunkLanes* lanes,
                             std::string* what) {
-  uint32_t raw = 0;
-  if (!CheckCompressedPayload(payload, &raw, what)) return false;
+  uint32_t plain = 0, raw = 0;  // raw: the lanes' bytes, what the frame holds
+  if (!CheckCompressedPayload(payload, &plain, what, &raw)) return false;
   if (dctx_ == nullptr) {
     *what = "cannot create a zstd decompression context";
     return false;

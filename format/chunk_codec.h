@@ -86,11 +86,12 @@ struct ChunkLanes {
 
 // Checks a compressed chunk's payload without decompressing it: the raw
 // length against kMaxRawPayloadBytes, the layout, the lane lengths, and that
-// the payload holds exactly one zstd frame that declares raw_length as its
-// content size. Returns false with *what (the words in parentheses of
+// the payload holds exactly one zstd frame that declares its content size:
+// raw_length in layout 1, at most kMaxRawPayloadBytes in layout 2 (its
+// lanes' length, in *content_length when given). Returns false with *what (the words in parentheses of
 // "corrupt chunk at offset N (...)") otherwise. Any thread.
 bool CheckCompressedPayload(std::span<const uint8_t> payload, uint32_t* raw_length,
-                            std::string* what);
+                            std::string* what, uint32_t* content_length = nullptr);
 
 class ChunkInflater {
  public:

@@ -33,13 +33,6 @@ extern char** environ;
 namespace crossfree::tracer_test {
 namespace {
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Events tt_handoff makes in each function (handoff_target.cc).
 const std::map<std::string, size_t> kIdleEvents = {{"tt_handoff_main", 500},
                                                    {"tt_handoff_futex", 2000},
@@ -119,6 +112,18 @@ int Reap(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// SIGKILLs the command (target) under record (b), waits for record and
+// returns its stderr; record must exit as the command did.
+std::string KillCommand(const Background& b, int target) {
+  REQUIRE(kill(target, SIGKILL) == 0);
+  const int code = Reap(b.pid);
+  close(b.stdin_fd);
+  const std::string err = ReadAll(b.err);
+  INFO("record's stderr:\n" << err);
+  CHECK(code == 128 + SIGKILL);
+  return err;
+}
+
 // What /proc/PID/fd links to, and whether each is close-on-exec.
 std::vector<std::pair<std::string, bool>> OpenFiles(int pid) {
   std::vector<std::pair<std::string, bool>> out;
@@ -179,12 +184,8 @@ TEST_CASE("handoff: SIGKILL after every thread went idle loses none of the recor
         CHECK(file != trace);
         if (file.find("crossfree-channel") != std::string::npos) CHECK(cloexec);
       }
-      REQUIRE(kill(target, SIGKILL) == 0);
-      const int code = Reap(b.pid);
-      close(b.stdin_fd);
-      const std::string err = ReadAll(b.err);
+      const std::string err = KillCommand(b, target);
       INFO("record's stderr:\n" << err);
-      CHECK(code == 128 + SIGKILL);
       CHECK(err.find("killed by SIGKILL") != std::string::npos);
       CHECK(err.find("; 0 events lost of those the command recorded") !=
             std::string::npos);
@@ -221,12 +222,8 @@ TEST_CASE("handoff: an exec'd image takes the region over and keeps every event 
     INFO("open in the command: " << file);
     CHECK(file.find(trace) == std::string::npos);
   }
-  REQUIRE(kill(target, SIGKILL) == 0);
-  const int code = Reap(b.pid);
-  close(b.stdin_fd);
-  const std::string err = ReadAll(b.err);
+  const std::string err = KillCommand(b, target);
   INFO("record's stderr:\n" << err);
-  CHECK(code == 128 + SIGKILL);
   CHECK(err.find("(also for 1 exec'd image)") != std::string::npos);
   CHECK(err.find("; 0 events lost of those the command recorded") != std::string::npos);
   CHECK(NumberBefore(err, "partly filled chunks") == 4);
