@@ -29,37 +29,46 @@ bool IsEventKind(uint8_t kind) {
 // allocation of its address (docs/trace-format.md 5.2). Direct-mapped, no
 // deletion and no clearing between chunks: an entry counts only when it is
 // of this chunk (its generation) and within ChunkRefs::kRefWindow; a
-// collision just loses a reference, and the free keeps its delta.
+// collision just loses a reference, and the free keeps its delta. Small
+// (256 KiB) so that it stays in cache: a lookup per free and a store per
+// allocation, at random places.
 class LiveAllocations {
  public:
   LiveAllocations() : slots_(std::make_unique<Slot[]>(kSlots)) {}
-  void NextChunk() { ++generation_; }
+  void NextChunk() {
+    if (++generation_ == 0) {  // wrapped: forget every entry rather than trust an old one
+      for (uint32_t i = 0; i < kSlots; ++i) slots_[i] = Slot{};
+      generation_ = 1;
+    }
+  }
   void Add(uint64_t address, uint64_t ordinal) {
-    slots_[Index(address)] = Slot{address, ordinal, generation_};
+    slots_[Index(address)] = Slot{address, static_cast<uint32_t>(ordinal), generation_};
   }
   // The ordinal of the chunk's latest allocation of address not freed
-  // since, and forgets it; false when none is known.
-  bool Take(uint64_t address, uint64_t* ordinal) {
+  // since, and forgets it; false when none is known. Ordinals are kept
+  // modulo 2^32: the caller's window check (ChunkRefs::kRefWindow) works
+  // on the difference.
+  bool Take(uint64_t address, uint64_t allocs, uint64_t* ordinal) {
     Slot& s = slots_[Index(address)];
     if (s.generation != generation_ || s.address != address) return false;
     s.generation = 0;
-    *ordinal = s.ordinal;
+    *ordinal = allocs - static_cast<uint32_t>(static_cast<uint32_t>(allocs) - s.ordinal);
     return true;
   }
 
  private:
-  static constexpr uint32_t kBits = 16;
+  static constexpr uint32_t kBits = 14;
   static constexpr uint32_t kSlots = 1u << kBits;
   struct Slot {
     uint64_t address = 0;
-    uint64_t ordinal = 0;
-    uint64_t generation = 0;
+    uint32_t ordinal = 0;
+    uint32_t generation = 0;  // 0: empty; wraps after 4 G chunks, harmlessly rare
   };
   static uint32_t Index(uint64_t address) {
     return static_cast<uint32_t>(((address >> 4) * 0x9e3779b97f4a7c15ull) >> (64 - kBits));
   }
   std::unique_ptr<Slot[]> slots_;
-  uint64_t generation_ = 1;
+  uint32_t generation_ = 1;
 };
 
 // Walks a plain record stream and appends each byte to its lane. Checks
@@ -67,10 +76,21 @@ class LiveAllocations {
 // every event's address and size: the decoder validates the records when
 // the chunk is read. With refs (layout 2), lane 3 gets the values of
 // docs/trace-format.md 5.2 instead of the address varints.
+// Where the splitter writes: lane i from at[i] on, with room for what
+// the lane can hold (LaneRoom), so that no write checks for the end.
+struct LaneCursors {
+  std::array<uint8_t*, wire::kLanes> at;
+};
+
+// The most bytes lane i of a payload of n bytes can take: every lane at
+// most the payload, and lane 3 in layout 2 one more byte per event (a
+// value one bit or one unit larger than the delta it replaces).
+constexpr size_t LaneRoom(size_t lane, size_t n) { return lane == 3 ? 2 * n : n; }
+
 class Splitter {
  public:
-  Splitter(std::span<const uint8_t> payload, std::array<std::vector<uint8_t>, wire::kLanes>& lanes,
-           ChunkRefs* refs, LiveAllocations* live)
+  Splitter(std::span<const uint8_t> payload, LaneCursors& lanes, ChunkRefs* refs,
+           LiveAllocations* live)
       : p_(payload.data()), begin_(payload.data()), end_(payload.data() + payload.size()),
         lanes_(lanes), refs_(refs), live_(live) {
     if (refs_ != nullptr) {
@@ -89,7 +109,7 @@ class Splitter {
       const uint8_t tag = *p_++;
       const uint8_t kind = tag & 0xf0;
       if (IsEventKind(kind)) {
-        lanes_[kRecords].push_back(tag);
+        *lanes_.at[kRecords]++ = tag;
         uint64_t word, delta, size = 0;
         if (!Move(kTimes) || !Move(kStacks, &word)) return Fail(start, "truncated event", error);
         if (refs_ == nullptr) {
@@ -107,7 +127,7 @@ class Splitter {
         continue;
       }
       if (!Skip(tag)) return Fail(start, "malformed record", error);
-      lanes_[kRecords].insert(lanes_[kRecords].end(), start, p_);
+      Copy(kRecords, start, p_);
     }
     return true;
   }
@@ -122,16 +142,17 @@ class Splitter {
     p_ = wire::GetVarint(p_, end_, v);
     return p_ != nullptr;
   }
-  void Put(Lane lane, uint64_t v) {
-    uint8_t b[wire::kMaxVarintBytes];
-    lanes_[lane].insert(lanes_[lane].end(), b, wire::PutVarint(b, v));
+  void Put(Lane lane, uint64_t v) { lanes_.at[lane] = wire::PutVarint(lanes_.at[lane], v); }
+  void Copy(Lane lane, const uint8_t* from, const uint8_t* to) {
+    std::memcpy(lanes_.at[lane], from, static_cast<size_t>(to - from));
+    lanes_.at[lane] += to - from;
   }
   // Moves one varint from the stream to a lane.
   bool Move(Lane lane, uint64_t* value = nullptr) {
     const uint8_t* start = p_;
     uint64_t v;
     if (!Get(&v)) return false;
-    lanes_[lane].insert(lanes_[lane].end(), start, p_);
+    Copy(lane, start, p_);
     if (value != nullptr) *value = v;
     return true;
   }
@@ -179,7 +200,7 @@ class Splitter {
       refs_->AddAlloc(address, size);
     } else {
       uint64_t ordinal;
-      const bool named = live_->Take(address, &ordinal) &&
+      const bool named = live_->Take(address, refs_->allocs(), &ordinal) &&
                          refs_->allocs() - ordinal <= ChunkRefs::kRefWindow;
       if (named) {
         const uint64_t k = refs_->allocs() - ordinal;
@@ -227,7 +248,7 @@ class Splitter {
   const uint8_t* p_;
   const uint8_t* begin_;
   const uint8_t* end_;
-  std::array<std::vector<uint8_t>, wire::kLanes>& lanes_;
+  LaneCursors& lanes_;
   ChunkRefs* refs_;
   LiveAllocations* live_;
   // Mirror of ChunkWriter's prediction table and prev_addr (section 6.1).
@@ -280,29 +301,40 @@ bool ChunkCompressor::Compress(const uint8_t* chunk, size_t bytes, std::vector<u
   // layout 2 cannot hold: an address delta of 2^63 or more, or lanes that
   // grew past the raw limit.
   uint8_t layout = layout_;
+  // One buffer: lane i from start[i], then the lanes moved together.
+  std::array<size_t, wire::kLanes> start;
+  size_t room = 0;
+  for (size_t i = 0; i < wire::kLanes; ++i) {
+    start[i] = room;
+    room += LaneRoom(i, payload) + wire::kMaxVarintBytes;
+  }
+  if (joined_.size() < room) joined_.resize(room);
+  size_t raw = 0;
   for (;;) {
-    for (auto& lane : lanes_) lane.clear();
+    LaneCursors cursors;
+    for (size_t i = 0; i < wire::kLanes; ++i) cursors.at[i] = joined_.data() + start[i];
     const bool refs = layout == wire::kLayoutRefs;
-    Splitter splitter(std::span<const uint8_t>(chunk + kChunkHeaderBytes, payload), lanes_,
+    Splitter splitter(std::span<const uint8_t>(chunk + kChunkHeaderBytes, payload), cursors,
                       refs ? &refs_->refs : nullptr, refs ? &refs_->live : nullptr);
     bool unencodable = false;
     if (!splitter.Run(error, &unencodable)) return false;
-    size_t raw = 0;
-    for (const auto& lane : lanes_) raw += lane.size();
+    raw = 0;
+    for (size_t i = 0; i < wire::kLanes; ++i) {
+      lane_bytes_[i] = static_cast<size_t>(cursors.at[i] - (joined_.data() + start[i]));
+      std::memmove(joined_.data() + raw, joined_.data() + start[i], lane_bytes_[i]);
+      raw += lane_bytes_[i];
+    }
     if (!refs || (!unencodable && raw <= kMaxRawPayloadBytes)) break;
     layout = wire::kLayoutLanes;
   }
-  joined_.clear();
-  for (const auto& lane : lanes_) joined_.insert(joined_.end(), lane.begin(), lane.end());
-
   const size_t head = kChunkHeaderBytes + wire::kZFrame;
-  out.resize(head + ZSTD_compressBound(joined_.size()));
+  out.resize(head + ZSTD_compressBound(raw));
   ZSTD_CCtx_reset(cctx_, ZSTD_reset_session_and_parameters);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, level_);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_contentSizeFlag, 1);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 0);  // the chunk's CRC covers the frame
   const size_t frame = ZSTD_compress2(cctx_, out.data() + head, out.size() - head,
-                                      joined_.data(), joined_.size());
+                                      joined_.data(), raw);
   if (ZSTD_isError(frame)) {
     *error = std::string("zstd: ") + ZSTD_getErrorName(frame);
     return false;
@@ -322,7 +354,7 @@ bool ChunkCompressor::Compress(const uint8_t* chunk, size_t bytes, std::vector<u
   wire::Store32(z + wire::kZRawLength, payload);  // the plain stream's; the frame declares its own
   z[wire::kZLayout] = layout;
   for (size_t i = 0; i + 1 < wire::kLanes; ++i) {
-    wire::Store32(z + wire::kZLaneLengths + 4 * i, static_cast<uint32_t>(lanes_[i].size()));
+    wire::Store32(z + wire::kZLaneLengths + 4 * i, static_cast<uint32_t>(lane_bytes_[i]));
   }
   // The magic is inside the checksum of a compressed chunk (5): a damaged
   // magic byte that turns one kind into the other is a mismatch.

@@ -63,8 +63,8 @@ class ChunkCompressor {
   int level_;
   uint8_t layout_;
   std::unique_ptr<RefState> refs_;
-  std::array<std::vector<uint8_t>, wire::kLanes> lanes_;
-  std::vector<uint8_t> joined_;
+  std::array<size_t, wire::kLanes> lane_bytes_{};
+  std::vector<uint8_t> joined_;  // the lanes, split into and then joined; grown, never shrunk
 };
 
 // ChunkCompressor::Compress with a compressor kept per calling thread (one
