@@ -62,7 +62,7 @@ class LiveAllocations {
   struct Slot {
     uint64_t address = 0;
     uint32_t ordinal = 0;
-    uint32_t generation = 0;  // 0: empty; wraps after 4 G chunks, harmlessly rare
+    uint32_t generation = 0;  // 0: empty (NextChunk never uses it)
   };
   static uint32_t Index(uint64_t address) {
     return static_cast<uint32_t>(((address >> 4) * 0x9e3779b97f4a7c15ull) >> (64 - kBits));
@@ -71,11 +71,6 @@ class LiveAllocations {
   uint32_t generation_ = 1;
 };
 
-// Walks a plain record stream and appends each byte to its lane. Checks
-// only what it needs to find record boundaries and, for layout 2, to know
-// every event's address and size: the decoder validates the records when
-// the chunk is read. With refs (layout 2), lane 3 gets the values of
-// docs/trace-format.md 5.2 instead of the address varints.
 // Where the splitter writes: lane i from at[i] on, with room for what
 // the lane can hold (LaneRoom), so that no write checks for the end.
 struct LaneCursors {
@@ -87,6 +82,11 @@ struct LaneCursors {
 // value one bit or one unit larger than the delta it replaces).
 constexpr size_t LaneRoom(size_t lane, size_t n) { return lane == 3 ? 2 * n : n; }
 
+// Walks a plain record stream and appends each byte to its lane. Checks
+// only what it needs to find record boundaries and, for layout 2, to know
+// every event's address and size: the decoder validates the records when
+// the chunk is read. With refs (layout 2), lane 3 gets the values of
+// docs/trace-format.md 5.2 instead of the address varints.
 class Splitter {
  public:
   Splitter(std::span<const uint8_t> payload, LaneCursors& lanes, ChunkRefs* refs,

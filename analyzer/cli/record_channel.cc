@@ -118,7 +118,7 @@ void ChunkChannel::Start(int output_fd, const std::string& path) {
   out_ = output_fd;
   path_ = path;
   compressor_ = std::make_unique<format::ChunkCompressor>(
-      EnvInt("CROSSFREE_RECORD_LEVEL", 1, 19, format::kDefaultCompressionLevel));
+      EnvInt("CROSSFREE_RECORD_LEVEL", 1, 19, kDrainLevel));
   const int nice = EnvInt("CROSSFREE_RECORD_NICE", 0, 19, kDrainNice);
   drain_ = std::thread([this, nice] {
     // Signals are the owner thread's (it forwards them to the command).
@@ -302,7 +302,7 @@ void ChunkChannel::EmitChunk(int fd, const uint8_t* chunk, size_t n) {
   // The chunk was validated (EmitValidated), so a refusal here would be a
   // record the codec cannot split: keep the chunk plain rather than lose it.
   std::string error;
-  if (compressor_ == nullptr) compressor_ = std::make_unique<format::ChunkCompressor>();
+  if (compressor_ == nullptr) compressor_ = std::make_unique<format::ChunkCompressor>(kDrainLevel);
   if (compressor_->Compress(chunk, n, compressed_, &error)) {
     Write(fd, compressed_.data(), compressed_.size());
   } else {

@@ -63,9 +63,13 @@ class ChunkChannel {
   // them. An image the command exec'd gets a file of its own, path.<n>
   // (the first n free, as the tracer would pick), owned by this object.
   // The drain thread compresses at zstd level CROSSFREE_RECORD_LEVEL (default
-  // format::kDefaultCompressionLevel) and runs at nice CROSSFREE_RECORD_NICE
-  // (default kDrainNice).
+  // kDrainLevel) and runs at nice CROSSFREE_RECORD_NICE (default kDrainNice).
   void Start(int output_fd, const std::string& path);
+  // Level 1, not zstd's 3: on 2 busy cores the deep-stack workload ran
+  // 1.23x its own-file time against 1.40x at level 3, for a trace 2%
+  // larger (docs/results/trace-size.md). Nice 0: nice 10 measured no
+  // better, and a starved drain thread leaves the command without slots.
+  static constexpr int kDrainLevel = 1;
   static constexpr int kDrainNice = 0;
 
   // Call once the process that attached has ended (it was reaped): writes
