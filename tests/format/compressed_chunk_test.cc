@@ -445,48 +445,50 @@ TEST_CASE("layout 2 references resolve, and those that name nothing are corrupt"
                                       0x03, 0x05, 0x02,        // stack words
                                       0x81, 0x04, 0x03, 0x00,  // lane 3
                                       0x30, 0x00};             // sizes
-  SECTION("well formed") {
+  // The events of a file of one chunk of these lanes in the given layout.
+  auto read = [&](uint8_t layout) {
     std::vector<uint8_t> file = TraceBuilder().bytes();
-    std::vector<uint8_t> c = HandChunk(3, 15, {3, 3, 3, 4}, Zstd(lanes), wire::kLayoutRefs);
+    std::vector<uint8_t> c = HandChunk(3, 15, {3, 3, 3, 4}, Zstd(lanes), layout);
     file.insert(file.end(), c.begin(), c.end());
     ReadBack r;
     Read(file, &r);
-    REQUIRE(r.c.events.size() == 3);
-    CHECK(r.c.events[0].address == 0x1000);
-    CHECK(r.c.events[0].size == 48);
-    CHECK(r.c.events[1].op == EventOp::kFree);
-    CHECK(r.c.events[1].address == 0x1000);
-    CHECK(r.c.events[1].size == 0);
-    CHECK(r.c.events[2].address == 0x1000);
-    CHECK(r.c.events[2].size == 48);
-    CHECK(r.c.events[2].timestamp_ns == 1003);
+    return r.c.events;
+  };
+  SECTION("well formed") {
+    std::vector<Event> events = read(wire::kLayoutRefs);
+    REQUIRE(events.size() == 3);
+    CHECK(events[0].address == 0x1000);
+    CHECK(events[0].size == 48);
+    CHECK(events[1].op == EventOp::kFree);
+    CHECK(events[1].address == 0x1000);
+    CHECK(events[1].size == 0);
+    CHECK(events[2].address == 0x1000);
+    CHECK(events[2].size == 48);
+    CHECK(events[2].timestamp_ns == 1003);
   }
   SECTION("the same lanes read as layout 1 are other addresses") {
-    std::vector<uint8_t> file = TraceBuilder().bytes();
-    std::vector<uint8_t> c = HandChunk(3, 15, {3, 3, 3, 4}, Zstd(lanes), wire::kLayoutLanes);
-    file.insert(file.end(), c.begin(), c.end());
-    ReadBack r;
-    Read(file, &r);
-    REQUIRE(r.c.events.size() == 3);
-    CHECK(r.c.events[0].address == static_cast<uint64_t>(wire::UnZigZag(0x201)) << 4);
-    CHECK(r.c.events[1].address != r.c.events[0].address);
+    std::vector<Event> events = read(wire::kLayoutLanes);
+    REQUIRE(events.size() == 3);
+    CHECK(events[0].address == static_cast<uint64_t>(wire::UnZigZag(0x201)) << 4);
+    CHECK(events[1].address != events[0].address);
   }
+  // The error of the same chunk with the free's lane 3 value replaced.
+  auto error_with_free_value = [&](uint8_t v) {
+    std::vector<uint8_t> bad = lanes;
+    bad[11] = v;
+    return FirstError(HandChunk(3, 15, {3, 3, 3, 4}, Zstd(bad), wire::kLayoutRefs), &end);
+  };
+  const std::string prefix = "corrupt record in compressed chunk at offset " + std::to_string(at);
   SECTION("a free that names an allocation the chunk does not have") {
     // The free names the 2nd last allocation; there is one.
-    std::vector<uint8_t> bad = lanes;
-    bad[11] = 0x05;
-    CHECK(FirstError(HandChunk(3, 15, {3, 3, 3, 4}, Zstd(bad), wire::kLayoutRefs), &end) ==
-          "corrupt record in compressed chunk at offset " + std::to_string(at) +
-              " (byte 6 of its records: free refers to allocation 2 back, the chunk has 1)");
+    CHECK(error_with_free_value(0x05) ==
+          prefix + " (byte 6 of its records: free refers to allocation 2 back, the chunk has 1)");
   }
   SECTION("an allocation that reuses a block no free gave") {
     // The free carries a delta (lane 3: 2 * zz(0) = 0): nothing is pushed.
-    std::vector<uint8_t> bad = lanes;
-    bad[11] = 0x00;
-    CHECK(FirstError(HandChunk(3, 15, {3, 3, 3, 4}, Zstd(bad), wire::kLayoutRefs), &end) ==
-          "corrupt record in compressed chunk at offset " + std::to_string(at) +
-              " (byte 11 of its records: allocation reuses a freed block of size class 4, none "
-              "is free)");
+    CHECK(error_with_free_value(0x00) ==
+          prefix + " (byte 11 of its records: allocation reuses a freed block of size class 4, "
+                   "none is free)");
   }
 }
 
