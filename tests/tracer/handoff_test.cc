@@ -263,6 +263,36 @@ TEST_CASE("handoff: a clean exit hands every chunk over, record seals nothing it
         static_cast<long long>(t.events.size()));
 }
 
+TEST_CASE("handoff: record's zstd level and nice come from its environment, bad ones are named",
+          "[handoff]") {
+  const std::string dir = MakeTempDir();
+  struct Case {
+    std::vector<std::string> env;
+    std::string warnings;  // exactly these lines before the hand-off line
+  };
+  const std::vector<Case> cases = {
+      {{"CROSSFREE_RECORD_LEVEL=19", "CROSSFREE_RECORD_NICE=5"}, ""},
+      {{"CROSSFREE_RECORD_LEVEL=0", "CROSSFREE_RECORD_NICE=x"},
+       "crossfree record: ignoring CROSSFREE_RECORD_LEVEL='0' (1..19); using 1\n"
+       "crossfree record: ignoring CROSSFREE_RECORD_NICE='x' (0..19); using 0\n"}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string trace = dir + "/t" + std::to_string(i);
+    std::vector<std::string> env = cases[i].env;
+    env.push_back(std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB);
+    env.push_back("CROSSFREE_BUFFER_KB=16");
+    RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", TargetPath("tt_handoff"),
+                       "idle", "exit"},
+                      env, "");
+    INFO("stderr:\n" << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.substr(0, r.err.find("crossfree record: hand-off")) == cases[i].warnings);
+    Trace t = LoadTrace(trace);
+    INFO("trace: " << t.error);
+    CHECK(t.complete);
+    CheckIdleEvents(t, r.out);
+  }
+}
+
 TEST_CASE("handoff: a fork child writes its own trace, the parent hands its chunks to record",
           "[handoff][fork]") {
   const std::string dir = MakeTempDir();
