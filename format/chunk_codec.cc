@@ -9,7 +9,9 @@
 #include <map>
 #include <memory>
 
+#include "format/chunk_refs.h"
 #include "format/crc32c.h"
+#include "format/trace_writer.h"
 
 namespace crossfree::format {
 
@@ -23,31 +25,109 @@ bool IsEventKind(uint8_t kind) {
          kind == kTagFreeAlignedBase;
 }
 
+// Where a layout 2 writer finds, for a free, the chunk's latest
+// allocation of its address (docs/trace-format.md 5.2). Direct-mapped, no
+// deletion and no clearing between chunks: an entry counts only when it is
+// of this chunk (its generation) and within ChunkRefs::kRefWindow; a
+// collision just loses a reference, and the free keeps its delta. Small
+// (256 KiB) so that it stays in cache: a lookup per free and a store per
+// allocation, at random places.
+class LiveAllocations {
+ public:
+  LiveAllocations() : slots_(std::make_unique<Slot[]>(kSlots)) {}
+  void NextChunk() {
+    if (++generation_ == 0) {  // wrapped: forget every entry rather than trust an old one
+      for (uint32_t i = 0; i < kSlots; ++i) slots_[i] = Slot{};
+      generation_ = 1;
+    }
+  }
+  void Add(uint64_t address, uint64_t ordinal) {
+    slots_[Index(address)] = Slot{address, static_cast<uint32_t>(ordinal), generation_};
+  }
+  // The ordinal of the chunk's latest allocation of address not freed
+  // since, and forgets it; false when none is known. Ordinals are kept
+  // modulo 2^32: the caller's window check (ChunkRefs::kRefWindow) works
+  // on the difference.
+  bool Take(uint64_t address, uint64_t allocs, uint64_t* ordinal) {
+    Slot& s = slots_[Index(address)];
+    if (s.generation != generation_ || s.address != address) return false;
+    s.generation = 0;
+    *ordinal = allocs - static_cast<uint32_t>(static_cast<uint32_t>(allocs) - s.ordinal);
+    return true;
+  }
+
+ private:
+  static constexpr uint32_t kBits = 14;
+  static constexpr uint32_t kSlots = 1u << kBits;
+  struct Slot {
+    uint64_t address = 0;
+    uint32_t ordinal = 0;
+    uint32_t generation = 0;  // 0: empty (NextChunk never uses it)
+  };
+  static uint32_t Index(uint64_t address) {
+    return static_cast<uint32_t>(((address >> 4) * 0x9e3779b97f4a7c15ull) >> (64 - kBits));
+  }
+  std::unique_ptr<Slot[]> slots_;
+  uint32_t generation_ = 1;
+};
+
+// Where the splitter writes: lane i from at[i] on, with room for what
+// the lane can hold (LaneRoom), so that no write checks for the end.
+struct LaneCursors {
+  std::array<uint8_t*, wire::kLanes> at;
+};
+
+// The most bytes lane i of a payload of n bytes can take: every lane at
+// most the payload, and lane 3 in layout 2 one more byte per event (a
+// value one bit or one unit larger than the delta it replaces).
+constexpr size_t LaneRoom(size_t lane, size_t n) { return lane == 3 ? 2 * n : n; }
+
 // Walks a plain record stream and appends each byte to its lane. Checks
-// only what it needs to find record boundaries: the decoder validates the
-// records when the chunk is read.
+// only what it needs to find record boundaries and, for layout 2, to know
+// every event's address and size: the decoder validates the records when
+// the chunk is read. With refs (layout 2), lane 3 gets the values of
+// docs/trace-format.md 5.2 instead of the address varints.
 class Splitter {
  public:
-  Splitter(std::span<const uint8_t> payload, std::array<std::vector<uint8_t>, wire::kLanes>& lanes)
+  Splitter(std::span<const uint8_t> payload, LaneCursors& lanes, ChunkRefs* refs,
+           LiveAllocations* live)
       : p_(payload.data()), begin_(payload.data()), end_(payload.data() + payload.size()),
-        lanes_(lanes) {}
+        lanes_(lanes), refs_(refs), live_(live) {
+    if (refs_ != nullptr) {
+      refs_->Reset();
+      live_->NextChunk();
+      std::memset(sites_, 0, sizeof(sites_));
+    }
+  }
 
-  bool Run(std::string* error) {
+  // False with *error when the stream is malformed; *unencodable when it is
+  // well formed but an address delta does not fit layout 2's values.
+  bool Run(std::string* error, bool* unencodable) {
+    *unencodable = false;
     while (p_ < end_) {
       const uint8_t* start = p_;
       const uint8_t tag = *p_++;
       const uint8_t kind = tag & 0xf0;
       if (IsEventKind(kind)) {
-        lanes_[kRecords].push_back(tag);
-        uint64_t word;
-        if (!Move(kTimes) || !Move(kStacks, &word) || !Move(kAddresses) ||
-            ((word & 1) != 0 && !Move(kSizes))) {
+        *lanes_.at[kRecords]++ = tag;
+        uint64_t word, delta, size = 0;
+        if (!Move(kTimes) || !Move(kStacks, &word)) return Fail(start, "truncated event", error);
+        if (refs_ == nullptr) {
+          if (!Move(kAddresses) || ((word & 1) != 0 && !Move(kSizes))) {
+            return Fail(start, "truncated event", error);
+          }
+          continue;
+        }
+        if (!Get(&delta) || ((word & 1) != 0 && !Move(kSizes, &size))) {
           return Fail(start, "truncated event", error);
         }
+        const char* what = Reference(kind, word, delta, size, unencodable);
+        if (what != nullptr) return Fail(start, what, error);
+        if (*unencodable) return true;
         continue;
       }
       if (!Skip(tag)) return Fail(start, "malformed record", error);
-      lanes_[kRecords].insert(lanes_[kRecords].end(), start, p_);
+      Copy(kRecords, start, p_);
     }
     return true;
   }
@@ -62,12 +142,17 @@ class Splitter {
     p_ = wire::GetVarint(p_, end_, v);
     return p_ != nullptr;
   }
+  void Put(Lane lane, uint64_t v) { lanes_.at[lane] = wire::PutVarint(lanes_.at[lane], v); }
+  void Copy(Lane lane, const uint8_t* from, const uint8_t* to) {
+    std::memcpy(lanes_.at[lane], from, static_cast<size_t>(to - from));
+    lanes_.at[lane] += to - from;
+  }
   // Moves one varint from the stream to a lane.
   bool Move(Lane lane, uint64_t* value = nullptr) {
     const uint8_t* start = p_;
     uint64_t v;
     if (!Get(&v)) return false;
-    lanes_[lane].insert(lanes_[lane].end(), start, p_);
+    Copy(lane, start, p_);
     if (value != nullptr) *value = v;
     return true;
   }
@@ -83,10 +168,64 @@ class Splitter {
     p_ += n;
     return true;
   }
+
+  // Layout 2: the event's address as the plain decoder finds it (section
+  // 6.2), then its lane 3 value (5.2). Null, or what is malformed.
+  const char* Reference(uint8_t kind, uint64_t word, uint64_t delta, uint64_t size,
+                        bool* unencodable) {
+    if ((word >> 1) > UINT32_MAX) return "bad stack id";
+    const auto id = static_cast<uint32_t>(word >> 1);
+    Site& site = sites_[id % ChunkWriter::kSiteSlots];
+    const bool hit = site.stack_id == id;
+    if ((word & 1) == 0) {
+      if (!hit) return "size repeat without a prediction";
+      size = site.size;
+    }
+    const unsigned shift = kind == kTagAllocAlignedBase || kind == kTagFreeAlignedBase ? 4 : 0;
+    const uint64_t address =
+        (hit ? site.address : prev_addr_) + (static_cast<uint64_t>(wire::UnZigZag(delta)) << shift);
+    site = Site{id, static_cast<uint32_t>(size), address};
+    prev_addr_ = address;
+    uint64_t v;
+    uint64_t at;
+    if (kind == kTagAllocBase || kind == kTagAllocAlignedBase) {
+      if (refs_->Peek(size, &at) && at == address) {
+        refs_->Reuse(size, &at);
+        v = 0;
+      } else {
+        if (delta == UINT64_MAX) *unencodable = true;
+        v = delta + 1;
+      }
+      live_->Add(address, refs_->allocs());
+      refs_->AddAlloc(address, size);
+    } else {
+      uint64_t ordinal;
+      const bool named = live_->Take(address, refs_->allocs(), &ordinal) &&
+                         refs_->allocs() - ordinal <= ChunkRefs::kRefWindow;
+      if (named) {
+        const uint64_t k = refs_->allocs() - ordinal;
+        refs_->Free(k, &at);  // at == address: the table holds what AddAlloc was given
+        v = 2 * k + 1;
+      } else {
+        if (delta >> 63) *unencodable = true;
+        v = delta << 1;
+      }
+    }
+    Put(kAddresses, v);
+    return nullptr;
+  }
+
   // Steps over the body of a record other than an event (its tag read).
   bool Skip(uint8_t tag) {
     uint64_t n;
-    if ((tag & 0xf0) == kTagReallocBase) return Varints(6);
+    if ((tag & 0xf0) == kTagReallocBase) {
+      // Layout 2 follows prev_addr through it (docs/trace-format.md 6.3).
+      uint64_t old_delta, new_delta;
+      if (!Varints(2) || !Get(&old_delta) || !Get(&new_delta) || !Varints(2)) return false;
+      prev_addr_ += static_cast<uint64_t>(wire::UnZigZag(old_delta)) +
+                    static_cast<uint64_t>(wire::UnZigZag(new_delta));
+      return true;
+    }
     if (tag >= kExtensionTagBase) return Get(&n) && Bytes(n);
     switch (tag) {
       case kTagStackDef:
@@ -109,12 +248,30 @@ class Splitter {
   const uint8_t* p_;
   const uint8_t* begin_;
   const uint8_t* end_;
-  std::array<std::vector<uint8_t>, wire::kLanes>& lanes_;
+  LaneCursors& lanes_;
+  ChunkRefs* refs_;
+  LiveAllocations* live_;
+  // Mirror of ChunkWriter's prediction table and prev_addr (section 6.1).
+  struct Site {
+    uint32_t stack_id;
+    uint32_t size;
+    uint64_t address;
+  };
+  Site sites_[ChunkWriter::kSiteSlots];
+  uint64_t prev_addr_ = 0;
 };
 
 }  // namespace
 
-ChunkCompressor::ChunkCompressor(int level) : cctx_(ZSTD_createCCtx()), level_(level) {}
+// Layout 2's writer state, kept from chunk to chunk for its buffers.
+struct ChunkCompressor::RefState {
+  ChunkRefs refs;
+  LiveAllocations live;
+};
+
+ChunkCompressor::ChunkCompressor(int level, uint8_t layout)
+    : cctx_(ZSTD_createCCtx()), level_(level), layout_(layout),
+      refs_(std::make_unique<RefState>()) {}
 
 ChunkCompressor::~ChunkCompressor() { ZSTD_freeCCtx(cctx_); }
 
@@ -140,20 +297,44 @@ bool ChunkCompressor::Compress(const uint8_t* chunk, size_t bytes, std::vector<u
     *error = "chunk checksum mismatch";
     return false;
   }
-  for (auto& lane : lanes_) lane.clear();
-  Splitter splitter(std::span<const uint8_t>(chunk + kChunkHeaderBytes, payload), lanes_);
-  if (!splitter.Run(error)) return false;
-  joined_.clear();
-  for (const auto& lane : lanes_) joined_.insert(joined_.end(), lane.begin(), lane.end());
-
+  // Layout 2 (docs/trace-format.md 5.2), or layout 1 for the rare chunk
+  // layout 2 cannot hold: an address delta of 2^63 or more, or lanes that
+  // grew past the raw limit.
+  uint8_t layout = layout_;
+  // One buffer: lane i from start[i], then the lanes moved together.
+  std::array<size_t, wire::kLanes> start;
+  size_t room = 0;
+  for (size_t i = 0; i < wire::kLanes; ++i) {
+    start[i] = room;
+    room += LaneRoom(i, payload) + wire::kMaxVarintBytes;
+  }
+  if (joined_.size() < room) joined_.resize(room);
+  size_t raw = 0;
+  for (;;) {
+    LaneCursors cursors;
+    for (size_t i = 0; i < wire::kLanes; ++i) cursors.at[i] = joined_.data() + start[i];
+    const bool refs = layout == wire::kLayoutRefs;
+    Splitter splitter(std::span<const uint8_t>(chunk + kChunkHeaderBytes, payload), cursors,
+                      refs ? &refs_->refs : nullptr, refs ? &refs_->live : nullptr);
+    bool unencodable = false;
+    if (!splitter.Run(error, &unencodable)) return false;
+    raw = 0;
+    for (size_t i = 0; i < wire::kLanes; ++i) {
+      lane_bytes_[i] = static_cast<size_t>(cursors.at[i] - (joined_.data() + start[i]));
+      std::memmove(joined_.data() + raw, joined_.data() + start[i], lane_bytes_[i]);
+      raw += lane_bytes_[i];
+    }
+    if (!refs || (!unencodable && raw <= kMaxRawPayloadBytes)) break;
+    layout = wire::kLayoutLanes;
+  }
   const size_t head = kChunkHeaderBytes + wire::kZFrame;
-  out.resize(head + ZSTD_compressBound(joined_.size()));
+  out.resize(head + ZSTD_compressBound(raw));
   ZSTD_CCtx_reset(cctx_, ZSTD_reset_session_and_parameters);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, level_);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_contentSizeFlag, 1);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 0);  // the chunk's CRC covers the frame
   const size_t frame = ZSTD_compress2(cctx_, out.data() + head, out.size() - head,
-                                      joined_.data(), joined_.size());
+                                      joined_.data(), raw);
   if (ZSTD_isError(frame)) {
     *error = std::string("zstd: ") + ZSTD_getErrorName(frame);
     return false;
@@ -170,10 +351,10 @@ bool ChunkCompressor::Compress(const uint8_t* chunk, size_t bytes, std::vector<u
   wire::Store32(b + wire::kChkLength,
                 wire::PackLength(static_cast<uint32_t>(total - kChunkHeaderBytes)));
   uint8_t* z = b + kChunkHeaderBytes;
-  wire::Store32(z + wire::kZRawLength, payload);
-  z[wire::kZLayout] = wire::kLayoutLanes;
+  wire::Store32(z + wire::kZRawLength, payload);  // the plain stream's; the frame declares its own
+  z[wire::kZLayout] = layout;
   for (size_t i = 0; i + 1 < wire::kLanes; ++i) {
-    wire::Store32(z + wire::kZLaneLengths + 4 * i, static_cast<uint32_t>(lanes_[i].size()));
+    wire::Store32(z + wire::kZLaneLengths + 4 * i, static_cast<uint32_t>(lane_bytes_[i]));
   }
   // The magic is inside the checksum of a compressed chunk (5): a damaged
   // magic byte that turns one kind into the other is a mismatch.
@@ -192,7 +373,7 @@ bool CompressChunk(const uint8_t* chunk, size_t bytes, std::vector<uint8_t>& out
 }
 
 bool CheckCompressedPayload(std::span<const uint8_t> payload, uint32_t* raw_length,
-                            std::string* what) {
+                            std::string* what, uint32_t* content_length) {
   if (payload.size() < wire::kZFrame) {
     *what = "compressed chunk shorter than its lanes header";
     return false;
@@ -204,15 +385,9 @@ bool CheckCompressedPayload(std::span<const uint8_t> payload, uint32_t* raw_leng
             std::to_string(kMaxRawPayloadBytes) + "-byte limit";
     return false;
   }
-  if (z[wire::kZLayout] != wire::kLayoutLanes) {
-    *what = "unknown compressed chunk layout " + std::to_string(z[wire::kZLayout]);
-    return false;
-  }
-  uint64_t lanes = 0;
-  for (size_t i = 0; i + 1 < wire::kLanes; ++i) lanes += wire::Load32(z + wire::kZLaneLengths + 4 * i);
-  if (lanes > raw) {
-    *what = "compressed chunk's lanes (" + std::to_string(lanes) + " bytes) exceed its " +
-            std::to_string(raw) + " bytes";
+  const uint8_t layout = z[wire::kZLayout];
+  if (layout != wire::kLayoutLanes && layout != wire::kLayoutRefs) {
+    *what = "unknown compressed chunk layout " + std::to_string(layout);
     return false;
   }
   const uint8_t* frame = z + wire::kZFrame;
@@ -226,12 +401,24 @@ bool CheckCompressedPayload(std::span<const uint8_t> payload, uint32_t* raw_leng
     *what = "compressed chunk's zstd frame does not declare its size";
     return false;
   }
-  if (declared != raw) {
-    *what = declared > kMaxRawPayloadBytes
-                ? "compressed chunk's zstd frame declares " + std::to_string(declared) +
-                      " bytes, above the " + std::to_string(kMaxRawPayloadBytes) + "-byte limit"
-                : "compressed chunk's zstd frame declares " + std::to_string(declared) +
-                      " bytes, its header " + std::to_string(raw);
+  // Layout 1's lanes are the plain stream's bytes, so the frame holds
+  // exactly raw_length; layout 2's lane 3 differs, and the frame declares
+  // the lanes' length itself, within the same limit (docs/trace-format.md 5.2).
+  if (declared > kMaxRawPayloadBytes) {
+    *what = "compressed chunk's zstd frame declares " + std::to_string(declared) +
+            " bytes, above the " + std::to_string(kMaxRawPayloadBytes) + "-byte limit";
+    return false;
+  }
+  if (layout == wire::kLayoutLanes && declared != raw) {
+    *what = "compressed chunk's zstd frame declares " + std::to_string(declared) +
+            " bytes, its header " + std::to_string(raw);
+    return false;
+  }
+  uint64_t lanes = 0;
+  for (size_t i = 0; i + 1 < wire::kLanes; ++i) lanes += wire::Load32(z + wire::kZLaneLengths + 4 * i);
+  if (lanes > declared) {
+    *what = "compressed chunk's lanes (" + std::to_string(lanes) + " bytes) exceed its " +
+            std::to_string(declared) + " bytes";
     return false;
   }
   const size_t framed = ZSTD_findFrameCompressedSize(frame, frame_bytes);
@@ -240,6 +427,7 @@ bool CheckCompressedPayload(std::span<const uint8_t> payload, uint32_t* raw_leng
     return false;
   }
   *raw_length = raw;
+  if (content_length != nullptr) *content_length = static_cast<uint32_t>(declared);
   return true;
 }
 
@@ -253,8 +441,8 @@ ChunkInflater::~ChunkInflater() { ZSTD_freeDCtx(dctx_); }
 
 bool ChunkInflater::Inflate(std::span<const uint8_t> payload, ChunkLanes* lanes,
                             std::string* what) {
-  uint32_t raw = 0;
-  if (!CheckCompressedPayload(payload, &raw, what)) return false;
+  uint32_t plain = 0, raw = 0;  // raw: the lanes' bytes, what the frame holds
+  if (!CheckCompressedPayload(payload, &plain, what, &raw)) return false;
   if (dctx_ == nullptr) {
     *what = "cannot create a zstd decompression context";
     return false;
@@ -283,6 +471,7 @@ bool ChunkInflater::Inflate(std::span<const uint8_t> payload, ChunkLanes* lanes,
     p += len;
     left -= len;
   }
+  lanes->layout = payload[wire::kZLayout];
   return true;
 }
 

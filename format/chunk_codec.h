@@ -15,6 +15,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -34,7 +35,10 @@ inline constexpr int kDefaultCompressionLevel = 3;
 
 class ChunkCompressor {
  public:
-  explicit ChunkCompressor(int level = kDefaultCompressionLevel);
+  // layout: wire::kLayoutRefs (the default, docs/trace-format.md 5.2) or
+  // wire::kLayoutLanes (5.1; for comparisons and tests).
+  explicit ChunkCompressor(int level = kDefaultCompressionLevel,
+                           uint8_t layout = wire::kLayoutRefs);
   ~ChunkCompressor();
   ChunkCompressor(const ChunkCompressor&) = delete;
   ChunkCompressor& operator=(const ChunkCompressor&) = delete;
@@ -42,7 +46,8 @@ class ChunkCompressor {
   // Turns the sealed plain chunk [chunk, chunk + bytes) (a chunk header
   // with magic "CHNK" and its payload, as ChunkWriter::Finish() left it)
   // into one compressed chunk with the same tid, sequence, event count and
-  // base timestamp, written to out (replacing its contents). When
+  // base timestamp, written to out (replacing its contents), in layout 2
+  // (docs/trace-format.md 5.2; layout 1 for a chunk layout 2 cannot hold). When
   // compressing would not make the chunk smaller, out is a copy of the
   // plain chunk. Returns false with *error (one line) when the input is not
   // one whole, checksum-valid plain chunk whose records can be split into
@@ -52,10 +57,14 @@ class ChunkCompressor {
                 std::string* error);
 
  private:
+  struct RefState;  // layout 2's (docs/trace-format.md 5.2)
+
   ZSTD_CCtx_s* cctx_;
   int level_;
-  std::array<std::vector<uint8_t>, wire::kLanes> lanes_;
-  std::vector<uint8_t> joined_;
+  uint8_t layout_;
+  std::unique_ptr<RefState> refs_;
+  std::array<size_t, wire::kLanes> lane_bytes_{};
+  std::vector<uint8_t> joined_;  // the lanes, split into and then joined; grown, never shrunk
 };
 
 // ChunkCompressor::Compress with a compressor kept per calling thread (one
@@ -70,15 +79,19 @@ bool CompressChunk(const uint8_t* chunk, size_t bytes, std::vector<uint8_t>& out
 // for the buffer's end first, and check the lane's end afterwards.
 struct ChunkLanes {
   std::array<std::span<const uint8_t>, wire::kLanes> lane;
+  // wire::kLayoutLanes, or wire::kLayoutRefs: lane 3 holds references
+  // (docs/trace-format.md 5.2).
+  uint8_t layout = wire::kLayoutLanes;
 };
 
 // Checks a compressed chunk's payload without decompressing it: the raw
 // length against kMaxRawPayloadBytes, the layout, the lane lengths, and that
-// the payload holds exactly one zstd frame that declares raw_length as its
-// content size. Returns false with *what (the words in parentheses of
+// the payload holds exactly one zstd frame that declares its content size:
+// raw_length in layout 1, at most kMaxRawPayloadBytes in layout 2 (its
+// lanes' length, in *content_length when given). Returns false with *what (the words in parentheses of
 // "corrupt chunk at offset N (...)") otherwise. Any thread.
 bool CheckCompressedPayload(std::span<const uint8_t> payload, uint32_t* raw_length,
-                            std::string* what);
+                            std::string* what, uint32_t* content_length = nullptr);
 
 class ChunkInflater {
  public:

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "format/chunk_codec.h"
+#include "format/chunk_refs.h"
 #include "format/crc32c.h"
 #include "format/trace_writer.h"
 #include "format/wire.h"
@@ -69,7 +70,7 @@ bool CheckVersion(uint32_t version, const std::string& name, std::string* error)
   if (version >= kOldestFormatVersion && version <= kFormatVersion) return true;
   *error = name + ": trace format version " + std::to_string(version) +
            " is not supported (this crossfree reads versions " +
-           std::to_string(kOldestFormatVersion) + " and " + std::to_string(kFormatVersion) + ")";
+           std::to_string(kOldestFormatVersion) + " to " + std::to_string(kFormatVersion) + ")";
   return false;
 }
 
@@ -376,13 +377,52 @@ class Decoder {
  public:
   // lanes: a compressed chunk's decompressed lanes (docs/trace-format.md
   // 5.1), null for a plain chunk, whose records are chunk.payload.
+  // refs: layout 2's state (docs/trace-format.md 5.2), for lanes of that
+  // layout only; reset here.
   Decoder(const Chunk& chunk, RecordVisitor& visitor, std::string* error,
-          const ChunkLanes* lanes)
-      : chunk_(chunk), visitor_(visitor), error_(error), lanes_(lanes) {}
+          const ChunkLanes* lanes, ChunkRefs* refs = nullptr)
+      : chunk_(chunk), visitor_(visitor), error_(error), lanes_(lanes), refs_(refs) {
+    if (refs_ != nullptr) refs_->Reset();
+  }
 
   bool Run();
 
  private:
+  // Layout 2: an event's address from its lane 3 value v (docs/trace-format.md
+  // 5.2), with base and shift those of its delta form. An allocation's is
+  // then appended to the chunk's allocations. False with address_error_ set
+  // when v names nothing.
+  // Inlined into Run(): it runs on every event of a layout 2 chunk; the
+  // messages are built out of line.
+  __attribute__((always_inline)) bool Address(bool alloc, uint64_t v, uint64_t base,
+                                              unsigned shift, uint64_t size, uint64_t* address) {
+    if (alloc) {
+      if (v == 0) {
+        if (!refs_->Reuse(size, address)) return NoneFreed(size);
+      } else {
+        *address = base + (static_cast<uint64_t>(wire::UnZigZag(v - 1)) << shift);
+      }
+      refs_->AddAlloc(*address, size);
+      return true;
+    }
+    if ((v & 1) == 0) {
+      *address = base + (static_cast<uint64_t>(wire::UnZigZag(v >> 1)) << shift);
+      return true;
+    }
+    if (!refs_->Free(v >> 1, address)) return NoSuchAllocation(v >> 1);
+    return true;
+  }
+  __attribute__((noinline, cold)) bool NoneFreed(uint64_t size) {
+    address_error_ = "allocation reuses a freed block of size class " +
+                     std::to_string(ChunkRefs::ClassOf(size)) + ", none is free";
+    return false;
+  }
+  __attribute__((noinline, cold)) bool NoSuchAllocation(uint64_t k) {
+    address_error_ = "free refers to allocation " + std::to_string(k) + " back, the chunk has " +
+                     std::to_string(refs_->allocs());
+    return false;
+  }
+
   bool Fail(const uint8_t* at, const char* what, uint64_t value = 0, bool show = false) {
     Flush();  // the records before the malformed one are delivered
     if (lanes_ != nullptr) {
@@ -493,11 +533,13 @@ class Decoder {
   RecordVisitor& visitor_;
   std::string* error_;
   const ChunkLanes* lanes_;
+  ChunkRefs* refs_;
   // Lanes 1-4: where the next event's field is, and where the lane ends.
   const uint8_t* field_[wire::kLanes] = {};
   const uint8_t* field_end_[wire::kLanes] = {};
   const uint8_t* p_ = nullptr;
   const uint8_t* end_ = nullptr;
+  std::string address_error_;
   uint64_t frames_[kMaxStackDepth];
   static constexpr size_t kBatch = 64;  // events per OnEvents() span at most
   Event batch_[kBatch];
@@ -619,14 +661,15 @@ bool Decoder::Run() {
                     fn, true);
       }
       EventFields f;
+      const uint8_t* lane_next[wire::kLanes] = {};  // the cursors after this event
       if (lanes_ == nullptr) {
         p_ = GetEventFields(p_, end_, &f);
         if (p_ == nullptr) return Fail(start, "truncated event");
       } else {
         // The fields from their lanes, read without a bounds check each
         // (ChunkLanes: padding follows every lane), then checked against
-        // the lanes' ends at once. The cursors move only once all are read,
-        // so a failure reports the record's start.
+        // the lanes' ends at once. The cursors move only once the event is
+        // decoded, so a failure reports the record's start.
         const uint8_t* t_at = wire::GetVarintRoomy(field_[1], &f.ts_delta);
         const uint8_t* w_at = wire::GetVarintRoomy(field_[2], &f.word);
         const uint8_t* a_at = wire::GetVarintRoomy(field_[3], &f.addr_delta);
@@ -640,24 +683,32 @@ bool Decoder::Run() {
              s_at > field_end_[4])) {
           return Fail(start, "truncated event");
         }
-        field_[1] = t_at;
-        field_[2] = w_at;
-        field_[3] = a_at;
-        field_[4] = s_at;
+        lane_next[1] = t_at;
+        lane_next[2] = w_at;
+        lane_next[3] = a_at;
+        lane_next[4] = s_at;
       }
       if ((f.word >> 1) > UINT32_MAX) return Fail(start, "bad stack id", f.word >> 1, true);
       ev.timestamp_ns = prev_ts + static_cast<uint64_t>(wire::UnZigZag(f.ts_delta));
       ev.stack_id = static_cast<uint32_t>(f.word >> 1);
       Site& site = sites_[ev.stack_id % ChunkWriter::kSiteSlots];
       bool hit = site.stack_id == ev.stack_id;
-      ev.address = (hit ? site.address : prev_addr) +
-                   (static_cast<uint64_t>(wire::UnZigZag(f.addr_delta)) << t.addr_shift);
       if (f.word & 1) {
         ev.size = f.size;
       } else if (hit) {
         ev.size = site.size;
       } else {
         return Fail(start, "event repeats the size of a stack not seen in this chunk");
+      }
+      if (refs_ == nullptr) {
+        ev.address = (hit ? site.address : prev_addr) +
+                     (static_cast<uint64_t>(wire::UnZigZag(f.addr_delta)) << t.addr_shift);
+      } else if (!Address(t.alloc, f.addr_delta, hit ? site.address : prev_addr, t.addr_shift,
+                          ev.size, &ev.address)) {
+        return Fail(start, address_error_.c_str());
+      }
+      if (lanes_ != nullptr) {
+        for (size_t i = 1; i < wire::kLanes; ++i) field_[i] = lane_next[i];
       }
       site.stack_id = ev.stack_id;
       site.size = static_cast<uint32_t>(ev.size);
@@ -839,7 +890,10 @@ bool DecodeChunk(const Chunk& chunk, RecordVisitor& visitor, std::string* error)
     *error = "corrupt chunk at offset " + std::to_string(chunk.file_offset) + " (" + what + ")";
     return false;
   }
-  Decoder decoder(chunk, visitor, error, &lanes);
+  // Layout 2's state, like the inflater one per thread (fixed size).
+  thread_local ChunkRefs refs;
+  Decoder decoder(chunk, visitor, error, &lanes,
+                  lanes.layout == wire::kLayoutRefs ? &refs : nullptr);
   return decoder.Run();
 }
 

@@ -43,9 +43,10 @@ inline constexpr size_t kChkCrcStart = 8;
 
 // Compressed chunk payload (docs/trace-format.md 5.1), after the header.
 inline constexpr size_t kZRawLength = 0;     // u32 bytes of the plain record stream
-inline constexpr size_t kZLayout = 4;        // u8 kLayoutLanes
+inline constexpr size_t kZLayout = 4;        // u8 kLayoutLanes or kLayoutRefs
 inline constexpr size_t kZLaneLengths = 5;   // u32 x (kLanes - 1); the last lane has the rest
 inline constexpr uint8_t kLayoutLanes = 1;
+inline constexpr uint8_t kLayoutRefs = 2;    // lanes, lane 3 with references (5.2)
 inline constexpr size_t kLanes = 5;          // records, times, stacks, addresses, sizes
 inline constexpr size_t kZFrame = kZLaneLengths + 4 * (kLanes - 1);  // the zstd frame
 

@@ -755,21 +755,34 @@ void StartSampledThread() {
   if (ThreadState* s = Enter()) Leave(s);
 }
 
+namespace {
+
+// The common tail of RecordAlloc, RecordFree and RecordRealloc, once the
+// thread is entered and the event's timestamp (and CPU) are read: the
+// stack, the record (append(writer, stack id)), and the checks that follow
+// every event. Inlined into each: no allocation, lock or stdio.
+template <typename AppendFn>
+inline void FinishEvent(ThreadState* s, uint64_t ts, const CallSite& site, AppendFn&& append) {
+  const uint32_t stack =
+      internal::g.stacks ? internal::CaptureAndIntern(s, site, ts) : format::kNoStack;
+  AppendRecord(s, ts, [&](format::ChunkWriter& w) { return append(w, stack); });
+  Leave(s);
+  internal::MaybeFlushIdle(ts);
+  CheckWindowDeadline(ts);
+}
+
+}  // namespace
+
 void RecordAlloc(format::AllocFn fn, const void* address, uint64_t size, const CallSite& site) {
   if (internal::ForeignTask(site)) return;
   ThreadState* s = Enter();
   if (s == nullptr) return;
-  uint64_t ts = NowNs();
+  const uint64_t ts = NowNs();
   const uint32_t cpu = CurrentCpu();
-  uint32_t stack =
-      internal::g.stacks ? internal::CaptureAndIntern(s, site, ts) : format::kNoStack;
-  auto addr = reinterpret_cast<uint64_t>(address);
-  AppendRecord(s, ts, [&](format::ChunkWriter& w) {
+  const auto addr = reinterpret_cast<uint64_t>(address);
+  FinishEvent(s, ts, site, [&](format::ChunkWriter& w, uint32_t stack) {
     return w.AppendAlloc(fn, ts, addr, size, stack, cpu);
   });
-  Leave(s);
-  internal::MaybeFlushIdle(ts);
-  CheckWindowDeadline(ts);
 }
 
 void RecordFree(format::FreeFn fn, uint64_t ts_ns, uint32_t cpu, const void* address,
@@ -777,15 +790,10 @@ void RecordFree(format::FreeFn fn, uint64_t ts_ns, uint32_t cpu, const void* add
   if (internal::ForeignTask(site)) return;
   ThreadState* s = Enter();
   if (s == nullptr) return;
-  uint32_t stack =
-      internal::g.stacks ? internal::CaptureAndIntern(s, site, ts_ns) : format::kNoStack;
-  auto addr = reinterpret_cast<uint64_t>(address);
-  AppendRecord(s, ts_ns, [&](format::ChunkWriter& w) {
+  const auto addr = reinterpret_cast<uint64_t>(address);
+  FinishEvent(s, ts_ns, site, [&](format::ChunkWriter& w, uint32_t stack) {
     return w.AppendFree(fn, ts_ns, addr, size, stack, cpu);
   });
-  Leave(s);
-  internal::MaybeFlushIdle(ts_ns);
-  CheckWindowDeadline(ts_ns);
 }
 
 void RecordRealloc(format::AllocFn fn, uint64_t ts_free_ns, const void* old_address,
@@ -793,18 +801,13 @@ void RecordRealloc(format::AllocFn fn, uint64_t ts_free_ns, const void* old_addr
   if (internal::ForeignTask(site)) return;
   ThreadState* s = Enter();
   if (s == nullptr) return;
-  uint64_t ts = NowNs();
+  const uint64_t ts = NowNs();
   const uint32_t cpu = CurrentCpu();
-  uint32_t stack =
-      internal::g.stacks ? internal::CaptureAndIntern(s, site, ts) : format::kNoStack;
-  auto old_addr = reinterpret_cast<uint64_t>(old_address);
-  auto new_addr = reinterpret_cast<uint64_t>(new_address);
-  AppendRecord(s, ts, [&](format::ChunkWriter& w) {
+  const auto old_addr = reinterpret_cast<uint64_t>(old_address);
+  const auto new_addr = reinterpret_cast<uint64_t>(new_address);
+  FinishEvent(s, ts, site, [&](format::ChunkWriter& w, uint32_t stack) {
     return w.AppendRealloc(fn, ts_free_ns, ts, old_addr, new_addr, size, stack, cpu);
   });
-  Leave(s);
-  internal::MaybeFlushIdle(ts);
-  CheckWindowDeadline(ts);
 }
 
 void RecordThreadName(const char* name) {

@@ -93,14 +93,41 @@ ChunkChannel::~ChunkChannel() {
   if (fd_ >= 0) close(fd_);
 }
 
+namespace {
+
+// CROSSFREE_RECORD_LEVEL / CROSSFREE_RECORD_NICE (docs/guide/tracer.md):
+// the value in [lo, hi], or fallback with a one-line warning when set to
+// anything else.
+int EnvInt(const char* name, int lo, int hi, int fallback) {
+  const char* v = getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi) {
+    fmt::print(stderr, "crossfree record: ignoring {}='{}' ({}..{}); using {}\n", name, v, lo, hi,
+               fallback);
+    return fallback;
+  }
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
 void ChunkChannel::Start(int output_fd, const std::string& path) {
   out_ = output_fd;
   path_ = path;
-  drain_ = std::thread([this] {
+  compressor_ = std::make_unique<format::ChunkCompressor>(
+      EnvInt("CROSSFREE_RECORD_LEVEL", 1, 19, kDrainLevel));
+  const int nice = EnvInt("CROSSFREE_RECORD_NICE", 0, 19, kDrainNice);
+  drain_ = std::thread([this, nice] {
     // Signals are the owner thread's (it forwards them to the command).
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    // Only this thread: on a machine without an idle core the command's
+    // threads go first, and the slots absorb the difference.
+    if (nice > 0) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice);
     DrainLoop();
   });
 }
@@ -275,7 +302,8 @@ void ChunkChannel::EmitChunk(int fd, const uint8_t* chunk, size_t n) {
   // The chunk was validated (EmitValidated), so a refusal here would be a
   // record the codec cannot split: keep the chunk plain rather than lose it.
   std::string error;
-  if (compressor_.Compress(chunk, n, compressed_, &error)) {
+  if (compressor_ == nullptr) compressor_ = std::make_unique<format::ChunkCompressor>(kDrainLevel);
+  if (compressor_->Compress(chunk, n, compressed_, &error)) {
     Write(fd, compressed_.data(), compressed_.size());
   } else {
     Write(fd, chunk, n);

@@ -62,7 +62,15 @@ class ChunkChannel {
   // published it, then every sealed chunk in the order the tracer sealed
   // them. An image the command exec'd gets a file of its own, path.<n>
   // (the first n free, as the tracer would pick), owned by this object.
+  // The drain thread compresses at zstd level CROSSFREE_RECORD_LEVEL (default
+  // kDrainLevel) and runs at nice CROSSFREE_RECORD_NICE (default kDrainNice).
   void Start(int output_fd, const std::string& path);
+  // Level 1, not zstd's 3: on 2 busy cores the deep-stack workload ran
+  // 1.23x its own-file time against 1.40x at level 3, for a trace 2%
+  // larger (docs/results/trace-size.md). Nice 0: nice 10 measured no
+  // better, and a starved drain thread leaves the command without slots.
+  static constexpr int kDrainLevel = 1;
+  static constexpr int kDrainNice = 0;
 
   // Call once the process that attached has ended (it was reaped): writes
   // what is still sealed, then every partly filled slot up to its last
@@ -105,7 +113,8 @@ class ChunkChannel {
   uint64_t next_ticket_ = 0;
   uint64_t gap_since_ns_ = 0;
   // Used by the drain thread, then by Finish once it has joined it.
-  format::ChunkCompressor compressor_;
+  // Made by Start (CROSSFREE_RECORD_LEVEL), or at the first chunk.
+  std::unique_ptr<format::ChunkCompressor> compressor_;
   std::vector<uint8_t> compressed_;
   Stats stats_;
 };

@@ -13,6 +13,7 @@
 #include "format/trace_reader.h"
 #include "format/trace_writer.h"
 #include "tests/format/test_util.h"
+#include "tests/format/workload.h"
 
 namespace crossfree::format {
 namespace {
@@ -246,10 +247,11 @@ TEST_CASE("damaging any byte of a compressed chunk gives the chunks before it, t
 // header, the frame or the lanes can be wrong.
 std::vector<uint8_t> HandChunk(uint32_t events, uint32_t raw_length,
                                const std::array<uint32_t, 4>& lane_lengths,
-                               const std::vector<uint8_t>& frame) {
+                               const std::vector<uint8_t>& frame,
+                               uint8_t layout = wire::kLayoutLanes) {
   std::vector<uint8_t> payload(wire::kZFrame);
   wire::Store32(payload.data() + wire::kZRawLength, raw_length);
-  payload[wire::kZLayout] = wire::kLayoutLanes;
+  payload[wire::kZLayout] = layout;
   for (size_t i = 0; i < 4; ++i) {
     wire::Store32(payload.data() + wire::kZLaneLengths + 4 * i, lane_lengths[i]);
   }
@@ -338,11 +340,11 @@ TEST_CASE("crafted compressed chunks are refused before anything is allocated", 
   }
   SECTION("an unknown layout") {
     std::vector<uint8_t> c = HandChunk(0, 2, {2, 0, 0, 0}, Zstd({0x04, 0x00}));
-    c[kChunkHeaderBytes + wire::kZLayout] = 2;
+    c[kChunkHeaderBytes + wire::kZLayout] = 3;
     uint32_t crc = Crc32c(c.data(), 4);
     wire::Store32(c.data() + wire::kChkCrc,
                   Crc32c(c.data() + wire::kChkCrcStart, c.size() - wire::kChkCrcStart, crc));
-    CHECK(FirstError(c, &end) == prefix + "unknown compressed chunk layout 2)");
+    CHECK(FirstError(c, &end) == prefix + "unknown compressed chunk layout 3)");
   }
   SECTION("a frame that declares its size but holds less") {
     CHECK(FirstError(HandChunk(0, 100, {0, 0, 0, 0}, FrameDeclaring(100)), &end)
@@ -382,6 +384,111 @@ TEST_CASE("lanes that do not match their records are corrupt", "[format][v2]") {
     CHECK(FirstError(HandChunk(1, 6, {3, 1, 1, 1}, Zstd({0x05, 0x04, 0x40, 0x02, 0x03, 0x00})),
                      &end) == "corrupt record in compressed chunk at offset " +
                                   std::to_string(at) + " (byte 2 of its records: truncated event)");
+  }
+}
+
+// Layout 2 (docs/trace-format.md 5.2) on the producer/consumer workload
+// (tests/format/workload.h): its consumers free other threads' objects, and
+// every thread frees and reallocates its own temporaries, so both kinds of
+// reference and the delta forms occur. Every field of every event must come
+// back exactly, and the references must pay.
+TEST_CASE("layout 2 round trip: every event of a known workload comes back exactly",
+          "[format][v3]") {
+  testing::WorkloadOptions options;
+  options.events = 60000;
+  testing::WorkloadStats stats;
+  std::vector<uint8_t> plain = testing::ProducerConsumerWorkload(options).Run(&stats);
+  std::vector<uint64_t> offsets;
+  size_t compressed_chunks = 0;
+  std::vector<uint8_t> packed = CompressAll(plain, &offsets, &compressed_chunks);
+  REQUIRE(compressed_chunks == stats.chunks);
+  for (uint64_t at : offsets) CHECK(packed[at + kChunkHeaderBytes + wire::kZLayout] == 2);
+
+  ReadBack a, b;
+  Read(plain, &a);
+  Read(packed, &b);
+  CHECK(b.end == ReadResult::kEnd);
+  REQUIRE(a.c.events.size() == stats.events);
+  REQUIRE(b.c.events.size() == a.c.events.size());
+  for (size_t i = 0; i < a.c.events.size(); ++i) {
+    INFO("event " << i);
+    REQUIRE(testing::SameEvent(b.c.events[i], a.c.events[i]));
+  }
+
+  // The same chunks in layout 1 are larger: the references replaced deltas.
+  std::string error;
+  ChunkCompressor lanes_only(kDefaultCompressionLevel, wire::kLayoutLanes);
+  auto reader = TraceReader::FromBytes(plain, "plain", &error);
+  REQUIRE(reader != nullptr);
+  size_t layout1 = reader->header().size_bytes;
+  Chunk c;
+  std::vector<uint8_t> z;
+  while (reader->NextChunk(&c) == ReadResult::kChunk) {
+    REQUIRE(lanes_only.Compress(plain.data() + c.file_offset, kChunkHeaderBytes + c.payload_bytes,
+                                z, &error));
+    CHECK(z[kChunkHeaderBytes + wire::kZLayout] == 1);
+    layout1 += z.size();
+  }
+  CHECK(packed.size() < layout1);
+}
+
+TEST_CASE("layout 2 references resolve, and those that name nothing are corrupt",
+          "[format][v3]") {
+  ReadResult end;
+  const uint64_t at = TraceBuilder().bytes().size();
+  // malloc(48) at 0x1000 (stack 1; lane 3: delta 0x100 units + 1 = 0x201),
+  // free of the latest allocation (stack 2, size 0; lane 3: 2 * 1 + 1), then
+  // malloc(48) again on stack 1 (size predicted) reusing the freed block
+  // (lane 3: 0).
+  const std::vector<uint8_t> lanes = {0x40, 0x50, 0x40,        // tags
+                                      0x02, 0x02, 0x02,        // ts deltas
+                                      0x03, 0x05, 0x02,        // stack words
+                                      0x81, 0x04, 0x03, 0x00,  // lane 3
+                                      0x30, 0x00};             // sizes
+  // The events of a file of one chunk of these lanes in the given layout.
+  auto read = [&](uint8_t layout) {
+    std::vector<uint8_t> file = TraceBuilder().bytes();
+    std::vector<uint8_t> c = HandChunk(3, 15, {3, 3, 3, 4}, Zstd(lanes), layout);
+    file.insert(file.end(), c.begin(), c.end());
+    ReadBack r;
+    Read(file, &r);
+    return r.c.events;
+  };
+  SECTION("well formed") {
+    std::vector<Event> events = read(wire::kLayoutRefs);
+    REQUIRE(events.size() == 3);
+    CHECK(events[0].address == 0x1000);
+    CHECK(events[0].size == 48);
+    CHECK(events[1].op == EventOp::kFree);
+    CHECK(events[1].address == 0x1000);
+    CHECK(events[1].size == 0);
+    CHECK(events[2].address == 0x1000);
+    CHECK(events[2].size == 48);
+    CHECK(events[2].timestamp_ns == 1003);
+  }
+  SECTION("the same lanes read as layout 1 are other addresses") {
+    std::vector<Event> events = read(wire::kLayoutLanes);
+    REQUIRE(events.size() == 3);
+    CHECK(events[0].address == static_cast<uint64_t>(wire::UnZigZag(0x201)) << 4);
+    CHECK(events[1].address != events[0].address);
+  }
+  // The error of the same chunk with the free's lane 3 value replaced.
+  auto error_with_free_value = [&](uint8_t v) {
+    std::vector<uint8_t> bad = lanes;
+    bad[11] = v;
+    return FirstError(HandChunk(3, 15, {3, 3, 3, 4}, Zstd(bad), wire::kLayoutRefs), &end);
+  };
+  const std::string prefix = "corrupt record in compressed chunk at offset " + std::to_string(at);
+  SECTION("a free that names an allocation the chunk does not have") {
+    // The free names the 2nd last allocation; there is one.
+    CHECK(error_with_free_value(0x05) ==
+          prefix + " (byte 6 of its records: free refers to allocation 2 back, the chunk has 1)");
+  }
+  SECTION("an allocation that reuses a block no free gave") {
+    // The free carries a delta (lane 3: 2 * zz(0) = 0): nothing is pushed.
+    CHECK(error_with_free_value(0x00) ==
+          prefix + " (byte 11 of its records: allocation reuses a freed block of size class 4, "
+                   "none is free)");
   }
 }
 

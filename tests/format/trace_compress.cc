@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// crossfree-trace-compress IN OUT [LEVEL]: rewrites a trace with every chunk
-// compressed by format::CompressChunk (docs/trace-format.md 5.1), as
+// crossfree-trace-compress IN OUT [LEVEL [LAYOUT]]: rewrites a trace with
+// every plain chunk compressed by format::ChunkCompressor (docs/trace-format.md
+// 5.1; LAYOUT 2, the default, 5.2, or 1 to compare), as
 // `crossfree record` does with the chunks it receives. For the format tests
 // (a compressed trace read back by `crossfree dump` and `report`) and for
 // the size and reading-speed figures of docs/results/trace-size.md. The
-// header is copied with its version set to 2.
+// header is copied with its version set to the current one.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -18,11 +19,14 @@
 using namespace crossfree::format;
 
 int main(int argc, char** argv) {
-  if (argc < 3 || argc > 4) {
-    std::fprintf(stderr, "usage: crossfree-trace-compress IN OUT [LEVEL]\n");
+  if (argc < 3 || argc > 5 || (argc == 5 && std::atoi(argv[4]) != wire::kLayoutLanes &&
+                                std::atoi(argv[4]) != wire::kLayoutRefs)) {
+    std::fprintf(stderr, "usage: crossfree-trace-compress IN OUT [LEVEL [LAYOUT (1 or 2)]]\n");
     return 2;
   }
-  const int level = argc == 4 ? std::atoi(argv[3]) : kDefaultCompressionLevel;
+  const int level = argc >= 4 ? std::atoi(argv[3]) : kDefaultCompressionLevel;
+  ChunkCompressor compressor(
+      level, argc == 5 ? static_cast<uint8_t>(std::atoi(argv[4])) : wire::kLayoutRefs);
   std::string error;
   auto reader = TraceReader::Open(argv[1], &error);
   if (reader == nullptr) {
@@ -34,7 +38,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "crossfree-trace-compress: cannot create %s\n", argv[2]);
     return 2;
   }
-  // The header as it is on disk, version 2.
+  // The header as it is on disk, with the current version.
   std::vector<uint8_t> header(reader->header().size_bytes);
   FILE* in = std::fopen(argv[1], "rb");
   if (in == nullptr || std::fread(header.data(), 1, header.size(), in) != header.size()) {
@@ -63,7 +67,7 @@ int main(int argc, char** argv) {
     const std::vector<uint8_t>* write = &plain;
     std::vector<uint8_t> compressed;
     if (!chunk.compressed) {
-      if (!CompressChunk(plain.data(), plain.size(), compressed, &error, level)) {
+      if (!compressor.Compress(plain.data(), plain.size(), compressed, &error)) {
         std::fprintf(stderr, "crossfree-trace-compress: chunk at offset %llu: %s\n",
                      static_cast<unsigned long long>(chunk.file_offset), error.c_str());
         return 2;

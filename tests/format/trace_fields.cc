@@ -8,7 +8,9 @@
 // values (bits per value, and in bytes per event): the floor of any coder
 // that codes each value on its own from the value's frequency.
 // Timestamps also at coarser resolutions (64 and 256 ns) to show what the
-// nanoseconds the ordering rule needs cost.
+// nanoseconds the ordering rule needs cost. Addresses also as compressed
+// layout 2 codes them (docs/trace-format.md 5.2: frees naming the chunk's
+// allocation, allocations reusing the block freed last in their class).
 #include <zstd.h>
 
 #include <cmath>
@@ -19,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "format/chunk_refs.h"
 #include "format/trace_reader.h"
 #include "format/wire.h"
 
@@ -57,6 +60,8 @@ class Fields : public RecordVisitor {
     prev_ts_ = base;
     prev_addr_ = 0;
     for (auto& s : sites_) s = {};
+    refs_.Reset();
+    live_.clear();
   }
   void OnEvent(const Event& e) override {
     ++events;
@@ -70,8 +75,31 @@ class Fields : public RecordVisitor {
     const bool hit = s.stack == e.stack_id;
     f["stack word"].Put(uint64_t{e.stack_id} << 1 | (!hit || s.size != e.size));
     const int64_t ad = static_cast<int64_t>(e.address - (hit ? s.address : prev_addr_));
-    f[e.op == EventOp::kAlloc ? "address (alloc)" : "address (free)"].Put(
-        wire::ZigZag((ad & 15) == 0 ? ad >> 4 : ad));
+    const uint64_t delta = wire::ZigZag((ad & 15) == 0 ? ad >> 4 : ad);
+    f[e.op == EventOp::kAlloc ? "address (alloc)" : "address (free)"].Put(delta);
+    // Layout 2's lane 3 value, with the writer's choices (an exact live map
+    // here, where ChunkCompressor's table may lose an entry to a collision).
+    uint64_t at;
+    if (e.from_realloc) {
+      // A realloc record keeps its own fields in layout 2 (not counted here).
+    } else if (e.op == EventOp::kAlloc) {
+      const bool reuse = refs_.Peek(e.size, &at) && at == e.address;
+      if (reuse) refs_.Reuse(e.size, &at);
+      f["address (alloc), layout 2"].Put(reuse ? 0 : delta + 1);
+      live_[e.address] = refs_.allocs();
+      refs_.AddAlloc(e.address, e.size);
+    } else {
+      auto it = live_.find(e.address);
+      uint64_t k = 0;
+      if (it != live_.end()) {
+        k = refs_.allocs() - it->second;
+        live_.erase(it);
+        if (k > ChunkRefs::kRefWindow) k = 0;
+      }
+      if (k != 0) refs_.Free(k, &at);
+      f["address (free), layout 2"].Put(k != 0 ? 2 * k + 1 : delta << 1);
+      if (k == 0) f["address (free), layout 2, deltas only"].Put(delta << 1);
+    }
     if (!hit || s.size != e.size) f["size (when present)"].Put(e.size);
     s = {e.stack_id, e.size, e.address};
     prev_addr_ = e.address;
@@ -86,6 +114,8 @@ class Fields : public RecordVisitor {
     uint64_t address = 0;
   };
   Site sites_[256];
+  ChunkRefs refs_;
+  std::unordered_map<uint64_t, uint64_t> live_;  // address -> allocation ordinal, this chunk
   uint64_t prev_ts_ = 0;
   uint64_t prev_addr_ = 0;
 };

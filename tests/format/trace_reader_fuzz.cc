@@ -4,8 +4,8 @@
 // four times: as a whole file; as one chunk payload behind a valid header and
 // a resealed chunk header, so the fuzzer reaches the decoder past the
 // checksum; as the record stream of a compressed chunk (its first bytes
-// choose the lane lengths; zstd-compressed, so the fuzzer reaches the lanes
-// decoder); and as the zstd frame of a compressed chunk (the frame checks
+// choose the lane lengths and the layout, 1 or 2 with its references;
+// zstd-compressed, so the fuzzer reaches the lanes decoder); and as the zstd frame of a compressed chunk (the frame checks
 // and the decompressor against hostile frames).
 #include <cstddef>
 #include <cstdint>
@@ -45,10 +45,11 @@ void ReadAll(std::span<const uint8_t> bytes) {
 // A compressed chunk (docs/trace-format.md 5.1) with the given lanes header
 // fields and frame, its checksum made to match.
 std::vector<uint8_t> CompressedChunk(uint32_t events, uint32_t raw, const uint32_t lanes[4],
-                                     const uint8_t* frame, size_t frame_bytes) {
+                                     const uint8_t* frame, size_t frame_bytes,
+                                     uint8_t layout = wire::kLayoutLanes) {
   std::vector<uint8_t> payload(wire::kZFrame);
   wire::Store32(payload.data() + wire::kZRawLength, raw);
-  payload[wire::kZLayout] = wire::kLayoutLanes;
+  payload[wire::kZLayout] = layout;
   for (int i = 0; i < 4; ++i) wire::Store32(payload.data() + wire::kZLaneLengths + 4 * i, lanes[i]);
   payload.insert(payload.end(), frame, frame + frame_bytes);
   std::vector<uint8_t> c = testing::MakeChunk(1, 0, 0, events, payload);
@@ -81,7 +82,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     std::vector<uint8_t> frame(ZSTD_compressBound(raw));
     size_t n = ZSTD_compress(frame.data(), frame.size(), records, raw, 1);
-    if (!ZSTD_isError(n)) ReadWithChunk(CompressedChunk(data[0], raw, lanes, frame.data(), n));
+    const uint8_t layout = (data[4] & 1) != 0 ? wire::kLayoutRefs : wire::kLayoutLanes;
+    if (!ZSTD_isError(n)) {
+      ReadWithChunk(CompressedChunk(data[0], raw, lanes, frame.data(), n, layout));
+    }
     // The input itself as the frame, claiming as many bytes as it declares
     // (or, with the top bit of byte 0, a size of its own).
     unsigned long long declared = ZSTD_getFrameContentSize(data, size);

@@ -33,13 +33,6 @@ extern char** environ;
 namespace crossfree::tracer_test {
 namespace {
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Events tt_handoff makes in each function (handoff_target.cc).
 const std::map<std::string, size_t> kIdleEvents = {{"tt_handoff_main", 500},
                                                    {"tt_handoff_futex", 2000},
@@ -119,6 +112,18 @@ int Reap(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// SIGKILLs the command (target) under record (b), waits for record and
+// returns its stderr; record must exit as the command did.
+std::string KillCommand(const Background& b, int target) {
+  REQUIRE(kill(target, SIGKILL) == 0);
+  const int code = Reap(b.pid);
+  close(b.stdin_fd);
+  const std::string err = ReadAll(b.err);
+  INFO("record's stderr:\n" << err);
+  CHECK(code == 128 + SIGKILL);
+  return err;
+}
+
 // What /proc/PID/fd links to, and whether each is close-on-exec.
 std::vector<std::pair<std::string, bool>> OpenFiles(int pid) {
   std::vector<std::pair<std::string, bool>> out;
@@ -179,12 +184,8 @@ TEST_CASE("handoff: SIGKILL after every thread went idle loses none of the recor
         CHECK(file != trace);
         if (file.find("crossfree-channel") != std::string::npos) CHECK(cloexec);
       }
-      REQUIRE(kill(target, SIGKILL) == 0);
-      const int code = Reap(b.pid);
-      close(b.stdin_fd);
-      const std::string err = ReadAll(b.err);
+      const std::string err = KillCommand(b, target);
       INFO("record's stderr:\n" << err);
-      CHECK(code == 128 + SIGKILL);
       CHECK(err.find("killed by SIGKILL") != std::string::npos);
       CHECK(err.find("; 0 events lost of those the command recorded") !=
             std::string::npos);
@@ -221,12 +222,8 @@ TEST_CASE("handoff: an exec'd image takes the region over and keeps every event 
     INFO("open in the command: " << file);
     CHECK(file.find(trace) == std::string::npos);
   }
-  REQUIRE(kill(target, SIGKILL) == 0);
-  const int code = Reap(b.pid);
-  close(b.stdin_fd);
-  const std::string err = ReadAll(b.err);
+  const std::string err = KillCommand(b, target);
   INFO("record's stderr:\n" << err);
-  CHECK(code == 128 + SIGKILL);
   CHECK(err.find("(also for 1 exec'd image)") != std::string::npos);
   CHECK(err.find("; 0 events lost of those the command recorded") != std::string::npos);
   CHECK(NumberBefore(err, "partly filled chunks") == 4);
@@ -264,6 +261,36 @@ TEST_CASE("handoff: a clean exit hands every chunk over, record seals nothing it
   CHECK(events == static_cast<long long>(t.events.size()));
   CHECK(NumberBefore(r.err, "events in [0-9]+ chunks \\(") ==
         static_cast<long long>(t.events.size()));
+}
+
+TEST_CASE("handoff: record's zstd level and nice come from its environment, bad ones are named",
+          "[handoff]") {
+  const std::string dir = MakeTempDir();
+  struct Case {
+    std::vector<std::string> env;
+    std::string warnings;  // exactly these lines before the hand-off line
+  };
+  const std::vector<Case> cases = {
+      {{"CROSSFREE_RECORD_LEVEL=19", "CROSSFREE_RECORD_NICE=5"}, ""},
+      {{"CROSSFREE_RECORD_LEVEL=0", "CROSSFREE_RECORD_NICE=x"},
+       "crossfree record: ignoring CROSSFREE_RECORD_LEVEL='0' (1..19); using 1\n"
+       "crossfree record: ignoring CROSSFREE_RECORD_NICE='x' (0..19); using 0\n"}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string trace = dir + "/t" + std::to_string(i);
+    std::vector<std::string> env = cases[i].env;
+    env.push_back(std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB);
+    env.push_back("CROSSFREE_BUFFER_KB=16");
+    RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", TargetPath("tt_handoff"),
+                       "idle", "exit"},
+                      env, "");
+    INFO("stderr:\n" << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.substr(0, r.err.find("crossfree record: hand-off")) == cases[i].warnings);
+    Trace t = LoadTrace(trace);
+    INFO("trace: " << t.error);
+    CHECK(t.complete);
+    CheckIdleEvents(t, r.out);
+  }
 }
 
 TEST_CASE("handoff: a fork child writes its own trace, the parent hands its chunks to record",

@@ -75,13 +75,6 @@ const char kShScript[] =
     "( for i in 1 2 3; do (echo \"item $i\"); done ) | (while read a b; do echo \"$b:$a\"; done) "
     "| sort -r | (cat; echo end) ; (exit 3) || echo \"status $?\"";
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::vector<std::string> TraceFiles(const std::string& dir) {
   std::vector<std::string> out;
   DIR* d = opendir(dir.c_str());

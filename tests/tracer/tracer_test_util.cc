@@ -2,6 +2,7 @@
 // Tracer tests: process running (on tests/support) and trace loading helpers.
 #include "tests/tracer/tracer_test_util.h"
 
+#include <fstream>
 #include <memory>
 #include <sstream>
 
@@ -80,6 +81,28 @@ RunResult RunTraced(const std::string& name, const std::string& dir,
   return Run(argv, env, preload);
 }
 
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool DecodeAll(format::TraceReader& reader, format::RecordVisitor& visitor, std::string* error,
+               const std::function<void(const format::Chunk&)>& on_chunk) {
+  format::Chunk chunk;
+  for (;;) {
+    format::ReadResult r = reader.NextChunk(&chunk);
+    if (r == format::ReadResult::kEnd) return true;
+    if (r != format::ReadResult::kChunk) {
+      *error = reader.error();
+      return false;
+    }
+    if (on_chunk) on_chunk(chunk);
+    if (!format::DecodeChunk(chunk, visitor, error)) return false;
+  }
+}
+
 Trace LoadTrace(const std::string& path) {
   Trace t;
   std::string error;
@@ -90,21 +113,9 @@ Trace LoadTrace(const std::string& path) {
   }
   t.header = reader->header();
   Collector collector(&t);
-  format::Chunk chunk;
-  for (;;) {
-    format::ReadResult r = reader->NextChunk(&chunk);
-    if (r == format::ReadResult::kEnd) break;
-    if (r != format::ReadResult::kChunk) {
-      t.error = reader->error();
-      return t;
-    }
+  t.complete = DecodeAll(*reader, collector, &t.error, [&](const format::Chunk& chunk) {
     t.chunk_sequences[chunk.tid].push_back(chunk.sequence);
-    if (!format::DecodeChunk(chunk, collector, &error)) {
-      t.error = error;
-      return t;
-    }
-  }
-  t.complete = true;
+  });
   return t;
 }
 

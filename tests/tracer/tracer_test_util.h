@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -57,6 +58,15 @@ struct Trace {
   bool complete = false;
   std::string error;
 };
+
+// Decodes every chunk of reader into visitor, in file order, calling
+// on_chunk (when given) for each chunk before its records. False with
+// *error set at the first chunk that is not whole or does not decode.
+bool DecodeAll(format::TraceReader& reader, format::RecordVisitor& visitor, std::string* error,
+               const std::function<void(const format::Chunk&)>& on_chunk = {});
+
+// The whole file as bytes ("" when it cannot be read).
+std::string ReadAll(const std::string& path);
 
 // Reads and fully decodes a trace; complete is false on any problem.
 Trace LoadTrace(const std::string& path);

@@ -68,16 +68,7 @@ Loaded Load(const std::string& path) {
   if (reader == nullptr) return t;
   t.header = reader->header();
   Collect visitor(&t);
-  format::Chunk chunk;
-  for (;;) {
-    format::ReadResult r = reader->NextChunk(&chunk);
-    if (r == format::ReadResult::kEnd) break;
-    if (r != format::ReadResult::kChunk) {
-      t.error = reader->error();
-      return t;
-    }
-    if (!format::DecodeChunk(chunk, visitor, &t.error)) return t;
-  }
+  if (!DecodeAll(*reader, visitor, &t.error)) return t;
   std::stable_sort(t.windows.begin(), t.windows.end(),
                    [](const WindowRecord& a, const WindowRecord& b) { return a.ts < b.ts; });
   std::stable_sort(t.events.begin(), t.events.end(), [](const Event& a, const Event& b) {
