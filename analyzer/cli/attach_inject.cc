@@ -48,10 +48,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -60,312 +58,17 @@
 #include <fmt/core.h>
 
 #include "analyzer/cli/inject_trampoline.h"
+#include "analyzer/cli/ptrace_memory.h"
 #include "analyzer/cli/ptrace_refusal.h"
+#include "analyzer/cli/target_process.h"
 #include "format/attach_protocol.h"
 
 namespace crossfree::analyzer::cli {
 namespace {
 
-double NowMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string Basename(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-struct Mapping {
-  uint64_t lo, hi, offset;
-  bool exec;
-  std::string path;
-};
-
-std::vector<Mapping> ReadMaps(pid_t pid) {
-  std::vector<Mapping> out;
-  std::ifstream in(fmt::format("/proc/{}/maps", pid));
-  std::string line;
-  while (std::getline(in, line)) {
-    Mapping m{};
-    char perms[8];
-    unsigned long long lo, hi, off;
-    int consumed = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %*s %*s%n", &lo, &hi, perms, &off,
-                    &consumed) < 4) {
-      continue;
-    }
-    m.lo = lo;
-    m.hi = hi;
-    m.offset = off;
-    m.exec = perms[2] == 'x';
-    std::string rest = line.substr(static_cast<size_t>(consumed));
-    size_t start = rest.find_first_not_of(' ');
-    m.path = start == std::string::npos ? "" : rest.substr(start);
-    out.push_back(m);
-  }
-  return out;
-}
-
-// A defined dynamic symbol's st_value in an ELF file, or nullopt.
-std::optional<uint64_t> DynamicSymbol(const std::string& path, const char* name) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(Elf64_Ehdr))) {
-    close(fd);
-    return std::nullopt;
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (map == MAP_FAILED) return std::nullopt;
-  const auto* base = static_cast<const uint8_t*>(map);
-  std::optional<uint64_t> result;
-  const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
-  auto in_file = [&](uint64_t off, uint64_t len) { return off <= size && len <= size - off; };
-  if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
-      in_file(eh->e_shoff, uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr))) {
-    const auto* sh = reinterpret_cast<const Elf64_Shdr*>(base + eh->e_shoff);
-    for (int i = 0; i < eh->e_shnum && !result; ++i) {
-      if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum) continue;
-      const Elf64_Shdr& strs = sh[sh[i].sh_link];
-      if (!in_file(sh[i].sh_offset, sh[i].sh_size) || !in_file(strs.sh_offset, strs.sh_size)) {
-        continue;
-      }
-      const auto* syms = reinterpret_cast<const Elf64_Sym*>(base + sh[i].sh_offset);
-      const size_t count = sh[i].sh_size / sizeof(Elf64_Sym);
-      const char* str = reinterpret_cast<const char*>(base + strs.sh_offset);
-      for (size_t k = 0; k < count; ++k) {
-        if (syms[k].st_name >= strs.sh_size || syms[k].st_shndx == SHN_UNDEF ||
-            syms[k].st_value == 0 || ELF64_ST_TYPE(syms[k].st_info) != STT_FUNC) {
-          continue;
-        }
-        const char* s = str + syms[k].st_name;
-        if (std::strncmp(s, name, strs.sh_size - syms[k].st_name) == 0) {
-          result = syms[k].st_value;
-          break;
-        }
-      }
-    }
-  }
-  munmap(map, size);
-  return result;
-}
-
-// The load bias of the object mapped from path in the target, from its
-// executable mapping and the file's program headers. (A mapping at file
-// offset 0 is not enough: libdw, in the tracer, maps whole files to read
-// them.)
-std::optional<uint64_t> LoadBias(const std::vector<Mapping>& maps, const std::string& path,
-                                 const std::string& file) {
-  int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  Elf64_Ehdr eh;
-  std::vector<Elf64_Phdr> ph;
-  bool ok = pread(fd, &eh, sizeof(eh), 0) == static_cast<ssize_t>(sizeof(eh)) &&
-            std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_phentsize == sizeof(Elf64_Phdr);
-  if (ok) {
-    ph.resize(eh.e_phnum);
-    const auto bytes = static_cast<ssize_t>(ph.size() * sizeof(Elf64_Phdr));
-    ok = pread(fd, ph.data(), static_cast<size_t>(bytes), static_cast<off_t>(eh.e_phoff)) == bytes;
-  }
-  close(fd);
-  if (!ok) return std::nullopt;
-  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  for (const Elf64_Phdr& p : ph) {
-    if (p.p_type != PT_LOAD || (p.p_flags & PF_X) == 0) continue;
-    for (const Mapping& m : maps) {
-      if (m.path == path && m.exec && m.offset == (p.p_offset & ~(page - 1))) {
-        return m.lo - (p.p_vaddr & ~(page - 1));
-      }
-    }
-  }
-  return std::nullopt;
-}
-
-// Code a thread must not be stopped in before it calls dlopen: it may
-// hold the allocator's or the loader's locks there.
-bool UnsafeCode(const std::string& path) {
-  const std::string base = Basename(path);
-  for (const char* prefix : {"libc.so", "libc-", "ld-linux", "libstdc++", "libtcmalloc",
-                             "libjemalloc", "libmimalloc", "libcrossfree-trace", "libgcc_s",
-                             "libunwind", "libpthread", "libdl"}) {
-    if (base.rfind(prefix, 0) == 0) return true;
-  }
-  return path == "[vdso]";
-}
-
-bool PcIsSafe(const std::vector<Mapping>& maps, uint64_t pc) {
-  for (const Mapping& m : maps) {
-    if (pc >= m.lo && pc < m.hi) return !UnsafeCode(m.path);
-  }
-  return false;  // no mapping: JIT or garbage, do not touch
-}
-
-// The injected code runs on the thread's stack, below where it stopped:
-// its data (a few KB) and dlopen's frames. A thread stack (a fixed
-// mapping above a guard page) must have room for them; the main thread's
-// grows on demand.
-bool EnoughStack(const std::vector<Mapping>& maps, uint64_t sp) {
-  constexpr uint64_t kNeeded = 256 * 1024;
-  for (const Mapping& m : maps) {
-    if (sp > m.lo && sp <= m.hi) return m.path == "[stack]" || sp - m.lo >= kNeeded;
-  }
-  return false;  // not in the maps read at the start: a newer thread, left alone
-}
-
-// Ranks of a thread by where it sleeps; lower is safer.
-enum Rank { kRestartable = 0, kEpoll = 1, kCondWait = 2, kOther = 3, kUnusable = 9 };
-
-struct Candidate {
-  pid_t tid;
-  Rank rank;
-  long nr;  // the system call it sleeps in, -1 when none
-};
-
-bool FdIsRegularFile(pid_t pid, long fd) {
-  char buf[512];
-  ssize_t n = readlink(fmt::format("/proc/{}/fd/{}", pid, fd).c_str(), buf, sizeof(buf) - 1);
-  if (n <= 0) return true;  // unknown: treat as a file
-  buf[n] = '\0';
-  return buf[0] == '/' && std::strncmp(buf, "/dev/", 5) != 0;
-}
-
-Candidate Classify(pid_t pid, pid_t tid) {
-  std::string text = ReadText(fmt::format("/proc/{}/task/{}/syscall", pid, tid));
-  if (text.empty() || text.rfind("running", 0) == 0) return {tid, kOther, -1};
-  std::istringstream in(text);
-  long nr = -1;
-  in >> nr;
-  std::string a1, a2;
-  in >> a1 >> a2;
-  const long arg1 = std::strtol(a1.c_str(), nullptr, 16);
-  const long arg2 = std::strtol(a2.c_str(), nullptr, 16);
-  switch (nr) {
-    case SYS_read:
-    case SYS_readv:
-      // A regular file may be the loader reading an object inside dlopen.
-      return {tid, FdIsRegularFile(pid, arg1) ? kUnusable : kRestartable, nr};
-    case SYS_recvfrom:
-    case SYS_recvmsg:
-    case SYS_accept:
-    case SYS_accept4:
-    case SYS_poll:
-    case SYS_ppoll:
-    case SYS_select:
-    case SYS_pselect6:
-    case SYS_nanosleep:
-    case SYS_clock_nanosleep:
-    case SYS_wait4:
-    case SYS_waitid:
-    case SYS_pause:
-    case SYS_rt_sigsuspend:
-      return {tid, kRestartable, nr};
-    case SYS_epoll_wait:
-    case SYS_epoll_pwait:
-#ifdef SYS_epoll_pwait2
-    case SYS_epoll_pwait2:
-#endif
-      return {tid, kEpoll, nr};
-    case SYS_futex:
-      // FUTEX_WAIT_BITSET is what condition variables and semaphores
-      // sleep in; glibc's internal locks (malloc's, the loader's) use
-      // FUTEX_WAIT, and a thread waiting for one must not call dlopen.
-      return {tid, (arg2 & 0x7f) == 9 ? kCondWait : kUnusable, nr};
-    default:
-      return {tid, kUnusable, nr};
-  }
-}
-
-constexpr long kErestartSys = 512, kErestartNoIntr = 513, kErestartNoHand = 514,
-               kErestartRestartBlock = 516;
-
-bool IsRestartCode(long long rax) {
-  return rax == -kErestartSys || rax == -kErestartNoIntr || rax == -kErestartNoHand ||
-         rax == -kErestartRestartBlock;
-}
-
-bool IsEpoll(long long nr) {
-  return nr == SYS_epoll_wait || nr == SYS_epoll_pwait
-#ifdef SYS_epoll_pwait2
-         || nr == SYS_epoll_pwait2
-#endif
-      ;
-}
-
-// Waits for a state change of tid, at most timeout_ms, on SIGCHLD
-// (blocked by the caller) rather than by polling.
-bool WaitFor(pid_t tid, int* status, double timeout_ms) {
-  const double deadline = NowMs() + timeout_ms;
-  sigset_t chld;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  for (;;) {
-    pid_t r = waitpid(tid, status, __WALL | WNOHANG);
-    if (r == tid) return true;
-    if (r < 0 && errno != EINTR) return false;
-    const double left = deadline - NowMs();
-    if (left <= 0) return false;
-    timespec ts{static_cast<time_t>(left / 1000),
-                static_cast<long>(std::fmod(left, 1000.0) * 1e6)};
-    sigtimedwait(&chld, nullptr, &ts);
-  }
-}
-
-bool PokeBytes(pid_t tid, uint64_t addr, const void* data, size_t n) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  for (size_t i = 0; i < n; i += 8) {
-    uint64_t word = 0;
-    const size_t k = std::min<size_t>(8, n - i);
-    if (k < 8) {
-      errno = 0;
-      long old = ptrace(PTRACE_PEEKDATA, tid, addr + i, nullptr);
-      if (errno != 0) return false;
-      word = static_cast<uint64_t>(old);
-    }
-    std::memcpy(&word, p + i, k);
-    if (ptrace(PTRACE_POKEDATA, tid, addr + i, reinterpret_cast<void*>(word)) != 0) return false;
-  }
-  return true;
-}
-
-// Writes into the target's memory through the stopped thread tid (whose
-// tracer we are, which lets the kernel write into read-only code pages):
-// one write through /proc, or word by word when /proc is not mounted.
-bool WriteTarget(pid_t pid, pid_t tid, uint64_t addr, const void* data, size_t n) {
-  int fd = open(fmt::format("/proc/{}/task/{}/mem", pid, tid).c_str(), O_RDWR | O_CLOEXEC);
-  if (fd >= 0) {
-    const ssize_t w = pwrite(fd, data, n, static_cast<off_t>(addr));
-    close(fd);
-    if (w == static_cast<ssize_t>(n)) return true;
-  }
-  return PokeBytes(tid, addr, data, n);
-}
-
-bool ReadTarget(pid_t pid, uint64_t addr, void* data, size_t n) {
-  int fd = open(fmt::format("/proc/{}/mem", pid).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const ssize_t r = pread(fd, data, n, static_cast<off_t>(addr));
-  const int error = errno;
-  close(fd);
-  errno = error;
-  return r == static_cast<ssize_t>(n);
-}
-
-std::optional<uint64_t> PeekWord(pid_t tid, uint64_t addr) {
-  errno = 0;
-  long v = ptrace(PTRACE_PEEKDATA, tid, addr, nullptr);
-  if (errno != 0) return std::nullopt;
-  return static_cast<uint64_t>(v);
 }
 
 // For tests of the claim that the target survives record's death at any
@@ -502,7 +205,7 @@ FpSwBytes OwnSignalFrameSwBytes() {
 uint64_t InjectionNonce() {
   uint64_t nonce = 0;
   if (getrandom(&nonce, sizeof(nonce), 0) != static_cast<ssize_t>(sizeof(nonce))) {
-    nonce = static_cast<uint64_t>(NowMs() * 1e6) ^ (static_cast<uint64_t>(getpid()) << 40);
+    nonce = static_cast<uint64_t>(MonotonicMs() * 1e6) ^ (static_cast<uint64_t>(getpid()) << 40);
   }
   return nonce;
 }
@@ -551,54 +254,6 @@ bool ShadowStackOn(pid_t pid) {
     }
   }
   return false;
-}
-
-bool HasCapSysPtrace() {
-  std::istringstream in(ReadText("/proc/self/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("CapEff:", 0) == 0) {
-      unsigned long long caps = std::strtoull(line.c_str() + 7, nullptr, 16);
-      return (caps >> 19) & 1;  // CAP_SYS_PTRACE
-    }
-  }
-  return false;
-}
-
-bool InContainer() {
-  if (access("/.dockerenv", F_OK) == 0 || access("/run/.containerenv", F_OK) == 0) return true;
-  const std::string cg = ReadText("/proc/1/cgroup");
-  return cg.find("docker") != std::string::npos || cg.find("kubepods") != std::string::npos ||
-         cg.find("containerd") != std::string::npos || cg.find("lxc") != std::string::npos;
-}
-
-// What /proc says about ptrace permissions on pid.
-PtraceFacts GatherPtraceFacts(pid_t pid, int seize_errno) {
-  PtraceFacts f;
-  f.pid = pid;
-  f.own_pid = getpid();
-  f.own_euid = static_cast<long>(geteuid());
-  f.cap_sys_ptrace = HasCapSysPtrace();
-  f.in_container = InContainer();
-  f.seize_errno = seize_errno;
-  std::istringstream in(ReadText(fmt::format("/proc/{}/status", pid)));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("TracerPid:", 0) == 0) f.tracer_pid = std::strtol(line.c_str() + 10, nullptr, 10);
-    if (line.rfind("Uid:", 0) == 0) {
-      std::istringstream u(line.substr(4));
-      long real = -1, effective = -1;
-      u >> real >> effective;
-      f.target_uid = real != effective ? -2 : effective;
-    }
-  }
-  if (f.tracer_pid != 0) {
-    f.tracer_comm = ReadText(fmt::format("/proc/{}/comm", f.tracer_pid));
-    if (!f.tracer_comm.empty() && f.tracer_comm.back() == '\n') f.tracer_comm.pop_back();
-  }
-  const std::string scope = ReadText("/proc/sys/kernel/yama/ptrace_scope");
-  if (!scope.empty()) f.yama_scope = std::atoi(scope.c_str());
-  return f;
 }
 
 std::string SeizeRefused(pid_t pid, int error) {
@@ -772,14 +427,14 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
         return result;
       }
       KillPoint(1);
-      stop_started = NowMs();
+      stop_started = MonotonicMs();
       ++result.attempts;
       Stopped t{c.tid, {}};
       int status = 0;
       if (ptrace(PTRACE_INTERRUPT, c.tid, nullptr, nullptr) != 0 ||
           !WaitFor(c.tid, &status, 1000) || !WIFSTOPPED(status)) {
         ptrace(PTRACE_DETACH, c.tid, nullptr, nullptr);
-        result.stopped_ms += NowMs() - stop_started;
+        result.stopped_ms += MonotonicMs() - stop_started;
         continue;
       }
       KillPoint(2);
@@ -788,12 +443,12 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
         // thread's business; let it go with it and take another.
         if ((status >> 16) != PTRACE_EVENT_STOP) t.pending_signal = WSTOPSIG(status);
         Release(t);
-        result.stopped_ms += NowMs() - stop_started;
+        result.stopped_ms += MonotonicMs() - stop_started;
         continue;
       }
       if (ptrace(PTRACE_GETREGS, c.tid, nullptr, &t.saved) != 0) {
         Release(t);
-        result.stopped_ms += NowMs() - stop_started;
+        result.stopped_ms += MonotonicMs() - stop_started;
         continue;
       }
       KillPoint(3);
@@ -816,7 +471,7 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
       if (fits && !EnoughStack(maps, t.saved.rsp)) fits = false;
       if (!fits) {
         Release(t);
-        result.stopped_ms += NowMs() - stop_started;
+        result.stopped_ms += MonotonicMs() - stop_started;
         continue;
       }
       chosen = t;
@@ -951,7 +606,7 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   KillPoint(4);
   auto give_up = [&](const std::string& what) {
     Release(t);
-    result.stopped_ms += NowMs() - stop_started;
+    result.stopped_ms += MonotonicMs() - stop_started;
     result.error = fmt::format("cannot write {} into process {}: {}", what, pid,
                                std::strerror(errno));
     return result;
@@ -977,12 +632,12 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   if (nice_known) setpriority(PRIO_PROCESS, static_cast<id_t>(t.tid), -20);
   KillPoint(7);
   ptrace(PTRACE_DETACH, t.tid, nullptr, nullptr);
-  result.stopped_ms += NowMs() - stop_started;
+  result.stopped_ms += MonotonicMs() - stop_started;
   KillPoint(8);
 
   // The trampoline's report: on its own connection, the first to reach
   // the control socket from the target (the tracer's comes after).
-  const double calls_started = NowMs();
+  const double calls_started = MonotonicMs();
   const double deadline = calls_started + 30000;
   int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   struct ClosePidfd {
@@ -1001,7 +656,7 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   while (!have_report && !exited) {
     int conn = -1;
     while (conn < 0) {
-      const double left = deadline - NowMs();
+      const double left = deadline - MonotonicMs();
       if (left <= 0) break;
       pollfd p[2] = {{listener, POLLIN, 0}, {pidfd, POLLIN, 0}};
       const int n = poll(p, pidfd >= 0 ? 2 : 1, static_cast<int>(left) + 1);
@@ -1027,7 +682,7 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
     auto* bytes = reinterpret_cast<char*>(&report) + kTrampolineReportOffset;
     size_t got = 0;
     while (got < kTrampolineReportSize) {
-      const double left = deadline - NowMs();
+      const double left = deadline - MonotonicMs();
       if (left <= 0) break;
       pollfd p[2] = {{conn, POLLIN, 0}, {pidfd, POLLIN, 0}};
       const int n = poll(p, pidfd >= 0 ? 2 : 1, static_cast<int>(left) + 1);
@@ -1045,7 +700,7 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
     close(conn);
     have_report = got == kTrampolineReportSize && report.report_nonce == block.report_nonce;
   }
-  result.calls_ms = NowMs() - calls_started;
+  result.calls_ms = MonotonicMs() - calls_started;
   KillPoint(10);
   if (!have_report) {
     if (exited) {

@@ -6,10 +6,16 @@
 // seccomp filter.
 #include "analyzer/cli/ptrace_refusal.h"
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 #include <fmt/core.h>
+
+#include "analyzer/cli/target_process.h"
 
 namespace crossfree::analyzer::cli {
 namespace {
@@ -82,6 +88,57 @@ std::string ExplainPtraceRefusal(const PtraceFacts& f) {
   }
   return fmt::format("ptrace(PTRACE_SEIZE) of process {} failed: {}", f.pid,
                      std::strerror(f.seize_errno));
+}
+
+namespace {
+
+bool HasCapSysPtrace() {
+  std::istringstream in(ReadText("/proc/self/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("CapEff:", 0) == 0) {
+      unsigned long long caps = std::strtoull(line.c_str() + 7, nullptr, 16);
+      return (caps >> 19) & 1;  // CAP_SYS_PTRACE
+    }
+  }
+  return false;
+}
+
+bool InContainer() {
+  if (access("/.dockerenv", F_OK) == 0 || access("/run/.containerenv", F_OK) == 0) return true;
+  const std::string cg = ReadText("/proc/1/cgroup");
+  return cg.find("docker") != std::string::npos || cg.find("kubepods") != std::string::npos ||
+         cg.find("containerd") != std::string::npos || cg.find("lxc") != std::string::npos;
+}
+
+}  // namespace
+
+PtraceFacts GatherPtraceFacts(pid_t pid, int seize_errno) {
+  PtraceFacts f;
+  f.pid = pid;
+  f.own_pid = getpid();
+  f.own_euid = static_cast<long>(geteuid());
+  f.cap_sys_ptrace = HasCapSysPtrace();
+  f.in_container = InContainer();
+  f.seize_errno = seize_errno;
+  std::istringstream in(ReadText(fmt::format("/proc/{}/status", pid)));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("TracerPid:", 0) == 0) f.tracer_pid = std::strtol(line.c_str() + 10, nullptr, 10);
+    if (line.rfind("Uid:", 0) == 0) {
+      std::istringstream u(line.substr(4));
+      long real = -1, effective = -1;
+      u >> real >> effective;
+      f.target_uid = real != effective ? -2 : effective;
+    }
+  }
+  if (f.tracer_pid != 0) {
+    f.tracer_comm = ReadText(fmt::format("/proc/{}/comm", f.tracer_pid));
+    if (!f.tracer_comm.empty() && f.tracer_comm.back() == '\n') f.tracer_comm.pop_back();
+  }
+  const std::string scope = ReadText("/proc/sys/kernel/yama/ptrace_scope");
+  if (!scope.empty()) f.yama_scope = std::atoi(scope.c_str());
+  return f;
 }
 
 }  // namespace crossfree::analyzer::cli

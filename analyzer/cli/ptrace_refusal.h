@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Why `crossfree record -p` may not ptrace a process, in one line that
 // names the cause and says what to do (docs/guide/tracer.md, "Attaching
-// to a running process"). The facts are gathered from /proc by the
-// injector (attach_inject.cc); the explanation is a pure function of
-// them, so that every cause can be tested on any machine, including the
-// kernel.yama.ptrace_scope ones on a kernel without Yama.
-//
-// Pure functions; any thread.
+// to a running process"). GatherPtraceFacts reads the facts from /proc;
+// the explanation is a pure function of them, so that every cause can be
+// tested on any machine, including the kernel.yama.ptrace_scope ones on a
+// kernel without Yama. Any thread.
 #pragma once
 
 #include <sys/types.h>
@@ -27,6 +25,10 @@ struct PtraceFacts {
   bool in_container = false;     // crossfree runs in a container
   int seize_errno = 0;           // PTRACE_SEIZE's errno; 0 before trying
 };
+
+// What /proc says about ptrace permissions on pid, with PTRACE_SEIZE's
+// errno (0 before trying).
+PtraceFacts GatherPtraceFacts(pid_t pid, int seize_errno);
 
 // "" when nothing in the facts forbids attaching (and no error yet).
 std::string ExplainPtraceRefusal(const PtraceFacts& f);
