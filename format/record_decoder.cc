@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: Apache-2.0
+// crossfree trace format, reader side: a chunk's records, plain or from a
+// compressed chunk's lanes, decoded and handed to a RecordVisitor
+// (DecodeChunk, trace_reader.h). Every length and count is checked against
+// the bytes there are before it is used.
+#include <algorithm>
+#include <cstdio>
+#include <array>
+#include <cstring>
+#include <string_view>
+
+#include "format/chunk_codec.h"
+#include "format/chunk_refs.h"
+#include "format/trace_reader.h"
+#include "format/trace_writer.h"
+#include "format/wire.h"
+
+namespace crossfree::format {
+namespace {
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  int n = snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return std::string(buf, n);
+}
+
+
+class Decoder {
+ public:
+  // lanes: a compressed chunk's decompressed lanes (docs/trace-format.md
+  // 5.1), null for a plain chunk, whose records are chunk.payload.
+  // refs: layout 2's state (docs/trace-format.md 5.2), for lanes of that
+  // layout only; reset here.
+  Decoder(const Chunk& chunk, RecordVisitor& visitor, std::string* error,
+          const ChunkLanes* lanes, ChunkRefs* refs = nullptr)
+      : chunk_(chunk), visitor_(visitor), error_(error), lanes_(lanes), refs_(refs) {
+    if (refs_ != nullptr) refs_->Reset();
+  }
+
+  bool Run();
+
+ private:
+  // Layout 2: an event's address from its lane 3 value v (docs/trace-format.md
+  // 5.2), with base and shift those of its delta form. An allocation's is
+  // then appended to the chunk's allocations. False with address_error_ set
+  // when v names nothing.
+  // Inlined into Run(): it runs on every event of a layout 2 chunk; the
+  // messages are built out of line.
+  __attribute__((always_inline)) bool Address(bool alloc, uint64_t v, uint64_t base,
+                                              unsigned shift, uint64_t size, uint64_t* address) {
+    if (alloc) {
+      if (v == 0) {
+        if (!refs_->Reuse(size, address)) return NoneFreed(size);
+      } else {
+        *address = base + (static_cast<uint64_t>(wire::UnZigZag(v - 1)) << shift);
+      }
+      refs_->AddAlloc(*address, size);
+      return true;
+    }
+    if ((v & 1) == 0) {
+      *address = base + (static_cast<uint64_t>(wire::UnZigZag(v >> 1)) << shift);
+      return true;
+    }
+    if (!refs_->Free(v >> 1, address)) return NoSuchAllocation(v >> 1);
+    return true;
+  }
+  __attribute__((noinline, cold)) bool NoneFreed(uint64_t size) {
+    address_error_ = "allocation reuses a freed block of size class " +
+                     std::to_string(ChunkRefs::ClassOf(size)) + ", none is free";
+    return false;
+  }
+  __attribute__((noinline, cold)) bool NoSuchAllocation(uint64_t k) {
+    address_error_ = "free refers to allocation " + std::to_string(k) + " back, the chunk has " +
+                     std::to_string(refs_->allocs());
+    return false;
+  }
+
+  bool Fail(const uint8_t* at, const char* what, uint64_t value = 0, bool show = false) {
+    Flush();  // the records before the malformed one are delivered
+    if (lanes_ != nullptr) {
+      // Where the record is in the plain stream: the bytes of every lane
+      // consumed before it (field cursors move only past whole events).
+      uint64_t at_raw = static_cast<uint64_t>(at - lanes_->lane[0].data());
+      for (size_t i = 1; i < wire::kLanes; ++i) {
+        at_raw += static_cast<uint64_t>(field_[i] - lanes_->lane[i].data());
+      }
+      *error_ = "corrupt record in compressed chunk at offset " +
+                std::to_string(chunk_.file_offset) + " (byte " + std::to_string(at_raw) +
+                " of its records: " + what;
+    } else {
+      uint64_t offset = chunk_.file_offset + kChunkHeaderBytes + (at - chunk_.payload.data());
+      *error_ = "corrupt record at offset " + std::to_string(offset) + " (" + what;
+    }
+    if (show) *error_ += " " + std::to_string(value);
+    *error_ += ")";
+    return false;
+  }
+  // Events are delivered in spans (RecordVisitor::OnEvents): Emit() adds
+  // one, Flush() delivers those pending, before any other record and at the
+  // end, so the visitor still sees every record in chunk order.
+  void Emit(const Event& e) {
+    batch_[batched_] = e;
+    if (++batched_ == kBatch) Flush();
+  }
+  void Flush() {
+    if (batched_ == 0) return;
+    visitor_.OnEvents(std::span<const Event>(batch_, batched_));
+    batched_ = 0;
+  }
+
+  bool Get(uint64_t* v) {
+    p_ = wire::GetVarint(p_, end_, v);
+    return p_ != nullptr;
+  }
+  bool GetDelta(uint64_t base, uint64_t* v) {
+    uint64_t raw;
+    if (!Get(&raw)) return false;
+    *v = base + static_cast<uint64_t>(wire::UnZigZag(raw));
+    return true;
+  }
+  bool GetStackId(uint32_t* id) {
+    uint64_t v;
+    if (!Get(&v)) return false;
+    if (v > UINT32_MAX) return false;
+    *id = static_cast<uint32_t>(v);
+    return true;
+  }
+
+  // kTagCentral body in [p_, next); fields a newer writer appends are skipped.
+  bool DecodeCentral(const uint8_t* start, uint64_t prev_ts, const uint8_t* next) {
+    const uint8_t* saved_end = end_;
+    end_ = next;
+    CentralEvent c{};
+    c.tid = chunk_.tid;
+    uint64_t op, cl, stack;
+    uint64_t flags = 0;
+    bool ok = GetDelta(prev_ts, &c.timestamp_ns) && Get(&op) && Get(&cl) && Get(&c.count) &&
+              Get(&stack) && (p_ == next || Get(&flags));
+    end_ = saved_end;
+    if (!ok) return Fail(start, "truncated central record");
+    if (op > kMaxCentralOp) return Fail(start, "unknown central operation", op, true);
+    if (cl > UINT32_MAX) return Fail(start, "bad size class", cl, true);
+    if (stack > UINT32_MAX) return Fail(start, "bad stack id", stack, true);
+    c.op = static_cast<CentralOp>(op);
+    c.size_class = static_cast<uint32_t>(cl);
+    c.stack_id = static_cast<uint32_t>(stack);
+    c.by_tracer = (flags & 1) != 0;
+    visitor_.OnCentral(c);
+    return true;
+  }
+
+  // kTagWindow body in [p_, next).
+  bool DecodeWindow(const uint8_t* start, uint64_t prev_ts, const uint8_t* next) {
+    const uint8_t* saved_end = end_;
+    end_ = next;
+    uint64_t ts, state, cause;
+    bool ok = GetDelta(prev_ts, &ts) && Get(&state) && Get(&cause);
+    end_ = saved_end;
+    if (!ok) return Fail(start, "truncated window record");
+    if (state > static_cast<uint8_t>(WindowState::kOpen)) {
+      return Fail(start, "unknown window state", state, true);
+    }
+    if (cause > kMaxWindowCause) return Fail(start, "unknown window cause", cause, true);
+    visitor_.OnWindow(chunk_.tid, ts, static_cast<WindowState>(state),
+                      static_cast<WindowCause>(cause));
+    return true;
+  }
+
+  // kTagCounts body in [p_, next).
+  bool DecodeCounts(const uint8_t* start, const uint8_t* next) {
+    const uint8_t* saved_end = end_;
+    end_ = next;
+    ThreadCounts c;
+    bool ok = Get(&c.allocs) && Get(&c.frees) && Get(&c.samples_dropped);
+    end_ = saved_end;
+    if (!ok) return Fail(start, "truncated counts record");
+    if (c.samples_dropped > c.allocs) {
+      return Fail(start, "more samples dropped than allocations", c.samples_dropped, true);
+    }
+    visitor_.OnCounts(chunk_.tid, c);
+    return true;
+  }
+
+  const Chunk& chunk_;
+  RecordVisitor& visitor_;
+  std::string* error_;
+  const ChunkLanes* lanes_;
+  ChunkRefs* refs_;
+  // Lanes 1-4: where the next event's field is, and where the lane ends.
+  const uint8_t* field_[wire::kLanes] = {};
+  const uint8_t* field_end_[wire::kLanes] = {};
+  const uint8_t* p_ = nullptr;
+  const uint8_t* end_ = nullptr;
+  std::string address_error_;
+  uint64_t frames_[kMaxStackDepth];
+  static constexpr size_t kBatch = 64;  // events per OnEvents() span at most
+  Event batch_[kBatch];
+  size_t batched_ = 0;
+  // Mirror of ChunkWriter's per-chunk prediction table.
+  struct Site {
+    uint32_t stack_id;
+    uint32_t size;  // sizes of 4 GiB and more are never repeated
+    uint64_t address;
+  };
+  Site sites_[ChunkWriter::kSiteSlots];
+};
+
+constexpr bool ValidAllocFn(uint8_t fn) { return fn <= static_cast<uint8_t>(AllocFn::kMallocHook); }
+constexpr bool ValidFreeFn(uint8_t fn) {
+  switch (static_cast<FreeFn>(fn)) {
+    case FreeFn::kFree:
+    case FreeFn::kRealloc:
+    case FreeFn::kDelete:
+    case FreeFn::kDeleteArray:
+    case FreeFn::kMallocHook:
+      return true;
+  }
+  return false;
+}
+
+// What a tag says when it is an allocation or a free, looked up once per
+// record rather than worked out from its kind and function with a branch
+// each. One byte, so that the lookup is one load.
+struct EventTag {
+  bool event : 1 = false;     // one of the four allocation and free kinds
+  bool alloc : 1 = false;
+  bool valid_fn : 1 = false;  // its function is a known AllocFn or FreeFn
+  uint8_t addr_shift : 3 = 0; // 4 for the aligned kinds (address delta in units of 16)
+};
+static_assert(sizeof(EventTag) == 1);
+
+constexpr std::array<EventTag, 256> MakeEventTags() {
+  std::array<EventTag, 256> tags{};
+  for (int tag = 0; tag < 256; ++tag) {
+    int kind = tag & 0xf0;
+    auto fn = static_cast<uint8_t>(tag & 0x0f);
+    EventTag& t = tags[tag];
+    t.event = kind == kTagAllocBase || kind == kTagAllocAlignedBase || kind == kTagFreeBase ||
+              kind == kTagFreeAlignedBase;
+    t.alloc = kind == kTagAllocBase || kind == kTagAllocAlignedBase;
+    t.valid_fn = t.alloc ? ValidAllocFn(fn) : ValidFreeFn(fn);
+    t.addr_shift = kind == kTagAllocAlignedBase || kind == kTagFreeAlignedBase ? 4 : 0;
+  }
+  return tags;
+}
+constexpr std::array<EventTag, 256> kEventTags = MakeEventTags();
+
+// The varint fields of an event record after its tag: timestamp delta,
+// stack word (id << 1 | size present), address delta, and the size when
+// the word says it is present.
+struct EventFields {
+  uint64_t ts_delta = 0;
+  uint64_t word = 0;
+  uint64_t addr_delta = 0;
+  uint64_t size = 0;
+};
+
+// Nearly every event record has this many bytes or more after its tag in
+// the chunk, enough for its (at most four) varints: none of them can then
+// run past the end, and they are read without checking for it.
+inline constexpr size_t kMaxEventFieldBytes = 4 * wire::kMaxVarintBytes;
+
+// Reads the fields from [p, end); null when one runs past end or is
+// malformed. The size is not read after a stack word too large for a stack
+// id: the caller reports that first, whatever follows.
+const uint8_t* GetEventFields(const uint8_t* p, const uint8_t* end, EventFields* f) {
+  if (static_cast<size_t>(end - p) >= kMaxEventFieldBytes) {
+    if (!(p = wire::GetVarintRoomy(p, &f->ts_delta)) || !(p = wire::GetVarintRoomy(p, &f->word)) ||
+        !(p = wire::GetVarintRoomy(p, &f->addr_delta))) {
+      return nullptr;
+    }
+    if (!(f->word & 1) || (f->word >> 1) > UINT32_MAX) return p;
+    return wire::GetVarintRoomy(p, &f->size);
+  }
+  if (!(p = wire::GetVarint(p, end, &f->ts_delta)) || !(p = wire::GetVarint(p, end, &f->word)) ||
+      !(p = wire::GetVarint(p, end, &f->addr_delta))) {
+    return nullptr;
+  }
+  if (!(f->word & 1) || (f->word >> 1) > UINT32_MAX) return p;
+  return wire::GetVarint(p, end, &f->size);
+}
+
+bool Decoder::Run() {
+  if (lanes_ != nullptr) {
+    p_ = lanes_->lane[0].data();
+    end_ = p_ + lanes_->lane[0].size();
+    for (size_t i = 1; i < wire::kLanes; ++i) {
+      field_[i] = lanes_->lane[i].data();
+      field_end_[i] = field_[i] + lanes_->lane[i].size();
+    }
+  } else {
+    p_ = chunk_.payload.data();
+    end_ = p_ + chunk_.payload.size();
+  }
+  uint64_t prev_ts = chunk_.base_timestamp_ns;
+  uint64_t prev_addr = 0;
+  uint64_t events = 0;
+  uint32_t cpu = kUnknownCpu;
+  memset(sites_, 0, sizeof(sites_));
+  Event ev{};
+  ev.tid = chunk_.tid;
+  while (p_ < end_) {
+    const uint8_t* start = p_;
+    uint8_t tag = *p_++;
+    uint8_t kind = tag & 0xf0;
+    uint8_t fn = tag & 0x0f;
+    // Allocations and frees, nearly every record, are told by the table
+    // before the switch over the other kinds.
+    const EventTag t = kEventTags[tag];
+    if (t.event) {
+      if (!t.valid_fn) {
+        return Fail(start, t.alloc ? "unknown allocation function" : "unknown free function",
+                    fn, true);
+      }
+      EventFields f;
+      const uint8_t* lane_next[wire::kLanes] = {};  // the cursors after this event
+      if (lanes_ == nullptr) {
+        p_ = GetEventFields(p_, end_, &f);
+        if (p_ == nullptr) return Fail(start, "truncated event");
+      } else {
+        // The fields from their lanes, read without a bounds check each
+        // (ChunkLanes: padding follows every lane), then checked against
+        // the lanes' ends at once. The cursors move only once the event is
+        // decoded, so a failure reports the record's start.
+        const uint8_t* t_at = wire::GetVarintRoomy(field_[1], &f.ts_delta);
+        const uint8_t* w_at = wire::GetVarintRoomy(field_[2], &f.word);
+        const uint8_t* a_at = wire::GetVarintRoomy(field_[3], &f.addr_delta);
+        if (t_at == nullptr || w_at == nullptr || a_at == nullptr || t_at > field_end_[1] ||
+            w_at > field_end_[2] || a_at > field_end_[3]) {
+          return Fail(start, "truncated event");
+        }
+        const uint8_t* s_at = field_[4];
+        if ((f.word & 1) && (f.word >> 1) <= UINT32_MAX &&
+            ((s_at = wire::GetVarintRoomy(field_[4], &f.size)) == nullptr ||
+             s_at > field_end_[4])) {
+          return Fail(start, "truncated event");
+        }
+        lane_next[1] = t_at;
+        lane_next[2] = w_at;
+        lane_next[3] = a_at;
+        lane_next[4] = s_at;
+      }
+      if ((f.word >> 1) > UINT32_MAX) return Fail(start, "bad stack id", f.word >> 1, true);
+      ev.timestamp_ns = prev_ts + static_cast<uint64_t>(wire::UnZigZag(f.ts_delta));
+      ev.stack_id = static_cast<uint32_t>(f.word >> 1);
+      Site& site = sites_[ev.stack_id % ChunkWriter::kSiteSlots];
+      bool hit = site.stack_id == ev.stack_id;
+      if (f.word & 1) {
+        ev.size = f.size;
+      } else if (hit) {
+        ev.size = site.size;
+      } else {
+        return Fail(start, "event repeats the size of a stack not seen in this chunk");
+      }
+      if (refs_ == nullptr) {
+        ev.address = (hit ? site.address : prev_addr) +
+                     (static_cast<uint64_t>(wire::UnZigZag(f.addr_delta)) << t.addr_shift);
+      } else if (!Address(t.alloc, f.addr_delta, hit ? site.address : prev_addr, t.addr_shift,
+                          ev.size, &ev.address)) {
+        return Fail(start, address_error_.c_str());
+      }
+      if (lanes_ != nullptr) {
+        for (size_t i = 1; i < wire::kLanes; ++i) field_[i] = lane_next[i];
+      }
+      site.stack_id = ev.stack_id;
+      site.size = static_cast<uint32_t>(ev.size);
+      site.address = ev.address;
+      ev.op = t.alloc ? EventOp::kAlloc : EventOp::kFree;
+      ev.fn = fn;
+      ev.from_realloc = false;
+      ev.cpu = cpu;
+      prev_ts = ev.timestamp_ns;
+      prev_addr = ev.address;
+      ++events;
+      Emit(ev);
+      continue;
+    }
+    switch (kind) {
+      case kTagReallocBase: {
+        if (!ValidAllocFn(fn)) return Fail(start, "unknown allocation function", fn, true);
+        uint64_t ts_free, ts_alloc, old_addr, new_addr, size;
+        uint32_t stack;
+        if (!GetDelta(prev_ts, &ts_free) || !GetDelta(ts_free, &ts_alloc) ||
+            !GetDelta(prev_addr, &old_addr) || !GetDelta(old_addr, &new_addr) || !Get(&size)) {
+          return Fail(start, "truncated realloc");
+        }
+        if (!GetStackId(&stack)) return Fail(start, "bad stack id in realloc");
+        ev.from_realloc = true;
+        ev.stack_id = stack;
+        ev.cpu = cpu;
+        ev.op = EventOp::kFree;
+        ev.fn = static_cast<uint8_t>(FreeFn::kRealloc);
+        ev.timestamp_ns = ts_free;
+        ev.address = old_addr;
+        ev.size = 0;
+        Emit(ev);
+        ev.op = EventOp::kAlloc;
+        ev.fn = fn;
+        ev.timestamp_ns = ts_alloc;
+        ev.address = new_addr;
+        ev.size = size;
+        Emit(ev);
+        prev_ts = ts_alloc;
+        prev_addr = new_addr;
+        events += 2;
+        break;
+      }
+      case 0x00:
+        if (tag == kTagCpu) {
+          uint64_t v;
+          if (!Get(&v)) return Fail(start, "truncated cpu record");
+          if (v > UINT32_MAX) return Fail(start, "bad cpu", v, true);
+          cpu = static_cast<uint32_t>(v);
+          Flush();  // in chunk order; a thread changes CPU rarely
+          visitor_.OnCpu(chunk_.tid, cpu);
+          break;
+        }
+        Flush();
+        switch (tag) {
+          case kTagStackDef: {
+            uint64_t id, depth;
+            if (!Get(&id) || !Get(&depth)) return Fail(start, "truncated stack definition");
+            if (id == kNoStack || id > UINT32_MAX) return Fail(start, "bad stack id", id, true);
+            if (depth > kMaxStackDepth) return Fail(start, "stack depth", depth, true);
+            uint64_t prev = 0;
+            for (uint64_t i = 0; i < depth; ++i) {
+              if (!GetDelta(prev, &frames_[i])) return Fail(start, "truncated stack definition");
+              prev = frames_[i];
+            }
+            visitor_.OnStack(static_cast<uint32_t>(id),
+                             std::span<const uint64_t>(frames_, static_cast<size_t>(depth)));
+            break;
+          }
+          case kTagThreadName: {
+            uint64_t ts, len;
+            if (!GetDelta(prev_ts, &ts) || !Get(&len)) return Fail(start, "truncated thread name");
+            if (len > wire::kMaxNameBytes || len > static_cast<uint64_t>(end_ - p_)) {
+              return Fail(start, "bad thread name length", len, true);
+            }
+            std::string_view name(reinterpret_cast<const char*>(p_), len);
+            p_ += len;
+            prev_ts = ts;
+            visitor_.OnThreadName(chunk_.tid, ts, name);
+            break;
+          }
+          case kTagModule: {
+            Module m;
+            uint64_t len;
+            if (!GetDelta(prev_ts, &m.timestamp_ns) || !Get(&m.load_bias) || !Get(&len)) {
+              return Fail(start, "truncated module");
+            }
+            if (len > wire::kMaxModulePathBytes || len > static_cast<uint64_t>(end_ - p_)) {
+              return Fail(start, "bad module path length", len, true);
+            }
+            m.path.assign(reinterpret_cast<const char*>(p_), len);
+            p_ += len;
+            if (!Get(&len)) return Fail(start, "truncated module");
+            if (len > wire::kMaxBuildIdBytes || len > static_cast<uint64_t>(end_ - p_)) {
+              return Fail(start, "bad build id length", len, true);
+            }
+            m.build_id.assign(p_, p_ + len);
+            p_ += len;
+            uint64_t count;
+            if (!Get(&count)) return Fail(start, "truncated module");
+            if (count > wire::kMaxSegments) return Fail(start, "segment count", count, true);
+            m.segments.resize(count);
+            for (auto& seg : m.segments) {
+              if (!GetDelta(m.load_bias, &seg.start) || !Get(&seg.size)) {
+                return Fail(start, "truncated module");
+              }
+            }
+            prev_ts = m.timestamp_ns;
+            visitor_.OnModule(chunk_.tid, m);
+            break;
+          }
+          case kTagThreadExit: {
+            uint64_t ts;
+            if (!GetDelta(prev_ts, &ts)) return Fail(start, "truncated thread exit");
+            prev_ts = ts;
+            visitor_.OnThreadExit(chunk_.tid, ts);
+            break;
+          }
+          default:
+            return Fail(start, ("unknown record tag " + Hex(tag)).c_str());
+        }
+        break;
+      default:
+        Flush();
+        if (tag >= kExtensionTagBase) {
+          uint64_t len;
+          if (!Get(&len) || len > static_cast<uint64_t>(end_ - p_)) {
+            return Fail(start, "bad extension record length");
+          }
+          const uint8_t* next = p_ + len;
+          if (tag == kTagCentral) {
+            if (!DecodeCentral(start, prev_ts, next)) return false;
+          } else if (tag == kTagWindow) {
+            if (!DecodeWindow(start, prev_ts, next)) return false;
+          } else if (tag == kTagCounts) {
+            if (!DecodeCounts(start, next)) return false;
+          }
+          p_ = next;  // unknown tags: a record from a newer writer, skipped on purpose
+          break;
+        }
+        return Fail(start, ("unknown record tag " + Hex(tag)).c_str());
+    }
+  }
+  Flush();
+  if (lanes_ != nullptr) {
+    for (size_t i = 1; i < wire::kLanes; ++i) {
+      if (field_[i] != field_end_[i]) {
+        *error_ = "corrupt chunk at offset " + std::to_string(chunk_.file_offset) + " (lane " +
+                  std::to_string(i) + " has " + std::to_string(field_end_[i] - field_[i]) +
+                  " bytes left after the last record)";
+        return false;
+      }
+    }
+  }
+  if (events != chunk_.event_count) {
+    uint64_t offset = chunk_.file_offset;
+    *error_ = "corrupt chunk at offset " + std::to_string(offset) + " (header says " +
+              std::to_string(chunk_.event_count) + " events, payload has " +
+              std::to_string(events) + ")";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool DecodeChunk(const Chunk& chunk, RecordVisitor& visitor, std::string* error) {
+  if (!chunk.compressed) {
+    Decoder decoder(chunk, visitor, error, nullptr);
+    return decoder.Run();
+  }
+  // One per thread: the parallel reading workers each decompress into their
+  // own buffer, bounded by the largest chunk they decoded.
+  thread_local ChunkInflater inflater;
+  ChunkLanes lanes;
+  std::string what;
+  if (!inflater.Inflate(chunk.payload, &lanes, &what)) {
+    *error = "corrupt chunk at offset " + std::to_string(chunk.file_offset) + " (" + what + ")";
+    return false;
+  }
+  // Layout 2's state, like the inflater one per thread (fixed size).
+  thread_local ChunkRefs refs;
+  Decoder decoder(chunk, visitor, error, &lanes,
+                  lanes.layout == wire::kLayoutRefs ? &refs : nullptr);
+  return decoder.Run();
+}
+
+}  // namespace crossfree::format
