@@ -140,7 +140,14 @@ struct ExitStats {
 // Writes s's open chunk (if any) with one append. Caller owns s (busy, or
 // holds its flush token).
 void FlushChunk(ThreadState* s);
+// Writing stopped for good: says so once on stderr and stops recording.
 void ReportWriteFailure(int error);
+// Under record (chunk_output.cc): hands s's finished chunk (n bytes) over:
+// seals its slot, or copies it from the private buffer into a slot. False
+// when it could not (counted as dropped, or record is gone).
+bool HandOverChunk(ThreadState* s, size_t n, uint32_t events);
+// Under record: an empty chunk's slot goes back unused.
+void ReleaseSlot(ThreadState* s);
 // The calling thread's state, or null when it has none (never had one, or
 // released it at its exit). For the flushers (flusher.cc), which skip it.
 ThreadState* CallingThreadState();
