@@ -51,8 +51,8 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sub->add_flag("--cache-from-first-event", args->cache_from_first_event,
                 "Give each thread a cache at its first traced event, not its first allocation "
-                "(gperftools, jemalloc, glibc: to compare with the recorded run itself, where the "
-                "tracer allocates on every thread)");
+                "(gperftools, jemalloc, glibc: for a run where something untraced allocates on "
+                "every thread, e.g. one recorded under attach)");
   sub->add_option("--allocator", args->allocator,
                   "Allocator model (gperftools: the transfer simulation; the others: costs per "
                   "pair)")

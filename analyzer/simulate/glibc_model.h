@@ -28,8 +28,9 @@ struct GlibcConfig {
 bool ParseGlibcTunables(const std::string& tunables, GlibcConfig* config, std::string* error);
 
 // cache_from_first_event: a thread gets its arena and tcache at its first
-// operation of any kind, as in a run recorded with the tracer (which
-// allocates, untraced, on every thread it records); otherwise at its first
+// operation of any kind, as in a run where something untraced allocates on
+// every thread (recorded under attach, where the tracer's own allocations
+// reach the program's allocator); otherwise at its first
 // malloc or free of a chunk that is not mmapped, as glibc does.
 std::unique_ptr<AllocatorModel> MakeGlibcModel(const GlibcConfig& config, unsigned cpus,
                                                bool cache_from_first_event, CostSink* sink);

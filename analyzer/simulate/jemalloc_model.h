@@ -41,8 +41,9 @@ uint64_t JemallocIndexSize(int index);
 inline constexpr int kJemallocSmallBins = 36;
 
 // cache_from_first_event: a thread gets its tcache and arena at its first
-// operation of any kind, as in a run recorded with the tracer (which
-// allocates, untraced, on every thread it records); otherwise at its first
+// operation of any kind, as in a run where something untraced allocates on
+// every thread (recorded under attach, where the tracer's own allocations
+// reach the program's allocator); otherwise at its first
 // allocation, as jemalloc does (a thread that only frees keeps a minimal
 // state with no tcache: each free goes to the owning arena's bin under
 // its lock).

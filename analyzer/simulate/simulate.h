@@ -39,8 +39,11 @@ struct SimulateOptions {
   size_t top = 10;  // sites kept per kind (0 = all)
   // Give every thread a cache at its first traced event, not at its first
   // allocation. Models runs where something untraced allocates on every
-  // thread (the tracer itself does, when recording under libtcmalloc), so
-  // threads that only free still have a cache.
+  // thread, so threads that only free still have a cache: a run recorded
+  // under attach (`record -p`), where the tracer's own allocations go to the
+  // program's allocator, or by an older crossfree that sent them there too.
+  // A run recorded from its start takes the default: the tracer's own
+  // allocations never reach the program's allocator (tracer/own_allocation.h).
   bool cache_from_first_event = false;
   // The allocator model (AllocatorNames()). gperftools without `pairs` is
   // the transfer simulation above (SimulationResult without `cost`); any

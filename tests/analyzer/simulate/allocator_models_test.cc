@@ -64,8 +64,8 @@ TEST_CASE("jemalloc size classes: small bins, large classes, and back", "[simula
 TEST_CASE("jemalloc: fills of half the bin, a remote flush to the owner's bin, thread exit",
           "[simulate]") {
   Recorder r;
-  // Every thread gets its tcache at its first operation, as in the recorded
-  // run (the tracer allocates on every thread).
+  // Every thread gets its tcache at its first operation, as in a run where
+  // something untraced allocates on every thread (recorded under attach).
   ModelSettings s;
   s.cache_from_first_event = true;
   auto m = Make("jemalloc", &r, s);

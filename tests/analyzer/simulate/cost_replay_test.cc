@@ -112,8 +112,8 @@ TEST_CASE("cost replay: jemalloc costs charged to the pair, thread exits and liv
   CHECK(json.find("\"median_ns\": 4096") != std::string::npos);
   CHECK(json.find("\"same_cpu\": null") != std::string::npos);
 
-  // As recorded (the tracer allocated on the consumer too, so it had a
-  // tcache): the consumer's one flush of 100 to arena 1 plus its
+  // As under attach (the tracer's own allocations gave the consumer a
+  // tcache too): the consumer's one flush of 100 to arena 1 plus its
   // statistics lock (2 locks); both exits flush 41 bins, the consumer's 101
   // objects take arena 1's lock besides its own statistics locks.
   options.cache_from_first_event = true;

@@ -27,7 +27,7 @@ fi
 if [[ -n ${TCMALLOC_TRANSFER_NUM_OBJ:-} ]]; then
   model+=(--transfer-num-objects "$TCMALLOC_TRANSFER_NUM_OBJ")
 fi
-"$build/bin/crossfree" simulate --cache-from-first-event "${model[@]}" --format json \
+"$build/bin/crossfree" simulate "${model[@]}" --format json \
   "$out/run.trace" >"$out/sim.json"
 echo "workload: $* (model options: ${model[*]:-defaults})"
 python3 "$here/compare_counts.py" "$out/sim.json" "$real"
