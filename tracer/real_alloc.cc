@@ -175,39 +175,49 @@ bool ResolveSlow() {
 
 namespace {
 
-// A block of the open scope's buffer, laid out like an arena block (the
-// header before it), zero-filled; null when it does not fit.
-void* OwnBufferAlloc(size_t size, size_t alignment) {
-  OwnAllocationBuffer& b = tls_own_allocation;
-  uintptr_t start = reinterpret_cast<uintptr_t>(b.cur) + sizeof(ArenaHeader);
+// Where a block of `size` bytes aligned to `alignment` starts in a region
+// of `capacity` bytes at `base` filled up to `used`, past its header; 0
+// when it does not fit.
+uintptr_t PlaceBlock(uintptr_t base, size_t used, size_t capacity, size_t size,
+                     size_t alignment) {
+  uintptr_t start = base + used + sizeof(ArenaHeader);
   start = (start + alignment - 1) & ~(uintptr_t{alignment} - 1);
-  const uintptr_t limit = reinterpret_cast<uintptr_t>(b.end);
-  if (start > limit || size > limit - start) return nullptr;
-  reinterpret_cast<ArenaHeader*>(start - sizeof(ArenaHeader))->size = size;
-  b.cur = reinterpret_cast<unsigned char*>(start + size);
+  const size_t offset = start - base;
+  if (offset > capacity || size > capacity - offset) return 0;
+  return start;
+}
+
+// Writes the block's header and zeroes it (its bytes may be those of a
+// released block, or of the stack).
+void* StartBlock(uintptr_t start, size_t size, size_t used_before) {
+  auto* header = reinterpret_cast<ArenaHeader*>(start - sizeof(ArenaHeader));
+  header->size = size;
+  header->used_before = used_before;
   __builtin_memset(reinterpret_cast<void*>(start), 0, size);
   return reinterpret_cast<void*>(start);
 }
 
-}  // namespace
-
-namespace {
+// A block of the open scope's buffer, laid out like an arena block.
+void* OwnBufferAlloc(size_t size, size_t alignment) {
+  OwnAllocationBuffer& b = tls_own_allocation;
+  const auto base = reinterpret_cast<uintptr_t>(b.cur);
+  const uintptr_t start =
+      PlaceBlock(base, 0, static_cast<size_t>(b.end - b.cur), size, alignment);
+  if (start == 0) return nullptr;
+  b.cur = reinterpret_cast<unsigned char*>(start + size);
+  return StartBlock(start, size, 0);
+}
 
 void* ArenaBump(size_t size, size_t alignment) {
+  const auto base = reinterpret_cast<uintptr_t>(g_arena);
   size_t used = g_arena_used.load(std::memory_order_relaxed);
   for (;;) {
-    uintptr_t base = reinterpret_cast<uintptr_t>(g_arena);
-    uintptr_t start = base + used + sizeof(ArenaHeader);
-    start = (start + alignment - 1) & ~(uintptr_t{alignment} - 1);
-    uintptr_t end = start + size;
-    if (size > kArenaBytes || end > base + kArenaBytes) return nullptr;
-    if (g_arena_used.compare_exchange_weak(used, end - base, std::memory_order_relaxed)) {
-      auto* header = reinterpret_cast<ArenaHeader*>(start - sizeof(ArenaHeader));
-      header->size = size;
-      header->used_before = used;
-      // Zero: the bytes may be those of a released block.
-      __builtin_memset(reinterpret_cast<void*>(start), 0, size);
-      return reinterpret_cast<void*>(start);
+    const uintptr_t start = PlaceBlock(base, used, kArenaBytes, size, alignment);
+    if (start == 0) return nullptr;
+    const size_t before = used;
+    if (g_arena_used.compare_exchange_weak(used, start + size - base,
+                                           std::memory_order_relaxed)) {
+      return StartBlock(start, size, before);
     }
   }
 }
@@ -231,7 +241,6 @@ void ArenaRelease(void* p) {
   // freed right after it was made); any other stays used.
   g_arena_used.compare_exchange_strong(end, header->used_before, std::memory_order_relaxed);
 }
-
 
 size_t ArenaBlockSize(const void* p) {
   return reinterpret_cast<const ArenaHeader*>(static_cast<const unsigned char*>(p) -
