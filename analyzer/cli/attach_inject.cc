@@ -66,11 +66,6 @@
 namespace crossfree::analyzer::cli {
 namespace {
 
-std::string Basename(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 // For tests of the claim that the target survives record's death at any
 // step of the injection: CROSSFREE_INJECT_KILL_AFTER=K makes record
 // SIGKILL itself right after step K (1-10, numbered in InjectTracer).

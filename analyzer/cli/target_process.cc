@@ -18,14 +18,11 @@
 #include <fmt/core.h>
 
 namespace crossfree::analyzer::cli {
-namespace {
 
 std::string Basename(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
-
-}  // namespace
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path);
