@@ -161,7 +161,7 @@ std::string SignalName(int sig) {
   return abbrev != nullptr ? std::string("SIG") + abbrev : fmt::format("signal {}", sig);
 }
 
-uint64_t MonotonicNowNsForWait() {
+uint64_t MonotonicNowNs() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
@@ -200,7 +200,7 @@ std::vector<std::pair<int, std::string>> RunningChildren() {
 // reparented to us, the subreaper) until none is left or `budget_s` passed;
 // then names those still running. Returns how many were waited for.
 int WaitForDescendants(double budget_s) {
-  const uint64_t deadline = MonotonicNowNsForWait() + static_cast<uint64_t>(budget_s * 1e9);
+  const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(budget_s * 1e9);
   int reaped = 0;
   for (;;) {
     int status = 0;
@@ -211,7 +211,7 @@ int WaitForDescendants(double budget_s) {
     }
     if (done < 0 && errno == EINTR) continue;
     if (done < 0) break;  // ECHILD: none left
-    if (MonotonicNowNsForWait() >= deadline) {
+    if (MonotonicNowNs() >= deadline) {
       std::string list;
       for (const auto& [pid, name] : RunningChildren()) {
         list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", pid, name);
@@ -302,12 +302,6 @@ int ParseSignal(const std::string& text) {
     return sig <= SIGRTMAX ? sig : 0;
   }
   return 0;
-}
-
-uint64_t MonotonicNowNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 int RunRecord(const RecordArgs& args) {
