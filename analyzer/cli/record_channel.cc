@@ -117,8 +117,11 @@ int EnvInt(const char* name, int lo, int hi, int fallback) {
 void ChunkChannel::Start(int output_fd, const std::string& path) {
   out_ = output_fd;
   path_ = path;
-  compressor_ = std::make_unique<format::ChunkCompressor>(
-      EnvInt("CROSSFREE_RECORD_LEVEL", 1, 19, kDrainLevel));
+  // Level 0 writes the chunks as the tracer made them: on a machine with
+  // no core to spare, the command then pays no compression CPU at all.
+  const int level = EnvInt("CROSSFREE_RECORD_LEVEL", 0, 19, kDrainLevel);
+  plain_ = level == 0;
+  if (!plain_) compressor_ = std::make_unique<format::ChunkCompressor>(level);
   const int nice = EnvInt("CROSSFREE_RECORD_NICE", 0, 19, kDrainNice);
   drain_ = std::thread([this, nice] {
     // Signals are the owner thread's (it forwards them to the command).
@@ -301,6 +304,10 @@ void ChunkChannel::EmitValidated(int fd, const uint8_t* data, size_t n) {
 void ChunkChannel::EmitChunk(int fd, const uint8_t* chunk, size_t n) {
   // The chunk was validated (EmitValidated), so a refusal here would be a
   // record the codec cannot split: keep the chunk plain rather than lose it.
+  if (plain_) {
+    Write(fd, chunk, n);
+    return;
+  }
   std::string error;
   if (compressor_ == nullptr) compressor_ = std::make_unique<format::ChunkCompressor>(kDrainLevel);
   if (compressor_->Compress(chunk, n, compressed_, &error)) {

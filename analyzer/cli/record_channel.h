@@ -63,7 +63,8 @@ class ChunkChannel {
   // them. An image the command exec'd gets a file of its own, path.<n>
   // (the first n free, as the tracer would pick), owned by this object.
   // The drain thread compresses at zstd level CROSSFREE_RECORD_LEVEL (default
-  // kDrainLevel) and runs at nice CROSSFREE_RECORD_NICE (default kDrainNice).
+  // kDrainLevel; 0 writes the chunks plain) and runs at nice
+  // CROSSFREE_RECORD_NICE (default kDrainNice).
   void Start(int output_fd, const std::string& path);
   // Level 1, not zstd's 3: on 2 busy cores the deep-stack workload ran
   // 1.23x its own-file time against 1.40x at level 3, for a trace 2%
@@ -113,7 +114,9 @@ class ChunkChannel {
   uint64_t next_ticket_ = 0;
   uint64_t gap_since_ns_ = 0;
   // Used by the drain thread, then by Finish once it has joined it.
-  // Made by Start (CROSSFREE_RECORD_LEVEL), or at the first chunk.
+  // Made by Start (CROSSFREE_RECORD_LEVEL), or at the first chunk; none
+  // when plain_ (level 0).
+  bool plain_ = false;
   std::unique_ptr<format::ChunkCompressor> compressor_;
   std::vector<uint8_t> compressed_;
   Stats stats_;

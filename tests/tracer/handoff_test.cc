@@ -269,12 +269,15 @@ TEST_CASE("handoff: record's zstd level and nice come from its environment, bad 
   struct Case {
     std::vector<std::string> env;
     std::string warnings;  // exactly these lines before the hand-off line
+    bool plain;            // level 0: every chunk written as the tracer made it
   };
   const std::vector<Case> cases = {
-      {{"CROSSFREE_RECORD_LEVEL=19", "CROSSFREE_RECORD_NICE=5"}, ""},
-      {{"CROSSFREE_RECORD_LEVEL=0", "CROSSFREE_RECORD_NICE=x"},
-       "crossfree record: ignoring CROSSFREE_RECORD_LEVEL='0' (1..19); using 1\n"
-       "crossfree record: ignoring CROSSFREE_RECORD_NICE='x' (0..19); using 0\n"}};
+      {{"CROSSFREE_RECORD_LEVEL=19", "CROSSFREE_RECORD_NICE=5"}, "", false},
+      {{"CROSSFREE_RECORD_LEVEL=0"}, "", true},
+      {{"CROSSFREE_RECORD_LEVEL=20", "CROSSFREE_RECORD_NICE=x"},
+       "crossfree record: ignoring CROSSFREE_RECORD_LEVEL='20' (0..19); using 1\n"
+       "crossfree record: ignoring CROSSFREE_RECORD_NICE='x' (0..19); using 0\n",
+       false}};
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string trace = dir + "/t" + std::to_string(i);
     std::vector<std::string> env = cases[i].env;
@@ -283,13 +286,18 @@ TEST_CASE("handoff: record's zstd level and nice come from its environment, bad 
     RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", TargetPath("tt_handoff"),
                        "idle", "exit"},
                       env, "");
-    INFO("stderr:\n" << r.err);
+    INFO("case " << i << ", stderr:\n" << r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(r.err.substr(0, r.err.find("crossfree record: hand-off")) == cases[i].warnings);
     Trace t = LoadTrace(trace);
     INFO("trace: " << t.error);
     CHECK(t.complete);
     CheckIdleEvents(t, r.out);
+    RunResult dump = Run({CROSSFREE_CLI, "dump", "--summary", trace}, {}, "");
+    INFO("dump:\n" << dump.out);
+    REQUIRE(dump.exit_code == 0);
+    // dump names compressed chunks only when there are some.
+    CHECK((dump.out.find("  compressed chunks: ") == std::string::npos) == cases[i].plain);
   }
 }
 
