@@ -258,6 +258,15 @@ bool ChunkWriter::AppendThreadExit(uint64_t ts_ns) {
   return true;
 }
 
+inline void ChunkWriter::PutExtension(uint8_t tag, const uint8_t* body, size_t len) {
+  uint8_t* p = buf_ + pos_;
+  *p++ = tag;
+  p = PutVarint(p, len);
+  __builtin_memcpy(p, body, len);
+  pos_ = (p + len) - buf_;
+  ++records_;
+}
+
 bool ChunkWriter::AppendCentral(CentralOp op, uint64_t ts_ns, uint32_t size_class,
                                 uint64_t count, uint32_t stack_id, bool by_tracer) {
   // Body: ts delta, op, class, count, stack, [flags]: at most 6 varints, so
@@ -272,15 +281,8 @@ bool ChunkWriter::AppendCentral(CentralOp op, uint64_t ts_ns, uint32_t size_clas
   q = PutVarint(q, count);
   q = PutVarint(q, stack_id);
   if (by_tracer) q = PutVarint(q, 1);  // flags, omitted when 0
-  size_t len = static_cast<size_t>(q - body);
-  uint8_t* p = buf_ + pos_;
-  *p++ = kTagCentral;
-  p = PutVarint(p, len);
-  __builtin_memcpy(p, body, len);
-  p += len;
-  pos_ = p - buf_;
-  ++records_;  // prev_ts_ stays: see the header
-  return true;
+  PutExtension(kTagCentral, body, static_cast<size_t>(q - body));
+  return true;  // prev_ts_ stays: see the header
 }
 
 bool ChunkWriter::AppendWindow(WindowState state, WindowCause cause, uint64_t ts_ns) {
@@ -291,14 +293,8 @@ bool ChunkWriter::AppendWindow(WindowState state, WindowCause cause, uint64_t ts
   q = PutVarint(q, ZigZag(Delta(ts_ns, prev_ts_)));
   q = PutVarint(q, static_cast<uint8_t>(state));
   q = PutVarint(q, static_cast<uint8_t>(cause));
-  size_t len = static_cast<size_t>(q - body);
-  uint8_t* p = buf_ + pos_;
-  *p++ = kTagWindow;
-  p = PutVarint(p, len);
-  __builtin_memcpy(p, body, len);
-  pos_ = (p + len) - buf_;
-  ++records_;  // prev_ts_ stays, as for every extension record
-  return true;
+  PutExtension(kTagWindow, body, static_cast<size_t>(q - body));
+  return true;  // prev_ts_ stays, as for every extension record
 }
 
 bool ChunkWriter::AppendCounts(const ThreadCounts& counts) {
@@ -312,13 +308,7 @@ bool ChunkWriter::AppendCounts(const ThreadCounts& counts) {
   q = PutVarint(q, counts.allocs);
   q = PutVarint(q, counts.frees);
   q = PutVarint(q, counts.samples_dropped);
-  size_t len = static_cast<size_t>(q - body);
-  uint8_t* p = buf_ + pos_;
-  *p++ = kTagCounts;
-  p = PutVarint(p, len);
-  __builtin_memcpy(p, body, len);
-  pos_ = (p + len) - buf_;
-  ++records_;
+  PutExtension(kTagCounts, body, static_cast<size_t>(q - body));
   return true;
 }
 

@@ -116,6 +116,9 @@ class ChunkWriter {
  private:
   // Bytes free for records other than the counts record.
   size_t Room() const { return pos_ < capacity_ ? capacity_ - pos_ : 0; }
+  // Writes an extension record (docs/trace-format.md): tag, body length,
+  // body; the caller has checked the room for 2 + len bytes.
+  void PutExtension(uint8_t tag, const uint8_t* body, size_t len);
 
   uint8_t* buf_;
   size_t capacity_;  // the buffer's size less the counts reserve
