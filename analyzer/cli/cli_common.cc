@@ -68,6 +68,10 @@ bool ListSkips(const CommonOptions& o) {
   return true;
 }
 
+void AddTracesArgument(CLI::App* sub, std::vector<std::string>* traces) {
+  sub->add_option("traces", *traces, "Trace files (one per process of the run)");
+}
+
 bool HasTraces(const std::string& command, const std::vector<std::string>& traces) {
   if (!traces.empty()) return true;
   fmt::print(stderr, "crossfree {0}: no trace given (crossfree {0} TRACE...)\n", command);

@@ -38,6 +38,10 @@ size_t TextWidth(const CommonOptions& options, const std::string& path);
 // (the command then exits 0).
 bool ListSkips(const CommonOptions& options);
 
+// Registers the positional TRACE... of the commands that read one run
+// (report, gate, simulate); HasTraces then checks that some were given.
+void AddTracesArgument(CLI::App* sub, std::vector<std::string>* traces);
+
 // False (and a one-line error naming the command) when no trace is given.
 bool HasTraces(const std::string& command, const std::vector<std::string>& traces);
 

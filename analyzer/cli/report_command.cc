@@ -37,7 +37,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* sub = app.add_subcommand(
       "report", "Report the objects allocated on one thread and freed on another");
-  sub->add_option("traces", args->traces, "Trace files (one per process of the run)");
+  AddTracesArgument(sub, &args->traces);
   sub->add_option("--top", args->top, "Cross-thread pairs shown (0 = all)")->capture_default_str();
   sub->add_option("--format", args->format, "Output format")
       ->check(CLI::IsMember({"text", "json", "html", "folded", "pprof"}))

@@ -39,7 +39,7 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
       "simulate",
       "Predict gperftools 2.10 central free-list transfers (thread-cache fetches and releases), "
       "or with --allocator what jemalloc's, glibc's or mimalloc's caches would cost per pair");
-  sub->add_option("traces", args->traces, "Trace files (one per process of the run)");
+  AddTracesArgument(sub, &args->traces);
   sub->add_option("--max-total-thread-cache-bytes", args->max_total_thread_cache_bytes,
                   "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES of the modelled run")
       ->capture_default_str();
