@@ -2,29 +2,13 @@
 # configure step with the name of the package that provides it; scripts/setup
 # installs them all.
 include(FindPkgConfig)
+include(${CMAKE_CURRENT_LIST_DIR}/require.cmake)
+set(CROSSFREE_MISSING_HINT " (scripts/setup installs every dependency)")
 
-function(crossfree_missing what package)
-  message(FATAL_ERROR
-    "crossfree: ${what} not found. Install the Debian package '${package}' "
-    "(scripts/setup installs every dependency).")
-endfunction()
-
-find_package(PkgConfig QUIET)
-if(NOT PkgConfig_FOUND)
-  crossfree_missing("pkg-config" "pkg-config")
-endif()
-
+crossfree_require_package(PkgConfig "pkg-config" "pkg-config")
 find_package(Threads REQUIRED)
-
-find_package(fmt QUIET)
-if(NOT fmt_FOUND)
-  crossfree_missing("fmt" "libfmt-dev")
-endif()
-
-find_package(CLI11 QUIET)
-if(NOT CLI11_FOUND)
-  crossfree_missing("CLI11" "libcli11-dev")
-endif()
+crossfree_require_package(fmt "fmt" "libfmt-dev")
+crossfree_require_package(CLI11 "CLI11" "libcli11-dev")
 
 find_package(Protobuf QUIET)
 if(NOT Protobuf_FOUND OR NOT Protobuf_PROTOC_EXECUTABLE)
@@ -38,27 +22,13 @@ if(NOT Boost_FOUND OR NOT EXISTS "${Boost_INCLUDE_DIRS}/boost/math/special_funct
   crossfree_missing("Boost.Math headers" "libboost-math1.74-dev")
 endif()
 
-pkg_check_modules(LIBUNWIND QUIET IMPORTED_TARGET libunwind)
-if(NOT LIBUNWIND_FOUND)
-  crossfree_missing("libunwind" "libunwind-dev")
-endif()
-
-pkg_check_modules(LIBDW QUIET IMPORTED_TARGET libdw)
-if(NOT LIBDW_FOUND)
-  crossfree_missing("elfutils libdw" "libdw-dev")
-endif()
-
-pkg_check_modules(TCMALLOC QUIET IMPORTED_TARGET libtcmalloc)
-if(NOT TCMALLOC_FOUND)
-  crossfree_missing("gperftools tcmalloc" "libgoogle-perftools-dev")
-endif()
+crossfree_require_module(LIBUNWIND libunwind "libunwind" "libunwind-dev")
+crossfree_require_module(LIBDW libdw "elfutils libdw" "libdw-dev")
+crossfree_require_module(TCMALLOC libtcmalloc "gperftools tcmalloc" "libgoogle-perftools-dev")
 # Static archive, for the test target that links tcmalloc into the executable.
 find_library(TCMALLOC_STATIC_LIB NAMES libtcmalloc.a)
 
-pkg_check_modules(JEMALLOC QUIET IMPORTED_TARGET jemalloc)
-if(NOT JEMALLOC_FOUND)
-  crossfree_missing("jemalloc" "libjemalloc-dev")
-endif()
+crossfree_require_module(JEMALLOC jemalloc "jemalloc" "libjemalloc-dev")
 
 # Compressed trace chunks (format/chunk_codec.cc).
 find_path(ZSTD_INCLUDE_DIR zstd.h)
@@ -78,8 +48,5 @@ target_link_libraries(crossfree_libev INTERFACE ${LIBEV_LIBRARY})
 add_library(libev::libev ALIAS crossfree_libev)
 
 if(CROSSFREE_TESTS)
-  find_package(Catch2 QUIET)
-  if(NOT Catch2_FOUND)
-    crossfree_missing("Catch2" "catch2")
-  endif()
+  crossfree_require_package(Catch2 "Catch2" "catch2")
 endif()

@@ -26,6 +26,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "format/decimal.h"
+
 namespace crossfree::attach {
 
 inline constexpr uint32_t kRequestMagic = 0x43464154;  // "CFAT"
@@ -61,16 +63,12 @@ enum AttachResult : int {
 // its length (0 when cap is too small). No libc: the tracer calls it.
 inline size_t AttachSocketName(uint32_t pid, char* out, size_t cap) {
   static constexpr char kPrefix[] = "crossfree-attach-";
-  char digits[12];
-  size_t nd = 0;
-  do {
-    digits[nd++] = static_cast<char>('0' + pid % 10);
-    pid /= 10;
-  } while (pid != 0);
+  char digits[20];
+  const size_t nd = format::FormatDecimal(pid, digits);
   const size_t n = sizeof(kPrefix) - 1 + nd;
   if (n + 1 > cap) return 0;
   for (size_t i = 0; i + 1 < sizeof(kPrefix); ++i) out[i] = kPrefix[i];
-  for (size_t i = 0; i < nd; ++i) out[sizeof(kPrefix) - 1 + i] = digits[nd - 1 - i];
+  for (size_t i = 0; i < nd; ++i) out[sizeof(kPrefix) - 1 + i] = digits[i];
   out[n] = '\0';
   return n;
 }

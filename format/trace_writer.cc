@@ -258,42 +258,15 @@ bool ChunkWriter::AppendThreadExit(uint64_t ts_ns) {
   return true;
 }
 
-bool ChunkWriter::AppendCentral(CentralOp op, uint64_t ts_ns, uint32_t size_class,
-                                uint64_t count, uint32_t stack_id, bool by_tracer) {
-  // Body: ts delta, op, class, count, stack, [flags]: at most 6 varints, so
-  // the length always fits in one byte.
-  constexpr size_t kMaxBody = 6 * kMaxVarint;
-  if (Room() < 2 + kMaxBody) return false;
-  uint8_t body[kMaxBody];
-  uint8_t* q = body;
-  q = PutVarint(q, ZigZag(Delta(ts_ns, prev_ts_)));
-  q = PutVarint(q, static_cast<uint8_t>(op));
-  q = PutVarint(q, size_class);
-  q = PutVarint(q, count);
-  q = PutVarint(q, stack_id);
-  if (by_tracer) q = PutVarint(q, 1);  // flags, omitted when 0
-  size_t len = static_cast<size_t>(q - body);
+template <size_t kMaxBody, typename WriteBody>
+inline bool ChunkWriter::AppendExtension(uint8_t tag, size_t room, WriteBody&& write_body) {
+  // 2 + kMaxBody bounds the record while the length is one varint byte.
+  static_assert(kMaxBody < 128);
+  if (room < 2 + kMaxBody) return false;
+  uint8_t body[kMaxBody];  // written first: the length goes before it
+  const size_t len = static_cast<size_t>(write_body(body) - body);
   uint8_t* p = buf_ + pos_;
-  *p++ = kTagCentral;
-  p = PutVarint(p, len);
-  __builtin_memcpy(p, body, len);
-  p += len;
-  pos_ = p - buf_;
-  ++records_;  // prev_ts_ stays: see the header
-  return true;
-}
-
-bool ChunkWriter::AppendWindow(WindowState state, WindowCause cause, uint64_t ts_ns) {
-  constexpr size_t kMaxBody = 3 * kMaxVarint;
-  if (Room() < 2 + kMaxBody) return false;
-  uint8_t body[kMaxBody];
-  uint8_t* q = body;
-  q = PutVarint(q, ZigZag(Delta(ts_ns, prev_ts_)));
-  q = PutVarint(q, static_cast<uint8_t>(state));
-  q = PutVarint(q, static_cast<uint8_t>(cause));
-  size_t len = static_cast<size_t>(q - body);
-  uint8_t* p = buf_ + pos_;
-  *p++ = kTagWindow;
+  *p++ = tag;
   p = PutVarint(p, len);
   __builtin_memcpy(p, body, len);
   pos_ = (p + len) - buf_;
@@ -301,25 +274,40 @@ bool ChunkWriter::AppendWindow(WindowState state, WindowCause cause, uint64_t ts
   return true;
 }
 
+bool ChunkWriter::AppendCentral(CentralOp op, uint64_t ts_ns, uint32_t size_class,
+                                uint64_t count, uint32_t stack_id, bool by_tracer) {
+  // Body: ts delta, op, class, count, stack, [flags]: at most 6 varints.
+  return AppendExtension<6 * kMaxVarint>(kTagCentral, Room(), [&](uint8_t* q) {
+    q = PutVarint(q, ZigZag(Delta(ts_ns, prev_ts_)));
+    q = PutVarint(q, static_cast<uint8_t>(op));
+    q = PutVarint(q, size_class);
+    q = PutVarint(q, count);
+    q = PutVarint(q, stack_id);
+    if (by_tracer) q = PutVarint(q, 1);  // flags, omitted when 0
+    return q;
+  });
+}
+
+bool ChunkWriter::AppendWindow(WindowState state, WindowCause cause, uint64_t ts_ns) {
+  return AppendExtension<3 * kMaxVarint>(kTagWindow, Room(), [&](uint8_t* q) {
+    q = PutVarint(q, ZigZag(Delta(ts_ns, prev_ts_)));
+    q = PutVarint(q, static_cast<uint8_t>(state));
+    q = PutVarint(q, static_cast<uint8_t>(cause));
+    return q;
+  });
+}
+
 bool ChunkWriter::AppendCounts(const ThreadCounts& counts) {
   // May use the reserve: a chunk full of events still takes its counts
   // record when it is sealed.
   constexpr size_t kMaxBody = 3 * kMaxVarint;
   static_assert(2 + kMaxBody <= kCountsReserve);
-  if (capacity_ + reserve_ - pos_ < 2 + kMaxBody) return false;
-  uint8_t body[kMaxBody];
-  uint8_t* q = body;
-  q = PutVarint(q, counts.allocs);
-  q = PutVarint(q, counts.frees);
-  q = PutVarint(q, counts.samples_dropped);
-  size_t len = static_cast<size_t>(q - body);
-  uint8_t* p = buf_ + pos_;
-  *p++ = kTagCounts;
-  p = PutVarint(p, len);
-  __builtin_memcpy(p, body, len);
-  pos_ = (p + len) - buf_;
-  ++records_;
-  return true;
+  return AppendExtension<kMaxBody>(kTagCounts, capacity_ + reserve_ - pos_, [&](uint8_t* q) {
+    q = PutVarint(q, counts.allocs);
+    q = PutVarint(q, counts.frees);
+    q = PutVarint(q, counts.samples_dropped);
+    return q;
+  });
 }
 
 size_t ChunkWriter::Finish() {

@@ -116,6 +116,12 @@ class ChunkWriter {
  private:
   // Bytes free for records other than the counts record.
   size_t Room() const { return pos_ < capacity_ ? capacity_ - pos_ : 0; }
+  // Appends an extension record (docs/trace-format.md): tag, body length,
+  // then the body, at most kMaxBody bytes, that write_body(uint8_t* at)
+  // writes and returns the end of. False (nothing written) when 2 +
+  // kMaxBody exceed `room`, the bytes the record may use.
+  template <size_t kMaxBody, typename WriteBody>
+  bool AppendExtension(uint8_t tag, size_t room, WriteBody&& write_body);
 
   uint8_t* buf_;
   size_t capacity_;  // the buffer's size less the counts reserve

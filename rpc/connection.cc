@@ -614,13 +614,7 @@ void Connection::Shutdown(const Status& why) {
     if (partial_call != nullptr) calls_being_handled_.Erase(partial_call->call_id());
     partial->callbacks()->NotifyTransferAborted(why);
   }
-  while (done != nullptr) {
-    InboundCall* next = done->next_direct_done;
-    done->next_direct_done = nullptr;
-    calls_being_handled_.Erase(done->call_id());
-    InboundCall::Destroy(done);
-    done = next;
-  }
+  DestroyDirectDone(done);
   if (direction_ == Direction::kClient) {
     waiting.ForEach([&why](int32_t, OutboundCall* call) {
       call->in_awaiting_map = false;

@@ -237,6 +237,9 @@ class Connection {
   void AdoptPartialWrite(OutboundTransfer* t, InboundCall* call);
   // Server reactor: ends the calls whose responses workers wrote directly.
   void ReleaseDirectlyAnswered();
+  // Reactor thread: forgets and destroys every call of a list taken from
+  // direct_done_ (linked through InboundCall::next_direct_done).
+  void DestroyDirectDone(InboundCall* list);
   // Returns false if the connection was shut down while handling the frame.
   bool HandleFrame(std::unique_ptr<InboundTransfer> transfer);
   bool HandleCallResponse(std::unique_ptr<InboundTransfer> transfer);

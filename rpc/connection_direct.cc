@@ -167,6 +167,10 @@ void Connection::ReleaseDirectlyAnswered() {
   }
   if (list == nullptr) return;
   ConnectionRef ref(this);  // the last call may hold the last other reference
+  DestroyDirectDone(list);
+}
+
+void Connection::DestroyDirectDone(InboundCall* list) {
   while (list != nullptr) {
     InboundCall* next = list->next_direct_done;
     list->next_direct_done = nullptr;

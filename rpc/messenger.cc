@@ -158,29 +158,24 @@ void Messenger::QueueOutboundCall(OutboundCall* call) {
   });
 }
 
-uint64_t Messenger::queue_overflows() const {
+template <typename Count, typename CountFn>
+Count Messenger::SumOverPools(CountFn count) const {
   std::shared_lock<std::shared_mutex> l(services_mu_);
-  uint64_t n = 0;
-  for (auto& [name, pool] : services_) n += pool->queue_overflows();
+  Count n = 0;
+  for (auto& [name, pool] : services_) n += count(*pool);
   return n;
 }
 
-}  // namespace crossfree::rpc
-
-namespace crossfree::rpc {
+uint64_t Messenger::queue_overflows() const {
+  return SumOverPools<uint64_t>([](ServicePool& p) { return p.queue_overflows(); });
+}
 
 uint64_t Messenger::cancelled_in_queue() const {
-  std::shared_lock<std::shared_mutex> l(services_mu_);
-  uint64_t n = 0;
-  for (auto& [name, pool] : services_) n += pool->cancelled_in_queue();
-  return n;
+  return SumOverPools<uint64_t>([](ServicePool& p) { return p.cancelled_in_queue(); });
 }
 
 int Messenger::queued_calls() const {
-  std::shared_lock<std::shared_mutex> l(services_mu_);
-  int n = 0;
-  for (auto& [name, pool] : services_) n += pool->queued_calls();
-  return n;
+  return SumOverPools<int>([](ServicePool& p) { return p.queued_calls(); });
 }
 
 }  // namespace crossfree::rpc

@@ -252,6 +252,10 @@ class Messenger {
   std::unique_ptr<ConnectionThreadSet> connection_threads_;
   std::unique_ptr<Acceptor> acceptor_;
   mutable std::shared_mutex services_mu_;
+  // Any thread: the sum of count(pool) over the service pools, under
+  // services_mu_ (shared). Defined in messenger.cc, its only user.
+  template <typename Count, typename CountFn>
+  Count SumOverPools(CountFn count) const;
   // Transparent hash and equality: a call's service name (a view into its
   // request frame) is looked up without making a std::string of it.
   struct NameHash {

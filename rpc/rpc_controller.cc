@@ -8,13 +8,7 @@
 namespace crossfree::rpc {
 
 Status RpcController::AddOutboundSidecar(std::string data, int* idx) {
-  if (outbound_sidecars_.size() >= static_cast<size_t>(kMaxSidecars)) {
-    return Status::InvalidArgument("too many sidecars (limit " + std::to_string(kMaxSidecars) +
-                                   ")");
-  }
-  outbound_sidecars_.push_back(std::move(data));
-  *idx = static_cast<int>(outbound_sidecars_.size()) - 1;
-  return Status::OK();
+  return AppendOutboundSidecar(&outbound_sidecars_, std::move(data), idx);
 }
 
 void RpcController::Cancel() {

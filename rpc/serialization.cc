@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace crossfree::rpc {
 
@@ -173,6 +174,16 @@ Status ParseFrame(std::string_view frame, ParsedResponseHeader* header, std::str
   return ParseFrameWith(
       frame, [header](std::string_view bytes) { return ParseResponseHeader(bytes, header); },
       body);
+}
+
+Status AppendOutboundSidecar(std::vector<std::string>* sidecars, std::string data, int* idx) {
+  if (sidecars->size() >= static_cast<size_t>(kMaxSidecars)) {
+    return Status::InvalidArgument("too many sidecars (limit " + std::to_string(kMaxSidecars) +
+                                   ")");
+  }
+  sidecars->push_back(std::move(data));
+  *idx = static_cast<int>(sidecars->size()) - 1;
+  return Status::OK();
 }
 
 Status SplitSidecarsWithOffsets(std::string_view body, std::span<const uint32_t> offsets,

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -91,6 +92,11 @@ Status ParseFrame(std::string_view frame, google::protobuf::MessageLite* header,
 // connections use; the same checks and messages.
 Status ParseFrame(std::string_view frame, ParsedRequestHeader* header, std::string_view* body);
 Status ParseFrame(std::string_view frame, ParsedResponseHeader* header, std::string_view* body);
+
+// Appends data to the outbound sidecars of one call and sets *idx to its
+// index; InvalidArgument once the call has kMaxSidecars. The caller owns
+// the vector (RpcController on the client, RpcContext on the server).
+Status AppendOutboundSidecar(std::vector<std::string>* sidecars, std::string data, int* idx);
 
 // Splits body-plus-sidecars by sidecar offsets (relative to the body start).
 // *pb gets the body message bytes; *sidecars each sidecar (cleared first). Corruption for

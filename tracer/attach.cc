@@ -54,13 +54,7 @@ void Reply(int fd, const char* kind, const char* text) {
   buf[n++] = ' ';
   for (const char* p = text; *p != '\0' && n < sizeof(buf) - 1; ++p) buf[n++] = *p;
   buf[n++] = '\n';
-  size_t done = 0;
-  while (done < n) {
-    ssize_t w = send(fd, buf + done, n - done, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    done += static_cast<size_t>(w);
-  }
+  SendAll(fd, buf, n);
 }
 
 // Appends text or a number to a fixed buffer.

@@ -69,19 +69,6 @@ int FindName(const char* name) {
   return -1;
 }
 
-bool SkipModule(const dl_phdr_info* info) {
-  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-  if (StrContains(name, "linux-vdso") || StrContains(name, "ld-linux")) return true;
-  // The tracer itself: its own calls must keep reaching the real functions.
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& p = info->dlpi_phdr[i];
-    if (p.p_type != PT_LOAD) continue;
-    const uintptr_t lo = info->dlpi_addr + p.p_vaddr;
-    if (g_self_lo >= lo && g_self_lo < lo + p.p_memsz) return true;
-  }
-  return false;
-}
-
 bool InModule(const dl_phdr_info* info, uintptr_t value) {
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& p = info->dlpi_phdr[i];
@@ -90,6 +77,13 @@ bool InModule(const dl_phdr_info* info, uintptr_t value) {
     if (value >= lo && value < lo + p.p_memsz) return true;
   }
   return false;
+}
+
+bool SkipModule(const dl_phdr_info* info) {
+  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  if (StrContains(name, "linux-vdso") || StrContains(name, "ld-linux")) return true;
+  // The tracer itself: its own calls must keep reaching the real functions.
+  return InModule(info, g_self_lo);
 }
 
 bool Known(const dl_phdr_info* info) {

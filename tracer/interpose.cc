@@ -466,33 +466,27 @@ CROSSFREE_HOOK size_t malloc_usable_size(void* p) {
 // ---- operator new ---------------------------------------------------------
 
 namespace {
-CROSSFREE_OUT_OF_LINE void* TracedNew(size_t n, void* return_address, void* frame_address) {
+// The traced half of operator new and new[], which differ only in the
+// function the event names and the next definition called. A template, so
+// each is still its own function with the constants folded in.
+template <AllocFn kFn, void* (*RealFunctions::*kNext)(size_t)>
+CROSSFREE_OUT_OF_LINE void* TracedPlainNew(size_t n, void* return_address, void* frame_address) {
   const CallSite site{return_address, frame_address};
   const RealFunctions* r = Resolved();
-  return ThrowingNew(AllocFn::kNew, site, n, [=](bool guarded) {
-    return NextNew(r, r ? r->op_new : nullptr, n, guarded);
+  return ThrowingNew(kFn, site, n, [=](bool guarded) {
+    return NextNew(r, r ? r->*kNext : nullptr, n, guarded);
   });
 }
 }  // namespace
 
 CROSSFREE_CXX_HOOK void* operator new(size_t n) {
   if (void* p = UnsampledPlainNew(n)) return p;
-  return TracedNew(n, CROSSFREE_SITE_ARGS);
+  return TracedPlainNew<AllocFn::kNew, &RealFunctions::op_new>(n, CROSSFREE_SITE_ARGS);
 }
-
-namespace {
-CROSSFREE_OUT_OF_LINE void* TracedNewArray(size_t n, void* return_address, void* frame_address) {
-  const CallSite site{return_address, frame_address};
-  const RealFunctions* r = Resolved();
-  return ThrowingNew(AllocFn::kNewArray, site, n, [=](bool guarded) {
-    return NextNew(r, r ? r->op_new_array : nullptr, n, guarded);
-  });
-}
-}  // namespace
 
 CROSSFREE_CXX_HOOK void* operator new[](size_t n) {
   if (void* p = UnsampledPlainNew(n)) return p;
-  return TracedNewArray(n, CROSSFREE_SITE_ARGS);
+  return TracedPlainNew<AllocFn::kNewArray, &RealFunctions::op_new_array>(n, CROSSFREE_SITE_ARGS);
 }
 
 CROSSFREE_CXX_HOOK void* operator new(size_t n, std::align_val_t al) {
@@ -543,60 +537,45 @@ CROSSFREE_CXX_HOOK void* operator new[](size_t n, std::align_val_t al,
 // ---- operator delete ------------------------------------------------------
 
 namespace {
-CROSSFREE_OUT_OF_LINE void TracedDelete(void* p, void* return_address, void* frame_address) {
+// The traced half of operator delete and delete[] (unsized), as for new.
+template <FreeFn kFn, void (*RealFunctions::*kNext)(void*)>
+CROSSFREE_OUT_OF_LINE void TracedPlainDelete(void* p, void* return_address, void* frame_address) {
   const CallSite site{return_address, frame_address};
   const RealFunctions* r = Resolved();
-  Free(FreeFn::kDelete, site, p, 0, [=] { NextPlainDelete(r, r ? r->op_delete : nullptr, p); });
+  Free(kFn, site, p, 0, [=] { NextPlainDelete(r, r ? r->*kNext : nullptr, p); });
 }
 }  // namespace
 
 CROSSFREE_CXX_HOOK void operator delete(void* p) noexcept {
   if (UnsampledPlainDelete(p)) return;
-  TracedDelete(p, CROSSFREE_SITE_ARGS);
+  TracedPlainDelete<FreeFn::kDelete, &RealFunctions::op_delete>(p, CROSSFREE_SITE_ARGS);
 }
-
-namespace {
-CROSSFREE_OUT_OF_LINE void TracedDeleteArray(void* p, void* return_address, void* frame_address) {
-  const CallSite site{return_address, frame_address};
-  const RealFunctions* r = Resolved();
-  Free(FreeFn::kDeleteArray, site, p, 0,
-       [=] { NextPlainDelete(r, r ? r->op_delete_array : nullptr, p); });
-}
-}  // namespace
 
 CROSSFREE_CXX_HOOK void operator delete[](void* p) noexcept {
   if (UnsampledPlainDelete(p)) return;
-  TracedDeleteArray(p, CROSSFREE_SITE_ARGS);
+  TracedPlainDelete<FreeFn::kDeleteArray, &RealFunctions::op_delete_array>(p, CROSSFREE_SITE_ARGS);
 }
 
 namespace {
-CROSSFREE_OUT_OF_LINE void TracedDeleteSized(void* p, size_t n, void* return_address,
+// The same for the sized operator delete and delete[].
+template <FreeFn kFn, void (*RealFunctions::*kNext)(void*, size_t)>
+CROSSFREE_OUT_OF_LINE void TracedSizedDelete(void* p, size_t n, void* return_address,
                                             void* frame_address) {
   const CallSite site{return_address, frame_address};
   const RealFunctions* r = Resolved();
-  Free(FreeFn::kDelete, site, p, n,
-       [=] { NextPlainDelete(r, r ? r->op_delete_sized : nullptr, p, n); });
+  Free(kFn, site, p, n, [=] { NextPlainDelete(r, r ? r->*kNext : nullptr, p, n); });
 }
 }  // namespace
 
 CROSSFREE_CXX_HOOK void operator delete(void* p, size_t n) noexcept {
   if (UnsampledPlainDelete(p)) return;
-  TracedDeleteSized(p, n, CROSSFREE_SITE_ARGS);
+  TracedSizedDelete<FreeFn::kDelete, &RealFunctions::op_delete_sized>(p, n, CROSSFREE_SITE_ARGS);
 }
-
-namespace {
-CROSSFREE_OUT_OF_LINE void TracedDeleteArraySized(void* p, size_t n, void* return_address,
-                                                 void* frame_address) {
-  const CallSite site{return_address, frame_address};
-  const RealFunctions* r = Resolved();
-  Free(FreeFn::kDeleteArray, site, p, n,
-       [=] { NextPlainDelete(r, r ? r->op_delete_array_sized : nullptr, p, n); });
-}
-}  // namespace
 
 CROSSFREE_CXX_HOOK void operator delete[](void* p, size_t n) noexcept {
   if (UnsampledPlainDelete(p)) return;
-  TracedDeleteArraySized(p, n, CROSSFREE_SITE_ARGS);
+  TracedSizedDelete<FreeFn::kDeleteArray, &RealFunctions::op_delete_array_sized>(
+      p, n, CROSSFREE_SITE_ARGS);
 }
 
 CROSSFREE_CXX_HOOK void operator delete(void* p, std::align_val_t al) noexcept {

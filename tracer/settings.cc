@@ -17,16 +17,25 @@ void Invalid(const char* name, const char* value, const char* fallback) {
   MessageLine().Add("ignoring ").Add(name).Add("='").Add(value).Add("' (using ").Add(fallback).Add(")").Print();
 }
 
-// A duration in milliseconds, at most a day; unset or invalid leaves *ns.
-void ReadMilliseconds(const char* name, uint64_t* ns) {
+// A decimal in [lo, hi]: true with *out set; false when unset, or invalid
+// (then said, naming fallback, the value kept).
+bool ReadDecimal(const char* name, uint64_t lo, uint64_t hi, const char* fallback,
+                 uint64_t* out) {
   const char* v = getenv(name);
-  if (v == nullptr || *v == '\0') return;
-  uint64_t ms;
-  if (ParseDecimal(v, &ms) && ms <= 86'400'000) {
-    *ns = ms * 1'000'000;
-  } else {
-    Invalid(name, v, "none");
+  if (v == nullptr || *v == '\0') return false;
+  uint64_t n;
+  if (ParseDecimal(v, &n) && n >= lo && n <= hi) {
+    *out = n;
+    return true;
   }
+  Invalid(name, v, fallback);
+  return false;
+}
+
+// A duration in milliseconds, at most max_ms; unset or invalid leaves *ns.
+void ReadMilliseconds(const char* name, uint64_t max_ms, const char* fallback, uint64_t* ns) {
+  uint64_t ms;
+  if (ReadDecimal(name, 0, max_ms, fallback, &ms)) *ns = ms * 1'000'000;
 }
 
 bool ReadBool(const char* name, bool fallback) {
@@ -49,60 +58,27 @@ void LoadSettings(Settings* s) {
       Invalid("CROSSFREE_OUTPUT", "<too long>", "crossfree.%p.trace");
     }
   }
-  if (const char* v = getenv("CROSSFREE_MAIN_PID"); v != nullptr && *v != '\0') {
-    uint64_t pid;
-    if (ParseDecimal(v, &pid) && pid > 0 && pid < (1ull << 32)) {
-      s->main_pid = static_cast<uint32_t>(pid);
-    } else {
-      Invalid("CROSSFREE_MAIN_PID", v, "unset");
-    }
+  uint64_t n;
+  if (ReadDecimal("CROSSFREE_MAIN_PID", 1, UINT32_MAX, "unset", &n)) {
+    s->main_pid = static_cast<uint32_t>(n);
   }
   if (const char* v = getenv("CROSSFREE_UNWIND"); v != nullptr && *v != '\0') {
     if (!ParseUnwindMode(v, &s->unwind)) Invalid("CROSSFREE_UNWIND", v, "hybrid");
   }
-  if (const char* v = getenv("CROSSFREE_DEPTH"); v != nullptr && *v != '\0') {
-    uint64_t d;
-    if (ParseDecimal(v, &d) && d >= 1 && d <= format::kMaxStackDepth) {
-      s->depth = static_cast<int>(d);
-    } else {
-      Invalid("CROSSFREE_DEPTH", v, "32");
-    }
+  if (ReadDecimal("CROSSFREE_DEPTH", 1, format::kMaxStackDepth, "32", &n)) {
+    s->depth = static_cast<int>(n);
   }
   s->stacks = ReadBool("CROSSFREE_ENABLE_STACKS", true);
-  if (const char* v = getenv("CROSSFREE_BUFFER_KB"); v != nullptr && *v != '\0') {
-    uint64_t kb;
-    if (ParseDecimal(v, &kb) && kb >= 16 && kb <= 4096) {
-      s->buffer_bytes = static_cast<size_t>(kb) * 1024;
-    } else {
-      Invalid("CROSSFREE_BUFFER_KB", v, "128");
-    }
+  if (ReadDecimal("CROSSFREE_BUFFER_KB", 16, 4096, "128", &n)) {
+    s->buffer_bytes = static_cast<size_t>(n) * 1024;
   }
-  if (const char* v = getenv("CROSSFREE_FLUSH_MS"); v != nullptr && *v != '\0') {
-    uint64_t ms;
-    if (ParseDecimal(v, &ms) && ms <= 600000) {
-      s->flush_ns = ms * 1'000'000;
-    } else {
-      Invalid("CROSSFREE_FLUSH_MS", v, "1000");
-    }
+  ReadMilliseconds("CROSSFREE_FLUSH_MS", 600'000, "1000", &s->flush_ns);
+  if (ReadDecimal("CROSSFREE_SAMPLE", 1, kMaxSamplePeriod, "1 (every allocation)", &n)) {
+    s->sample_period = static_cast<uint32_t>(n);
   }
-  if (const char* v = getenv("CROSSFREE_SAMPLE"); v != nullptr && *v != '\0') {
-    uint64_t n;
-    if (ParseDecimal(v, &n) && n >= 1 && n <= kMaxSamplePeriod) {
-      s->sample_period = static_cast<uint32_t>(n);
-    } else {
-      Invalid("CROSSFREE_SAMPLE", v, "1 (every allocation)");
-    }
-  }
-  ReadMilliseconds("CROSSFREE_DELAY_MS", &s->delay_ns);
-  ReadMilliseconds("CROSSFREE_DURATION_MS", &s->duration_ns);
-  if (const char* v = getenv("CROSSFREE_START_NS"); v != nullptr && *v != '\0') {
-    uint64_t ns;
-    if (ParseDecimal(v, &ns)) {
-      s->start_ns = ns;
-    } else {
-      Invalid("CROSSFREE_START_NS", v, "this process's start");
-    }
-  }
+  ReadMilliseconds("CROSSFREE_DELAY_MS", 86'400'000, "none", &s->delay_ns);
+  ReadMilliseconds("CROSSFREE_DURATION_MS", 86'400'000, "none", &s->duration_ns);
+  ReadDecimal("CROSSFREE_START_NS", 0, UINT64_MAX, "this process's start", &s->start_ns);
   if (const char* v = getenv("CROSSFREE_TOGGLE_SIGNAL"); v != nullptr && *v != '\0') {
     uint64_t sig;
     if (ParseDecimal(v, &sig) && sig < 65 && format::UsableToggleSignal(static_cast<long>(sig))) {
@@ -117,14 +93,7 @@ void LoadSettings(Settings* s) {
     // channel::Attach checks the descriptor itself.
     if (ParseDecimal(v, &fd) && fd < (1u << 30)) s->channel_fd = static_cast<int>(fd);
   }
-  if (const char* v = getenv("CROSSFREE_CHANNEL_WAIT_MS"); v != nullptr && *v != '\0') {
-    uint64_t ms;
-    if (ParseDecimal(v, &ms) && ms <= 60000) {
-      s->channel_wait_ns = ms * 1'000'000;
-    } else {
-      Invalid("CROSSFREE_CHANNEL_WAIT_MS", v, "1000");
-    }
-  }
+  ReadMilliseconds("CROSSFREE_CHANNEL_WAIT_MS", 60'000, "1000", &s->channel_wait_ns);
   s->malloc_hook = ReadBool("CROSSFREE_MALLOC_HOOK", true);
   s->verbose = ReadBool("CROSSFREE_VERBOSE", false);
   s->central = ReadBool("CROSSFREE_CENTRAL", true);

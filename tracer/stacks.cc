@@ -11,6 +11,7 @@
 #include "format/trace_format.h"
 #include "tracer/code_ranges.h"
 #include "tracer/stack_table.h"
+#include "tracer/sys.h"
 #include "tracer/unwind_cfi.h"
 #include "tracer/unwind_fp.h"
 #include "tracer/unwind_libunwind.h"
@@ -48,12 +49,8 @@ int CaptureFramePointer(uintptr_t ret, uintptr_t fp, uint64_t* frames, int max_d
   };
   auto num = [&](uint64_t v) {
     char digits[20];
-    int k = 0;
-    do {
-      digits[k++] = static_cast<char>('0' + v % 10);
-      v /= 10;
-    } while (v != 0);
-    while (k > 0 && n < static_cast<int>(sizeof(line)) - 1) line[n++] = digits[--k];
+    const size_t k = FormatDecimal(v, digits);
+    for (size_t d = 0; d < k && n < static_cast<int>(sizeof(line)) - 1; ++d) line[n++] = digits[d];
   };
   put("crossfree-trace: CROSSFREE_STACK_CHECK: capture differs from the full walk at frame ");
   num(static_cast<uint64_t>(i));

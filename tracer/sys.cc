@@ -30,18 +30,19 @@ bool WriteAll(int fd, const void* data, size_t n) {
   return true;
 }
 
-uint32_t CurrentTid() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
-
-size_t FormatDecimal(uint64_t v, char* out) {
-  char tmp[20];
-  size_t n = 0;
-  do {
-    tmp[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  for (size_t i = 0; i < n; ++i) out[i] = tmp[n - 1 - i];
-  return n;
+bool SendAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  size_t done = 0;
+  while (done < n) {
+    ssize_t w = send(fd, p + done, n - done, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    done += static_cast<size_t>(w);
+  }
+  return true;
 }
+
+uint32_t CurrentTid() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
 
 bool ParseDecimal(const char* text, uint64_t* value) {
   if (text == nullptr || *text == '\0') return false;
@@ -86,14 +87,8 @@ void MessageLine::Print() {
   if (fd == 2) {
     WriteAll(2, line, n);
   } else {
-    // A socket whose reader may be gone: never SIGPIPE the target.
-    size_t done = 0;
-    while (done < n) {
-      ssize_t w = send(fd, line + done, n - done, MSG_NOSIGNAL);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) break;
-      done += static_cast<size_t>(w);
-    }
+    // A socket whose reader may be gone.
+    SendAll(fd, line, n);
   }
   errno = saved;
 }

@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "format/decimal.h"
+
 namespace crossfree::tracer {
 
 // Writes all n bytes to fd, retrying on EINTR and continuing after partial
@@ -17,12 +19,15 @@ namespace crossfree::tracer {
 // point (raw syscall).
 bool WriteAll(int fd, const void* data, size_t n);
 
+// Sends all n bytes on socket fd with MSG_NOSIGNAL (a peer that has gone
+// never raises SIGPIPE in the traced program), retrying on EINTR. Returns
+// false once send fails or the peer takes nothing.
+bool SendAll(int fd, const void* data, size_t n);
+
 // The calling thread's kernel id (gettid), uncached.
 uint32_t CurrentTid();
 
-// Formats v in decimal into out (no terminator). Returns the digits written;
-// out needs 20 bytes.
-size_t FormatDecimal(uint64_t v, char* out);
+using format::FormatDecimal;
 
 // Parses a non-negative decimal; false on anything else or overflow.
 bool ParseDecimal(const char* text, uint64_t* value);

@@ -68,16 +68,37 @@ bool ListSkips(const CommonOptions& o) {
   return true;
 }
 
+void AddTracesArgument(CLI::App* sub, std::vector<std::string>* traces) {
+  sub->add_option("traces", *traces, "Trace files (one per process of the run)");
+}
+
 bool HasTraces(const std::string& command, const std::vector<std::string>& traces) {
   if (!traces.empty()) return true;
   fmt::print(stderr, "crossfree {0}: no trace given (crossfree {0} TRACE...)\n", command);
   return false;
 }
 
-const char* SettingOfAnotherModel(const std::string& allocator, const std::string& malloc_conf,
-                                  const std::string& glibc_tunables) {
-  if (!malloc_conf.empty() && allocator != "jemalloc") return "--malloc-conf";
-  if (!glibc_tunables.empty() && allocator != "glibc") return "--glibc-tunables";
+void AddModelOptions(CLI::App* sub, simulate::ModelSettings* model) {
+  sub->add_option("--malloc-conf", model->malloc_conf,
+                  "With --allocator jemalloc: MALLOC_CONF of the modelled run (e.g. "
+                  "narenas:8,tcache_max:4096)");
+  sub->add_option("--glibc-tunables", model->glibc_tunables,
+                  "With --allocator glibc: GLIBC_TUNABLES of the modelled run (e.g. "
+                  "glibc.malloc.tcache_count=16)");
+  sub->add_option("--cpus", model->cpus,
+                  "With --allocator: CPUs of the machine that ran the trace (jemalloc's "
+                  "narenas, glibc's arena_max; default: this machine's)")
+      ->check(CLI::Range(0u, 65536u));
+}
+
+bool HasModelOptions(const simulate::ModelSettings& model) {
+  return !model.malloc_conf.empty() || !model.glibc_tunables.empty() || model.cpus != 0;
+}
+
+const char* SettingOfAnotherModel(const std::string& allocator,
+                                  const simulate::ModelSettings& model) {
+  if (!model.malloc_conf.empty() && allocator != "jemalloc") return "--malloc-conf";
+  if (!model.glibc_tunables.empty() && allocator != "glibc") return "--glibc-tunables";
   return nullptr;
 }
 

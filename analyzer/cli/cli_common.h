@@ -8,6 +8,7 @@
 
 #include "analyzer/model/analysis.h"
 #include "analyzer/render/output.h"
+#include "analyzer/simulate/allocator_model.h"
 
 namespace CLI {
 class App;
@@ -37,14 +38,26 @@ size_t TextWidth(const CommonOptions& options, const std::string& path);
 // (the command then exits 0).
 bool ListSkips(const CommonOptions& options);
 
+// Registers the positional TRACE... of the commands that read one run
+// (report, gate, simulate); HasTraces then checks that some were given.
+void AddTracesArgument(CLI::App* sub, std::vector<std::string>* traces);
+
 // False (and a one-line error naming the command) when no trace is given.
 bool HasTraces(const std::string& command, const std::vector<std::string>& traces);
+
+// Registers --malloc-conf, --glibc-tunables and --cpus: the settings, in
+// the allocator's own syntax, of the model that report --allocator and
+// simulate build (the other ModelSettings fields are simulate's own).
+void AddModelOptions(CLI::App* sub, simulate::ModelSettings* model);
+
+// True when any option of AddModelOptions was given.
+bool HasModelOptions(const simulate::ModelSettings& model);
 
 // An allocator-model setting given without the model it sets: "--malloc-conf"
 // unless `allocator` is jemalloc, "--glibc-tunables" unless it is glibc;
 // null when there is none. Such a setting is refused, never ignored.
-const char* SettingOfAnotherModel(const std::string& allocator, const std::string& malloc_conf,
-                                  const std::string& glibc_tunables);
+const char* SettingOfAnotherModel(const std::string& allocator,
+                                  const simulate::ModelSettings& model);
 
 // Registers --by, --site-depth, --skip, --no-default-skips, --key-lines, --jobs.
 void AddCommonOptions(CLI::App* sub, CommonOptions* options);

@@ -138,7 +138,7 @@ void RegisterGateCommand(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand(
       "gate", "Fail (exit 1) on cross-thread pairs the baseline does not allow, for CI");
   sub->add_option("--baseline", args->baseline, "Baseline file (see docs/guide/analyzer.md)");
-  sub->add_option("traces", args->traces, "Trace files (one per process of the run)");
+  AddTracesArgument(sub, &args->traces);
   sub->add_option("--format", args->format, "Output format of the verdict")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -27,9 +27,7 @@ struct ReportArgs {
   uint64_t operations = 0;
   std::string allocator;
   bool lifetimes = false;
-  std::string malloc_conf;
-  std::string glibc_tunables;
-  unsigned cpus = 0;
+  simulate::ModelSettings model;  // AddModelOptions
   CommonOptions common;
 };
 
@@ -39,7 +37,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* sub = app.add_subcommand(
       "report", "Report the objects allocated on one thread and freed on another");
-  sub->add_option("traces", args->traces, "Trace files (one per process of the run)");
+  AddTracesArgument(sub, &args->traces);
   sub->add_option("--top", args->top, "Cross-thread pairs shown (0 = all)")->capture_default_str();
   sub->add_option("--format", args->format, "Output format")
       ->check(CLI::IsMember({"text", "json", "html", "folded", "pprof"}))
@@ -54,13 +52,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember(simulate::AllocatorNames()));
   sub->add_flag("--lifetimes", args->lifetimes,
                 "Add each pair's object lifetimes and CPUs (one more ordered pass)");
-  sub->add_option("--malloc-conf", args->malloc_conf,
-                  "With --allocator jemalloc: MALLOC_CONF of the modelled run");
-  sub->add_option("--glibc-tunables", args->glibc_tunables,
-                  "With --allocator glibc: GLIBC_TUNABLES of the modelled run");
-  sub->add_option("--cpus", args->cpus,
-                  "With --allocator: CPUs of the machine that ran the trace (default: this one's)")
-      ->check(CLI::Range(0u, 65536u));
+  AddModelOptions(sub, &args->model);
   AddCommonOptions(sub, &args->common);
   sub->callback([args, exit_code, sub] {
     if (ListSkips(args->common)) return;
@@ -70,9 +62,8 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
     }
     // Model settings without the model they set, or a model with a window
     // (the replay's caches depend on every event from the start): refused.
-    const char* wrong =
-        SettingOfAnotherModel(args->allocator, args->malloc_conf, args->glibc_tunables);
-    if (args->cpus != 0 && args->allocator.empty()) wrong = "--cpus";
+    const char* wrong = SettingOfAnotherModel(args->allocator, args->model);
+    if (args->model.cpus != 0 && args->allocator.empty()) wrong = "--cpus";
     if (wrong) {
       fmt::print(stderr, "crossfree report: {} needs --allocator {}\n", wrong,
                  std::string(wrong) == "--malloc-conf"    ? "jemalloc"
@@ -96,15 +87,10 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       return;
     }
     if (costs) {
-      simulate::ModelSettings model;
-      model.malloc_conf = args->malloc_conf;
-      model.glibc_tunables = args->glibc_tunables;
-      model.cpus = args->cpus;
-      bool from_flags = !args->malloc_conf.empty() || !args->glibc_tunables.empty() || args->cpus;
-      std::string source = std::string(from_flags ? "flags" : "defaults") +
+      std::string source = std::string(HasModelOptions(args->model) ? "flags" : "defaults") +
                            "; the trace does not record the run's environment";
       std::string error;
-      if (!simulate::AddPairCosts(args->traces, args->allocator, model, source,
+      if (!simulate::AddPairCosts(args->traces, args->allocator, args->model, source,
                                   ToAnalysisOptions(args->common), &analysis, &error)) {
         fmt::print(stderr, "crossfree report: {}\n", Printable(error));
         *exit_code = kExitUsage;

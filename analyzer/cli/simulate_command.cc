@@ -25,9 +25,7 @@ struct SimulateArgs {
   bool cache_from_first_event = false;
   std::string allocator = "gperftools";
   bool pairs = false;
-  std::string malloc_conf;
-  std::string glibc_tunables;
-  unsigned cpus = 0;
+  simulate::ModelSettings model;  // AddModelOptions
   std::string format = "text";
   std::string output;
   CommonOptions common;
@@ -41,7 +39,7 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
       "simulate",
       "Predict gperftools 2.10 central free-list transfers (thread-cache fetches and releases), "
       "or with --allocator what jemalloc's, glibc's or mimalloc's caches would cost per pair");
-  sub->add_option("traces", args->traces, "Trace files (one per process of the run)");
+  AddTracesArgument(sub, &args->traces);
   sub->add_option("--max-total-thread-cache-bytes", args->max_total_thread_cache_bytes,
                   "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES of the modelled run")
       ->capture_default_str();
@@ -60,14 +58,7 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sub->add_flag("--pairs", args->pairs,
                 "With gperftools: the cost view per pair (lifetimes, CPUs) instead of transfers");
-  sub->add_option("--malloc-conf", args->malloc_conf,
-                  "jemalloc: MALLOC_CONF of the modelled run (e.g. narenas:8,tcache_max:4096)");
-  sub->add_option("--glibc-tunables", args->glibc_tunables,
-                  "glibc: GLIBC_TUNABLES of the modelled run (e.g. glibc.malloc.tcache_count=16)");
-  sub->add_option("--cpus", args->cpus,
-                  "CPUs of the machine that ran the trace (jemalloc's narenas, glibc's arena_max; "
-                  "default: this machine's)")
-      ->check(CLI::Range(0u, 65536u));
+  AddModelOptions(sub, &args->model);
   sub->add_option("--top", args->top, "Fetch and release sites shown, each (0 = all)")
       ->capture_default_str();
   sub->add_option("--format", args->format, "Output format")
@@ -104,8 +95,7 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
       return;
     }
     // Settings of one allocator given to another are refused, not ignored.
-    const char* wrong =
-        SettingOfAnotherModel(args->allocator, args->malloc_conf, args->glibc_tunables);
+    const char* wrong = SettingOfAnotherModel(args->allocator, args->model);
     if (args->allocator != "gperftools") {
       if (sub->count("--max-total-thread-cache-bytes")) wrong = "--max-total-thread-cache-bytes";
       if (sub->count("--transfer-num-objects")) wrong = "--transfer-num-objects";
@@ -132,11 +122,9 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
     // The cost view of gperftools is asked for with --pairs; HTML has only
     // the cost view.
     options.pairs = args->pairs || args->format == "html";
-    options.model.malloc_conf = args->malloc_conf;
-    options.model.glibc_tunables = args->glibc_tunables;
-    options.model.cpus = args->cpus;
-    bool from_flags = !args->malloc_conf.empty() || !args->glibc_tunables.empty() ||
-                      args->cpus != 0 || sub->count("--max-total-thread-cache-bytes") ||
+    options.model = args->model;
+    bool from_flags = HasModelOptions(args->model) ||
+                      sub->count("--max-total-thread-cache-bytes") ||
                       sub->count("--transfer-num-objects");
     // The trace holds no environment of the recorded run (docs/trace-format.md).
     options.settings_source = std::string(from_flags ? "flags" : "defaults") +

@@ -23,6 +23,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "analyzer/model/range_index.h"
+
 namespace crossfree::analyzer {
 namespace {
 
@@ -159,27 +161,15 @@ struct Symbolizer::Impl {
       int32_t parent;  // enclosing node for an inlined subroutine, else -1
       int32_t depth;
     };
-    struct Range {
-      uint64_t low;
-      uint64_t high;      // exclusive
-      uint64_t max_high;  // max high of this and every earlier range
-      int32_t node;
-    };
     std::vector<Node> nodes;
-    std::vector<Range> ranges;  // sorted by low
+    RangeIndex<int32_t> ranges;  // DWARF addresses -> node
 
     // The deepest node with a range containing pc (DWARF address), or -1.
     int32_t Innermost(uint64_t pc) const {
-      auto it = std::upper_bound(ranges.begin(), ranges.end(), pc,
-                                 [](uint64_t a, const Range& r) { return a < r.low; });
       int32_t best = -1;
-      while (it != ranges.begin()) {
-        --it;
-        if (it->max_high <= pc) break;
-        if (pc < it->high && (best < 0 || nodes[it->node].depth > nodes[best].depth)) {
-          best = it->node;
-        }
-      }
+      ranges.ForEachContaining(pc, [&](int32_t node) {
+        if (best < 0 || nodes[node].depth > nodes[best].depth) best = node;
+      });
       return best;
     }
   };
@@ -208,16 +198,8 @@ struct Symbolizer::Impl {
     std::vector<Symbol> symbols;
   };
 
-  // One address range of a module, sorted by start for the lookup.
-  struct Range {
-    uint64_t start;
-    uint64_t end;         // exclusive
-    uint64_t max_end;     // max end of this and every earlier range
-    size_t module_index;
-  };
-
   std::vector<ModuleState> modules;
-  std::vector<Range> ranges;
+  RangeIndex<size_t> ranges;  // the modules' segments -> module index
   bool probed_segmentless = false;
   std::unordered_map<uint64_t, std::vector<SymbolFrame>> cache;
   // Function names by DIE (its address in the mapped debug data, unique
@@ -237,21 +219,14 @@ struct Symbolizer::Impl {
   }
 
   void BuildRanges() {
-    ranges.clear();
+    ranges.Clear();
     for (size_t i = 0; i < modules.size(); ++i) {
       for (const format::ModuleSegment& s : modules[i].module.segments) {
         if (s.size == 0) continue;
-        ranges.push_back({s.start, s.start + s.size, 0, i});
+        ranges.Add(s.start, s.start + s.size, i);
       }
     }
-    std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
-      return a.start != b.start ? a.start < b.start : a.module_index < b.module_index;
-    });
-    uint64_t max_end = 0;
-    for (Range& r : ranges) {
-      max_end = std::max(max_end, r.end);
-      r.max_end = max_end;
-    }
+    ranges.Build();
   }
 
   // A module recorded without its PT_LOAD segments: derive them from the
@@ -285,18 +260,14 @@ struct Symbolizer::Impl {
   // The module containing address; when ranges overlap (a library unloaded
   // and another mapped at the same place) the one recorded last wins.
   ModuleState* FindModule(uint64_t address) {
-    auto it = std::upper_bound(ranges.begin(), ranges.end(), address,
-                               [](uint64_t a, const Range& r) { return a < r.start; });
     ModuleState* found = nullptr;
     size_t found_index = 0;
-    while (it != ranges.begin()) {
-      --it;
-      if (it->max_end <= address) break;  // no earlier range reaches address
-      if (address < it->end && (found == nullptr || it->module_index > found_index)) {
-        found = &modules[it->module_index];
-        found_index = it->module_index;
+    ranges.ForEachContaining(address, [&](size_t module_index) {
+      if (found == nullptr || module_index > found_index) {
+        found = &modules[module_index];
+        found_index = module_index;
       }
-    }
+    });
     if (found == nullptr && !probed_segmentless) {
       ProbeSegmentlessModules();
       return FindModule(address);
@@ -373,13 +344,7 @@ struct Symbolizer::Impl {
       index = std::make_unique<CuIndex>();
       std::string prefix;
       WalkDies(cu, -1, &prefix, index.get());
-      std::sort(index->ranges.begin(), index->ranges.end(),
-                [](const CuIndex::Range& a, const CuIndex::Range& b) { return a.low < b.low; });
-      uint64_t max_high = 0;
-      for (CuIndex::Range& r : index->ranges) {
-        max_high = std::max(max_high, r.high);
-        r.max_high = max_high;
-      }
+      index->ranges.Build();
     }
     return *index;
   }
@@ -408,7 +373,7 @@ struct Symbolizer::Impl {
               node = static_cast<int32_t>(index->nodes.size());
               index->nodes.push_back({child, parent_node, depth});
             }
-            index->ranges.push_back({low, high, 0, node});
+            index->ranges.Add(low, high, node);
           }
           // Declarations and abstract instances have no code below them.
           if (node >= 0) WalkDies(&child, node, prefix, index);

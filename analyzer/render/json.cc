@@ -509,16 +509,28 @@ std::string CpuJson(const CpuCounts& c) {
                      c.unknown);
 }
 
-// The "traces" array of both simulate outputs, one object a line.
-std::string SimTracesJson(const std::vector<SimTraceInfo>& traces) {
-  std::string out;
-  for (const SimTraceInfo& t : traces) {
-    if (!out.empty()) out += ",\n";
-    out += fmt::format(
+// The document of both simulate outputs: tool, schema, the model object's
+// fields, the grouping, the traces (one object a line), the totals with the
+// replay's unknown frees and in-place reallocs, then the schema's own
+// `sections` (each "  \"name\": value,\n"), then the warnings.
+std::string SimulationDocument(int schema, std::string_view model, const SimulationResult& r,
+                               const SimulateOptions& options, std::string_view totals,
+                               std::string_view sections) {
+  std::string traces;
+  for (const SimTraceInfo& t : r.traces) {
+    if (!traces.empty()) traces += ",\n";
+    traces += fmt::format(
         "    {{\"path\": {}, \"pid\": {}, \"threads\": {}, \"events\": {}, \"truncated\": {}}}",
         analyzer::render::JsonString(t.path), t.pid, t.threads, t.events, t.truncated);
   }
-  return out;
+  return fmt::format(
+      "{{\n  \"tool\": \"crossfree simulate\",\n  \"schema\": {},\n  \"model\": {{{}}},\n"
+      "  \"by\": \"{}\",\n  \"traces\": [\n{}\n  ],\n"
+      "  \"totals\": {{{}, \"unknown_frees\": {}, \"inplace_reallocs\": {}}},\n"
+      "{}  \"warnings\": [{}]\n}}\n",
+      schema, model, options.by == analyzer::GroupBy::kRole ? "role" : "thread", traces, totals,
+      r.unknown_frees, r.inplace_reallocs, sections,
+      analyzer::render::JsonStringList(r.warnings));
 }
 
 std::string RenderCostJson(const SimulationResult& r, const SimulateOptions& options) {
@@ -528,7 +540,6 @@ std::string RenderCostJson(const SimulationResult& r, const SimulateOptions& opt
     settings += fmt::format("{}{}: {}", settings.empty() ? "" : ", ",
                             analyzer::render::JsonString(k), analyzer::render::JsonString(v));
   }
-  const std::string traces = SimTracesJson(r.traces);
   std::string groups;
   for (const CostGroupResult& g : m.groups) {
     if (!groups.empty()) groups += ",\n";
@@ -556,30 +567,26 @@ std::string RenderCostJson(const SimulationResult& r, const SimulateOptions& opt
         CostJson(p.cost), LifetimeJson(p.lifetime), CpuJson(p.cpu),
         analyzer::render::SiteJson(p.alloc_site), analyzer::render::SiteJson(p.free_site));
   }
-  const std::string warnings = analyzer::render::JsonStringList(r.warnings);
-  return fmt::format(
-      "{{\n  \"tool\": \"crossfree simulate\",\n  \"schema\": 2,\n"
-      "  \"model\": {{\"allocator\": {}, \"settings\": {{{}}}, \"settings_source\": {}, "
-      "\"validated\": {}, \"validation_level\": {}, \"validation\": {}}},\n"
-      "  \"by\": \"{}\",\n  \"traces\": [\n{}\n  ],\n"
-      "  \"totals\": {{{}, \"unknown_frees\": {}, \"inplace_reallocs\": {}}},\n"
-      "  \"cross_thread\": {{{}}},\n  \"thread_exit\": {{{}}},\n  \"live_at_end\": {{{}}},\n"
-      "  \"groups\": [\n{}\n  ],\n  \"size_classes\": [\n{}\n  ],\n"
-      "  \"pair_count\": {},\n  \"pairs\": [\n{}\n  ],\n  \"warnings\": [{}]\n}}\n",
+  const std::string model = fmt::format(
+      "\"allocator\": {}, \"settings\": {{{}}}, \"settings_source\": {}, \"validated\": {}, "
+      "\"validation_level\": {}, \"validation\": {}",
       analyzer::render::JsonString(m.allocator), settings,
       analyzer::render::JsonString(m.settings_source), m.validation.validated,
       analyzer::render::JsonString(m.validation.Label()),
-      analyzer::render::JsonString(m.validation.how),
-      options.by == analyzer::GroupBy::kRole ? "role" : "thread", traces, CostJson(m.totals),
-      r.unknown_frees, r.inplace_reallocs, CostJson(m.cross_thread), CostJson(m.thread_exit),
-      CostJson(m.live_at_end), groups, classes, m.pair_count, pairs, warnings);
+      analyzer::render::JsonString(m.validation.how));
+  const std::string sections = fmt::format(
+      "  \"cross_thread\": {{{}}},\n  \"thread_exit\": {{{}}},\n  \"live_at_end\": {{{}}},\n"
+      "  \"groups\": [\n{}\n  ],\n  \"size_classes\": [\n{}\n  ],\n"
+      "  \"pair_count\": {},\n  \"pairs\": [\n{}\n  ],\n",
+      CostJson(m.cross_thread), CostJson(m.thread_exit), CostJson(m.live_at_end), groups,
+      classes, m.pair_count, pairs);
+  return SimulationDocument(2, model, r, options, CostJson(m.totals), sections);
 }
 
 }  // namespace
 
 std::string RenderSimulationJson(const SimulationResult& r, const SimulateOptions& options) {
   if (r.cost) return RenderCostJson(r, options);
-  const std::string traces = SimTracesJson(r.traces);
   const SizeMap map(options.allocator.transfer_num_objects);
   std::string groups;
   for (const GroupResult& g : r.groups) {
@@ -596,20 +603,15 @@ std::string RenderSimulationJson(const SimulationResult& r, const SimulateOption
                           classes.empty() ? "" : "\n", classes,
                           classes.empty() ? "" : "\n      ");
   }
-  const std::string warnings = analyzer::render::JsonStringList(r.warnings);
-  return fmt::format(
-      "{{\n  \"tool\": \"crossfree simulate\",\n  \"schema\": 1,\n"
-      "  \"model\": {{\"allocator\": \"gperftools-2.10\", \"page_shift\": {}, \"max_size\": {}, "
-      "\"max_total_thread_cache_bytes\": {}, \"transfer_num_objects\": {}}},\n"
-      "  \"by\": \"{}\",\n  \"traces\": [\n{}\n  ],\n"
-      "  \"totals\": {{{}, \"unknown_frees\": {}, \"inplace_reallocs\": {}}},\n"
-      "  \"groups\": [\n{}\n  ],\n  \"fetch_sites\": {},\n  \"release_sites\": {},\n"
-      "  \"warnings\": [{}]\n}}\n",
+  const std::string model = fmt::format(
+      "\"allocator\": \"gperftools-2.10\", \"page_shift\": {}, \"max_size\": {}, "
+      "\"max_total_thread_cache_bytes\": {}, \"transfer_num_objects\": {}",
       kPageShift, kMaxSize, options.allocator.max_total_thread_cache_bytes,
-      options.allocator.transfer_num_objects,
-      options.by == analyzer::GroupBy::kRole ? "role" : "thread", traces, CountsJson(r.totals),
-      r.unknown_frees, r.inplace_reallocs, groups, SitesJson(r.fetch_sites),
-      SitesJson(r.release_sites), warnings);
+      options.allocator.transfer_num_objects);
+  const std::string sections =
+      fmt::format("  \"groups\": [\n{}\n  ],\n  \"fetch_sites\": {},\n  \"release_sites\": {},\n",
+                  groups, SitesJson(r.fetch_sites), SitesJson(r.release_sites));
+  return SimulationDocument(1, model, r, options, CountsJson(r.totals), sections);
 }
 
 }  // namespace crossfree::analyzer::simulate

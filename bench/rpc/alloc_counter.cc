@@ -58,6 +58,18 @@ void Lock() {
 }
 void Unlock() { g_lock.clear(std::memory_order_release); }
 
+// Copies the first `count` entries of a table the hooks write under g_lock
+// and returns how many: the copy is then read without the lock, since
+// naming its threads allocates (and so re-enters the hooks).
+template <typename T, size_t N>
+int CopyUnderLock(const T (&table)[N], const int& count, T (&copy)[N]) {
+  Lock();
+  const int n = count;
+  memcpy(copy, table, sizeof(T) * n);
+  Unlock();
+  return n;
+}
+
 void Insert(uintptr_t a, int32_t tid) {
   Lock();
   int t = 0;
@@ -179,11 +191,8 @@ void StartAllocRecording() {
 
 std::map<std::string, long> StopAllocRecording() {
   g_recording.store(false);
-  Lock();
   Pair pairs[kMaxPairs];
-  int n = g_num_pairs;
-  memcpy(pairs, g_pairs, sizeof(Pair) * n);
-  Unlock();
+  const int n = CopyUnderLock(g_pairs, g_num_pairs, pairs);
   std::map<std::string, long> out;
   for (int i = 0; i < n; ++i) {
     out[Role(pairs[i].alloc_tid) + " -> " + Role(pairs[i].free_tid)] += pairs[i].count;
@@ -194,11 +203,8 @@ std::map<std::string, long> StopAllocRecording() {
 long RecordedAllocations() { return g_allocs.load(); }
 
 std::map<std::string, long> RecordedAllocationsByRole() {
-  Lock();
   ThreadCount counts[kMaxThreads];
-  int n = g_num_threads;
-  memcpy(counts, g_thread_counts, sizeof(ThreadCount) * n);
-  Unlock();
+  const int n = CopyUnderLock(g_thread_counts, g_num_threads, counts);
   std::map<std::string, long> out;
   for (int i = 0; i < n; ++i) out[Role(counts[i].tid)] += counts[i].count;
   return out;
