@@ -9,6 +9,8 @@
 #include <memory>
 #include <sstream>
 
+#include <catch2/catch.hpp>
+
 #include "tests/support/process.h"
 
 extern char** environ;
@@ -145,6 +147,13 @@ Trace LoadTrace(const std::string& path) {
   t.complete = DecodeAll(*reader, collector, &t.error, [&](const format::Chunk& chunk) {
     t.chunk_sequences[chunk.tid].push_back(chunk.sequence);
   });
+  return t;
+}
+
+Trace LoadCompleteTrace(const std::string& path) {
+  Trace t = LoadTrace(path);
+  INFO(path << ": " << t.error);
+  REQUIRE(t.complete);
   return t;
 }
 

@@ -80,6 +80,9 @@ std::string ReadAll(const std::string& path);
 
 // Reads and fully decodes a trace; complete is false on any problem.
 Trace LoadTrace(const std::string& path);
+// LoadTrace, the trace REQUIREd complete (the failure names the path and
+// the reader's error).
+Trace LoadCompleteTrace(const std::string& path);
 
 // "fn NAME START SIZE" lines printed by the targets.
 struct FnRange {
