@@ -51,12 +51,8 @@ void CheckSameResponse(const std::string& bytes) {
 std::string WrittenRequest(int32_t call_id, const std::string& svc, const std::string& method,
                            uint32_t timeout, size_t body, const std::vector<std::string>& sc) {
   std::string field = EncodeRemoteMethodField(svc, method);
-  RequestHeaderFields f;
-  f.call_id = call_id;
-  f.remote_method_field = field;
-  f.timeout_millis = timeout;
-  f.body_size = body;
-  f.sidecars = sc;
+  const RequestHeaderFields f = {.call_id = call_id, .remote_method_field = field,
+                                 .timeout_millis = timeout, .body_size = body, .sidecars = sc};
   std::string out(RequestHeaderSize(f), '\0');
   uint8_t* end = WriteRequestHeader(f, reinterpret_cast<uint8_t*>(out.data()));
   REQUIRE(end == reinterpret_cast<uint8_t*>(out.data()) + out.size());
