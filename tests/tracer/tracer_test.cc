@@ -97,9 +97,7 @@ Traced RunWhole(const std::string& name, const std::vector<std::string>& args = 
   r.run = RunTraced(name, r.dir, args, env_extra, extra_preload);
   INFO(name << " stderr: " << r.run.err);
   REQUIRE(r.run.exit_code == 0);
-  r.t = LoadTrace(r.dir + "/trace");
-  INFO("trace: " << r.t.error);
-  REQUIRE(r.t.complete);
+  r.t = LoadCompleteTrace(r.dir + "/trace");
   r.fns = ParseFunctions(r.run.out);
   return r;
 }
