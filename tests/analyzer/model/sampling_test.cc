@@ -485,18 +485,18 @@ SyntheticTrace RpcLikeRun(uint64_t calls, double cross, bool handoff, uint64_t s
   return t;
 }
 
-// RpcLikeRun(calls, cross, handoff, seed) analysed as `name`, one
-// operation per call.
-void AnalyzeRpcLikeRun(Analyzed& r, const std::string& name, uint64_t calls, double cross,
-                       bool handoff, uint64_t seed) {
-  SyntheticTrace trace = RpcLikeRun(calls, cross, handoff, seed);
+// AnalyzeInto for a run of `operations` operations (the trace must outlive
+// r: the set reads its bytes).
+void AnalyzeRun(Analyzed& r, SyntheticTrace& trace, const std::string& name,
+                uint64_t operations) {
   AnalyzeInto(r, trace, name);
-  r.analysis.operations = calls;
+  r.analysis.operations = operations;
 }
 
 TEST_CASE("gate on synthetic runs: one run's baseline passes reruns and fails a planted hand-off") {
+  SyntheticTrace base_trace = RpcLikeRun(1000, 0.4, false, 1);
   Analyzed base;
-  AnalyzeRpcLikeRun(base, "base.trc", 1000, 0.4, false, 1);
+  AnalyzeRun(base, base_trace, "base.trc", 1000);
   // The per-call pair, the timing-dependent one and the start-up objects.
   const CrossPair* startup = FindPair(base.analysis, 3);
   REQUIRE(startup != nullptr);
@@ -511,13 +511,15 @@ TEST_CASE("gate on synthetic runs: one run's baseline passes reruns and fails a 
   CHECK(baseline.sites.at(AllocSite(2)) == Approx(1.0));  // every call allocates one there
 
   // A longer rerun in which the timing-dependent site crossed 60% of the time.
+  SyntheticTrace longer_trace = RpcLikeRun(3000, 0.6, false, 2);
   Analyzed longer;
-  AnalyzeRpcLikeRun(longer, "longer.trc", 3000, 0.6, false, 2);
+  AnalyzeRun(longer, longer_trace, "longer.trc", 3000);
   CHECK(testing::Gate(longer.analysis, baseline).passed());
 
   // The same length with a hand-off every 10th call: fails, naming its site.
+  SyntheticTrace planted_trace = RpcLikeRun(1000, 0.4, true, 3);
   Analyzed planted;
-  AnalyzeRpcLikeRun(planted, "planted.trc", 1000, 0.4, true, 3);
+  AnalyzeRun(planted, planted_trace, "planted.trc", 1000);
   GateResult fail = testing::Gate(planted.analysis, baseline);
   REQUIRE(fail.offenses.size() == 1);
   CHECK(fail.offenses[0].verdict == GateVerdict::kNew);
