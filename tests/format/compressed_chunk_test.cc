@@ -52,9 +52,7 @@ std::vector<uint8_t> CpuTrace(std::vector<Event>* events) {
       0x7f2000000000, 4096, 1, 3);
   b.Flush();
   w.Begin(200, 0, 2000);
-  uint8_t id[4] = {0xde, 0xad, 0xbe, 0xef};
-  ModuleSegment seg[1] = {{0x400000, 0x2000}};
-  w.AppendModule(ModuleView{2000, 0, "/usr/bin/app", 12, id, 4, seg, 1});
+  testing::AppendAppModule(w, 2000);
   w.AppendStack(2, frames + 1, 2);
   ts = 2100;
   for (uint32_t i = 0; i < 150; ++i) {

@@ -126,6 +126,14 @@ inline std::vector<uint8_t> MakeChunk(uint32_t tid, uint32_t seq, uint64_t base,
   return c;
 }
 
+// The module record of the test traces' executable: /usr/bin/app, build id
+// de ad be ef, one 8 KiB segment at 0x400000, stamped ts.
+inline void AppendAppModule(ChunkWriter& w, uint64_t ts) {
+  uint8_t id[4] = {0xde, 0xad, 0xbe, 0xef};
+  ModuleSegment seg[1] = {{0x400000, 0x2000}};
+  w.AppendModule(ModuleView{ts, 0, "/usr/bin/app", 12, id, 4, seg, 1});
+}
+
 // A small trace with every record type in four chunks of three threads.
 inline std::vector<uint8_t> SmallTrace(std::vector<uint64_t>* chunk_offsets = nullptr) {
   TraceBuilder b(ChunkWriter::kMinChunkCapacity);
@@ -138,9 +146,7 @@ inline std::vector<uint8_t> SmallTrace(std::vector<uint64_t>* chunk_offsets = nu
   w.AppendRealloc(AllocFn::kRealloc, 1500, 1600, 0x7f1000000040, 0x7f1000100000, 4096, 1);
   b.Flush();
   w.Begin(200, 0, 2000);
-  uint8_t id[4] = {0xde, 0xad, 0xbe, 0xef};
-  ModuleSegment seg[1] = {{0x400000, 0x2000}};
-  w.AppendModule(ModuleView{2000, 0, "/usr/bin/app", 12, id, 4, seg, 1});
+  AppendAppModule(w, 2000);
   w.AppendStack(2, frames + 1, 3);
   w.AppendFree(FreeFn::kDelete, 2100, 0x7f1000000010, 48, 2);
   w.AppendFree(FreeFn::kFree, 2200, 0x7f1000100000, 0, 2);

@@ -97,6 +97,23 @@ Pairs PerCall(std::initializer_list<std::pair<const std::string, long>> per_call
   return p;
 }
 
+// Calls made with `pattern` leave exactly the pairs `per_call` gives for
+// each call.
+void CheckPairsPerCall(const AllocPattern& pattern,
+                       std::initializer_list<std::pair<const std::string, long>> per_call) {
+  Pairs got = CountSyncCalls(pattern);
+  INFO("pairs:\n" << Show(got));
+  CHECK(got == PerCall(per_call));
+}
+
+// With the one legacy switch `legacy` on.
+void CheckLegacySwitch(bool AllocPattern::*legacy,
+                       std::initializer_list<std::pair<const std::string, long>> per_call) {
+  AllocPattern p;
+  p.*legacy = true;
+  CheckPairsPerCall(p, per_call);
+}
+
 TEST_CASE("fixed pattern: zero cross-thread pairs per call", "[rpc][alloc]") {
   FastPaths fast;
   SECTION("KRPC topology (reactors plus a worker)") {}
@@ -130,53 +147,33 @@ TEST_CASE("fixed pattern: zero cross-thread pairs per call", "[rpc][alloc]") {
 }
 
 TEST_CASE("legacy_reactor_tasks: one heap task C -> CR and one W -> SR per call", "[rpc][alloc]") {
-  AllocPattern p;
-  p.legacy_reactor_tasks = true;
-  Pairs got = CountSyncCalls(p);
-  INFO("pairs:\n" << Show(got));
-  CHECK(got == PerCall({{"client-N -> cli-reactor-N", 1}, {"worker-N -> reactor-N", 1}}));
+  CheckLegacySwitch(&AllocPattern::legacy_reactor_tasks,
+                    {{"client-N -> cli-reactor-N", 1}, {"worker-N -> reactor-N", 1}});
 }
 
 TEST_CASE("legacy_call_response: one CallResponse CR -> C per call", "[rpc][alloc]") {
-  AllocPattern p;
-  p.legacy_call_response = true;
-  Pairs got = CountSyncCalls(p);
-  INFO("pairs:\n" << Show(got));
-  CHECK(got == PerCall({{"cli-reactor-N -> client-N", 1}}));
+  CheckLegacySwitch(&AllocPattern::legacy_call_response, {{"cli-reactor-N -> client-N", 1}});
 }
 
 TEST_CASE("legacy_response_transfer: buffer, transfer and callbacks W -> SR per call",
           "[rpc][alloc]") {
-  AllocPattern p;
-  p.legacy_response_transfer = true;
-  Pairs got = CountSyncCalls(p);
-  INFO("pairs:\n" << Show(got));
-  CHECK(got == PerCall({{"worker-N -> reactor-N", 3}}));
+  CheckLegacySwitch(&AllocPattern::legacy_response_transfer, {{"worker-N -> reactor-N", 3}});
 }
 
 TEST_CASE("legacy_messages: the arena block W -> SR per call", "[rpc][alloc]") {
-  AllocPattern p;
-  p.legacy_messages = true;
-  Pairs got = CountSyncCalls(p);
-  INFO("pairs:\n" << Show(got));
-  CHECK(got == PerCall({{"worker-N -> reactor-N", 1}}));
+  CheckLegacySwitch(&AllocPattern::legacy_messages, {{"worker-N -> reactor-N", 1}});
 }
 
 TEST_CASE("legacy_client_transfer: response transfer+buffer CR -> C, callback box C -> CR",
           "[rpc][alloc]") {
-  AllocPattern p;
-  p.legacy_client_transfer = true;
-  Pairs got = CountSyncCalls(p);
-  INFO("pairs:\n" << Show(got));
-  CHECK(got == PerCall({{"cli-reactor-N -> client-N", 2}, {"client-N -> cli-reactor-N", 1}}));
+  CheckLegacySwitch(&AllocPattern::legacy_client_transfer,
+                    {{"cli-reactor-N -> client-N", 2}, {"client-N -> cli-reactor-N", 1}});
 }
 
 TEST_CASE("all legacy switches together add up", "[rpc][alloc]") {
-  Pairs got = CountSyncCalls(AllocPattern::Legacy());
-  INFO("pairs:\n" << Show(got));
-  CHECK(got == PerCall({{"client-N -> cli-reactor-N", 2},
-                        {"cli-reactor-N -> client-N", 3},
-                        {"worker-N -> reactor-N", 5}}));
+  CheckPairsPerCall(AllocPattern::Legacy(), {{"client-N -> cli-reactor-N", 2},
+                                              {"cli-reactor-N -> client-N", 3},
+                                              {"worker-N -> reactor-N", 5}});
 }
 
 }  // namespace

@@ -126,12 +126,8 @@ testing::TestServer StartServerIn(bool connection_threads, int reactors, int wor
 void CheckServerStillServes(const testing::TestServer& server) {
   auto client = testing::StartClient();
   test::CalculatorServiceProxy proxy(client, server.address);
-  test::AddRequestPB req;
-  req.set_x(20);
-  req.set_y(22);
   test::AddResponsePB resp;
-  RpcController c;
-  Status s = proxy.Add(req, &resp, &c);
+  Status s = testing::Add(&proxy, 20, 22, &resp);
   INFO(s.ToString());
   REQUIRE(s.ok());
   CHECK(resp.result() == 42);
@@ -179,12 +175,8 @@ TEST_CASE("bad input closes only the offending connection, with a logged reason"
       // A healthy connection open across the bad one.
       auto bystander = testing::StartClient();
       test::CalculatorServiceProxy proxy(bystander, server.address);
-      test::AddRequestPB req;
-      req.set_x(1);
-      req.set_y(1);
       test::AddResponsePB resp;
-      RpcController c0;
-      REQUIRE(proxy.Add(req, &resp, &c0).ok());
+      REQUIRE(testing::Add(&proxy, 1, 1, &resp).ok());
 
       int fd = RawConnect(server.address);
       REQUIRE(fd >= 0);
@@ -195,8 +187,7 @@ TEST_CASE("bad input closes only the offending connection, with a logged reason"
       CHECK(log.Contains(c.logged));
       CHECK(log.Contains("received bad data"));
 
-      RpcController c1;
-      REQUIRE(proxy.Add(req, &resp, &c1).ok());
+      REQUIRE(testing::Add(&proxy, 1, 1, &resp).ok());
       CHECK(resp.result() == 2);
       CheckServerStillServes(server);
     }
@@ -265,14 +256,9 @@ class FakeServer {
  public:
   using ReplyFn = std::function<std::string(const std::vector<int32_t>& call_ids)>;
   FakeServer(int frames_to_read, ReplyFn reply) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
-    REQUIRE(::listen(listen_fd_, 4) == 0);
-    socklen_t len = sizeof(address);
-    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &len);
+    listen_fd_ = testing::ListenOnLoopback(&address);
+    INFO(strerror(errno));
+    REQUIRE(listen_fd_ >= 0);
     thread_ = std::thread([this, frames_to_read, reply] {
       int fd = ::accept(listen_fd_, nullptr, nullptr);
       if (fd < 0) return;
@@ -382,14 +368,10 @@ TEST_CASE("malformed responses never crash the client, pending calls fail clearl
     CHECK(log.Contains("unknown call id 999"));
   }
   SECTION("a server that closes right away fails the pending calls with NetworkError") {
-    int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
-    REQUIRE(::listen(lfd, 4) == 0);
-    socklen_t len = sizeof(a);
-    getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+    sockaddr_in a;
+    int lfd = testing::ListenOnLoopback(&a);
+    INFO(strerror(errno));
+    REQUIRE(lfd >= 0);
     std::thread t([lfd] {
       int fd = ::accept(lfd, nullptr, nullptr);
       std::this_thread::sleep_for(50ms);

@@ -84,15 +84,6 @@ int running(const testing::TestServer& s) {
   return s.messenger->connection_thread_set()->running();
 }
 
-Status Add(CalculatorServiceProxy* proxy, uint32_t x, uint32_t y, AddResponsePB* resp) {
-  AddRequestPB req;
-  req.set_x(x);
-  req.set_y(y);
-  RpcController c;
-  c.set_timeout(10s);
-  return proxy->Add(req, resp, &c);
-}
-
 TEST_CASE("connection threads: sync and async calls, several connections", "[rpc][threads]") {
   const int base_fds = OpenFds();
   {
@@ -219,40 +210,25 @@ TEST_CASE("connection threads: idle and frame timeouts close, frames are bounded
   o.frame_timeout_ms = 300;
   o.max_message_size = 64 * 1024;
   auto server = StartThreadServer(o);
+  // A raw connection sends `bytes` and then nothing: a timeout closes it
+  // within `wait` and not before it (a lower bound only; `wait` fails the
+  // test only if the close never comes).
+  auto check_timed_out = [&](const std::string& bytes, std::chrono::milliseconds wait) {
+    int fd = RawConnect(server.address);
+    REQUIRE(fd >= 0);
+    if (!bytes.empty()) REQUIRE(SendAll(fd, bytes));
+    auto t0 = Clock::now();
+    CHECK(WaitClosed(fd, wait));
+    CHECK(SecondsSince(t0) >= 0.25);
+    ::close(fd);
+  };
+  const std::string frame = RequestFrame(0, "Add", AddBody(1, 2));
   SECTION("idle after the header, and after a call") {
-    int fd = RawConnect(server.address);
-    REQUIRE(fd >= 0);
-    AddRequestPB req;
-    req.set_x(1);
-    req.set_y(2);
-    REQUIRE(SendAll(fd, ConnHeader() + RequestFrame(0, "Add", req.SerializeAsString())));
-    auto t0 = Clock::now();
-    // Closed by the idle timeout: not before it (a lower bound only; the
-    // 30 s deadline fails the test only if the close never comes).
-    CHECK(WaitClosed(fd, 30s));  // reads the response first
-    CHECK(SecondsSince(t0) >= 0.25);
-    ::close(fd);
+    check_timed_out(ConnHeader() + frame, 30s);  // WaitClosed reads the response first
   }
-  SECTION("nothing sent: the connection header's frame timeout") {
-    int fd = RawConnect(server.address);
-    REQUIRE(fd >= 0);
-    auto t0 = Clock::now();
-    CHECK(WaitClosed(fd, 5s));
-    CHECK(SecondsSince(t0) >= 0.25);
-    ::close(fd);
-  }
+  SECTION("nothing sent: the connection header's frame timeout") { check_timed_out("", 5s); }
   SECTION("a stalled partial frame") {
-    int fd = RawConnect(server.address);
-    REQUIRE(fd >= 0);
-    AddRequestPB req;
-    req.set_x(1);
-    req.set_y(2);
-    std::string frame = RequestFrame(0, "Add", req.SerializeAsString());
-    REQUIRE(SendAll(fd, ConnHeader() + frame.substr(0, frame.size() - 2)));
-    auto t0 = Clock::now();
-    CHECK(WaitClosed(fd, 5s));
-    CHECK(SecondsSince(t0) >= 0.25);
-    ::close(fd);
+    check_timed_out(ConnHeader() + frame.substr(0, frame.size() - 2), 5s);
   }
   SECTION("a frame over max_message_size closes at its prefix") {
     int fd = RawConnect(server.address);

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <thread>
@@ -20,6 +22,7 @@
 #include "rpc/proxy.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
+#include "tests/rpc/raw_client.h"
 #include "tests/rpc/rpc_test_util.h"
 
 namespace crossfree::rpc {
@@ -33,15 +36,23 @@ using namespace std::chrono_literals;
 const std::vector<std::string> kInline = {"Add", "Echo"};
 constexpr bool kCallerReads = true;
 
-Status Add(CalculatorServiceProxy* proxy, uint32_t x, uint32_t y, AddResponsePB* resp,
-           std::chrono::nanoseconds timeout = 10s) {
-  AddRequestPB req;
-  req.set_x(x);
-  req.set_y(y);
-  RpcController c;
-  c.set_timeout(timeout);
-  return proxy->Add(req, resp, &c);
-}
+// A server running kInline on its reactors (`reactors` of them, 2 workers,
+// a queue of `queue`) and a client whose callers read their own responses,
+// with a proxy from one to the other. One call is made first: from then on
+// the client's read side is lent to its callers.
+struct CallerReadsSetup {
+  TestServer server;
+  std::shared_ptr<Messenger> client;
+  CalculatorServiceProxy proxy;
+
+  explicit CallerReadsSetup(int reactors = 1, int queue = 50)
+      : server(StartServer(reactors, 2, queue, kMaxMsg, kInline)),
+        client(StartClient(1, kMaxMsg, kCallerReads)),
+        proxy(client, server.address) {
+    AddResponsePB resp;
+    REQUIRE(Add(&proxy, 1, 1, &resp).ok());
+  }
+};
 
 TEST_CASE("fast paths: inline handlers and caller reads give the same answers", "[rpc][fast]") {
   for (bool inline_handlers : {false, true}) {
@@ -147,45 +158,39 @@ TEST_CASE("inline handlers: errors, deferral and registration", "[rpc][fast]") {
 
 TEST_CASE("caller reads: timeouts, never before the deadline, late responses are dropped",
           "[rpc][fast]") {
-  auto server = StartServer(1, 2, 50, kMaxMsg, kInline);
-  auto client = StartClient(1, kMaxMsg, kCallerReads);
-  CalculatorServiceProxy proxy(client, server.address);
+  CallerReadsSetup setup;
   AddResponsePB resp;
-  REQUIRE(Add(&proxy, 1, 1, &resp).ok());  // the read side is lent from now on
   for (auto timeout : {std::chrono::nanoseconds(1), std::chrono::nanoseconds(200ms),
                        std::chrono::nanoseconds(700ms)}) {
     RpcController c;
     c.set_timeout(timeout);
     SleepResponsePB sresp;
     auto t0 = Clock::now();
-    Status s = proxy.Sleep(SleepReq(1000000), &sresp, &c);
+    Status s = setup.proxy.Sleep(SleepReq(1000000), &sresp, &c);
     double took = SecondsSince(t0);
     INFO(s.ToString());
     CHECK(s.IsTimedOut());
     CHECK(took >= std::chrono::duration<double>(timeout).count());
     // The connection serves on, read by callers again.
-    uint64_t before = client->caller_read_responses();
-    REQUIRE(Add(&proxy, 2, 3, &resp).ok());
+    uint64_t before = setup.client->caller_read_responses();
+    REQUIRE(Add(&setup.proxy, 2, 3, &resp).ok());
     CHECK(resp.result() == 5);
     AddResponsePB resp2;
-    REQUIRE(Add(&proxy, 4, 3, &resp2).ok());
+    REQUIRE(Add(&setup.proxy, 4, 3, &resp2).ok());
     CHECK(resp2.result() == 7);
-    CHECK(client->caller_read_responses() > before);
+    CHECK(setup.client->caller_read_responses() > before);
   }
   // The late Sleep responses arrive while callers read: dropped by id.
   std::this_thread::sleep_for(1100ms);
   for (int i = 0; i < 10; ++i) {
-    REQUIRE(Add(&proxy, i, 10, &resp).ok());
+    REQUIRE(Add(&setup.proxy, i, 10, &resp).ok());
     CHECK(resp.result() == static_cast<uint32_t>(i + 10));
   }
 }
 
 TEST_CASE("caller reads: Cancel() from another thread ends the call Aborted", "[rpc][fast]") {
-  auto server = StartServer(1, 2, 50, kMaxMsg, kInline);
-  auto client = StartClient(1, kMaxMsg, kCallerReads);
-  CalculatorServiceProxy proxy(client, server.address);
+  CallerReadsSetup setup;
   AddResponsePB resp;
-  REQUIRE(Add(&proxy, 1, 1, &resp).ok());
   for (int round = 0; round < 3; ++round) {
     RpcController c;
     SleepResponsePB sresp;
@@ -201,26 +206,23 @@ TEST_CASE("caller reads: Cancel() from another thread ends the call Aborted", "[
     });
     // A 60 s sleep and no timeout: only the cancel can end the call before
     // it answers OK, so Aborted is the verdict, with no clock.
-    Status s = proxy.Sleep(SleepReq(60 * 1000 * 1000), &sresp, &c);
+    Status s = setup.proxy.Sleep(SleepReq(60 * 1000 * 1000), &sresp, &c);
     canceller.join();
     INFO(s.ToString());
     CHECK(s.IsAborted());
     CHECK(c.state() == OutboundCall::State::kCancelled);
-    REQUIRE(Add(&proxy, 2, 2, &resp).ok());
+    REQUIRE(Add(&setup.proxy, 2, 2, &resp).ok());
     CHECK(resp.result() == 4);
   }
   // The client going away cancels the server's sleeps.
-  client->Shutdown();
-  CHECK(WaitFor([&] { return server.service->sleeps_running() == 0; }));
+  setup.client->Shutdown();
+  CHECK(WaitFor([&] { return setup.server.service->sleeps_running() == 0; }));
 }
 
 TEST_CASE("caller reads: concurrent callers and async calls share the connection",
           "[rpc][fast]") {
-  auto server = StartServer(2, 2, 500, kMaxMsg, kInline);
-  auto client = StartClient(1, kMaxMsg, kCallerReads);
-  CalculatorServiceProxy proxy(client, server.address);
+  CallerReadsSetup setup(2, 500);
   AddResponsePB warm;
-  REQUIRE(Add(&proxy, 0, 0, &warm).ok());
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
   // A slow sync call whose caller reads while the others' responses come
@@ -230,14 +232,14 @@ TEST_CASE("caller reads: concurrent callers and async calls share the connection
       SleepResponsePB sresp;
       RpcController c;
       c.set_timeout(10s);
-      if (!proxy.Sleep(SleepReq(100000), &sresp, &c).ok()) ++failures;
+      if (!setup.proxy.Sleep(SleepReq(100000), &sresp, &c).ok()) ++failures;
     }
   });
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (uint32_t i = 0; i < 300; ++i) {
         AddResponsePB resp;
-        if (!Add(&proxy, i, t * 1000, &resp).ok() || resp.result() != i + t * 1000) ++failures;
+        if (!Add(&setup.proxy, i, t * 1000, &resp).ok() || resp.result() != i + t * 1000) ++failures;
       }
     });
   }
@@ -252,7 +254,7 @@ TEST_CASE("caller reads: concurrent callers and async calls share the connection
     AddRequestPB req;
     req.set_x(i);
     req.set_y(7);
-    proxy.AddAsync(req, &aresp[i], actl.back().get(), [&counter, i] { counter.Done(i); });
+    setup.proxy.AddAsync(req, &aresp[i], actl.back().get(), [&counter, i] { counter.Done(i); });
     if (i % 50 == 0) std::this_thread::sleep_for(5ms);
   }
   for (auto& th : threads) th.join();
@@ -265,31 +267,28 @@ TEST_CASE("caller reads: concurrent callers and async calls share the connection
   }
   CHECK(failures.load() == 0);
   // Alone again: the next caller reads its own response again.
-  uint64_t before = client->caller_read_responses();
-  for (int i = 0; i < 5; ++i) REQUIRE(Add(&proxy, 1, 2, &warm).ok());
-  CHECK(client->caller_read_responses() >= before + 4);
+  uint64_t before = setup.client->caller_read_responses();
+  for (int i = 0; i < 5; ++i) REQUIRE(Add(&setup.proxy, 1, 2, &warm).ok());
+  CHECK(setup.client->caller_read_responses() >= before + 4);
 }
 
 TEST_CASE("caller reads: the client's shutdown while a caller reads fails the call",
           "[rpc][fast]") {
-  auto server = StartServer(1, 2, 50, kMaxMsg, kInline);
-  auto client = StartClient(1, kMaxMsg, kCallerReads);
-  CalculatorServiceProxy proxy(client, server.address);
+  CallerReadsSetup setup;
   AddResponsePB resp;
-  REQUIRE(Add(&proxy, 1, 1, &resp).ok());
   // Once the server runs the sleep, the caller is reading (or about to).
   std::thread stopper([&] {
-    WaitFor([&] { return server.service->sleeps_running() == 1; });
-    client->Shutdown();
+    WaitFor([&] { return setup.server.service->sleeps_running() == 1; });
+    setup.client->Shutdown();
   });
   RpcController c;
   SleepResponsePB sresp;
   // 60 s and no timeout: only the shutdown can end the call Aborted.
-  Status s = proxy.Sleep(SleepReq(60 * 1000 * 1000), &sresp, &c);
+  Status s = setup.proxy.Sleep(SleepReq(60 * 1000 * 1000), &sresp, &c);
   stopper.join();
   INFO(s.ToString());
   CHECK(s.IsAborted());
-  CHECK(WaitFor([&] { return server.service->sleeps_running() == 0; }));
+  CHECK(WaitFor([&] { return setup.server.service->sleeps_running() == 0; }));
 }
 
 // A scripted server on a raw socket: accepts one connection, reads the
@@ -299,14 +298,10 @@ class RawServer {
  public:
   using Script = std::function<bool(int call_index, int32_t call_id, std::string* out)>;
   explicit RawServer(Script script) : script_(std::move(script)) {
-    lfd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    REQUIRE(::bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
-    REQUIRE(::listen(lfd_, 4) == 0);
-    REQUIRE(::getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    sockaddr_in a;
+    lfd_ = testing::ListenOnLoopback(&a);
+    INFO(strerror(errno));
+    REQUIRE(lfd_ >= 0);
     REQUIRE(Sockaddr::Parse("127.0.0.1", ntohs(a.sin_port), &addr_).ok());
     thread_ = std::thread([this] { Run(); });
   }

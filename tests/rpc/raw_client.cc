@@ -2,6 +2,7 @@
 // Raw-socket RPC clients for the tests (see raw_client.h).
 #include "tests/rpc/raw_client.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -92,5 +93,22 @@ bool WaitClosed(int fd, std::chrono::milliseconds timeout) {
 }
 
 bool IsClosed(int fd) { return WaitClosed(fd, std::chrono::milliseconds(1)); }
+
+int ListenOnLoopback(sockaddr_in* address) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  *address = sockaddr_in{};
+  address->sin_family = AF_INET;
+  address->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(*address);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(address), sizeof(*address)) != 0 ||
+      ::listen(fd, 4) != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(address), &len) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    errno = saved;
+    return -1;
+  }
+  return fd;
+}
 
 }  // namespace crossfree::rpc::testing

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Test helpers: raw-socket clients of the RPC wire format, for the tests
 // that send what a well-behaved client would not (bad bytes, stalled
-// frames, floods). Thread: whichever test thread owns the socket.
+// frames, floods), and the listening socket of a scripted fake server.
+// Thread: whichever test thread owns the socket.
 #pragma once
+
+#include <netinet/in.h>
 
 #include <chrono>
 #include <cstdint>
@@ -29,5 +32,10 @@ std::string AddBody(uint32_t x, uint32_t y);
 bool WaitClosed(int fd, std::chrono::milliseconds timeout);
 // Non-blocking check: true if the server closed `fd` already.
 bool IsClosed(int fd);
+
+// A TCP socket listening on 127.0.0.1, on a port the kernel picks (a
+// backlog of 4, close-on-exec); *address gets the address. -1 with errno
+// set if the socket cannot be made.
+int ListenOnLoopback(sockaddr_in* address);
 
 }  // namespace crossfree::rpc::testing

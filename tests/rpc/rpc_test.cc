@@ -435,13 +435,8 @@ TEST_CASE("direct writes: shared proxy, large frames, closed connection", "[rpc]
     CHECK(resp.data() == req.data());
   }
   server.messenger->Shutdown();
-  AddRequestPB req;
-  req.set_x(1);
-  req.set_y(2);
   AddResponsePB resp;
-  RpcController c;
-  c.set_timeout(60s);
-  Status s = proxy.Add(req, &resp, &c);
+  Status s = Add(&proxy, 1, 2, &resp, 60s);
   INFO(s.ToString());
   // Not timed out: the closed server ends the call by itself.
   CHECK(s.IsNetworkError());

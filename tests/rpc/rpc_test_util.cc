@@ -45,6 +45,16 @@ std::shared_ptr<Messenger> StartClient(int reactors, size_t max_message_size, bo
   return m;
 }
 
+Status Add(test::CalculatorServiceProxy* proxy, uint32_t x, uint32_t y, test::AddResponsePB* resp,
+           std::chrono::nanoseconds timeout) {
+  test::AddRequestPB req;
+  req.set_x(x);
+  req.set_y(y);
+  RpcController c;
+  c.set_timeout(timeout);
+  return proxy->Add(req, resp, &c);
+}
+
 void CheckLargeEcho(test::CalculatorServiceProxy* proxy) {
   test::EchoRequestPB echo;
   echo.set_data(std::string(3 << 20, 'e'));

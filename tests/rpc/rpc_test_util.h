@@ -59,6 +59,10 @@ bool WaitFor(Pred pred) {
   return pred();
 }
 
+// One Add(x, y) call through proxy, given `timeout`; *resp gets the answer.
+Status Add(test::CalculatorServiceProxy* proxy, uint32_t x, uint32_t y, test::AddResponsePB* resp,
+           std::chrono::nanoseconds timeout = std::chrono::seconds(10));
+
 inline test::SleepRequestPB SleepReq(uint32_t micros) {
   test::SleepRequestPB r;
   r.set_sleep_micros(micros);

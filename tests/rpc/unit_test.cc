@@ -217,13 +217,7 @@ TEST_CASE("a frame round-trips and bad frames are Corruption", "[rpc][unit]") {
 }
 
 TEST_CASE("random bytes never crash the frame parser", "[rpc][unit]") {
-  uint64_t x = 88172645463325252ull;  // xorshift64: deterministic
-  auto next = [&x] {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return x;
-  };
+  std::mt19937_64 next(88172645463325252ull);  // fixed seed: every run sees the same inputs
   // A valid request frame (after its length prefix) with sidecars, to mutate.
   RequestHeader valid;
   valid.set_call_id(9);

@@ -167,15 +167,24 @@ struct Target {
     child.Send(cmd);
     return child.Line();
   }
+  // Tells it to exit; its exit status.
+  int Exit() {
+    child.Send("exit");
+    return child.Wait();
+  }
 };
 
-// `crossfree record -p` running until SIGINT, past its "recording" line.
+// `crossfree record -p` running until SIGINT, past its "recording" line;
+// the constructor REQUIREs that it attached (the failure shows what it
+// said).
 struct Recorder {
   Child child;
   std::string err;
   Recorder(pid_t pid, const std::string& trace, const std::vector<std::string>& extra = {})
       : child(Argv(pid, trace, extra)) {
     err = child.ErrUntil("crossfree record: recording");
+    INFO("crossfree record -p " << pid << ":\n" << err);
+    REQUIRE(attached());
   }
   static std::vector<std::string> Argv(pid_t pid, const std::string& trace,
                                        const std::vector<std::string>& extra) {
@@ -194,12 +203,25 @@ struct Recorder {
   }
 };
 
+// The fixture of the tests that attach to tt_attach: a fresh directory for
+// the traces, and the target started.
+struct TargetFixture {
+  const std::string dir = MakeTempDir();
+  Target target;
+};
+
 std::map<uint64_t, format::Event> AllocsOfSize(const Trace& t, uint64_t size) {
   std::map<uint64_t, format::Event> out;
   for (const format::Event& e : t.events) {
     if (e.op == format::EventOp::kAlloc && e.size == size) out[e.address] = e;
   }
   return out;
+}
+
+// How many allocations of `size` bytes the trace at path has; the trace
+// must be whole.
+size_t CountAllocsOfSize(const std::string& path, uint64_t size) {
+  return AllocsOfSize(LoadCompleteTrace(path), size).size();
 }
 
 std::string ThreadName(const Trace& t, uint32_t tid) {
@@ -257,7 +279,6 @@ TEST_CASE("known answer: pairs and objects from before the window and live at it
   {
     Recorder rec(target.pid, trace_path);
     INFO(rec.err);
-    REQUIRE(rec.attached());
     CHECK(rec.err.find("stopped for") != std::string::npos);
     CHECK(target.Ask("where") == "where libcrossfree-trace.so -");
     REQUIRE(target.Ask("cross") == "cross");
@@ -275,12 +296,9 @@ TEST_CASE("known answer: pairs and objects from before the window and live at it
   // Left as it was: the GOT entry is libc's again, and the program works.
   CHECK(target.Ask("where") == "where libc.so.6 -");
   CHECK(target.Ask("cross") == "cross");
-  target.child.Send("exit");
-  CHECK(target.child.Wait() == 0);
+  CHECK(target.Exit() == 0);
 
-  Trace t = LoadTrace(trace_path);
-  INFO(t.error);
-  REQUIRE(t.complete);
+  Trace t = LoadCompleteTrace(trace_path);
   CHECK((t.header.fields.flags & format::kHeaderFlagWindowed) != 0);
   // 1000 objects of 4242 bytes made on "producer", each freed on "consumer".
   auto cross = AllocsOfSize(t, 4242);
@@ -333,13 +351,10 @@ TEST_CASE("known answer: pairs and objects from before the window and live at it
   CHECK(text.find("live at window end") != std::string::npos);
 }
 
-TEST_CASE("detach while a thread is inside operator new, blocked in its new-handler") {
-  const std::string dir = MakeTempDir();
-  Target target;
+TEST_CASE_METHOD(TargetFixture,
+                 "detach while a thread is inside operator new, blocked in its new-handler") {
   {
     Recorder rec(target.pid, dir + "/stuck.trace");
-    INFO(rec.err);
-    REQUIRE(rec.attached());
     // The handler runs inside the hooked operator new: the tracer's frame
     // is on that thread's stack when the GOT entries go back.
     REQUIRE(target.Ask("stuck") == "stuck");
@@ -349,42 +364,29 @@ TEST_CASE("detach while a thread is inside operator new, blocked in its new-hand
   CHECK(target.child.Line() == "unstuck");
   CHECK(target.Ask("where") == "where libc.so.6 -");
   CHECK(target.Ask("cross") == "cross");
-  target.child.Send("exit");
-  CHECK(target.child.Wait() == 0);
-  Trace t = LoadTrace(dir + "/stuck.trace");
-  INFO(t.error);
-  CHECK(t.complete);
+  CHECK(target.Exit() == 0);
+  LoadCompleteTrace(dir + "/stuck.trace");  // whole
 }
 
-TEST_CASE("a module dlopen'ed while attached is hooked and restored at detach") {
-  const std::string dir = MakeTempDir();
+TEST_CASE_METHOD(TargetFixture,
+                 "a module dlopen'ed while attached is hooked and restored at detach") {
   const std::string plugin = std::string(CROSSFREE_TT_DIR) + "/tt_attach_plugin.so";
-  Target target;
   {
     Recorder rec(target.pid, dir + "/plugin.trace");
-    INFO(rec.err);
-    REQUIRE(rec.attached());
     REQUIRE(target.Ask("plugin " + plugin) == "plugin");
     CHECK(target.Ask("where") == "where libcrossfree-trace.so libcrossfree-trace.so");
     REQUIRE(rec.Detach() == 0);
   }
   CHECK(target.Ask("where") == "where libc.so.6 libc.so.6");
-  target.child.Send("exit");
-  CHECK(target.child.Wait() == 0);
-  Trace t = LoadTrace(dir + "/plugin.trace");
-  INFO(t.error);
-  REQUIRE(t.complete);
-  CHECK(AllocsOfSize(t, 4245).size() == 300);
+  CHECK(target.Exit() == 0);
+  CHECK(CountAllocsOfSize(dir + "/plugin.trace", 4245) == 300);
 }
 
-TEST_CASE("a second attach is refused and record killed with SIGKILL unhooks and exit while "
-          "attached writes the trace") {
-  const std::string dir = MakeTempDir();
-  Target target;
+TEST_CASE_METHOD(TargetFixture,
+                 "a second attach is refused and record killed with SIGKILL unhooks and exit while "
+                 "attached writes the trace") {
   {
     Recorder first(target.pid, dir + "/first.trace");
-    INFO(first.err);
-    REQUIRE(first.attached());
     RunResult second = Run({CROSSFREE_CLI, "record", "-p", std::to_string(target.pid),
                             "--duration", "0.1", "-o", dir + "/second.trace"},
                            {}, "");
@@ -417,37 +419,26 @@ TEST_CASE("a second attach is refused and record killed with SIGKILL unhooks and
   // Attaching again works; then the target exits while attached.
   {
     Recorder again(target.pid, dir + "/again.trace");
-    INFO(again.err);
-    REQUIRE(again.attached());
     REQUIRE(target.Ask("cross") == "cross");
-    target.child.Send("exit");
-    CHECK(target.child.Wait() == 0);
+    CHECK(target.Exit() == 0);
     CHECK(again.child.Wait() == 0);
     const std::string rest = again.child.RestOfErr();
     CHECK(rest.find("exited while attached") != std::string::npos);
   }
-  Trace t = LoadTrace(dir + "/again.trace");
-  INFO(t.error);
-  CHECK(t.complete);
-  CHECK(AllocsOfSize(t, 4242).size() == 1000);
+  CHECK(CountAllocsOfSize(dir + "/again.trace", 4242) == 1000);
 }
 
-TEST_CASE("a fork while attached leaves the child untraced and the trace whole and a sampled "
-          "session after an unsampled one counts every thread") {
-  const std::string dir = MakeTempDir();
-  Target target;
+TEST_CASE_METHOD(TargetFixture,
+                 "a fork while attached leaves the child untraced and the trace whole and a "
+                 "sampled session after an unsampled one counts every thread") {
   {
     Recorder rec(target.pid, dir + "/fork.trace");
-    INFO(rec.err);
-    REQUIRE(rec.attached());
     REQUIRE(target.Ask("cross") == "cross");
     CHECK(target.Ask("fork") == "forked 7 8");
     REQUIRE(target.Ask("cross") == "cross");
     REQUIRE(rec.Detach() == 0);
   }
-  Trace t = LoadTrace(dir + "/fork.trace");
-  INFO(t.error);
-  REQUIRE(t.complete);
+  Trace t = LoadCompleteTrace(dir + "/fork.trace");
   // Only the parent's two rounds: the children's 200 objects of the same
   // size are in no trace.
   CHECK(std::count_if(t.events.begin(), t.events.end(), [](const format::Event& e) {
@@ -456,14 +447,10 @@ TEST_CASE("a fork while attached leaves the child untraced and the trace whole a
   CHECK(t.header.fields.pid == static_cast<uint32_t>(target.pid));
   {
     Recorder rec(target.pid, dir + "/sampled.trace", {"--sample", "7"});
-    INFO(rec.err);
-    REQUIRE(rec.attached());
     REQUIRE(target.Ask("cross") == "cross");
     REQUIRE(rec.Detach() == 0);
   }
-  Trace s = LoadTrace(dir + "/sampled.trace");
-  INFO(s.error);
-  REQUIRE(s.complete);
+  Trace s = LoadCompleteTrace(dir + "/sampled.trace");
   CHECK(s.header.fields.sample_period == 7);
   // Every thread counted its calls (counts records), the threads whose
   // states were made in the unsampled session too: the producer made
@@ -479,16 +466,12 @@ TEST_CASE("a fork while attached leaves the child untraced and the trace whole a
   CHECK(by_name["consumer"].allocs == 0);
   CHECK(by_name["consumer"].frees == 1000);
   CHECK(target.Ask("where") == "where libc.so.6 -");
-  target.child.Send("exit");
-  CHECK(target.child.Wait() == 0);
+  CHECK(target.Exit() == 0);
 }
 
-TEST_CASE("an exec while attached writes the trace first and record says so") {
-  const std::string dir = MakeTempDir();
-  Target target;
+TEST_CASE_METHOD(TargetFixture,
+                 "an exec while attached writes the trace first and record says so") {
   Recorder rec(target.pid, dir + "/exec.trace");
-  INFO(rec.err);
-  REQUIRE(rec.attached());
   REQUIRE(target.Ask("cross") == "cross");
   target.child.Send("exec");
   // record sees the control socket close at the exec (close-on-exec).
@@ -497,15 +480,12 @@ TEST_CASE("an exec while attached writes the trace first and record says so") {
   CHECK(rest.find("exec'd (/usr/bin/cat) while attached") != std::string::npos);
   // The new image is cat: it echoes.
   CHECK(target.Ask("echo") == "echo");
-  Trace t = LoadTrace(dir + "/exec.trace");
-  INFO(t.error);
-  REQUIRE(t.complete);
+  Trace t = LoadCompleteTrace(dir + "/exec.trace");
   CHECK(AllocsOfSize(t, 4242).size() == 1000);
 }
 
-TEST_CASE("20 attach/detach cycles leave no descriptor or mapping behind") {
-  const std::string dir = MakeTempDir();
-  Target target;
+TEST_CASE_METHOD(TargetFixture,
+                 "20 attach/detach cycles leave no descriptor or mapping behind") {
   const std::vector<std::string> fds_before = Fds(target.pid);
   std::string maps_after_first;
   std::vector<std::string> fds_after_first;
@@ -539,11 +519,8 @@ TEST_CASE("20 attach/detach cycles leave no descriptor or mapping behind") {
   CHECK(Maps(target.pid) == maps_after_first);
   CHECK(target.Ask("where") == "where libc.so.6 -");
   CHECK(target.Ask("cross") == "cross");
-  target.child.Send("exit");
-  CHECK(target.child.Wait() == 0);
-  Trace t = LoadTrace(dir + "/cycle.trace");
-  INFO(t.error);
-  CHECK(t.complete);
+  CHECK(target.Exit() == 0);
+  LoadCompleteTrace(dir + "/cycle.trace");  // whole
 }
 
 TEST_CASE("record killed with SIGKILL after each step of the injection leaves the target "
@@ -614,18 +591,13 @@ TEST_CASE("record killed with SIGKILL after each step of the injection leaves th
   }
   {
     Recorder rec(target.pid, dir + "/after2.trace");
-    INFO(rec.err);
-    REQUIRE(rec.attached());
     REQUIRE(target.Ask("cross") == "cross");
     REQUIRE(rec.Detach() == 0);
   }
   CHECK(target.Ask("vector") == "vector ok");
   CHECK(target.Ask("sleepers") == "sleepers 2");
-  target.child.Send("exit");
-  CHECK(target.child.Wait() == 0);
-  Trace t = LoadTrace(dir + "/after2.trace");
-  INFO(t.error);
-  REQUIRE(t.complete);
+  CHECK(target.Exit() == 0);
+  Trace t = LoadCompleteTrace(dir + "/after2.trace");
   CHECK(AllocsOfSize(t, 4242).size() == 1000);
 }
 
@@ -645,17 +617,13 @@ TEST_CASE("a real Debian program that takes malloc's address: python3") {
   REQUIRE(py.Line() == "ready");
   {
     Recorder rec(py.pid(), dir + "/python.trace");
-    INFO(rec.err);
-    REQUIRE(rec.attached());
     py.Send("work");
     REQUIRE(py.Line() == "worked");
     REQUIRE(rec.Detach() == 0);
   }
   py.Send("work");
   CHECK(py.Line() == "worked");
-  Trace t = LoadTrace(dir + "/python.trace");
-  INFO(t.error);
-  REQUIRE(t.complete);
+  Trace t = LoadCompleteTrace(dir + "/python.trace");
   // bytearray(50000) asks the allocator for 50001 bytes.
   CHECK(std::count_if(t.events.begin(), t.events.end(), [](const format::Event& e) {
           return e.op == format::EventOp::kAlloc && e.size == 50001;
@@ -737,17 +705,13 @@ TEST_CASE("clear errors for another user's process and for root without CAP_SYS_
   CHECK(target.Line() == "where libc.so.6 -");
   {
     Recorder rec(static_cast<pid_t>(std::stol(pid)), dir + "/root.trace");
-    INFO(rec.err);
-    REQUIRE(rec.attached());
     target.Send("cross");
     REQUIRE(target.Line() == "cross");
     REQUIRE(rec.Detach() == 0);
   }
   target.Send("exit");
   CHECK(target.Wait() == 0);
-  Trace t = LoadTrace(dir + "/root.trace");
-  INFO(t.error);
-  REQUIRE(t.complete);
+  Trace t = LoadCompleteTrace(dir + "/root.trace");
   CHECK(AllocsOfSize(t, 4242).size() == 1000);
 }
 
@@ -797,16 +761,11 @@ TEST_CASE("a stopped process is refused, left stopped, and attaches once continu
   CHECK(target.Ask("vector") == "vector ok");
   {
     Recorder rec(target.pid, dir + "/continued.trace");
-    INFO(rec.err);
-    REQUIRE(rec.attached());
     REQUIRE(target.Ask("cross") == "cross");
     REQUIRE(rec.Detach() == 0);
   }
-  target.child.Send("exit");
-  CHECK(target.child.Wait() == 0);
-  Trace t = LoadTrace(dir + "/continued.trace");
-  INFO(t.error);
-  REQUIRE(t.complete);
+  CHECK(target.Exit() == 0);
+  Trace t = LoadCompleteTrace(dir + "/continued.trace");
   CHECK(AllocsOfSize(t, 4242).size() == 1000);
 }
 
@@ -823,8 +782,7 @@ TEST_CASE("a thread with too little stack left is not made to load the tracer") 
   // It was stopped and let go untouched: its read goes on.
   CHECK(target.Ask("small") == "small 1");
   CHECK(target.Ask("where") == "where libc.so.6 -");
-  target.child.Send("exit");
-  CHECK(target.child.Wait() == 0);
+  CHECK(target.Exit() == 0);
 }
 
 }  // namespace

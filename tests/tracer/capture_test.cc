@@ -121,18 +121,17 @@ bool InLibc(uint64_t pc) {
 
 void* Fn(int (*f)(uint64_t*, int)) { return reinterpret_cast<void*>(f); }
 
-const char* ModeName(UnwindMode mode) {
-  switch (mode) {
-    case UnwindMode::kFramePointer: return "fp";
-    case UnwindMode::kLibunwind: return "libunwind";
-    case UnwindMode::kHybrid: return "hybrid";
-  }
-  return "?";
+// The unwind mode of that name (as CROSSFREE_UNWIND and --unwind take it).
+UnwindMode Mode(const char* name) {
+  UnwindMode mode = UnwindMode::kHybrid;
+  INFO("unwind mode " << name);
+  REQUIRE(ParseUnwindMode(name, &mode));
+  return mode;
 }
 
-void CheckKnownChain(UnwindMode mode) {
-  INFO("mode " << ModeName(mode));
-  REQUIRE(InitStacks(mode, 64));
+void CheckKnownChain(const char* mode) {
+  INFO("mode " << mode);
+  REQUIRE(InitStacks(Mode(mode), 64));
   uint64_t frames[64] = {};
   // Twice: the first capture may fill caches, the second reads them.
   for (int round = 0; round < 2; ++round) {
@@ -154,15 +153,15 @@ void CheckKnownChain(UnwindMode mode) {
 }
 
 TEST_CASE("CaptureStack records the hook's caller first, then its callers") {
-  CheckKnownChain(UnwindMode::kFramePointer);
-  CheckKnownChain(UnwindMode::kLibunwind);
-  CheckKnownChain(UnwindMode::kHybrid);
+  CheckKnownChain("fp");
+  CheckKnownChain("libunwind");
+  CheckKnownChain("hybrid");
 }
 
 TEST_CASE("CaptureStack works on a thread's first capture") {
-  for (UnwindMode mode : {UnwindMode::kFramePointer, UnwindMode::kLibunwind, UnwindMode::kHybrid}) {
-    INFO("mode " << ModeName(mode));
-    REQUIRE(InitStacks(mode, 64));
+  for (const char* mode : {"fp", "libunwind", "hybrid"}) {
+    INFO("mode " << mode);
+    REQUIRE(InitStacks(Mode(mode), 64));
     uint64_t frames[64] = {};
     int depth = 0;
     std::thread thread([&] { depth = CfTestF1(frames, 64); });
@@ -187,9 +186,9 @@ int FindQsortCaller() {
 
 TEST_CASE("CaptureStack through qsort: DWARF modes reach the caller beyond libc") {
   REQUIRE(LibcQsort() != nullptr);
-  for (UnwindMode mode : {UnwindMode::kLibunwind, UnwindMode::kHybrid}) {
-    INFO("mode " << ModeName(mode));
-    REQUIRE(InitStacks(mode, 64));
+  for (const char* mode : {"libunwind", "hybrid"}) {
+    INFO("mode " << mode);
+    REQUIRE(InitStacks(Mode(mode), 64));
     for (int round = 0; round < 2; ++round) {
       CfTestQsortCaller();
       REQUIRE(cf_test_qsort_depth >= 3);
@@ -269,9 +268,9 @@ TEST_CASE("CaptureStack: threads racing through cold code get identical stacks")
 }
 
 TEST_CASE("CaptureStack survives broken frame chains") {
-  for (UnwindMode mode : {UnwindMode::kFramePointer, UnwindMode::kHybrid}) {
-    INFO("mode " << ModeName(mode));
-    REQUIRE(InitStacks(mode, 64));
+  for (const char* mode : {"fp", "hybrid"}) {
+    INFO("mode " << mode);
+    REQUIRE(InitStacks(Mode(mode), 64));
     uint64_t frames[64] = {};
     // A frame record outside the stack (on the heap): nothing is read.
     auto* heap_record = static_cast<uintptr_t*>(std::malloc(64));
@@ -307,9 +306,9 @@ namespace {
 // return address. A walk that follows frame pointers ends at the first
 // word outside every module's executable segments.
 TEST_CASE("CaptureStack ends a frame-pointer walk at a word that is no return address") {
-  for (UnwindMode mode : {UnwindMode::kFramePointer, UnwindMode::kHybrid}) {
-    INFO("mode " << ModeName(mode));
-    REQUIRE(InitStacks(mode, 64));
+  for (const char* mode : {"fp", "hybrid"}) {
+    INFO("mode " << mode);
+    REQUIRE(InitStacks(Mode(mode), 64));
     void* heap = std::malloc(32);
     const uintptr_t junk[] = {
         0x8a3c2f6d11e49200,                       // a stack canary

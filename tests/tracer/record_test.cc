@@ -4,9 +4,7 @@
 // files, a status CI notices when no trace was written, 127/126 for
 // commands that cannot start, --preload and LD_PRELOAD mistakes; and the
 // tracer's "defines its own malloc" warning only when events are lost.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,8 +19,6 @@
 #include <catch2/catch.hpp>
 
 #include "tests/tracer/tracer_test_util.h"
-
-extern char** environ;
 
 namespace crossfree::tracer_test {
 namespace {
@@ -61,17 +57,7 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& out,
             const std::string& err) {
   std::vector<std::string> argv = {CROSSFREE_CLI, "record"};
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> argp;
-  for (std::string& a : argv) argp.push_back(a.data());
-  argp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  int rc = posix_spawnp(&pid, argp[0], &actions, nullptr, argp.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  return rc == 0 ? pid : -1;
+  return SpawnInBackground(argv, out, err);
 }
 
 bool WaitFor(const std::string& path, const std::string& text, int ms) {

@@ -3,9 +3,7 @@
 // buffer is killed; the trace still holds the idle main thread's start-up
 // events and each worker's events up to about the age bound (1 s) before
 // the kill. Also: each thread name is recorded once per change.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,19 +43,9 @@ Killed RunAndKill(const std::string& dir, const std::vector<std::string>& env_ex
   env.push_back("CROSSFREE_OUTPUT=" + dir + "/trace");
   env.push_back(std::string("LD_PRELOAD=") + CROSSFREE_TRACER_LIB);
   env.push_back("PATH=/usr/bin:/bin");
-  std::vector<char*> envp;
-  for (std::string& kv : env) envp.push_back(kv.data());
-  envp.push_back(nullptr);
   if (args.empty()) args.push_back(TargetPath("tt_server"));
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  REQUIRE(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()) == 0);
-  posix_spawn_file_actions_destroy(&actions);
+  const pid_t pid = SpawnInBackground(args, out, "", &env);
+  REQUIRE(pid > 0);
   for (int i = 0; i < 2000 && ReadAll(out).find("ready") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

@@ -41,20 +41,30 @@ TEST_CASE("ParseUnwindMode accepts exactly fp, libunwind, hybrid") {
 TEST_CASE("StackTable gives the same id to the same stack and dense ids from 1") {
   StackTable table;
   REQUIRE(table.Init(100, 10000));
+  const auto a = MakeStack(1, 5);
+  const auto b = MakeStack(2, 5);
+  const auto a_prefix = MakeStack(1, 4);
+  // Interned in this order: the id Intern gives and whether it was new.
+  struct Step {
+    const char* what;
+    const std::vector<uint64_t>* frames;
+    int depth;
+    uint32_t id;
+    bool is_new;
+  };
+  const Step steps[] = {
+      {"a", &a, 5, 1, true},
+      {"b", &b, 5, 2, true},
+      {"a's first 4 frames: a prefix is a different stack", &a_prefix, 4, 3, true},
+      {"a again", &a, 5, 1, false},
+      {"b again", &b, 5, 2, false},
+  };
   bool is_new = false;
-  auto a = MakeStack(1, 5);
-  auto b = MakeStack(2, 5);
-  auto a_prefix = MakeStack(1, 4);
-  CHECK(table.Intern(a.data(), 5, &is_new) == 1);
-  CHECK(is_new);
-  CHECK(table.Intern(b.data(), 5, &is_new) == 2);
-  CHECK(is_new);
-  CHECK(table.Intern(a_prefix.data(), 4, &is_new) == 3);  // a prefix is a different stack
-  CHECK(is_new);
-  CHECK(table.Intern(a.data(), 5, &is_new) == 1);
-  CHECK_FALSE(is_new);
-  CHECK(table.Intern(b.data(), 5, &is_new) == 2);
-  CHECK_FALSE(is_new);
+  for (const Step& step : steps) {
+    INFO(step.what);
+    CHECK(table.Intern(step.frames->data(), step.depth, &is_new) == step.id);
+    CHECK(is_new == step.is_new);
+  }
   CHECK(table.Count() == 3);
   CHECK(table.Intern(a.data(), 0, &is_new) == format::kNoStack);
   CHECK_FALSE(is_new);

@@ -31,6 +31,7 @@ bool Exists(const std::string& path) {
 }
 
 struct Counts {
+  std::string where;  // for failure messages
   int allocs = 0;
   int frees = 0;
   std::map<uint8_t, int> alloc_fns;
@@ -39,8 +40,9 @@ struct Counts {
   std::multiset<uint64_t> alloc_sizes;
 };
 
-Counts Count(const std::vector<Event>& events) {
+Counts Count(const std::vector<Event>& events, const std::string& where = "") {
   Counts c;
+  c.where = where;
   for (const Event& e : events) {
     c.tids.insert(e.tid);
     if (e.op == EventOp::kAlloc) {
@@ -58,47 +60,93 @@ Counts Count(const std::vector<Event>& events) {
 uint8_t A(AllocFn fn) { return static_cast<uint8_t>(fn); }
 uint8_t F(FreeFn fn) { return static_cast<uint8_t>(fn); }
 
-// Churn checks shared by the glibc, tcmalloc and jemalloc runs.
-void CheckChurn(const Trace& t, const RunResult& run) {
+// c is n allocations through fn, each of `size` bytes, and nothing else.
+void CheckAllocs(const Counts& c, AllocFn fn, uint64_t size, int n) {
+  INFO("allocations from " << c.where);
+  CHECK(c.allocs == n);
+  CHECK(c.frees == 0);
+  CHECK(c.alloc_fns == std::map<uint8_t, int>{{A(fn), n}});
+  CHECK(c.alloc_sizes.count(size) == static_cast<size_t>(n));
+}
+
+// c is n frees through fn, and nothing else.
+void CheckFrees(const Counts& c, FreeFn fn, int n) {
+  INFO("frees from " << c.where);
+  CHECK(c.frees == n);
+  CHECK(c.allocs == 0);
+  CHECK(c.free_fns == std::map<uint8_t, int>{{F(fn), n}});
+}
+
+// A target run traced into a fresh directory: it exited with 0, its trace
+// reads back whole, and fns holds the tt_ functions it printed.
+struct Traced {
+  std::string dir;
+  RunResult run;
+  Trace t;
+  std::map<std::string, FnRange> fns;
+
+  // The events whose first frame lies in tt_ function `fn`, counted.
+  Counts In(const std::string& fn) { return Count(EventsFrom(t, fns[fn]), fn); }
+};
+
+Traced RunWhole(const std::string& name, const std::vector<std::string>& args = {},
+                const std::vector<std::string>& env_extra = {},
+                const std::string& extra_preload = "") {
+  Traced r;
+  r.dir = MakeTempDir();
+  r.run = RunTraced(name, r.dir, args, env_extra, extra_preload);
+  INFO(name << " stderr: " << r.run.err);
+  REQUIRE(r.run.exit_code == 0);
+  r.t = LoadCompleteTrace(r.dir + "/trace");
+  r.fns = ParseFunctions(r.run.out);
+  return r;
+}
+
+// What tt_churn does on its main thread (targets/churn.cc), and the
+// functions the tracer sees it through.
+struct Churn {
+  int mallocs = 1000;  // malloc(12345) then free, TT_CHURN_MALLOCS times
+  int news = 500;      // new Blob (12346 bytes) then delete, TT_CHURN_NEWS times
+  AllocFn malloc_fn = AllocFn::kMalloc;
+  FreeFn free_fn = FreeFn::kFree;
+  AllocFn new_fn = AllocFn::kNew;
+  FreeFn delete_fn = FreeFn::kDelete;
+};
+
+// Churn checks shared by the glibc, tcmalloc (dynamic and static) and
+// jemalloc runs.
+void CheckChurn(const Trace& t, const RunResult& run, const Churn& want = {}) {
   REQUIRE(t.complete);
   auto fns = ParseFunctions(run.out);
   REQUIRE(fns.size() == 4);
-  auto mallocs = Count(EventsFrom(t, fns["tt_churn_malloc"]));
-  auto frees = Count(EventsFrom(t, fns["tt_churn_free"]));
-  auto news = Count(EventsFrom(t, fns["tt_churn_new"]));
-  auto deletes = Count(EventsFrom(t, fns["tt_churn_delete"]));
-  CHECK(mallocs.allocs == 1000);
-  CHECK(mallocs.frees == 0);
-  CHECK(mallocs.alloc_fns[A(AllocFn::kMalloc)] == 1000);
-  CHECK(mallocs.alloc_sizes.count(12345) == 1000);
-  CHECK(frees.frees == 1000);
-  CHECK(frees.free_fns[F(FreeFn::kFree)] == 1000);
-  CHECK(news.allocs == 500);
-  CHECK(news.alloc_fns[A(AllocFn::kNew)] == 500);
-  CHECK(news.alloc_sizes.count(12346) == 500);
-  CHECK(deletes.frees == 500);
-  CHECK(deletes.free_fns[F(FreeFn::kDelete)] == 500);
+  auto mallocs = Count(EventsFrom(t, fns["tt_churn_malloc"]), "tt_churn_malloc");
+  auto frees = Count(EventsFrom(t, fns["tt_churn_free"]), "tt_churn_free");
+  auto news = Count(EventsFrom(t, fns["tt_churn_new"]), "tt_churn_new");
+  auto deletes = Count(EventsFrom(t, fns["tt_churn_delete"]), "tt_churn_delete");
+  CheckAllocs(mallocs, want.malloc_fn, 12345, want.mallocs);
+  CheckFrees(frees, want.free_fn, want.mallocs);
+  CheckAllocs(news, want.new_fn, 12346, want.news);
+  CheckFrees(deletes, want.delete_fn, want.news);
   // One thread, the main one (its tid is the pid in the header).
   std::set<uint32_t> tids;
   for (const Counts* c : {&mallocs, &frees, &news, &deletes}) tids.insert(c->tids.begin(), c->tids.end());
   CHECK(tids == std::set<uint32_t>{t.header.fields.pid});
   // No event counted twice: every marker-size event comes from a tt_ frame
-  // (libstdc++'s operator new calling malloc is not recorded again).
+  // (libstdc++'s operator new calling malloc is not recorded again, nor is
+  // an allocation tcmalloc's MallocHook reports).
   int marker_allocs = 0;
   for (const Event& e : t.events) {
     if (e.op == EventOp::kAlloc && (e.size == 12345 || e.size == 12346)) ++marker_allocs;
   }
-  CHECK(marker_allocs == 1500);
-  CHECK(run.out.find("result 1500") != std::string::npos);
+  CHECK(marker_allocs == want.mallocs + want.news);
+  CHECK(run.out.find("result " + std::to_string(want.mallocs + want.news)) != std::string::npos);
 }
 
 TEST_CASE("same-thread churn: exact counts, sizes, first frame", "[tracer]") {
-  std::string dir = MakeTempDir();
-  RunResult run = RunTraced("tt_churn", dir);
-  REQUIRE(run.exit_code == 0);
-  CHECK(run.err.empty());
-  Trace t = LoadTrace(dir + "/trace");
-  CheckChurn(t, run);
+  Traced r = RunWhole("tt_churn");
+  CHECK(r.run.err.empty());
+  Trace& t = r.t;
+  CheckChurn(t, r.run);
   CHECK(t.header.fields.flags == format::kHeaderFlagEndsWithTotals);
   CHECK(t.header.exe_path == TargetPath("tt_churn"));
   // Module map: the executable itself is there, with a build id.
@@ -127,14 +175,11 @@ bool ModuleLoaded(const Trace& t, const std::string& name) {
 // preload the loader cannot open is ignored with a message, and the test
 // would run on glibc's malloc).
 Trace ChurnUnder(const std::string& so, const std::string& module) {
-  std::string dir = MakeTempDir();
-  RunResult run = RunTraced("tt_churn", dir, {}, {}, so);
-  REQUIRE(run.exit_code == 0);
-  Trace t = LoadTrace(dir + "/trace");
-  INFO(run.err);
-  CHECK(ModuleLoaded(t, module));
-  CheckChurn(t, run);
-  return t;
+  Traced r = RunWhole("tt_churn", {}, {}, so);
+  INFO(r.run.err);
+  CHECK(ModuleLoaded(r.t, module));
+  CheckChurn(r.t, r.run);
+  return r.t;
 }
 
 TEST_CASE("churn under a dynamic tcmalloc (LD_PRELOAD libtcmalloc.so.4)", "[tracer]") {
@@ -147,20 +192,12 @@ TEST_CASE("churn under jemalloc (LD_PRELOAD libjemalloc.so.2)", "[tracer]") {
 }
 
 TEST_CASE("producer/consumer: allocated on one thread, freed on another, named", "[tracer]") {
-  std::string dir = MakeTempDir();
-  RunResult run = RunTraced("tt_prodcons", dir);
-  REQUIRE(run.exit_code == 0);
-  Trace t = LoadTrace(dir + "/trace");
-  REQUIRE(t.complete);
-  auto fns = ParseFunctions(run.out);
-  auto made = Count(EventsFrom(t, fns["tt_produce"]));
-  auto freed = Count(EventsFrom(t, fns["tt_consume"]));
-  CHECK(made.allocs == 2000);
-  CHECK(made.frees == 0);
-  CHECK(made.alloc_fns[A(AllocFn::kNew)] == 2000);
-  CHECK(made.alloc_sizes.count(12347) == 2000);
-  CHECK(freed.frees == 2000);
-  CHECK(freed.free_fns[F(FreeFn::kDelete)] == 2000);
+  Traced r = RunWhole("tt_prodcons");
+  Trace& t = r.t;
+  auto made = r.In("tt_produce");
+  auto freed = r.In("tt_consume");
+  CheckAllocs(made, AllocFn::kNew, 12347, 2000);
+  CheckFrees(freed, FreeFn::kDelete, 2000);
   REQUIRE(made.tids.size() == 1);
   REQUIRE(freed.tids.size() == 1);
   uint32_t producer = *made.tids.begin();
@@ -236,13 +273,8 @@ TEST_CASE("timestamps: CLOCK_MONOTONIC, ordered across threads, TSC and fallback
 }
 
 TEST_CASE("realloc growth, shrink, NULL, zero and failure", "[tracer]") {
-  std::string dir = MakeTempDir();
-  RunResult run = RunTraced("tt_realloc", dir);
-  REQUIRE(run.exit_code == 0);
-  Trace t = LoadTrace(dir + "/trace");
-  REQUIRE(t.complete);
-  auto fns = ParseFunctions(run.out);
-  std::vector<Event> ev = EventsFrom(t, fns["tt_realloc_steps"]);
+  Traced r = RunWhole("tt_realloc");
+  std::vector<Event> ev = EventsFrom(r.t, r.fns["tt_realloc_steps"]);
   // Expected, in order (a realloc record reads back as free + alloc):
   struct Want {
     EventOp op;
@@ -281,14 +313,9 @@ TEST_CASE("realloc growth, shrink, NULL, zero and failure", "[tracer]") {
 }
 
 TEST_CASE("every allocation function and operator new/delete variant", "[tracer]") {
-  std::string dir = MakeTempDir();
-  RunResult run = RunTraced("tt_all_functions", dir);
-  REQUIRE(run.exit_code == 0);
-  CHECK(run.out.find("result 0") != std::string::npos);
-  Trace t = LoadTrace(dir + "/trace");
-  REQUIRE(t.complete);
-  auto fns = ParseFunctions(run.out);
-  std::vector<Event> all = EventsFrom(t, fns["tt_all_functions"]);
+  Traced r = RunWhole("tt_all_functions");
+  CHECK(r.run.out.find("result 0") != std::string::npos);
+  std::vector<Event> all = EventsFrom(r.t, r.fns["tt_all_functions"]);
   // __cxa_end_catch frees the std::bad_alloc object through tail calls, so
   // that one free (of a block libstdc++ allocated) also has
   // tt_all_functions as its first frame. Set it aside.
@@ -339,14 +366,9 @@ TEST_CASE("every allocation function and operator new/delete variant", "[tracer]
 
 TEST_CASE("a program's own operator new/delete: libstdc++'s other operators still reach them",
           "[tracer]") {
-  std::string dir = MakeTempDir();
-  RunResult run = RunTraced("tt_custom_operators", dir);
-  REQUIRE(run.exit_code == 0);
-  CHECK(run.out.find("result 0") != std::string::npos);
-  Trace t = LoadTrace(dir + "/trace");
-  REQUIRE(t.complete);
-  auto fns = ParseFunctions(run.out);
-  Counts c = Count(EventsFrom(t, fns["tt_custom_operators"]));
+  Traced r = RunWhole("tt_custom_operators");
+  CHECK(r.run.out.find("result 0") != std::string::npos);
+  Counts c = r.In("tt_custom_operators");
   // The program's own new is not interposed (its definition comes
   // first; the malloc inside it is recorded from its frame), so from
   // tt_custom_operators only the operators the program lacks are seen,
@@ -358,18 +380,9 @@ TEST_CASE("a program's own operator new/delete: libstdc++'s other operators stil
 }
 
 TEST_CASE("calloc in a constructor function before main", "[tracer]") {
-  std::string dir = MakeTempDir();
-  RunResult run = RunTraced("tt_ctor_calloc", dir);
-  REQUIRE(run.exit_code == 0);
-  Trace t = LoadTrace(dir + "/trace");
-  REQUIRE(t.complete);
-  auto fns = ParseFunctions(run.out);
-  Counts early = Count(EventsFrom(t, fns["tt_early_ctor"]));
-  Counts late = Count(EventsFrom(t, fns["tt_late_free"]));
-  CHECK(early.allocs == 1);
-  CHECK(early.alloc_fns[A(AllocFn::kCalloc)] == 1);
-  CHECK(early.alloc_sizes.count(12345) == 1);
-  CHECK(late.frees == 1);
+  Traced r = RunWhole("tt_ctor_calloc");
+  CheckAllocs(r.In("tt_early_ctor"), AllocFn::kCalloc, 12345, 1);
+  CheckFrees(r.In("tt_late_free"), FreeFn::kFree, 1);
 }
 
 void CheckFork(bool child_uses_exit) {
@@ -416,13 +429,9 @@ TEST_CASE("a thread still running at exit has all its events in the trace", "[tr
   // Default buffers, and 16 KiB ones (many full chunks plus a partial one).
   for (const char* kb : {"128", "16"}) {
     INFO("CROSSFREE_BUFFER_KB=" << kb);
-    std::string dir = MakeTempDir();
-    RunResult run = RunTraced("tt_running_thread", dir, {}, {std::string("CROSSFREE_BUFFER_KB=") + kb});
-    REQUIRE(run.exit_code == 0);
-    Trace t = LoadTrace(dir + "/trace");
-    REQUIRE(t.complete);
-    auto fns = ParseFunctions(run.out);
-    Counts c = Count(EventsFrom(t, fns["tt_worker_loop"]));
+    Traced r = RunWhole("tt_running_thread", {}, {std::string("CROSSFREE_BUFFER_KB=") + kb});
+    Trace& t = r.t;
+    Counts c = r.In("tt_worker_loop");
     CHECK(c.allocs == 10000);
     CHECK(c.frees == 10000);
     REQUIRE(c.tids.size() == 1);
@@ -442,58 +451,42 @@ TEST_CASE("a thread that only frees gets no allocation from the tracer", "[trace
   // free-only threads, one after the other.
   for (const char* unwind : {"fp", "hybrid", "libunwind"}) {
     INFO("CROSSFREE_UNWIND=" << unwind);
-    std::string dir = MakeTempDir();
-    RunResult run = RunTraced("tt_free_only_thread", dir, {},
-                              {std::string("CROSSFREE_UNWIND=") + unwind},
-                              TargetPath("tt_count_calls_preload.so"));
-    REQUIRE(run.exit_code == 0);
+    Traced r = RunWhole("tt_free_only_thread", {}, {std::string("CROSSFREE_UNWIND=") + unwind},
+                        TargetPath("tt_count_calls_preload.so"));
+    const std::string& out = r.run.out;
     std::vector<std::string> counts;
-    for (size_t at = 0; (at = run.out.find("thread allocations: ", at)) != std::string::npos;) {
+    for (size_t at = 0; (at = out.find("thread allocations: ", at)) != std::string::npos;) {
       at += 20;
-      counts.push_back(run.out.substr(at, run.out.find('\n', at) - at));
+      counts.push_back(out.substr(at, out.find('\n', at) - at));
     }
     REQUIRE(counts.size() == 2);
     CHECK(counts[0] == "0");
     CHECK(counts[1] == "0");
-    Trace t = LoadTrace(dir + "/trace");
-    REQUIRE(t.complete);
-    auto fns = ParseFunctions(run.out);
-    Counts allocs = Count(EventsFrom(t, fns["tt_alloc_block"]));
-    Counts frees = Count(EventsFrom(t, fns["tt_free_block"]));
-    CHECK(allocs.allocs == 2000);
+    CHECK(r.In("tt_alloc_block").allocs == 2000);
+    Counts frees = r.In("tt_free_block");
     CHECK(frees.frees == 2000);
     CHECK(frees.tids.size() == 2);
-    CHECK(frees.tids.count(t.header.fields.pid) == 0);
+    CHECK(frees.tids.count(r.t.header.fields.pid) == 0);
   }
 }
 
 TEST_CASE("200 short-lived threads reuse thread buffers", "[tracer]") {
-  std::string dir = MakeTempDir();
-  RunResult run = RunTraced("tt_threads", dir, {}, {"CROSSFREE_VERBOSE=1"});
-  REQUIRE(run.exit_code == 0);
-  Trace t = LoadTrace(dir + "/trace");
-  REQUIRE(t.complete);
-  auto fns = ParseFunctions(run.out);
-  std::vector<Event> ev = EventsFrom(t, fns["tt_thread_work"]);
-  Counts c = Count(ev);
+  Traced r = RunWhole("tt_threads", {}, {"CROSSFREE_VERBOSE=1"});
+  Counts c = r.In("tt_thread_work");
   CHECK(c.allocs == 2000);
   CHECK(c.frees == 2000);
   CHECK(c.tids.size() == 200);
-  for (uint32_t tid : c.tids) CHECK(t.thread_exits.count(tid) == 1);
+  for (uint32_t tid : c.tids) CHECK(r.t.thread_exits.count(tid) == 1);
   // At most two threads were ever alive at once: main and one worker.
-  CHECK(run.err.find("from 2 thread buffers") != std::string::npos);
-  CHECK(CountLines(run.err) == 1);
+  CHECK(r.run.err.find("from 2 thread buffers") != std::string::npos);
+  CHECK(CountLines(r.run.err) == 1);
 }
 
 TEST_CASE("exit while 8 threads allocate: complete, nothing cut or doubled", "[tracer]") {
-  std::string dir = MakeTempDir();
-  RunResult run = RunTraced("tt_threads", dir, {"stress"});
-  REQUIRE(run.exit_code == 0);
-  Trace t = LoadTrace(dir + "/trace");
-  REQUIRE(t.complete);
-  auto fns = ParseFunctions(run.out);
+  Traced r = RunWhole("tt_threads", {"stress"});
+  Trace& t = r.t;
   std::map<uint32_t, std::vector<Event>> per_thread;
-  for (const Event& e : EventsFrom(t, fns["tt_stress_loop"])) per_thread[e.tid].push_back(e);
+  for (const Event& e : EventsFrom(t, r.fns["tt_stress_loop"])) per_thread[e.tid].push_back(e);
   CHECK(per_thread.size() == 8);
   for (const auto& [tid, events] : per_thread) {
     INFO("tid " << tid);
@@ -530,24 +523,16 @@ TEST_CASE("exec: the old image's events are written before exec", "[tracer]") {
 }
 
 TEST_CASE("vfork children leaving with _exit do not stop the parent's trace", "[tracer]") {
-  std::string dir = MakeTempDir();
-  RunResult run = RunTraced("tt_vfork", dir, {}, {"CROSSFREE_VERBOSE=1"});
-  REQUIRE(run.exit_code == 0);
-  Trace t = LoadTrace(dir + "/trace");
-  REQUIRE(t.complete);
-  auto fns = ParseFunctions(run.out);
-  Counts c = Count(EventsFrom(t, fns["tt_after_vfork"]));
+  Traced r = RunWhole("tt_vfork", {}, {"CROSSFREE_VERBOSE=1"});
+  Counts c = r.In("tt_after_vfork");
   CHECK(c.allocs == 3);
   CHECK(c.frees == 3);
-  CHECK(CountLines(run.err) == 1);  // one exit summary: the parent's
+  CHECK(CountLines(r.run.err) == 1);  // one exit summary: the parent's
 }
 
 TEST_CASE("a library loaded with dlopen gets a module record", "[tracer]") {
-  std::string dir = MakeTempDir();
-  RunResult run = RunTraced("tt_dlopen", dir);
-  REQUIRE(run.exit_code == 0);
-  Trace t = LoadTrace(dir + "/trace");
-  REQUIRE(t.complete);
+  Traced r = RunWhole("tt_dlopen");
+  const Trace& t = r.t;
   int libz = 0;
   for (const auto& m : t.modules) {
     if (m.path.find("libz.so") != std::string::npos) {
@@ -563,27 +548,18 @@ TEST_CASE("a library loaded with dlopen gets a module record", "[tracer]") {
 }
 
 TEST_CASE("a C program without libstdc++", "[tracer]") {
-  std::string dir = MakeTempDir();
-  RunResult run = RunTraced("tt_c", dir);
-  REQUIRE(run.exit_code == 0);
-  CHECK(run.err.empty());
-  Trace t = LoadTrace(dir + "/trace");
-  REQUIRE(t.complete);
+  Traced traced = RunWhole("tt_c");
+  CHECK(traced.run.err.empty());
   bool has_libstdcxx = false;
-  for (const auto& m : t.modules) has_libstdcxx |= m.path.find("libstdc++") != std::string::npos;
+  for (const auto& m : traced.t.modules) has_libstdcxx |= m.path.find("libstdc++") != std::string::npos;
   CHECK(!has_libstdcxx);
-  auto fns = ParseFunctions(run.out);
-  Counts a = Count(EventsFrom(t, fns["tt_c_alloc"]));
-  Counts b = Count(EventsFrom(t, fns["tt_c_calloc"]));
-  Counts r = Count(EventsFrom(t, fns["tt_c_realloc"]));
-  Counts f = Count(EventsFrom(t, fns["tt_c_free"]));
-  CHECK(a.alloc_fns == std::map<uint8_t, int>{{A(AllocFn::kMalloc), 100}});
-  CHECK(b.alloc_fns == std::map<uint8_t, int>{{A(AllocFn::kCalloc), 100}});
-  CHECK(b.alloc_sizes.count(12346) == 100);
+  CheckAllocs(traced.In("tt_c_alloc"), AllocFn::kMalloc, 12345, 100);
+  CheckAllocs(traced.In("tt_c_calloc"), AllocFn::kCalloc, 12346, 100);
+  Counts r = traced.In("tt_c_realloc");
   CHECK(r.allocs == 100);
   CHECK(r.frees == 100);  // realloc events: free half + alloc half
   CHECK(r.alloc_sizes.count(12347) == 100);
-  CHECK(f.frees == 200);
+  CheckFrees(traced.In("tt_c_free"), FreeFn::kFree, 200);
 }
 
 TEST_CASE("system binaries (/bin/sh, /bin/ls) run traced", "[tracer]") {
@@ -616,30 +592,18 @@ TEST_CASE("unwritable output: one stderr line, the target runs unchanged", "[tra
 }
 
 #if CROSSFREE_HAVE_TCMALLOC_STATIC
+// tt_churn linked with libtcmalloc.a, 300 mallocs and 200 news
+// (tests/tracer/CMakeLists.txt).
 void CheckStaticTcmalloc(const std::string& target) {
-  std::string dir = MakeTempDir();
-  RunResult run = RunTraced(target, dir);
-  REQUIRE(run.exit_code == 0);
-  CHECK(run.err.empty());
-  Trace t = LoadTrace(dir + "/trace");
-  REQUIRE(t.complete);
-  CHECK((t.header.fields.flags & format::kHeaderFlagMallocHook) != 0);
-  auto fns = ParseFunctions(run.out);
-  Counts m = Count(EventsFrom(t, fns["tt_tc_malloc"]));
-  Counts f = Count(EventsFrom(t, fns["tt_tc_free"]));
-  Counts n = Count(EventsFrom(t, fns["tt_tc_new"]));
-  Counts d = Count(EventsFrom(t, fns["tt_tc_delete"]));
-  // Seen once each, through MallocHook, with the tt_ function as frames[0]
-  // (tcmalloc's own frames skipped).
-  CHECK(m.alloc_fns == std::map<uint8_t, int>{{A(AllocFn::kMallocHook), 300}});
-  CHECK(m.alloc_sizes.count(12345) == 300);
-  CHECK(f.free_fns == std::map<uint8_t, int>{{F(FreeFn::kMallocHook), 300}});
-  CHECK(n.alloc_fns == std::map<uint8_t, int>{{A(AllocFn::kMallocHook), 200}});
-  CHECK(n.alloc_sizes.count(12346) == 200);
-  CHECK(d.free_fns == std::map<uint8_t, int>{{F(FreeFn::kMallocHook), 200}});
-  int marker = 0;
-  for (const Event& e : t.events) marker += e.op == EventOp::kAlloc && (e.size == 12345 || e.size == 12346);
-  CHECK(marker == 500);  // never twice
+  Traced r = RunWhole(target);
+  CHECK(r.run.err.empty());
+  CHECK((r.t.header.fields.flags & format::kHeaderFlagMallocHook) != 0);
+  // Seen once each (never twice), through MallocHook, with the tt_ function
+  // as frames[0] (tcmalloc's own frames skipped).
+  CheckChurn(r.t, r.run,
+             {.mallocs = 300, .news = 200, .malloc_fn = AllocFn::kMallocHook,
+              .free_fn = FreeFn::kMallocHook, .new_fn = AllocFn::kMallocHook,
+              .delete_fn = FreeFn::kMallocHook});
 }
 
 TEST_CASE("static tcmalloc with the MallocHook API exported", "[tracer]") {

@@ -2,11 +2,18 @@
 // Tracer tests: process running (on tests/support) and trace loading helpers.
 #include "tests/tracer/tracer_test_util.h"
 
+#include <fcntl.h>
+#include <spawn.h>
+
 #include <fstream>
 #include <memory>
 #include <sstream>
 
+#include <catch2/catch.hpp>
+
 #include "tests/support/process.h"
+
+extern char** environ;
 
 namespace crossfree::tracer_test {
 namespace {
@@ -66,6 +73,30 @@ std::string MakeTempDir() {
   return g_dirs.back()->path();
 }
 
+pid_t SpawnInBackground(const std::vector<std::string>& argv, const std::string& out,
+                        const std::string& err, const std::vector<std::string>* env) {
+  std::vector<std::string> args = argv, envs;
+  std::vector<char*> argp, envp;
+  for (std::string& a : args) argp.push_back(a.data());
+  argp.push_back(nullptr);
+  if (env != nullptr) {
+    envs = *env;
+    for (std::string& kv : envs) envp.push_back(kv.data());
+    envp.push_back(nullptr);
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!err.empty()) {
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  }
+  pid_t pid = -1;
+  int rc = posix_spawnp(&pid, argp[0], &actions, nullptr, argp.data(),
+                        env != nullptr ? envp.data() : environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
 std::string TargetPath(const std::string& name) { return std::string(CROSSFREE_TT_DIR) + "/" + name; }
 
 RunResult RunTraced(const std::string& name, const std::string& dir,
@@ -116,6 +147,13 @@ Trace LoadTrace(const std::string& path) {
   t.complete = DecodeAll(*reader, collector, &t.error, [&](const format::Chunk& chunk) {
     t.chunk_sequences[chunk.tid].push_back(chunk.sequence);
   });
+  return t;
+}
+
+Trace LoadCompleteTrace(const std::string& path) {
+  Trace t = LoadTrace(path);
+  INFO(path << ": " << t.error);
+  REQUIRE(t.complete);
   return t;
 }
 

@@ -2,6 +2,8 @@
 // Tracer tests: run a target under LD_PRELOAD and read its trace back.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -37,6 +39,14 @@ constexpr uint64_t kRunAddressSpace = uint64_t{8} << 30;
 // A fresh empty directory under $TMPDIR (or /tmp), removed at exit.
 std::string MakeTempDir();
 
+// Starts argv (argv[0] searched in PATH) in the background, not waited for:
+// stdout to the file `out`, stderr to the file `err` (kept when err is
+// empty), the environment `env` (this process's when null). Returns its
+// pid, or -1 when it could not be started. For tests that must signal a
+// command while it runs; Run is for the others.
+pid_t SpawnInBackground(const std::vector<std::string>& argv, const std::string& out,
+                        const std::string& err, const std::vector<std::string>* env = nullptr);
+
 // Path of a built target program.
 std::string TargetPath(const std::string& name);
 
@@ -70,6 +80,9 @@ std::string ReadAll(const std::string& path);
 
 // Reads and fully decodes a trace; complete is false on any problem.
 Trace LoadTrace(const std::string& path);
+// LoadTrace, the trace REQUIREd complete (the failure names the path and
+// the reader's error).
+Trace LoadCompleteTrace(const std::string& path);
 
 // "fn NAME START SIZE" lines printed by the targets.
 struct FnRange {

@@ -18,6 +18,7 @@
 #include "format/crc32c.h"
 #include "format/trace_format.h"
 #include "format/wire.h"
+#include "tests/support/cli.h"
 #include "tests/support/process.h"
 #include "tests/support/synthetic_trace.h"
 
@@ -25,13 +26,9 @@ namespace crossfree {
 namespace {
 
 using analyzer::testing::SyntheticTrace;
-using crossfree::testing::ProcessLimits;
 using crossfree::testing::ProcessResult;
-using crossfree::testing::RunProcess;
 using crossfree::testing::TempDir;
 using crossfree::testing::WriteFileBytes;
-
-constexpr uint64_t kGiB = uint64_t{1} << 30;
 
 // The two sweeps below run every command once per damaged file. Under a
 // sanitizer each run is several times slower (ASan on the project's VM on
@@ -115,13 +112,7 @@ class Harness {
 
   ProcessResult Run(const std::vector<std::string>& args,
                     const std::vector<std::string>& env = {}) const {
-    std::vector<std::string> argv = {CROSSFREE_BIN};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ProcessLimits limits;
-    limits.timeout_s = 60;  // a hang, not a slow machine, must trip it
-    limits.address_space = 4 * kGiB;
-    limits.env = env;
-    return RunProcess(argv, limits);
+    return crossfree::testing::RunCli(CROSSFREE_BIN, args, env);
   }
 
   // Every command on one file: never a crash, a hang or an unexpected

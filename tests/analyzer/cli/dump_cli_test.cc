@@ -10,6 +10,7 @@
 #include "format/wire.h"
 #include "tests/format/test_util.h"
 #include "tests/format/workload.h"
+#include "tests/support/cli.h"
 #include "tests/support/process.h"
 
 namespace crossfree::format {
@@ -33,12 +34,9 @@ void WriteFile(const std::string& path, const std::vector<uint8_t>& bytes) {
 
 // `crossfree dump ARGS...`, bounded in time and address space.
 Run Dump(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {CROSSFREE_BIN, "dump"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  crossfree::testing::ProcessLimits limits;
-  limits.timeout_s = 60;  // a hang, not a slow machine, must trip it
-  limits.address_space = uint64_t{4} << 30;
-  crossfree::testing::ProcessResult r = crossfree::testing::RunProcess(argv, limits);
+  std::vector<std::string> dump_args = {"dump"};
+  dump_args.insert(dump_args.end(), args.begin(), args.end());
+  crossfree::testing::ProcessResult r = crossfree::testing::RunCli(CROSSFREE_BIN, dump_args);
   INFO("crossfree dump -> " << r.Describe());
   REQUIRE(r.started);
   return Run{r.exited() ? r.exit_code : -1, r.out, r.err};

@@ -11,9 +11,12 @@
 #include "analyzer/model/baseline.h"
 #include "analyzer/model/gate.h"
 #include "analyzer/model/sites.h"
+#include "tests/analyzer/model/evaluate_gate.h"
 
 namespace crossfree::analyzer {
 namespace {
+
+using testing::Gate;
 
 constexpr char kSite[] = "Server::MakeResponse <- Server::Handle";
 
@@ -46,13 +49,6 @@ Baseline PerOperation(std::vector<std::pair<std::string, BaselineRates>> allowed
   for (auto& [k, r] : allowed) b.allowed[k] = r;
   for (auto& [k, r] : sites) b.sites[k] = r;
   return b;
-}
-
-GateResult Gate(const Analysis& a, const Baseline& b, GateOptions options = {}) {
-  GateResult r;
-  std::string error;
-  REQUIRE(EvaluateGate(a, b, {}, options, &r, &error));
-  return r;
 }
 
 TEST_CASE("gate rule: a new per-call site fails at one object per 10 operations, not at one per 100") {

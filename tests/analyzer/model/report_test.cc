@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "analyzer/model/analysis.h"
 #include "analyzer/model/baseline.h"
@@ -145,26 +147,29 @@ TEST_CASE("report: --by thread keeps threads apart") {
 }
 
 TEST_CASE("report: --site-depth, --skip and --no-default-skips") {
-  AnalysisOptions options;
-  options.sites.depth = 1;
-  options.sites.skips = {"^rpc::Slices::"};
-  Fixture f(testing::BuildBeforeRun(), options);
-  CHECK(FindPair(f.analysis, "worker-N", "reactor-N", "rpc::Transfer::Send") != nullptr);
-  CHECK(FindPair(f.analysis, "worker-N", "reactor-N", "rpc::OutboundCall::Create") != nullptr);
+  // With these site options, the worker -> reactor pairs of the run include
+  // one allocated at each of these site keys.
+  auto check_sites = [](const AnalysisOptions& options, const std::vector<std::string>& keys) {
+    Fixture f(testing::BuildBeforeRun(), options);
+    for (const std::string& key : keys) {
+      INFO("site key " << key);
+      CHECK(FindPair(f.analysis, "worker-N", "reactor-N", key) != nullptr);
+    }
+  };
+  AnalysisOptions skip;
+  skip.sites.depth = 1;
+  skip.sites.skips = {"^rpc::Slices::"};
+  check_sites(skip, {"rpc::Transfer::Send", "rpc::OutboundCall::Create"});
 
   AnalysisOptions raw;
   raw.sites.depth = 2;
   raw.sites.default_skips = false;
-  Fixture g(testing::BuildBeforeRun(), raw);
-  CHECK(FindPair(g.analysis, "worker-N", "reactor-N",
-                 "malloc <- std::__new_allocator<rpc::Slice>::allocate") != nullptr);
+  check_sites(raw, {"malloc <- std::__new_allocator<rpc::Slice>::allocate"});
 
   AnalysisOptions lines;
   lines.sites.depth = 1;
   lines.sites.key_lines = true;
-  Fixture h(testing::BuildBeforeRun(), lines);
-  CHECK(FindPair(h.analysis, "worker-N", "reactor-N",
-                 "rpc::OutboundCall::Create (outbound_call.cc:41)") != nullptr);
+  check_sites(lines, {"rpc::OutboundCall::Create (outbound_call.cc:41)"});
 }
 
 TEST_CASE("report: golden text and JSON") {
@@ -266,33 +271,33 @@ TEST_CASE("gate: passes on its own baseline, fails on a new pair and on growth")
   CheckGolden("gate-pass.txt", RenderGateText(after.analysis, suppressed, "unused"));
 }
 
+// A file's text and the one error it must be refused with.
+struct Malformed {
+  const char* text;
+  const char* error;
+};
+
 TEST_CASE("gate: malformed baseline and suppression files are errors naming the line") {
+  const Malformed baselines[] = {
+      {"allow 1 x\n", "b.txt:1: not a crossfree baseline (expected 'crossfree-baseline 2' first)"},
+      {"crossfree-baseline 1\nallow fast x\n",
+       "b.txt:2: bad rate 'fast' (objects per 1000 allocations)"},
+      {"# only a comment\n", "b.txt: empty baseline (no 'crossfree-baseline 2' line)"},
+      {"crossfree-baseline 2\nallow 1 0 x\n", "b.txt:2: 'allow' before the 'unit' line"},
+      {"crossfree-baseline 2\nunit calls\n",
+       "b.txt:2: expected one 'unit operation' or 'unit 1000-allocations' before the 'allow' lines"},
+      {"crossfree-baseline 2\nunit operation\nallow 1 x\n", "b.txt:3: bad bounded rate 'x'"},
+      {"crossfree-baseline 2\nunit operation\nallow 1 2\n", "b.txt:3: 'allow' without a pair key"},
+      {"crossfree-baseline 2\n", "b.txt: no 'unit' line"},
+  };
   Baseline b;
   std::string error;
-  CHECK_FALSE(ParseBaseline("allow 1 x\n", "b.txt", &b, &error));
-  CHECK(error == "b.txt:1: not a crossfree baseline (expected 'crossfree-baseline 2' first)");
-  b = {};
-  CHECK_FALSE(ParseBaseline("crossfree-baseline 1\nallow fast x\n", "b.txt", &b, &error));
-  CHECK(error == "b.txt:2: bad rate 'fast' (objects per 1000 allocations)");
-  b = {};
-  CHECK_FALSE(ParseBaseline("# only a comment\n", "b.txt", &b, &error));
-  CHECK(error == "b.txt: empty baseline (no 'crossfree-baseline 2' line)");
-  b = {};
-  CHECK_FALSE(ParseBaseline("crossfree-baseline 2\nallow 1 0 x\n", "b.txt", &b, &error));
-  CHECK(error == "b.txt:2: 'allow' before the 'unit' line");
-  b = {};
-  CHECK_FALSE(ParseBaseline("crossfree-baseline 2\nunit calls\n", "b.txt", &b, &error));
-  CHECK(error ==
-        "b.txt:2: expected one 'unit operation' or 'unit 1000-allocations' before the 'allow' lines");
-  b = {};
-  CHECK_FALSE(ParseBaseline("crossfree-baseline 2\nunit operation\nallow 1 x\n", "b.txt", &b, &error));
-  CHECK(error == "b.txt:3: bad bounded rate 'x'");
-  b = {};
-  CHECK_FALSE(ParseBaseline("crossfree-baseline 2\nunit operation\nallow 1 2\n", "b.txt", &b, &error));
-  CHECK(error == "b.txt:3: 'allow' without a pair key");
-  b = {};
-  CHECK_FALSE(ParseBaseline("crossfree-baseline 2\n", "b.txt", &b, &error));
-  CHECK(error == "b.txt: no 'unit' line");
+  for (const Malformed& m : baselines) {
+    INFO("baseline: " << m.text);
+    b = {};
+    CHECK_FALSE(ParseBaseline(m.text, "b.txt", &b, &error));
+    CHECK(error == m.error);
+  }
 
   // Version 1 is still read: its rate is per-call, per 1000 allocations.
   b = {};
@@ -307,18 +312,22 @@ TEST_CASE("gate: malformed baseline and suppression files are errors naming the 
   CHECK(b.per_operation);
   CHECK(b.allowed.at("a -> b | alloc: x | free: y").bounded == 0.25);
 
+  const Malformed suppression_files[] = {
+      {"pattern: foo\npattern: bar\nreason: x\n", "s.txt:1: suppression 'foo' has no 'reason:' line"},
+      {"\n# c\npattern: foo\n", "s.txt:3: suppression 'foo' has no 'reason:' line"},
+      {"reason: r\n", "s.txt:1: 'reason:' without a 'pattern:' before it"},
+  };
   std::vector<Suppression> s;
-  CHECK_FALSE(ParseSuppressions("pattern: foo\npattern: bar\nreason: x\n", "s.txt", &s, &error));
-  CHECK(error == "s.txt:1: suppression 'foo' has no 'reason:' line");
-  s.clear();
-  CHECK_FALSE(ParseSuppressions("\n# c\npattern: foo\n", "s.txt", &s, &error));
-  CHECK(error == "s.txt:3: suppression 'foo' has no 'reason:' line");
+  for (const Malformed& m : suppression_files) {
+    INFO("suppressions: " << m.text);
+    s.clear();
+    CHECK_FALSE(ParseSuppressions(m.text, "s.txt", &s, &error));
+    CHECK(error == m.error);
+  }
+  // The regex library's own words follow the pattern.
   s.clear();
   CHECK_FALSE(ParseSuppressions("pattern: (\nreason: r\n", "s.txt", &s, &error));
   CHECK(error.rfind("s.txt:1: bad pattern '(':", 0) == 0);
-  s.clear();
-  CHECK_FALSE(ParseSuppressions("reason: r\n", "s.txt", &s, &error));
-  CHECK(error == "s.txt:1: 'reason:' without a 'pattern:' before it");
 }
 
 TEST_CASE("roles fold digit runs, unnamed threads are main or thread") {
@@ -424,19 +433,16 @@ TEST_CASE("text never cuts file:line, the function name gives way") {
 }
 
 TEST_CASE("size classes follow the documented table") {
-  CHECK(SizeClassBytes(SizeClassIndex(0)) == 8);
-  CHECK(SizeClassBytes(SizeClassIndex(1)) == 8);
-  CHECK(SizeClassBytes(SizeClassIndex(8)) == 8);
-  CHECK(SizeClassBytes(SizeClassIndex(9)) == 16);
-  CHECK(SizeClassBytes(SizeClassIndex(17)) == 32);
-  CHECK(SizeClassBytes(SizeClassIndex(33)) == 48);
-  CHECK(SizeClassBytes(SizeClassIndex(129)) == 160);
-  CHECK(SizeClassBytes(SizeClassIndex(257)) == 320);
-  CHECK(SizeClassBytes(SizeClassIndex(513)) == 640);
-  CHECK(SizeClassBytes(SizeClassIndex(1025)) == 1280);
-  CHECK(SizeClassBytes(SizeClassIndex(4096)) == 4096);
-  CHECK(SizeClassBytes(SizeClassIndex(4097)) == 5120);
-  CHECK(SizeClassBytes(SizeClassIndex(256 << 10)) == (256 << 10));
+  // {request size, bytes of its class}
+  const std::pair<uint64_t, uint64_t> classes[] = {
+      {0, 8},       {1, 8},       {8, 8},       {9, 16},       {17, 32},
+      {33, 48},     {129, 160},   {257, 320},   {513, 640},    {1025, 1280},
+      {4096, 4096}, {4097, 5120}, {256 << 10, 256 << 10},
+  };
+  for (const auto& [size, bytes] : classes) {
+    INFO("request of " << size << " bytes");
+    CHECK(SizeClassBytes(SizeClassIndex(size)) == bytes);
+  }
   CHECK(SizeClassIndex((256 << 10) + 1) == kLargeSizeClass);
 }
 

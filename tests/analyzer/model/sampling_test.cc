@@ -10,9 +10,11 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzer/model/analysis.h"
@@ -26,6 +28,7 @@
 #include "analyzer/render/pprof.h"
 #include "analyzer/render/pprof_profile.pb.h"
 #include "analyzer/render/text.h"
+#include "tests/analyzer/model/evaluate_gate.h"
 #include "tests/analyzer/model/name_resolver.h"
 #include "tests/support/synthetic_trace.h"
 
@@ -144,6 +147,17 @@ void AnalyzeInto(Analyzed& r, SyntheticTrace& trace, const std::string& name = "
   REQUIRE(r.set.AddBytes(trace.Finish(), name, &error));
   options.pairing.jobs = 1;
   REQUIRE(Analyze(r.set, options, &r.resolver, &r.analysis, &error));
+}
+
+// The error Analyze refuses the named traces with, as one run; "" when it
+// analyses them.
+std::string Refusal(std::initializer_list<std::pair<std::string, SyntheticTrace*>> traces,
+                    const AnalysisOptions& options = {}) {
+  Analyzed r;
+  std::string error;
+  for (const auto& [name, trace] : traces) REQUIRE(r.set.AddBytes(trace->Finish(), name, &error));
+  if (Analyze(r.set, options, &r.resolver, &r.analysis, &error)) return "";
+  return error;
 }
 
 const CrossPair* FindPair(const Analysis& a, uint32_t alloc_stack) {
@@ -351,14 +365,6 @@ SyntheticTrace PairRun(uint32_t period, uint64_t sampled, uint64_t allocations, 
   return t;
 }
 
-// The gate on a sampled run with the default rule's numbers (gate.h).
-GateResult Gate(const Analysis& a, const Baseline& b, GateOptions options = {}) {
-  GateResult g;
-  std::string error;
-  REQUIRE(EvaluateGate(a, b, {}, options, &g, &error));
-  return g;
-}
-
 TEST_CASE("gate, sampled: a group fails when its estimate is past the effect and its interval past the growth") {
   // 10 sampled of 1,000,000 allocations at 1/100: ~1000 frees, ~1.0 per
   // 1000 allocations, 95% interval 0.480 .. 1.839.
@@ -375,7 +381,7 @@ TEST_CASE("gate, sampled: a group fails when its estimate is past the effect and
   CHECK(rate.high == Approx(1.8390356042));
 
   SECTION("a group not in the baseline at the effect size fails as new") {
-    GateResult g = Gate(a, Baseline{});
+    GateResult g = testing::Gate(a, Baseline{});
     CHECK_FALSE(g.passed());
     REQUIRE(g.offenses.size() == 1);
     CHECK(g.offenses[0].verdict == GateVerdict::kNew);
@@ -390,14 +396,14 @@ TEST_CASE("gate, sampled: a group fails when its estimate is past the effect and
     SyntheticTrace once = PairRun(100, 1, 1000000, 2);
     Analyzed o;
     AnalyzeInto(o, once);
-    GateResult g = Gate(o.analysis, Baseline{});
+    GateResult g = testing::Gate(o.analysis, Baseline{});
     CHECK(g.passed());
     CHECK(g.new_within_noise.size() == 1);
   }
   SECTION("allowed at 0.5: 0.5 more than the baseline is under the effect size, so it passes") {
     Baseline b;
     b.allowed[p.key] = {0.5, 0};
-    GateResult g = Gate(a, b);
+    GateResult g = testing::Gate(a, b);
     CHECK(g.passed());
     CHECK(g.allowed == 1);
     CHECK(RenderGateText(a, g, "accept").find("PASSED") != std::string::npos);
@@ -405,7 +411,7 @@ TEST_CASE("gate, sampled: a group fails when its estimate is past the effect and
   SECTION("allowed at 0.2 with an effect size of 0.5: the interval is above 1.5 x 0.2, so it fails") {
     Baseline b;
     b.allowed[p.key] = {0.2, 0};
-    GateResult g = Gate(a, b, {.max_growth = 1.5, .min_effect = 0.5});
+    GateResult g = testing::Gate(a, b, {.max_growth = 1.5, .min_effect = 0.5});
     REQUIRE(g.offenses.size() == 1);
     CHECK(g.offenses[0].verdict == GateVerdict::kGrown);
     CHECK(g.offenses[0].limit == Approx(0.7));
@@ -421,7 +427,7 @@ TEST_CASE("gate, sampled: a group fails when its estimate is past the effect and
   SECTION("allowed at 0.35 with an effect size of 0.5: the interval reaches 1.5 x 0.35, so it passes") {
     Baseline b;
     b.allowed[p.key] = {0.35, 0};
-    CHECK(Gate(a, b, {.max_growth = 1.5, .min_effect = 0.5}).passed());
+    CHECK(testing::Gate(a, b, {.max_growth = 1.5, .min_effect = 0.5}).passed());
   }
   SECTION("the same numbers unsampled fail at 0.5: only sampling noise is forgiven") {
     SyntheticTrace full(kPid);
@@ -439,9 +445,9 @@ TEST_CASE("gate, sampled: a group fails when its estimate is past the effect and
     REQUIRE(u.analysis.pairs.size() == 1);
     Baseline allowed;
     allowed.allowed[u.analysis.pairs[0].key] = {0.5, 0};
-    CHECK_FALSE(Gate(u.analysis, allowed, {.max_growth = 1.5, .min_effect = 0.5}).passed());
+    CHECK_FALSE(testing::Gate(u.analysis, allowed, {.max_growth = 1.5, .min_effect = 0.5}).passed());
     allowed.allowed[u.analysis.pairs[0].key] = {0.6, 0};  // 1.0 - 0.6 is under the effect size
-    CHECK(Gate(u.analysis, allowed, {.max_growth = 1.5, .min_effect = 0.5}).passed());
+    CHECK(testing::Gate(u.analysis, allowed, {.max_growth = 1.5, .min_effect = 0.5}).passed());
   }
 }
 
@@ -479,11 +485,18 @@ SyntheticTrace RpcLikeRun(uint64_t calls, double cross, bool handoff, uint64_t s
   return t;
 }
 
+// AnalyzeInto for a run of `operations` operations (the trace must outlive
+// r: the set reads its bytes).
+void AnalyzeRun(Analyzed& r, SyntheticTrace& trace, const std::string& name,
+                uint64_t operations) {
+  AnalyzeInto(r, trace, name);
+  r.analysis.operations = operations;
+}
+
 TEST_CASE("gate on synthetic runs: one run's baseline passes reruns and fails a planted hand-off") {
   SyntheticTrace base_trace = RpcLikeRun(1000, 0.4, false, 1);
   Analyzed base;
-  AnalyzeInto(base, base_trace, "base.trc");
-  base.analysis.operations = 1000;
+  AnalyzeRun(base, base_trace, "base.trc", 1000);
   // The per-call pair, the timing-dependent one and the start-up objects.
   const CrossPair* startup = FindPair(base.analysis, 3);
   REQUIRE(startup != nullptr);
@@ -500,19 +513,14 @@ TEST_CASE("gate on synthetic runs: one run's baseline passes reruns and fails a 
   // A longer rerun in which the timing-dependent site crossed 60% of the time.
   SyntheticTrace longer_trace = RpcLikeRun(3000, 0.6, false, 2);
   Analyzed longer;
-  AnalyzeInto(longer, longer_trace, "longer.trc");
-  longer.analysis.operations = 3000;
-  GateResult pass;
-  REQUIRE(EvaluateGate(longer.analysis, baseline, {}, {}, &pass, &error));
-  CHECK(pass.passed());
+  AnalyzeRun(longer, longer_trace, "longer.trc", 3000);
+  CHECK(testing::Gate(longer.analysis, baseline).passed());
 
   // The same length with a hand-off every 10th call: fails, naming its site.
   SyntheticTrace planted_trace = RpcLikeRun(1000, 0.4, true, 3);
   Analyzed planted;
-  AnalyzeInto(planted, planted_trace, "planted.trc");
-  planted.analysis.operations = 1000;
-  GateResult fail;
-  REQUIRE(EvaluateGate(planted.analysis, baseline, {}, {}, &fail, &error));
+  AnalyzeRun(planted, planted_trace, "planted.trc", 1000);
+  GateResult fail = testing::Gate(planted.analysis, baseline);
   REQUIRE(fail.offenses.size() == 1);
   CHECK(fail.offenses[0].verdict == GateVerdict::kNew);
   CHECK(fail.offenses[0].group.key == AllocSite(4));
@@ -574,39 +582,18 @@ TEST_CASE("one analysis, one sample period: mixing is refused, and --from/--to o
   SyntheticTrace s100 = PairRun(100, 3, 1000), s10 = PairRun(10, 3, 1000, 1, kPid + 10);
   SyntheticTrace full(kPid + 20);
   full.Alloc(kPid + 20, 100, 0x1000, 16);
+  CHECK(Refusal({{"a.trc", &s100}, {"b.trc", &full}}) ==
+        "cannot analyse sampled and unsampled traces together: a.trc is sampled 1/100, b.trc is "
+        "not sampled (estimates need one sample period)");
+  CHECK(Refusal({{"a.trc", &s100}, {"c.trc", &s10}}) ==
+        "cannot analyse traces sampled at different periods together: a.trc is sampled 1/100, "
+        "c.trc is sampled 1/10 (estimates need one sample period)");
+  AnalysisOptions window;
+  window.pairing.window_from_ns = 1000;
+  CHECK_THAT(Refusal({{"a.trc", &s100}}, window),
+             Catch::Matchers::StartsWith(
+                 "a.trc: --from/--to cannot cut a sampled trace (sampled 1/100)"));
   std::string error;
-  {
-    TraceSet set;
-    REQUIRE(set.AddBytes(s100.Finish(), "a.trc", &error));
-    REQUIRE(set.AddBytes(full.Finish(), "b.trc", &error));
-    NameResolver resolver;
-    Analysis a;
-    CHECK_FALSE(Analyze(set, {}, &resolver, &a, &error));
-    CHECK(error ==
-          "cannot analyse sampled and unsampled traces together: a.trc is sampled 1/100, b.trc is "
-          "not sampled (estimates need one sample period)");
-  }
-  {
-    TraceSet set;
-    REQUIRE(set.AddBytes(s100.Finish(), "a.trc", &error));
-    REQUIRE(set.AddBytes(s10.Finish(), "c.trc", &error));
-    NameResolver resolver;
-    Analysis a;
-    CHECK_FALSE(Analyze(set, {}, &resolver, &a, &error));
-    CHECK(error ==
-          "cannot analyse traces sampled at different periods together: a.trc is sampled 1/100, "
-          "c.trc is sampled 1/10 (estimates need one sample period)");
-  }
-  {
-    TraceSet set;
-    REQUIRE(set.AddBytes(s100.Finish(), "a.trc", &error));
-    AnalysisOptions options;
-    options.pairing.window_from_ns = 1000;
-    NameResolver resolver;
-    Analysis a;
-    CHECK_FALSE(Analyze(set, options, &resolver, &a, &error));
-    CHECK(error.rfind("a.trc: --from/--to cannot cut a sampled trace (sampled 1/100)", 0) == 0);
-  }
   {
     // Two traces of one period are one run.
     TraceSet set;

@@ -116,15 +116,8 @@ SyntheticTrace BuildRun(const Mix& mix) {
 
 SymbolFrame F(uint64_t address, const char* function, const char* file, int line,
               const char* module = "/usr/bin/rpc-demo", bool inlined = false) {
-  SymbolFrame f;
-  f.address = address;
-  f.function = function;
-  f.file = file;
-  f.line = line;
-  f.module = module;
-  f.module_offset = address - 0x400000;
-  f.inlined = inlined;
-  return f;
+  return {.address = address, .function = function, .file = file, .line = line,
+          .module = module, .module_offset = address - 0x400000, .inlined = inlined};
 }
 
 }  // namespace

@@ -79,6 +79,17 @@ void PerCall(Events& t) {
   }
 }
 
+// A run that lasts from 10 ms to 990 ms: main allocates one object at its
+// start and frees it at its end (alloc stack 9), with PerCall's steady
+// state between.
+Events SteadyRun() {
+  Events t;
+  t.Alloc(kMain, 10 * kMs, 0x900, 16, 9);
+  t.Free(kMain, 990 * kMs, 0x900, 9);
+  PerCall(t);
+  return t;
+}
+
 PairCounts Sum(const TraceSet& set, const PairingResult& r, uint32_t alloc_stack) {
   (void)set;
   PairCounts sum;
@@ -96,44 +107,49 @@ struct Paired {
   PairingResult result;
 };
 
-void Pair(Events& events, Paired* out, int jobs) {
+// What the cross-thread pairs of one alloc stack must sum to.
+struct Want {
+  uint64_t count;
+  uint64_t thread_bounded;
+  uint64_t edge_bounded;
+};
+
+void CheckSum(const Paired& p, uint32_t alloc_stack, const Want& want) {
+  INFO("pairs of alloc stack " << alloc_stack);
+  PairCounts got = Sum(p.set, p.result, alloc_stack);
+  CHECK(got.count == want.count);
+  CHECK(got.thread_bounded == want.thread_bounded);
+  CHECK(got.edge_bounded == want.edge_bounded);
+}
+
+Paired Pair(Events& events, int jobs) {
   SyntheticTrace t = events.Write();
   std::string error;
-  REQUIRE(out->set.AddBytes(t.Finish(), "lifecycle.trc", &error));
+  Paired out;
+  REQUIRE(out.set.AddBytes(t.Finish(), "lifecycle.trc", &error));
   PairingOptions options;
   options.jobs = jobs;
-  REQUIRE(PairTrace(*out->set.traces()[0], options, &out->result, &error));
+  REQUIRE(PairTrace(*out.set.traces()[0], options, &out.result, &error));
+  return out;
 }
 
 TEST_CASE("lifecycle: objects freed after their allocating thread exited are bounded") {
   int jobs = GENERATE(1, 3);
-  Events t;
-  t.Alloc(kMain, 10 * kMs, 0x900, 16, 9);
-  PerCall(t);
+  Events t = SteadyRun();
   // A short-lived thread in the middle of the run: 5 objects, then it exits;
   // the reactor frees them after that (thread churn), 3 more before it.
   constexpr uint32_t kChurn = 750;
   t.Handoff(kChurn, kReactor, 5, 8, 0x20000000, 300 * kMs, 300 * kMs + 9000, 3);
   t.Handoff(kChurn, kReactor, 0, 5, 0x20000000, 300 * kMs, 400 * kMs, 3);
   t.ThreadExit(kChurn, 301 * kMs);
-  t.Free(kMain, 990 * kMs, 0x900, 9);
-  Paired p;
-  Pair(t, &p, jobs);
-  PairCounts churn = Sum(p.set, p.result, 3);
-  CHECK(churn.count == 8);
-  CHECK(churn.thread_bounded == 5);
-  CHECK(churn.edge_bounded == 0);
-  PairCounts steady = Sum(p.set, p.result, 1);
-  CHECK(steady.count == 800);
-  CHECK(steady.thread_bounded == 0);
-  CHECK(steady.edge_bounded == 0);
+  const Paired p = Pair(t, jobs);
+  CheckSum(p, 3, {.count = 8, .thread_bounded = 5, .edge_bounded = 0});
+  CheckSum(p, 1, {.count = 800, .thread_bounded = 0, .edge_bounded = 0});
 }
 
 TEST_CASE("lifecycle: a new thread with an exited thread's tid is alive") {
   int jobs = GENERATE(1, 3);
-  Events t;
-  t.Alloc(kMain, 10 * kMs, 0x900, 16, 9);
-  PerCall(t);
+  Events t = SteadyRun();
   // Thread 750 exits at 200 ms; a new thread gets tid 750 at 300 ms and hands
   // 4 objects to the reactor while it runs: those are per-call.
   constexpr uint32_t kChurn = 750;
@@ -142,19 +158,13 @@ TEST_CASE("lifecycle: a new thread with an exited thread's tid is alive") {
   t.ThreadExit(kChurn, 200 * kMs);
   t.Handoff(kChurn, kReactor, 0, 4, 0x21000000, 300 * kMs, 300 * kMs + 1000, 3);
   t.ThreadExit(kChurn, 400 * kMs);
-  t.Free(kMain, 990 * kMs, 0x900, 9);
-  Paired p;
-  Pair(t, &p, jobs);
-  PairCounts c = Sum(p.set, p.result, 3);
-  CHECK(c.count == 4);
-  CHECK(c.thread_bounded == 0);
+  const Paired p = Pair(t, jobs);
+  CheckSum(p, 3, {.count = 4, .thread_bounded = 0, .edge_bounded = 0});
 }
 
 TEST_CASE("lifecycle: objects allocated before the freeing thread's first event are bounded") {
   int jobs = GENERATE(1, 3);
-  Events t;
-  t.Alloc(kMain, 10 * kMs, 0x900, 16, 9);
-  PerCall(t);
+  Events t = SteadyRun();
   // Three objects queued at 500 ms for a thread whose first event is at
   // 600 ms; then one it frees 1 us after allocated by a thread it already
   // had events with (not before its start: steady).
@@ -162,14 +172,9 @@ TEST_CASE("lifecycle: objects allocated before the freeing thread's first event 
   t.Handoff(kWorker, kLate, 0, 3, 0x30000000, 500 * kMs, 600 * kMs, 5);
   t.Alloc(kWorker, 700 * kMs, 0x30001000, 64, 5);
   t.Free(kLate, 700 * kMs + 1000, 0x30001000, 6);
-  t.Free(kMain, 990 * kMs, 0x900, 9);
-  Paired p;
-  Pair(t, &p, jobs);
-  PairCounts late = Sum(p.set, p.result, 5);
-  CHECK(late.count == 4);
-  CHECK(late.thread_bounded == 3);
-  CHECK(late.edge_bounded == 0);
-  CHECK(Sum(p.set, p.result, 1).thread_bounded == 0);
+  const Paired p = Pair(t, jobs);
+  CheckSum(p, 5, {.count = 4, .thread_bounded = 3, .edge_bounded = 0});
+  CheckSum(p, 1, {.count = 800, .thread_bounded = 0, .edge_bounded = 0});
 }
 
 TEST_CASE("lifecycle: objects allocated and freed only at the run's edges are bounded") {
@@ -189,18 +194,10 @@ TEST_CASE("lifecycle: objects allocated and freed only at the run's edges are bo
   t.Handoff(kWorker, kReactor, 0, 3, 0x50000000, 950 * kMs, 960 * kMs, 10);
   for (uint64_t i = 0; i < 4; ++i) t.Free(kReactor, 990 * kMs - 4 + i, 0x40000000 + i * 64, 8);
   t.Free(kReactor, 990 * kMs, 0x800, 20);
-  Paired p;
-  Pair(t, &p, jobs);
-  PairCounts startup = Sum(p.set, p.result, 7);
-  CHECK(startup.count == 7);
-  CHECK(startup.edge_bounded == 6);
-  CHECK(startup.thread_bounded == 0);
-  PairCounts shutdown = Sum(p.set, p.result, 10);
-  CHECK(shutdown.count == 3);
-  CHECK(shutdown.edge_bounded == 3);
-  PairCounts steady = Sum(p.set, p.result, 1);
-  CHECK(steady.count == 800);
-  CHECK(steady.edge_bounded == 0);
+  const Paired p = Pair(t, jobs);
+  CheckSum(p, 7, {.count = 7, .thread_bounded = 0, .edge_bounded = 6});
+  CheckSum(p, 10, {.count = 3, .thread_bounded = 0, .edge_bounded = 3});
+  CheckSum(p, 1, {.count = 800, .thread_bounded = 0, .edge_bounded = 0});
   CHECK(p.result.steady_from_ns == Approx(59 * kMs).epsilon(0.001));
   CHECK(p.result.steady_to_ns == Approx(941 * kMs).epsilon(0.001));
 }
@@ -211,13 +208,9 @@ TEST_CASE("lifecycle: a trace shorter than 50 ms has no edges") {
     t.Alloc(kMain, 1000 + i * 100, 0x60000000 + i * 64, 64, 12);
     t.Free(kReactor, 40 * kMs + i, 0x60000000 + i * 64, 13);
   }
-  Paired p;
-  Pair(t, &p, 1);
-  PairCounts c = Sum(p.set, p.result, 12);
-  CHECK(c.count == 10);
-  CHECK(c.edge_bounded == 0);
+  const Paired p = Pair(t, 1);
   // kReactor's first event (40 ms) came after the allocations: thread-bounded.
-  CHECK(c.thread_bounded == 10);
+  CheckSum(p, 12, {.count = 10, .thread_bounded = 10, .edge_bounded = 0});
 }
 
 }  // namespace

@@ -41,6 +41,19 @@ std::unique_ptr<AllocatorModel> Make(const std::string& name, Recorder* sink,
   return m;
 }
 
+// Thread 0, the main thread, and thread 1 start (in that order).
+void StartMainAndOne(AllocatorModel& m) {
+  m.ThreadStart(0, true);
+  m.ThreadStart(1, false);
+}
+
+// n allocations of `size` bytes (class cl) on thread 0; their objects.
+std::vector<uint64_t> AllocateOnMain(AllocatorModel& m, int cl, uint64_t size, int n) {
+  std::vector<uint64_t> objects;
+  for (int i = 0; i < n; ++i) objects.push_back(m.Allocate(0, cl, size));
+  return objects;
+}
+
 TEST_CASE("jemalloc size classes: small bins, large classes, and back", "[simulate]") {
   CHECK(JemallocSizeIndex(0) == 0);
   CHECK(JemallocSizeIndex(8) == 0);
@@ -73,15 +86,13 @@ TEST_CASE("jemalloc: fills of half the bin, a remote flush to the owner's bin, t
   REQUIRE(cl == 1);
   // Thread 0 (main) gets arena 0; thread 1 finds arena 0 taken and the next
   // one uninitialized: arena 1.
-  m->ThreadStart(0, true);
-  m->ThreadStart(1, false);
+  StartMainAndOne(*m);
   // The 16-byte bin: 256 regions per slab, ncached_max = min(2 x 256, 200)
   // = 200, a fill brings 200 >> lg_fill_div (1) = 100. 201 allocations:
   // fill 1 (fresh slab: 2 locks), fill 2 (same slab, 156 left: 1 lock),
   // fill 3 (56 left, then a fresh slab: 2 locks). 201 x 16 bytes stay far
   // below the 64 KiB GC interval, so lg_fill_div stays 1.
-  std::vector<uint64_t> objects;
-  for (int i = 0; i < 201; ++i) objects.push_back(m->Allocate(0, cl, 16));
+  std::vector<uint64_t> objects = AllocateOnMain(*m, cl, 16, 201);
   CHECK(r.total[CostKind::kRefill] == 3);
   CHECK(r.total.refilled_objects == 300);
   CHECK(r.total[CostKind::kLock] == 5);
@@ -121,11 +132,9 @@ TEST_CASE("jemalloc: a thread that only frees has no tcache: each free locks the
   Recorder r;
   auto m = Make("jemalloc", &r);
   const int cl = m->SizeClass(16);
-  m->ThreadStart(0, true);
-  m->ThreadStart(1, false);
+  StartMainAndOne(*m);
   // 201 allocations on the main thread: 3 fills, as in the test above.
-  std::vector<uint64_t> objects;
-  for (int i = 0; i < 201; ++i) objects.push_back(m->Allocate(0, cl, 16));
+  std::vector<uint64_t> objects = AllocateOnMain(*m, cl, 16, 201);
   CHECK(r.total[CostKind::kRefill] == 3);
   // Thread 1 never allocated: a minimal tsd, no tcache. Each free goes to
   // arena 0's bin under its lock: 201 locks, no flush; all remote.
@@ -184,13 +193,11 @@ TEST_CASE("glibc: tcache of 7, a fastbin refill, a free-only thread's tcache", "
   const int cl = m->SizeClass(24);  // 32-byte chunk: a fastbin size
   CHECK(cl == 2);
   CHECK(m->ClassSize(cl) == 24);
-  m->ThreadStart(0, true);
-  m->ThreadStart(1, false);
+  StartMainAndOne(*m);
   // 8 allocations on an empty tcache: the first malloc allocates the tcache
   // itself with _int_malloc under the arena lock (1), then each goes to
   // _int_malloc under the lock (8), one object each (no free chunk anywhere).
-  std::vector<uint64_t> objects;
-  for (int i = 0; i < 8; ++i) objects.push_back(m->Allocate(0, cl, 24));
+  std::vector<uint64_t> objects = AllocateOnMain(*m, cl, 24, 8);
   CHECK(r.total[CostKind::kRefill] == 9);
   CHECK(r.total.refilled_objects == 9);
   CHECK(r.total[CostKind::kLock] == 9);
@@ -205,8 +212,7 @@ TEST_CASE("glibc: tcache of 7, a fastbin refill, a free-only thread's tcache", "
   // 8 allocations again: 7 from the tcache, the 8th takes the fastbin's one
   // chunk under the lock (nothing left to stash).
   r.Reset();
-  objects.clear();
-  for (int i = 0; i < 8; ++i) objects.push_back(m->Allocate(0, cl, 24));
+  objects = AllocateOnMain(*m, cl, 24, 8);
   CHECK(r.total[CostKind::kRefill] == 1);
   CHECK(r.total.refilled_objects == 1);
   CHECK(r.total[CostKind::kLock] == 1);
@@ -222,8 +228,7 @@ TEST_CASE("glibc: tcache of 7, a fastbin refill, a free-only thread's tcache", "
   CHECK(r.total[CostKind::kRemoteFree] == 1);
   // 8 frees of 200-byte chunks of arena 0: 7 fill thread 1's bin, the 8th
   // goes into arena 0 under its lock (above the fastbin limit).
-  std::vector<uint64_t> big;
-  for (int i = 0; i < 8; ++i) big.push_back(m->Allocate(0, m->SizeClass(200), 200));
+  std::vector<uint64_t> big = AllocateOnMain(*m, m->SizeClass(200), 200, 8);
   r.Reset();
   for (uint64_t o : big) m->Free(1, m->SizeClass(200), o);
   CHECK(r.total[CostKind::kRemoteFree] == 8);
@@ -255,12 +260,10 @@ TEST_CASE("mimalloc: a page extends 4 KiB at a time, remote frees are one CAS ea
   auto m = Make("mimalloc", &r);
   const int cl = m->SizeClass(16);
   CHECK(m->ClassSize(cl) == 16);
-  m->ThreadStart(0, true);
-  m->ThreadStart(1, false);
+  StartMainAndOne(*m);
   // A 64 KiB page of 16-byte blocks is extended by 4 KiB / 16 = 256 blocks
   // per generic call: 1000 allocations need 4 of them.
-  std::vector<uint64_t> objects;
-  for (int i = 0; i < 1000; ++i) objects.push_back(m->Allocate(0, cl, 16));
+  std::vector<uint64_t> objects = AllocateOnMain(*m, cl, 16, 1000);
   CHECK(r.total[CostKind::kRefill] == 4);
   CHECK(r.total.refilled_objects == 1024);
   CHECK(r.total[CostKind::kLock] == 0);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/cli.h"
 #include "tests/support/process.h"
 #include "tests/support/synthetic_trace.h"
 
@@ -20,12 +21,7 @@ struct Run {
 
 // `crossfree ARGS...`, bounded in time and address space.
 Run Crossfree(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {CROSSFREE_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
-  crossfree::testing::ProcessLimits limits;
-  limits.timeout_s = 60;  // a hang, not a slow machine, must trip it
-  limits.address_space = uint64_t{4} << 30;
-  crossfree::testing::ProcessResult p = crossfree::testing::RunProcess(argv, limits);
+  crossfree::testing::ProcessResult p = crossfree::testing::RunCli(CROSSFREE_BIN, args);
   INFO("crossfree -> " << p.Describe());
   REQUIRE(p.started);
   return Run{p.exited() ? p.exit_code : -1, p.out + p.err};

@@ -37,6 +37,16 @@ const GroupResult& Group(const SimulationResult& r, const std::string& name) {
   return none;
 }
 
+// One row of fetch_sites or release_sites.
+void CheckSite(const SiteTransfers& s, const std::string& group, const std::string& key,
+               uint64_t calls, uint64_t objects) {
+  INFO("site " << key << " of " << group);
+  CHECK(s.group == group);
+  CHECK(s.site.key == key);
+  CHECK(s.calls == calls);
+  CHECK(s.objects == objects);
+}
+
 constexpr uint32_t kPid = 100;
 constexpr uint64_t kBase = 0x10000000;
 
@@ -133,16 +143,10 @@ TEST_CASE("producer/consumer: fetches and releases follow the slow start", "[sim
   // Sites: the producer's allocation site fetched 49 times; the consumer's
   // free site released 45 times; thread exits have no site.
   REQUIRE(r.fetch_sites.size() == 2);
-  CHECK(r.fetch_sites[0].group == "producer-N");
-  CHECK(r.fetch_sites[0].site.key == "Site0x1000");
-  CHECK(r.fetch_sites[0].calls == 49);
-  CHECK(r.fetch_sites[0].objects == 1024);
+  CheckSite(r.fetch_sites[0], "producer-N", "Site0x1000", 49, 1024);
   CHECK(r.fetch_sites[1].site.key == "Site0x3000");
   REQUIRE(r.release_sites.size() == 3);
-  CHECK(r.release_sites[0].group == "consumer-N");
-  CHECK(r.release_sites[0].site.key == "Site0x2000");
-  CHECK(r.release_sites[0].calls == 45);
-  CHECK(r.release_sites[0].objects == 975);
+  CheckSite(r.release_sites[0], "consumer-N", "Site0x2000", 45, 975);
   CHECK(r.release_sites[1].site.key == "(thread exit)");
 }
 

@@ -173,12 +173,17 @@ uintptr_t MapGuardedStack(size_t size) {
   return base + kPage;
 }
 
-void* ThreadMain(void*) {
+// The cases on the calling thread's own stack, reported as `context`.
+void RunOnThreadStack(const char* context) {
   uintptr_t lo, hi;
   ThreadBounds(&lo, &hi);
   Result r;
   RunCases(lo, hi, &r);
-  Report("pthread", r);
+  Report(context, r);
+}
+
+void* ThreadMain(void*) {
+  RunOnThreadStack("pthread");
   return nullptr;
 }
 
@@ -212,13 +217,7 @@ int main() {
   g_heap = reinterpret_cast<uintptr_t>(calloc(1, 256));
   setvbuf(stdout, nullptr, _IOLBF, 0);
 
-  {
-    uintptr_t lo, hi;
-    ThreadBounds(&lo, &hi);
-    Result r;
-    RunCases(lo, hi, &r);
-    Report("main", r);
-  }
+  RunOnThreadStack("main");
   {
     pthread_t t;
     pthread_create(&t, nullptr, ThreadMain, nullptr);

@@ -107,38 +107,40 @@ void WaitForEver() {
   for (;;) pthread_cond_wait(&g_never, &g_mu);
 }
 
-void* FutexThread(void*) {
-  pthread_setname_np(pthread_self(), "hf-futex");
-  tt_handoff_futex(1000);
-  pthread_barrier_wait(&g_done);
-  WaitForEver();
-  return nullptr;
-}
+// A worker thread: named `name`, it makes `pairs` pairs with `work`; then,
+// unless it is the flood thread, it meets the others at g_done and idles
+// for ever: in a futex wait, after a read of the idle pipe (that never
+// gets a byte) when idle_in_read.
+struct Worker {
+  const char* name;
+  void (*work)(int pairs);
+  int pairs;
+  bool idles;
+  bool idle_in_read;
+};
+const Worker kFutex = {"hf-futex", tt_handoff_futex, 1000, true, false};
+const Worker kRead = {"hf-read", tt_handoff_read, 1500, true, true};
+const Worker kBulk = {"hf-bulk", tt_handoff_bulk, 60000, true, false};
+const Worker kFlood = {"hf-flood", tt_handoff_flood, 100000, false, false};
 
-void* ReadThread(void*) {
-  pthread_setname_np(pthread_self(), "hf-read");
-  tt_handoff_read(1500);
+void* WorkerThread(void* arg) {
+  const Worker& w = *static_cast<const Worker*>(arg);
+  pthread_setname_np(pthread_self(), w.name);
+  w.work(w.pairs);
+  if (!w.idles) return nullptr;
   pthread_barrier_wait(&g_done);
   char c;
-  for (;;) {
-    if (read(g_idle_pipe[0], &c, 1) <= 0) break;
+  while (w.idle_in_read && read(g_idle_pipe[0], &c, 1) > 0) {
   }
   WaitForEver();
   return nullptr;
 }
 
-void* BulkThread(void*) {
-  pthread_setname_np(pthread_self(), "hf-bulk");
-  tt_handoff_bulk(60000);
-  pthread_barrier_wait(&g_done);
-  WaitForEver();
-  return nullptr;
-}
-
-void* FloodThread(void*) {
-  pthread_setname_np(pthread_self(), "hf-flood");
-  tt_handoff_flood(100000);
-  return nullptr;
+// Starts w on a thread of its own.
+pthread_t Start(const Worker& w) {
+  pthread_t t;
+  pthread_create(&t, nullptr, WorkerThread, const_cast<Worker*>(&w));
+  return t;
 }
 
 // Reads stdin until a byte arrives (true) or it ends (false).
@@ -208,9 +210,7 @@ int main(int argc, char** argv) {
   if (flood) {
     SayWithPid("ready");
     if (!ReadByte()) return 1;
-    pthread_t t;
-    pthread_create(&t, nullptr, FloodThread, nullptr);
-    pthread_join(t, nullptr);
+    pthread_join(Start(kFlood), nullptr);
     Say("flooded\n");
     while (ReadByte()) {
     }
@@ -221,10 +221,7 @@ int main(int argc, char** argv) {
   tt_handoff_main(blocks, 250);
   if (pipe(g_idle_pipe) != 0) return 1;
   pthread_barrier_init(&g_done, nullptr, 4);
-  pthread_t t[3];
-  pthread_create(&t[0], nullptr, FutexThread, nullptr);
-  pthread_create(&t[1], nullptr, ReadThread, nullptr);
-  pthread_create(&t[2], nullptr, BulkThread, nullptr);
+  for (const Worker* w : {&kFutex, &kRead, &kBulk}) Start(*w);
   pthread_barrier_wait(&g_done);
   SayWithPid("done");
   while (ReadByte()) {
