@@ -72,6 +72,18 @@ void AddTracesArgument(CLI::App* sub, std::vector<std::string>* traces) {
   sub->add_option("traces", *traces, "Trace files (one per process of the run)");
 }
 
+void AddFormatOption(CLI::App* sub, std::string* format, std::vector<std::string> formats,
+                     const std::string& help) {
+  sub->add_option("--format", *format, help)
+      ->check(CLI::IsMember(std::move(formats)))
+      ->capture_default_str();
+}
+
+void AddOutputOption(CLI::App* sub, std::string* output, const std::string& what) {
+  sub->add_option("--output,-o", *output,
+                  fmt::format("Write the {} to this file (default stdout)", what));
+}
+
 bool HasTraces(const std::string& command, const std::vector<std::string>& traces) {
   if (!traces.empty()) return true;
   fmt::print(stderr, "crossfree {0}: no trace given (crossfree {0} TRACE...)\n", command);

@@ -42,6 +42,15 @@ bool ListSkips(const CommonOptions& options);
 // (report, gate, simulate); HasTraces then checks that some were given.
 void AddTracesArgument(CLI::App* sub, std::vector<std::string>* traces);
 
+// Registers --format, one of formats (the default is what *format holds,
+// and --help shows it), for report, diff, gate and simulate alike.
+void AddFormatOption(CLI::App* sub, std::string* format, std::vector<std::string> formats,
+                     const std::string& help = "Output format");
+
+// Registers --output/-o, the file the command's result (what: "report",
+// "diff", ...) goes to instead of stdout.
+void AddOutputOption(CLI::App* sub, std::string* output, const std::string& what);
+
 // False (and a one-line error naming the command) when no trace is given.
 bool HasTraces(const std::string& command, const std::vector<std::string>& traces);
 

@@ -42,14 +42,12 @@ void RegisterDiffCommand(CLI::App& app, int* exit_code) {
                   "Traces of the run before (repeatable: one per process; instead of BEFORE)");
   sub->add_option("--after", args->after_set,
                   "Traces of the run after (repeatable: one per process; instead of AFTER)");
-  sub->add_option("--format", args->format, "Output format")
-      ->check(CLI::IsMember({"text", "json", "html"}))
-      ->capture_default_str();
+  AddFormatOption(sub, &args->format, {"text", "json", "html"});
   sub->add_option("--min-change", args->min_change,
                   "Relative rate change below which a pair counts as unchanged (0.1 = 10%)")
       ->check(CLI::Range(0.0, 1000.0))
       ->capture_default_str();
-  sub->add_option("--output,-o", args->output, "Write the diff to this file (default stdout)");
+  AddOutputOption(sub, &args->output, "diff");
   sub->add_option("--before-operations", args->before_operations,
                   "Operations the run before performed (with --after-operations: rates per "
                   "operation)");

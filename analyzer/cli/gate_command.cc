@@ -139,9 +139,7 @@ void RegisterGateCommand(CLI::App& app, int* exit_code) {
       "gate", "Fail (exit 1) on cross-thread pairs the baseline does not allow, for CI");
   sub->add_option("--baseline", args->baseline, "Baseline file (see docs/guide/analyzer.md)");
   AddTracesArgument(sub, &args->traces);
-  sub->add_option("--format", args->format, "Output format of the verdict")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
+  AddFormatOption(sub, &args->format, {"text", "json"}, "Output format of the verdict");
   sub->add_option("--operations", args->operations,
                   "Operations the traced run performed (RPC calls, requests): rates per "
                   "operation, which other pairs' fixes do not move (default: per 1000 "

@@ -39,10 +39,8 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       "report", "Report the objects allocated on one thread and freed on another");
   AddTracesArgument(sub, &args->traces);
   sub->add_option("--top", args->top, "Cross-thread pairs shown (0 = all)")->capture_default_str();
-  sub->add_option("--format", args->format, "Output format")
-      ->check(CLI::IsMember({"text", "json", "html", "folded", "pprof"}))
-      ->capture_default_str();
-  sub->add_option("--output,-o", args->output, "Write the report to this file (default stdout)");
+  AddFormatOption(sub, &args->format, {"text", "json", "html", "folded", "pprof"});
+  AddOutputOption(sub, &args->output, "report");
   sub->add_option("--operations", args->operations,
                   "Operations the traced run performed (RPC calls, requests): per-call rates "
                   "become per operation");

@@ -61,10 +61,8 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
   AddModelOptions(sub, &args->model);
   sub->add_option("--top", args->top, "Fetch and release sites shown, each (0 = all)")
       ->capture_default_str();
-  sub->add_option("--format", args->format, "Output format")
-      ->check(CLI::IsMember({"text", "json", "html"}))
-      ->capture_default_str();
-  sub->add_option("--output,-o", args->output, "Write the result to this file (default stdout)");
+  AddFormatOption(sub, &args->format, {"text", "json", "html"});
+  AddOutputOption(sub, &args->output, "result");
   AddCommonOptions(sub, &args->common);
   // Common options that have no meaning for a simulation are refused, not
   // ignored, and --help says so: the thread caches' state at any moment
