@@ -28,13 +28,37 @@
 namespace crossfree::format::shm {
 
 inline constexpr uint64_t kChannelMagic = 0x314e484346535243ull;  // "CRSFCHN1" in memory
-inline constexpr uint32_t kChannelVersion = 1;
+inline constexpr uint32_t kChannelVersion = 2;
 
 // The environment variable through which `record` passes the region's
 // descriptor to the command (decimal fd). The tracer accepts it only if
 // /proc/self/fd/<fd> names a memfd called kMemfdName.
 inline constexpr const char* kChannelEnv = "CROSSFREE_CHANNEL";
 inline constexpr const char* kMemfdName = "crossfree-channel";
+
+// Fork children's regions. `record` passes one end of an AF_UNIX
+// SOCK_SEQPACKET socketpair in kSocketEnv (decimal fd); the tracer accepts
+// it only if it is such a socket whose peer (SO_PEERCRED, the socketpair's
+// maker) is the Control's record_pid. A fork child sends one
+// ChildRegionMessage with exactly two descriptors (SCM_RIGHTS): its
+// region's memfd (sealed against shrinking and growing) and a pidfd of
+// itself. `record` never writes to the socket: a child waits for
+// Control::adoption instead (a futex, at most kAdoptionWaitNs), and sees
+// `record` gone when the socket reports its peer closed (POLLHUP).
+inline constexpr const char* kSocketEnv = "CROSSFREE_CHANNEL_SOCKET";
+inline constexpr uint64_t kChildMessageMagic = 0x31444c4843535243ull;  // "CRSCHLD1"
+struct ChildRegionMessage {
+  uint64_t magic;    // kChildMessageMagic
+  uint32_t version;  // kChannelVersion
+  uint32_t pid;      // the child's (record checks it against the pidfd's)
+};
+inline constexpr uint64_t kAdoptionWaitNs = 1'000'000'000;
+// A child's region: 4 MiB of buffers (32 slots of the default 128 KiB);
+// `record` adopts at most kMaxChildRegions at once, regions of at most
+// kMaxRegionBytes. A child refused, or not adopted in time, writes its own
+// file as a bare tracer does.
+inline constexpr size_t kChildBufferBytes = size_t{4} << 20;
+inline constexpr uint32_t kMaxChildRegions = 64;
 
 // Region: [Control, 4 KiB][file header area][kMaxSlots descriptors][slot
 // buffers, each slot_bytes, page aligned]. The slot count comes from the
@@ -57,6 +81,17 @@ inline constexpr uint32_t kMinSlots = 2;
 inline constexpr size_t kDefaultRegionBytes = kBuffersOffset + (size_t{48} << 20);
 inline constexpr size_t kMaxRegionBytes = kBuffersOffset + (size_t{64} << 20);
 
+enum Origin : uint32_t {
+  kOriginRecord = 0,     // made by `record` for the command's process
+  kOriginForkChild = 1,  // made by a fork child and handed to `record`
+};
+
+enum Adoption : uint32_t {
+  kOffered = 0,
+  kAdopted = 1,
+  kAbandoned = 2,
+};
+
 enum SlotState : uint32_t {
   kFree = 0,     // record's; the tracer may claim it (CAS to kFilling)
   kFilling = 1,  // the tracer's: a thread's open chunk; committed says how much is whole
@@ -76,7 +111,7 @@ struct alignas(64) Control {
   uint32_t slot_count;
   uint32_t slot_bytes;
   uint32_t file_header_bytes;  // the trace's file header, in the header area
-  uint32_t reserved0;
+  uint32_t origin;             // Origin: who made the region (its maker writes it first)
   // Set by the tracer at its clean end (after its last chunk is sealed):
   // a region whose image ended without it (killed, crashed) has partly
   // filled slots that `record` seals itself.
@@ -106,6 +141,10 @@ struct alignas(64) Control {
   std::atomic<uint32_t> exec_handoff;  // 1: the attached image is exec'ing, all handed over
   std::atomic<uint32_t> headers_published;
   std::atomic<uint32_t> headers_taken;
+  // A fork child's region only: 0 while offered, kAdopted once `record`
+  // drains it (CAS by record, then FUTEX_WAKE), kAbandoned when the child
+  // stopped waiting first (CAS by the child; record then drops it).
+  alignas(64) std::atomic<uint32_t> adoption;
 };
 static_assert(sizeof(Control) <= kControlBytes);
 

@@ -6,9 +6,12 @@
 // once per chunk (about 18,000 events on the deep workload).
 #include "tracer/channel.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -36,6 +39,9 @@ size_t g_bytes = 0;
 uint32_t g_slots = 0;
 uint32_t g_slot_bytes = 0;
 uint32_t g_record_pid = 0;
+uint32_t g_origin = 0;  // shm::Origin of the attached region
+// record's end of the fork hand-off (format/shm_channel.h kSocketEnv), or -1.
+int g_sock = -1;
 // After a wait for a slot timed out: the free count `record` had then.
 // Until it moves, later chunks do not wait again (one stall, not one per
 // chunk, while `record` cannot keep up).
@@ -86,18 +92,32 @@ int TryClaim() {
   return -1;
 }
 
-// record is this image's parent (it forked and exec'd the command); once
-// it is not, it died and nobody drains the region.
+// record's region: record is this image's parent (it forked and exec'd the
+// command); once it is not, it died and nobody drains the region. A fork
+// child's region: record holds the other end of the socket, so the socket
+// reporting its peer closed means record is gone (getppid says nothing
+// here: the child's parent is the command, or record as subreaper).
 bool CheckRecordGone() {
   if (g_record_gone.load(std::memory_order_relaxed)) return true;
-  if (static_cast<uint32_t>(getppid()) == g_record_pid) return false;
+  if (g_origin == shm::kOriginForkChild) {
+    if (g_sock < 0) return false;  // cannot tell; waits stay bounded
+    struct pollfd p = {g_sock, POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0 || (p.revents & (POLLHUP | POLLERR | POLLNVAL)) == 0) return false;
+  } else if (static_cast<uint32_t>(getppid()) == g_record_pid) {
+    return false;
+  }
   g_record_gone.store(true, std::memory_order_relaxed);
   return true;
 }
 
+void ResetWaitState() {
+  g_stalled.store(false, std::memory_order_relaxed);
+  g_record_gone.store(false, std::memory_order_relaxed);
+}
+
 }  // namespace
 
-bool Attach(int fd, size_t slot_bytes, uint32_t pid) {
+bool Attach(int fd, size_t slot_bytes, uint32_t pid, bool first) {
   if (fd < 0 || !IsChannelMemfd(fd)) return false;
   struct stat st;
   if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(shm::kBuffersOffset) ||
@@ -114,8 +134,9 @@ bool Attach(int fd, size_t slot_bytes, uint32_t pid) {
     munmap(base, bytes);
     return false;
   }
-  uint32_t attached = 0;
-  if (ctl->attached_pid.compare_exchange_strong(attached, pid, std::memory_order_acq_rel)) {
+  uint32_t attached = ctl->attached_pid.load(std::memory_order_acquire);
+  if (first && attached == 0 && ctl->origin == shm::kOriginRecord &&
+      ctl->attached_pid.compare_exchange_strong(attached, pid, std::memory_order_acq_rel)) {
     // The command's first image.
     ctl->slot_count = slots;
     ctl->slot_bytes = static_cast<uint32_t>(slot_bytes);
@@ -153,6 +174,7 @@ bool Attach(int fd, size_t slot_bytes, uint32_t pid) {
   g_slots = slots;
   g_slot_bytes = static_cast<uint32_t>(slot_bytes);
   g_record_pid = ctl->record_pid;
+  g_origin = ctl->origin == shm::kOriginForkChild ? shm::kOriginForkChild : shm::kOriginRecord;
   g_attached = true;
   // Kept, close-on-exec, for this process's next image (BeforeExec lets it
   // through exec): a child this image spawns never inherits it.
@@ -261,6 +283,7 @@ void MarkCleanExit() {
 void BeforeExec() {
   if (!g_attached) return;
   fcntl(g_fd, F_SETFD, 0);
+  if (g_sock >= 0) fcntl(g_sock, F_SETFD, 0);
   Ctl()->exec_handoff.store(1, std::memory_order_release);
 }
 
@@ -269,9 +292,15 @@ void AfterFailedExec() {
   uint32_t handoff = 1;
   Ctl()->exec_handoff.compare_exchange_strong(handoff, 0, std::memory_order_acq_rel);
   fcntl(g_fd, F_SETFD, FD_CLOEXEC);
+  if (g_sock >= 0) fcntl(g_sock, F_SETFD, FD_CLOEXEC);
 }
 
 void DetachInForkChild() {
+  if (g_sock >= 0) {
+    DisownFd(g_sock);
+    close(g_sock);
+    g_sock = -1;
+  }
   if (!g_attached) return;
   DisownFd(g_fd);
   close(g_fd);
@@ -280,8 +309,127 @@ void DetachInForkChild() {
   g_base = nullptr;
   g_attached = false;
   g_slots = 0;
-  g_stalled.store(false, std::memory_order_relaxed);
-  g_record_gone.store(false, std::memory_order_relaxed);
+  g_origin = shm::kOriginRecord;
+  ResetWaitState();
+}
+
+bool AttachSocket(const char* value) {
+  uint64_t fd = 0;
+  if (!g_attached || g_sock >= 0 || value == nullptr || !ParseDecimal(value, &fd) ||
+      fd >= (1u << 30)) {
+    return false;
+  }
+  const int s = static_cast<int>(fd);
+  int domain = 0, type = 0;
+  socklen_t len = sizeof(int);
+  struct ucred cred = {};
+  socklen_t cred_len = sizeof(cred);
+  // The socketpair record made: its peer credentials are record's (taken
+  // when the pair was made), so a number the program reused is not it.
+  if (getsockopt(s, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || domain != AF_UNIX ||
+      (len = sizeof(int), getsockopt(s, SOL_SOCKET, SO_TYPE, &type, &len)) != 0 ||
+      type != SOCK_SEQPACKET ||
+      getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 ||
+      static_cast<uint32_t>(cred.pid) != g_record_pid) {
+    return false;
+  }
+  g_sock = s;
+  fcntl(s, F_SETFD, FD_CLOEXEC);  // BeforeExec lets it through, like the region
+  OwnFd(&g_sock, nullptr);
+  return true;
+}
+
+bool BeginForkChild(uint32_t pid) {
+  if (!g_attached || g_sock < 0) {
+    DetachInForkChild();
+    return false;
+  }
+  const uint32_t slot_bytes = g_slot_bytes;
+  const size_t bytes = shm::kBuffersOffset + shm::kChildBufferBytes;
+  const uint32_t slots = shm::SlotCount(bytes, slot_bytes);
+  const int mfd = static_cast<int>(
+      syscall(SYS_memfd_create, shm::kMemfdName, MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  void* base = MAP_FAILED;
+  // Sealed at its size: record maps it, and a region that shrank under
+  // record's mapping would fault record's reads.
+  if (slots < shm::kMinSlots || mfd < 0 || ftruncate(mfd, static_cast<off_t>(bytes)) != 0 ||
+      fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 ||
+      (base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)) == MAP_FAILED) {
+    if (mfd >= 0) close(mfd);
+    DetachInForkChild();
+    return false;
+  }
+  // The parent's region stays the parent's: the child's copy of the
+  // mapping goes, and the new region's descriptor takes the old number (the
+  // one CROSSFREE_CHANNEL names, so an exec'd image takes this region over).
+  DisownFd(g_fd);
+  if (dup3(mfd, g_fd, O_CLOEXEC) < 0) {
+    close(mfd);
+    munmap(base, bytes);
+    DetachInForkChild();
+    return false;
+  }
+  close(mfd);
+  munmap(g_base, g_bytes);
+  shm::Control* ctl = shm::ControlOf(base);
+  ctl->magic = shm::kChannelMagic;
+  ctl->version = shm::kChannelVersion;
+  ctl->record_pid = g_record_pid;
+  ctl->region_bytes = bytes;
+  ctl->origin = shm::kOriginForkChild;
+  ctl->attached_pid.store(pid, std::memory_order_relaxed);
+  ctl->slot_count = slots;
+  ctl->slot_bytes = slot_bytes;
+  ctl->layout_ready.store(1, std::memory_order_release);
+  g_base = base;
+  g_bytes = bytes;
+  g_slots = slots;
+  g_generation = 0;
+  g_origin = shm::kOriginForkChild;
+  ResetWaitState();
+  OwnFd(&g_fd, nullptr);
+  return true;
+}
+
+bool CompleteForkChild(uint32_t pid) {
+  if (!g_attached || g_origin != shm::kOriginForkChild || g_sock < 0) return false;
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return false;
+  shm::ChildRegionMessage msg = {shm::kChildMessageMagic, shm::kChannelVersion, pid};
+  struct iovec iov = {&msg, sizeof(msg)};
+  alignas(struct cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  struct msghdr mh = {};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = control;
+  mh.msg_controllen = sizeof(control);
+  struct cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
+  const int fds[2] = {g_fd, pidfd};
+  __builtin_memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+  // Never blocks: a full socket (record not reading) is a refusal.
+  long sent;
+  do {
+    sent = sendmsg(g_sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  close(pidfd);
+  if (sent != static_cast<long>(sizeof(msg))) return false;
+  shm::Control* ctl = Ctl();
+  const uint64_t deadline = NowNs() + shm::kAdoptionWaitNs;
+  while (ctl->adoption.load(std::memory_order_acquire) == shm::kOffered &&
+         NowNs() < deadline && !CheckRecordGone()) {
+    struct timespec slice = {0, 10'000'000};
+    Futex(&ctl->adoption, FUTEX_WAIT, shm::kOffered, &slice);
+  }
+  // Either record adopted it, or the child gives up first and record, if
+  // it comes later, finds the region abandoned.
+  uint32_t state = shm::kOffered;
+  if (ctl->adoption.compare_exchange_strong(state, shm::kAbandoned, std::memory_order_acq_rel)) {
+    return false;
+  }
+  return state == shm::kAdopted;
 }
 
 }  // namespace crossfree::tracer::channel

@@ -4,15 +4,18 @@
 // Under `record` the threads' chunk buffers are slots of a shared-memory
 // region that `record` drains into the trace file, so the target makes no
 // file writes and `record` can still take every whole record of a killed
-// target. Without `record` (bare LD_PRELOAD), or in a fork child, nothing
-// here is attached and the tracer writes its own file. Images the
-// command's process execs take the region over in turn (Attach).
+// target. Without `record` (bare LD_PRELOAD) nothing here is attached and
+// the tracer writes its own file. Images a process execs take its region
+// over in turn (Attach). A fork child makes a region of its own and hands
+// it to `record` through the channel's socket (BeginForkChild,
+// CompleteForkChild); refused, it writes its own file.
 //
-// Threading: Attach and DetachInForkChild run single-threaded (start-up,
-// the fork child). Everything else may be called by any thread at any
+// Threading: Attach, AttachSocket and the fork-child calls run
+// single-threaded (start-up, the fork child: no allocation, no stdio, no
+// lock there either). Everything else may be called by any thread at any
 // time, from the hook path: no allocation, no lock, no stdio; the only
 // system calls are futex (a wake when `record` sleeps, a wait when no
-// slot is free) and getppid while waiting. A slot, once claimed, belongs to
+// slot is free) and getppid or poll while waiting. A slot, once claimed, belongs to
 // whoever holds the ThreadState it is bound to (recorder_internal.h) until
 // it is sealed or released.
 #pragma once
@@ -26,13 +29,20 @@ namespace crossfree::tracer::channel {
 // Maps the region whose descriptor CROSSFREE_CHANNEL names, if it is a
 // `record` channel (a memfd named format::shm::kMemfdName, the right magic
 // and version) that holds at least kMinSlots slots of slot_bytes, and
-// claims it for this image: the first image of the command lays out the
-// slots; a later image of the same pid (after exec) takes it over when its
-// predecessor handed everything over (BeforeExec) and record has written
-// that one's header. The descriptor stays open, close-on-exec (only
-// BeforeExec lets it through an exec of this process). False leaves the
-// file path in charge. fd < 0: not under record.
-bool Attach(int fd, size_t slot_bytes, uint32_t pid);
+// claims it for this image: with first (the command's first image, pid
+// CROSSFREE_MAIN_PID), record's fresh region, whose slots it lays out; a
+// later image of the same pid (after exec; record's region or a fork
+// child's) takes it over when its predecessor handed everything over
+// (BeforeExec) and record has written that one's header. The descriptor
+// stays open, close-on-exec (only BeforeExec lets it through an exec of
+// this process). False leaves the file path in charge. fd < 0: not under
+// record.
+bool Attach(int fd, size_t slot_bytes, uint32_t pid, bool first);
+// After Attach: the socket through which fork children hand their regions
+// to record (value: format::shm::kSocketEnv's text). Kept like the
+// region's descriptor (close-on-exec, owned). False: not record's socket;
+// this image's fork children then write their own files.
+bool AttachSocket(const char* value);
 
 // Whether this image hands its chunks to `record`. Read on every chunk.
 extern bool g_attached;
@@ -72,8 +82,18 @@ void MarkCleanExit();
 // AfterFailedExec takes both back (the exec returned, recording goes on).
 void BeforeExec();
 void AfterFailedExec();
-// Fork child: the region stays the parent's; the child forgets it (its
-// mapping and descriptor are closed) and writes a file of its own.
+// Fork child, single-threaded, no allocation. The region stays the
+// parent's. BeginForkChild(pid) makes the child's own region (a sealed
+// memfd on the same descriptor number, the same layout), unmaps the
+// parent's and attaches the new one, so the child's header can be
+// published into it; false (no socket, no memory): detached. Then
+// CompleteForkChild(pid) sends the region and a pidfd to record and waits
+// (at most format::shm::kAdoptionWaitNs) for record to adopt it; false:
+// refused, too late or record gone, and the caller detaches.
+// DetachInForkChild forgets any region and the socket (mapping and
+// descriptors closed): the child writes a file of its own.
+bool BeginForkChild(uint32_t pid);
+bool CompleteForkChild(uint32_t pid);
 void DetachInForkChild();
 
 // How long a thread waits for a free slot before its chunk goes to its

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "format/shm_channel.h"
 #include "format/trace_writer.h"
 #include "tracer/attach.h"
 #include "tracer/channel.h"
@@ -191,7 +192,6 @@ void AtForkChild() {
     return;
   }
   internal::ResetStatesInForkChild();
-  channel::DetachInForkChild();
   // membarrier registration belongs to the address space: register the
   // child's own (the child is single-threaded here).
   internal::InitAsymmetricFence();
@@ -205,10 +205,19 @@ void AtForkChild() {
   g.fd = -1;
   g_fork_parent = g.pid;
   g.pid = static_cast<uint32_t>(getpid());
+  // Under record: a region of the child's own, its header published there
+  // before record is asked to adopt it (so record writes the header at
+  // once); refused, the child writes its own file as without record.
+  const bool handing = channel::BeginForkChild(g.pid);
   ForgetModules();
   ReseedSamplerInForkChild();
   WindowAtForkChild();
-  if (!OpenTrace(/*fork_child=*/true)) {
+  bool opened = OpenTrace(/*fork_child=*/true);
+  if (handing && (!opened || !channel::CompleteForkChild(g.pid))) {
+    channel::DetachInForkChild();
+    opened = OpenTrace(/*fork_child=*/true);
+  }
+  if (!opened) {
     __atomic_store_n(&g_recording, 0, __ATOMIC_RELAXED);
     g.phase.store(internal::kStopped, std::memory_order_release);
   } else {
@@ -273,11 +282,15 @@ void InitRecorder() {
   g.key_ok = pthread_key_create(&g.key, internal::OnThreadExit) == 0;
   pthread_atfork(AtForkPrepare, nullptr, AtForkChild);
   g.malloc_hook = g.settings.malloc_hook && ProbeMallocHook();
-  // `crossfree record`'s hand-off: only for the image record started
-  // (exec'd images and fork children write files of their own).
+  // `crossfree record`'s hand-off: the image record started claims its
+  // region; a later image of a process that had one (after exec) takes it
+  // over; a process started some other way (a posix_spawn child) writes its
+  // own file.
   channel::g_wait_ns = g.settings.channel_wait_ns;
-  if (g.settings.channel_fd >= 0 && g.settings.main_pid == g.pid) {
-    channel::Attach(g.settings.channel_fd, g.settings.buffer_bytes, g.pid);
+  if (g.settings.channel_fd >= 0 &&
+      channel::Attach(g.settings.channel_fd, g.settings.buffer_bytes, g.pid,
+                      /*first=*/g.settings.main_pid == g.pid)) {
+    channel::AttachSocket(getenv(format::shm::kSocketEnv));
   }
   if (!OpenTrace(/*fork_child=*/false)) {
     g.phase.store(internal::kStopped, std::memory_order_release);
