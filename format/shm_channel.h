@@ -8,7 +8,7 @@
 // rationale: docs/design.md, "The chunk hand-off".
 //
 // Ownership: `record` creates, sizes and initialises the region (Control's
-// first block) and is its only reader. One traced image at a time is
+// first block; a fork child does that for its own) and is its only reader. One traced image at a time is
 // attached: the first claims attached_pid by compare-and-swap, lays out the
 // slots and publishes its file header; when it execs, it hands everything
 // over and sets exec_handoff, and the next image of the same pid takes the
@@ -102,7 +102,10 @@ struct alignas(64) Control {
   // Written by `record` before the command starts.
   uint64_t magic;
   uint32_t version;
-  uint32_t record_pid;  // the tracer stops waiting for slots once this is not its parent
+  // record's pid (a fork child copies it into its region): in record's
+  // region the tracer stops waiting for slots once this is not its parent;
+  // the socket's peer must be this process.
+  uint32_t record_pid;
   uint64_t region_bytes;
   // The attaching tracer image: claimed 0 -> pid, then the layout, then
   // layout_ready = 1 (release). Read by record after an acquire of it.

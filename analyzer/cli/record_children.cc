@@ -183,7 +183,7 @@ void ChildRegions::Offered(const uint8_t* data, size_t n, const int* fds, size_t
       msg.version != shm::kChannelVersion) {
     for (size_t i = 0; i < nfds; ++i) close(fds[i]);
     ++totals_.refused;
-    Note("a process sent a malformed region offer on the hand-off socket (ignored)");
+    Note(totals_.refusals, "a malformed region offer on the hand-off socket");
     return;
   }
   const int pidfd = fds[1];
@@ -192,7 +192,7 @@ void ChildRegions::Offered(const uint8_t* data, size_t n, const int* fds, size_t
   if (region == nullptr) {
     close(pidfd);
     ++totals_.refused;
-    Note(error);
+    Note(totals_.refusals, error);
     return;
   }
   const long pid = PidOfPidfd(pidfd);
@@ -201,8 +201,8 @@ void ChildRegions::Offered(const uint8_t* data, size_t n, const int* fds, size_t
     region->Refuse();
     close(pidfd);
     ++totals_.refused;
-    Note(fmt::format("a region offered for pid {} came with another process's pidfd (refused)",
-                     msg.pid));
+    Note(totals_.refusals,
+         fmt::format("the region offered for pid {} came with another process's pidfd", msg.pid));
     return;
   }
   if (!adopt || live_.size() >= shm::kMaxChildRegions) {
@@ -229,11 +229,11 @@ void ChildRegions::Retire(Live& live) {
   live.pidfd = -1;
   Add(totals_.sum, s);
   totals_.exec_images += s.files.size();
-  if (!s.error.empty()) Note(fmt::format("pid {}: {}", live.pid, s.error));
+  if (!s.error.empty()) Note(totals_.errors, fmt::format("pid {}: {}", live.pid, s.error));
 }
 
-void ChildRegions::Note(const std::string& error) {
-  if (totals_.errors.size() < kMaxNotes) totals_.errors.push_back(error);
+void ChildRegions::Note(std::vector<std::string>& to, const std::string& text) {
+  if (to.size() < kMaxNotes) to.push_back(text);
 }
 
 ChildRegions::Totals ChildRegions::Finish() {

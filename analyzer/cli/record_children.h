@@ -37,7 +37,8 @@ class ChildRegions {
     uint64_t refused = 0;    // offered but refused (too many at once, bad input)
     uint64_t exec_images = 0;  // later images of those processes (after exec)
     ChunkChannel::Stats sum;  // files: every file written for them
-    std::vector<std::string> errors;  // the first few, one line each
+    std::vector<std::string> errors;   // drains': the first few, one line each
+    std::vector<std::string> refusals;  // why offers were refused: the first few
   };
 
   // The socketpair; null and *error on failure (the command's fork
@@ -72,7 +73,7 @@ class ChildRegions {
   void Offered(const uint8_t* data, size_t n, const int* fds, size_t nfds, bool truncated,
                bool adopt);
   void Retire(Live& live);
-  void Note(const std::string& error);
+  void Note(std::vector<std::string>& to, const std::string& text);
 
   int sock_[2] = {-1, -1};  // [0] record's, [1] the command's
   int stop_[2] = {-1, -1};  // a pipe: Finish wakes the thread

@@ -185,18 +185,29 @@ void RecordHandOff::Report() const {
     usage_text = fmt::format("; record used {:.2f} s of CPU, peak RSS {} MiB (the command: {:.2f} s)",
                              seconds(self), (self.ru_maxrss + 1023) / 1024, seconds(children));
   }
+  // Offers a process made that record did not take: that process wrote
+  // its own file (a bad offer is named).
+  std::string refused;
+  if (child_totals_.refused > 0) {
+    std::string why;
+    for (size_t i = 0; i < child_totals_.refusals.size(); ++i) {
+      why += (i > 0 ? "; " : ": ") + child_totals_.refusals[i];
+    }
+    refused = fmt::format("; {} fork child region{} refused (that process writes its own trace{})",
+                          child_totals_.refused, child_totals_.refused == 1 ? "" : "s", why);
+  }
   // One line: the run's summary follows it.
   fmt::print(stderr,
              "crossfree record: hand-off: {} events in {} chunks ({} events in {} partly filled "
              "chunk{} taken after their process ended), {} bytes written{}, compression {:.2f}x; "
-             "{}{}\n",
+             "{}{}{}\n",
              all.events, all.chunks, all.partial_events, all.partial_chunks,
              all.partial_chunks == 1 ? "" : "s", all.bytes_written,
              also,
              ratio,
              lost.empty() ? "0 events lost of those the command recorded"
                           : "not written: " + lost,
-             usage_text);
+             refused, usage_text);
 }
 
 }  // namespace crossfree::analyzer::cli

@@ -206,5 +206,31 @@ TEST_CASE("handoff: a fork child's exec'd image takes the child's region over",
   }
 }
 
+TEST_CASE("handoff: forged region offers are refused and named, real children still hand over",
+          "[handoff][fork]") {
+  const std::string dir = MakeTempDir();
+  const std::string trace = dir + "/t";
+  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", TargetPath("tt_fork_handoff"),
+                     "forge"},
+                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
+                     "CROSSFREE_BUFFER_KB=16", "CROSSFREE_FLUSH_MS=0"},
+                    "");
+  INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("; 4 fork child regions refused (that process writes its own trace: "
+                   "a malformed region offer on the hand-off socket; a fork child's hand-off "
+                   "region is unsealed or of a bad size; a fork child's hand-off region has a "
+                   "bad control block; the region offered for pid ") != std::string::npos);
+  CHECK(r.err.find("came with another process's pidfd)") != std::string::npos);
+  CHECK(r.err.find("(also for 1 fork child)") != std::string::npos);
+  CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
+  const std::map<int, int> pids = ChildPids(r.out);
+  REQUIRE(pids.size() == 1);
+  Trace parent = LoadTrace(trace);
+  REQUIRE(parent.complete);
+  CheckChild(trace + "." + std::to_string(pids.at(0)), 0,
+             static_cast<int>(parent.header.fields.pid), r.out);
+}
+
 }  // namespace
 }  // namespace crossfree::tracer_test

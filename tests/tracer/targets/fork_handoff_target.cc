@@ -21,15 +21,28 @@
 //                           SIGKILLs the last one; then it closes the
 //                           release pipe, reaps every child and writes
 //                           "reaped <pid> <status>\n" for each.
+//   fork_handoff_target forge
+//                           first offers `record` four forged regions on the
+//                           hand-off socket (CROSSFREE_CHANNEL_SOCKET), as a
+//                           wild program could: a 3-byte message without
+//                           descriptors; an unsealed memfd; a sealed one
+//                           whose control block is zeros; a well-formed one
+//                           with the parent's pidfd instead of its own. Then
+//                           it runs as "fork_handoff_target 1" does.
 // Output goes through write(2), after the fn lines.
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "format/shm_channel.h"
 #include "target_util.h"
 
 extern "C" {
@@ -119,6 +132,63 @@ int Child(int index, int release, int ready) {
   return 0;
 }
 
+namespace shm = crossfree::format::shm;
+
+bool Offer(int sock, int memfd, int pidfd) {
+  shm::ChildRegionMessage msg = {shm::kChildMessageMagic, shm::kChannelVersion,
+                                 static_cast<uint32_t>(getpid())};
+  struct iovec iov = {&msg, sizeof(msg)};
+  alignas(struct cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  struct msghdr mh = {};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = control;
+  mh.msg_controllen = sizeof(control);
+  struct cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
+  const int fds[2] = {memfd, pidfd};
+  memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+  const bool sent = sendmsg(sock, &mh, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(msg));
+  close(memfd);
+  close(pidfd);
+  return sent;
+}
+
+// A memfd of the channel's name, bytes long; sealed or not.
+int Region(size_t bytes, bool sealed) {
+  const int fd = memfd_create(shm::kMemfdName, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) return -1;
+  if (sealed) fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
+  return fd;
+}
+
+int Forge() {
+  const char* v = getenv(shm::kSocketEnv);
+  if (v == nullptr) return 5;
+  const int sock = atoi(v);
+  const int self = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
+  if (send(sock, "bad", 3, MSG_NOSIGNAL) != 3) return 6;
+  const size_t bytes = shm::kBuffersOffset + (size_t{1} << 20);
+  if (!Offer(sock, Region(bytes, false), dup(self))) return 7;
+  if (!Offer(sock, Region(bytes, true), dup(self))) return 8;
+  // Well formed but for the pidfd: the parent's.
+  const int good = Region(bytes, true);
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, good, 0);
+  if (base == MAP_FAILED) return 9;
+  shm::Control* ctl = shm::ControlOf(base);
+  ctl->magic = shm::kChannelMagic;
+  ctl->version = shm::kChannelVersion;
+  ctl->region_bytes = bytes;
+  ctl->origin = shm::kOriginForkChild;
+  ctl->attached_pid.store(static_cast<uint32_t>(getpid()));
+  munmap(base, bytes);
+  if (!Offer(sock, good, static_cast<int>(syscall(SYS_pidfd_open, getppid(), 0)))) return 10;
+  close(self);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -127,6 +197,10 @@ int main(int argc, char** argv) {
   TT_REPORT(tt_fh_futex);
   TT_REPORT(tt_fh_read);
   fflush(stdout);
+  if (argc > 1 && strcmp(argv[1], "forge") == 0) {
+    if (int rc = Forge(); rc != 0) return rc;
+    argc = 1;
+  }
   const int n = argc > 1 ? atoi(argv[1]) : 1;
   tt_fh_parent(100);
   const bool kill_last = argc > 2 && strcmp(argv[2], "kill") == 0;
