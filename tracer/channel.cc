@@ -283,7 +283,6 @@ void MarkCleanExit() {
 void BeforeExec() {
   if (!g_attached) return;
   fcntl(g_fd, F_SETFD, 0);
-  if (g_sock >= 0) fcntl(g_sock, F_SETFD, 0);
   Ctl()->exec_handoff.store(1, std::memory_order_release);
 }
 
@@ -292,10 +291,9 @@ void AfterFailedExec() {
   uint32_t handoff = 1;
   Ctl()->exec_handoff.compare_exchange_strong(handoff, 0, std::memory_order_acq_rel);
   fcntl(g_fd, F_SETFD, FD_CLOEXEC);
-  if (g_sock >= 0) fcntl(g_sock, F_SETFD, FD_CLOEXEC);
 }
 
-void DetachInForkChild() {
+void Detach() {
   if (g_sock >= 0) {
     DisownFd(g_sock);
     close(g_sock);
@@ -314,9 +312,19 @@ void DetachInForkChild() {
 }
 
 bool AttachSocket(const char* value) {
-  uint64_t fd = 0;
-  if (!g_attached || g_sock >= 0 || value == nullptr || !ParseDecimal(value, &fd) ||
-      fd >= (1u << 30)) {
+  // "<fd>,<record's pid>".
+  uint64_t fd = 0, record = 0;
+  char digits[24];
+  size_t n = 0;
+  if (g_sock >= 0 || value == nullptr) return false;
+  while (value[n] >= '0' && value[n] <= '9' && n + 1 < sizeof(digits)) {
+    digits[n] = value[n];
+    ++n;
+  }
+  digits[n] = '\0';
+  if (value[n] != ',' || !ParseDecimal(digits, &fd) || !ParseDecimal(value + n + 1, &record) ||
+      fd >= (1u << 30) || record == 0 || record > UINT32_MAX ||
+      (g_attached && record != g_record_pid)) {
     return false;
   }
   const int s = static_cast<int>(fd);
@@ -330,21 +338,25 @@ bool AttachSocket(const char* value) {
       (len = sizeof(int), getsockopt(s, SOL_SOCKET, SO_TYPE, &type, &len)) != 0 ||
       type != SOCK_SEQPACKET ||
       getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 ||
-      static_cast<uint32_t>(cred.pid) != g_record_pid) {
+      static_cast<uint64_t>(cred.pid) != record) {
     return false;
   }
+  if (!g_attached) g_record_pid = static_cast<uint32_t>(record);
+  // Left inheritable: a program this process starts without a fork
+  // handler (vfork, posix_spawn) reaches record through it (BeginOwnRegion).
   g_sock = s;
-  fcntl(s, F_SETFD, FD_CLOEXEC);  // BeforeExec lets it through, like the region
   OwnFd(&g_sock, nullptr);
   return true;
 }
 
-bool BeginForkChild(uint32_t pid) {
-  if (!g_attached || g_sock < 0) {
-    DetachInForkChild();
-    return false;
-  }
-  const uint32_t slot_bytes = g_slot_bytes;
+namespace {
+
+// A region of the process's own, laid out as record lays out its first
+// (origin kOriginForkChild, attached to pid), on descriptor number `at`
+// (replacing what is there) or, with at < 0, at 500 or above; attached in
+// place of any region this process had (whose mapping goes). Fork child
+// and start-up only: no allocation, no lock.
+bool MakeOwnRegion(uint32_t pid, uint32_t slot_bytes, int at) {
   const size_t bytes = shm::kBuffersOffset + shm::kChildBufferBytes;
   const uint32_t slots = shm::SlotCount(bytes, slot_bytes);
   const int mfd = static_cast<int>(
@@ -356,21 +368,15 @@ bool BeginForkChild(uint32_t pid) {
       fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 ||
       (base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)) == MAP_FAILED) {
     if (mfd >= 0) close(mfd);
-    DetachInForkChild();
     return false;
   }
-  // The parent's region stays the parent's: the child's copy of the
-  // mapping goes, and the new region's descriptor takes the old number (the
-  // one CROSSFREE_CHANNEL names, so an exec'd image takes this region over).
-  DisownFd(g_fd);
-  if (dup3(mfd, g_fd, O_CLOEXEC) < 0) {
-    close(mfd);
-    munmap(base, bytes);
-    DetachInForkChild();
-    return false;
-  }
+  const int fd = at >= 0 ? dup3(mfd, at, O_CLOEXEC) : fcntl(mfd, F_DUPFD_CLOEXEC, 500);
   close(mfd);
-  munmap(g_base, g_bytes);
+  if (fd < 0) {
+    munmap(base, bytes);
+    return false;
+  }
+  if (g_base != nullptr) munmap(g_base, g_bytes);
   shm::Control* ctl = shm::ControlOf(base);
   ctl->magic = shm::kChannelMagic;
   ctl->version = shm::kChannelVersion;
@@ -381,17 +387,51 @@ bool BeginForkChild(uint32_t pid) {
   ctl->slot_count = slots;
   ctl->slot_bytes = slot_bytes;
   ctl->layout_ready.store(1, std::memory_order_release);
+  g_fd = fd;
   g_base = base;
   g_bytes = bytes;
   g_slots = slots;
+  g_slot_bytes = slot_bytes;
   g_generation = 0;
   g_origin = shm::kOriginForkChild;
+  g_attached = true;
   ResetWaitState();
   OwnFd(&g_fd, nullptr);
   return true;
 }
 
-bool CompleteForkChild(uint32_t pid) {
+}  // namespace
+
+bool BeginForkChild(uint32_t pid) {
+  if (!g_attached || g_sock < 0) {
+    Detach();
+    return false;
+  }
+  // The parent's region stays the parent's: the child's copy of the
+  // mapping goes, and the new region's descriptor takes the old number (the
+  // one CROSSFREE_CHANNEL names, so an exec'd image takes this region over).
+  DisownFd(g_fd);
+  if (!MakeOwnRegion(pid, g_slot_bytes, g_fd)) {
+    Detach();
+    return false;
+  }
+  return true;
+}
+
+bool BeginOwnRegion(uint32_t pid, size_t slot_bytes, int env_fd) {
+  if (g_attached || g_sock < 0 || slot_bytes > UINT32_MAX) return false;
+  // The number CROSSFREE_CHANNEL names, when it is free here (it was
+  // close-on-exec in the process that started this one), so an image this
+  // one execs takes the region over; else out of the program's way.
+  const bool free_number = env_fd >= 0 && fcntl(env_fd, F_GETFD) < 0 && errno == EBADF;
+  if (!MakeOwnRegion(pid, static_cast<uint32_t>(slot_bytes), free_number ? env_fd : -1)) {
+    Detach();
+    return false;
+  }
+  return true;
+}
+
+bool CompleteOffer(uint32_t pid) {
   if (!g_attached || g_origin != shm::kOriginForkChild || g_sock < 0) return false;
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   if (pidfd < 0) return false;

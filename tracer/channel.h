@@ -6,9 +6,10 @@
 // file writes and `record` can still take every whole record of a killed
 // target. Without `record` (bare LD_PRELOAD) nothing here is attached and
 // the tracer writes its own file. Images a process execs take its region
-// over in turn (Attach). A fork child makes a region of its own and hands
-// it to `record` through the channel's socket (BeginForkChild,
-// CompleteForkChild); refused, it writes its own file.
+// over in turn (Attach). A fork child, or a process started without one,
+// makes a region of its own and hands it to `record` through the channel's
+// socket (BeginForkChild or BeginOwnRegion, then CompleteOffer); refused,
+// it writes its own file.
 //
 // Threading: Attach, AttachSocket and the fork-child calls run
 // single-threaded (start-up, the fork child: no allocation, no stdio, no
@@ -38,10 +39,12 @@ namespace crossfree::tracer::channel {
 // this process). False leaves the file path in charge. fd < 0: not under
 // record.
 bool Attach(int fd, size_t slot_bytes, uint32_t pid, bool first);
-// After Attach: the socket through which fork children hand their regions
-// to record (value: format::shm::kSocketEnv's text). Kept like the
-// region's descriptor (close-on-exec, owned). False: not record's socket;
-// this image's fork children then write their own files.
+// The socket through which a process hands record a region of its own
+// (value: format::shm::kSocketEnv's text, "<fd>,<record's pid>"; with a
+// region attached, record's pid must be the region's). Owned, and left
+// inheritable, so that processes started without a fork handler (vfork,
+// posix_spawn) reach record too. False: not record's socket; this process's
+// children then write their own files.
 bool AttachSocket(const char* value);
 
 // Whether this image hands its chunks to `record`. Read on every chunk.
@@ -82,19 +85,23 @@ void MarkCleanExit();
 // AfterFailedExec takes both back (the exec returned, recording goes on).
 void BeforeExec();
 void AfterFailedExec();
-// Fork child, single-threaded, no allocation. The region stays the
-// parent's. BeginForkChild(pid) makes the child's own region (a sealed
-// memfd on the same descriptor number, the same layout), unmaps the
-// parent's and attaches the new one, so the child's header can be
-// published into it; false (no socket, no memory): detached. Then
-// CompleteForkChild(pid) sends the region and a pidfd to record and waits
-// (at most format::shm::kAdoptionWaitNs) for record to adopt it; false:
-// refused, too late or record gone, and the caller detaches.
-// DetachInForkChild forgets any region and the socket (mapping and
-// descriptors closed): the child writes a file of its own.
+// A region of the process's own (a sealed memfd, the same layout, origin
+// kOriginForkChild), single-threaded, no allocation. In a fork child,
+// BeginForkChild(pid) makes it on the parent region's descriptor number
+// (the one CROSSFREE_CHANNEL names, so an exec'd image takes it over),
+// unmaps the parent's and attaches the new one; at start-up, a process
+// with no region (started by vfork or posix_spawn) does the same with
+// BeginOwnRegion(pid, slot_bytes, env_fd), on env_fd when it is free here.
+// Either way the header is then published into it, and CompleteOffer(pid)
+// sends the region and a pidfd to record and waits (at most
+// format::shm::kAdoptionWaitNs) for record to adopt it; false: refused,
+// too late or record gone, and the caller calls Detach. Detach forgets any
+// region and the socket (mapping and descriptors closed): the process writes
+// a file of its own, and so do its children.
 bool BeginForkChild(uint32_t pid);
-bool CompleteForkChild(uint32_t pid);
-void DetachInForkChild();
+bool BeginOwnRegion(uint32_t pid, size_t slot_bytes, int env_fd);
+bool CompleteOffer(uint32_t pid);
+void Detach();
 
 // How long a thread waits for a free slot before its chunk goes to its
 // private buffer (CROSSFREE_CHANNEL_WAIT_MS). Set by start-up.

@@ -213,8 +213,8 @@ void AtForkChild() {
   ReseedSamplerInForkChild();
   WindowAtForkChild();
   bool opened = OpenTrace(/*fork_child=*/true);
-  if (handing && (!opened || !channel::CompleteForkChild(g.pid))) {
-    channel::DetachInForkChild();
+  if (handing && (!opened || !channel::CompleteOffer(g.pid))) {
+    channel::Detach();
     opened = OpenTrace(/*fork_child=*/true);
   }
   if (!opened) {
@@ -284,15 +284,25 @@ void InitRecorder() {
   g.malloc_hook = g.settings.malloc_hook && ProbeMallocHook();
   // `crossfree record`'s hand-off: the image record started claims its
   // region; a later image of a process that had one (after exec) takes it
-  // over; a process started some other way (a posix_spawn child) writes its
-  // own file.
+  // over; a process started without a fork handler (vfork, posix_spawn)
+  // offers record a region of its own, its header published there first.
+  // Refused, it writes its own file.
   channel::g_wait_ns = g.settings.channel_wait_ns;
+  const char* socket = getenv(format::shm::kSocketEnv);
+  bool offering = false;
   if (g.settings.channel_fd >= 0 &&
       channel::Attach(g.settings.channel_fd, g.settings.buffer_bytes, g.pid,
                       /*first=*/g.settings.main_pid == g.pid)) {
-    channel::AttachSocket(getenv(format::shm::kSocketEnv));
+    channel::AttachSocket(socket);
+  } else if (socket != nullptr && channel::AttachSocket(socket)) {
+    offering = channel::BeginOwnRegion(g.pid, g.settings.buffer_bytes, g.settings.channel_fd);
   }
-  if (!OpenTrace(/*fork_child=*/false)) {
+  bool opened = OpenTrace(/*fork_child=*/false);
+  if (offering && (!opened || !channel::CompleteOffer(g.pid))) {
+    channel::Detach();
+    opened = OpenTrace(/*fork_child=*/false);
+  }
+  if (!opened) {
     g.phase.store(internal::kStopped, std::memory_order_release);
     __atomic_store_n(&g_started, 1, __ATOMIC_RELEASE);
     errno = saved_errno;

@@ -91,7 +91,8 @@ ChildRegions::~ChildRegions() {
 
 void ChildRegions::InChild() {
   fcntl(sock_[1], F_SETFD, 0);
-  setenv(shm::kSocketEnv, std::to_string(sock_[1]).c_str(), 1);
+  // With record's pid, which the tracer checks against the socket's peer.
+  setenv(shm::kSocketEnv, fmt::format("{},{}", sock_[1], getppid()).c_str(), 1);
 }
 
 void ChildRegions::Start(std::function<std::string(uint32_t)> path_for) {

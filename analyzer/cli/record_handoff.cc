@@ -164,8 +164,8 @@ void RecordHandOff::Report() const {
     also = fmt::format("{} exec'd image{}", exec_images, exec_images == 1 ? "" : "s");
   }
   if (forks > 0) {
-    also += fmt::format("{}{} fork child{}", also.empty() ? "" : ", ", forks,
-                        forks == 1 ? "" : "ren");
+    also += fmt::format("{}{} child process{}", also.empty() ? "" : ", ", forks,
+                        forks == 1 ? "" : "es");
   }
   if (!also.empty()) also = " (also for " + also + ")";
   if (all.out_of_order > 0) {
@@ -193,7 +193,7 @@ void RecordHandOff::Report() const {
     for (size_t i = 0; i < child_totals_.refusals.size(); ++i) {
       why += (i > 0 ? "; " : ": ") + child_totals_.refusals[i];
     }
-    refused = fmt::format("; {} fork child region{} refused (that process writes its own trace{})",
+    refused = fmt::format("; {} child process region{} refused (that process writes its own trace{})",
                           child_totals_.refused, child_totals_.refused == 1 ? "" : "s", why);
   }
   // One line: the run's summary follows it.

@@ -95,7 +95,7 @@ TEST_CASE("handoff: fork children hand every chunk to record and open no trace (
   REQUIRE(r.exit_code == 0);
   const std::map<int, int> pids = ChildPids(r.out);
   REQUIRE(pids.size() == kChildren);
-  CHECK(r.err.find("(also for 3 fork children)") != std::string::npos);
+  CHECK(r.err.find("(also for 3 child processes)") != std::string::npos);
   CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
   // Clean exits: every chunk was sealed by the children themselves.
   CHECK(NumberBefore(r.err, "partly filled chunks") == 0);
@@ -155,7 +155,7 @@ TEST_CASE("handoff: a SIGKILLed fork child with idle threads loses none of its r
   // The last child was killed; the first exited cleanly.
   CHECK(r.out.find("reaped " + std::to_string(pids.at(1)) + " 9\n") != std::string::npos);
   CHECK(r.out.find("reaped " + std::to_string(pids.at(0)) + " 0\n") != std::string::npos);
-  CHECK(r.err.find("(also for 2 fork children)") != std::string::npos);
+  CHECK(r.err.find("(also for 2 child processes)") != std::string::npos);
   CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
   // One open chunk per thread of the killed child, taken by record.
   CHECK(NumberBefore(r.err, "partly filled chunks") == 3);
@@ -183,7 +183,7 @@ TEST_CASE("handoff: a fork child's exec'd image takes the child's region over",
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
   // bash's fork child (then the target's image in it) and the target's two.
-  CHECK(r.err.find("(also for 1 exec'd image, 3 fork children)") != std::string::npos);
+  CHECK(r.err.find("(also for 1 exec'd image, 3 child processes)") != std::string::npos);
   const std::map<int, int> pids = ChildPids(r.out);
   REQUIRE(pids.size() == 2);
   // The target's pid: the parent of its children.
@@ -206,6 +206,39 @@ TEST_CASE("handoff: a fork child's exec'd image takes the child's region over",
   }
 }
 
+TEST_CASE("handoff: a program sh starts by vfork hands its region over at start-up",
+          "[handoff][fork]") {
+  // dash runs a command with vfork and exec: no fork handler runs, so the
+  // target's image offers record a region of its own when it starts (it
+  // has the socket, not the region); its fork children then do as above.
+  const std::string dir = MakeTempDir();
+  const std::string trace = dir + "/t";
+  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", "/bin/sh", "-c",
+                     TargetPath("tt_fork_handoff") + " 2; true"},
+                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
+                     "CROSSFREE_BUFFER_KB=16", "CROSSFREE_FLUSH_MS=0"},
+                    "");
+  INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
+  // The target and its two children; sh itself is the command.
+  CHECK(r.err.find("(also for 3 child processes)") != std::string::npos);
+  const std::map<int, int> pids = ChildPids(r.out);
+  REQUIRE(pids.size() == 2);
+  Trace first = LoadTrace(trace + "." + std::to_string(pids.at(0)));
+  REQUIRE(first.complete);
+  Trace target = LoadTrace(trace + "." + std::to_string(first.header.fields.ppid));
+  INFO("the target's trace: " << target.error);
+  REQUIRE(target.complete);
+  CHECK((target.header.fields.flags & format::kHeaderFlagForkChild) == 0);
+  auto fns = ParseFunctions(r.out);
+  CHECK(EventsFrom(target, fns["tt_fh_parent"]).size() == 200);
+  for (const auto& [i, pid] : pids) {
+    CheckChild(trace + "." + std::to_string(pid), i, static_cast<int>(target.header.fields.pid),
+               r.out);
+  }
+}
+
 TEST_CASE("handoff: forged region offers are refused and named, real children still hand over",
           "[handoff][fork]") {
   const std::string dir = MakeTempDir();
@@ -217,12 +250,12 @@ TEST_CASE("handoff: forged region offers are refused and named, real children st
                     "");
   INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(r.err.find("; 4 fork child regions refused (that process writes its own trace: "
+  CHECK(r.err.find("; 4 child process regions refused (that process writes its own trace: "
                    "a malformed region offer on the hand-off socket; a fork child's hand-off "
                    "region is unsealed or of a bad size; a fork child's hand-off region has a "
                    "bad control block; the region offered for pid ") != std::string::npos);
   CHECK(r.err.find("came with another process's pidfd)") != std::string::npos);
-  CHECK(r.err.find("(also for 1 fork child)") != std::string::npos);
+  CHECK(r.err.find("(also for 1 child process)") != std::string::npos);
   CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
   const std::map<int, int> pids = ChildPids(r.out);
   REQUIRE(pids.size() == 1);

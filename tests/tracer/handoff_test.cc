@@ -303,7 +303,7 @@ TEST_CASE("handoff: a fork child hands its chunks to record too, in a trace of i
   INFO("stderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
-  CHECK(r.err.find("(also for 1 fork child)") != std::string::npos);
+  CHECK(r.err.find("(also for 1 child process)") != std::string::npos);
   auto fns = ParseFunctions(r.out);
   std::smatch m;
   REQUIRE(std::regex_search(r.out, m, std::regex("child ([0-9]+) status 0")));
