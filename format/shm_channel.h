@@ -36,10 +36,12 @@ inline constexpr uint32_t kChannelVersion = 2;
 inline constexpr const char* kChannelEnv = "CROSSFREE_CHANNEL";
 inline constexpr const char* kMemfdName = "crossfree-channel";
 
-// Fork children's regions. `record` passes one end of an AF_UNIX
-// SOCK_SEQPACKET socketpair in kSocketEnv (decimal fd); the tracer accepts
-// it only if it is such a socket whose peer (SO_PEERCRED, the socketpair's
-// maker) is the Control's record_pid. A fork child sends one
+// Children's regions. `record` passes one end of an AF_UNIX SOCK_SEQPACKET
+// socketpair in kSocketEnv ("<fd>,<record's pid>", both decimal); the
+// tracer accepts it only if it is such a socket whose peer (SO_PEERCRED,
+// the socketpair's maker) is that pid (and the Control's record_pid). A
+// fork child, or a process started without one (vfork, posix_spawn) at
+// start-up, sends one
 // ChildRegionMessage with exactly two descriptors (SCM_RIGHTS): its
 // region's memfd (sealed against shrinking and growing) and a pidfd of
 // itself. `record` never writes to the socket: a child waits for
@@ -83,7 +85,7 @@ inline constexpr size_t kMaxRegionBytes = kBuffersOffset + (size_t{64} << 20);
 
 enum Origin : uint32_t {
   kOriginRecord = 0,     // made by `record` for the command's process
-  kOriginForkChild = 1,  // made by a fork child and handed to `record`
+  kOriginForkChild = 1,  // made by a child process (forked or spawned), handed to `record`
 };
 
 enum Adoption : uint32_t {

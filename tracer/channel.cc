@@ -42,6 +42,9 @@ uint32_t g_record_pid = 0;
 uint32_t g_origin = 0;  // shm::Origin of the attached region
 // record's end of the fork hand-off (format/shm_channel.h kSocketEnv), or -1.
 int g_sock = -1;
+// The number CROSSFREE_CHANNEL names: only a region there can be taken over
+// by the next image after exec.
+int g_env_fd = -1;
 // After a wait for a slot timed out: the free count `record` had then.
 // Until it moves, later chunks do not wait again (one stall, not one per
 // chunk, while `record` cannot keep up).
@@ -179,6 +182,7 @@ bool Attach(int fd, size_t slot_bytes, uint32_t pid, bool first) {
   // Kept, close-on-exec, for this process's next image (BeforeExec lets it
   // through exec): a child this image spawns never inherits it.
   g_fd = fd;
+  g_env_fd = fd;
   fcntl(fd, F_SETFD, FD_CLOEXEC);
   OwnFd(&g_fd, nullptr);  // out of the program's close() and dup2() (owned_fds.h)
   return true;
@@ -282,7 +286,9 @@ void MarkCleanExit() {
 
 void BeforeExec() {
   if (!g_attached) return;
-  fcntl(g_fd, F_SETFD, 0);
+  // Elsewhere (moved by the program's dup2, or placed out of its way) the
+  // next image could not find it: it stays close-on-exec.
+  if (g_fd == g_env_fd) fcntl(g_fd, F_SETFD, 0);
   Ctl()->exec_handoff.store(1, std::memory_order_release);
 }
 
@@ -424,6 +430,7 @@ bool BeginOwnRegion(uint32_t pid, size_t slot_bytes, int env_fd) {
   // close-on-exec in the process that started this one), so an image this
   // one execs takes the region over; else out of the program's way.
   const bool free_number = env_fd >= 0 && fcntl(env_fd, F_GETFD) < 0 && errno == EBADF;
+  g_env_fd = env_fd;
   if (!MakeOwnRegion(pid, static_cast<uint32_t>(slot_bytes), free_number ? env_fd : -1)) {
     Detach();
     return false;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// `crossfree record`: the command's fork children's regions (see
+// `crossfree record`: the command's children's regions (see
 // record_children.h).
 #include "analyzer/cli/record_children.h"
 

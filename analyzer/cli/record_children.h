@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// `crossfree record`: the regions of the command's fork children
-// (format/shm_channel.h, "Fork children's regions"; docs/design.md, "The
-// chunk hand-off", **Forks.**). record makes an AF_UNIX SOCK_SEQPACKET
+// `crossfree record`: the regions of the command's child processes
+// (format/shm_channel.h, "Children's regions"; docs/design.md, "The chunk
+// hand-off", **Forks.**). record makes an AF_UNIX SOCK_SEQPACKET
 // socketpair and passes one end to the command (kSocketEnv); every fork
-// child of a traced process under the hand-off sends its own region and a
-// pidfd of itself through it. A thread of this object adopts each region
+// child of a traced process under the hand-off, and every traced process
+// started without a fork handler (vfork, posix_spawn), sends its own region
+// and a pidfd of itself through it. A thread of this object adopts each region
 // (validated as hostile input, ChunkChannel::Adopt), drains it to
 // FILE.<pid> (the name the child would have written), and finishes it
 // (partly filled slots included) once the child's pidfd says the process
@@ -33,7 +34,7 @@ class ChildRegions {
  public:
   // What the regions' drains did, summed, and how many were adopted.
   struct Totals {
-    uint64_t processes = 0;  // regions adopted (one per fork child)
+    uint64_t processes = 0;  // regions adopted (one per process image that offered one)
     uint64_t refused = 0;    // offered but refused (too many at once, bad input)
     uint64_t exec_images = 0;  // later images of those processes (after exec)
     ChunkChannel::Stats sum;  // files: every file written for them
@@ -41,8 +42,8 @@ class ChildRegions {
     std::vector<std::string> refusals;  // why offers were refused: the first few
   };
 
-  // The socketpair; null and *error on failure (the command's fork
-  // children then write their own files).
+  // The socketpair; null and *error on failure (the command's children
+  // then write their own files).
   static std::unique_ptr<ChildRegions> Create(std::string* error);
   ~ChildRegions();
   ChildRegions(const ChildRegions&) = delete;
