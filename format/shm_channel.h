@@ -55,6 +55,7 @@ struct ChildRegionMessage {
   uint32_t pid;      // the child's (record checks it against the pidfd's)
 };
 inline constexpr uint64_t kAdoptionWaitNs = 1'000'000'000;
+inline constexpr uint64_t kStalledAdoptionWaitNs = 20'000'000;
 // A child's region: 4 MiB of buffers (32 slots of the default 128 KiB);
 // `record` adopts at most kMaxChildRegions at once, regions of at most
 // kMaxRegionBytes. A child refused, or not adopted in time, writes its own
@@ -150,6 +151,10 @@ struct alignas(64) Control {
   // drains it (CAS by record, then FUTEX_WAKE), kAbandoned when the child
   // stopped waiting first (CAS by the child; record then drops it).
   alignas(64) std::atomic<uint32_t> adoption;
+  // Set by a fork child of the attached image whose offer record did not
+  // answer in time, cleared by one that was adopted: while set, the next
+  // children wait kStalledAdoptionWaitNs only.
+  std::atomic<uint32_t> offers_stalled;
 };
 static_assert(sizeof(Control) <= kControlBytes);
 

@@ -45,6 +45,10 @@ int g_sock = -1;
 // The number CROSSFREE_CHANNEL names: only a region there can be taken over
 // by the next image after exec.
 int g_env_fd = -1;
+// A fork child's view of its parent's region, kept until its own offer is
+// answered: it tells later children whether record answered this one.
+void* g_parent_base = nullptr;
+size_t g_parent_bytes = 0;
 // After a wait for a slot timed out: the free count `record` had then.
 // Until it moves, later chunks do not wait again (one stall, not one per
 // chunk, while `record` cannot keep up).
@@ -305,6 +309,10 @@ void Detach() {
     close(g_sock);
     g_sock = -1;
   }
+  if (g_parent_base != nullptr) {
+    munmap(g_parent_base, g_parent_bytes);
+    g_parent_base = nullptr;
+  }
   if (!g_attached) return;
   DisownFd(g_fd);
   close(g_fd);
@@ -360,8 +368,8 @@ namespace {
 // A region of the process's own, laid out as record lays out its first
 // (origin kOriginForkChild, attached to pid), on descriptor number `at`
 // (replacing what is there) or, with at < 0, at 500 or above; attached in
-// place of any region this process had (whose mapping goes). Fork child
-// and start-up only: no allocation, no lock.
+// place of any region this process had (whose mapping becomes
+// g_parent_base). Fork child and start-up only: no allocation, no lock.
 bool MakeOwnRegion(uint32_t pid, uint32_t slot_bytes, int at) {
   const size_t bytes = shm::kBuffersOffset + shm::kChildBufferBytes;
   const uint32_t slots = shm::SlotCount(bytes, slot_bytes);
@@ -382,7 +390,8 @@ bool MakeOwnRegion(uint32_t pid, uint32_t slot_bytes, int at) {
     munmap(base, bytes);
     return false;
   }
-  if (g_base != nullptr) munmap(g_base, g_bytes);
+  g_parent_base = g_base;
+  g_parent_bytes = g_bytes;
   shm::Control* ctl = shm::ControlOf(base);
   ctl->magic = shm::kChannelMagic;
   ctl->version = shm::kChannelVersion;
@@ -464,7 +473,14 @@ bool CompleteOffer(uint32_t pid) {
   close(pidfd);
   if (sent != static_cast<long>(sizeof(msg))) return false;
   shm::Control* ctl = Ctl();
-  const uint64_t deadline = NowNs() + shm::kAdoptionWaitNs;
+  // After a sibling's offer went unanswered (record stopped, or too slow),
+  // a short wait only, until one is adopted again: a stalled record costs
+  // a forking program one long wait, not one per fork.
+  shm::Control* parent = g_parent_base != nullptr ? shm::ControlOf(g_parent_base) : nullptr;
+  const bool stalled =
+      parent != nullptr && parent->offers_stalled.load(std::memory_order_relaxed) != 0;
+  const uint64_t deadline =
+      NowNs() + (stalled ? shm::kStalledAdoptionWaitNs : shm::kAdoptionWaitNs);
   while (ctl->adoption.load(std::memory_order_acquire) == shm::kOffered &&
          NowNs() < deadline && !CheckRecordGone()) {
     struct timespec slice = {0, 10'000'000};
@@ -473,10 +489,14 @@ bool CompleteOffer(uint32_t pid) {
   // Either record adopted it, or the child gives up first and record, if
   // it comes later, finds the region abandoned.
   uint32_t state = shm::kOffered;
-  if (ctl->adoption.compare_exchange_strong(state, shm::kAbandoned, std::memory_order_acq_rel)) {
-    return false;
+  const bool abandoned =
+      ctl->adoption.compare_exchange_strong(state, shm::kAbandoned, std::memory_order_acq_rel);
+  if (parent != nullptr) {
+    parent->offers_stalled.store(abandoned ? 1 : 0, std::memory_order_relaxed);
+    munmap(g_parent_base, g_parent_bytes);
+    g_parent_base = nullptr;
   }
-  return state == shm::kAdopted;
+  return !abandoned && state == shm::kAdopted;
 }
 
 }  // namespace crossfree::tracer::channel
