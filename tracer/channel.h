@@ -16,9 +16,9 @@
 // lock there either). Everything else may be called by any thread at any
 // time, from the hook path: no allocation, no lock, no stdio; the only
 // system calls are futex (a wake when `record` sleeps, a wait when no
-// slot is free) and getppid or poll while waiting. A slot, once claimed, belongs to
-// whoever holds the ThreadState it is bound to (recorder_internal.h) until
-// it is sealed or released.
+// slot is free) and getppid or poll while waiting. A slot, once claimed,
+// belongs to whoever holds the ThreadState it is bound to
+// (recorder_internal.h) until it is sealed or released.
 #pragma once
 
 #include <atomic>

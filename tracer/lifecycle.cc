@@ -286,15 +286,17 @@ void InitRecorder() {
   // region; a later image of a process that had one (after exec) takes it
   // over; a process started without a fork handler (vfork, posix_spawn)
   // offers record a region of its own, its header published there first.
-  // Refused, it writes its own file.
+  // Refused, it writes its own file. (The command's own pid never offers
+  // one: its trace is FILE, record's region or its own file.)
   channel::g_wait_ns = g.settings.channel_wait_ns;
-  const char* socket = getenv(format::shm::kSocketEnv);
+  const char* socket_env = getenv(format::shm::kSocketEnv);
+  const bool main_process = g.settings.main_pid == g.pid;
   bool offering = false;
   if (g.settings.channel_fd >= 0 &&
       channel::Attach(g.settings.channel_fd, g.settings.buffer_bytes, g.pid,
-                      /*first=*/g.settings.main_pid == g.pid)) {
-    channel::AttachSocket(socket);
-  } else if (socket != nullptr && channel::AttachSocket(socket)) {
+                      /*first=*/main_process)) {
+    channel::AttachSocket(socket_env);
+  } else if (!main_process && socket_env != nullptr && channel::AttachSocket(socket_env)) {
     offering = channel::BeginOwnRegion(g.pid, g.settings.buffer_bytes, g.settings.channel_fd);
   }
   bool opened = OpenTrace(/*fork_child=*/false);

@@ -95,7 +95,7 @@ std::unique_ptr<ChunkChannel> ChunkChannel::Adopt(int memfd, std::string* error)
   const ssize_t n = readlink(proc.c_str(), link, sizeof(link) - 1);
   const std::string want = fmt::format("/memfd:{}", shm::kMemfdName);
   if (n <= 0 || std::string(link, static_cast<size_t>(n)).rfind(want, 0) != 0) {
-    *error = "a fork child sent a descriptor that is not a hand-off region";
+    *error = "a child process sent a descriptor that is not a hand-off region";
     return nullptr;
   }
   // Sealed against shrinking: the child keeps its descriptor, and a region
@@ -105,13 +105,13 @@ std::unique_ptr<ChunkChannel> ChunkChannel::Adopt(int memfd, std::string* error)
   if (seals < 0 || (seals & F_SEAL_SHRINK) == 0 || fstat(memfd, &st) != 0 ||
       st.st_size < static_cast<off_t>(shm::kBuffersOffset) ||
       static_cast<uint64_t>(st.st_size) > shm::kMaxRegionBytes) {
-    *error = "a fork child's hand-off region is unsealed or of a bad size";
+    *error = "a child process's hand-off region is unsealed or of a bad size";
     return nullptr;
   }
   const size_t bytes = static_cast<size_t>(st.st_size);
   void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
   if (base == MAP_FAILED) {
-    *error = fmt::format("mapping a fork child's hand-off region: {}", std::strerror(errno));
+    *error = fmt::format("mapping a child process's hand-off region: {}", std::strerror(errno));
     return nullptr;
   }
   c->base_ = base;
@@ -119,7 +119,7 @@ std::unique_ptr<ChunkChannel> ChunkChannel::Adopt(int memfd, std::string* error)
   const shm::Control* ctl = shm::ControlOf(base);
   if (ctl->magic != shm::kChannelMagic || ctl->version != shm::kChannelVersion ||
       ctl->region_bytes != bytes || ctl->origin != shm::kOriginForkChild) {
-    *error = "a fork child's hand-off region has a bad control block";
+    *error = "a child process's hand-off region has a bad control block";
     return nullptr;
   }
   return c;

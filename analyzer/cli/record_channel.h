@@ -76,7 +76,7 @@ class ChunkChannel {
   static int Level();
   static constexpr int kDrainNice = 0;
 
-  // A fork child's region (format/shm_channel.h, "Fork children's
+  // A child process's region (format/shm_channel.h, "Children's
   // regions"), received from the child as memfd (owned from here on):
   // checked as hostile input (a sealed memfd of the channel's name, its
   // size within bounds, magic, version, origin). Null and *error when it

@@ -251,8 +251,8 @@ TEST_CASE("handoff: forged region offers are refused and named, real children st
   INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("; 4 child process regions refused (that process writes its own trace: "
-                   "a malformed region offer on the hand-off socket; a fork child's hand-off "
-                   "region is unsealed or of a bad size; a fork child's hand-off region has a "
+                   "a malformed region offer on the hand-off socket; a child process's hand-off "
+                   "region is unsealed or of a bad size; a child process's hand-off region has a "
                    "bad control block; the region offered for pid ") != std::string::npos);
   CHECK(r.err.find("came with another process's pidfd)") != std::string::npos);
   CHECK(r.err.find("(also for 1 child process)") != std::string::npos);
