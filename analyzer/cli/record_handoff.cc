@@ -50,7 +50,7 @@ std::unique_ptr<RecordHandOff> RecordHandOff::Prepare() {
   }
   h->children_ = ChildRegions::Create(&error);
   if (h->children_ == nullptr) {
-    fmt::print(stderr, "crossfree record: fork children write their own traces ({})\n", error);
+    fmt::print(stderr, "crossfree record: child processes write their own traces ({})\n", error);
   }
   return h;
 }

@@ -57,7 +57,7 @@ class RecordHandOff {
  private:
   RecordHandOff() = default;
   std::unique_ptr<ChunkChannel> channel_;
-  std::unique_ptr<ChildRegions> children_;  // null: fork children write their own files
+  std::unique_ptr<ChildRegions> children_;  // null: child processes write their own files
   int go_[2] = {-1, -1};  // record -> child: '1' use the region, '0' do not
   int out_ = -1;
   std::string path_;
