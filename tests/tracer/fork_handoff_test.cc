@@ -5,7 +5,8 @@
 // (targets/fork_handoff_target.cc): every child's events on every thread,
 // idle ones included, with the child opening and writing no trace; a
 // SIGKILLed child losing none of the events it recorded; and a fork child
-// that execs, whose next image takes its region over.
+// that execs, whose next image takes its region over (and keeps every
+// event when it is SIGKILLed); a program sh starts by vfork; forged offers.
 #include <map>
 #include <regex>
 #include <set>
@@ -203,6 +204,46 @@ TEST_CASE("handoff: a fork child's exec'd image takes the child's region over",
   for (const auto& [i, pid] : pids) {
     CheckChild(trace + "." + std::to_string(pid), i, static_cast<int>(image.header.fields.pid),
                r.out);
+  }
+}
+
+TEST_CASE("handoff: SIGKILL of an image exec'd in a fork child loses none of its events",
+          "[handoff][fork][sigkill]") {
+  // bash forks for the background job and the child execs tt_handoff,
+  // which takes the child's region over; once its four threads are idle
+  // ("done" on its stdout) bash SIGKILLs it. (The loop only waits for that
+  // line; the answer does not depend on when it is seen.)
+  const std::string dir = MakeTempDir();
+  const std::string trace = dir + "/t";
+  const std::string out = dir + "/out";
+  const std::string script = TargetPath("tt_handoff") + " idle </dev/null >" + out +
+                             " & p=$!; until grep -q '^done ' " + out +
+                             "; do sleep 0.01; done; kill -9 $p; wait $p; echo killed $?";
+  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", "/bin/bash", "-c", script},
+                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
+                     "CROSSFREE_BUFFER_KB=16", "CROSSFREE_FLUSH_MS=0"},
+                    "");
+  INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("killed 137") != std::string::npos);
+  CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
+  // The target's four threads' open chunks; bash's images sealed theirs.
+  CHECK(NumberBefore(r.err, "partly filled chunks") == 4);
+  const std::string target_out = ReadAll(out);
+  std::smatch m;
+  REQUIRE(std::regex_search(target_out, m, std::regex("done ([0-9]+)")));
+  Trace t = LoadTrace(trace + "." + m[1].str() + ".1");
+  INFO("trace: " << t.error);
+  REQUIRE(t.complete);
+  auto fns = ParseFunctions(target_out);
+  const std::map<std::string, size_t> expected = {{"tt_handoff_main", 500},
+                                                  {"tt_handoff_futex", 2000},
+                                                  {"tt_handoff_read", 3000},
+                                                  {"tt_handoff_bulk", 120000}};
+  for (const auto& [fn, count] : expected) {
+    INFO(fn);
+    REQUIRE(fns.count(fn) == 1);
+    CHECK(EventsFrom(t, fns[fn]).size() == count);
   }
 }
 
