@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <utility>
 
 #include <fmt/core.h>
@@ -131,16 +130,14 @@ void ChildRegions::Loop() {
       }
     }
     live_ = std::move(still);
-    if ((fds[1].revents & POLLIN) != 0) Receive(/*adopt=*/true);
-    // Every holder of the command's end closed it: no process can offer a
-    // region any more (and the socket would poll ready for ever).
-    if ((fds[1].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0 && (fds[1].revents & POLLIN) == 0) {
-      socket_open = false;
-    }
+    // Every holder of the command's end closed it (end of file): no process
+    // can offer a region any more, and the socket would poll ready for ever.
+    if ((fds[1].revents & POLLIN) != 0 && !Receive(/*adopt=*/true)) socket_open = false;
+    if ((fds[1].revents & (POLLERR | POLLNVAL)) != 0) socket_open = false;
   }
 }
 
-void ChildRegions::Receive(bool adopt) {
+bool ChildRegions::Receive(bool adopt) {
   for (;;) {
     alignas(shm::ChildRegionMessage) uint8_t data[sizeof(shm::ChildRegionMessage) + 1];
     // Room for more descriptors than a child sends, so extra ones are seen
@@ -154,7 +151,7 @@ void ChildRegions::Receive(bool adopt) {
     mh.msg_controllen = sizeof(control);
     const ssize_t n = recvmsg(sock_[0], &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return;  // EAGAIN: none waiting
+    if (n < 0) return true;  // EAGAIN: none waiting
     int fds[8];
     size_t nfds = 0;
     for (struct cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm != nullptr; cm = CMSG_NXTHDR(&mh, cm)) {
@@ -170,7 +167,11 @@ void ChildRegions::Receive(bool adopt) {
         }
       }
     }
-    if (n == 0 && nfds == 0) return;  // end of file: every sender closed its end
+    if (n == 0 && nfds == 0) {
+      // End of file (every holder closed its end), or an empty message.
+      struct pollfd p = {sock_[0], POLLIN, 0};
+      if (poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) != 0) return false;
+    }
     Offered(data, static_cast<size_t>(n), fds, nfds,
             (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0, adopt);
   }

@@ -70,7 +70,8 @@ class ChildRegions {
   ChildRegions() = default;
   void Loop();
   // Reads every message waiting on the socket; adopt false refuses them.
-  void Receive(bool adopt);
+  // False at end of file (no process holds the command's end any more).
+  bool Receive(bool adopt);
   void Offered(const uint8_t* data, size_t n, const int* fds, size_t nfds, bool truncated,
                bool adopt);
   void Retire(Live& live);
