@@ -8,7 +8,7 @@
 // rationale: docs/design.md, "The chunk hand-off".
 //
 // Ownership: `record` creates, sizes and initialises the region (Control's
-// first block) and is its only reader. One traced image at a time is
+// first block; a fork child does that for its own) and is its only reader. One traced image at a time is
 // attached: the first claims attached_pid by compare-and-swap, lays out the
 // slots and publishes its file header; when it execs, it hands everything
 // over and sets exec_handoff, and the next image of the same pid takes the
@@ -28,13 +28,40 @@
 namespace crossfree::format::shm {
 
 inline constexpr uint64_t kChannelMagic = 0x314e484346535243ull;  // "CRSFCHN1" in memory
-inline constexpr uint32_t kChannelVersion = 1;
+inline constexpr uint32_t kChannelVersion = 2;
 
 // The environment variable through which `record` passes the region's
 // descriptor to the command (decimal fd). The tracer accepts it only if
 // /proc/self/fd/<fd> names a memfd called kMemfdName.
 inline constexpr const char* kChannelEnv = "CROSSFREE_CHANNEL";
 inline constexpr const char* kMemfdName = "crossfree-channel";
+
+// Children's regions. `record` passes one end of an AF_UNIX SOCK_SEQPACKET
+// socketpair in kSocketEnv ("<fd>,<record's pid>", both decimal); the
+// tracer accepts it only if it is such a socket whose peer (SO_PEERCRED,
+// the socketpair's maker) is that pid (and the Control's record_pid). A
+// fork child, or a process started without one (vfork, posix_spawn) at
+// start-up, sends one
+// ChildRegionMessage with exactly two descriptors (SCM_RIGHTS): its
+// region's memfd (sealed against shrinking and growing) and a pidfd of
+// itself. `record` never writes to the socket: a child waits for
+// Control::adoption instead (a futex, at most kAdoptionWaitNs), and sees
+// `record` gone when the socket reports its peer closed (POLLHUP).
+inline constexpr const char* kSocketEnv = "CROSSFREE_CHANNEL_SOCKET";
+inline constexpr uint64_t kChildMessageMagic = 0x31444c4843535243ull;  // "CRSCHLD1"
+struct ChildRegionMessage {
+  uint64_t magic;    // kChildMessageMagic
+  uint32_t version;  // kChannelVersion
+  uint32_t pid;      // the child's (record checks it against the pidfd's)
+};
+inline constexpr uint64_t kAdoptionWaitNs = 1'000'000'000;
+inline constexpr uint64_t kStalledAdoptionWaitNs = 20'000'000;
+// A child's region: 4 MiB of buffers (32 slots of the default 128 KiB);
+// `record` adopts at most kMaxChildRegions at once, regions of at most
+// kMaxRegionBytes. A child refused, or not adopted in time, writes its own
+// file as a bare tracer does.
+inline constexpr size_t kChildBufferBytes = size_t{4} << 20;
+inline constexpr uint32_t kMaxChildRegions = 64;
 
 // Region: [Control, 4 KiB][file header area][kMaxSlots descriptors][slot
 // buffers, each slot_bytes, page aligned]. The slot count comes from the
@@ -57,6 +84,17 @@ inline constexpr uint32_t kMinSlots = 2;
 inline constexpr size_t kDefaultRegionBytes = kBuffersOffset + (size_t{48} << 20);
 inline constexpr size_t kMaxRegionBytes = kBuffersOffset + (size_t{64} << 20);
 
+enum Origin : uint32_t {
+  kOriginRecord = 0,     // made by `record` for the command's process
+  kOriginForkChild = 1,  // made by a child process (forked or spawned), handed to `record`
+};
+
+enum Adoption : uint32_t {
+  kOffered = 0,
+  kAdopted = 1,
+  kAbandoned = 2,
+};
+
 enum SlotState : uint32_t {
   kFree = 0,     // record's; the tracer may claim it (CAS to kFilling)
   kFilling = 1,  // the tracer's: a thread's open chunk; committed says how much is whole
@@ -67,7 +105,10 @@ struct alignas(64) Control {
   // Written by `record` before the command starts.
   uint64_t magic;
   uint32_t version;
-  uint32_t record_pid;  // the tracer stops waiting for slots once this is not its parent
+  // record's pid (a fork child copies it into its region): in record's
+  // region the tracer stops waiting for slots once this is not its parent;
+  // the socket's peer must be this process.
+  uint32_t record_pid;
   uint64_t region_bytes;
   // The attaching tracer image: claimed 0 -> pid, then the layout, then
   // layout_ready = 1 (release). Read by record after an acquire of it.
@@ -76,7 +117,7 @@ struct alignas(64) Control {
   uint32_t slot_count;
   uint32_t slot_bytes;
   uint32_t file_header_bytes;  // the trace's file header, in the header area
-  uint32_t reserved0;
+  uint32_t origin;             // Origin: who made the region (its maker writes it first)
   // Set by the tracer at its clean end (after its last chunk is sealed):
   // a region whose image ended without it (killed, crashed) has partly
   // filled slots that `record` seals itself.
@@ -106,6 +147,14 @@ struct alignas(64) Control {
   std::atomic<uint32_t> exec_handoff;  // 1: the attached image is exec'ing, all handed over
   std::atomic<uint32_t> headers_published;
   std::atomic<uint32_t> headers_taken;
+  // A fork child's region only: 0 while offered, kAdopted once `record`
+  // drains it (CAS by record, then FUTEX_WAKE), kAbandoned when the child
+  // stopped waiting first (CAS by the child; record then drops it).
+  alignas(64) std::atomic<uint32_t> adoption;
+  // Set by a fork child of the attached image whose offer record did not
+  // answer in time, cleared by one that was adopted: while set, the next
+  // children wait kStalledAdoptionWaitNs only.
+  std::atomic<uint32_t> offers_stalled;
 };
 static_assert(sizeof(Control) <= kControlBytes);
 

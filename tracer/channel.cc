@@ -6,9 +6,12 @@
 // once per chunk (about 18,000 events on the deep workload).
 #include "tracer/channel.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -36,6 +39,16 @@ size_t g_bytes = 0;
 uint32_t g_slots = 0;
 uint32_t g_slot_bytes = 0;
 uint32_t g_record_pid = 0;
+uint32_t g_origin = 0;  // shm::Origin of the attached region
+// record's end of the fork hand-off (format/shm_channel.h kSocketEnv), or -1.
+int g_sock = -1;
+// The number CROSSFREE_CHANNEL names: only a region there can be taken over
+// by the next image after exec.
+int g_env_fd = -1;
+// A fork child's view of its parent's region, kept until its own offer is
+// answered: it tells later children whether record answered this one.
+void* g_parent_base = nullptr;
+size_t g_parent_bytes = 0;
 // After a wait for a slot timed out: the free count `record` had then.
 // Until it moves, later chunks do not wait again (one stall, not one per
 // chunk, while `record` cannot keep up).
@@ -86,18 +99,32 @@ int TryClaim() {
   return -1;
 }
 
-// record is this image's parent (it forked and exec'd the command); once
-// it is not, it died and nobody drains the region.
+// record's region: record is this image's parent (it forked and exec'd the
+// command); once it is not, it died and nobody drains the region. A fork
+// child's region: record holds the other end of the socket, so the socket
+// reporting its peer closed means record is gone (getppid says nothing
+// here: the child's parent is the command, or record as subreaper).
 bool CheckRecordGone() {
   if (g_record_gone.load(std::memory_order_relaxed)) return true;
-  if (static_cast<uint32_t>(getppid()) == g_record_pid) return false;
+  if (g_origin == shm::kOriginForkChild) {
+    if (g_sock < 0) return false;  // cannot tell; waits stay bounded
+    struct pollfd p = {g_sock, POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0 || (p.revents & (POLLHUP | POLLERR | POLLNVAL)) == 0) return false;
+  } else if (static_cast<uint32_t>(getppid()) == g_record_pid) {
+    return false;
+  }
   g_record_gone.store(true, std::memory_order_relaxed);
   return true;
 }
 
+void ResetWaitState() {
+  g_stalled.store(false, std::memory_order_relaxed);
+  g_record_gone.store(false, std::memory_order_relaxed);
+}
+
 }  // namespace
 
-bool Attach(int fd, size_t slot_bytes, uint32_t pid) {
+bool Attach(int fd, size_t slot_bytes, uint32_t pid, bool first) {
   if (fd < 0 || !IsChannelMemfd(fd)) return false;
   struct stat st;
   if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(shm::kBuffersOffset) ||
@@ -114,8 +141,9 @@ bool Attach(int fd, size_t slot_bytes, uint32_t pid) {
     munmap(base, bytes);
     return false;
   }
-  uint32_t attached = 0;
-  if (ctl->attached_pid.compare_exchange_strong(attached, pid, std::memory_order_acq_rel)) {
+  uint32_t attached = ctl->attached_pid.load(std::memory_order_acquire);
+  if (first && attached == 0 && ctl->origin == shm::kOriginRecord &&
+      ctl->attached_pid.compare_exchange_strong(attached, pid, std::memory_order_acq_rel)) {
     // The command's first image.
     ctl->slot_count = slots;
     ctl->slot_bytes = static_cast<uint32_t>(slot_bytes);
@@ -153,10 +181,12 @@ bool Attach(int fd, size_t slot_bytes, uint32_t pid) {
   g_slots = slots;
   g_slot_bytes = static_cast<uint32_t>(slot_bytes);
   g_record_pid = ctl->record_pid;
+  g_origin = ctl->origin == shm::kOriginForkChild ? shm::kOriginForkChild : shm::kOriginRecord;
   g_attached = true;
   // Kept, close-on-exec, for this process's next image (BeforeExec lets it
   // through exec): a child this image spawns never inherits it.
   g_fd = fd;
+  g_env_fd = fd;
   fcntl(fd, F_SETFD, FD_CLOEXEC);
   OwnFd(&g_fd, nullptr);  // out of the program's close() and dup2() (owned_fds.h)
   return true;
@@ -260,7 +290,9 @@ void MarkCleanExit() {
 
 void BeforeExec() {
   if (!g_attached) return;
-  fcntl(g_fd, F_SETFD, 0);
+  // Elsewhere (moved by the program's dup2, or placed out of its way) the
+  // next image could not find it: it stays close-on-exec.
+  if (g_fd == g_env_fd) fcntl(g_fd, F_SETFD, 0);
   Ctl()->exec_handoff.store(1, std::memory_order_release);
 }
 
@@ -271,7 +303,16 @@ void AfterFailedExec() {
   fcntl(g_fd, F_SETFD, FD_CLOEXEC);
 }
 
-void DetachInForkChild() {
+void Detach() {
+  if (g_sock >= 0) {
+    DisownFd(g_sock);
+    close(g_sock);
+    g_sock = -1;
+  }
+  if (g_parent_base != nullptr) {
+    munmap(g_parent_base, g_parent_bytes);
+    g_parent_base = nullptr;
+  }
   if (!g_attached) return;
   DisownFd(g_fd);
   close(g_fd);
@@ -280,8 +321,182 @@ void DetachInForkChild() {
   g_base = nullptr;
   g_attached = false;
   g_slots = 0;
-  g_stalled.store(false, std::memory_order_relaxed);
-  g_record_gone.store(false, std::memory_order_relaxed);
+  g_origin = shm::kOriginRecord;
+  ResetWaitState();
+}
+
+bool AttachSocket(const char* value) {
+  // "<fd>,<record's pid>".
+  uint64_t fd = 0, record = 0;
+  char digits[24];
+  size_t n = 0;
+  if (g_sock >= 0 || value == nullptr) return false;
+  while (value[n] >= '0' && value[n] <= '9' && n + 1 < sizeof(digits)) {
+    digits[n] = value[n];
+    ++n;
+  }
+  digits[n] = '\0';
+  if (value[n] != ',' || !ParseDecimal(digits, &fd) || !ParseDecimal(value + n + 1, &record) ||
+      fd >= (1u << 30) || record == 0 || record > UINT32_MAX ||
+      (g_attached && record != g_record_pid)) {
+    return false;
+  }
+  const int s = static_cast<int>(fd);
+  int domain = 0, type = 0;
+  socklen_t len = sizeof(int);
+  struct ucred cred = {};
+  socklen_t cred_len = sizeof(cred);
+  // The socketpair record made: its peer credentials are record's (taken
+  // when the pair was made), so a number the program reused is not it.
+  if (getsockopt(s, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || domain != AF_UNIX ||
+      (len = sizeof(int), getsockopt(s, SOL_SOCKET, SO_TYPE, &type, &len)) != 0 ||
+      type != SOCK_SEQPACKET ||
+      getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 ||
+      static_cast<uint64_t>(cred.pid) != record) {
+    return false;
+  }
+  if (!g_attached) g_record_pid = static_cast<uint32_t>(record);
+  // Left inheritable: a program this process starts without a fork
+  // handler (vfork, posix_spawn) reaches record through it (BeginOwnRegion).
+  g_sock = s;
+  OwnFd(&g_sock, nullptr);
+  return true;
+}
+
+namespace {
+
+// A region of the process's own, laid out as record lays out its first
+// (origin kOriginForkChild, attached to pid), on descriptor number `at`
+// (replacing what is there) or, with at < 0, at 500 or above; attached in
+// place of any region this process had (whose mapping becomes
+// g_parent_base). Fork child and start-up only: no allocation, no lock.
+bool MakeOwnRegion(uint32_t pid, uint32_t slot_bytes, int at) {
+  const size_t bytes = shm::kBuffersOffset + shm::kChildBufferBytes;
+  const uint32_t slots = shm::SlotCount(bytes, slot_bytes);
+  const int mfd = static_cast<int>(
+      syscall(SYS_memfd_create, shm::kMemfdName, MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  void* base = MAP_FAILED;
+  // Sealed at its size: record maps it, and a region that shrank under
+  // record's mapping would fault record's reads.
+  if (slots < shm::kMinSlots || mfd < 0 || ftruncate(mfd, static_cast<off_t>(bytes)) != 0 ||
+      fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 ||
+      (base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)) == MAP_FAILED) {
+    if (mfd >= 0) close(mfd);
+    return false;
+  }
+  const int fd = at >= 0 ? dup3(mfd, at, O_CLOEXEC) : fcntl(mfd, F_DUPFD_CLOEXEC, 500);
+  close(mfd);
+  if (fd < 0) {
+    munmap(base, bytes);
+    return false;
+  }
+  g_parent_base = g_base;
+  g_parent_bytes = g_bytes;
+  shm::Control* ctl = shm::ControlOf(base);
+  ctl->magic = shm::kChannelMagic;
+  ctl->version = shm::kChannelVersion;
+  ctl->record_pid = g_record_pid;
+  ctl->region_bytes = bytes;
+  ctl->origin = shm::kOriginForkChild;
+  ctl->attached_pid.store(pid, std::memory_order_relaxed);
+  ctl->slot_count = slots;
+  ctl->slot_bytes = slot_bytes;
+  ctl->layout_ready.store(1, std::memory_order_release);
+  g_fd = fd;
+  g_base = base;
+  g_bytes = bytes;
+  g_slots = slots;
+  g_slot_bytes = slot_bytes;
+  g_generation = 0;
+  g_origin = shm::kOriginForkChild;
+  g_attached = true;
+  ResetWaitState();
+  OwnFd(&g_fd, nullptr);
+  return true;
+}
+
+}  // namespace
+
+bool BeginForkChild(uint32_t pid) {
+  if (!g_attached || g_sock < 0) {
+    Detach();
+    return false;
+  }
+  // The parent's region stays the parent's: the child's copy of the
+  // mapping goes, and the new region's descriptor takes the old number (the
+  // one CROSSFREE_CHANNEL names, so an exec'd image takes this region over).
+  DisownFd(g_fd);
+  if (!MakeOwnRegion(pid, g_slot_bytes, g_fd)) {
+    Detach();
+    return false;
+  }
+  return true;
+}
+
+bool BeginOwnRegion(uint32_t pid, size_t slot_bytes, int env_fd) {
+  if (g_attached || g_sock < 0 || slot_bytes > UINT32_MAX) return false;
+  // The number CROSSFREE_CHANNEL names, when it is free here (it was
+  // close-on-exec in the process that started this one), so an image this
+  // one execs takes the region over; else out of the program's way.
+  const bool free_number = env_fd >= 0 && fcntl(env_fd, F_GETFD) < 0 && errno == EBADF;
+  g_env_fd = env_fd;
+  if (!MakeOwnRegion(pid, static_cast<uint32_t>(slot_bytes), free_number ? env_fd : -1)) {
+    Detach();
+    return false;
+  }
+  return true;
+}
+
+bool CompleteOffer(uint32_t pid) {
+  if (!g_attached || g_origin != shm::kOriginForkChild || g_sock < 0) return false;
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return false;
+  shm::ChildRegionMessage msg = {shm::kChildMessageMagic, shm::kChannelVersion, pid};
+  struct iovec iov = {&msg, sizeof(msg)};
+  alignas(struct cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  struct msghdr mh = {};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = control;
+  mh.msg_controllen = sizeof(control);
+  struct cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
+  const int fds[2] = {g_fd, pidfd};
+  __builtin_memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+  // Never blocks: a full socket (record not reading) is a refusal.
+  long sent;
+  do {
+    sent = sendmsg(g_sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  close(pidfd);
+  if (sent != static_cast<long>(sizeof(msg))) return false;
+  shm::Control* ctl = Ctl();
+  // After a sibling's offer went unanswered (record stopped, or too slow),
+  // a short wait only, until one is adopted again: a stalled record costs
+  // a forking program one long wait, not one per fork.
+  shm::Control* parent = g_parent_base != nullptr ? shm::ControlOf(g_parent_base) : nullptr;
+  const bool stalled =
+      parent != nullptr && parent->offers_stalled.load(std::memory_order_relaxed) != 0;
+  const uint64_t deadline =
+      NowNs() + (stalled ? shm::kStalledAdoptionWaitNs : shm::kAdoptionWaitNs);
+  while (ctl->adoption.load(std::memory_order_acquire) == shm::kOffered &&
+         NowNs() < deadline && !CheckRecordGone()) {
+    struct timespec slice = {0, 10'000'000};
+    Futex(&ctl->adoption, FUTEX_WAIT, shm::kOffered, &slice);
+  }
+  // Either record adopted it, or the child gives up first and record, if
+  // it comes later, finds the region abandoned.
+  uint32_t state = shm::kOffered;
+  const bool abandoned =
+      ctl->adoption.compare_exchange_strong(state, shm::kAbandoned, std::memory_order_acq_rel);
+  if (parent != nullptr) {
+    parent->offers_stalled.store(abandoned ? 1 : 0, std::memory_order_relaxed);
+    munmap(g_parent_base, g_parent_bytes);
+    g_parent_base = nullptr;
+  }
+  return !abandoned && state == shm::kAdopted;
 }
 
 }  // namespace crossfree::tracer::channel

@@ -4,17 +4,21 @@
 // Under `record` the threads' chunk buffers are slots of a shared-memory
 // region that `record` drains into the trace file, so the target makes no
 // file writes and `record` can still take every whole record of a killed
-// target. Without `record` (bare LD_PRELOAD), or in a fork child, nothing
-// here is attached and the tracer writes its own file. Images the
-// command's process execs take the region over in turn (Attach).
+// target. Without `record` (bare LD_PRELOAD) nothing here is attached and
+// the tracer writes its own file. Images a process execs take its region
+// over in turn (Attach). A fork child, or a process started without one,
+// makes a region of its own and hands it to `record` through the channel's
+// socket (BeginForkChild or BeginOwnRegion, then CompleteOffer); refused,
+// it writes its own file.
 //
-// Threading: Attach and DetachInForkChild run single-threaded (start-up,
-// the fork child). Everything else may be called by any thread at any
+// Threading: Attach, AttachSocket and the fork-child calls run
+// single-threaded (start-up, the fork child: no allocation, no stdio, no
+// lock there either). Everything else may be called by any thread at any
 // time, from the hook path: no allocation, no lock, no stdio; the only
 // system calls are futex (a wake when `record` sleeps, a wait when no
-// slot is free) and getppid while waiting. A slot, once claimed, belongs to
-// whoever holds the ThreadState it is bound to (recorder_internal.h) until
-// it is sealed or released.
+// slot is free) and getppid or poll while waiting. A slot, once claimed,
+// belongs to whoever holds the ThreadState it is bound to
+// (recorder_internal.h) until it is sealed or released.
 #pragma once
 
 #include <atomic>
@@ -26,13 +30,22 @@ namespace crossfree::tracer::channel {
 // Maps the region whose descriptor CROSSFREE_CHANNEL names, if it is a
 // `record` channel (a memfd named format::shm::kMemfdName, the right magic
 // and version) that holds at least kMinSlots slots of slot_bytes, and
-// claims it for this image: the first image of the command lays out the
-// slots; a later image of the same pid (after exec) takes it over when its
-// predecessor handed everything over (BeforeExec) and record has written
-// that one's header. The descriptor stays open, close-on-exec (only
-// BeforeExec lets it through an exec of this process). False leaves the
-// file path in charge. fd < 0: not under record.
-bool Attach(int fd, size_t slot_bytes, uint32_t pid);
+// claims it for this image: with first (the command's first image, pid
+// CROSSFREE_MAIN_PID), record's fresh region, whose slots it lays out; a
+// later image of the same pid (after exec; record's region or a fork
+// child's) takes it over when its predecessor handed everything over
+// (BeforeExec) and record has written that one's header. The descriptor
+// stays open, close-on-exec (only BeforeExec lets it through an exec of
+// this process). False leaves the file path in charge. fd < 0: not under
+// record.
+bool Attach(int fd, size_t slot_bytes, uint32_t pid, bool first);
+// The socket through which a process hands record a region of its own
+// (value: format::shm::kSocketEnv's text, "<fd>,<record's pid>"; with a
+// region attached, record's pid must be the region's). Owned, and left
+// inheritable, so that processes started without a fork handler (vfork,
+// posix_spawn) reach record too. False: not record's socket; this process's
+// children then write their own files.
+bool AttachSocket(const char* value);
 
 // Whether this image hands its chunks to `record`. Read on every chunk.
 extern bool g_attached;
@@ -72,9 +85,23 @@ void MarkCleanExit();
 // AfterFailedExec takes both back (the exec returned, recording goes on).
 void BeforeExec();
 void AfterFailedExec();
-// Fork child: the region stays the parent's; the child forgets it (its
-// mapping and descriptor are closed) and writes a file of its own.
-void DetachInForkChild();
+// A region of the process's own (a sealed memfd, the same layout, origin
+// kOriginForkChild), single-threaded, no allocation. In a fork child,
+// BeginForkChild(pid) makes it on the parent region's descriptor number
+// (the one CROSSFREE_CHANNEL names, so an exec'd image takes it over),
+// unmaps the parent's and attaches the new one; at start-up, a process
+// with no region (started by vfork or posix_spawn) does the same with
+// BeginOwnRegion(pid, slot_bytes, env_fd), on env_fd when it is free here.
+// Either way the header is then published into it, and CompleteOffer(pid)
+// sends the region and a pidfd to record and waits (at most
+// format::shm::kAdoptionWaitNs) for record to adopt it; false: refused,
+// too late or record gone, and the caller calls Detach. Detach forgets any
+// region and the socket (mapping and descriptors closed): the process writes
+// a file of its own, and so do its children.
+bool BeginForkChild(uint32_t pid);
+bool BeginOwnRegion(uint32_t pid, size_t slot_bytes, int env_fd);
+bool CompleteOffer(uint32_t pid);
+void Detach();
 
 // How long a thread waits for a free slot before its chunk goes to its
 // private buffer (CROSSFREE_CHANNEL_WAIT_MS). Set by start-up.

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "format/shm_channel.h"
 #include "format/trace_writer.h"
 #include "tracer/attach.h"
 #include "tracer/channel.h"
@@ -191,7 +192,6 @@ void AtForkChild() {
     return;
   }
   internal::ResetStatesInForkChild();
-  channel::DetachInForkChild();
   // membarrier registration belongs to the address space: register the
   // child's own (the child is single-threaded here).
   internal::InitAsymmetricFence();
@@ -205,10 +205,19 @@ void AtForkChild() {
   g.fd = -1;
   g_fork_parent = g.pid;
   g.pid = static_cast<uint32_t>(getpid());
+  // Under record: a region of the child's own, its header published there
+  // before record is asked to adopt it (so record writes the header at
+  // once); refused, the child writes its own file as without record.
+  const bool handing = channel::BeginForkChild(g.pid);
   ForgetModules();
   ReseedSamplerInForkChild();
   WindowAtForkChild();
-  if (!OpenTrace(/*fork_child=*/true)) {
+  bool opened = OpenTrace(/*fork_child=*/true);
+  if (handing && (!opened || !channel::CompleteOffer(g.pid))) {
+    channel::Detach();
+    opened = OpenTrace(/*fork_child=*/true);
+  }
+  if (!opened) {
     __atomic_store_n(&g_recording, 0, __ATOMIC_RELAXED);
     g.phase.store(internal::kStopped, std::memory_order_release);
   } else {
@@ -273,13 +282,29 @@ void InitRecorder() {
   g.key_ok = pthread_key_create(&g.key, internal::OnThreadExit) == 0;
   pthread_atfork(AtForkPrepare, nullptr, AtForkChild);
   g.malloc_hook = g.settings.malloc_hook && ProbeMallocHook();
-  // `crossfree record`'s hand-off: only for the image record started
-  // (exec'd images and fork children write files of their own).
+  // `crossfree record`'s hand-off: the image record started claims its
+  // region; a later image of a process that had one (after exec) takes it
+  // over; a process started without a fork handler (vfork, posix_spawn)
+  // offers record a region of its own, its header published there first.
+  // Refused, it writes its own file. (The command's own pid never offers
+  // one: its trace is FILE, record's region or its own file.)
   channel::g_wait_ns = g.settings.channel_wait_ns;
-  if (g.settings.channel_fd >= 0 && g.settings.main_pid == g.pid) {
-    channel::Attach(g.settings.channel_fd, g.settings.buffer_bytes, g.pid);
+  const char* socket_env = getenv(format::shm::kSocketEnv);
+  const bool main_process = g.settings.main_pid == g.pid;
+  bool offering = false;
+  if (g.settings.channel_fd >= 0 &&
+      channel::Attach(g.settings.channel_fd, g.settings.buffer_bytes, g.pid,
+                      /*first=*/main_process)) {
+    channel::AttachSocket(socket_env);
+  } else if (!main_process && socket_env != nullptr && channel::AttachSocket(socket_env)) {
+    offering = channel::BeginOwnRegion(g.pid, g.settings.buffer_bytes, g.settings.channel_fd);
   }
-  if (!OpenTrace(/*fork_child=*/false)) {
+  bool opened = OpenTrace(/*fork_child=*/false);
+  if (offering && (!opened || !channel::CompleteOffer(g.pid))) {
+    channel::Detach();
+    opened = OpenTrace(/*fork_child=*/false);
+  }
+  if (!opened) {
     g.phase.store(internal::kStopped, std::memory_order_release);
     __atomic_store_n(&g_started, 1, __ATOMIC_RELEASE);
     errno = saved_errno;

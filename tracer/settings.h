@@ -57,6 +57,8 @@
 //                            The command's process (first image and the
 //                            images it execs) hands its chunks over there
 //                            instead of writing a file (tracer/channel.h).
+//   CROSSFREE_CHANNEL_SOCKET Set by `crossfree record`: "<fd>,<pid>", its socket
+//                            for children's regions (channel::AttachSocket).
 //   CROSSFREE_CHANNEL_WAIT_MS How long a thread waits for `record` to free a
 //                            slot before its chunk goes to its private
 //                            buffer (handed over later, or counted as

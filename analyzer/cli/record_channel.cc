@@ -59,12 +59,15 @@ std::unique_ptr<ChunkChannel> ChunkChannel::Create(size_t region_bytes, std::str
     return nullptr;
   }
   std::unique_ptr<ChunkChannel> c(new ChunkChannel());
-  c->fd_ = memfd_create(shm::kMemfdName, MFD_CLOEXEC);
+  c->fd_ = memfd_create(shm::kMemfdName, MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (c->fd_ < 0) {
     *error = fmt::format("memfd_create: {}", std::strerror(errno));
     return nullptr;
   }
-  if (ftruncate(c->fd_, static_cast<off_t>(region_bytes)) != 0) {
+  // Sealed at its size: the command holds the descriptor, and a region
+  // cut short under our mapping would fault the drain's reads.
+  if (ftruncate(c->fd_, static_cast<off_t>(region_bytes)) != 0 ||
+      fcntl(c->fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     *error = fmt::format("sizing the hand-off region: {}", std::strerror(errno));
     return nullptr;
   }
@@ -81,6 +84,94 @@ std::unique_ptr<ChunkChannel> ChunkChannel::Create(size_t region_bytes, std::str
   ctl->record_pid = static_cast<uint32_t>(getpid());
   ctl->region_bytes = region_bytes;
   return c;
+}
+
+std::unique_ptr<ChunkChannel> ChunkChannel::Adopt(int memfd, std::string* error) {
+  std::unique_ptr<ChunkChannel> c(new ChunkChannel());
+  c->fd_ = memfd;
+  c->adopted_ = true;
+  char link[128] = {};
+  const std::string proc = fmt::format("/proc/self/fd/{}", memfd);
+  const ssize_t n = readlink(proc.c_str(), link, sizeof(link) - 1);
+  const std::string want = fmt::format("/memfd:{}", shm::kMemfdName);
+  if (n <= 0 || std::string(link, static_cast<size_t>(n)).rfind(want, 0) != 0) {
+    *error = "a child process sent a descriptor that is not a hand-off region";
+    return nullptr;
+  }
+  // Sealed against shrinking: the child keeps its descriptor, and a region
+  // cut short under our mapping would fault our reads.
+  const int seals = fcntl(memfd, F_GET_SEALS);
+  struct stat st;
+  if (seals < 0 || (seals & F_SEAL_SHRINK) == 0 || fstat(memfd, &st) != 0 ||
+      st.st_size < static_cast<off_t>(shm::kBuffersOffset) ||
+      static_cast<uint64_t>(st.st_size) > shm::kMaxRegionBytes) {
+    *error = "a child process's hand-off region is unsealed or of a bad size";
+    return nullptr;
+  }
+  const size_t bytes = static_cast<size_t>(st.st_size);
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+  if (base == MAP_FAILED) {
+    *error = fmt::format("mapping a child process's hand-off region: {}", std::strerror(errno));
+    return nullptr;
+  }
+  c->base_ = base;
+  c->bytes_ = bytes;
+  const shm::Control* ctl = shm::ControlOf(base);
+  if (ctl->magic != shm::kChannelMagic || ctl->version != shm::kChannelVersion ||
+      ctl->region_bytes != bytes || ctl->origin != shm::kOriginForkChild) {
+    *error = "a child process's hand-off region has a bad control block";
+    return nullptr;
+  }
+  return c;
+}
+
+uint32_t ChunkChannel::AttachedPid() const {
+  return shm::ControlOf(base_)->attached_pid.load(std::memory_order_acquire);
+}
+
+bool ChunkChannel::Claim(const std::string& path, format::ChunkCompressor* compressor) {
+  path_ = path;
+  shared_compressor_ = compressor;
+  shm::Control* ctl = shm::ControlOf(base_);
+  uint32_t offered = shm::kOffered;
+  if (!ctl->adoption.compare_exchange_strong(offered, shm::kAdopted,
+                                             std::memory_order_acq_rel)) {
+    return false;
+  }
+  Futex(&ctl->adoption, FUTEX_WAKE, INT_MAX, nullptr);
+  return true;
+}
+
+size_t ChunkChannel::Pump() {
+  TakeHeaders();
+  return !files_.empty() && !broken_ ? DrainSealed(/*final=*/false) : 0;
+}
+
+int ChunkChannel::OpenFirstFile() {
+  const int fd =
+      open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0) {
+    stats_.first_file = path_;
+    return fd;
+  }
+  if (errno != EEXIST) {
+    stats_.error = fmt::format("cannot create {}: {}", path_, std::strerror(errno));
+    return -1;
+  }
+  // Taken (a file of the same pid from earlier in this run): the next
+  // free path.<n>, as the tracer would name it.
+  const int other = OpenImageFile();
+  if (other >= 0) {
+    stats_.first_file = stats_.files.back();
+    stats_.files.pop_back();
+  }
+  return other;
+}
+
+format::ChunkCompressor* ChunkChannel::Compressor() {
+  if (shared_compressor_ != nullptr || Level() == 0) return shared_compressor_;
+  if (compressor_ == nullptr) compressor_ = std::make_unique<format::ChunkCompressor>(Level());
+  return compressor_.get();
 }
 
 ChunkChannel::~ChunkChannel() {
@@ -114,14 +205,28 @@ int EnvInt(const char* name, int lo, int hi, int fallback) {
 
 }  // namespace
 
+int ChunkChannel::Level() {
+  // Read (and a bad value named) once per run.
+  static const int level = EnvInt("CROSSFREE_RECORD_LEVEL", 0, 19, kDrainLevel);
+  return level;
+}
+
+void ChunkChannel::Refuse() {
+  shm::Control* ctl = shm::ControlOf(base_);
+  uint32_t offered = shm::kOffered;
+  if (ctl->adoption.compare_exchange_strong(offered, shm::kAbandoned,
+                                            std::memory_order_acq_rel)) {
+    Futex(&ctl->adoption, FUTEX_WAKE, INT_MAX, nullptr);
+  }
+}
+
 void ChunkChannel::Start(int output_fd, const std::string& path) {
   out_ = output_fd;
   path_ = path;
-  // Level 0 writes the chunks as the tracer made them: on a machine with
-  // no core to spare, the command then pays no compression CPU at all.
-  const int level = EnvInt("CROSSFREE_RECORD_LEVEL", 0, 19, kDrainLevel);
-  plain_ = level == 0;
-  if (!plain_) compressor_ = std::make_unique<format::ChunkCompressor>(level);
+  // Level 0 writes the chunks as the tracer made them (Compressor() is
+  // null): on a machine with no core to spare, the command then pays no
+  // compression CPU at all.
+  if (Level() > 0) compressor_ = std::make_unique<format::ChunkCompressor>(Level());
   const int nice = EnvInt("CROSSFREE_RECORD_NICE", 0, 19, kDrainNice);
   drain_ = std::thread([this, nice] {
     // Signals are the owner thread's (it forwards them to the command).
@@ -194,7 +299,7 @@ void ChunkChannel::TakeHeaders() {
       broken_ = true;
       return;
     }
-    const int fd = files_.empty() ? out_ : OpenImageFile();
+    const int fd = !files_.empty() ? OpenImageFile() : adopted_ ? OpenFirstFile() : out_;
     if (fd < 0) {
       broken_ = true;
       return;
@@ -276,6 +381,13 @@ size_t ChunkChannel::DrainSealed(bool final) {
 
 void ChunkChannel::FreeSlot(uint32_t slot) {
   shm::SlotDesc* d = shm::DescOf(base_, slot);
+  // A fork child's region: its written slot leaves our resident memory (the
+  // pages stay the memfd's), so record's memory follows the slots it is
+  // reading, not every child's slots in use.
+  if (adopted_) {
+    madvise(static_cast<uint8_t*>(base_) + shm::SlotOffset(slot, slot_bytes_), slot_bytes_,
+            MADV_DONTNEED);
+  }
   d->committed.store(0, std::memory_order_relaxed);
   d->state.store(shm::kFree, std::memory_order_release);
 }
@@ -304,13 +416,10 @@ void ChunkChannel::EmitValidated(int fd, const uint8_t* data, size_t n) {
 void ChunkChannel::EmitChunk(int fd, const uint8_t* chunk, size_t n) {
   // The chunk was validated (EmitValidated), so a refusal here would be a
   // record the codec cannot split: keep the chunk plain rather than lose it.
-  if (plain_) {
-    Write(fd, chunk, n);
-    return;
-  }
+  // No compressor: level 0 (Level) asked for plain chunks.
+  format::ChunkCompressor* compressor = Compressor();
   std::string error;
-  if (compressor_ == nullptr) compressor_ = std::make_unique<format::ChunkCompressor>(kDrainLevel);
-  if (compressor_->Compress(chunk, n, compressed_, &error)) {
+  if (compressor != nullptr && compressor->Compress(chunk, n, compressed_, &error)) {
     Write(fd, compressed_.data(), compressed_.size());
   } else {
     Write(fd, chunk, n);
@@ -384,8 +493,8 @@ ChunkChannel::Stats ChunkChannel::Finish() {
   stats_.clean_exit = ctl->clean_exit.load(std::memory_order_acquire) != 0;
   stats_.dropped_events = ctl->dropped_events.load(std::memory_order_relaxed);
   stats_.dropped_chunks = ctl->dropped_chunks.load(std::memory_order_relaxed);
-  for (size_t i = 1; i < files_.size(); ++i) close(files_[i]);
-  files_.resize(files_.empty() ? 0 : 1);
+  for (size_t i = adopted_ ? 0 : 1; i < files_.size(); ++i) close(files_[i]);
+  files_.resize(files_.empty() || adopted_ ? 0 : 1);
   return stats_;
 }
 

@@ -40,9 +40,11 @@ class ChunkChannel {
     uint64_t damaged_chunks = 0;  // failed validation: not written
     uint64_t out_of_order = 0;    // written after a later chunk (a seal that never finished)
     std::string error;            // a write error or a damaged region, if any
-    // The files written: the command's first image's, then one per image it
-    // exec'd that took the region over (PATH.<n>).
+    // The files of the images the first one exec'd that took the region
+    // over (PATH.<n>); for an adopted region, first_file is the first
+    // image's (made here).
     std::vector<std::string> files;
+    std::string first_file;
   };
 
   // A region of region_bytes (format::shm bounds), zero-filled, with its
@@ -71,7 +73,30 @@ class ChunkChannel {
   // larger (docs/results/trace-size.md). Nice 0: nice 10 measured no
   // better, and a starved drain thread leaves the command without slots.
   static constexpr int kDrainLevel = 1;
+  // CROSSFREE_RECORD_LEVEL (default kDrainLevel; 0: chunks written plain),
+  // read once.
+  static int Level();
   static constexpr int kDrainNice = 0;
+
+  // A child process's region (format/shm_channel.h, "Children's
+  // regions"), received from the child as memfd (owned from here on):
+  // checked as hostile input (a sealed memfd of the channel's name, its
+  // size within bounds, magic, version, origin). Null and *error when it
+  // is none. Then Claim tells the child it was adopted (false: the child
+  // had given up; drop it), and Pump drains it on the caller's thread into
+  // path (created at the first header; path.<n> when taken), compressing
+  // with *compressor (the caller's, shared by all such regions; null at
+  // level 0: plain chunks). Its
+  // slots' pages leave this process's memory as they are written.
+  static std::unique_ptr<ChunkChannel> Adopt(int memfd, std::string* error);
+  bool Claim(const std::string& path, format::ChunkCompressor* compressor);
+  // Tells the child, still waiting, not to use the region (it writes its
+  // own file at once).
+  void Refuse();
+  // The pid the region says it is attached to (untrusted: compare it).
+  uint32_t AttachedPid() const;
+  // Writes what is sealed and whole (no thread); returns the chunks written.
+  size_t Pump();
 
   // Call once the process that attached has ended (it was reaped): writes
   // what is still sealed, then every partly filled slot up to its last
@@ -99,7 +124,12 @@ class ChunkChannel {
   void Write(int fd, const uint8_t* data, size_t n);
   void FreeSlot(uint32_t slot);
 
+  int OpenFirstFile();
+  format::ChunkCompressor* Compressor();
+
   int fd_ = -1;
+  bool adopted_ = false;  // a fork child's region: files all ours, pages released
+  format::ChunkCompressor* shared_compressor_ = nullptr;
   void* base_ = nullptr;
   size_t bytes_ = 0;
   int out_ = -1;
@@ -115,8 +145,7 @@ class ChunkChannel {
   uint64_t gap_since_ns_ = 0;
   // Used by the drain thread, then by Finish once it has joined it.
   // Made by Start (CROSSFREE_RECORD_LEVEL), or at the first chunk; none
-  // when plain_ (level 0).
-  bool plain_ = false;
+  // at level 0 (plain chunks).
   std::unique_ptr<format::ChunkCompressor> compressor_;
   std::vector<uint8_t> compressed_;
   Stats stats_;

@@ -448,8 +448,14 @@ int RunRecord(const RecordArgs& args) {
   }
   g_child_pid = pid;
   if (handoff) {
-    handoff->InParent(named ? output_template
-                            : CurrentDir() + fmt::format("/crossfree.{}.trace", pid));
+    // A fork child's trace under the name its tracer would have given it.
+    const std::string dir = CurrentDir();
+    handoff->InParent(
+        named ? output_template : dir + fmt::format("/crossfree.{}.trace", pid),
+        [named, output_template, dir](uint32_t child) {
+          return named ? fmt::format("{}.{}", output_template, child)
+                       : fmt::format("{}/crossfree.{}.trace", dir, child);
+        });
   }
   close(exec_pipe[1]);
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);  // pending signals are forwarded now
@@ -463,7 +469,10 @@ int RunRecord(const RecordArgs& args) {
     while (waitpid(pid, &ignored_status, 0) < 0 && errno == EINTR) {
     }
     g_child_pid = 0;
-    if (handoff) handoff->Finish();
+    if (handoff) {
+      handoff->Finish();
+      handoff->FinishChildren();
+    }
     restore_signals();
     fmt::print(stderr, "crossfree record: cannot run {}: {}\n", args.command[0],
                std::strerror(exec_errno));
@@ -473,12 +482,14 @@ int RunRecord(const RecordArgs& args) {
   g_child_pid = 0;
   // Only the command's process (its first image, then those it exec'd)
   // fills the region: once it is reaped nothing writes it, and the rest is
-  // taken (its forks write their own files).
+  // taken. Its fork children fill regions of their own, finished as each
+  // ends; what is left is taken once they were waited for.
   if (handoff) handoff->Finish();
   if (int waited = WaitForDescendants(args.wait_children_s); waited > 0) {
     fmt::print(stderr, "crossfree record: waited for {} process{} the command left running\n",
                waited, waited == 1 ? "" : "es");
   }
+  if (handoff) handoff->FinishChildren();
   restore_signals();
   if (handoff) handoff->Report();
 

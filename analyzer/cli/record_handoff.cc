@@ -48,6 +48,10 @@ std::unique_ptr<RecordHandOff> RecordHandOff::Prepare() {
                h->channel_ == nullptr ? error : std::strerror(errno));
     return nullptr;
   }
+  h->children_ = ChildRegions::Create(&error);
+  if (h->children_ == nullptr) {
+    fmt::print(stderr, "crossfree record: child processes write their own traces ({})\n", error);
+  }
   return h;
 }
 
@@ -70,12 +74,14 @@ void RecordHandOff::InChild() {
     // closes it once it has mapped the region.
     fcntl(channel_->fd(), F_SETFD, 0);
     setenv(format::shm::kChannelEnv, std::to_string(channel_->fd()).c_str(), 1);
+    if (children_ != nullptr) children_->InChild();
   } else {
     unsetenv(format::shm::kChannelEnv);
   }
 }
 
-void RecordHandOff::InParent(const std::string& path) {
+void RecordHandOff::InParent(const std::string& path,
+                             std::function<std::string(uint32_t)> child_path) {
   close(go_[0]);
   go_[0] = -1;
   path_ = path;
@@ -86,6 +92,7 @@ void RecordHandOff::InParent(const std::string& path) {
   char go = '0';
   if (out_ >= 0) {
     channel_->Start(out_, path);
+    if (children_ != nullptr) children_->Start(std::move(child_path));
     go = '1';
   }
   // If the file cannot be made, the tracer writes its own and says why
@@ -112,28 +119,59 @@ void RecordHandOff::Finish() {
   }
 }
 
+void RecordHandOff::FinishChildren() {
+  if (children_ != nullptr) child_totals_ = children_->Finish();
+}
+
 void RecordHandOff::Report() const {
   if (!stats_.attached) return;
-  const double ratio = stats_.bytes_written > 0
-                           ? static_cast<double>(stats_.plain_bytes) /
-                                 static_cast<double>(stats_.bytes_written)
+  // The command's region and its fork children's, as one.
+  ChunkChannel::Stats all = stats_;
+  const ChunkChannel::Stats& c = child_totals_.sum;
+  all.events += c.events;
+  all.chunks += c.chunks;
+  all.partial_chunks += c.partial_chunks;
+  all.partial_events += c.partial_events;
+  all.plain_bytes += c.plain_bytes;
+  all.bytes_written += c.bytes_written;
+  all.dropped_events += c.dropped_events;
+  all.dropped_chunks += c.dropped_chunks;
+  all.damaged_chunks += c.damaged_chunks;
+  all.out_of_order += c.out_of_order;
+  const uint64_t exec_images = stats_.files.size() + child_totals_.exec_images;
+  const uint64_t forks = child_totals_.processes;
+  const double ratio = all.bytes_written > 0
+                           ? static_cast<double>(all.plain_bytes) /
+                                 static_cast<double>(all.bytes_written)
                            : 1.0;
   std::string lost;
-  if (stats_.dropped_chunks > 0) {
+  if (all.dropped_chunks > 0) {
     lost += fmt::format(
         "{} events in {} chunks dropped by the tracer (record fell behind: no free buffer "
         "within CROSSFREE_CHANNEL_WAIT_MS)",
-        stats_.dropped_events, stats_.dropped_chunks);
+        all.dropped_events, all.dropped_chunks);
   }
-  if (stats_.damaged_chunks > 0) {
+  if (all.damaged_chunks > 0) {
     lost += fmt::format("{}{} chunks damaged in shared memory (not written)",
-                        lost.empty() ? "" : ", ", stats_.damaged_chunks);
+                        lost.empty() ? "" : ", ", all.damaged_chunks);
   }
-  if (!stats_.error.empty()) lost += fmt::format("{}{}", lost.empty() ? "" : ", ", stats_.error);
-  if (stats_.out_of_order > 0) {
+  if (!all.error.empty()) lost += fmt::format("{}{}", lost.empty() ? "" : ", ", all.error);
+  for (const std::string& e : child_totals_.errors) {
+    lost += fmt::format("{}{}", lost.empty() ? "" : ", ", e);
+  }
+  std::string also;
+  if (exec_images > 0) {
+    also = fmt::format("{} exec'd image{}", exec_images, exec_images == 1 ? "" : "s");
+  }
+  if (forks > 0) {
+    also += fmt::format("{}{} child process{}", also.empty() ? "" : ", ", forks,
+                        forks == 1 ? "" : "es");
+  }
+  if (!also.empty()) also = " (also for " + also + ")";
+  if (all.out_of_order > 0) {
     lost += fmt::format("{}{} chunks written after later ones (a seal that did not finish "
                         "within 1 s)",
-                        lost.empty() ? "" : ", ", stats_.out_of_order);
+                        lost.empty() ? "" : ", ", all.out_of_order);
   }
   // User + system CPU: record's own (the drain included), and its reaped
   // children's (the command and whatever it started).
@@ -147,21 +185,29 @@ void RecordHandOff::Report() const {
     usage_text = fmt::format("; record used {:.2f} s of CPU, peak RSS {} MiB (the command: {:.2f} s)",
                              seconds(self), (self.ru_maxrss + 1023) / 1024, seconds(children));
   }
+  // Offers a process made that record did not take: that process wrote
+  // its own file (a bad offer is named).
+  std::string refused;
+  if (child_totals_.refused > 0) {
+    std::string why;
+    for (size_t i = 0; i < child_totals_.refusals.size(); ++i) {
+      why += (i > 0 ? "; " : ": ") + child_totals_.refusals[i];
+    }
+    refused = fmt::format("; {} child process region{} refused (that process writes its own trace{})",
+                          child_totals_.refused, child_totals_.refused == 1 ? "" : "s", why);
+  }
   // One line: the run's summary follows it.
   fmt::print(stderr,
              "crossfree record: hand-off: {} events in {} chunks ({} events in {} partly filled "
-             "chunk{} taken after the command ended), {} bytes written{}, compression {:.2f}x; "
-             "{}{}\n",
-             stats_.events, stats_.chunks, stats_.partial_events, stats_.partial_chunks,
-             stats_.partial_chunks == 1 ? "" : "s", stats_.bytes_written,
-             stats_.files.empty()
-                 ? std::string()
-                 : fmt::format(" (also for {} exec'd image{})", stats_.files.size(),
-                               stats_.files.size() == 1 ? "" : "s"),
+             "chunk{} taken after their process ended), {} bytes written{}, compression {:.2f}x; "
+             "{}{}{}\n",
+             all.events, all.chunks, all.partial_events, all.partial_chunks,
+             all.partial_chunks == 1 ? "" : "s", all.bytes_written,
+             also,
              ratio,
              lost.empty() ? "0 events lost of those the command recorded"
                           : "not written: " + lost,
-             usage_text);
+             refused, usage_text);
 }
 
 }  // namespace crossfree::analyzer::cli

@@ -4,17 +4,22 @@
 // until record has created the trace file (so that no image of the command
 // can take that path first), then passes the region on in
 // CROSSFREE_CHANNEL; after the command is reaped the rest is written and
-// one report says what was done.
+// one report says what was done. The command's fork children hand their
+// own regions over through a socket (record_children.h): those are
+// finished once the processes the command left were waited for.
 //
 // Threading: RunRecord's thread only. Prepare runs before fork (record is
 // single-threaded then), InChild in the child between fork and exec,
 // InParent, Finish and Report in record after fork, in that order.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "analyzer/cli/record_channel.h"
+#include "analyzer/cli/record_children.h"
 
 namespace crossfree::analyzer::cli {
 
@@ -34,12 +39,16 @@ class RecordHandOff {
   // could not create the trace file.
   void InChild();
   // Record, after fork: creates (or truncates) the trace at path, starts
-  // the drain and lets the child go on.
-  void InParent(const std::string& path);
+  // the drain and lets the child go on. child_path(pid) names a fork
+  // child's trace.
+  void InParent(const std::string& path, std::function<std::string(uint32_t)> child_path);
   // After the command was reaped: the rest of the region written, the
   // file closed (and removed when the command never attached: nothing
   // was written to it).
   void Finish();
+  // After the processes the command left running were waited for: the fork
+  // children's regions finished (record_children.h).
+  void FinishChildren();
   // On stderr: what the hand-off wrote, what it could not get and why,
   // and record's own CPU time and peak memory. Nothing when the command
   // never attached.
@@ -48,11 +57,13 @@ class RecordHandOff {
  private:
   RecordHandOff() = default;
   std::unique_ptr<ChunkChannel> channel_;
+  std::unique_ptr<ChildRegions> children_;  // null: child processes write their own files
   int go_[2] = {-1, -1};  // record -> child: '1' use the region, '0' do not
   int out_ = -1;
   std::string path_;
   bool finished_ = false;
   ChunkChannel::Stats stats_;
+  ChildRegions::Totals child_totals_;
 };
 
 }  // namespace crossfree::analyzer::cli

@@ -6,6 +6,7 @@
 // condition variable, a blocking read) loses none of those events; a clean
 // exit, a fork child, record falling behind (events written + events
 // reported dropped = events made), and the command never opening the trace.
+// Fork children: fork_handoff_test.cc.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -301,7 +302,7 @@ TEST_CASE("handoff: record's zstd level and nice come from its environment, bad 
   }
 }
 
-TEST_CASE("handoff: a fork child writes its own trace, the parent hands its chunks to record",
+TEST_CASE("handoff: a fork child hands its chunks to record too, in a trace of its own",
           "[handoff][fork]") {
   const std::string dir = MakeTempDir();
   const std::string trace = dir + "/t";
@@ -310,6 +311,7 @@ TEST_CASE("handoff: a fork child writes its own trace, the parent hands its chun
   INFO("stderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
+  CHECK(r.err.find("(also for 1 child process)") != std::string::npos);
   auto fns = ParseFunctions(r.out);
   std::smatch m;
   REQUIRE(std::regex_search(r.out, m, std::regex("child ([0-9]+) status 0")));

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: Apache-2.0
+// `crossfree record`: the command's children's regions (see
+// record_children.h).
+#include "analyzer/cli/record_children.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <utility>
+
+#include <fmt/core.h>
+
+#include "format/shm_channel.h"
+
+namespace crossfree::analyzer::cli {
+namespace {
+
+namespace shm = format::shm;
+
+// How often the live regions are drained: the children's seals wake no one
+// here (their regions' futexes are not waited on), so a child finds a slot
+// freed at most this late; with 32 slots of 128 KiB each, a child
+// recording faster than 800 MB/s would wait.
+constexpr int kPumpIntervalMs = 5;
+constexpr size_t kMaxNotes = 5;
+
+// The pid a pidfd refers to (its fdinfo "Pid:" line), 0 once the process
+// has ended, -1 when fd is no pidfd.
+long PidOfPidfd(int fd) {
+  char link[64] = {};
+  const std::string proc = fmt::format("/proc/self/fd/{}", fd);
+  const ssize_t n = readlink(proc.c_str(), link, sizeof(link) - 1);
+  if (n <= 0 || std::string(link, static_cast<size_t>(n)) != "anon_inode:[pidfd]") return -1;
+  std::ifstream info(fmt::format("/proc/self/fdinfo/{}", fd));
+  std::string line;
+  while (std::getline(info, line)) {
+    if (line.rfind("Pid:", 0) != 0) continue;
+    const long pid = std::strtol(line.c_str() + 4, nullptr, 10);
+    return pid > 0 ? pid : 0;
+  }
+  return -1;
+}
+
+void Add(ChunkChannel::Stats& to, const ChunkChannel::Stats& s) {
+  to.events += s.events;
+  to.chunks += s.chunks;
+  to.partial_chunks += s.partial_chunks;
+  to.partial_events += s.partial_events;
+  to.plain_bytes += s.plain_bytes;
+  to.bytes_written += s.bytes_written;
+  to.dropped_events += s.dropped_events;
+  to.dropped_chunks += s.dropped_chunks;
+  to.damaged_chunks += s.damaged_chunks;
+  to.out_of_order += s.out_of_order;
+  if (!s.first_file.empty()) to.files.push_back(s.first_file);
+  to.files.insert(to.files.end(), s.files.begin(), s.files.end());
+}
+
+}  // namespace
+
+std::unique_ptr<ChildRegions> ChildRegions::Create(std::string* error) {
+  std::unique_ptr<ChildRegions> c(new ChildRegions());
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sock_) != 0 ||
+      pipe2(c->stop_, O_CLOEXEC) != 0) {
+    *error = fmt::format("socketpair: {}", std::strerror(errno));
+    return nullptr;
+  }
+  return c;
+}
+
+ChildRegions::~ChildRegions() {
+  if (thread_.joinable()) {
+    char c = 's';
+    ssize_t ignored = write(stop_[1], &c, 1);
+    (void)ignored;
+    thread_.join();
+  }
+  for (Live& l : live_) close(l.pidfd);
+  for (int fd : {sock_[0], sock_[1], stop_[0], stop_[1]}) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+void ChildRegions::InChild() {
+  fcntl(sock_[1], F_SETFD, 0);
+  // With record's pid, which the tracer checks against the socket's peer.
+  setenv(shm::kSocketEnv, fmt::format("{},{}", sock_[1], getppid()).c_str(), 1);
+}
+
+void ChildRegions::Start(std::function<std::string(uint32_t)> path_for) {
+  close(sock_[1]);
+  sock_[1] = -1;
+  path_for_ = std::move(path_for);
+  if (ChunkChannel::Level() > 0) {  // 0: plain chunks, no compressor
+    compressor_ = std::make_unique<format::ChunkCompressor>(ChunkChannel::Level());
+  }
+  thread_ = std::thread([this] {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the owner thread's
+    Loop();
+  });
+}
+
+void ChildRegions::Loop() {
+  bool socket_open = true;
+  std::vector<struct pollfd> fds;
+  for (;;) {
+    fds.clear();
+    fds.push_back({stop_[0], POLLIN, 0});
+    fds.push_back({socket_open ? sock_[0] : -1, POLLIN, 0});
+    for (const Live& l : live_) fds.push_back({l.pidfd, POLLIN, 0});
+    const int ready =
+        poll(fds.data(), fds.size(), live_.empty() ? -1 : kPumpIntervalMs);
+    if (ready < 0 && errno != EINTR) return;
+    if (fds[0].revents != 0) return;
+    // Ended processes first (their regions change no more), then the rest.
+    std::vector<Live> still;
+    for (size_t i = 0; i < live_.size(); ++i) {
+      if (fds[2 + i].revents != 0) {
+        Retire(live_[i]);
+      } else {
+        live_[i].region->Pump();
+        still.push_back(std::move(live_[i]));
+      }
+    }
+    live_ = std::move(still);
+    // Every holder of the command's end closed it (end of file): no process
+    // can offer a region any more, and the socket would poll ready for ever.
+    if ((fds[1].revents & POLLIN) != 0 && !Receive(/*adopt=*/true)) socket_open = false;
+    if ((fds[1].revents & (POLLERR | POLLNVAL)) != 0) socket_open = false;
+  }
+}
+
+bool ChildRegions::Receive(bool adopt) {
+  for (;;) {
+    alignas(shm::ChildRegionMessage) uint8_t data[sizeof(shm::ChildRegionMessage) + 1];
+    // Room for more descriptors than a child sends, so extra ones are seen
+    // (and closed) rather than silently cut off.
+    alignas(struct cmsghdr) char control[CMSG_SPACE(8 * sizeof(int))];
+    struct iovec iov = {data, sizeof(data)};
+    struct msghdr mh = {};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control;
+    mh.msg_controllen = sizeof(control);
+    const ssize_t n = recvmsg(sock_[0], &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return true;  // EAGAIN: none waiting
+    int fds[8];
+    size_t nfds = 0;
+    for (struct cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm != nullptr; cm = CMSG_NXTHDR(&mh, cm)) {
+      if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+      const size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < count; ++i) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+        if (nfds < std::size(fds)) {
+          fds[nfds++] = fd;
+        } else {
+          close(fd);
+        }
+      }
+    }
+    if (n == 0 && nfds == 0) {
+      // End of file (every holder closed its end), or an empty message.
+      struct pollfd p = {sock_[0], POLLIN, 0};
+      if (poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) != 0) return false;
+    }
+    Offered(data, static_cast<size_t>(n), fds, nfds,
+            (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0, adopt);
+  }
+}
+
+void ChildRegions::Offered(const uint8_t* data, size_t n, const int* fds, size_t nfds,
+                           bool truncated, bool adopt) {
+  shm::ChildRegionMessage msg = {};
+  if (n == sizeof(msg)) std::memcpy(&msg, data, sizeof(msg));
+  if (n != sizeof(msg) || truncated || nfds != 2 || msg.magic != shm::kChildMessageMagic ||
+      msg.version != shm::kChannelVersion) {
+    for (size_t i = 0; i < nfds; ++i) close(fds[i]);
+    ++totals_.refused;
+    Note(totals_.refusals, "a malformed region offer on the hand-off socket");
+    return;
+  }
+  const int pidfd = fds[1];
+  std::string error;
+  std::unique_ptr<ChunkChannel> region = ChunkChannel::Adopt(fds[0], &error);
+  if (region == nullptr) {
+    close(pidfd);
+    ++totals_.refused;
+    Note(totals_.refusals, error);
+    return;
+  }
+  const long pid = PidOfPidfd(pidfd);
+  if (pid < 0 || (pid > 0 && static_cast<uint32_t>(pid) != msg.pid) ||
+      region->AttachedPid() != msg.pid || msg.pid == 0) {
+    region->Refuse();
+    close(pidfd);
+    ++totals_.refused;
+    Note(totals_.refusals,
+         fmt::format("the region offered for pid {} came with another process's pidfd", msg.pid));
+    return;
+  }
+  if (!adopt || live_.size() >= shm::kMaxChildRegions) {
+    // The child writes its own file, at once.
+    region->Refuse();
+    close(pidfd);
+    ++totals_.refused;
+    return;
+  }
+  if (!region->Claim(path_for_(msg.pid), compressor_.get())) {
+    close(pidfd);  // the child gave up waiting: it writes its own file
+    ++totals_.refused;
+    return;
+  }
+  ++totals_.processes;
+  region->Pump();  // its header, published before the offer
+  live_.push_back({msg.pid, pidfd, std::move(region)});
+}
+
+void ChildRegions::Retire(Live& live) {
+  const ChunkChannel::Stats s = live.region->Finish();
+  live.region.reset();
+  close(live.pidfd);
+  live.pidfd = -1;
+  Add(totals_.sum, s);
+  totals_.exec_images += s.files.size();
+  if (!s.error.empty()) Note(totals_.errors, fmt::format("pid {}: {}", live.pid, s.error));
+}
+
+void ChildRegions::Note(std::vector<std::string>& to, const std::string& text) {
+  if (to.size() < kMaxNotes) to.push_back(text);
+}
+
+ChildRegions::Totals ChildRegions::Finish() {
+  if (finished_) return totals_;
+  finished_ = true;
+  if (thread_.joinable()) {
+    char c = 's';
+    ssize_t ignored = write(stop_[1], &c, 1);
+    (void)ignored;
+    thread_.join();
+  }
+  // Offers still waiting: refused, so those children go on at once.
+  if (sock_[0] >= 0) Receive(/*adopt=*/false);
+  for (Live& l : live_) Retire(l);
+  live_.clear();
+  // A process still running now sees record gone and stops handing over.
+  for (int* fd : {&sock_[0], &sock_[1]}) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
+  return totals_;
+}
+
+}  // namespace crossfree::analyzer::cli

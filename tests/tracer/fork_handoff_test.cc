@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fork children under `crossfree record`'s hand-off (docs/design.md, "The
+// chunk hand-off", **Forks.**): each child hands its own region to record,
+// which writes FILE.<pid>. Known answers from tt_fork_handoff
+// (targets/fork_handoff_target.cc): every child's events on every thread,
+// idle ones included, with the child opening and writing no trace; a
+// SIGKILLed child losing none of the events it recorded; and a fork child
+// that execs, whose next image takes its region over (and keeps every
+// event when it is SIGKILLed); a program sh starts by vfork; forged offers.
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "tests/tracer/tracer_test_util.h"
+
+namespace crossfree::tracer_test {
+namespace {
+
+// Events per function of child i of tt_fork_handoff.
+std::map<std::string, size_t> ChildEvents(int i) {
+  return {{"tt_fh_child", 200 * static_cast<size_t>(i + 1)},
+          {"tt_fh_futex", 2000},
+          {"tt_fh_read", 3000},
+          {"tt_fh_parent", 0}};
+}
+
+// "child <i> <pid>" lines: pid by index.
+std::map<int, int> ChildPids(const std::string& out) {
+  std::map<int, int> pids;
+  const std::regex line("child ([0-9]+) ([0-9]+)\n");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator();
+       ++it) {
+    pids[std::stoi((*it)[1])] = std::stoi((*it)[2]);
+  }
+  return pids;
+}
+
+long long NumberBefore(const std::string& err, const std::string& what) {
+  std::smatch m;
+  if (!std::regex_search(err, m, std::regex("([0-9]+) " + what))) return -1;
+  return std::stoll(m[1]);
+}
+
+bool HasThreadName(const Trace& t, const std::string& name) {
+  for (const auto& [tid, names] : t.thread_names) {
+    for (const std::string& n : names) {
+      if (n == name) return true;
+    }
+  }
+  return false;
+}
+
+// Child i's trace: complete, a fork child of parent, exactly the known
+// events on three distinct threads.
+void CheckChild(const std::string& path, int i, int parent, const std::string& out) {
+  INFO("child " << i << ": " << path);
+  Trace t = LoadTrace(path);
+  INFO("trace: " << t.error);
+  REQUIRE(t.complete);
+  CHECK((t.header.fields.flags & format::kHeaderFlagForkChild) != 0);
+  CHECK(t.header.fields.ppid == static_cast<uint32_t>(parent));
+  auto fns = ParseFunctions(out);
+  std::set<uint32_t> tids;
+  for (const auto& [fn, expected] : ChildEvents(i)) {
+    INFO(fn);
+    REQUIRE(fns.count(fn) == 1);
+    const std::vector<format::Event> events = EventsFrom(t, fns[fn]);
+    CHECK(events.size() == expected);
+    for (const format::Event& e : events) tids.insert(e.tid);
+  }
+  CHECK(tids.size() == 3);
+  CHECK(HasThreadName(t, "fh-futex"));
+  CHECK(HasThreadName(t, "fh-read"));
+}
+
+TEST_CASE("handoff: fork children hand every chunk to record and open no trace (strace)",
+          "[handoff][fork]") {
+  const std::string dir = MakeTempDir();
+  const std::string trace = dir + "/t";
+  const std::string log = dir + "/strace";
+  constexpr int kChildren = 3;
+  // -y: every descriptor argument is printed with what it refers to.
+  RunResult r = Run({"strace", "-f", "-qq", "-y", "-o", log, "-e",
+                     "trace=openat,open,creat,write,pwrite64,writev,memfd_create,sendmsg",
+                     CROSSFREE_CLI, "record", "-o", trace, "--", TargetPath("tt_fork_handoff"),
+                     std::to_string(kChildren)},
+                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
+                     "CROSSFREE_BUFFER_KB=16", "CROSSFREE_FLUSH_MS=0"},
+                    "");
+  INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::map<int, int> pids = ChildPids(r.out);
+  REQUIRE(pids.size() == kChildren);
+  CHECK(r.err.find("(also for 3 child processes)") != std::string::npos);
+  CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
+  // Clean exits: every chunk was sealed by the children themselves.
+  CHECK(NumberBefore(r.err, "partly filled chunks") == 0);
+  std::set<std::string> children;
+  for (const auto& [i, pid] : pids) children.insert(std::to_string(pid));
+  std::map<std::string, int> regions, offers;
+  std::istringstream lines(ReadAll(log));
+  for (std::string line; std::getline(lines, line);) {
+    const std::string pid = line.substr(0, line.find(' '));
+    if (children.count(pid) == 0) continue;
+    INFO(line);
+    CHECK(line.find(trace) == std::string::npos);
+    if (line.find("memfd_create(\"crossfree-channel\"") != std::string::npos) ++regions[pid];
+    if (line.find("sendmsg(") != std::string::npos) ++offers[pid];
+    // The child's own output (stdout, its pipes); nothing else.
+    std::smatch w;
+    if (std::regex_search(line, w,
+                          std::regex("^[0-9]+ (write|pwrite64|writev)\\(([0-9]+)<([^>]*)>"))) {
+      CHECK((w[2].str() == "1" || w[3].str().rfind("pipe:", 0) == 0));
+    }
+  }
+  // Not vacuous: strace saw each child make its region and offer it.
+  for (const std::string& pid : children) {
+    INFO("child pid " << pid);
+    CHECK(regions[pid] == 1);
+    CHECK(offers[pid] == 1);
+  }
+  std::smatch m;
+  REQUIRE(std::regex_search(r.out, m, std::regex("reaped ([0-9]+) 0\n")));
+  Trace parent = LoadTrace(trace);
+  INFO("parent: " << parent.error);
+  REQUIRE(parent.complete);
+  auto fns = ParseFunctions(r.out);
+  CHECK(EventsFrom(parent, fns["tt_fh_parent"]).size() == 200);
+  CHECK(EventsFrom(parent, fns["tt_fh_child"]).empty());
+  for (const auto& [i, pid] : pids) {
+    CheckChild(trace + "." + std::to_string(pid), i, static_cast<int>(parent.header.fields.pid),
+               r.out);
+  }
+}
+
+TEST_CASE("handoff: a SIGKILLed fork child with idle threads loses none of its recorded events",
+          "[handoff][fork][sigkill]") {
+  // CROSSFREE_FLUSH_MS=0: the tracer never writes a partly filled buffer on
+  // its own, so the killed child's last events exist only in its region.
+  const std::string dir = MakeTempDir();
+  const std::string trace = dir + "/t";
+  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", TargetPath("tt_fork_handoff"),
+                     "2", "kill"},
+                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
+                     "CROSSFREE_BUFFER_KB=16", "CROSSFREE_FLUSH_MS=0"},
+                    "");
+  INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::map<int, int> pids = ChildPids(r.out);
+  REQUIRE(pids.size() == 2);
+  // The last child was killed; the first exited cleanly.
+  CHECK(r.out.find("reaped " + std::to_string(pids.at(1)) + " 9\n") != std::string::npos);
+  CHECK(r.out.find("reaped " + std::to_string(pids.at(0)) + " 0\n") != std::string::npos);
+  CHECK(r.err.find("(also for 2 child processes)") != std::string::npos);
+  CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
+  // One open chunk per thread of the killed child, taken by record.
+  CHECK(NumberBefore(r.err, "partly filled chunks") == 3);
+  Trace parent = LoadTrace(trace);
+  REQUIRE(parent.complete);
+  for (const auto& [i, pid] : pids) {
+    CheckChild(trace + "." + std::to_string(pid), i, static_cast<int>(parent.header.fields.pid),
+               r.out);
+  }
+}
+
+TEST_CASE("handoff: a fork child's exec'd image takes the child's region over",
+          "[handoff][fork]") {
+  // bash forks for the target (the "; true" keeps it from exec'ing in
+  // place); the child execs it, and that image takes the child's region
+  // over: record writes t.<pid> (bash's fork image) and t.<pid>.1.
+  const std::string dir = MakeTempDir();
+  const std::string trace = dir + "/t";
+  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", "/bin/bash", "-c",
+                     TargetPath("tt_fork_handoff") + " 2; true"},
+                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
+                     "CROSSFREE_BUFFER_KB=16", "CROSSFREE_FLUSH_MS=0"},
+                    "");
+  INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
+  // bash's fork child (then the target's image in it) and the target's two.
+  CHECK(r.err.find("(also for 1 exec'd image, 3 child processes)") != std::string::npos);
+  const std::map<int, int> pids = ChildPids(r.out);
+  REQUIRE(pids.size() == 2);
+  // The target's pid: the parent of its children.
+  Trace first = LoadTrace(trace + "." + std::to_string(pids.at(0)));
+  REQUIRE(first.complete);
+  const std::string target = std::to_string(first.header.fields.ppid);
+  Trace fork_image = LoadTrace(trace + "." + target);
+  INFO("bash's fork image: " << fork_image.error);
+  REQUIRE(fork_image.complete);
+  CHECK((fork_image.header.fields.flags & format::kHeaderFlagForkChild) != 0);
+  Trace image = LoadTrace(trace + "." + target + ".1");
+  INFO("the exec'd image: " << image.error);
+  REQUIRE(image.complete);
+  CHECK(image.header.fields.pid == first.header.fields.ppid);
+  auto fns = ParseFunctions(r.out);
+  CHECK(EventsFrom(image, fns["tt_fh_parent"]).size() == 200);
+  for (const auto& [i, pid] : pids) {
+    CheckChild(trace + "." + std::to_string(pid), i, static_cast<int>(image.header.fields.pid),
+               r.out);
+  }
+}
+
+TEST_CASE("handoff: SIGKILL of an image exec'd in a fork child loses none of its events",
+          "[handoff][fork][sigkill]") {
+  // bash forks for the background job and the child execs tt_handoff,
+  // which takes the child's region over; once its four threads are idle
+  // ("done" on its stdout) bash SIGKILLs it. (The loop only waits for that
+  // line; the answer does not depend on when it is seen.)
+  const std::string dir = MakeTempDir();
+  const std::string trace = dir + "/t";
+  const std::string out = dir + "/out";
+  const std::string script = TargetPath("tt_handoff") + " idle </dev/null >" + out +
+                             " & p=$!; until grep -q '^done ' " + out +
+                             "; do sleep 0.01; done; kill -9 $p; wait $p; echo killed $?";
+  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", "/bin/bash", "-c", script},
+                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
+                     "CROSSFREE_BUFFER_KB=16", "CROSSFREE_FLUSH_MS=0"},
+                    "");
+  INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("killed 137") != std::string::npos);
+  CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
+  // The target's four threads' open chunks; bash's images sealed theirs.
+  CHECK(NumberBefore(r.err, "partly filled chunks") == 4);
+  const std::string target_out = ReadAll(out);
+  std::smatch m;
+  REQUIRE(std::regex_search(target_out, m, std::regex("done ([0-9]+)")));
+  Trace t = LoadTrace(trace + "." + m[1].str() + ".1");
+  INFO("trace: " << t.error);
+  REQUIRE(t.complete);
+  auto fns = ParseFunctions(target_out);
+  const std::map<std::string, size_t> expected = {{"tt_handoff_main", 500},
+                                                  {"tt_handoff_futex", 2000},
+                                                  {"tt_handoff_read", 3000},
+                                                  {"tt_handoff_bulk", 120000}};
+  for (const auto& [fn, count] : expected) {
+    INFO(fn);
+    REQUIRE(fns.count(fn) == 1);
+    CHECK(EventsFrom(t, fns[fn]).size() == count);
+  }
+}
+
+TEST_CASE("handoff: a program sh starts by vfork hands its region over at start-up",
+          "[handoff][fork]") {
+  // dash runs a command with vfork and exec: no fork handler runs, so the
+  // target's image offers record a region of its own when it starts (it
+  // has the socket, not the region); its fork children then do as above.
+  const std::string dir = MakeTempDir();
+  const std::string trace = dir + "/t";
+  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", "/bin/sh", "-c",
+                     TargetPath("tt_fork_handoff") + " 2; true"},
+                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
+                     "CROSSFREE_BUFFER_KB=16", "CROSSFREE_FLUSH_MS=0"},
+                    "");
+  INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
+  // The target and its two children; sh itself is the command.
+  CHECK(r.err.find("(also for 3 child processes)") != std::string::npos);
+  const std::map<int, int> pids = ChildPids(r.out);
+  REQUIRE(pids.size() == 2);
+  Trace first = LoadTrace(trace + "." + std::to_string(pids.at(0)));
+  REQUIRE(first.complete);
+  Trace target = LoadTrace(trace + "." + std::to_string(first.header.fields.ppid));
+  INFO("the target's trace: " << target.error);
+  REQUIRE(target.complete);
+  CHECK((target.header.fields.flags & format::kHeaderFlagForkChild) == 0);
+  auto fns = ParseFunctions(r.out);
+  CHECK(EventsFrom(target, fns["tt_fh_parent"]).size() == 200);
+  for (const auto& [i, pid] : pids) {
+    CheckChild(trace + "." + std::to_string(pid), i, static_cast<int>(target.header.fields.pid),
+               r.out);
+  }
+}
+
+TEST_CASE("handoff: forged region offers are refused and named, real children still hand over",
+          "[handoff][fork]") {
+  const std::string dir = MakeTempDir();
+  const std::string trace = dir + "/t";
+  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", TargetPath("tt_fork_handoff"),
+                     "forge"},
+                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
+                     "CROSSFREE_BUFFER_KB=16", "CROSSFREE_FLUSH_MS=0"},
+                    "");
+  INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("; 4 child process regions refused (that process writes its own trace: "
+                   "a malformed region offer on the hand-off socket; a child process's hand-off "
+                   "region is unsealed or of a bad size; a child process's hand-off region has a "
+                   "bad control block; the region offered for pid ") != std::string::npos);
+  CHECK(r.err.find("came with another process's pidfd)") != std::string::npos);
+  CHECK(r.err.find("(also for 1 child process)") != std::string::npos);
+  CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
+  const std::map<int, int> pids = ChildPids(r.out);
+  REQUIRE(pids.size() == 1);
+  Trace parent = LoadTrace(trace);
+  REQUIRE(parent.complete);
+  CheckChild(trace + "." + std::to_string(pids.at(0)), 0,
+             static_cast<int>(parent.header.fields.pid), r.out);
+}
+
+}  // namespace
+}  // namespace crossfree::tracer_test

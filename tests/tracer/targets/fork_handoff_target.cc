@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tracer test target for fork children under `crossfree record`'s hand-off:
+// each child records a known number of events on three threads, two of
+// which then go idle where the tracer never writes on its own.
+//
+//   fork_handoff_target N [kill]
+//                           the parent makes 100 malloc/free pairs
+//                           (tt_fh_parent: 200 events), then forks N
+//                           children. Child i (0-based) makes 100 * (i + 1)
+//                           pairs on its main thread (tt_fh_child: 200 *
+//                           (i + 1) events) and starts "fh-futex" (1,000
+//                           pairs, tt_fh_futex: 2,000 events, then a
+//                           condition variable nobody signals) and "fh-read"
+//                           (1,500 pairs, tt_fh_read: 3,000 events, then a
+//                           read of a pipe nobody writes). When both are idle
+//                           it writes "child <i> <pid>\n", tells the parent
+//                           (a byte on a pipe) and waits for the parent's
+//                           release pipe to end, then returns from main (a
+//                           clean exit, its threads still blocked). Once
+//                           every child is idle the parent, with "kill",
+//                           SIGKILLs the last one; then it closes the
+//                           release pipe, reaps every child and writes
+//                           "reaped <pid> <status>\n" for each.
+//   fork_handoff_target forge
+//                           first offers `record` four forged regions on the
+//                           hand-off socket (CROSSFREE_CHANNEL_SOCKET), as a
+//                           wild program could: a 3-byte message without
+//                           descriptors; an unsealed memfd; a sealed one
+//                           whose control block is zeros; a well-formed one
+//                           with the parent's pidfd instead of its own. Then
+//                           it runs as "fork_handoff_target 1" does.
+// Output goes through write(2), after the fn lines.
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "format/shm_channel.h"
+#include "target_util.h"
+
+extern "C" {
+
+TT_FN void tt_fh_parent(int pairs) {
+  for (int i = 0; i < pairs; ++i) {
+    void* p = malloc(40);
+    TtSink(p);
+    free(p);
+  }
+}
+
+TT_FN void tt_fh_child(int pairs) {
+  for (int i = 0; i < pairs; ++i) {
+    void* p = malloc(56 + (i & 63));
+    TtSink(p);
+    free(p);
+  }
+}
+
+TT_FN void tt_fh_futex(int pairs) {
+  for (int i = 0; i < pairs; ++i) {
+    void* p = malloc(32);
+    TtSink(p);
+    free(p);
+  }
+}
+
+TT_FN void tt_fh_read(int pairs) {
+  for (int i = 0; i < pairs; ++i) {
+    void* p = malloc(80);
+    TtSink(p);
+    free(p);
+  }
+}
+
+}  // extern "C"
+
+namespace {
+
+pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t g_never = PTHREAD_COND_INITIALIZER;  // nobody signals it
+pthread_barrier_t g_done;
+int g_idle_pipe[2];
+
+void Say(const char* line) {
+  ssize_t ignored = write(1, line, strlen(line));
+  (void)ignored;
+}
+
+void* FutexThread(void*) {
+  pthread_setname_np(pthread_self(), "fh-futex");
+  tt_fh_futex(1000);
+  pthread_barrier_wait(&g_done);
+  pthread_mutex_lock(&g_mu);
+  for (;;) pthread_cond_wait(&g_never, &g_mu);
+  return nullptr;
+}
+
+void* ReadThread(void*) {
+  pthread_setname_np(pthread_self(), "fh-read");
+  tt_fh_read(1500);
+  pthread_barrier_wait(&g_done);
+  char c;
+  while (read(g_idle_pipe[0], &c, 1) > 0) {
+  }
+  pthread_mutex_lock(&g_mu);
+  for (;;) pthread_cond_wait(&g_never, &g_mu);
+  return nullptr;
+}
+
+int Child(int index, int release, int ready) {
+  tt_fh_child(100 * (index + 1));
+  if (pipe(g_idle_pipe) != 0) return 3;
+  pthread_barrier_init(&g_done, nullptr, 3);
+  pthread_t t[2];
+  pthread_create(&t[0], nullptr, FutexThread, nullptr);
+  pthread_create(&t[1], nullptr, ReadThread, nullptr);
+  pthread_barrier_wait(&g_done);
+  char line[64];
+  snprintf(line, sizeof(line), "child %d %d\n", index, static_cast<int>(getpid()));
+  Say(line);
+  char c = 'r';
+  if (write(ready, &c, 1) != 1) return 4;
+  while (read(release, &c, 1) > 0) {
+  }
+  return 0;
+}
+
+namespace shm = crossfree::format::shm;
+
+bool Offer(int sock, int memfd, int pidfd) {
+  shm::ChildRegionMessage msg = {shm::kChildMessageMagic, shm::kChannelVersion,
+                                 static_cast<uint32_t>(getpid())};
+  struct iovec iov = {&msg, sizeof(msg)};
+  alignas(struct cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  struct msghdr mh = {};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = control;
+  mh.msg_controllen = sizeof(control);
+  struct cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
+  const int fds[2] = {memfd, pidfd};
+  memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+  const bool sent = sendmsg(sock, &mh, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(msg));
+  close(memfd);
+  close(pidfd);
+  return sent;
+}
+
+// A memfd of the channel's name, bytes long; sealed or not.
+int Region(size_t bytes, bool sealed) {
+  const int fd = memfd_create(shm::kMemfdName, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) return -1;
+  if (sealed) fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
+  return fd;
+}
+
+int Forge() {
+  const char* v = getenv(shm::kSocketEnv);
+  if (v == nullptr) return 5;
+  const int sock = atoi(v);
+  const int self = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
+  if (send(sock, "bad", 3, MSG_NOSIGNAL) != 3) return 6;
+  const size_t bytes = shm::kBuffersOffset + (size_t{1} << 20);
+  if (!Offer(sock, Region(bytes, false), dup(self))) return 7;
+  if (!Offer(sock, Region(bytes, true), dup(self))) return 8;
+  // Well formed but for the pidfd: the parent's.
+  const int good = Region(bytes, true);
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, good, 0);
+  if (base == MAP_FAILED) return 9;
+  shm::Control* ctl = shm::ControlOf(base);
+  ctl->magic = shm::kChannelMagic;
+  ctl->version = shm::kChannelVersion;
+  ctl->region_bytes = bytes;
+  ctl->origin = shm::kOriginForkChild;
+  ctl->attached_pid.store(static_cast<uint32_t>(getpid()));
+  munmap(base, bytes);
+  if (!Offer(sock, good, static_cast<int>(syscall(SYS_pidfd_open, getppid(), 0)))) return 10;
+  close(self);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  TT_REPORT(tt_fh_parent);
+  TT_REPORT(tt_fh_child);
+  TT_REPORT(tt_fh_futex);
+  TT_REPORT(tt_fh_read);
+  fflush(stdout);
+  if (argc > 1 && strcmp(argv[1], "forge") == 0) {
+    if (int rc = Forge(); rc != 0) return rc;
+    argc = 1;
+  }
+  const int n = argc > 1 ? atoi(argv[1]) : 1;
+  tt_fh_parent(100);
+  const bool kill_last = argc > 2 && strcmp(argv[2], "kill") == 0;
+  int release[2], ready[2];
+  if (pipe(release) != 0 || pipe(ready) != 0) return 1;
+  pid_t pids[64];
+  for (int i = 0; i < n && i < 64; ++i) {
+    pids[i] = fork();
+    if (pids[i] == 0) {
+      close(release[1]);
+      close(ready[0]);
+      return Child(i, release[0], ready[1]);
+    }
+  }
+  close(release[0]);
+  close(ready[1]);
+  char c;
+  for (int i = 0; i < n && i < 64; ++i) {
+    if (read(ready[0], &c, 1) != 1) return 2;
+  }
+  if (kill_last && n > 0) kill(pids[(n < 64 ? n : 64) - 1], SIGKILL);
+  close(release[1]);
+  for (int i = 0; i < n && i < 64; ++i) {
+    int status = 0;
+    waitpid(pids[i], &status, 0);
+    char line[64];
+    snprintf(line, sizeof(line), "reaped %d %d\n", static_cast<int>(pids[i]), status);
+    Say(line);
+  }
+  return 0;
+}
