@@ -21,6 +21,9 @@
 // checksums), since the traced program can scribble over the mapping.
 #pragma once
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -53,6 +56,37 @@ struct ChildRegionMessage {
   uint64_t magic;    // kChildMessageMagic
   uint32_t version;  // kChannelVersion
   uint32_t pid;      // the child's (record checks it against the pidfd's)
+};
+// One region offer as sendmsg takes it: the message and its two
+// descriptors, built in place by Init (no allocation, no libc call: the
+// tracer sends it from a fork child). Init's pointers are into the object
+// itself, so it is neither copied nor moved.
+struct RegionOffer {
+  ChildRegionMessage message;
+  struct iovec iov;
+  alignas(struct cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))];
+  struct msghdr header;
+
+  RegionOffer() = default;
+  RegionOffer(const RegionOffer&) = delete;
+  RegionOffer& operator=(const RegionOffer&) = delete;
+
+  void Init(uint32_t pid, int memfd, int pidfd) {
+    message = ChildRegionMessage{kChildMessageMagic, kChannelVersion, pid};
+    iov = {&message, sizeof(message)};
+    __builtin_memset(control, 0, sizeof(control));
+    header = {};
+    header.msg_iov = &iov;
+    header.msg_iovlen = 1;
+    header.msg_control = control;
+    header.msg_controllen = sizeof(control);
+    struct cmsghdr* cm = CMSG_FIRSTHDR(&header);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
+    const int fds[2] = {memfd, pidfd};
+    __builtin_memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+  }
 };
 inline constexpr uint64_t kAdoptionWaitNs = 1'000'000'000;
 inline constexpr uint64_t kStalledAdoptionWaitNs = 20'000'000;

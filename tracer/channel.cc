@@ -451,27 +451,15 @@ bool CompleteOffer(uint32_t pid) {
   if (!g_attached || g_origin != shm::kOriginForkChild || g_sock < 0) return false;
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   if (pidfd < 0) return false;
-  shm::ChildRegionMessage msg = {shm::kChildMessageMagic, shm::kChannelVersion, pid};
-  struct iovec iov = {&msg, sizeof(msg)};
-  alignas(struct cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
-  struct msghdr mh = {};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = control;
-  mh.msg_controllen = sizeof(control);
-  struct cmsghdr* cm = CMSG_FIRSTHDR(&mh);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
-  const int fds[2] = {g_fd, pidfd};
-  __builtin_memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+  shm::RegionOffer offer;
+  offer.Init(pid, g_fd, pidfd);
   // Never blocks: a full socket (record not reading) is a refusal.
   long sent;
   do {
-    sent = sendmsg(g_sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+    sent = sendmsg(g_sock, &offer.header, MSG_DONTWAIT | MSG_NOSIGNAL);
   } while (sent < 0 && errno == EINTR);
   close(pidfd);
-  if (sent != static_cast<long>(sizeof(msg))) return false;
+  if (sent != static_cast<long>(sizeof(offer.message))) return false;
   shm::Control* ctl = Ctl();
   // After a sibling's offer went unanswered (record stopped, or too slow),
   // a short wait only, until one is adopted again: a stalled record costs

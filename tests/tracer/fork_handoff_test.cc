@@ -24,8 +24,8 @@ namespace {
 // Events per function of child i of tt_fork_handoff.
 std::map<std::string, size_t> ChildEvents(int i) {
   return {{"tt_fh_child", 200 * static_cast<size_t>(i + 1)},
-          {"tt_fh_futex", 2000},
-          {"tt_fh_read", 3000},
+          {"tt_handoff_futex", 2000},
+          {"tt_handoff_read", 3000},
           {"tt_fh_parent", 0}};
 }
 
@@ -38,12 +38,6 @@ std::map<int, int> ChildPids(const std::string& out) {
     pids[std::stoi((*it)[1])] = std::stoi((*it)[2]);
   }
   return pids;
-}
-
-long long NumberBefore(const std::string& err, const std::string& what) {
-  std::smatch m;
-  if (!std::regex_search(err, m, std::regex("([0-9]+) " + what))) return -1;
-  return std::stoll(m[1]);
 }
 
 bool HasThreadName(const Trace& t, const std::string& name) {
@@ -74,8 +68,47 @@ void CheckChild(const std::string& path, int i, int parent, const std::string& o
     for (const format::Event& e : events) tids.insert(e.tid);
   }
   CHECK(tids.size() == 3);
-  CHECK(HasThreadName(t, "fh-futex"));
-  CHECK(HasThreadName(t, "fh-read"));
+  CHECK(HasThreadName(t, "hf-futex"));
+  CHECK(HasThreadName(t, "hf-read"));
+}
+
+// Child i's trace for each "child <i> <pid>" line of out, each a fork child
+// of parent with its known events.
+void CheckChildren(const std::string& trace, int parent, const std::string& out) {
+  for (const auto& [i, pid] : ChildPids(out)) {
+    CheckChild(trace + "." + std::to_string(pid), i, parent, out);
+  }
+}
+
+// The hand-off's environment for these tests: small buffers, so that every
+// thread fills several chunks, and no age flush, so that a killed process's
+// last events exist only in its region.
+std::vector<std::string> HandoffEnv() {
+  return {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB, "CROSSFREE_BUFFER_KB=16",
+          "CROSSFREE_FLUSH_MS=0"};
+}
+
+// `crossfree record -o trace -- command...` in HandoffEnv.
+RunResult Record(const std::string& trace, const std::vector<std::string>& command) {
+  std::vector<std::string> argv = {CROSSFREE_CLI, "record", "-o", trace, "--"};
+  argv.insert(argv.end(), command.begin(), command.end());
+  return Run(argv, HandoffEnv(), "");
+}
+
+// For a shell running "tt_fork_handoff 2; true" under record: the trace of
+// the target's image (found as the parent of its first child) checked to
+// be complete with the parent's 200 events, and both children's traces.
+Trace CheckShellTarget(const std::string& trace, const std::string& out,
+                       const std::string& suffix) {
+  const std::map<int, int> pids = ChildPids(out);
+  REQUIRE(pids.size() == 2);
+  Trace first = LoadCompleteTrace(trace + "." + std::to_string(pids.at(0)));
+  Trace target = LoadCompleteTrace(trace + "." + std::to_string(first.header.fields.ppid) + suffix);
+  CHECK(target.header.fields.pid == first.header.fields.ppid);
+  auto fns = ParseFunctions(out);
+  CHECK(EventsFrom(target, fns["tt_fh_parent"]).size() == 200);
+  CheckChildren(trace, static_cast<int>(target.header.fields.pid), out);
+  return target;
 }
 
 TEST_CASE("handoff: fork children hand every chunk to record and open no trace (strace)",
@@ -89,9 +122,7 @@ TEST_CASE("handoff: fork children hand every chunk to record and open no trace (
                      "trace=openat,open,creat,write,pwrite64,writev,memfd_create,sendmsg",
                      CROSSFREE_CLI, "record", "-o", trace, "--", TargetPath("tt_fork_handoff"),
                      std::to_string(kChildren)},
-                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
-                     "CROSSFREE_BUFFER_KB=16", "CROSSFREE_FLUSH_MS=0"},
-                    "");
+                    HandoffEnv(), "");
   INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
   const std::map<int, int> pids = ChildPids(r.out);
@@ -132,10 +163,7 @@ TEST_CASE("handoff: fork children hand every chunk to record and open no trace (
   auto fns = ParseFunctions(r.out);
   CHECK(EventsFrom(parent, fns["tt_fh_parent"]).size() == 200);
   CHECK(EventsFrom(parent, fns["tt_fh_child"]).empty());
-  for (const auto& [i, pid] : pids) {
-    CheckChild(trace + "." + std::to_string(pid), i, static_cast<int>(parent.header.fields.pid),
-               r.out);
-  }
+  CheckChildren(trace, static_cast<int>(parent.header.fields.pid), r.out);
 }
 
 TEST_CASE("handoff: a SIGKILLed fork child with idle threads loses none of its recorded events",
@@ -144,11 +172,7 @@ TEST_CASE("handoff: a SIGKILLed fork child with idle threads loses none of its r
   // its own, so the killed child's last events exist only in its region.
   const std::string dir = MakeTempDir();
   const std::string trace = dir + "/t";
-  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", TargetPath("tt_fork_handoff"),
-                     "2", "kill"},
-                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
-                     "CROSSFREE_BUFFER_KB=16", "CROSSFREE_FLUSH_MS=0"},
-                    "");
+  RunResult r = Record(trace, {TargetPath("tt_fork_handoff"), "2", "kill"});
   INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
   const std::map<int, int> pids = ChildPids(r.out);
@@ -162,10 +186,7 @@ TEST_CASE("handoff: a SIGKILLed fork child with idle threads loses none of its r
   CHECK(NumberBefore(r.err, "partly filled chunks") == 3);
   Trace parent = LoadTrace(trace);
   REQUIRE(parent.complete);
-  for (const auto& [i, pid] : pids) {
-    CheckChild(trace + "." + std::to_string(pid), i, static_cast<int>(parent.header.fields.pid),
-               r.out);
-  }
+  CheckChildren(trace, static_cast<int>(parent.header.fields.pid), r.out);
 }
 
 TEST_CASE("handoff: a fork child's exec'd image takes the child's region over",
@@ -175,36 +196,17 @@ TEST_CASE("handoff: a fork child's exec'd image takes the child's region over",
   // over: record writes t.<pid> (bash's fork image) and t.<pid>.1.
   const std::string dir = MakeTempDir();
   const std::string trace = dir + "/t";
-  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", "/bin/bash", "-c",
-                     TargetPath("tt_fork_handoff") + " 2; true"},
-                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
-                     "CROSSFREE_BUFFER_KB=16", "CROSSFREE_FLUSH_MS=0"},
-                    "");
+  RunResult r = Record(trace, {"/bin/bash", "-c", TargetPath("tt_fork_handoff") + " 2; true"});
   INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
   // bash's fork child (then the target's image in it) and the target's two.
   CHECK(r.err.find("(also for 1 exec'd image, 3 child processes)") != std::string::npos);
-  const std::map<int, int> pids = ChildPids(r.out);
-  REQUIRE(pids.size() == 2);
-  // The target's pid: the parent of its children.
-  Trace first = LoadTrace(trace + "." + std::to_string(pids.at(0)));
-  REQUIRE(first.complete);
-  const std::string target = std::to_string(first.header.fields.ppid);
-  Trace fork_image = LoadTrace(trace + "." + target);
-  INFO("bash's fork image: " << fork_image.error);
-  REQUIRE(fork_image.complete);
+  const Trace image = CheckShellTarget(trace, r.out, ".1");
+  const std::string target = std::to_string(image.header.fields.pid);
+  Trace fork_image = LoadCompleteTrace(trace + "." + target);
+  INFO("bash's fork image");
   CHECK((fork_image.header.fields.flags & format::kHeaderFlagForkChild) != 0);
-  Trace image = LoadTrace(trace + "." + target + ".1");
-  INFO("the exec'd image: " << image.error);
-  REQUIRE(image.complete);
-  CHECK(image.header.fields.pid == first.header.fields.ppid);
-  auto fns = ParseFunctions(r.out);
-  CHECK(EventsFrom(image, fns["tt_fh_parent"]).size() == 200);
-  for (const auto& [i, pid] : pids) {
-    CheckChild(trace + "." + std::to_string(pid), i, static_cast<int>(image.header.fields.pid),
-               r.out);
-  }
 }
 
 TEST_CASE("handoff: SIGKILL of an image exec'd in a fork child loses none of its events",
@@ -219,10 +221,7 @@ TEST_CASE("handoff: SIGKILL of an image exec'd in a fork child loses none of its
   const std::string script = TargetPath("tt_handoff") + " idle </dev/null >" + out +
                              " & p=$!; until grep -q '^done ' " + out +
                              "; do sleep 0.01; done; kill -9 $p; wait $p; echo killed $?";
-  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", "/bin/bash", "-c", script},
-                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
-                     "CROSSFREE_BUFFER_KB=16", "CROSSFREE_FLUSH_MS=0"},
-                    "");
+  RunResult r = Record(trace, {"/bin/bash", "-c", script});
   INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("killed 137") != std::string::npos);
@@ -254,41 +253,21 @@ TEST_CASE("handoff: a program sh starts by vfork hands its region over at start-
   // has the socket, not the region); its fork children then do as above.
   const std::string dir = MakeTempDir();
   const std::string trace = dir + "/t";
-  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", "/bin/sh", "-c",
-                     TargetPath("tt_fork_handoff") + " 2; true"},
-                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
-                     "CROSSFREE_BUFFER_KB=16", "CROSSFREE_FLUSH_MS=0"},
-                    "");
+  RunResult r = Record(trace, {"/bin/sh", "-c", TargetPath("tt_fork_handoff") + " 2; true"});
   INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
   // The target and its two children; sh itself is the command.
   CHECK(r.err.find("(also for 3 child processes)") != std::string::npos);
-  const std::map<int, int> pids = ChildPids(r.out);
-  REQUIRE(pids.size() == 2);
-  Trace first = LoadTrace(trace + "." + std::to_string(pids.at(0)));
-  REQUIRE(first.complete);
-  Trace target = LoadTrace(trace + "." + std::to_string(first.header.fields.ppid));
-  INFO("the target's trace: " << target.error);
-  REQUIRE(target.complete);
+  const Trace target = CheckShellTarget(trace, r.out, "");
   CHECK((target.header.fields.flags & format::kHeaderFlagForkChild) == 0);
-  auto fns = ParseFunctions(r.out);
-  CHECK(EventsFrom(target, fns["tt_fh_parent"]).size() == 200);
-  for (const auto& [i, pid] : pids) {
-    CheckChild(trace + "." + std::to_string(pid), i, static_cast<int>(target.header.fields.pid),
-               r.out);
-  }
 }
 
 TEST_CASE("handoff: forged region offers are refused and named, real children still hand over",
           "[handoff][fork]") {
   const std::string dir = MakeTempDir();
   const std::string trace = dir + "/t";
-  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", TargetPath("tt_fork_handoff"),
-                     "forge"},
-                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
-                     "CROSSFREE_BUFFER_KB=16", "CROSSFREE_FLUSH_MS=0"},
-                    "");
+  RunResult r = Record(trace, {TargetPath("tt_fork_handoff"), "forge"});
   INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("; 4 child process regions refused (that process writes its own trace: "

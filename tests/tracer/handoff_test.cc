@@ -159,12 +159,6 @@ void CheckIdleEvents(const Trace& t, const std::string& out) {
 }
 
 // The number before `what` in record's stderr, or -1.
-long long NumberBefore(const std::string& err, const std::string& what) {
-  std::smatch m;
-  if (!std::regex_search(err, m, std::regex("([0-9]+) " + what))) return -1;
-  return std::stoll(m[1]);
-}
-
 TEST_CASE("handoff: SIGKILL after every thread went idle loses none of the recorded events",
           "[handoff][sigkill]") {
   // CROSSFREE_FLUSH_MS=0: the tracer never writes a partly filled buffer on

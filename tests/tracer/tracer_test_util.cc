@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <memory>
+#include <regex>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -117,6 +118,12 @@ std::string ReadAll(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+long long NumberBefore(const std::string& text, const std::string& what) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex("([0-9]+) " + what))) return -1;
+  return std::stoll(m[1]);
 }
 
 bool DecodeAll(format::TraceReader& reader, format::RecordVisitor& visitor, std::string* error,

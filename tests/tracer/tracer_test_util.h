@@ -78,6 +78,10 @@ bool DecodeAll(format::TraceReader& reader, format::RecordVisitor& visitor, std:
 // The whole file as bytes ("" when it cannot be read).
 std::string ReadAll(const std::string& path);
 
+// The number just before the first match of the regex what in text
+// ("<n> what"), e.g. a count in record's hand-off line; -1 when none.
+long long NumberBefore(const std::string& text, const std::string& what);
+
 // Reads and fully decodes a trace; complete is false on any problem.
 Trace LoadTrace(const std::string& path);
 // LoadTrace, the trace REQUIREd complete (the failure names the path and

@@ -8,11 +8,12 @@
 //                           (tt_fh_parent: 200 events), then forks N
 //                           children. Child i (0-based) makes 100 * (i + 1)
 //                           pairs on its main thread (tt_fh_child: 200 *
-//                           (i + 1) events) and starts "fh-futex" (1,000
-//                           pairs, tt_fh_futex: 2,000 events, then a
-//                           condition variable nobody signals) and "fh-read"
-//                           (1,500 pairs, tt_fh_read: 3,000 events, then a
-//                           read of a pipe nobody writes). When both are idle
+//                           (i + 1) events) and starts idle_workers.h's
+//                           "hf-futex" (1,000 pairs, tt_handoff_futex: 2,000
+//                           events, then a condition variable nobody
+//                           signals) and "hf-read" (1,500 pairs,
+//                           tt_handoff_read: 3,000 events, then a read of a
+//                           pipe nobody writes). When both are idle
 //                           it writes "child <i> <pid>\n", tells the parent
 //                           (a byte on a pipe) and waits for the parent's
 //                           release pipe to end, then returns from main (a
@@ -43,84 +44,31 @@
 #include <unistd.h>
 
 #include "format/shm_channel.h"
+#include "idle_workers.h"
 #include "target_util.h"
 
 extern "C" {
 
 TT_FN void tt_fh_parent(int pairs) {
-  for (int i = 0; i < pairs; ++i) {
-    void* p = malloc(40);
-    TtSink(p);
-    free(p);
-  }
+  TtMallocFreePairs(pairs, 40, 0);
 }
 
 TT_FN void tt_fh_child(int pairs) {
-  for (int i = 0; i < pairs; ++i) {
-    void* p = malloc(56 + (i & 63));
-    TtSink(p);
-    free(p);
-  }
-}
-
-TT_FN void tt_fh_futex(int pairs) {
-  for (int i = 0; i < pairs; ++i) {
-    void* p = malloc(32);
-    TtSink(p);
-    free(p);
-  }
-}
-
-TT_FN void tt_fh_read(int pairs) {
-  for (int i = 0; i < pairs; ++i) {
-    void* p = malloc(80);
-    TtSink(p);
-    free(p);
-  }
+  TtMallocFreePairs(pairs, 56, 63);
 }
 
 }  // extern "C"
 
 namespace {
 
-pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-pthread_cond_t g_never = PTHREAD_COND_INITIALIZER;  // nobody signals it
-pthread_barrier_t g_done;
-int g_idle_pipe[2];
-
-void Say(const char* line) {
-  ssize_t ignored = write(1, line, strlen(line));
-  (void)ignored;
-}
-
-void* FutexThread(void*) {
-  pthread_setname_np(pthread_self(), "fh-futex");
-  tt_fh_futex(1000);
-  pthread_barrier_wait(&g_done);
-  pthread_mutex_lock(&g_mu);
-  for (;;) pthread_cond_wait(&g_never, &g_mu);
-  return nullptr;
-}
-
-void* ReadThread(void*) {
-  pthread_setname_np(pthread_self(), "fh-read");
-  tt_fh_read(1500);
-  pthread_barrier_wait(&g_done);
-  char c;
-  while (read(g_idle_pipe[0], &c, 1) > 0) {
-  }
-  pthread_mutex_lock(&g_mu);
-  for (;;) pthread_cond_wait(&g_never, &g_mu);
-  return nullptr;
-}
+using namespace idle_workers;
 
 int Child(int index, int release, int ready) {
   tt_fh_child(100 * (index + 1));
   if (pipe(g_idle_pipe) != 0) return 3;
   pthread_barrier_init(&g_done, nullptr, 3);
-  pthread_t t[2];
-  pthread_create(&t[0], nullptr, FutexThread, nullptr);
-  pthread_create(&t[1], nullptr, ReadThread, nullptr);
+  Start(kFutex);
+  Start(kRead);
   pthread_barrier_wait(&g_done);
   char line[64];
   snprintf(line, sizeof(line), "child %d %d\n", index, static_cast<int>(getpid()));
@@ -135,22 +83,10 @@ int Child(int index, int release, int ready) {
 namespace shm = crossfree::format::shm;
 
 bool Offer(int sock, int memfd, int pidfd) {
-  shm::ChildRegionMessage msg = {shm::kChildMessageMagic, shm::kChannelVersion,
-                                 static_cast<uint32_t>(getpid())};
-  struct iovec iov = {&msg, sizeof(msg)};
-  alignas(struct cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
-  struct msghdr mh = {};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = control;
-  mh.msg_controllen = sizeof(control);
-  struct cmsghdr* cm = CMSG_FIRSTHDR(&mh);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
-  const int fds[2] = {memfd, pidfd};
-  memcpy(CMSG_DATA(cm), fds, sizeof(fds));
-  const bool sent = sendmsg(sock, &mh, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(msg));
+  shm::RegionOffer offer;
+  offer.Init(static_cast<uint32_t>(getpid()), memfd, pidfd);
+  const bool sent = sendmsg(sock, &offer.header, MSG_NOSIGNAL) ==
+                    static_cast<ssize_t>(sizeof(offer.message));
   close(memfd);
   close(pidfd);
   return sent;
@@ -194,8 +130,8 @@ int Forge() {
 int main(int argc, char** argv) {
   TT_REPORT(tt_fh_parent);
   TT_REPORT(tt_fh_child);
-  TT_REPORT(tt_fh_futex);
-  TT_REPORT(tt_fh_read);
+  TT_REPORT(tt_handoff_futex);
+  TT_REPORT(tt_handoff_read);
   fflush(stdout);
   if (argc > 1 && strcmp(argv[1], "forge") == 0) {
     if (int rc = Forge(); rc != 0) return rc;

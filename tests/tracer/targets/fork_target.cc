@@ -13,11 +13,7 @@
 extern "C" {
 TT_FN void* tt_parent_alloc(size_t n) { return malloc(n); }
 TT_FN void tt_child_work() {
-  for (int i = 0; i < 7; ++i) {
-    void* p = malloc(12346);
-    TtSink(p);
-    free(p);
-  }
+  TtMallocFreePairs(7, 12346, 0);
 }
 }
 

@@ -40,6 +40,7 @@
 #include <cstdio>
 
 #include "format/shm_channel.h"
+#include "idle_workers.h"
 #include "target_util.h"
 
 extern "C" {
@@ -49,51 +50,19 @@ TT_FN void tt_handoff_main(void** blocks, int n) {
   for (int i = 0; i < n; ++i) free(blocks[i]);
 }
 
-TT_FN void tt_handoff_futex(int pairs) {
-  for (int i = 0; i < pairs; ++i) {
-    void* p = malloc(32);
-    TtSink(p);
-    free(p);
-  }
-}
-
-TT_FN void tt_handoff_read(int pairs) {
-  for (int i = 0; i < pairs; ++i) {
-    void* p = malloc(80);
-    TtSink(p);
-    free(p);
-  }
-}
-
 TT_FN void tt_handoff_bulk(int pairs) {
-  for (int i = 0; i < pairs; ++i) {
-    void* p = malloc(16 + (i & 255));
-    TtSink(p);
-    free(p);
-  }
+  TtMallocFreePairs(pairs, 16, 255);
 }
 
 TT_FN void tt_handoff_flood(int pairs) {
-  for (int i = 0; i < pairs; ++i) {
-    void* p = malloc(24 + (i & 127));
-    TtSink(p);
-    free(p);
-  }
+  TtMallocFreePairs(pairs, 24, 127);
 }
 
 }  // extern "C"
 
 namespace {
 
-pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-pthread_cond_t g_never = PTHREAD_COND_INITIALIZER;  // nobody signals it
-pthread_barrier_t g_done;
-int g_idle_pipe[2];
-
-void Say(const char* text) {
-  ssize_t ignored = write(1, text, strlen(text));
-  (void)ignored;
-}
+using namespace idle_workers;
 
 void SayWithPid(const char* word) {
   char line[64];
@@ -102,46 +71,10 @@ void SayWithPid(const char* word) {
   (void)ignored;
 }
 
-void WaitForEver() {
-  pthread_mutex_lock(&g_mu);
-  for (;;) pthread_cond_wait(&g_never, &g_mu);
-}
-
-// A worker thread: named `name`, it makes `pairs` pairs with `work`; then,
-// unless it is the flood thread, it meets the others at g_done and idles
-// for ever: in a futex wait, after a read of the idle pipe (that never
-// gets a byte) when idle_in_read.
-struct Worker {
-  const char* name;
-  void (*work)(int pairs);
-  int pairs;
-  bool idles;
-  bool idle_in_read;
-};
-const Worker kFutex = {"hf-futex", tt_handoff_futex, 1000, true, false};
-const Worker kRead = {"hf-read", tt_handoff_read, 1500, true, true};
+// The workers of "idle" besides idle_workers' kFutex and kRead, and the
+// flood thread.
 const Worker kBulk = {"hf-bulk", tt_handoff_bulk, 60000, true, false};
 const Worker kFlood = {"hf-flood", tt_handoff_flood, 100000, false, false};
-
-void* WorkerThread(void* arg) {
-  const Worker& w = *static_cast<const Worker*>(arg);
-  pthread_setname_np(pthread_self(), w.name);
-  w.work(w.pairs);
-  if (!w.idles) return nullptr;
-  pthread_barrier_wait(&g_done);
-  char c;
-  while (w.idle_in_read && read(g_idle_pipe[0], &c, 1) > 0) {
-  }
-  WaitForEver();
-  return nullptr;
-}
-
-// Starts w on a thread of its own.
-pthread_t Start(const Worker& w) {
-  pthread_t t;
-  pthread_create(&t, nullptr, WorkerThread, const_cast<Worker*>(&w));
-  return t;
-}
 
 // Reads stdin until a byte arrives (true) or it ends (false).
 bool ReadByte() {

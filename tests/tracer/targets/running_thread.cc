@@ -16,11 +16,7 @@ bool done = false;
 }  // namespace
 
 extern "C" TT_FN void tt_worker_loop() {
-  for (int i = 0; i < 10000; ++i) {
-    void* p = malloc(12345);
-    TtSink(p);
-    free(p);
-  }
+  TtMallocFreePairs(10000, 12345, 0);
 }
 
 void* Worker(void*) {

@@ -12,11 +12,24 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define TT_FN __attribute__((noinline, used, visibility("default")))
 
 // Keeps the compiler from eliding an allocation whose result is unused.
 static inline void TtSink(void* p) { __asm__ volatile("" : : "r"(p) : "memory"); }
+
+// Makes `pairs` malloc/free pairs of base + (i & mask) bytes (i counting
+// from 0). Always inlined, so that every allocation's first frame is the
+// tt_* function that calls it: the tests find events by that function.
+static inline __attribute__((always_inline)) void TtMallocFreePairs(long pairs, size_t base,
+                                                                     size_t mask) {
+  for (long i = 0; i < pairs; ++i) {
+    void* p = malloc(base + ((size_t)i & mask));
+    TtSink(p);
+    free(p);
+  }
+}
 
 static inline void TtReportFunction(const char* name, void* fn) {
   Dl_info info;

@@ -20,11 +20,7 @@ std::atomic<int> started{0};
 
 extern "C" {
 TT_FN void tt_thread_work() {
-  for (int i = 0; i < 10; ++i) {
-    void* p = malloc(12345);
-    TtSink(p);
-    free(p);
-  }
+  TtMallocFreePairs(10, 12345, 0);
 }
 
 TT_FN void tt_stress_loop() {
