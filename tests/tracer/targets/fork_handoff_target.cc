@@ -49,13 +49,9 @@
 
 extern "C" {
 
-TT_FN void tt_fh_parent(int pairs) {
-  TtMallocFreePairs(pairs, 40, 0);
-}
+TT_FN void tt_fh_parent(int pairs) { TtMallocFreePairs(pairs, 40, 0); }
 
-TT_FN void tt_fh_child(int pairs) {
-  TtMallocFreePairs(pairs, 56, 63);
-}
+TT_FN void tt_fh_child(int pairs) { TtMallocFreePairs(pairs, 56, 63); }
 
 }  // extern "C"
 

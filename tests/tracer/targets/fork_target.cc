@@ -12,9 +12,7 @@
 
 extern "C" {
 TT_FN void* tt_parent_alloc(size_t n) { return malloc(n); }
-TT_FN void tt_child_work() {
-  TtMallocFreePairs(7, 12346, 0);
-}
+TT_FN void tt_child_work() { TtMallocFreePairs(7, 12346, 0); }
 }
 
 int main(int argc, char** argv) {

@@ -50,13 +50,9 @@ TT_FN void tt_handoff_main(void** blocks, int n) {
   for (int i = 0; i < n; ++i) free(blocks[i]);
 }
 
-TT_FN void tt_handoff_bulk(int pairs) {
-  TtMallocFreePairs(pairs, 16, 255);
-}
+TT_FN void tt_handoff_bulk(int pairs) { TtMallocFreePairs(pairs, 16, 255); }
 
-TT_FN void tt_handoff_flood(int pairs) {
-  TtMallocFreePairs(pairs, 24, 127);
-}
+TT_FN void tt_handoff_flood(int pairs) { TtMallocFreePairs(pairs, 24, 127); }
 
 }  // extern "C"
 

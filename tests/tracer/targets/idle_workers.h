@@ -20,14 +20,10 @@
 extern "C" {
 
 // "hf-futex": 1,000 pairs (2,000 events), then idles in a futex wait.
-TT_FN void tt_handoff_futex(int pairs) {
-  TtMallocFreePairs(pairs, 32, 0);
-}
+TT_FN void tt_handoff_futex(int pairs) { TtMallocFreePairs(pairs, 32, 0); }
 
 // "hf-read": 1,500 pairs (3,000 events), then idles in a read.
-TT_FN void tt_handoff_read(int pairs) {
-  TtMallocFreePairs(pairs, 80, 0);
-}
+TT_FN void tt_handoff_read(int pairs) { TtMallocFreePairs(pairs, 80, 0); }
 
 }  // extern "C"
 

@@ -15,9 +15,7 @@ pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 bool done = false;
 }  // namespace
 
-extern "C" TT_FN void tt_worker_loop() {
-  TtMallocFreePairs(10000, 12345, 0);
-}
+extern "C" TT_FN void tt_worker_loop() { TtMallocFreePairs(10000, 12345, 0); }
 
 void* Worker(void*) {
   tt_worker_loop();

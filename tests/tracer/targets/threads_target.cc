@@ -19,9 +19,7 @@ std::atomic<int> started{0};
 }
 
 extern "C" {
-TT_FN void tt_thread_work() {
-  TtMallocFreePairs(10, 12345, 0);
-}
+TT_FN void tt_thread_work() { TtMallocFreePairs(10, 12345, 0); }
 
 TT_FN void tt_stress_loop() {
   for (long i = 0;; ++i) {
