@@ -15,6 +15,14 @@ if(NOT Protobuf_FOUND OR NOT Protobuf_PROTOC_EXECUTABLE)
   crossfree_missing("protobuf and protoc" "libprotobuf-dev libprotoc-dev protobuf-compiler")
 endif()
 
+# pprof's own schema of its profile format (report --format pprof,
+# analyzer/render/pprof.cc), as Debian ships it with pprof's sources.
+find_file(CROSSFREE_PPROF_PROTO profile.proto
+          PATHS /usr/share/gocode/src/github.com/google/pprof/proto NO_DEFAULT_PATH)
+if(NOT CROSSFREE_PPROF_PROTO)
+  crossfree_missing("pprof's profile.proto" "golang-github-google-pprof-dev")
+endif()
+
 # Boost.Math, header-only: the exact Poisson intervals of sampled traces
 # (analyzer/model/estimate.cc).
 find_package(Boost 1.74 QUIET)

@@ -13,10 +13,12 @@
 
 #include "analyzer/model/sites.h"
 #include "analyzer/render/output.h"
-#include "analyzer/render/pprof_profile.pb.h"
+#include "pprof/profile.pb.h"  // generated from pprof's profile.proto
 
 namespace crossfree::analyzer::render {
 namespace {
+
+namespace pprof = ::perftools::profiles;
 
 class Builder {
  public:

@@ -26,8 +26,8 @@
 #include "analyzer/render/html.h"
 #include "analyzer/render/json.h"
 #include "analyzer/render/pprof.h"
-#include "analyzer/render/pprof_profile.pb.h"
 #include "analyzer/render/text.h"
+#include "pprof/profile.pb.h"
 #include "tests/analyzer/model/evaluate_gate.h"
 #include "tests/analyzer/model/name_resolver.h"
 #include "tests/support/synthetic_trace.h"
@@ -37,6 +37,8 @@ namespace crossfree::analyzer {
 // The models are checked as the renderers print them.
 using namespace crossfree::analyzer::render;
 namespace {
+
+namespace pprof = ::perftools::profiles;
 
 using testing::NameResolver;
 using testing::SyntheticTrace;

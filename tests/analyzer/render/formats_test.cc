@@ -15,11 +15,13 @@
 #include "analyzer/model/analysis.h"
 #include "analyzer/render/folded.h"
 #include "analyzer/render/pprof.h"
-#include "analyzer/render/pprof_profile.pb.h"
+#include "pprof/profile.pb.h"
 #include "tests/analyzer/model/scenarios.h"
 
 namespace crossfree::analyzer::render {
 namespace {
+
+namespace pprof = ::perftools::profiles;
 
 Analysis Before(testing::FakeResolver& resolver, TraceSet& set, testing::SyntheticTrace& t) {
   std::string error;
