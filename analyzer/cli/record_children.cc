@@ -12,11 +12,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include <fmt/core.h>
 
+#include "analyzer/cli/target_process.h"
 #include "format/shm_channel.h"
 
 namespace crossfree::analyzer::cli {
@@ -34,11 +35,8 @@ constexpr size_t kMaxNotes = 5;
 // The pid a pidfd refers to (its fdinfo "Pid:" line), 0 once the process
 // has ended, -1 when fd is no pidfd.
 long PidOfPidfd(int fd) {
-  char link[64] = {};
-  const std::string proc = fmt::format("/proc/self/fd/{}", fd);
-  const ssize_t n = readlink(proc.c_str(), link, sizeof(link) - 1);
-  if (n <= 0 || std::string(link, static_cast<size_t>(n)) != "anon_inode:[pidfd]") return -1;
-  std::ifstream info(fmt::format("/proc/self/fdinfo/{}", fd));
+  if (DescriptorLink(getpid(), fd) != "anon_inode:[pidfd]") return -1;
+  std::istringstream info(ReadText(fmt::format("/proc/self/fdinfo/{}", fd)));
   std::string line;
   while (std::getline(info, line)) {
     if (line.rfind("Pid:", 0) != 0) continue;

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +30,12 @@ std::string ReadText(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string DescriptorLink(pid_t pid, int fd) {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink(fmt::format("/proc/{}/fd/{}", pid, fd).c_str(), buf, sizeof(buf));
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
 std::vector<Mapping> ReadMaps(pid_t pid) {
@@ -167,11 +174,9 @@ bool EnoughStack(const std::vector<Mapping>& maps, uint64_t sp) {
 namespace {
 
 bool FdIsRegularFile(pid_t pid, long fd) {
-  char buf[512];
-  ssize_t n = readlink(fmt::format("/proc/{}/fd/{}", pid, fd).c_str(), buf, sizeof(buf) - 1);
-  if (n <= 0) return true;  // unknown: treat as a file
-  buf[n] = '\0';
-  return buf[0] == '/' && std::strncmp(buf, "/dev/", 5) != 0;
+  const std::string link = DescriptorLink(pid, static_cast<int>(fd));
+  if (link.empty()) return true;  // unknown: treat as a file
+  return link[0] == '/' && link.rfind("/dev/", 0) != 0;
 }
 
 }  // namespace

@@ -2,8 +2,10 @@
 // What `crossfree record -p` reads about the target process before it
 // injects (attach_inject.cc): its mappings, a module's dynamic symbols and
 // load bias, where code is unsafe to interrupt, and what each thread is
-// asleep in (which threads may be made to call dlopen). Reads /proc and
-// ELF files only; any thread may call anything here.
+// asleep in (which threads may be made to call dlopen); ReadText and
+// DescriptorLink also serve record's hand-off (record_channel.cc,
+// record_children.cc). Reads /proc and ELF files only; any thread may
+// call anything here.
 #pragma once
 
 #include <sys/types.h>
@@ -20,6 +22,11 @@ std::string Basename(const std::string& path);
 
 // The whole of a (small, /proc) text file; "" when it cannot be read.
 std::string ReadText(const std::string& path);
+
+// What descriptor fd of process pid refers to (the /proc/PID/fd/FD link:
+// "/memfd:NAME (deleted)", "anon_inode:[pidfd]", a path); "" when it
+// cannot be read.
+std::string DescriptorLink(pid_t pid, int fd);
 
 // One line of /proc/PID/maps.
 struct Mapping {
