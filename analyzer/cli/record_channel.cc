@@ -24,6 +24,7 @@
 
 #include <fmt/core.h>
 
+#include "analyzer/cli/target_process.h"
 #include "format/crc32c.h"
 #include "format/shm_channel.h"
 #include "format/trace_format.h"
@@ -90,11 +91,8 @@ std::unique_ptr<ChunkChannel> ChunkChannel::Adopt(int memfd, std::string* error)
   std::unique_ptr<ChunkChannel> c(new ChunkChannel());
   c->fd_ = memfd;
   c->adopted_ = true;
-  char link[128] = {};
-  const std::string proc = fmt::format("/proc/self/fd/{}", memfd);
-  const ssize_t n = readlink(proc.c_str(), link, sizeof(link) - 1);
   const std::string want = fmt::format("/memfd:{}", shm::kMemfdName);
-  if (n <= 0 || std::string(link, static_cast<size_t>(n)).rfind(want, 0) != 0) {
+  if (DescriptorLink(getpid(), memfd).rfind(want, 0) != 0) {
     *error = "a child process sent a descriptor that is not a hand-off region";
     return nullptr;
   }
@@ -169,9 +167,9 @@ int ChunkChannel::OpenFirstFile() {
 }
 
 format::ChunkCompressor* ChunkChannel::Compressor() {
-  if (shared_compressor_ != nullptr || Level() == 0) return shared_compressor_;
-  if (compressor_ == nullptr) compressor_ = std::make_unique<format::ChunkCompressor>(Level());
-  return compressor_.get();
+  // A child's region shares ChildRegions' (Claim); record's own region has
+  // the one Start made. Neither exists at level 0 (plain chunks).
+  return shared_compressor_ != nullptr ? shared_compressor_ : compressor_.get();
 }
 
 ChunkChannel::~ChunkChannel() {

@@ -144,8 +144,8 @@ class ChunkChannel {
   uint64_t next_ticket_ = 0;
   uint64_t gap_since_ns_ = 0;
   // Used by the drain thread, then by Finish once it has joined it.
-  // Made by Start (CROSSFREE_RECORD_LEVEL), or at the first chunk; none
-  // at level 0 (plain chunks).
+  // Made by Start (CROSSFREE_RECORD_LEVEL) for record's own region; none
+  // at level 0 (plain chunks), nor in a child's region (shared_compressor_).
   std::unique_ptr<format::ChunkCompressor> compressor_;
   std::vector<uint8_t> compressed_;
   Stats stats_;
