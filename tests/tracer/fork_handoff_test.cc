@@ -95,20 +95,34 @@ RunResult Record(const std::string& trace, const std::vector<std::string>& comma
   return Run(argv, HandoffEnv(), "");
 }
 
-// For a shell running "tt_fork_handoff 2; true" under record: the trace of
-// the target's image (found as the parent of its first child) checked to
-// be complete with the parent's 200 events, and both children's traces.
-Trace CheckShellTarget(const std::string& trace, const std::string& out,
-                       const std::string& suffix) {
-  const std::map<int, int> pids = ChildPids(out);
+// What RecordShellTarget found: where the traces are, and the target's.
+struct ShellRun {
+  std::string trace;  // record's -o; the processes' traces are trace.<pid>[.<n>]
+  Trace target;
+};
+
+// Runs shell -c "tt_fork_handoff 2; true" under record, which must exit 0,
+// lose no event and name the processes handed over (also: "(also for
+// ...)"). Checks the trace of the target's image (pid of its first child's
+// parent, path suffix after it): complete, with the parent's 200 events,
+// and both children's traces.
+ShellRun RecordShellTarget(const std::string& shell, const std::string& also,
+                           const std::string& suffix) {
+  const std::string trace = MakeTempDir() + "/t";
+  RunResult r = Record(trace, {shell, "-c", TargetPath("tt_fork_handoff") + " 2; true"});
+  INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
+  CHECK(r.err.find(also) != std::string::npos);
+  const std::map<int, int> pids = ChildPids(r.out);
   REQUIRE(pids.size() == 2);
   Trace first = LoadCompleteTrace(trace + "." + std::to_string(pids.at(0)));
   Trace target = LoadCompleteTrace(trace + "." + std::to_string(first.header.fields.ppid) + suffix);
   CHECK(target.header.fields.pid == first.header.fields.ppid);
-  auto fns = ParseFunctions(out);
+  auto fns = ParseFunctions(r.out);
   CHECK(EventsFrom(target, fns["tt_fh_parent"]).size() == 200);
-  CheckChildren(trace, static_cast<int>(target.header.fields.pid), out);
-  return target;
+  CheckChildren(trace, static_cast<int>(target.header.fields.pid), r.out);
+  return {trace, std::move(target)};
 }
 
 TEST_CASE("handoff: fork children hand every chunk to record and open no trace (strace)",
@@ -194,17 +208,11 @@ TEST_CASE("handoff: a fork child's exec'd image takes the child's region over",
   // bash forks for the target (the "; true" keeps it from exec'ing in
   // place); the child execs it, and that image takes the child's region
   // over: record writes t.<pid> (bash's fork image) and t.<pid>.1.
-  const std::string dir = MakeTempDir();
-  const std::string trace = dir + "/t";
-  RunResult r = Record(trace, {"/bin/bash", "-c", TargetPath("tt_fork_handoff") + " 2; true"});
-  INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
   // bash's fork child (then the target's image in it) and the target's two.
-  CHECK(r.err.find("(also for 1 exec'd image, 3 child processes)") != std::string::npos);
-  const Trace image = CheckShellTarget(trace, r.out, ".1");
-  const std::string target = std::to_string(image.header.fields.pid);
-  Trace fork_image = LoadCompleteTrace(trace + "." + target);
+  const ShellRun run =
+      RecordShellTarget("/bin/bash", "(also for 1 exec'd image, 3 child processes)", ".1");
+  Trace fork_image =
+      LoadCompleteTrace(run.trace + "." + std::to_string(run.target.header.fields.pid));
   INFO("bash's fork image");
   CHECK((fork_image.header.fields.flags & format::kHeaderFlagForkChild) != 0);
 }
@@ -251,16 +259,9 @@ TEST_CASE("handoff: a program sh starts by vfork hands its region over at start-
   // dash runs a command with vfork and exec: no fork handler runs, so the
   // target's image offers record a region of its own when it starts (it
   // has the socket, not the region); its fork children then do as above.
-  const std::string dir = MakeTempDir();
-  const std::string trace = dir + "/t";
-  RunResult r = Record(trace, {"/bin/sh", "-c", TargetPath("tt_fork_handoff") + " 2; true"});
-  INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
   // The target and its two children; sh itself is the command.
-  CHECK(r.err.find("(also for 3 child processes)") != std::string::npos);
-  const Trace target = CheckShellTarget(trace, r.out, "");
-  CHECK((target.header.fields.flags & format::kHeaderFlagForkChild) == 0);
+  const ShellRun run = RecordShellTarget("/bin/sh", "(also for 3 child processes)", "");
+  CHECK((run.target.header.fields.flags & format::kHeaderFlagForkChild) == 0);
 }
 
 TEST_CASE("handoff: forged region offers are refused and named, real children still hand over",
