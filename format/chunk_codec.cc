@@ -344,12 +344,28 @@ bool ChunkCompressor::Compress(const uint8_t* chunk, size_t bytes, std::vector<u
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, level_);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_contentSizeFlag, 1);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 0);  // the chunk's CRC covers the frame
-  const size_t frame = ZSTD_compress2(cctx_, out.data() + head, out.size() - head,
-                                      joined_.data(), raw);
-  if (ZSTD_isError(frame)) {
-    *error = std::string("zstd: ") + ZSTD_getErrorName(frame);
-    return false;
+  // Each lane ends a zstd block (ZSTD_e_flush) so that each gets its own
+  // literal statistics: one block over all lanes shares one Huffman table
+  // between timestamps, addresses and sizes, whose bytes are distributed
+  // differently (on the deep-stack workload 2.91 -> 2.77 bytes/event at
+  // level 1). Still one frame: readers see no difference.
+  ZSTD_CCtx_setPledgedSrcSize(cctx_, raw);
+  ZSTD_outBuffer dst{out.data() + head, out.size() - head, 0};
+  size_t lane_start = 0;
+  for (size_t i = 0; i < wire::kLanes; ++i) {
+    ZSTD_inBuffer src{joined_.data() + lane_start, lane_bytes_[i], 0};
+    lane_start += lane_bytes_[i];
+    const ZSTD_EndDirective end = i + 1 == wire::kLanes ? ZSTD_e_end : ZSTD_e_flush;
+    size_t left;
+    do {
+      left = ZSTD_compressStream2(cctx_, &dst, &src, end);
+      if (ZSTD_isError(left)) {
+        *error = std::string("zstd: ") + ZSTD_getErrorName(left);
+        return false;
+      }
+    } while (left != 0);
   }
+  const size_t frame = dst.pos;
   const size_t total = head + frame;
   if (total >= bytes) {  // not worth it: the plain chunk as it is
     out.assign(chunk, chunk + bytes);
