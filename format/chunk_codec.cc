@@ -92,10 +92,12 @@ constexpr size_t LaneRoom(size_t lane, size_t n) { return lane == 3 ? 2 * n : n;
 // docs/trace-format.md 5.2 instead of the address varints.
 class Splitter {
  public:
+  // kinds: layout 3, each event's kind appended (0 allocation, 1 free);
+  // null otherwise.
   Splitter(std::span<const uint8_t> payload, LaneCursors& lanes, ChunkRefs* refs,
-           LiveAllocations* live)
+           LiveAllocations* live, std::vector<uint8_t>* kinds)
       : p_(payload.data()), begin_(payload.data()), end_(payload.data() + payload.size()),
-        lanes_(lanes), refs_(refs), live_(live) {
+        lanes_(lanes), refs_(refs), live_(live), kinds_(kinds) {
     if (refs_ != nullptr) {
       refs_->Reset();
       live_->NextChunk();
@@ -113,6 +115,9 @@ class Splitter {
       const uint8_t kind = tag & 0xf0;
       if (IsEventKind(kind)) {
         *lanes_.at[kRecords]++ = tag;
+        if (kinds_ != nullptr) {
+          kinds_->push_back(kind == kTagAllocBase || kind == kTagAllocAlignedBase ? 0 : 1);
+        }
         uint64_t word, delta, size = 0;
         if (!Move(kTimes) || !Move(kStacks, &word)) return Fail(start, "truncated event", error);
         if (refs_ == nullptr) {
@@ -262,6 +267,7 @@ class Splitter {
   LaneCursors& lanes_;
   ChunkRefs* refs_;
   LiveAllocations* live_;
+  std::vector<uint8_t>* kinds_;
   // Mirror of ChunkWriter's prediction table and prev_addr (section 6.1).
   struct Site {
     uint32_t stack_id;
@@ -312,6 +318,7 @@ bool ChunkCompressor::Compress(const uint8_t* chunk, size_t bytes, std::vector<u
   // layout 2 cannot hold: an address delta of 2^63 or more, or lanes that
   // grew past the raw limit.
   uint8_t layout = layout_;
+  kinds_.clear();
   // One buffer: lane i from start[i], then the lanes moved together.
   std::array<size_t, wire::kLanes> start;
   size_t room = 0;
@@ -324,9 +331,11 @@ bool ChunkCompressor::Compress(const uint8_t* chunk, size_t bytes, std::vector<u
   for (;;) {
     LaneCursors cursors;
     for (size_t i = 0; i < wire::kLanes; ++i) cursors.at[i] = joined_.data() + start[i];
-    const bool refs = layout == wire::kLayoutRefs;
+    const bool refs = layout == wire::kLayoutRefs || layout == wire::kLayoutPlanes;
+    kinds_.clear();
     Splitter splitter(std::span<const uint8_t>(chunk + kChunkHeaderBytes, payload), cursors,
-                      refs ? &refs_->refs : nullptr, refs ? &refs_->live : nullptr);
+                      refs ? &refs_->refs : nullptr, refs ? &refs_->live : nullptr,
+                      layout == wire::kLayoutPlanes ? &kinds_ : nullptr);
     bool unencodable = false;
     if (!splitter.Run(error, &unencodable)) return false;
     raw = 0;
@@ -338,24 +347,40 @@ bool ChunkCompressor::Compress(const uint8_t* chunk, size_t bytes, std::vector<u
     if (!refs || (!unencodable && raw <= kMaxRawPayloadBytes)) break;
     layout = wire::kLayoutLanes;
   }
-  const size_t head = kChunkHeaderBytes + wire::kZFrame;
+  // What the frame holds, in order: the lanes, or in layout 3 lane 0 and
+  // the planes' streams.
+  std::array<std::span<const uint8_t>, wire::kStreams> pieces;
+  size_t count = 0;
+  if (layout == wire::kLayoutPlanes) {
+    SplitPlanes();
+    pieces[count++] = std::span<const uint8_t>(joined_.data(), lane_bytes_[0]);
+    for (size_t i = 1; i < wire::kStreams; ++i) pieces[count++] = streams_[i];
+  } else {
+    size_t at = 0;
+    for (size_t i = 0; i < wire::kLanes; ++i) {
+      pieces[count++] = std::span<const uint8_t>(joined_.data() + at, lane_bytes_[i]);
+      at += lane_bytes_[i];
+    }
+  }
+  const size_t head = kChunkHeaderBytes + wire::FrameOffset(layout);
   out.resize(head + ZSTD_compressBound(raw));
   ZSTD_CCtx_reset(cctx_, ZSTD_reset_session_and_parameters);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, level_);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_contentSizeFlag, 1);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 0);  // the chunk's CRC covers the frame
-  // Each lane ends a zstd block (ZSTD_e_flush) so that each gets its own
-  // literal statistics: one block over all lanes shares one Huffman table
-  // between timestamps, addresses and sizes, whose bytes are distributed
-  // differently (on the deep-stack workload 2.91 -> 2.77 bytes/event at
-  // level 1). Still one frame: readers see no difference.
+  // Each lane or stream ends a zstd block (ZSTD_e_flush) so that each gets
+  // its own literal statistics: one block over all lanes shares one
+  // Huffman table between timestamps, addresses and sizes, whose bytes are
+  // distributed differently (on the deep-stack workload 2.91 -> 2.77
+  // bytes/event at level 1 in layout 2). Still one frame: readers see no
+  // difference.
   ZSTD_CCtx_setPledgedSrcSize(cctx_, raw);
   ZSTD_outBuffer dst{out.data() + head, out.size() - head, 0};
-  size_t lane_start = 0;
-  for (size_t i = 0; i < wire::kLanes; ++i) {
-    ZSTD_inBuffer src{joined_.data() + lane_start, lane_bytes_[i], 0};
-    lane_start += lane_bytes_[i];
-    const ZSTD_EndDirective end = i + 1 == wire::kLanes ? ZSTD_e_end : ZSTD_e_flush;
+  for (size_t i = 0; i < count; ++i) {
+    const bool last = i + 1 == count;
+    if (pieces[i].empty() && !last) continue;
+    ZSTD_inBuffer src{pieces[i].data(), pieces[i].size(), 0};
+    const ZSTD_EndDirective end = last ? ZSTD_e_end : ZSTD_e_flush;
     size_t left;
     do {
       left = ZSTD_compressStream2(cctx_, &dst, &src, end);
@@ -380,8 +405,9 @@ bool ChunkCompressor::Compress(const uint8_t* chunk, size_t bytes, std::vector<u
   uint8_t* z = b + kChunkHeaderBytes;
   wire::Store32(z + wire::kZRawLength, payload);  // the plain stream's; the frame declares its own
   z[wire::kZLayout] = layout;
-  for (size_t i = 0; i + 1 < wire::kLanes; ++i) {
-    wire::Store32(z + wire::kZLaneLengths + 4 * i, static_cast<uint32_t>(lane_bytes_[i]));
+  static_assert(wire::kZLaneLengths == wire::kZStreamLengths);
+  for (size_t i = 0; i + 1 < count; ++i) {
+    wire::Store32(z + wire::kZLaneLengths + 4 * i, static_cast<uint32_t>(pieces[i].size()));
   }
   // The magic is inside the checksum of a compressed chunk (5): a damaged
   // magic byte that turns one kind into the other is a mismatch.
@@ -389,6 +415,83 @@ bool ChunkCompressor::Compress(const uint8_t* chunk, size_t bytes, std::vector<u
   crc = Crc32c(b + wire::kChkCrcStart, total - wire::kChkCrcStart, crc);
   wire::Store32(b + wire::kChkCrc, crc);
   return true;
+}
+
+void ChunkCompressor::SplitPlanes() {
+  // The lanes lie one after the other in joined_ (Compress). Their varints
+  // were checked (Splitter::Get) or written (Splitter::Put) by the
+  // splitter, so each ends within wire::kMaxVarintBytes inside its lane.
+  const uint8_t* lane[wire::kLanes];
+  lane[0] = joined_.data();
+  for (size_t i = 1; i < wire::kLanes; ++i) lane[i] = lane[i - 1] + lane_bytes_[i - 1];
+  // Room per stream: planes 0 and 1 take at most a byte per event of their
+  // kind, plane 2 at most its field's lane, each with kCopyBytes of slack
+  // for the fixed-size stores. Written through raw cursors
+  // (a vector's push_back per byte costs a third of the compressor's time).
+  size_t events[wire::kEventKinds] = {};
+  for (const uint8_t kind : kinds_) ++events[kind];
+  std::array<size_t, wire::kStreams> room{};
+  size_t total = 0;
+  for (size_t f = 0; f < wire::kEventFields; ++f) {
+    for (size_t k = 0; k < wire::kEventKinds; ++k) {
+      room[wire::StreamOf(f, k, 0)] = events[k] + kCopyBytes;
+      room[wire::StreamOf(f, k, 1)] = events[k] + kCopyBytes;
+      room[wire::StreamOf(f, k, 2)] = lane_bytes_[f + 1] + kCopyBytes;
+    }
+  }
+  for (size_t i = 1; i < wire::kStreams; ++i) total += room[i];
+  if (planes_room_ < total) {
+    planes_ = std::make_unique_for_overwrite<uint8_t[]>(total);
+    planes_room_ = total;
+  }
+  std::array<uint8_t*, wire::kStreams> at{};
+  uint8_t* next = planes_.get();
+  for (size_t i = 1; i < wire::kStreams; ++i) {
+    at[i] = next;
+    next += room[i];
+  }
+  // One varint to its three planes without a branch on its length (1, 2
+  // or 3 bytes, unpredictably): its length from the continuation bits of
+  // the 8 bytes loaded at once, every store made, each cursor advanced by
+  // what it took. A varint longer than 8 bytes (none in practice) goes
+  // byte by byte. Reads stay within joined_ (kCopyBytes of slack after the
+  // last lane) and writes within kCopyBytes of slack per stream.
+  auto move = [&at](const uint8_t*& p, size_t stream) __attribute__((always_inline)) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    const uint64_t ends = ~word & 0x8080808080808080ull;  // bytes without continuation
+    if (ends == 0) {
+      uint8_t b = *p++;
+      *at[stream]++ = b;
+      b = *p++;
+      *at[stream + 1]++ = b;
+      while (b >= 0x80) {
+        b = *p++;
+        *at[stream + 2]++ = b;
+      }
+      return;
+    }
+    const size_t length = static_cast<size_t>(__builtin_ctzll(ends)) / 8 + 1;
+    *at[stream] = p[0];
+    at[stream] += 1;
+    *at[stream + 1] = p[1];
+    at[stream + 1] += length >= 2;
+    std::memcpy(at[stream + 2], p + 2, 8);
+    at[stream + 2] += length >= 2 ? length - 2 : 0;
+    p += length;
+  };
+  for (const uint8_t kind : kinds_) {
+    move(lane[kTimes], wire::StreamOf(0, kind, 0));
+    const bool size_present = (*lane[kStacks] & 1) != 0;  // the stack word's bit 0
+    move(lane[kStacks], wire::StreamOf(1, kind, 0));
+    move(lane[kAddresses], wire::StreamOf(2, kind, 0));
+    if (size_present) move(lane[kSizes], wire::StreamOf(3, kind, 0));
+  }
+  next = planes_.get();
+  for (size_t i = 1; i < wire::kStreams; ++i) {
+    streams_[i] = std::span<const uint8_t>(next, static_cast<size_t>(at[i] - next));
+    next += room[i];
+  }
 }
 
 bool CompressChunk(const uint8_t* chunk, size_t bytes, std::vector<uint8_t>& out,
@@ -413,12 +516,18 @@ bool CheckCompressedPayload(std::span<const uint8_t> payload, uint32_t* raw_leng
     return false;
   }
   const uint8_t layout = z[wire::kZLayout];
-  if (layout != wire::kLayoutLanes && layout != wire::kLayoutRefs) {
+  if (layout != wire::kLayoutLanes && layout != wire::kLayoutRefs &&
+      layout != wire::kLayoutPlanes) {
     *what = "unknown compressed chunk layout " + std::to_string(layout);
     return false;
   }
-  const uint8_t* frame = z + wire::kZFrame;
-  const size_t frame_bytes = payload.size() - wire::kZFrame;
+  const size_t offset = wire::FrameOffset(layout);
+  if (payload.size() < offset) {
+    *what = "compressed chunk shorter than its streams header";
+    return false;
+  }
+  const uint8_t* frame = z + offset;
+  const size_t frame_bytes = payload.size() - offset;
   const unsigned long long declared = ZSTD_getFrameContentSize(frame, frame_bytes);
   if (declared == ZSTD_CONTENTSIZE_ERROR) {
     *what = "compressed chunk has no valid zstd frame header";
@@ -441,11 +550,13 @@ bool CheckCompressedPayload(std::span<const uint8_t> payload, uint32_t* raw_leng
             " bytes, its header " + std::to_string(raw);
     return false;
   }
+  const size_t pieces = layout == wire::kLayoutPlanes ? wire::kStreams : wire::kLanes;
   uint64_t lanes = 0;
-  for (size_t i = 0; i + 1 < wire::kLanes; ++i) lanes += wire::Load32(z + wire::kZLaneLengths + 4 * i);
+  for (size_t i = 0; i + 1 < pieces; ++i) lanes += wire::Load32(z + wire::kZLaneLengths + 4 * i);
   if (lanes > declared) {
-    *what = "compressed chunk's lanes (" + std::to_string(lanes) + " bytes) exceed its " +
-            std::to_string(declared) + " bytes";
+    *what = std::string("compressed chunk's ") +
+            (layout == wire::kLayoutPlanes ? "streams" : "lanes") + " (" +
+            std::to_string(lanes) + " bytes) exceed its " + std::to_string(declared) + " bytes";
     return false;
   }
   const size_t framed = ZSTD_findFrameCompressedSize(frame, frame_bytes);
@@ -477,9 +588,10 @@ bool ChunkInflater::Inflate(std::span<const uint8_t> payload, ChunkLanes* lanes,
   // Grown, never shrunk: the largest raw length so far (a chunk at most),
   // and the padding ChunkLanes promises.
   if (buffer_.size() < raw + wire::kMaxVarintBytes) buffer_.resize(raw + wire::kMaxVarintBytes);
-  const size_t n = ZSTD_decompressDCtx(dctx_, buffer_.data(), raw,
-                                       payload.data() + wire::kZFrame,
-                                       payload.size() - wire::kZFrame);
+  const uint8_t layout = payload[wire::kZLayout];
+  const size_t offset = wire::FrameOffset(layout);
+  const size_t n = ZSTD_decompressDCtx(dctx_, buffer_.data(), raw, payload.data() + offset,
+                                       payload.size() - offset);
   if (ZSTD_isError(n)) {
     *what = std::string("zstd: ") + ZSTD_getErrorName(n);
     return false;
@@ -489,16 +601,24 @@ bool ChunkInflater::Inflate(std::span<const uint8_t> payload, ChunkLanes* lanes,
             std::to_string(raw);
     return false;
   }
+  // Layouts 1 and 2 fill lane[], layout 3 stream[] (and lane[0], its
+  // stream 0); the rest stay empty.
+  const bool planes = layout == wire::kLayoutPlanes;
+  std::span<const uint8_t>* piece = planes ? lanes->stream.data() : lanes->lane.data();
+  const size_t pieces = planes ? wire::kStreams : wire::kLanes;
+  lanes->lane = {};
+  lanes->stream = {};
   const uint8_t* p = buffer_.data();
   size_t left = raw;
-  for (size_t i = 0; i < wire::kLanes; ++i) {
+  for (size_t i = 0; i < pieces; ++i) {
     const size_t len =
-        i + 1 < wire::kLanes ? wire::Load32(payload.data() + wire::kZLaneLengths + 4 * i) : left;
-    lanes->lane[i] = std::span<const uint8_t>(p, len);  // CheckCompressedPayload: sum <= raw
+        i + 1 < pieces ? wire::Load32(payload.data() + wire::kZLaneLengths + 4 * i) : left;
+    piece[i] = std::span<const uint8_t>(p, len);  // CheckCompressedPayload: sum <= raw
     p += len;
     left -= len;
   }
-  lanes->layout = payload[wire::kZLayout];
+  if (planes) lanes->lane[0] = lanes->stream[0];
+  lanes->layout = layout;
   return true;
 }
 

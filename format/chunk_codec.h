@@ -35,10 +35,11 @@ inline constexpr int kDefaultCompressionLevel = 3;
 
 class ChunkCompressor {
  public:
-  // layout: wire::kLayoutRefs (the default, docs/trace-format.md 5.2) or
-  // wire::kLayoutLanes (5.1; for comparisons and tests).
+  // layout: wire::kLayoutPlanes (the default, docs/trace-format.md 5.3),
+  // or wire::kLayoutRefs (5.2) or wire::kLayoutLanes (5.1), for
+  // comparisons and tests.
   explicit ChunkCompressor(int level = kDefaultCompressionLevel,
-                           uint8_t layout = wire::kLayoutRefs);
+                           uint8_t layout = wire::kLayoutPlanes);
   ~ChunkCompressor();
   ChunkCompressor(const ChunkCompressor&) = delete;
   ChunkCompressor& operator=(const ChunkCompressor&) = delete;
@@ -46,8 +47,9 @@ class ChunkCompressor {
   // Turns the sealed plain chunk [chunk, chunk + bytes) (a chunk header
   // with magic "CHNK" and its payload, as ChunkWriter::Finish() left it)
   // into one compressed chunk with the same tid, sequence, event count and
-  // base timestamp, written to out (replacing its contents), in layout 2
-  // (docs/trace-format.md 5.2; layout 1 for a chunk layout 2 cannot hold). When
+  // base timestamp, written to out (replacing its contents), in the
+  // constructor's layout (layout 1 for a chunk layouts 2 and 3 cannot hold,
+  // docs/trace-format.md 5.2). When
   // compressing would not make the chunk smaller, out is a copy of the
   // plain chunk. Returns false with *error (one line) when the input is not
   // one whole, checksum-valid plain chunk whose records can be split into
@@ -57,7 +59,11 @@ class ChunkCompressor {
                 std::string* error);
 
  private:
-  struct RefState;  // layout 2's (docs/trace-format.md 5.2)
+  struct RefState;  // layout 2's and 3's (docs/trace-format.md 5.2)
+
+  // Layout 3: moves the varints of lanes 1-4 (joined_, lane_bytes_) into
+  // streams_ by the kind of their event (kinds_) and their byte position.
+  void SplitPlanes();
 
   ZSTD_CCtx_s* cctx_;
   int level_;
@@ -65,6 +71,12 @@ class ChunkCompressor {
   std::unique_ptr<RefState> refs_;
   std::array<size_t, wire::kLanes> lane_bytes_{};
   std::vector<uint8_t> joined_;  // the lanes, split into and then joined; grown, never shrunk
+  std::vector<uint8_t> kinds_;   // layout 3: per event, 0 allocation or 1 free
+  // Layout 3's streams 1 to wire::kStreams - 1 (stream 0 is lane 0, left in
+  // joined_), in planes_ (planes_room_ bytes, grown, never shrunk).
+  std::array<std::span<const uint8_t>, wire::kStreams> streams_;
+  std::unique_ptr<uint8_t[]> planes_;
+  size_t planes_room_ = 0;
 };
 
 // ChunkCompressor::Compress with a compressor kept per calling thread (one
@@ -77,10 +89,14 @@ bool CompressChunk(const uint8_t* chunk, size_t bytes, std::vector<uint8_t>& out
 // bytes follow every lane (the next lane's, or ChunkInflater's padding), so
 // a decoder may read a varint at any position of a lane without checking
 // for the buffer's end first, and check the lane's end afterwards.
+// In layout 3 (5.3) lane[0] is stream 0 and stream[] holds all streams,
+// which a decoder reads byte by byte against their ends; lanes 1-4 are
+// then empty.
 struct ChunkLanes {
   std::array<std::span<const uint8_t>, wire::kLanes> lane;
-  // wire::kLayoutLanes, or wire::kLayoutRefs: lane 3 holds references
-  // (docs/trace-format.md 5.2).
+  std::array<std::span<const uint8_t>, wire::kStreams> stream;
+  // wire::kLayoutLanes, wire::kLayoutRefs (lane 3 holds references,
+  // docs/trace-format.md 5.2) or wire::kLayoutPlanes.
   uint8_t layout = wire::kLayoutLanes;
 };
 
@@ -88,7 +104,8 @@ struct ChunkLanes {
 // length against kMaxRawPayloadBytes, the layout, the lane lengths, and that
 // the payload holds exactly one zstd frame that declares its content size:
 // raw_length in layout 1, at most kMaxRawPayloadBytes in layout 2 (its
-// lanes' length, in *content_length when given). Returns false with *what (the words in parentheses of
+// lanes' length, in *content_length when given; layout 3 likewise, with
+// stream lengths). Returns false with *what (the words in parentheses of
 // "corrupt chunk at offset N (...)") otherwise. Any thread.
 bool CheckCompressedPayload(std::span<const uint8_t> payload, uint32_t* raw_length,
                             std::string* what, uint32_t* content_length = nullptr);

@@ -25,6 +25,40 @@ std::string Hex(uint64_t v) {
 }
 
 
+// Layout 3 (docs/trace-format.md 5.3): one varint whose first byte is at
+// at[0], its second at at[1] and the rest at at[2], each cursor checked
+// against its stream's end before every byte and moved past what it gave.
+// False when a stream runs out first or the varint is malformed (as
+// wire::GetVarint: more than 10 bytes, or bits above the 64th).
+__attribute__((always_inline)) inline bool GetPlanedVarint(const uint8_t** at,
+                                                          const uint8_t* const* end,
+                                                          uint64_t* out) {
+  if (at[0] >= end[0]) return false;
+  const uint64_t b0 = *at[0]++;
+  if (b0 < 0x80) {
+    *out = b0;
+    return true;
+  }
+  if (at[1] >= end[1]) return false;
+  const uint64_t b1 = *at[1]++;
+  uint64_t v = (b0 & 0x7f) | ((b1 & 0x7f) << 7);
+  if (b1 < 0x80) {
+    *out = v;
+    return true;
+  }
+  for (int shift = 14; shift < 64; shift += 7) {
+    if (at[2] >= end[2]) return false;
+    const uint64_t b = *at[2]++;
+    if (shift == 63 && b > 1) return false;
+    v |= (b & 0x7f) << shift;
+    if (b < 0x80) {
+      *out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
 class Decoder {
  public:
   // lanes: a compressed chunk's decompressed lanes (docs/trace-format.md
@@ -81,8 +115,14 @@ class Decoder {
       // Where the record is in the plain stream: the bytes of every lane
       // consumed before it (field cursors move only past whole events).
       uint64_t at_raw = static_cast<uint64_t>(at - lanes_->lane[0].data());
-      for (size_t i = 1; i < wire::kLanes; ++i) {
-        at_raw += static_cast<uint64_t>(field_[i] - lanes_->lane[i].data());
+      if (planes_) {
+        for (size_t i = 1; i < wire::kStreams; ++i) {
+          at_raw += static_cast<uint64_t>(stream_[i] - lanes_->stream[i].data());
+        }
+      } else {
+        for (size_t i = 1; i < wire::kLanes; ++i) {
+          at_raw += static_cast<uint64_t>(field_[i] - lanes_->lane[i].data());
+        }
       }
       *error_ = "corrupt record in compressed chunk at offset " +
                 std::to_string(chunk_.file_offset) + " (byte " + std::to_string(at_raw) +
@@ -189,6 +229,11 @@ class Decoder {
   // Lanes 1-4: where the next event's field is, and where the lane ends.
   const uint8_t* field_[wire::kLanes] = {};
   const uint8_t* field_end_[wire::kLanes] = {};
+  // Layout 3: the same for every stream (wire::StreamOf), which then
+  // replace lanes 1-4.
+  bool planes_ = false;
+  const uint8_t* stream_[wire::kStreams] = {};
+  const uint8_t* stream_end_[wire::kStreams] = {};
   const uint8_t* p_ = nullptr;
   const uint8_t* end_ = nullptr;
   std::string address_error_;
@@ -288,6 +333,11 @@ bool Decoder::Run() {
       field_[i] = lanes_->lane[i].data();
       field_end_[i] = field_[i] + lanes_->lane[i].size();
     }
+    planes_ = lanes_->layout == wire::kLayoutPlanes;
+    for (size_t i = 1; i < wire::kStreams; ++i) {
+      stream_[i] = lanes_->stream[i].data();
+      stream_end_[i] = stream_[i] + lanes_->stream[i].size();
+    }
   } else {
     p_ = chunk_.payload.data();
     end_ = p_ + chunk_.payload.size();
@@ -314,9 +364,28 @@ bool Decoder::Run() {
       }
       EventFields f;
       const uint8_t* lane_next[wire::kLanes] = {};  // the cursors after this event
+      // Layout 3: the cursors of this kind's streams after this event.
+      const uint8_t* planes_next[wire::kEventFields * wire::kPlanes];
+      const size_t kind_streams = wire::StreamOf(0, t.alloc ? 0 : 1, 0);
       if (lanes_ == nullptr) {
         p_ = GetEventFields(p_, end_, &f);
         if (p_ == nullptr) return Fail(start, "truncated event");
+      } else if (planes_) {
+        // Field f's planes are kind_streams + 6 f + (0, 1, 2).
+        constexpr size_t kStride = wire::kEventKinds * wire::kPlanes;
+        for (size_t i = 0; i < wire::kEventFields; ++i) {
+          for (size_t j = 0; j < wire::kPlanes; ++j) {
+            planes_next[wire::kPlanes * i + j] = stream_[kind_streams + kStride * i + j];
+          }
+        }
+        const uint8_t* const* ends = stream_end_ + kind_streams;
+        if (!GetPlanedVarint(planes_next, ends, &f.ts_delta) ||
+            !GetPlanedVarint(planes_next + 3, ends + kStride, &f.word) ||
+            !GetPlanedVarint(planes_next + 6, ends + 2 * kStride, &f.addr_delta) ||
+            ((f.word & 1) && (f.word >> 1) <= UINT32_MAX &&
+             !GetPlanedVarint(planes_next + 9, ends + 3 * kStride, &f.size))) {
+          return Fail(start, "truncated event");
+        }
       } else {
         // The fields from their lanes, read without a bounds check each
         // (ChunkLanes: padding follows every lane), then checked against
@@ -359,7 +428,14 @@ bool Decoder::Run() {
                           ev.size, &ev.address)) {
         return Fail(start, address_error_.c_str());
       }
-      if (lanes_ != nullptr) {
+      if (planes_) {
+        constexpr size_t kStride = wire::kEventKinds * wire::kPlanes;
+        for (size_t i = 0; i < wire::kEventFields; ++i) {
+          for (size_t j = 0; j < wire::kPlanes; ++j) {
+            stream_[kind_streams + kStride * i + j] = planes_next[wire::kPlanes * i + j];
+          }
+        }
+      } else if (lanes_ != nullptr) {
         for (size_t i = 1; i < wire::kLanes; ++i) field_[i] = lane_next[i];
       }
       site.stack_id = ev.stack_id;
@@ -507,10 +583,13 @@ bool Decoder::Run() {
   }
   Flush();
   if (lanes_ != nullptr) {
-    for (size_t i = 1; i < wire::kLanes; ++i) {
-      if (field_[i] != field_end_[i]) {
+    const size_t n = planes_ ? wire::kStreams : wire::kLanes;
+    const uint8_t* const* at = planes_ ? stream_ : field_;
+    const uint8_t* const* at_end = planes_ ? stream_end_ : field_end_;
+    for (size_t i = 1; i < n; ++i) {
+      if (at[i] != at_end[i]) {
         *error_ = "corrupt chunk at offset " + std::to_string(chunk_.file_offset) + " (lane " +
-                  std::to_string(i) + " has " + std::to_string(field_end_[i] - field_[i]) +
+                  std::to_string(i) + " has " + std::to_string(at_end[i] - at[i]) +
                   " bytes left after the last record)";
         return false;
       }
@@ -545,7 +624,7 @@ bool DecodeChunk(const Chunk& chunk, RecordVisitor& visitor, std::string* error)
   // Layout 2's state, like the inflater one per thread (fixed size).
   thread_local ChunkRefs refs;
   Decoder decoder(chunk, visitor, error, &lanes,
-                  lanes.layout == wire::kLayoutRefs ? &refs : nullptr);
+                  lanes.layout != wire::kLayoutLanes ? &refs : nullptr);
   return decoder.Run();
 }
 

@@ -32,7 +32,7 @@ inline constexpr uint32_t kCompressedChunkMagic = 0x5a4e4843;  // "CHNZ" in file
 // The version this code writes. It reads kOldestFormatVersion and later.
 // Version handling lives in trace_reader.cc (CheckVersion); nothing else may
 // branch on it.
-inline constexpr uint32_t kFormatVersion = 3;
+inline constexpr uint32_t kFormatVersion = 4;
 inline constexpr uint32_t kOldestFormatVersion = 1;
 
 // The CPU of an event when the tracer could not read it (no rseq), and the

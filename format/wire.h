@@ -43,12 +43,31 @@ inline constexpr size_t kChkCrcStart = 8;
 
 // Compressed chunk payload (docs/trace-format.md 5.1), after the header.
 inline constexpr size_t kZRawLength = 0;     // u32 bytes of the plain record stream
-inline constexpr size_t kZLayout = 4;        // u8 kLayoutLanes or kLayoutRefs
+inline constexpr size_t kZLayout = 4;        // u8 kLayoutLanes, kLayoutRefs or kLayoutPlanes
 inline constexpr size_t kZLaneLengths = 5;   // u32 x (kLanes - 1); the last lane has the rest
 inline constexpr uint8_t kLayoutLanes = 1;
 inline constexpr uint8_t kLayoutRefs = 2;    // lanes, lane 3 with references (5.2)
 inline constexpr size_t kLanes = 5;          // records, times, stacks, addresses, sizes
 inline constexpr size_t kZFrame = kZLaneLengths + 4 * (kLanes - 1);  // the zstd frame
+// Layout 3 (5.3): stream 0 is lane 0; stream 1 + 6 * field + 3 * kind +
+// plane holds one byte position (plane) of one field's varints (field: 0
+// ts, 1 stack word, 2 address value, 3 size) of one kind of event (0
+// allocation, 1 free).
+inline constexpr uint8_t kLayoutPlanes = 3;
+inline constexpr size_t kEventFields = 4;
+inline constexpr size_t kEventKinds = 2;
+inline constexpr size_t kPlanes = 3;       // first byte, second byte, the rest
+inline constexpr size_t kStreams = 1 + kEventFields * kEventKinds * kPlanes;
+inline constexpr size_t kZStreamLengths = 5;  // u32 x (kStreams - 1); the last has the rest
+inline constexpr size_t kZPlanesFrame = kZStreamLengths + 4 * (kStreams - 1);
+constexpr size_t StreamOf(size_t field, size_t kind, size_t plane) {
+  return 1 + kPlanes * (kEventKinds * field + kind) + plane;
+}
+static_assert(StreamOf(0, 1, 0) == 4 && StreamOf(kEventFields - 1, 1, 2) == kStreams - 1);
+// Where the zstd frame starts in a compressed payload of this layout.
+constexpr size_t FrameOffset(uint8_t layout) {
+  return layout == kLayoutPlanes ? kZPlanesFrame : kZFrame;
+}
 
 // The top byte of the length word is a check of its low three bytes, so a
 // single damaged byte there reads as corruption, never as a chunk that runs

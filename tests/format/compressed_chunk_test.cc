@@ -338,11 +338,16 @@ TEST_CASE("crafted compressed chunks are refused before anything is allocated", 
   }
   SECTION("an unknown layout") {
     std::vector<uint8_t> c = HandChunk(0, 2, {2, 0, 0, 0}, Zstd({0x04, 0x00}));
-    c[kChunkHeaderBytes + wire::kZLayout] = 3;
+    c[kChunkHeaderBytes + wire::kZLayout] = 4;
     uint32_t crc = Crc32c(c.data(), 4);
     wire::Store32(c.data() + wire::kChkCrc,
                   Crc32c(c.data() + wire::kChkCrcStart, c.size() - wire::kChkCrcStart, crc));
-    CHECK(FirstError(c, &end) == prefix + "unknown compressed chunk layout 3)");
+    CHECK(FirstError(c, &end) == prefix + "unknown compressed chunk layout 4)");
+  }
+  SECTION("layout 3 with a header of layout 1's length") {
+    // Layout 3's stream lengths take 96 bytes; these 21 + 11 cannot hold them.
+    CHECK(FirstError(HandChunk(0, 2, {2, 0, 0, 0}, Zstd({0x04, 0x00}), wire::kLayoutPlanes),
+                     &end) == prefix + "compressed chunk shorter than its streams header)");
   }
   SECTION("a frame that declares its size but holds less") {
     CHECK(FirstError(HandChunk(0, 100, {0, 0, 0, 0}, FrameDeclaring(100)), &end)
@@ -385,13 +390,35 @@ TEST_CASE("lanes that do not match their records are corrupt", "[format][v2]") {
   }
 }
 
-// Layout 2 (docs/trace-format.md 5.2) on the producer/consumer workload
-// (tests/format/workload.h): its consumers free other threads' objects, and
-// every thread frees and reallocates its own temporaries, so both kinds of
-// reference and the delta forms occur. Every field of every event must come
-// back exactly, and the references must pay.
-TEST_CASE("layout 2 round trip: every event of a known workload comes back exactly",
-          "[format][v3]") {
+// Every chunk of a plain trace compressed by a compressor of the given
+// layout; each chunk must come out in that layout. The file's size.
+size_t CompressedSize(const std::vector<uint8_t>& plain, uint8_t layout,
+                      std::vector<uint8_t>* file = nullptr) {
+  std::string error;
+  ChunkCompressor compressor(kDefaultCompressionLevel, layout);
+  auto reader = TraceReader::FromBytes(plain, "plain", &error);
+  REQUIRE(reader != nullptr);
+  std::vector<uint8_t> out(plain.begin(), plain.begin() + reader->header().size_bytes);
+  Chunk c;
+  std::vector<uint8_t> z;
+  while (reader->NextChunk(&c) == ReadResult::kChunk) {
+    REQUIRE(compressor.Compress(plain.data() + c.file_offset, kChunkHeaderBytes + c.payload_bytes,
+                                z, &error));
+    CHECK(z[kChunkHeaderBytes + wire::kZLayout] == layout);
+    out.insert(out.end(), z.begin(), z.end());
+  }
+  if (file != nullptr) *file = out;
+  return out.size();
+}
+
+// Layouts 2 and 3 (docs/trace-format.md 5.2, 5.3) on the producer/consumer
+// workload (tests/format/workload.h): its consumers free other threads'
+// objects, and every thread frees and reallocates its own temporaries, so
+// both kinds of reference and the delta forms occur. Every field of every
+// event must come back exactly, and each layout must pay over the one
+// before.
+TEST_CASE("layouts 2 and 3 round trip: every event of a known workload comes back exactly",
+          "[format][v3][v4]") {
   testing::WorkloadOptions options;
   options.events = 60000;
   testing::WorkloadStats stats;
@@ -400,34 +427,28 @@ TEST_CASE("layout 2 round trip: every event of a known workload comes back exact
   size_t compressed_chunks = 0;
   std::vector<uint8_t> packed = CompressAll(plain, &offsets, &compressed_chunks);
   REQUIRE(compressed_chunks == stats.chunks);
-  for (uint64_t at : offsets) CHECK(packed[at + kChunkHeaderBytes + wire::kZLayout] == 2);
+  // CompressChunk writes layout 3.
+  for (uint64_t at : offsets) CHECK(packed[at + kChunkHeaderBytes + wire::kZLayout] == 3);
+  std::vector<uint8_t> layout2;
+  const size_t layout2_size = CompressedSize(plain, wire::kLayoutRefs, &layout2);
 
-  ReadBack a, b;
+  ReadBack a;
   Read(plain, &a);
-  Read(packed, &b);
-  CHECK(b.end == ReadResult::kEnd);
   REQUIRE(a.c.events.size() == stats.events);
-  REQUIRE(b.c.events.size() == a.c.events.size());
-  for (size_t i = 0; i < a.c.events.size(); ++i) {
-    INFO("event " << i);
-    REQUIRE(testing::SameEvent(b.c.events[i], a.c.events[i]));
+  for (const std::vector<uint8_t>* file : {&packed, &layout2}) {
+    ReadBack b;
+    Read(*file, &b);
+    CHECK(b.end == ReadResult::kEnd);
+    REQUIRE(b.c.events.size() == a.c.events.size());
+    for (size_t i = 0; i < a.c.events.size(); ++i) {
+      INFO("event " << i);
+      REQUIRE(testing::SameEvent(b.c.events[i], a.c.events[i]));
+    }
   }
-
-  // The same chunks in layout 1 are larger: the references replaced deltas.
-  std::string error;
-  ChunkCompressor lanes_only(kDefaultCompressionLevel, wire::kLayoutLanes);
-  auto reader = TraceReader::FromBytes(plain, "plain", &error);
-  REQUIRE(reader != nullptr);
-  size_t layout1 = reader->header().size_bytes;
-  Chunk c;
-  std::vector<uint8_t> z;
-  while (reader->NextChunk(&c) == ReadResult::kChunk) {
-    REQUIRE(lanes_only.Compress(plain.data() + c.file_offset, kChunkHeaderBytes + c.payload_bytes,
-                                z, &error));
-    CHECK(z[kChunkHeaderBytes + wire::kZLayout] == 1);
-    layout1 += z.size();
-  }
-  CHECK(packed.size() < layout1);
+  // Layout 1 is larger than layout 2 (the references replaced deltas),
+  // and layout 2 larger than layout 3 (the planes).
+  CHECK(packed.size() < layout2_size);
+  CHECK(layout2_size < CompressedSize(plain, wire::kLayoutLanes));
 }
 
 TEST_CASE("layout 2 references resolve, and those that name nothing are corrupt",
@@ -487,6 +508,107 @@ TEST_CASE("layout 2 references resolve, and those that name nothing are corrupt"
     CHECK(error_with_free_value(0x00) ==
           prefix + " (byte 11 of its records: allocation reuses a freed block of size class 4, "
                    "none is free)");
+  }
+}
+
+// Layout 3 (docs/trace-format.md 5.3): the chunk of the layout 2 test
+// above (malloc(48) at 0x1000, its free by reference, a malloc reusing the
+// block), with the allocations' address values made longer so that a
+// varint spans all three planes: a stack 1 allocation of 48 at 0x1000, a
+// free of it, and an allocation on stack 3 (slot miss: its delta from the
+// free's address) 0x30 * 16 bytes above it.
+struct PlanesChunk {
+  std::array<std::vector<uint8_t>, wire::kStreams> stream;
+  PlanesChunk() {
+    stream[0] = {0x40, 0x50, 0x40};                       // tags
+    stream[wire::StreamOf(0, 0, 0)] = {0x02, 0x02};       // ts, allocations
+    stream[wire::StreamOf(0, 1, 0)] = {0x02};             // ts, the free
+    stream[wire::StreamOf(1, 0, 0)] = {0x03, 0x07};       // stack words 1 and 3, sizes
+    stream[wire::StreamOf(1, 1, 0)] = {0x05};             // stack 2, size
+    // Address values: 0x201 (delta 0x100 units, plus one): 81 04; then
+    // zz(0x30) + 1 = 0x61. The second allocation is 3 bytes: 0xe1 0x80 0x00,
+    // the same value written long, to fill plane 2.
+    stream[wire::StreamOf(2, 0, 0)] = {0x81, 0xe1};
+    stream[wire::StreamOf(2, 0, 1)] = {0x04, 0x80};
+    stream[wire::StreamOf(2, 0, 2)] = {0x00};
+    stream[wire::StreamOf(2, 1, 0)] = {0x03};             // the latest allocation
+    stream[wire::StreamOf(3, 0, 0)] = {0x30, 0x30};       // sizes 48
+    stream[wire::StreamOf(3, 1, 0)] = {0x00};             // the free's size 0
+  }
+  std::vector<uint8_t> Chunk(uint32_t events = 3) const {
+    std::vector<uint8_t> payload(wire::kZPlanesFrame);
+    std::vector<uint8_t> content;
+    for (size_t i = 0; i < wire::kStreams; ++i) {
+      if (i + 1 < wire::kStreams) {
+        wire::Store32(payload.data() + wire::kZStreamLengths + 4 * i,
+                      static_cast<uint32_t>(stream[i].size()));
+      }
+      content.insert(content.end(), stream[i].begin(), stream[i].end());
+    }
+    wire::Store32(payload.data() + wire::kZRawLength, static_cast<uint32_t>(content.size()));
+    payload[wire::kZLayout] = wire::kLayoutPlanes;
+    std::vector<uint8_t> frame = Zstd(content);
+    payload.insert(payload.end(), frame.begin(), frame.end());
+    std::vector<uint8_t> c = testing::MakeChunk(9, 0, 1000, events, payload);
+    wire::Store32(c.data(), kCompressedChunkMagic);
+    uint32_t crc = Crc32c(c.data(), 4);
+    crc = Crc32c(c.data() + wire::kChkCrcStart, c.size() - wire::kChkCrcStart, crc);
+    wire::Store32(c.data() + wire::kChkCrc, crc);
+    return c;
+  }
+};
+
+TEST_CASE("layout 3 reads each varint from its planes, and streams must match their records",
+          "[format][v4]") {
+  ReadResult end;
+  const uint64_t at = TraceBuilder().bytes().size();
+  PlanesChunk planes;
+  SECTION("well formed") {
+    std::vector<uint8_t> file = TraceBuilder().bytes();
+    std::vector<uint8_t> c = planes.Chunk();
+    file.insert(file.end(), c.begin(), c.end());
+    ReadBack r;
+    Read(file, &r);
+    CHECK(r.end == ReadResult::kEnd);
+    REQUIRE(r.c.events.size() == 3);
+    CHECK(r.c.events[0].address == 0x1000);
+    CHECK(r.c.events[0].size == 48);
+    CHECK(r.c.events[0].stack_id == 1);
+    CHECK(r.c.events[1].op == EventOp::kFree);
+    CHECK(r.c.events[1].address == 0x1000);
+    CHECK(r.c.events[1].stack_id == 2);
+    CHECK(r.c.events[1].size == 0);
+    CHECK(r.c.events[2].op == EventOp::kAlloc);
+    CHECK(r.c.events[2].address == 0x1000 + 0x30 * 16);
+    CHECK(r.c.events[2].stack_id == 3);
+    CHECK(r.c.events[2].timestamp_ns == 1003);
+  }
+  const std::string record = "corrupt record in compressed chunk at offset " +
+                             std::to_string(at) + " (byte ";
+  SECTION("a plane that runs out: the last allocation's third byte is missing") {
+    planes.stream[wire::StreamOf(2, 0, 2)].clear();
+    // Before the third event: 2 tags and the first two events' 9 field bytes.
+    CHECK(FirstError(planes.Chunk(), &end) == record + "11 of its records: truncated event)");
+  }
+  SECTION("a free's stream that runs out") {
+    planes.stream[wire::StreamOf(3, 1, 0)].clear();
+    CHECK(FirstError(planes.Chunk(), &end) == record + "6 of its records: truncated event)");
+  }
+  SECTION("a byte left in a stream") {
+    planes.stream[wire::StreamOf(0, 1, 0)].push_back(0x02);
+    CHECK(FirstError(planes.Chunk(), &end) ==
+          "corrupt chunk at offset " + std::to_string(at) + " (lane " +
+              std::to_string(wire::StreamOf(0, 1, 0)) + " has 1 bytes left after the last record)");
+  }
+  SECTION("a varint of 11 bytes across the planes") {
+    planes.stream[wire::StreamOf(2, 0, 2)] = std::vector<uint8_t>(8, 0x80);
+    planes.stream[wire::StreamOf(2, 0, 2)].push_back(0x00);
+    CHECK(FirstError(planes.Chunk(), &end) == record + "11 of its records: truncated event)");
+  }
+  SECTION("bits above the 64th") {
+    planes.stream[wire::StreamOf(2, 0, 2)] = std::vector<uint8_t>(7, 0x80);
+    planes.stream[wire::StreamOf(2, 0, 2)].push_back(0x02);  // the 10th byte, bit 64
+    CHECK(FirstError(planes.Chunk(), &end) == record + "11 of its records: truncated event)");
   }
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // crossfree-trace-compress IN OUT [LEVEL [LAYOUT]]: rewrites a trace with
 // every plain chunk compressed by format::ChunkCompressor (docs/trace-format.md
-// 5.1; LAYOUT 2, the default, 5.2, or 1 to compare), as
+// 5.1; LAYOUT 3, the default, 5.3, or 1 or 2 to compare), as
 // `crossfree record` does with the chunks it receives. For the format tests
 // (a compressed trace read back by `crossfree dump` and `report`) and for
 // the size and reading-speed figures of docs/results/trace-size.md. The
@@ -19,14 +19,15 @@
 using namespace crossfree::format;
 
 int main(int argc, char** argv) {
-  if (argc < 3 || argc > 5 || (argc == 5 && std::atoi(argv[4]) != wire::kLayoutLanes &&
-                                std::atoi(argv[4]) != wire::kLayoutRefs)) {
-    std::fprintf(stderr, "usage: crossfree-trace-compress IN OUT [LEVEL [LAYOUT (1 or 2)]]\n");
+  if (argc < 3 || argc > 5 ||
+      (argc == 5 && (std::atoi(argv[4]) < wire::kLayoutLanes ||
+                     std::atoi(argv[4]) > wire::kLayoutPlanes))) {
+    std::fprintf(stderr, "usage: crossfree-trace-compress IN OUT [LEVEL [LAYOUT (1, 2 or 3)]]\n");
     return 2;
   }
   const int level = argc >= 4 ? std::atoi(argv[3]) : kDefaultCompressionLevel;
   ChunkCompressor compressor(
-      level, argc == 5 ? static_cast<uint8_t>(std::atoi(argv[4])) : wire::kLayoutRefs);
+      level, argc == 5 ? static_cast<uint8_t>(std::atoi(argv[4])) : wire::kLayoutPlanes);
   std::string error;
   auto reader = TraceReader::Open(argv[1], &error);
   if (reader == nullptr) {

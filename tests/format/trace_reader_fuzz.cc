@@ -42,15 +42,17 @@ void ReadAll(std::span<const uint8_t> bytes) {
   }
 }
 
-// A compressed chunk (docs/trace-format.md 5.1) with the given lanes header
-// fields and frame, its checksum made to match.
-std::vector<uint8_t> CompressedChunk(uint32_t events, uint32_t raw, const uint32_t lanes[4],
-                                     const uint8_t* frame, size_t frame_bytes,
-                                     uint8_t layout = wire::kLayoutLanes) {
-  std::vector<uint8_t> payload(wire::kZFrame);
+// A compressed chunk (docs/trace-format.md 5.1, 5.3) with the given lanes
+// (or streams) header fields and frame, its checksum made to match.
+std::vector<uint8_t> CompressedChunk(uint32_t events, uint32_t raw,
+                                     const std::vector<uint32_t>& lanes, const uint8_t* frame,
+                                     size_t frame_bytes, uint8_t layout = wire::kLayoutLanes) {
+  std::vector<uint8_t> payload(wire::FrameOffset(layout));
   wire::Store32(payload.data() + wire::kZRawLength, raw);
   payload[wire::kZLayout] = layout;
-  for (int i = 0; i < 4; ++i) wire::Store32(payload.data() + wire::kZLaneLengths + 4 * i, lanes[i]);
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    wire::Store32(payload.data() + wire::kZLaneLengths + 4 * i, lanes[i]);
+  }
   payload.insert(payload.end(), frame, frame + frame_bytes);
   std::vector<uint8_t> c = testing::MakeChunk(1, 0, 0, events, payload);
   wire::Store32(c.data(), kCompressedChunkMagic);
@@ -71,18 +73,26 @@ void ReadWithChunk(const std::vector<uint8_t>& chunk) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size >= 5 && size <= (1u << 20)) {
     // The rest of the input as a record stream split into lanes: bytes 1-4
-    // give each of lanes 0-3 a share of it, lane 4 the remainder.
+    // give each of lanes 0-3 a share of it, lane 4 the remainder. Byte 4
+    // also picks the layout: its bit 1, layout 3, whose streams 0-23 take
+    // their shares by bytes 1-4 in turn (a quarter of the share at most,
+    // so that later streams get bytes too), stream 24 the remainder; else
+    // its bit 0, layout 2 or 1.
     const uint8_t* records = data + 5;
     const uint32_t raw = static_cast<uint32_t>(size - 5);
-    uint32_t lanes[4];
+    const uint8_t layout = (data[4] & 2) != 0   ? wire::kLayoutPlanes
+                           : (data[4] & 1) != 0 ? wire::kLayoutRefs
+                                                : wire::kLayoutLanes;
+    const size_t pieces = layout == wire::kLayoutPlanes ? wire::kStreams : wire::kLanes;
+    const uint64_t scale = layout == wire::kLayoutPlanes ? 4 * 255 : 255;
+    std::vector<uint32_t> lanes(pieces - 1);
     uint32_t left = raw;
-    for (int i = 0; i < 4; ++i) {
-      lanes[i] = static_cast<uint32_t>(static_cast<uint64_t>(left) * data[1 + i] / 255);
+    for (size_t i = 0; i + 1 < pieces; ++i) {
+      lanes[i] = static_cast<uint32_t>(static_cast<uint64_t>(left) * data[1 + i % 4] / scale);
       left -= lanes[i];
     }
     std::vector<uint8_t> frame(ZSTD_compressBound(raw));
     size_t n = ZSTD_compress(frame.data(), frame.size(), records, raw, 1);
-    const uint8_t layout = (data[4] & 1) != 0 ? wire::kLayoutRefs : wire::kLayoutLanes;
     if (!ZSTD_isError(n)) {
       ReadWithChunk(CompressedChunk(data[0], raw, lanes, frame.data(), n, layout));
     }
@@ -92,8 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint32_t claim = (data[0] & 0x80) || declared > 0xffffffffull
                          ? wire::Load32(data + 1)
                          : static_cast<uint32_t>(declared);
-    uint32_t none[4] = {0, 0, 0, 0};
-    ReadWithChunk(CompressedChunk(0, claim, none, data, size));
+    ReadWithChunk(CompressedChunk(0, claim, {0, 0, 0, 0}, data, size));
   }
   ReadAll(std::span<const uint8_t>(data, size));
   if (size > kMaxChunkBytes - kChunkHeaderBytes) return 0;
