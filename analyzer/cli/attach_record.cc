@@ -104,8 +104,11 @@ std::string EntryProblem(int code, pid_t pid) {
                          "being recorded from its start (see its CROSSFREE_OUTPUT trace)",
                          pid);
     case attach::kAttachBusy:
-      return fmt::format("the tracer in process {} is in a session already (another crossfree "
-                         "record, or one that is ending); try again when it has detached",
+      // Not another live record: its socket, bound until it exits, would
+      // have refused this one before the injection.
+      return fmt::format("the tracer in process {} is still ending an earlier session (its "
+                         "crossfree record was killed a moment ago, or the trace of one killed "
+                         "while recording is still being written); try again in a moment",
                          pid);
     case attach::kAttachNoChannel:
       return fmt::format("the tracer in process {} cannot reach crossfree's control socket "
