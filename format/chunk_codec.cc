@@ -294,6 +294,20 @@ ChunkCompressor::~ChunkCompressor() { ZSTD_freeCCtx(cctx_); }
 
 bool ChunkCompressor::Compress(const uint8_t* chunk, size_t bytes, std::vector<uint8_t>& out,
                                std::string* error) {
+  if (!Encode(chunk, bytes, layout_, out, error)) return false;
+  // Layout 3's 16 or so streams each pay for a zstd block and its literal
+  // table (a few dozen bytes): below some 64 KiB of records layout 2 can
+  // be smaller (the chunks of 235 events of tests/format/compressed_cli_test.sh:
+  // 2,583 bytes against 4,998). There both are made, and the smaller kept.
+  if (layout_ == wire::kLayoutPlanes && bytes < kChunkHeaderBytes + kSmallRecords) {
+    if (!Encode(chunk, bytes, wire::kLayoutRefs, alternative_, error)) return false;
+    if (alternative_.size() < out.size()) out.swap(alternative_);
+  }
+  return true;
+}
+
+bool ChunkCompressor::Encode(const uint8_t* chunk, size_t bytes, uint8_t layout,
+                             std::vector<uint8_t>& out, std::string* error) {
   if (cctx_ == nullptr) {
     *error = "cannot create a zstd compression context";
     return false;
@@ -314,11 +328,9 @@ bool ChunkCompressor::Compress(const uint8_t* chunk, size_t bytes, std::vector<u
     *error = "chunk checksum mismatch";
     return false;
   }
-  // Layout 2 (docs/trace-format.md 5.2), or layout 1 for the rare chunk
-  // layout 2 cannot hold: an address delta of 2^63 or more, or lanes that
-  // grew past the raw limit.
-  uint8_t layout = layout_;
-  kinds_.clear();
+  // Layout 3 or 2 (docs/trace-format.md 5.3, 5.2), or layout 1 for the
+  // rare chunk those cannot hold: an address delta of 2^63 or more, or
+  // lanes that grew past the raw limit.
   // One buffer: lane i from start[i], then the lanes moved together.
   std::array<size_t, wire::kLanes> start;
   size_t room = 0;

@@ -61,6 +61,13 @@ class ChunkCompressor {
  private:
   struct RefState;  // layout 2's and 3's (docs/trace-format.md 5.2)
 
+  // Compress in the given layout (or layout 1 where that cannot hold the
+  // records).
+  bool Encode(const uint8_t* chunk, size_t bytes, uint8_t layout, std::vector<uint8_t>& out,
+              std::string* error);
+  // Below these bytes of records Compress makes layout 2 as well as 3.
+  static constexpr size_t kSmallRecords = 64 * 1024;
+
   // Layout 3: moves the varints of lanes 1-4 (joined_, lane_bytes_) into
   // streams_ by the kind of their event (kinds_) and their byte position.
   void SplitPlanes();
@@ -72,6 +79,7 @@ class ChunkCompressor {
   std::array<size_t, wire::kLanes> lane_bytes_{};
   std::vector<uint8_t> joined_;  // the lanes, split into and then joined; grown, never shrunk
   std::vector<uint8_t> kinds_;   // layout 3: per event, 0 allocation or 1 free
+  std::vector<uint8_t> alternative_;  // Compress's layout 2 try of a small chunk
   // Layout 3's streams 1 to wire::kStreams - 1 (stream 0 is lane 0, left in
   // joined_), in planes_ (planes_room_ bytes, grown, never shrunk).
   std::array<std::span<const uint8_t>, wire::kStreams> streams_;
