@@ -27,36 +27,56 @@ std::string Hex(uint64_t v) {
 
 // Layout 3 (docs/trace-format.md 5.3): one varint whose first byte is at
 // at[0], its second at at[1] and the rest at at[2], each cursor checked
-// against its stream's end before every byte and moved past what it gave.
-// False when a stream runs out first or the varint is malformed (as
-// wire::GetVarint: more than 10 bytes, or bits above the 64th).
-__attribute__((always_inline)) inline bool GetPlanedVarint(const uint8_t** at,
-                                                          const uint8_t* const* end,
-                                                          uint64_t* out) {
-  if (at[0] >= end[0]) return false;
-  const uint64_t b0 = *at[0]++;
+// against its stream's end before every byte. Returns the varint's length
+// and moves the cursors past it; 0, moving none, when a stream runs out
+// first or the varint is malformed (as wire::GetVarint: more than 10
+// bytes, or bits above the 64th).
+__attribute__((always_inline)) inline unsigned GetPlanedVarint(const uint8_t** at,
+                                                              const uint8_t* const* end,
+                                                              uint64_t* out) {
+  const uint8_t* a0 = at[0];
+  if (a0 >= end[0]) return 0;
+  const uint64_t b0 = *a0;
   if (b0 < 0x80) {
+    at[0] = a0 + 1;
     *out = b0;
-    return true;
+    return 1;
   }
-  if (at[1] >= end[1]) return false;
-  const uint64_t b1 = *at[1]++;
+  const uint8_t* a1 = at[1];
+  if (a1 >= end[1]) return 0;
+  const uint64_t b1 = *a1;
   uint64_t v = (b0 & 0x7f) | ((b1 & 0x7f) << 7);
   if (b1 < 0x80) {
+    at[0] = a0 + 1;
+    at[1] = a1 + 1;
     *out = v;
-    return true;
+    return 2;
   }
+  const uint8_t* a2 = at[2];
   for (int shift = 14; shift < 64; shift += 7) {
-    if (at[2] >= end[2]) return false;
-    const uint64_t b = *at[2]++;
-    if (shift == 63 && b > 1) return false;
+    if (a2 >= end[2]) return 0;
+    const uint64_t b = *a2++;
+    if (shift == 63 && b > 1) return 0;
     v |= (b & 0x7f) << shift;
     if (b < 0x80) {
+      const auto length = static_cast<unsigned>(2 + (a2 - at[2]));
+      at[0] = a0 + 1;
+      at[1] = a1 + 1;
+      at[2] = a2;
       *out = v;
-      return true;
+      return length;
     }
   }
-  return false;
+  return 0;
+}
+
+// Moves the cursors of GetPlanedVarint back over a varint of length bytes
+// it read (0: nothing was read).
+inline void UnreadPlanedVarint(const uint8_t** at, unsigned length) {
+  if (length == 0) return;
+  at[0] -= 1;
+  if (length >= 2) at[1] -= 1;
+  if (length > 2) at[2] -= length - 2;
 }
 
 class Decoder {
@@ -364,27 +384,30 @@ bool Decoder::Run() {
       }
       EventFields f;
       const uint8_t* lane_next[wire::kLanes] = {};  // the cursors after this event
-      // Layout 3: the cursors of this kind's streams after this event.
-      const uint8_t* planes_next[wire::kEventFields * wire::kPlanes];
-      const size_t kind_streams = wire::StreamOf(0, t.alloc ? 0 : 1, 0);
+      // Layout 3: this kind's streams (consecutive, wire::StreamOf), read in
+      // place; the lengths read, to move back over them when the event
+      // turns out malformed (a failure reports the record's start).
+      const uint8_t** planes = stream_ + wire::StreamOf(0, t.alloc ? 0 : 1, 0);
+      unsigned read[wire::kEventFields] = {};
+      auto fail = [&](const char* what, uint64_t value = 0, bool show = false) {
+        if (planes_) {
+          for (size_t i = 0; i < wire::kEventFields; ++i) {
+            UnreadPlanedVarint(planes + wire::kPlanes * i, read[i]);
+          }
+        }
+        return Fail(start, what, value, show);
+      };
       if (lanes_ == nullptr) {
         p_ = GetEventFields(p_, end_, &f);
         if (p_ == nullptr) return Fail(start, "truncated event");
       } else if (planes_) {
-        // Field f's planes are kind_streams + 6 f + (0, 1, 2).
-        constexpr size_t kStride = wire::kEventKinds * wire::kPlanes;
-        for (size_t i = 0; i < wire::kEventFields; ++i) {
-          for (size_t j = 0; j < wire::kPlanes; ++j) {
-            planes_next[wire::kPlanes * i + j] = stream_[kind_streams + kStride * i + j];
-          }
-        }
-        const uint8_t* const* ends = stream_end_ + kind_streams;
-        if (!GetPlanedVarint(planes_next, ends, &f.ts_delta) ||
-            !GetPlanedVarint(planes_next + 3, ends + kStride, &f.word) ||
-            !GetPlanedVarint(planes_next + 6, ends + 2 * kStride, &f.addr_delta) ||
+        const uint8_t* const* ends = stream_end_ + (planes - stream_);
+        if ((read[0] = GetPlanedVarint(planes, ends, &f.ts_delta)) == 0 ||
+            (read[1] = GetPlanedVarint(planes + 3, ends + 3, &f.word)) == 0 ||
+            (read[2] = GetPlanedVarint(planes + 6, ends + 6, &f.addr_delta)) == 0 ||
             ((f.word & 1) && (f.word >> 1) <= UINT32_MAX &&
-             !GetPlanedVarint(planes_next + 9, ends + 3 * kStride, &f.size))) {
-          return Fail(start, "truncated event");
+             (read[3] = GetPlanedVarint(planes + 9, ends + 9, &f.size)) == 0)) {
+          return fail("truncated event");
         }
       } else {
         // The fields from their lanes, read without a bounds check each
@@ -409,7 +432,7 @@ bool Decoder::Run() {
         lane_next[3] = a_at;
         lane_next[4] = s_at;
       }
-      if ((f.word >> 1) > UINT32_MAX) return Fail(start, "bad stack id", f.word >> 1, true);
+      if ((f.word >> 1) > UINT32_MAX) return fail("bad stack id", f.word >> 1, true);
       ev.timestamp_ns = prev_ts + static_cast<uint64_t>(wire::UnZigZag(f.ts_delta));
       ev.stack_id = static_cast<uint32_t>(f.word >> 1);
       Site& site = sites_[ev.stack_id % ChunkWriter::kSiteSlots];
@@ -419,23 +442,16 @@ bool Decoder::Run() {
       } else if (hit) {
         ev.size = site.size;
       } else {
-        return Fail(start, "event repeats the size of a stack not seen in this chunk");
+        return fail("event repeats the size of a stack not seen in this chunk");
       }
       if (refs_ == nullptr) {
         ev.address = (hit ? site.address : prev_addr) +
                      (static_cast<uint64_t>(wire::UnZigZag(f.addr_delta)) << t.addr_shift);
       } else if (!Address(t.alloc, f.addr_delta, hit ? site.address : prev_addr, t.addr_shift,
                           ev.size, &ev.address)) {
-        return Fail(start, address_error_.c_str());
+        return fail(address_error_.c_str());
       }
-      if (planes_) {
-        constexpr size_t kStride = wire::kEventKinds * wire::kPlanes;
-        for (size_t i = 0; i < wire::kEventFields; ++i) {
-          for (size_t j = 0; j < wire::kPlanes; ++j) {
-            stream_[kind_streams + kStride * i + j] = planes_next[wire::kPlanes * i + j];
-          }
-        }
-      } else if (lanes_ != nullptr) {
+      if (lanes_ != nullptr && !planes_) {
         for (size_t i = 1; i < wire::kLanes; ++i) field_[i] = lane_next[i];
       }
       site.stack_id = ev.stack_id;

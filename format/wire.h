@@ -49,10 +49,11 @@ inline constexpr uint8_t kLayoutLanes = 1;
 inline constexpr uint8_t kLayoutRefs = 2;    // lanes, lane 3 with references (5.2)
 inline constexpr size_t kLanes = 5;          // records, times, stacks, addresses, sizes
 inline constexpr size_t kZFrame = kZLaneLengths + 4 * (kLanes - 1);  // the zstd frame
-// Layout 3 (5.3): stream 0 is lane 0; stream 1 + 6 * field + 3 * kind +
+// Layout 3 (5.3): stream 0 is lane 0; stream 1 + 12 * kind + 3 * field +
 // plane holds one byte position (plane) of one field's varints (field: 0
 // ts, 1 stack word, 2 address value, 3 size) of one kind of event (0
-// allocation, 1 free).
+// allocation, 1 free). A kind's 12 streams are consecutive, so that a
+// decoder moves its cursors for an event as one block.
 inline constexpr uint8_t kLayoutPlanes = 3;
 inline constexpr size_t kEventFields = 4;
 inline constexpr size_t kEventKinds = 2;
@@ -60,10 +61,11 @@ inline constexpr size_t kPlanes = 3;       // first byte, second byte, the rest
 inline constexpr size_t kStreams = 1 + kEventFields * kEventKinds * kPlanes;
 inline constexpr size_t kZStreamLengths = 5;  // u32 x (kStreams - 1); the last has the rest
 inline constexpr size_t kZPlanesFrame = kZStreamLengths + 4 * (kStreams - 1);
+inline constexpr size_t kKindStreams = kEventFields * kPlanes;  // 12
 constexpr size_t StreamOf(size_t field, size_t kind, size_t plane) {
-  return 1 + kPlanes * (kEventKinds * field + kind) + plane;
+  return 1 + kKindStreams * kind + kPlanes * field + plane;
 }
-static_assert(StreamOf(0, 1, 0) == 4 && StreamOf(kEventFields - 1, 1, 2) == kStreams - 1);
+static_assert(StreamOf(0, 1, 0) == 13 && StreamOf(kEventFields - 1, 1, 2) == kStreams - 1);
 // Where the zstd frame starts in a compressed payload of this layout.
 constexpr size_t FrameOffset(uint8_t layout) {
   return layout == kLayoutPlanes ? kZPlanesFrame : kZFrame;

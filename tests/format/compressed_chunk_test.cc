@@ -594,6 +594,11 @@ TEST_CASE("layout 3 reads each varint from its planes, and streams must match th
     planes.stream[wire::StreamOf(3, 1, 0)].clear();
     CHECK(FirstError(planes.Chunk(), &end) == record + "6 of its records: truncated event)");
   }
+  SECTION("a reference that names nothing: the error is at the event's start") {
+    planes.stream[wire::StreamOf(2, 1, 0)] = {0x05};  // the 2nd last allocation; there is one
+    CHECK(FirstError(planes.Chunk(), &end) ==
+          record + "6 of its records: free refers to allocation 2 back, the chunk has 1)");
+  }
   SECTION("a byte left in a stream") {
     planes.stream[wire::StreamOf(0, 1, 0)].push_back(0x02);
     CHECK(FirstError(planes.Chunk(), &end) ==
