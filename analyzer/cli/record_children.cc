@@ -184,8 +184,7 @@ void ChildRegions::Offered(const uint8_t* data, size_t n, const int* fds, size_t
   if (n != sizeof(msg) || truncated || nfds != 2 || msg.magic != shm::kChildMessageMagic ||
       msg.version != shm::kChannelVersion) {
     for (size_t i = 0; i < nfds; ++i) close(fds[i]);
-    ++totals_.refused;
-    Note(totals_.refusals, "a malformed region offer on the hand-off socket");
+    Refused("a malformed region offer on the hand-off socket", 0);
     return;
   }
   const int pidfd = fds[1];
@@ -193,8 +192,7 @@ void ChildRegions::Offered(const uint8_t* data, size_t n, const int* fds, size_t
   std::unique_ptr<ChunkChannel> region = ChunkChannel::Adopt(fds[0], &error);
   if (region == nullptr) {
     close(pidfd);
-    ++totals_.refused;
-    Note(totals_.refusals, error);
+    Refused(error, 0);
     return;
   }
   const long pid = PidOfPidfd(pidfd);
@@ -202,21 +200,25 @@ void ChildRegions::Offered(const uint8_t* data, size_t n, const int* fds, size_t
       region->AttachedPid() != msg.pid || msg.pid == 0) {
     region->Refuse();
     close(pidfd);
-    ++totals_.refused;
-    Note(totals_.refusals,
-         fmt::format("the region offered for pid {} came with another process's pidfd", msg.pid));
+    Refused(fmt::format("the region offered for pid {} came with another process's pidfd",
+                        msg.pid),
+            0);
     return;
   }
   if (!adopt || live_.size() >= shm::kMaxChildRegions) {
-    // The child writes its own file, at once.
+    // The child writes its own file, at once. Said with the limit: a user
+    // who finds files record did not write must learn why from record.
     region->Refuse();
     close(pidfd);
-    ++totals_.refused;
+    Refused(adopt ? fmt::format("offered while {} were live, the most record adopts at once",
+                                shm::kMaxChildRegions)
+                  : std::string("offered as record was ending"),
+            msg.pid);
     return;
   }
   if (!region->Claim(path_for_(msg.pid), compressor_.get())) {
     close(pidfd);  // the child gave up waiting: it writes its own file
-    ++totals_.refused;
+    Refused("the process had stopped waiting for record", msg.pid);
     return;
   }
   ++totals_.processes;
@@ -236,6 +238,21 @@ void ChildRegions::Retire(Live& live) {
 
 void ChildRegions::Note(std::vector<std::string>& to, const std::string& text) {
   if (to.size() < kMaxNotes) to.push_back(text);
+}
+
+void ChildRegions::Refused(const std::string& why, uint32_t pid) {
+  ++totals_.refused;
+  bool counted = false;
+  for (auto& [text, count] : totals_.refusals) {
+    if (text == why) {
+      ++count;
+      counted = true;
+    }
+  }
+  if (!counted && totals_.refusals.size() < kMaxNotes) totals_.refusals.emplace_back(why, 1);
+  if (pid == 0 || !path_for_) return;
+  ++totals_.refused_named;
+  if (totals_.refused_files.size() < kMaxNotes) totals_.refused_files.push_back(path_for_(pid));
 }
 
 ChildRegions::Totals ChildRegions::Finish() {

@@ -11,7 +11,8 @@
 // (partly filled slots included) once the child's pidfd says the process
 // has ended, so a SIGKILLed child loses none of the events it recorded.
 // At most format::shm::kMaxChildRegions live at once; a child refused
-// writes its own file, as without record.
+// writes its own file, as without record, and Totals says how many, why
+// and which files (record's hand-off report names them in one line).
 //
 // Threading: the owner thread (RunRecord's) calls Create, the fork-time
 // calls, Start and Finish, in that order; between Start and Finish the
@@ -23,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "analyzer/cli/record_channel.h"
@@ -39,7 +41,13 @@ class ChildRegions {
     uint64_t exec_images = 0;  // later images of those processes (after exec)
     ChunkChannel::Stats sum;  // files: every file written for them
     std::vector<std::string> errors;   // drains': the first few, one line each
-    std::vector<std::string> refusals;  // why offers were refused: the first few
+    // Why offers were refused: the first few distinct reasons, each with
+    // how many offers it refused.
+    std::vector<std::pair<std::string, uint64_t>> refusals;
+    // The traces refused processes write themselves (path_for of a pid
+    // whose pidfd matched its offer): the first few, and how many in all.
+    std::vector<std::string> refused_files;
+    uint64_t refused_named = 0;
   };
 
   // The socketpair; null and *error on failure (the command's children
@@ -76,6 +84,9 @@ class ChildRegions {
                bool adopt);
   void Retire(Live& live);
   void Note(std::vector<std::string>& to, const std::string& text);
+  // One refused offer: its reason counted, and, pid non-zero (verified by
+  // its pidfd), the trace that process writes itself named.
+  void Refused(const std::string& why, uint32_t pid);
 
   int sock_[2] = {-1, -1};  // [0] record's, [1] the command's
   int stop_[2] = {-1, -1};  // a pipe: Finish wakes the thread

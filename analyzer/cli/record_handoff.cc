@@ -185,29 +185,42 @@ void RecordHandOff::Report() const {
     usage_text = fmt::format("; record used {:.2f} s of CPU, peak RSS {} MiB (the command: {:.2f} s)",
                              seconds(self), (self.ru_maxrss + 1023) / 1024, seconds(children));
   }
-  // Offers a process made that record did not take: that process wrote
-  // its own file (a bad offer is named).
-  std::string refused;
-  if (child_totals_.refused > 0) {
-    std::string why;
-    for (size_t i = 0; i < child_totals_.refusals.size(); ++i) {
-      why += (i > 0 ? "; " : ": ") + child_totals_.refusals[i];
-    }
-    refused = fmt::format("; {} child process region{} refused (that process writes its own trace{})",
-                          child_totals_.refused, child_totals_.refused == 1 ? "" : "s", why);
-  }
-  // One line: the run's summary follows it.
+  // One line (then one for refused offers, below): the run's summary follows.
   fmt::print(stderr,
              "crossfree record: hand-off: {} events in {} chunks ({} events in {} partly filled "
              "chunk{} taken after their process ended), {} bytes written{}, compression {:.2f}x; "
-             "{}{}{}\n",
+             "{}{}\n",
              all.events, all.chunks, all.partial_events, all.partial_chunks,
              all.partial_chunks == 1 ? "" : "s", all.bytes_written,
              also,
              ratio,
              lost.empty() ? "0 events lost of those the command recorded"
                           : "not written: " + lost,
-             refused, usage_text);
+             usage_text);
+  // Offers record did not take, in a line of their own: the hand-off
+  // line's counts leave those processes out, and the run's summary below
+  // counts the traces they wrote themselves, so the user is told why, and
+  // where those traces are.
+  if (child_totals_.refused > 0) {
+    std::string why;
+    for (const auto& [text, count] : child_totals_.refusals) {
+      why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", text, count);
+    }
+    const uint64_t n = child_totals_.refused;
+    std::string where;
+    for (const std::string& f : child_totals_.refused_files) {
+      where += fmt::format("{}{}", where.empty() ? ": " : ", ", f);
+    }
+    const uint64_t unnamed = child_totals_.refused_named - child_totals_.refused_files.size();
+    if (unnamed > 0) where += fmt::format(" and {} more", unnamed);
+    fmt::print(stderr,
+               "crossfree record: {} child process region{} refused ({}); {}, as without "
+               "record{}\n",
+               n, n == 1 ? "" : "s", why,
+               n == 1 ? "that process writes its own trace"
+                      : "those processes write their own traces",
+               where);
+  }
 }
 
 }  // namespace crossfree::analyzer::cli

@@ -6,7 +6,9 @@
 // idle ones included, with the child opening and writing no trace; a
 // SIGKILLed child losing none of the events it recorded; and a fork child
 // that execs, whose next image takes its region over (and keeps every
-// event when it is SIGKILLed); a program sh starts by vfork; forged offers.
+// event when it is SIGKILLed); a program sh starts by vfork; forged offers;
+// more children at once than record adopts, the rest writing their own.
+#include <filesystem>
 #include <map>
 #include <regex>
 #include <set>
@@ -16,6 +18,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "format/shm_channel.h"
 #include "tests/tracer/tracer_test_util.h"
 
 namespace crossfree::tracer_test {
@@ -271,11 +274,13 @@ TEST_CASE("handoff: forged region offers are refused and named, real children st
   RunResult r = Record(trace, {TargetPath("tt_fork_handoff"), "forge"});
   INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(r.err.find("; 4 child process regions refused (that process writes its own trace: "
-                   "a malformed region offer on the hand-off socket; a child process's hand-off "
-                   "region is unsealed or of a bad size; a child process's hand-off region has a "
-                   "bad control block; the region offered for pid ") != std::string::npos);
-  CHECK(r.err.find("came with another process's pidfd)") != std::string::npos);
+  CHECK(r.err.find("crossfree record: 4 child process regions refused (a malformed region offer "
+                   "on the hand-off socket: 1; a child process's hand-off region is unsealed or "
+                   "of a bad size: 1; a child process's hand-off region has a bad control block: "
+                   "1; the region offered for pid ") != std::string::npos);
+  // No file named: record knows no process behind a forged offer.
+  CHECK(r.err.find("came with another process's pidfd: 1); those processes write their own "
+                   "traces, as without record\n") != std::string::npos);
   CHECK(r.err.find("(also for 1 child process)") != std::string::npos);
   CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
   const std::map<int, int> pids = ChildPids(r.out);
@@ -284,6 +289,133 @@ TEST_CASE("handoff: forged region offers are refused and named, real children st
   REQUIRE(parent.complete);
   CheckChild(trace + "." + std::to_string(pids.at(0)), 0,
              static_cast<int>(parent.header.fields.pid), r.out);
+}
+
+TEST_CASE("handoff: fork children beyond record's limit write their own traces, named by record",
+          "[handoff][fork][refuse]") {
+  // tt_fork_handoff refuse: 70 children alive at once, each holding its
+  // region (or its own file) until every one has said which; record adopts
+  // 64 and refuses the rest, which write t.<pid> themselves. Child i makes
+  // 20 * (i + 1) events in tt_fh_child, so every file's count names its
+  // child.
+  constexpr int kChildren = 70;
+  constexpr int kAdopted = static_cast<int>(format::shm::kMaxChildRegions);
+  // Above the limit by more than the 5 files record names; at most the
+  // target's 128.
+  static_assert(kChildren > kAdopted + 5 && kChildren <= 128);
+  constexpr int kRefused = kChildren - kAdopted;
+  const std::string dir = MakeTempDir();
+  const std::string trace = dir + "/t";
+  RunResult r = Record(trace, {TargetPath("tt_fork_handoff"), "refuse", std::to_string(kChildren)});
+  INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+
+  // What each child held once its offer was answered: its region (adopted)
+  // or its own trace file open (refused), never both.
+  struct Held {
+    int pid = 0;
+    bool region = false;
+    bool own_file = false;
+  };
+  std::map<int, Held> held;  // by child index
+  std::set<int> pids;
+  const std::regex line("held ([0-9]+) ([0-9]+)([^\n]*)\n");
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), line);
+       it != std::sregex_iterator(); ++it) {
+    const int i = std::stoi((*it)[1]);
+    const int pid = std::stoi((*it)[2]);
+    const std::string what = (*it)[3];
+    INFO("child " << i << " pid " << pid << ":" << what);
+    REQUIRE(held.count(i) == 0);
+    REQUIRE(i >= 0);
+    REQUIRE(i < kChildren);
+    Held h{pid, what.find(" region") != std::string::npos, false};
+    // Files it holds in the trace directory: its own trace only, when refused.
+    const std::regex file(" file (" + dir + "/[^ ]*)");
+    for (auto f = std::sregex_iterator(what.begin(), what.end(), file);
+         f != std::sregex_iterator(); ++f) {
+      CHECK((*f)[1].str() == trace + "." + std::to_string(pid));
+      h.own_file = true;
+    }
+    CHECK(h.region != h.own_file);
+    held[i] = h;
+    pids.insert(pid);
+  }
+  REQUIRE(held.size() == kChildren);
+  REQUIRE(pids.size() == kChildren);
+  std::set<std::string> refused_files;
+  int adopted = 0;
+  for (const auto& [i, h] : held) {
+    if (h.region) ++adopted;
+    if (h.own_file) refused_files.insert(trace + "." + std::to_string(h.pid));
+    CHECK(r.out.find("reaped " + std::to_string(h.pid) + " 0\n") != std::string::npos);
+  }
+  CHECK(adopted == kAdopted);
+  CHECK(refused_files.size() == kRefused);
+
+  // record: the adopted children in the hand-off line, the refused ones in
+  // a line of their own, with the reason and the files they wrote.
+  const std::string n_adopted = std::to_string(kAdopted), n_refused = std::to_string(kRefused);
+  CHECK(r.err.find("(also for " + n_adopted + " child processes)") != std::string::npos);
+  CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
+  std::smatch m;
+  REQUIRE(std::regex_search(
+      r.err, m,
+      std::regex("crossfree record: " + n_refused +
+                 " child process regions refused \\(offered while " + n_adopted +
+                 " were live, the most record adopts at once: " + n_refused +
+                 "\\); those processes write their own traces, as without record: ([^\n]*) and " +
+                 std::to_string(kRefused - 5) + " more\n")));
+  std::set<std::string> named;
+  {
+    std::istringstream list(m[1].str());
+    for (std::string f; std::getline(list, f, ',');) {
+      if (!f.empty() && f[0] == ' ') f.erase(0, 1);
+      INFO("named: " << f);
+      CHECK(refused_files.count(f) == 1);
+      named.insert(f);
+    }
+  }
+  CHECK(named.size() == 5);
+
+  // Exactly one file per process: the main trace and t.<pid> for each child.
+  std::set<std::string> expected_files = {trace};
+  for (int pid : pids) expected_files.insert(trace + "." + std::to_string(pid));
+  std::set<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.insert(e.path().string());
+  CHECK(files == expected_files);
+
+  // Every child's events in its file, exactly; none in another's. The
+  // hand-off line counts the main trace's and the adopted children's
+  // events, the run's total every file's: nothing lost, nothing twice.
+  Trace parent = LoadCompleteTrace(trace);
+  auto fns = ParseFunctions(r.out);
+  REQUIRE(fns.count("tt_fh_parent") == 1);
+  REQUIRE(fns.count("tt_fh_child") == 1);
+  CHECK(EventsFrom(parent, fns["tt_fh_parent"]).size() == 200);
+  CHECK(EventsFrom(parent, fns["tt_fh_child"]).empty());
+  uint64_t handed = parent.events.size(), all = parent.events.size();
+  size_t child_events = 0;
+  for (const auto& [i, h] : held) {
+    const std::string path = trace + "." + std::to_string(h.pid);
+    INFO("child " << i << (h.own_file ? " (refused)" : " (adopted)") << ": " << path);
+    Trace t = LoadCompleteTrace(path);
+    CHECK((t.header.fields.flags & format::kHeaderFlagForkChild) != 0);
+    CHECK(t.header.fields.pid == static_cast<uint32_t>(h.pid));
+    CHECK(t.header.fields.ppid == parent.header.fields.pid);
+    const size_t mine = EventsFrom(t, fns["tt_fh_child"]).size();
+    CHECK(mine == 20 * static_cast<size_t>(i + 1));
+    CHECK(EventsFrom(t, fns["tt_fh_parent"]).empty());
+    child_events += mine;
+    all += t.events.size();
+    if (h.region) handed += t.events.size();
+  }
+  CHECK(child_events == 20 * static_cast<size_t>(kChildren * (kChildren + 1) / 2));
+  CHECK(NumberBefore(r.err, "events in [0-9]+ chunks \\(") == static_cast<long long>(handed));
+  CHECK(NumberBefore(r.err, "events \\([0-9]+ allocations") == static_cast<long long>(all));
+  const std::string processes = std::to_string(kChildren + 1);
+  CHECK(r.err.find(" in " + processes + " processes, " + processes + " trace files;") !=
+        std::string::npos);
 }
 
 }  // namespace

@@ -22,6 +22,20 @@
 //                           SIGKILLs the last one; then it closes the
 //                           release pipe, reaps every child and writes
 //                           "reaped <pid> <status>\n" for each.
+//   fork_handoff_target refuse N
+//                           more children than `record` adopts at once
+//                           (format::shm::kMaxChildRegions), all alive at
+//                           once: the parent makes tt_fh_parent's 200 events
+//                           and forks N (at most kMaxChildren). Child i
+//                           (0-based) makes 10 * (i + 1) pairs on its only
+//                           thread (tt_fh_child: 20 * (i + 1) events), then
+//                           writes "held <i> <pid> <what>\n", what being
+//                           "region" when it holds a hand-off region (record
+//                           adopted it) or "file <path>" for each regular
+//                           file it holds open beyond stdio (its own trace,
+//                           when refused), tells the parent and waits for the
+//                           release pipe to end, as above. The parent then
+//                           reaps them ("reaped <pid> <status>\n").
 //   fork_handoff_target forge
 //                           first offers `record` four forged regions on the
 //                           hand-off socket (CROSSFREE_CHANNEL_SOCKET), as a
@@ -39,6 +53,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,6 +73,40 @@ TT_FN void tt_fh_child(int pairs) { TtMallocFreePairs(pairs, 56, 63); }
 namespace {
 
 using namespace idle_workers;
+
+// The most children one run forks.
+constexpr int kMaxChildren = 128;
+
+// Child i of "refuse": 10 * (i + 1) pairs, then says what it holds (see
+// the top), with no allocation of its own after the pairs: only stack
+// buffers, readlink and fstat.
+int RefuseChild(int index, int release, int ready) {
+  tt_fh_child(10 * (index + 1));
+  char line[1024];
+  int n = snprintf(line, sizeof(line), "held %d %d", index, static_cast<int>(getpid()));
+  for (int fd = 3; fd < 1024; ++fd) {
+    char proc[64], target[512];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    const ssize_t len = readlink(proc, target, sizeof(target) - 1);
+    if (len <= 0) continue;
+    target[len] = '\0';
+    struct stat st;
+    const char* name = crossfree::format::shm::kMemfdName;
+    if (strncmp(target, "/memfd:", 7) == 0 && strncmp(target + 7, name, strlen(name)) == 0) {
+      n += snprintf(line + n, sizeof(line) - n, " region");
+    } else if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      n += snprintf(line + n, sizeof(line) - n, " file %s", target);
+    }
+    if (n >= static_cast<int>(sizeof(line)) - 2) return 5;
+  }
+  snprintf(line + n, sizeof(line) - n, "\n");
+  Say(line);  // one write(2), below PIPE_BUF: lines of children do not mix
+  char c = 'r';
+  if (write(ready, &c, 1) != 1) return 4;
+  while (read(release, &c, 1) > 0) {
+  }
+  return 0;
+}
 
 int Child(int index, int release, int ready) {
   tt_fh_child(100 * (index + 1));
@@ -133,29 +182,38 @@ int main(int argc, char** argv) {
     if (int rc = Forge(); rc != 0) return rc;
     argc = 1;
   }
-  const int n = argc > 1 ? atoi(argv[1]) : 1;
+  const bool refuse = argc > 2 && strcmp(argv[1], "refuse") == 0;
+  if (refuse) {
+    --argc;
+    ++argv;
+  }
+  int n = argc > 1 ? atoi(argv[1]) : 1;
+  if (n > kMaxChildren) n = kMaxChildren;
   tt_fh_parent(100);
   const bool kill_last = argc > 2 && strcmp(argv[2], "kill") == 0;
   int release[2], ready[2];
   if (pipe(release) != 0 || pipe(ready) != 0) return 1;
-  pid_t pids[64];
-  for (int i = 0; i < n && i < 64; ++i) {
+  pid_t pids[kMaxChildren];
+  for (int i = 0; i < n; ++i) {
     pids[i] = fork();
+    if (pids[i] < 0) return 3;
     if (pids[i] == 0) {
       close(release[1]);
       close(ready[0]);
-      return Child(i, release[0], ready[1]);
+      return refuse ? RefuseChild(i, release[0], ready[1]) : Child(i, release[0], ready[1]);
     }
   }
   close(release[0]);
   close(ready[1]);
   char c;
-  for (int i = 0; i < n && i < 64; ++i) {
+  // Every child is alive until all have said what they hold: record's
+  // live regions only grow while the children offer theirs.
+  for (int i = 0; i < n; ++i) {
     if (read(ready[0], &c, 1) != 1) return 2;
   }
-  if (kill_last && n > 0) kill(pids[(n < 64 ? n : 64) - 1], SIGKILL);
+  if (kill_last && n > 0) kill(pids[n - 1], SIGKILL);
   close(release[1]);
-  for (int i = 0; i < n && i < 64; ++i) {
+  for (int i = 0; i < n; ++i) {
     int status = 0;
     waitpid(pids[i], &status, 0);
     char line[64];
