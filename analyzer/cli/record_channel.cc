@@ -18,6 +18,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <span>
 #include <utility>
 #include <vector>
@@ -411,13 +412,31 @@ void ChunkChannel::EmitValidated(int fd, const uint8_t* data, size_t n) {
   EmitChunk(fd, data, n);
 }
 
+// Held while a chunk is compressed. `record` drains the command's region on
+// one thread and its children's regions on another (ChildRegions); with
+// both busy, each compressing on a core of its own would take record past
+// one core. One compression at a time keeps record's CPU within one core
+// (the bound) whatever the number of busy processes; the waiting
+// drain only reads slot states meanwhile.
+namespace {
+std::mutex& CompressionLock() {
+  static std::mutex lock;
+  return lock;
+}
+}  // namespace
+
 void ChunkChannel::EmitChunk(int fd, const uint8_t* chunk, size_t n) {
   // The chunk was validated (EmitValidated), so a refusal here would be a
   // record the codec cannot split: keep the chunk plain rather than lose it.
   // No compressor: level 0 (Level) asked for plain chunks.
   format::ChunkCompressor* compressor = Compressor();
   std::string error;
-  if (compressor != nullptr && compressor->Compress(chunk, n, compressed_, &error)) {
+  bool compressed = false;
+  if (compressor != nullptr) {
+    std::lock_guard<std::mutex> hold(CompressionLock());
+    compressed = compressor->Compress(chunk, n, compressed_, &error);
+  }
+  if (compressed) {
     Write(fd, compressed_.data(), compressed_.size());
   } else {
     Write(fd, chunk, n);
