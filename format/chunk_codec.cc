@@ -78,12 +78,27 @@ constexpr size_t kCopyBytes = 16;
 static_assert(kCopyBytes >= wire::kMaxVarintBytes);
 struct LaneCursors {
   std::array<uint8_t*, wire::kLanes> at;
+  // Layout 3: where each stream goes on (wire::StreamOf; stream 0 is lane
+  // 0, at[0]); lanes 1-4 are then not written. Null in layouts 1 and 2.
+  uint8_t** planes = nullptr;
 };
+
+// Layout 3's room per stream for a payload of n bytes: an event takes at
+// least 4 bytes (tag, ts, stack word, address), so planes 0 and 1 hold at
+// most n / 4 bytes; plane 2 at most its field's lane (LaneRoom); each with
+// kCopyBytes of slack for the fixed-size stores.
+constexpr size_t PlaneRoom(size_t stream, size_t n);
 
 // The most bytes lane i of a payload of n bytes can take: every lane at
 // most the payload, and lane 3 in layout 2 one more byte per event (a
 // value one bit or one unit larger than the delta it replaces).
 constexpr size_t LaneRoom(size_t lane, size_t n) { return lane == 3 ? 2 * n : n; }
+
+constexpr size_t PlaneRoom(size_t stream, size_t n) {
+  const size_t plane = (stream - 1) % wire::kPlanes;
+  const size_t field = (stream - 1) % wire::kKindStreams / wire::kPlanes;
+  return (plane < 2 ? n / 4 : LaneRoom(field + 1, n)) + kCopyBytes;
+}
 
 // Walks a plain record stream and appends each byte to its lane. Checks
 // only what it needs to find record boundaries and, for layout 2, to know
@@ -92,12 +107,12 @@ constexpr size_t LaneRoom(size_t lane, size_t n) { return lane == 3 ? 2 * n : n;
 // docs/trace-format.md 5.2 instead of the address varints.
 class Splitter {
  public:
-  // kinds: layout 3, each event's kind appended (0 allocation, 1 free);
-  // null otherwise.
+  // With lanes.planes (layout 3, which needs refs), the event fields go to
+  // their streams (docs/trace-format.md 5.3) instead of lanes 1-4.
   Splitter(std::span<const uint8_t> payload, LaneCursors& lanes, ChunkRefs* refs,
-           LiveAllocations* live, std::vector<uint8_t>* kinds)
+           LiveAllocations* live)
       : p_(payload.data()), begin_(payload.data()), end_(payload.data() + payload.size()),
-        lanes_(lanes), refs_(refs), live_(live), kinds_(kinds) {
+        lanes_(lanes), refs_(refs), live_(live) {
     if (refs_ != nullptr) {
       refs_->Reset();
       live_->NextChunk();
@@ -115,9 +130,7 @@ class Splitter {
       const uint8_t kind = tag & 0xf0;
       if (IsEventKind(kind)) {
         *lanes_.at[kRecords]++ = tag;
-        if (kinds_ != nullptr) {
-          kinds_->push_back(kind == kTagAllocBase || kind == kTagAllocAlignedBase ? 0 : 1);
-        }
+        kind_ = kind == kTagAllocBase || kind == kTagAllocAlignedBase ? 0 : 1;
         uint64_t word, delta, size = 0;
         if (!Move(kTimes) || !Move(kStacks, &word)) return Fail(start, "truncated event", error);
         if (refs_ == nullptr) {
@@ -150,7 +163,26 @@ class Splitter {
     p_ = wire::GetVarint(p_, end_, v);
     return p_ != nullptr;
   }
-  void Put(Lane lane, uint64_t v) { lanes_.at[lane] = wire::PutVarint(lanes_.at[lane], v); }
+  void Put(Lane lane, uint64_t v) {
+    if (lanes_.planes != nullptr) {
+      uint8_t bytes[kCopyBytes] = {};  // ToPlanes reads all of them
+      ToPlanes(lane, bytes, static_cast<size_t>(wire::PutVarint(bytes, v) - bytes));
+      return;
+    }
+    lanes_.at[lane] = wire::PutVarint(lanes_.at[lane], v);
+  }
+  // Layout 3: one varint of the current event's field (its lane) to the
+  // three planes of its kind: first byte, second byte, the rest. from has
+  // kCopyBytes readable: every store is made, each cursor advanced by what
+  // it took (no branch on the length, which varies unpredictably).
+  __attribute__((always_inline)) void ToPlanes(Lane lane, const uint8_t* from, size_t length) {
+    uint8_t** at = lanes_.planes + wire::StreamOf(lane - 1, kind_, 0);
+    *at[0]++ = from[0];
+    *at[1] = from[1];
+    at[1] += length >= 2;
+    std::memcpy(at[2], from + 2, kCopyBytes - 2);
+    at[2] += length >= 2 ? length - 2 : 0;
+  }
   void Copy(Lane lane, const uint8_t* from, const uint8_t* to) {
     std::memcpy(lanes_.at[lane], from, static_cast<size_t>(to - from));
     lanes_.at[lane] += to - from;
@@ -159,11 +191,21 @@ class Splitter {
   // end it stores a whole kCopyBytes and advances by the varint's length:
   // one fixed-size move instead of a memcpy call per field (the lanes have
   // kCopyBytes of slack, LaneCursors).
-  bool Move(Lane lane, uint64_t* value = nullptr) {
+  // Inlined: it runs for every field of every event (the compiler would
+  // otherwise call it, about 100 instructions per event more).
+  __attribute__((always_inline)) bool Move(Lane lane, uint64_t* value = nullptr) {
     const uint8_t* start = p_;
     uint64_t v;
     if (!Get(&v)) return false;
-    if (end_ - start >= static_cast<ptrdiff_t>(kCopyBytes)) {
+    if (lanes_.planes != nullptr) {
+      if (end_ - start >= static_cast<ptrdiff_t>(kCopyBytes)) {
+        ToPlanes(lane, start, static_cast<size_t>(p_ - start));
+      } else {
+        uint8_t bytes[kCopyBytes] = {};
+        std::memcpy(bytes, start, static_cast<size_t>(p_ - start));
+        ToPlanes(lane, bytes, static_cast<size_t>(p_ - start));
+      }
+    } else if (end_ - start >= static_cast<ptrdiff_t>(kCopyBytes)) {
       std::memcpy(lanes_.at[lane], start, kCopyBytes);
       lanes_.at[lane] += p_ - start;
     } else {
@@ -267,7 +309,7 @@ class Splitter {
   LaneCursors& lanes_;
   ChunkRefs* refs_;
   LiveAllocations* live_;
-  std::vector<uint8_t>* kinds_;
+  unsigned kind_ = 0;  // the current event's: 0 allocation, 1 free
   // Mirror of ChunkWriter's prediction table and prev_addr (section 6.1).
   struct Site {
     uint32_t stack_id;
@@ -339,40 +381,58 @@ bool ChunkCompressor::Encode(const uint8_t* chunk, size_t bytes, uint8_t layout,
     room += LaneRoom(i, payload) + kCopyBytes;
   }
   if (joined_.size() < room) joined_.resize(room);
-  size_t raw = 0;
-  for (;;) {
-    LaneCursors cursors;
-    for (size_t i = 0; i < wire::kLanes; ++i) cursors.at[i] = joined_.data() + start[i];
-    const bool refs = layout == wire::kLayoutRefs || layout == wire::kLayoutPlanes;
-    kinds_.clear();
-    Splitter splitter(std::span<const uint8_t>(chunk + kChunkHeaderBytes, payload), cursors,
-                      refs ? &refs_->refs : nullptr, refs ? &refs_->live : nullptr,
-                      layout == wire::kLayoutPlanes ? &kinds_ : nullptr);
-    bool unencodable = false;
-    if (!splitter.Run(error, &unencodable)) return false;
-    raw = 0;
-    for (size_t i = 0; i < wire::kLanes; ++i) {
-      lane_bytes_[i] = static_cast<size_t>(cursors.at[i] - (joined_.data() + start[i]));
-      std::memmove(joined_.data() + raw, joined_.data() + start[i], lane_bytes_[i]);
-      raw += lane_bytes_[i];
+  // Layout 3's streams 1 to kStreams - 1, one after the other in planes_;
+  // allocated, not cleared: only what is written is touched.
+  std::array<uint8_t*, wire::kStreams> plane_start{}, plane_at{};
+  if (layout == wire::kLayoutPlanes) {
+    size_t total = 0;
+    for (size_t i = 1; i < wire::kStreams; ++i) total += PlaneRoom(i, payload);
+    if (planes_room_ < total) {
+      planes_ = std::make_unique_for_overwrite<uint8_t[]>(total);
+      planes_room_ = total;
     }
-    if (!refs || (!unencodable && raw <= kMaxRawPayloadBytes)) break;
-    layout = wire::kLayoutLanes;
+    uint8_t* next = planes_.get();
+    for (size_t i = 1; i < wire::kStreams; ++i) {
+      plane_start[i] = next;
+      next += PlaneRoom(i, payload);
+    }
   }
   // What the frame holds, in order: the lanes, or in layout 3 lane 0 and
   // the planes' streams.
   std::array<std::span<const uint8_t>, wire::kStreams> pieces;
   size_t count = 0;
-  if (layout == wire::kLayoutPlanes) {
-    SplitPlanes();
-    pieces[count++] = std::span<const uint8_t>(joined_.data(), lane_bytes_[0]);
-    for (size_t i = 1; i < wire::kStreams; ++i) pieces[count++] = streams_[i];
-  } else {
-    size_t at = 0;
-    for (size_t i = 0; i < wire::kLanes; ++i) {
-      pieces[count++] = std::span<const uint8_t>(joined_.data() + at, lane_bytes_[i]);
-      at += lane_bytes_[i];
+  size_t raw = 0;
+  for (;;) {
+    LaneCursors cursors;
+    for (size_t i = 0; i < wire::kLanes; ++i) cursors.at[i] = joined_.data() + start[i];
+    const bool planes = layout == wire::kLayoutPlanes;
+    if (planes) {
+      plane_at = plane_start;
+      cursors.planes = plane_at.data();
     }
+    const bool refs = layout == wire::kLayoutRefs || planes;
+    Splitter splitter(std::span<const uint8_t>(chunk + kChunkHeaderBytes, payload), cursors,
+                      refs ? &refs_->refs : nullptr, refs ? &refs_->live : nullptr);
+    bool unencodable = false;
+    if (!splitter.Run(error, &unencodable)) return false;
+    raw = 0;
+    count = 0;
+    for (size_t i = 0; i < wire::kLanes; ++i) {
+      lane_bytes_[i] = static_cast<size_t>(cursors.at[i] - (joined_.data() + start[i]));
+      std::memmove(joined_.data() + raw, joined_.data() + start[i], lane_bytes_[i]);
+      pieces[count++] = std::span<const uint8_t>(joined_.data() + raw, lane_bytes_[i]);
+      raw += lane_bytes_[i];
+    }
+    if (planes) {  // lane 0, then the streams; lanes 1-4 are empty
+      count = 1;
+      for (size_t i = 1; i < wire::kStreams; ++i) {
+        const size_t n = static_cast<size_t>(plane_at[i] - plane_start[i]);
+        pieces[count++] = std::span<const uint8_t>(plane_start[i], n);
+        raw += n;
+      }
+    }
+    if (!refs || (!unencodable && raw <= kMaxRawPayloadBytes)) break;
+    layout = wire::kLayoutLanes;
   }
   const size_t head = kChunkHeaderBytes + wire::FrameOffset(layout);
   out.resize(head + ZSTD_compressBound(raw));
@@ -427,83 +487,6 @@ bool ChunkCompressor::Encode(const uint8_t* chunk, size_t bytes, uint8_t layout,
   crc = Crc32c(b + wire::kChkCrcStart, total - wire::kChkCrcStart, crc);
   wire::Store32(b + wire::kChkCrc, crc);
   return true;
-}
-
-void ChunkCompressor::SplitPlanes() {
-  // The lanes lie one after the other in joined_ (Compress). Their varints
-  // were checked (Splitter::Get) or written (Splitter::Put) by the
-  // splitter, so each ends within wire::kMaxVarintBytes inside its lane.
-  const uint8_t* lane[wire::kLanes];
-  lane[0] = joined_.data();
-  for (size_t i = 1; i < wire::kLanes; ++i) lane[i] = lane[i - 1] + lane_bytes_[i - 1];
-  // Room per stream: planes 0 and 1 take at most a byte per event of their
-  // kind, plane 2 at most its field's lane, each with kCopyBytes of slack
-  // for the fixed-size stores. Written through raw cursors
-  // (a vector's push_back per byte costs a third of the compressor's time).
-  size_t events[wire::kEventKinds] = {};
-  for (const uint8_t kind : kinds_) ++events[kind];
-  std::array<size_t, wire::kStreams> room{};
-  size_t total = 0;
-  for (size_t f = 0; f < wire::kEventFields; ++f) {
-    for (size_t k = 0; k < wire::kEventKinds; ++k) {
-      room[wire::StreamOf(f, k, 0)] = events[k] + kCopyBytes;
-      room[wire::StreamOf(f, k, 1)] = events[k] + kCopyBytes;
-      room[wire::StreamOf(f, k, 2)] = lane_bytes_[f + 1] + kCopyBytes;
-    }
-  }
-  for (size_t i = 1; i < wire::kStreams; ++i) total += room[i];
-  if (planes_room_ < total) {
-    planes_ = std::make_unique_for_overwrite<uint8_t[]>(total);
-    planes_room_ = total;
-  }
-  std::array<uint8_t*, wire::kStreams> at{};
-  uint8_t* next = planes_.get();
-  for (size_t i = 1; i < wire::kStreams; ++i) {
-    at[i] = next;
-    next += room[i];
-  }
-  // One varint to its three planes without a branch on its length (1, 2
-  // or 3 bytes, unpredictably): its length from the continuation bits of
-  // the 8 bytes loaded at once, every store made, each cursor advanced by
-  // what it took. A varint longer than 8 bytes (none in practice) goes
-  // byte by byte. Reads stay within joined_ (kCopyBytes of slack after the
-  // last lane) and writes within kCopyBytes of slack per stream.
-  auto move = [&at](const uint8_t*& p, size_t stream) __attribute__((always_inline)) {
-    uint64_t word;
-    std::memcpy(&word, p, 8);
-    const uint64_t ends = ~word & 0x8080808080808080ull;  // bytes without continuation
-    if (ends == 0) {
-      uint8_t b = *p++;
-      *at[stream]++ = b;
-      b = *p++;
-      *at[stream + 1]++ = b;
-      while (b >= 0x80) {
-        b = *p++;
-        *at[stream + 2]++ = b;
-      }
-      return;
-    }
-    const size_t length = static_cast<size_t>(__builtin_ctzll(ends)) / 8 + 1;
-    *at[stream] = p[0];
-    at[stream] += 1;
-    *at[stream + 1] = p[1];
-    at[stream + 1] += length >= 2;
-    std::memcpy(at[stream + 2], p + 2, 8);
-    at[stream + 2] += length >= 2 ? length - 2 : 0;
-    p += length;
-  };
-  for (const uint8_t kind : kinds_) {
-    move(lane[kTimes], wire::StreamOf(0, kind, 0));
-    const bool size_present = (*lane[kStacks] & 1) != 0;  // the stack word's bit 0
-    move(lane[kStacks], wire::StreamOf(1, kind, 0));
-    move(lane[kAddresses], wire::StreamOf(2, kind, 0));
-    if (size_present) move(lane[kSizes], wire::StreamOf(3, kind, 0));
-  }
-  next = planes_.get();
-  for (size_t i = 1; i < wire::kStreams; ++i) {
-    streams_[i] = std::span<const uint8_t>(next, static_cast<size_t>(at[i] - next));
-    next += room[i];
-  }
 }
 
 bool CompressChunk(const uint8_t* chunk, size_t bytes, std::vector<uint8_t>& out,

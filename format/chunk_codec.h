@@ -68,21 +68,15 @@ class ChunkCompressor {
   // Below these bytes of records Compress makes layout 2 as well as 3.
   static constexpr size_t kSmallRecords = 64 * 1024;
 
-  // Layout 3: moves the varints of lanes 1-4 (joined_, lane_bytes_) into
-  // streams_ by the kind of their event (kinds_) and their byte position.
-  void SplitPlanes();
-
   ZSTD_CCtx_s* cctx_;
   int level_;
   uint8_t layout_;
   std::unique_ptr<RefState> refs_;
   std::array<size_t, wire::kLanes> lane_bytes_{};
   std::vector<uint8_t> joined_;  // the lanes, split into and then joined; grown, never shrunk
-  std::vector<uint8_t> kinds_;   // layout 3: per event, 0 allocation or 1 free
   std::vector<uint8_t> alternative_;  // Compress's layout 2 try of a small chunk
-  // Layout 3's streams 1 to wire::kStreams - 1 (stream 0 is lane 0, left in
-  // joined_), in planes_ (planes_room_ bytes, grown, never shrunk).
-  std::array<std::span<const uint8_t>, wire::kStreams> streams_;
+  // Layout 3's streams 1 to wire::kStreams - 1 (stream 0 is lane 0, in
+  // joined_), one after the other (planes_room_ bytes, grown, never shrunk).
   std::unique_ptr<uint8_t[]> planes_;
   size_t planes_room_ = 0;
 };
