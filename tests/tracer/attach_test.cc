@@ -262,6 +262,31 @@ bool HasThreadNamed(pid_t pid, const std::string& name) {
   return found;
 }
 
+// The nice value (field 19 of stat) of pid's first thread named name, ""
+// when there is none.
+std::string NiceOfThreadNamed(pid_t pid, const std::string& name) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  std::string nice;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.' || !nice.empty()) continue;
+      std::ifstream comm_in(dir + "/" + e->d_name + "/comm");
+      std::string comm;
+      std::getline(comm_in, comm);
+      if (comm != name) continue;
+      std::ifstream in(dir + "/" + e->d_name + "/stat");
+      std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+      std::string field;
+      for (int i = 3; i <= 19 && fields >> field; ++i) {
+      }
+      nice = field;
+    }
+    closedir(d);
+  }
+  return nice;
+}
+
 // Waits, bounded, until the tracer's control thread in the target has
 // ended: record exits on the tracer's last reply, and the thread that sent
 // it then closes its socket and ends. Between checks a round trip to the
@@ -299,11 +324,18 @@ TEST_CASE("known answer: pairs and objects from before the window and live at it
   const std::string trace_path = dir + "/attach.trace";
   Target target;
   REQUIRE(target.Ask("where") == "where libc.so.6 -");
+  // Every thread of the program runs at this priority.
+  const std::string program_nice = NiceOfThreadNamed(target.pid, "tt_attach");
+  REQUIRE(!program_nice.empty());
   std::vector<uint64_t> old;
   {
     Recorder rec(target.pid, trace_path);
     INFO(rec.err);
     CHECK(rec.err.find("stopped for") != std::string::npos);
+    // The tracer's control thread runs at the priority of the thread that
+    // started it, not at the one record raised that thread to (as root,
+    // nice -20) for the loading.
+    CHECK(NiceOfThreadNamed(target.pid, "crossfree-ctl") == program_nice);
     CHECK(target.Ask("where") == "where libcrossfree-trace.so -");
     REQUIRE(target.Ask("cross") == "cross");
     std::string freed = target.Ask("freeold");
