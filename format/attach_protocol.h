@@ -31,7 +31,7 @@
 namespace crossfree::attach {
 
 inline constexpr uint32_t kRequestMagic = 0x43464154;  // "CFAT"
-inline constexpr uint32_t kRequestVersion = 1;
+inline constexpr uint32_t kRequestVersion = 2;
 inline constexpr char kDetachByte = 'D';
 // The exported entry point the injector calls (extern "C").
 inline constexpr char kEntrySymbol[] = "crossfree_attach";
@@ -45,6 +45,14 @@ struct AttachRequest {
   int32_t stacks = 1;
   uint32_t sample = 1;     // 1: every allocation
   uint32_t flush_ms = 1000;
+  // The control thread is created by the thread record made load the
+  // tracer, and inherits the priority record raised that thread to for
+  // the loading (root: nice -20). When set, the control thread takes
+  // control_nice (the nice value that thread had before) as soon as it
+  // reads this request, so that the session's work competes with the
+  // program's threads as an ordinary thread of the program does.
+  int32_t set_control_nice = 0;
+  int32_t control_nice = 0;
 };
 
 // crossfree_attach's return value: one of these in the low byte, errno

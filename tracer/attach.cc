@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -183,7 +184,13 @@ void* ControlThread(void*) {
       self = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
     }
   }
-  if (!ReadRequest(fd, &req)) {
+  const bool have_request = ReadRequest(fd, &req);
+  // Down from the priority the loading thread was raised to (which this
+  // thread inherited), before any of the session's work.
+  if (have_request && req.set_control_nice != 0) {
+    setpriority(PRIO_PROCESS, static_cast<id_t>(CurrentTid()), req.control_nice);
+  }
+  if (!have_request) {
     why = "no valid request from crossfree record";
   } else if (!ToSettings(req, &settings, &why)) {
   } else if (self == nullptr) {

@@ -624,7 +624,10 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   if (ptrace(PTRACE_SETREGS, t.tid, nullptr, &go) != 0) {
     return give_up("the thread's registers");
   }
-  if (nice_known) setpriority(PRIO_PROCESS, static_cast<id_t>(t.tid), -20);
+  if (nice_known && setpriority(PRIO_PROCESS, static_cast<id_t>(t.tid), -20) == 0) {
+    result.raised_nice = true;
+    result.old_nice = old_nice;
+  }
   KillPoint(7);
   ptrace(PTRACE_DETACH, t.tid, nullptr, nullptr);
   result.stopped_ms += MonotonicMs() - stop_started;

@@ -25,6 +25,11 @@ struct InjectResult {
   double calls_ms = 0;      // then the chosen thread's run of dlopen and the entry point
   uint32_t attempts = 0;    // threads stopped and let go before one fit
   bool already_loaded = false;
+  // The thread's priority was raised for the loading (root: nice -20);
+  // its nice value before, which its children (the tracer's control
+  // thread) should run at.
+  bool raised_nice = false;
+  int old_nice = 0;
 };
 
 // Why this process may not ptrace pid, in one line with what to do, or ""

@@ -232,6 +232,8 @@ int RunAttach(const AttachOptions& o) {
   req.depth = o.depth;
   req.stacks = o.no_stacks ? 0 : 1;
   req.sample = o.sample > 0 ? o.sample : 1;
+  req.set_control_nice = inj.raised_nice ? 1 : 0;
+  req.control_nice = inj.old_nice;
   if (send(conn, &req, sizeof(req), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(req))) {
     fmt::print(stderr, "crossfree record: cannot talk to the tracer in {}: {}\n", pid,
                std::strerror(errno));

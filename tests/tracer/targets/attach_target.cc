@@ -32,6 +32,9 @@
 //   small      -> "small 1" when thread "small" read the byte sent to it
 //                 within 10 s
 //   vectortid  -> "vectortid <tid>" of thread "vector"
+//   busy       -> "busy N": N of the two "busy" threads (below) made a
+//                 whole malloc call that began after the command came,
+//                 within 10 s
 //   vector     -> "vector ok" when thread "vector", asleep in a raw read
 //                 system call with known values in r12-r15 and in ymm8
 //                 (xmm8 without AVX), woke on the byte sent to it and found
@@ -74,6 +77,9 @@ constexpr int kPlugin = 300;
 constexpr size_t kPluginSize = 4245;
 
 std::atomic<bool> g_quit{false};
+
+// Each "busy" thread's count of malloc calls that have returned.
+std::atomic<unsigned> g_busy_calls[2];
 
 // A thread that runs tasks one at a time, in order.
 class Worker {
@@ -266,13 +272,14 @@ int main() {
   while (g_vector_tid.load() == 0) sched_yield();
   // Threads busy allocating: each keeps a few blocks and churns them.
   for (int t = 0; t < 2; ++t) {
-    std::thread([] {
+    std::thread([t] {
       prctl(PR_SET_NAME, "busy", 0, 0, 0);
       void* keep[16] = {};
       unsigned i = 0;
       while (!g_quit.load(std::memory_order_relaxed)) {
         free(keep[i % 16]);
         keep[i % 16] = malloc(16 + (i % 512));
+        g_busy_calls[t].fetch_add(1, std::memory_order_release);
         ++i;
       }
       for (void* p : keep) free(p);
@@ -395,6 +402,23 @@ int main() {
     } else if (cmd == "vector") {
       if (write(g_vector_pipe[1], "v", 1) != 1) return 1;
       printf("%s\n", AwaitBytes(g_vector_ack[0], 1) == 1 ? g_vector_verdict : "vector silent");
+    } else if (cmd == "busy") {
+      // Two more returns than now: at least one call began after this.
+      unsigned want[2];
+      for (int t = 0; t < 2; ++t) want[t] = g_busy_calls[t].load(std::memory_order_acquire) + 2;
+      timespec start, now;
+      clock_gettime(CLOCK_MONOTONIC, &start);
+      int done = 0;
+      for (;;) {
+        done = 0;
+        for (int t = 0; t < 2; ++t) {
+          done += g_busy_calls[t].load(std::memory_order_acquire) - want[t] < (1u << 31) ? 1 : 0;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (done == 2 || now.tv_sec - start.tv_sec > 10) break;
+        sched_yield();
+      }
+      printf("busy %d\n", done);
     } else if (cmd == "exit") {
       g_quit.store(true);
       exit(0);
