@@ -244,13 +244,15 @@ TEST_CASE("damaging any byte of a compressed chunk gives the chunks before it, t
 // frame as given; the checksum made to match, so that only the lanes
 // header, the frame or the lanes can be wrong.
 std::vector<uint8_t> HandChunk(uint32_t events, uint32_t raw_length,
-                               const std::array<uint32_t, 4>& lane_lengths,
+                               const std::vector<uint32_t>& lane_lengths,
                                const std::vector<uint8_t>& frame,
                                uint8_t layout = wire::kLayoutLanes) {
-  std::vector<uint8_t> payload(wire::kZFrame);
+  // The lengths header holds as many lengths as given: 4 for layouts 1 and
+  // 2, 24 for layout 3 (fewer make a header too short for it).
+  std::vector<uint8_t> payload(wire::kZLaneLengths + 4 * lane_lengths.size());
   wire::Store32(payload.data() + wire::kZRawLength, raw_length);
   payload[wire::kZLayout] = layout;
-  for (size_t i = 0; i < 4; ++i) {
+  for (size_t i = 0; i < lane_lengths.size(); ++i) {
     wire::Store32(payload.data() + wire::kZLaneLengths + 4 * i, lane_lengths[i]);
   }
   payload.insert(payload.end(), frame.begin(), frame.end());
@@ -536,25 +538,14 @@ struct PlanesChunk {
     stream[wire::StreamOf(3, 1, 0)] = {0x00};             // the free's size 0
   }
   std::vector<uint8_t> Chunk(uint32_t events = 3) const {
-    std::vector<uint8_t> payload(wire::kZPlanesFrame);
+    std::vector<uint32_t> lengths;
     std::vector<uint8_t> content;
     for (size_t i = 0; i < wire::kStreams; ++i) {
-      if (i + 1 < wire::kStreams) {
-        wire::Store32(payload.data() + wire::kZStreamLengths + 4 * i,
-                      static_cast<uint32_t>(stream[i].size()));
-      }
+      if (i + 1 < wire::kStreams) lengths.push_back(static_cast<uint32_t>(stream[i].size()));
       content.insert(content.end(), stream[i].begin(), stream[i].end());
     }
-    wire::Store32(payload.data() + wire::kZRawLength, static_cast<uint32_t>(content.size()));
-    payload[wire::kZLayout] = wire::kLayoutPlanes;
-    std::vector<uint8_t> frame = Zstd(content);
-    payload.insert(payload.end(), frame.begin(), frame.end());
-    std::vector<uint8_t> c = testing::MakeChunk(9, 0, 1000, events, payload);
-    wire::Store32(c.data(), kCompressedChunkMagic);
-    uint32_t crc = Crc32c(c.data(), 4);
-    crc = Crc32c(c.data() + wire::kChkCrcStart, c.size() - wire::kChkCrcStart, crc);
-    wire::Store32(c.data() + wire::kChkCrc, crc);
-    return c;
+    return HandChunk(events, static_cast<uint32_t>(content.size()), lengths, Zstd(content),
+                     wire::kLayoutPlanes);
   }
 };
 
