@@ -84,17 +84,15 @@ struct LaneCursors {
   uint8_t** planes = nullptr;
 };
 
-// Layout 3's room per stream for a payload of n bytes: an event takes at
-// least 4 bytes (tag, ts, stack word, address), so planes 0 and 1 hold at
-// most n / 4 bytes; plane 2 at most its field's lane (LaneRoom); each with
-// kCopyBytes of slack for the fixed-size stores.
-constexpr size_t PlaneRoom(size_t stream, size_t n);
-
 // The most bytes lane i of a payload of n bytes can take: every lane at
 // most the payload, and lane 3 in layout 2 one more byte per event (a
 // value one bit or one unit larger than the delta it replaces).
 constexpr size_t LaneRoom(size_t lane, size_t n) { return lane == 3 ? 2 * n : n; }
 
+// Layout 3's room per stream for a payload of n bytes: an event takes at
+// least 4 bytes (tag, ts, stack word, address), so planes 0 and 1 hold at
+// most n / 4 bytes; plane 2 at most its field's lane (LaneRoom); each with
+// kCopyBytes of slack for the fixed-size stores.
 constexpr size_t PlaneRoom(size_t stream, size_t n) {
   const size_t plane = (stream - 1) % wire::kPlanes;
   const size_t field = (stream - 1) % wire::kKindStreams / wire::kPlanes;
@@ -104,8 +102,9 @@ constexpr size_t PlaneRoom(size_t stream, size_t n) {
 // Walks a plain record stream and appends each byte to its lane. Checks
 // only what it needs to find record boundaries and, for layout 2, to know
 // every event's address and size: the decoder validates the records when
-// the chunk is read. With refs (layout 2), lane 3 gets the values of
-// docs/trace-format.md 5.2 instead of the address varints.
+// the chunk is read. With refs (layouts 2 and 3), lane 3 gets the values
+// of docs/trace-format.md 5.2 instead of the address varints; in layout 3
+// the event fields go to their streams (5.3) instead of lanes 1-4.
 class Splitter {
  public:
   // With lanes.planes (layout 3, which needs refs), the event fields go to
@@ -422,10 +421,10 @@ bool ChunkCompressor::Encode(const uint8_t* chunk, size_t bytes, uint8_t layout,
     raw = 0;
     count = 0;
     for (size_t i = 0; i < wire::kLanes; ++i) {
-      lane_bytes_[i] = static_cast<size_t>(cursors.at[i] - (joined_.data() + start[i]));
-      std::memmove(joined_.data() + raw, joined_.data() + start[i], lane_bytes_[i]);
-      pieces[count++] = std::span<const uint8_t>(joined_.data() + raw, lane_bytes_[i]);
-      raw += lane_bytes_[i];
+      const auto n = static_cast<size_t>(cursors.at[i] - (joined_.data() + start[i]));
+      std::memmove(joined_.data() + raw, joined_.data() + start[i], n);
+      pieces[count++] = std::span<const uint8_t>(joined_.data() + raw, n);
+      raw += n;
     }
     if (planes) {  // lane 0, then the streams; lanes 1-4 are empty
       count = 1;

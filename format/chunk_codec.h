@@ -72,7 +72,6 @@ class ChunkCompressor {
   int level_;
   uint8_t layout_;
   std::unique_ptr<RefState> refs_;
-  std::array<size_t, wire::kLanes> lane_bytes_{};
   std::vector<uint8_t> joined_;  // the lanes, split into and then joined; grown, never shrunk
   std::vector<uint8_t> alternative_;  // Compress's layout 2 try of a small chunk
   // Layout 3's streams 1 to wire::kStreams - 1 (stream 0 is lane 0, in
