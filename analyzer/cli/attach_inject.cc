@@ -61,7 +61,7 @@
 #include "analyzer/cli/ptrace_memory.h"
 #include "analyzer/cli/ptrace_refusal.h"
 #include "analyzer/cli/target_process.h"
-#include "format/attach_protocol.h"
+#include "protocol/attach_protocol.h"
 
 namespace crossfree::analyzer::cli {
 namespace {

@@ -21,7 +21,7 @@
 
 #include "analyzer/cli/attach_inject.h"
 #include "analyzer/cli/commands.h"
-#include "format/attach_protocol.h"
+#include "protocol/attach_protocol.h"
 
 namespace crossfree::analyzer::cli {
 namespace {

@@ -27,7 +27,7 @@
 
 #include "analyzer/cli/target_process.h"
 #include "format/crc32c.h"
-#include "format/shm_channel.h"
+#include "protocol/shm_channel.h"
 #include "format/trace_format.h"
 #include "format/trace_reader.h"
 #include "format/wire.h"
@@ -35,7 +35,6 @@
 namespace crossfree::analyzer::cli {
 namespace {
 
-namespace shm = format::shm;
 
 // How long the drain waits for a chunk sealed before others it already
 // sees (a seal between its ticket and its state store, normally a few

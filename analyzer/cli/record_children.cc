@@ -18,12 +18,11 @@
 #include <fmt/core.h>
 
 #include "analyzer/cli/target_process.h"
-#include "format/shm_channel.h"
+#include "protocol/shm_channel.h"
 
 namespace crossfree::analyzer::cli {
 namespace {
 
-namespace shm = format::shm;
 
 // How often the live regions are drained: the children's seals wake no one
 // here (their regions' futexes are not waited on), so a child finds a slot

@@ -55,7 +55,7 @@
 #include "analyzer/cli/recorded_traces.h"
 #include "analyzer/cli/record_handoff.h"
 #include "format/trace_reader.h"
-#include "format/toggle_signal.h"
+#include "protocol/toggle_signal.h"
 
 namespace crossfree::analyzer::cli {
 namespace {
@@ -308,7 +308,7 @@ int RunRecord(const RecordArgs& args) {
   int toggle_signal = 0;
   if (!args.toggle_signal.empty()) {
     toggle_signal = ParseSignal(args.toggle_signal);
-    if (!format::UsableToggleSignal(toggle_signal)) {
+    if (!UsableToggleSignal(toggle_signal)) {
       fmt::print(stderr,
                  "crossfree record: --toggle-signal {}: not a signal the tracer can use (give a "
                  "name like USR2 or a number; not KILL, STOP, SEGV, BUS, FPE or ILL)\n",
