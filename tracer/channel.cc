@@ -383,8 +383,13 @@ bool MakeOwnRegion(uint32_t pid, uint32_t slot_bytes, int at) {
     if (mfd >= 0) close(mfd);
     return false;
   }
-  const int fd = at >= 0 ? dup3(mfd, at, O_CLOEXEC) : fcntl(mfd, F_DUPFD_CLOEXEC, 500);
-  close(mfd);
+  // When `at` was free, memfd_create may have returned it already: dup3
+  // onto itself is EINVAL, and closing mfd then would close the region.
+  int fd = mfd;
+  if (at < 0 || mfd != at) {
+    fd = at >= 0 ? dup3(mfd, at, O_CLOEXEC) : fcntl(mfd, F_DUPFD_CLOEXEC, 500);
+    close(mfd);
+  }
   if (fd < 0) {
     munmap(base, bytes);
     return false;
