@@ -61,6 +61,7 @@
 #include "analyzer/record/ptrace_memory.h"
 #include "analyzer/record/ptrace_refusal.h"
 #include "analyzer/record/target_process.h"
+#include "analyzer/record/paths.h"
 #include "protocol/attach_protocol.h"
 
 namespace crossfree::analyzer::record {

@@ -21,6 +21,7 @@
 
 #include "analyzer/record/attach_inject.h"
 #include "analyzer/record/exit_codes.h"
+#include "analyzer/record/paths.h"
 #include "protocol/attach_protocol.h"
 
 namespace crossfree::analyzer::record {
@@ -33,12 +34,6 @@ double NowS() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-std::string CurrentDir() {
-  char buf[4096];
-  if (getcwd(buf, sizeof(buf)) == nullptr) return ".";
-  return buf;
 }
 
 std::string ExeOf(pid_t pid) {

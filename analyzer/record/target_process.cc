@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The target process as /proc and its ELF files show it (target_process.h).
 #include "analyzer/record/target_process.h"
+#include "analyzer/record/paths.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -19,11 +20,6 @@
 #include <fmt/core.h>
 
 namespace crossfree::analyzer::record {
-
-std::string Basename(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path);

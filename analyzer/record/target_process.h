@@ -18,7 +18,6 @@
 namespace crossfree::analyzer::record {
 
 // The last component of a path: "libc.so.6" of "/lib/x86_64-linux-gnu/libc.so.6".
-std::string Basename(const std::string& path);
 
 // The whole of a (small, /proc) text file; "" when it cannot be read.
 std::string ReadText(const std::string& path);

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analyzer/record/command_process.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <utility>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "analyzer/record/paths.h"
+
+namespace crossfree::analyzer::record {
+namespace {
+
+// The command's pid while it runs, for the forwarding handler.
+volatile sig_atomic_t g_child_pid = 0;
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+void ForwardSignal(int sig, siginfo_t* info, void*) {
+  // A signal the kernel generated for the terminal (^C, ^\, hang-up) went
+  // to the whole foreground process group, CMD included: do not send it
+  // twice. One sent to `record` alone (kill, a service manager) is passed on.
+  if (info != nullptr && info->si_code == SI_KERNEL) return;
+  pid_t child = g_child_pid;
+  if (child > 0) kill(child, sig);
+}
+
+// This process's children, from /proc: pid and command name.
+std::vector<std::pair<int, std::string>> RunningChildren() {
+  std::vector<std::pair<int, std::string>> out;
+  const int self = getpid();
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    const char* name = e->d_name;
+    if (name[0] < '1' || name[0] > '9') continue;
+    FILE* f = std::fopen(fmt::format("/proc/{}/stat", name).c_str(), "r");
+    if (f == nullptr) continue;
+    char buf[512];
+    size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    // pid (comm) state ppid ...: comm may hold spaces and parentheses.
+    const char* open = std::strchr(buf, '(');
+    const char* close = std::strrchr(buf, ')');
+    if (open == nullptr || close == nullptr || close < open) continue;
+    char state = 0;
+    int ppid = 0;
+    if (std::sscanf(close + 1, " %c %d", &state, &ppid) != 2 || ppid != self) continue;
+    if (state == 'Z') continue;  // exited; reaped below
+    out.emplace_back(std::atoi(name), std::string(open + 1, close));
+  }
+  closedir(d);
+  return out;
+}
+
+}  // namespace
+
+void SignalForwarding::Install() {
+  struct sigaction forward = {};
+  forward.sa_sigaction = ForwardSignal;
+  forward.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&forward.sa_mask);
+  sigset_t block;
+  sigemptyset(&block);
+  for (int sig : kForwarded) sigaddset(&block, sig);
+  sigprocmask(SIG_BLOCK, &block, &old_mask_);
+  for (size_t i = 0; i < std::size(kForwarded); ++i) {
+    sigaction(kForwarded[i], &forward, &old_actions_[i]);
+  }
+  installed_ = true;
+}
+
+void SignalForwarding::RestoreInChild() { Restore(); }
+
+void SignalForwarding::SetChild(pid_t pid) {
+  g_child_pid = pid;
+  sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+}
+
+void SignalForwarding::ClearChild() { g_child_pid = 0; }
+
+void SignalForwarding::Restore() {
+  if (!installed_) return;
+  installed_ = false;
+  for (size_t i = 0; i < std::size(kForwarded); ++i) {
+    sigaction(kForwarded[i], &old_actions_[i], nullptr);
+  }
+  sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+}
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : fmt::format("signal {}", sig);
+}
+
+uint64_t MonotonicNowNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+int WaitForDescendants(double budget_s) {
+  const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(budget_s * 1e9);
+  int reaped = 0;
+  for (;;) {
+    int status = 0;
+    pid_t done = waitpid(-1, &status, WNOHANG);
+    if (done > 0) {
+      ++reaped;
+      continue;
+    }
+    if (done < 0 && errno == EINTR) continue;
+    if (done < 0) break;  // ECHILD: none left
+    if (MonotonicNowNs() >= deadline) {
+      std::string list;
+      for (const auto& [pid, name] : RunningChildren()) {
+        list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", pid, name);
+      }
+      fmt::print(stderr,
+                 "crossfree record: after {:g} s (--wait-children), still running: {}; their "
+                 "traces are counted as they are now\n",
+                 budget_s, list.empty() ? "unknown" : list);
+      break;
+    }
+    usleep(20'000);  // polls waitpid: a descendant is not our child until reparented
+  }
+  return reaped;
+}
+
+int WaitForChild(pid_t pid, const std::string& name) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return 127;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) {
+    fmt::print(stderr, "crossfree record: {} was killed by {}{}\n", name,
+               SignalName(WTERMSIG(status)), WCOREDUMP(status) ? " (core dumped)" : "");
+    return 128 + WTERMSIG(status);
+  }
+  return 127;
+}
+
+// It has a PT_INTERP program header.
+bool LoadsPreloads(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return true;
+  Elf64_Ehdr eh;
+  bool dynamic = true;
+  if (std::fread(&eh, sizeof(eh), 1, f) == 1 && std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+      eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr)) {
+    dynamic = false;
+    for (unsigned i = 0; i < eh.e_phnum; ++i) {
+      Elf64_Phdr ph;
+      if (std::fseek(f, static_cast<long>(eh.e_phoff + i * sizeof(ph)), SEEK_SET) != 0 ||
+          std::fread(&ph, sizeof(ph), 1, f) != 1) {
+        dynamic = true;
+        break;
+      }
+      if (ph.p_type == PT_INTERP) {
+        dynamic = true;
+        break;
+      }
+    }
+  }
+  std::fclose(f);
+  return dynamic;
+}
+
+std::string ResolveCommand(const std::string& cmd) {
+  if (cmd.find('/') != std::string::npos) return cmd;
+  const char* path = getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + cmd;
+    if (access(candidate.c_str(), X_OK) == 0 && IsFile(candidate)) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+// libc's abbreviations (sigabbrev_np).
+int ParseSignal(const std::string& text) {
+  if (!text.empty() && std::all_of(text.begin(), text.end(), ::isdigit)) {
+    return text.size() < 4 ? std::stoi(text) : 0;
+  }
+  std::string name = text.rfind("SIG", 0) == 0 ? text.substr(3) : text;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    const char* abbrev = sigabbrev_np(sig);
+    if (abbrev != nullptr && name == abbrev) return sig;
+  }
+  if (name.rfind("RTMIN+", 0) == 0 && name.size() > 6 &&
+      std::all_of(name.begin() + 6, name.end(), ::isdigit) && name.size() < 9) {
+    int sig = SIGRTMIN + std::stoi(name.substr(6));
+    return sig <= SIGRTMAX ? sig : 0;
+  }
+  return 0;
+}
+
+}  // namespace crossfree::analyzer::record
