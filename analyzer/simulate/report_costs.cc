@@ -45,8 +45,7 @@ bool AddPairCosts(const std::vector<std::string>& paths, const std::string& allo
     f.atomics = c.cost[CostKind::kAtomic];
     f.remote_frees = c.cost[CostKind::kRemoteFree];
     f.lifetime = c.lifetime;
-    f.same_cpu = c.cpu.same;
-    f.other_cpu = c.cpu.other;
+    f.cpu = c.cpu;
     costs.by_key[p.key] = f;
   }
   analysis->pair_costs = std::move(costs);

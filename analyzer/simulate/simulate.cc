@@ -56,6 +56,7 @@ void AddTraceFigures(const ProcessTrace& trace, const Replay& replay, Simulation
 struct MergedPair {
   CostPairResult result;
   analyzer::Lifetime lifetime;
+  CpuCounts cpu;
 };
 
 // The cost replay of every trace, merged by group, class and symbolic pair.
@@ -130,7 +131,7 @@ bool SimulateCosts(TraceSet& set, const SimulateOptions& options,
       m.result.objects += p.objects;
       m.result.bytes += p.bytes;
       m.result.cost.Add(p.cost);
-      m.result.cpu.Add(p.cpu);
+      m.cpu.Add(p.cpu);
       m.lifetime.Merge(p.lifetime);
       if (cross) cost.cross_thread.Add(p.cost);
     }
@@ -148,14 +149,20 @@ bool SimulateCosts(TraceSet& set, const SimulateOptions& options,
       cost.classes.push_back(c);
     }
   }
-  for (auto& [name, g] : groups) cost.groups.push_back(std::move(g));
+  for (auto& [name, g] : groups) {
+    cost.threads += g.threads;
+    cost.allocations += g.allocations;
+    cost.frees += g.frees;
+    cost.groups.push_back(std::move(g));
+  }
   std::stable_sort(cost.groups.begin(), cost.groups.end(),
                    [](const CostGroupResult& a, const CostGroupResult& b) {
                      return a.cost.Total() > b.cost.Total();
                    });
   for (auto& [k, m] : pairs) {
     m.result.lifetime = m.lifetime.Summary();
-    if (m.result.cpu.same + m.result.cpu.other > 0) cost.cpus_known = true;
+    m.result.cpu = analyzer::CpuFiguresOf(m.cpu.same, m.cpu.other, m.cpu.unknown);
+    if (m.result.cpu.known > 0) cost.cpus_known = true;
     if (k.first) cost.cross_pairs[k.second] = m.result;
     cost.pairs.push_back(std::move(m.result));
   }
@@ -220,7 +227,14 @@ bool Simulate(TraceSet& set, const SimulateOptions& options, analyzer::SymbolRes
     for (const auto& [k, v] : replay.fetch_sites) fetch_raw.push_back({t, k, v});
     for (const auto& [k, v] : replay.release_sites) release_raw.push_back({t, k, v});
   }
-  for (auto& [name, g] : groups) out->groups.push_back(std::move(g));
+  const SizeMap map(options.allocator.transfer_num_objects);
+  for (auto& [name, g] : groups) {
+    out->threads += g.threads;
+    for (const auto& [cl, c] : g.by_class) {
+      out->class_bytes[cl] = cl < map.num_classes() ? map.ClassSize(cl) : 0;
+    }
+    out->groups.push_back(std::move(g));
+  }
   std::stable_sort(out->groups.begin(), out->groups.end(),
                    [](const GroupResult& a, const GroupResult& b) {
                      return a.counts.fetch_calls + a.counts.release_calls >

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "analyzer/model/lifetime.h"
+#include "analyzer/model/pair_costs.h"
 #include "analyzer/model/roles.h"
 #include "analyzer/model/sites.h"
 #include "analyzer/simulate/allocator_model.h"
@@ -109,7 +110,7 @@ struct CostPairResult {
   uint64_t bytes = 0;
   CostCounts cost;
   analyzer::LifetimeSummary lifetime;
-  CpuCounts cpu;
+  analyzer::CpuFigures cpu;
 };
 struct CostGroupResult {
   std::string name;
@@ -135,6 +136,10 @@ struct CostSimulation {
   CostCounts live_at_end;           // of totals, refills of objects never freed
   uint64_t pair_count = 0;          // symbolic pairs (before --top)
   std::vector<CostGroupResult> groups;   // by cost total desc, then name
+  // The groups' threads, allocations and frees together (the total row).
+  size_t threads = 0;
+  uint64_t allocations = 0;
+  uint64_t frees = 0;
   std::vector<CostClassResult> classes;  // by class
   // Every pair that has a cost or crosses threads, by cost total desc,
   // then objects desc, then key; at most options.top (all when 0).
@@ -150,6 +155,10 @@ struct SimulationResult {
   uint64_t unknown_frees = 0;     // frees of addresses never seen allocated (skipped)
   uint64_t inplace_reallocs = 0;  // reallocs that kept their block (no cache work)
   std::vector<GroupResult> groups;            // by fetch+release calls desc, then name
+  size_t threads = 0;                         // the groups' threads together
+  // The size of each gperftools class some group's by_class holds (0 for
+  // a class past the size map: large allocations).
+  std::map<int, uint64_t> class_bytes;
   std::vector<SiteTransfers> fetch_sites;     // by calls desc, at most options.top
   std::vector<SiteTransfers> release_sites;
   std::vector<std::string> warnings;
