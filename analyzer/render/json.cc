@@ -623,8 +623,8 @@ std::string RenderSimulationJson(const SimulationResult& r, const SimulateOption
   const std::string model = fmt::format(
       "\"allocator\": \"gperftools-2.10\", \"page_shift\": {}, \"max_size\": {}, "
       "\"max_total_thread_cache_bytes\": {}, \"transfer_num_objects\": {}",
-      kPageShift, kMaxSize, options.allocator.max_total_thread_cache_bytes,
-      options.allocator.transfer_num_objects);
+      kPageShift, kMaxSize, options.model.gperftools.max_total_thread_cache_bytes,
+      options.model.gperftools.transfer_num_objects);
   const std::string sections =
       fmt::format("  \"groups\": [\n{}\n  ],\n  \"fetch_sites\": {},\n  \"release_sites\": {},\n",
                   groups, SitesJson(r.fetch_sites), SitesJson(r.release_sites));

@@ -136,8 +136,8 @@ std::string RenderSimulationText(const SimulationResult& r, const SimulateOption
   std::string out = fmt::format(
       "crossfree simulate: gperftools 2.10 thread caches (max total {}, batches of at most {} "
       "objects)\n",
-      analyzer::render::HumanBytes(options.allocator.max_total_thread_cache_bytes),
-      options.allocator.transfer_num_objects);
+      analyzer::render::HumanBytes(options.model.gperftools.max_total_thread_cache_bytes),
+      options.model.gperftools.transfer_num_objects);
   for (const SimTraceInfo& t : r.traces) {
     out += fmt::format("trace {}: pid {}, {} threads, {} events{}\n", t.path, t.pid, t.threads,
                        analyzer::render::Commas(t.events), t.truncated ? " (truncated)" : "");

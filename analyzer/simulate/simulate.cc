@@ -65,18 +65,13 @@ bool SimulateCosts(TraceSet& set, const SimulateOptions& options,
                    std::string* error) {
   CostSimulation cost;
   cost.settings_source = options.settings_source;
-  ModelSettings model = options.model;
-  if (options.allocator_name == "gperftools") {
-    model.max_total_thread_cache_bytes = options.allocator.max_total_thread_cache_bytes;
-    model.transfer_num_objects = options.allocator.transfer_num_objects;
-  }
-  model.cache_from_first_event = options.cache_from_first_event;
+  const ModelSettings& model = options.model;
   // A model built only to check the settings (an error names the setting,
   // not a trace) and to ask its class sizes.
   struct NullSink : CostSink {
     void OnCost(CostKind, int, uint64_t, uint64_t) override {}
   } null_sink;
-  auto probe = MakeAllocatorModel(options.allocator_name, model, &null_sink, error);
+  auto probe = MakeAllocatorModel(*options.allocator, model, &null_sink, error);
   if (!probe) return false;
   auto builder = analyzer::SiteBuilder::Create(options.sites, resolver, error);
   if (!builder) return false;
@@ -86,7 +81,7 @@ bool SimulateCosts(TraceSet& set, const SimulateOptions& options,
   for (size_t t = 0; t < set.traces().size(); ++t) {
     ProcessTrace& trace = *set.traces()[t];
     CostReplayResult replay;
-    if (!ReplayCosts(trace, options.allocator_name, model, &replay, error)) {
+    if (!ReplayCosts(trace, *options.allocator, model, &replay, error)) {
       *error = fmt::format("{}: {}", trace.path, *error);
       return false;
     }
@@ -203,7 +198,7 @@ bool Simulate(TraceSet& set, const SimulateOptions& options, analyzer::SymbolRes
     default_resolver = analyzer::MakeDefaultResolver(set);
     resolver = default_resolver.get();
   }
-  if (options.allocator_name != "gperftools" || options.pairs) {
+  if (!options.allocator->simulates_transfers || options.pairs) {
     return SimulateCosts(set, options, resolver, out, error);
   }
   std::map<std::string, GroupResult> groups;
@@ -227,7 +222,7 @@ bool Simulate(TraceSet& set, const SimulateOptions& options, analyzer::SymbolRes
     for (const auto& [k, v] : replay.fetch_sites) fetch_raw.push_back({t, k, v});
     for (const auto& [k, v] : replay.release_sites) release_raw.push_back({t, k, v});
   }
-  const SizeMap map(options.allocator.transfer_num_objects);
+  const SizeMap map(options.model.gperftools.transfer_num_objects);
   for (auto& [name, g] : groups) {
     out->threads += g.threads;
     for (const auto& [cl, c] : g.by_class) {
