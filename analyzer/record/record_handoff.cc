@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `crossfree record`: the chunk hand-off around the command's fork and exec
 // (see record_handoff.h).
-#include "analyzer/cli/record_handoff.h"
+#include "analyzer/record/record_handoff.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -18,7 +18,7 @@
 
 #include "protocol/shm_channel.h"
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 std::unique_ptr<RecordHandOff> RecordHandOff::Prepare() {
   size_t region = shm::kDefaultRegionBytes;
@@ -222,4 +222,4 @@ void RecordHandOff::Report() const {
   }
 }
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `crossfree record`: the command's children's regions (see
 // record_children.h).
-#include "analyzer/cli/record_children.h"
+#include "analyzer/record/record_children.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,10 +17,10 @@
 
 #include <fmt/core.h>
 
-#include "analyzer/cli/target_process.h"
+#include "analyzer/record/target_process.h"
 #include "protocol/shm_channel.h"
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 namespace {
 
 
@@ -275,4 +275,4 @@ ChildRegions::Totals ChildRegions::Finish() {
   return totals_;
 }
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

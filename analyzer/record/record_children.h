@@ -27,10 +27,10 @@
 #include <utility>
 #include <vector>
 
-#include "analyzer/cli/record_channel.h"
+#include "analyzer/record/record_channel.h"
 #include "format/chunk_codec.h"
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 class ChildRegions {
  public:
@@ -98,4 +98,4 @@ class ChildRegions {
   bool finished_ = false;
 };
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

@@ -22,7 +22,7 @@
 
 #include "format/chunk_codec.h"
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 class ChunkChannel {
  public:
@@ -151,4 +151,4 @@ class ChunkChannel {
   Stats stats_;
 };
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record
