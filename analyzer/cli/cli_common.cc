@@ -107,11 +107,12 @@ bool HasModelOptions(const simulate::ModelSettings& model) {
   return !model.malloc_conf.empty() || !model.glibc_tunables.empty() || model.cpus != 0;
 }
 
-const char* SettingOfAnotherModel(const std::string& allocator,
-                                  const simulate::ModelSettings& model) {
-  if (!model.malloc_conf.empty() && allocator != "jemalloc") return "--malloc-conf";
-  if (!model.glibc_tunables.empty() && allocator != "glibc") return "--glibc-tunables";
-  return nullptr;
+std::vector<simulate::ModelFlag> GivenModelFlags(const simulate::ModelSettings& model) {
+  std::vector<simulate::ModelFlag> given;
+  if (model.cpus != 0) given.push_back(simulate::ModelFlag::kCpus);
+  if (!model.malloc_conf.empty()) given.push_back(simulate::ModelFlag::kMallocConf);
+  if (!model.glibc_tunables.empty()) given.push_back(simulate::ModelFlag::kGlibcTunables);
+  return given;
 }
 
 analyzer::AnalysisOptions ToAnalysisOptions(const CommonOptions& o) {

@@ -9,6 +9,7 @@
 #include "analyzer/model/analysis.h"
 #include "analyzer/render/output.h"
 #include "analyzer/simulate/allocator_model.h"
+#include "analyzer/simulate/allocators.h"
 
 namespace CLI {
 class App;
@@ -62,11 +63,10 @@ void AddModelOptions(CLI::App* sub, simulate::ModelSettings* model);
 // True when any option of AddModelOptions was given.
 bool HasModelOptions(const simulate::ModelSettings& model);
 
-// An allocator-model setting given without the model it sets: "--malloc-conf"
-// unless `allocator` is jemalloc, "--glibc-tunables" unless it is glibc;
-// null when there is none. Such a setting is refused, never ignored.
-const char* SettingOfAnotherModel(const std::string& allocator,
-                                  const simulate::ModelSettings& model);
+// The options of AddModelOptions that were given (--cpus, --malloc-conf,
+// --glibc-tunables, in that order), for simulate::RefusedFlag: a setting
+// the chosen model does not take is refused, never ignored.
+std::vector<simulate::ModelFlag> GivenModelFlags(const simulate::ModelSettings& model);
 
 // Registers --by, --site-depth, --skip, --no-default-skips, --key-lines, --jobs.
 void AddCommonOptions(CLI::App* sub, CommonOptions* options);

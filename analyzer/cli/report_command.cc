@@ -60,22 +60,20 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
     }
     // Model settings without the model they set, or a model with a window
     // (the replay's caches depend on every event from the start): refused.
-    const char* wrong = SettingOfAnotherModel(args->allocator, args->model);
-    if (args->model.cpus != 0 && args->allocator.empty()) wrong = "--cpus";
-    if (wrong) {
-      fmt::print(stderr, "crossfree report: {} needs --allocator {}\n", wrong,
-                 std::string(wrong) == "--malloc-conf"    ? "jemalloc"
-                 : std::string(wrong) == "--glibc-tunables" ? "glibc"
-                                                            : "NAME");
+    const simulate::AllocatorEntry* allocator = simulate::FindAllocator(args->allocator);
+    if (auto refused = simulate::RefusedFlag(allocator, GivenModelFlags(args->model))) {
+      const simulate::AllocatorEntry* taker = simulate::OnlyAllocatorTaking(*refused);
+      fmt::print(stderr, "crossfree report: {} needs --allocator {}\n",
+                 simulate::ModelFlagName(*refused), taker ? taker->name : "NAME");
       *exit_code = kExitUsage;
       return;
     }
-    bool costs = !args->allocator.empty() || args->lifetimes;
+    bool costs = allocator || args->lifetimes;
     if (costs && (sub->count("--from") || sub->count("--to"))) {
       fmt::print(stderr,
                  "crossfree report: --{} replays the whole trace; it does not combine with "
                  "--from/--to\n",
-                 args->allocator.empty() ? "lifetimes" : "allocator");
+                 allocator ? "allocator" : "lifetimes");
       *exit_code = kExitUsage;
       return;
     }
@@ -88,7 +86,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       std::string source = std::string(HasModelOptions(args->model) ? "flags" : "defaults") +
                            "; the trace does not record the run's environment";
       std::string error;
-      if (!simulate::AddPairCosts(args->traces, args->allocator, args->model, source,
+      if (!simulate::AddPairCosts(args->traces, allocator, args->model, source,
                                   ToAnalysisOptions(args->common), &analysis, &error)) {
         fmt::print(stderr, "crossfree report: {}\n", Printable(error));
         *exit_code = kExitUsage;

@@ -19,13 +19,12 @@ namespace {
 
 struct SimulateArgs {
   std::vector<std::string> traces;
-  uint64_t max_total_thread_cache_bytes = simulate::kDefaultOverallThreadCacheSize;
-  int transfer_num_objects = simulate::kDefaultTransferNumObjects;
   size_t top = 10;
-  bool cache_from_first_event = false;
-  std::string allocator = "gperftools";
+  std::string allocator = simulate::DefaultAllocator().name;
   bool pairs = false;
-  simulate::ModelSettings model;  // AddModelOptions
+  // Every model setting, gperftools' and --cache-from-first-event's
+  // included (AddModelOptions registers the rest).
+  simulate::ModelSettings model;
   std::string format = "text";
   std::string output;
   CommonOptions common;
@@ -40,14 +39,15 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
       "Predict gperftools 2.10 central free-list transfers (thread-cache fetches and releases), "
       "or with --allocator what jemalloc's, glibc's or mimalloc's caches would cost per pair");
   AddTracesArgument(sub, &args->traces);
-  sub->add_option("--max-total-thread-cache-bytes", args->max_total_thread_cache_bytes,
+  sub->add_option("--max-total-thread-cache-bytes",
+                  args->model.gperftools.max_total_thread_cache_bytes,
                   "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES of the modelled run")
       ->capture_default_str();
-  sub->add_option("--transfer-num-objects", args->transfer_num_objects,
+  sub->add_option("--transfer-num-objects", args->model.gperftools.transfer_num_objects,
                   "TCMALLOC_TRANSFER_NUM_OBJ of the modelled run (batch cap)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
-  sub->add_flag("--cache-from-first-event", args->cache_from_first_event,
+  sub->add_flag("--cache-from-first-event", args->model.cache_from_first_event,
                 "Give each thread a cache at its first traced event, not its first allocation "
                 "(gperftools, jemalloc, glibc: for a run where something untraced allocates on "
                 "every thread, e.g. one recorded under attach)");
@@ -92,31 +92,30 @@ void RegisterSimulateCommand(CLI::App& app, int* exit_code) {
       *exit_code = kExitUsage;
       return;
     }
-    // Settings of one allocator given to another are refused, not ignored.
-    const char* wrong = SettingOfAnotherModel(args->allocator, args->model);
-    if (args->allocator != "gperftools") {
-      if (sub->count("--max-total-thread-cache-bytes")) wrong = "--max-total-thread-cache-bytes";
-      if (sub->count("--transfer-num-objects")) wrong = "--transfer-num-objects";
-      if (args->pairs) wrong = "--pairs";
+    // Settings of one allocator given to another are refused, not ignored
+    // (the allocator table, allocators.h, says which model takes which).
+    const simulate::AllocatorEntry* allocator = simulate::FindAllocator(args->allocator);
+    using simulate::ModelFlag;
+    std::vector<ModelFlag> given;
+    if (args->model.cache_from_first_event) given.push_back(ModelFlag::kCacheFromFirstEvent);
+    if (args->pairs) given.push_back(ModelFlag::kPairs);
+    if (sub->count("--transfer-num-objects")) given.push_back(ModelFlag::kTransferNumObjects);
+    if (sub->count("--max-total-thread-cache-bytes")) {
+      given.push_back(ModelFlag::kMaxTotalThreadCacheBytes);
     }
-    if (args->cache_from_first_event && args->allocator == "mimalloc") {
-      wrong = "--cache-from-first-event";
-    }
-    if (wrong) {
-      fmt::print(stderr, "crossfree simulate: {} does not apply to --allocator {}\n", wrong,
-                 args->allocator);
+    for (ModelFlag f : GivenModelFlags(args->model)) given.push_back(f);
+    if (auto refused = simulate::RefusedFlag(allocator, given)) {
+      fmt::print(stderr, "crossfree simulate: {} does not apply to --allocator {}\n",
+                 simulate::ModelFlagName(*refused), args->allocator);
       *exit_code = kExitUsage;
       return;
     }
     analyzer::AnalysisOptions analysis = ToAnalysisOptions(args->common);
     simulate::SimulateOptions options;
-    options.allocator.max_total_thread_cache_bytes = args->max_total_thread_cache_bytes;
-    options.allocator.transfer_num_objects = args->transfer_num_objects;
     options.by = analysis.by;
     options.sites = analysis.sites;
     options.top = args->top;
-    options.cache_from_first_event = args->cache_from_first_event;
-    options.allocator_name = args->allocator;
+    options.allocator = allocator;
     // The cost view of gperftools is asked for with --pairs; HTML has only
     // the cost view.
     options.pairs = args->pairs || args->format == "html";

@@ -27,8 +27,12 @@ PairFigures Analysis::Figures(const CrossPair& p) const {
   f.steady = Scaled(p.steady().sampled);
   f.thread_bounded = Scaled(p.thread_bounded.sampled);
   f.edge_bounded = Scaled(p.edge_bounded.sampled);
+  f.bounded = Scaled(p.bounded().sampled);
   f.steady_per_unit = PerUnit(p.steady().sampled);
-  for (auto [cls, n] : p.size_classes) f.size_classes[cls] = Scaled(n);
+  for (auto [cls, n] : p.size_classes) {
+    f.size_classes[cls] = Scaled(n);
+    f.size_class_shares[cls] = Share(n, p.count.sampled);
+  }
   f.timeline.reserve(p.timeline.size());
   for (uint64_t n : p.timeline) f.timeline.push_back(Scaled(n));
   return f;
@@ -49,6 +53,8 @@ RunFigures Analysis::Totals() const {
   RunFigures f;
   f.cross_thread = total(FreeCount(c.cross_thread), c.cross_thread);
   f.cross_thread_unbounded = total(Count(c.cross_thread), c.cross_thread);
+  f.cross_thread_frees = static_cast<uint64_t>(f.cross_thread.estimate.value);
+  f.cross_thread_share = Share(f.cross_thread_frees, Frees());
   f.cross_thread_rate = Rate(c.cross_thread);
   f.cross_thread_per_thousand = PerThousand(c.cross_thread);
   f.same_thread = total(FreeCount(same), same);
@@ -63,6 +69,7 @@ RunFigures Analysis::Totals() const {
   f.before_window = total(Count(c.before_window), c.before_window);
   f.live_at_window_end = total(Count(c.live_at_window_end), c.live_at_window_end);
   f.live_window_end_bytes = Scaled(c.live_window_end_bytes);
+  f.samples_dropped_share = Share(c.samples_dropped, c.samples_dropped + c.allocations);
   uint64_t steady = 0;
   for (const CrossPair& p : pairs) steady += p.steady().sampled;
   f.steady = total(Count(steady), steady);

@@ -150,8 +150,10 @@ struct PairFigures {
   uint64_t steady = 0;
   uint64_t thread_bounded = 0;
   uint64_t edge_bounded = 0;
+  uint64_t bounded = 0;      // CrossPair::bounded(), scaled
   Estimate steady_per_unit;  // per-call objects per unit (Analysis::PerUnit)
   std::map<int, uint64_t> size_classes;  // size class index -> frees, scaled
+  std::map<int, double> size_class_shares;  // size class index -> share of the pair's frees
   std::vector<uint64_t> timeline;        // CrossPair::timeline, scaled
 };
 
@@ -184,6 +186,10 @@ struct TotalFigure {
 struct RunFigures {
   TotalFigure cross_thread;          // FreeCount
   TotalFigure cross_thread_unbounded;  // Count
+  // cross_thread's estimate, whole (cut toward 0), and its share of the
+  // run's exact frees (Frees()).
+  uint64_t cross_thread_frees = 0;
+  double cross_thread_share = 0;
   Estimate cross_thread_rate;        // per 1000 allocations (Rate)
   double cross_thread_per_thousand = 0;
   TotalFigure same_thread;           // FreeCount of paired - cross_thread
@@ -198,6 +204,9 @@ struct RunFigures {
   TotalFigure before_window;         // Count
   TotalFigure live_at_window_end;    // Count
   uint64_t live_window_end_bytes = 0;  // Scaled
+  // The sampler's choices it could not follow (PairingCounts::samples_dropped)
+  // as a share of all its choices (those and the sampled allocations).
+  double samples_dropped_share = 0;
   // The pairs' per-call (steady-state) objects and the rest (one-off) of the
   // cross-thread frees, with the per-call rate per 1000 allocations (Rate)
   // and per unit (PerUnit).

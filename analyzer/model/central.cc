@@ -23,6 +23,42 @@ void CentralCounts::Add(const CentralCounts& o) {
   released_objects += o.released_objects;
 }
 
+namespace {
+
+// n per 1000 of allocations (0 when there are none).
+double PerThousandOf(uint64_t n, uint64_t allocations) {
+  return allocations ? n * 1000.0 / allocations : 0.0;
+}
+
+CentralDiffRow DiffRowOf(std::string role, const CentralCounts& before,
+                         uint64_t before_allocations, const CentralCounts& after,
+                         uint64_t after_allocations) {
+  CentralDiffRow r;
+  r.role = std::move(role);
+  r.before = before;
+  r.after = after;
+  r.before_fetch_rate = PerThousandOf(before.fetch, before_allocations);
+  r.after_fetch_rate = PerThousandOf(after.fetch, after_allocations);
+  r.before_release_rate = PerThousandOf(before.release, before_allocations);
+  r.after_release_rate = PerThousandOf(after.release, after_allocations);
+  return r;
+}
+
+}  // namespace
+
+CentralDiff DiffCentral(const CentralSummary& before, uint64_t before_allocations,
+                        const CentralSummary& after, uint64_t after_allocations) {
+  CentralDiff d;
+  d.present = before.present() || after.present();
+  std::map<std::string, std::pair<CentralCounts, CentralCounts>> rows;
+  for (const CentralRoleRow& r : before.roles) rows[r.role].first = r.counts;
+  for (const CentralRoleRow& r : after.roles) rows[r.role].second = r.counts;
+  for (const auto& [role, ba] : rows) {
+    d.roles.push_back(DiffRowOf(role, ba.first, before_allocations, ba.second, after_allocations));
+  }
+  d.total = DiffRowOf("total", before.total, before_allocations, after.total, after_allocations);
+  return d;
+}
 
 namespace {
 

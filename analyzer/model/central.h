@@ -58,6 +58,30 @@ struct CentralSummary {
   }
 };
 
+// The central transfers of two runs side by side (diff): per role of
+// either run (a role one run lacks has zero counts there), by role name,
+// and the totals, with fetches and releases per 1000 allocations of each
+// run (0 for a run of no allocations).
+struct CentralDiffRow {
+  std::string role;  // "total" for CentralDiff::total
+  CentralCounts before;
+  CentralCounts after;
+  double before_fetch_rate = 0;
+  double after_fetch_rate = 0;
+  double before_release_rate = 0;
+  double after_release_rate = 0;
+};
+
+struct CentralDiff {
+  bool present = false;  // either run has central records
+  std::vector<CentralDiffRow> roles;
+  CentralDiffRow total;
+};
+
+// allocations: each run's exact allocations (Analysis::Allocations).
+CentralDiff DiffCentral(const CentralSummary& before, uint64_t before_allocations,
+                        const CentralSummary& after, uint64_t after_allocations);
+
 // Decodes every chunk of the set for its central records. top = sites kept
 // (0 = all). Returns false with *error on a malformed chunk.
 bool CollectCentral(TraceSet& set, GroupBy by, size_t top, SiteBuilder& sites,

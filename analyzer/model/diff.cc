@@ -68,6 +68,8 @@ DiffResult ComputeDiff(const Analysis& before, const Analysis& after, double min
     row.after_estimate = RateOf(after, row.after_steady.sampled, d.per_operation);
     row.before_rate = row.before_estimate.value;
     row.after_rate = row.after_estimate.value;
+    row.before_figures = before.Figures(row.before ? *row.before : CrossPair{});
+    row.after_figures = after.Figures(row.after ? *row.after : CrossPair{});
     bool per_call = (row.before && row.before->lifecycle() == Lifecycle::kPerCall) ||
                     (row.after && row.after->lifecycle() == Lifecycle::kPerCall);
     bool apart = !row.before_estimate.Overlaps(row.after_estimate);
@@ -96,6 +98,7 @@ DiffResult ComputeDiff(const Analysis& before, const Analysis& after, double min
     }
     d.rows.push_back(row);
   }
+  d.central = DiffCentral(before.central, before.Allocations(), after.central, after.Allocations());
   std::stable_sort(d.rows.begin(), d.rows.end(), [](const DiffRow& a, const DiffRow& b) {
     if (a.status != b.status) return a.status < b.status;
     double x = std::max(a.before_rate, a.after_rate), y = std::max(b.before_rate, b.after_rate);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "analyzer/model/analysis.h"
+#include "analyzer/model/central.h"
 
 namespace crossfree::analyzer {
 
@@ -41,6 +42,10 @@ struct DiffRow {
   SampledCount after_bounded;
   Estimate before_estimate;           // the rates, with their 95% intervals
   Estimate after_estimate;
+  // The pair's figures in each run (Analysis::Figures; those of no objects
+  // in the run that lacks it), for the renderers.
+  PairFigures before_figures;
+  PairFigures after_figures;
   // The intervals do not overlap (always true for a change between
   // unsampled runs, and for gone/new pairs of unsampled runs).
   bool significant = true;
@@ -54,6 +59,8 @@ struct DiffResult {
   double min_change = 0.1;
   bool sampled = false;        // either run is sampled
   bool per_operation = false;  // rates per operation (both runs' operations known)
+  // The runs' central free-list transfers side by side (central.h).
+  CentralDiff central;
 };
 
 // min_change is a fraction (0.1 = 10%). The analyses must outlive the

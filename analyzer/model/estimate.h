@@ -77,6 +77,12 @@ inline Estimate Bounded(Estimate e, double whole) {
   return e;
 }
 
+// part / whole, 0 when whole is 0: the shares the figures hold
+// (analysis.h), computed here so that no renderer divides.
+inline double Share(uint64_t part, uint64_t whole) {
+  return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
 // observed x period, saturating at 2^64 - 1 (a crafted header can claim any
 // period).
 uint64_t ScaleCount(uint64_t observed, uint32_t period);

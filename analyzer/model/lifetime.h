@@ -9,6 +9,7 @@
 // A value type; not shared between threads.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -24,6 +25,15 @@ struct LifetimeSummary {
   // [2^(first_octave + i), 2^(first_octave + i + 1)) ns (octave 0 holds 0 and 1 ns).
   int first_octave = 0;
   std::vector<uint64_t> octaves;
+
+  // The bounds of octave i, for the distribution's labels: it starts at
+  // 2^(first_octave + i) ns and ends before twice that; the lowest lifetime
+  // it holds is its start, or 0 for octave 0.
+  uint64_t OctaveStartNs(size_t i) const { return uint64_t{1} << (first_octave + i); }
+  uint64_t OctaveEndNs(size_t i) const { return uint64_t{2} << (first_octave + i); }
+  uint64_t OctaveLowestNs(size_t i) const {
+    return first_octave + i == 0 ? 0 : OctaveStartNs(i);
+  }
 };
 
 class Lifetime {

@@ -16,6 +16,22 @@
 
 namespace crossfree::analyzer {
 
+// Where a pair's frees ran compared with their allocations, as printed.
+struct CpuFigures {
+  uint64_t same = 0;     // frees on the allocation's CPU
+  uint64_t other = 0;    // on another CPU
+  uint64_t unknown = 0;  // either event has no CPU
+  uint64_t known = 0;    // same + other; 0: the trace records no CPU
+  // 100 x same / known (0 when known is 0), in that order of operations:
+  // the figure the outputs round to whole percents.
+  double same_percent = 0;
+};
+inline CpuFigures CpuFiguresOf(uint64_t same, uint64_t other, uint64_t unknown) {
+  CpuFigures f{same, other, unknown, same + other, 0};
+  if (f.known) f.same_percent = 100.0 * static_cast<double>(same) / static_cast<double>(f.known);
+  return f;
+}
+
 struct PairCostFigures {
   uint64_t sync = 0;  // locks + atomics (CostCounts::Total)
   uint64_t refills = 0;
@@ -24,9 +40,8 @@ struct PairCostFigures {
   uint64_t atomics = 0;
   uint64_t remote_frees = 0;
   LifetimeSummary lifetime;
-  uint64_t same_cpu = 0;   // frees on the allocation's CPU
-  uint64_t other_cpu = 0;  // on another CPU; both 0: the trace records no CPU
-  bool cpu_known() const { return same_cpu + other_cpu > 0; }
+  CpuFigures cpu;
+  bool cpu_known() const { return cpu.known > 0; }
 };
 
 struct PairCosts {

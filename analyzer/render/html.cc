@@ -54,10 +54,8 @@ std::string PairCostPageJson(const Analysis& a, const CrossPair& p) {
       JsonString(fmt::format("{} / {} / {} / {}", DurationText(l.min_ns), DurationText(l.median_ns),
                              DurationText(l.p99_ns), DurationText(l.max_ns))),
       JsonString(LifetimeSvg(l)),
-      JsonString(f->cpu_known()
-                     ? fmt::format("{:.0f}%", 100.0 * static_cast<double>(f->same_cpu) /
-                                                  static_cast<double>(f->same_cpu + f->other_cpu))
-                     : std::string("n/a")));
+      JsonString(f->cpu_known() ? fmt::format("{:.0f}%", f->cpu.same_percent)
+                                : std::string("n/a")));
   if (a.pair_costs->with_costs()) {
     out += fmt::format(",\"cs\":{},\"cd\":{}", f->sync,
                        JsonString(fmt::format("{} refills, {} flushes, {} locks, {} atomics, {} "
@@ -223,10 +221,9 @@ std::string SampledSection(const Analysis& a, const std::string& id) {
       id, SampledLabel(a.sample_period), a.sample_period, a.sample_period, Commas(a.Allocations()),
       Commas(a.Frees()),
       c.samples_dropped ? fmt::format(" The tracer dropped {} sampled allocations (table full): "
-                                      "the estimates are low by about {:.2f}%.",
+                                      "the estimates are low by about {}.",
                                       Commas(c.samples_dropped),
-                                      100.0 * Share(c.samples_dropped,
-                                                    c.samples_dropped + c.allocations))
+                                      PercentText(t.samples_dropped_share, 2))
                         : "",
       rows,
       a.pairs.size() > shown
@@ -246,17 +243,18 @@ std::string WindowSection(const Analysis& a) {
     std::string edges;
     for (const WindowEdge& e : t.windows) {
       edges += fmt::format("{}{} at {:.3f} s", edges.empty() ? "" : ", ", e.open ? "open" : "closed",
-                           e.timestamp_ns / 1e9);
+                           Seconds(e.timestamp_ns));
     }
     windows += fmt::format("<br>{}: recording {}{}", HtmlEscape(t.path),
                            t.starts_closed ? "started closed" : "started open",
                            edges.empty() ? "" : "; " + edges);
   }
   std::string analysis_window =
-      a.windowed ? fmt::format("<br>analysis window {:.3f} s .. {} of each trace", a.window_from_ns / 1e9,
+      a.windowed ? fmt::format("<br>analysis window {:.3f} s .. {} of each trace",
+                               Seconds(a.window_from_ns),
                                a.window_to_ns == ~uint64_t{0}
                                    ? std::string("the end")
-                                   : fmt::format("{:.3f} s", a.window_to_ns / 1e9))
+                                   : fmt::format("{:.3f} s", Seconds(a.window_to_ns)))
                  : "";
   return fmt::format(
       "<div id=\"windows\"><h2>Windows</h2><p>before the window: {}{} (freed in the window, "
@@ -293,8 +291,8 @@ std::string RenderDiffHtml(const Analysis& before, const Analysis& after, const 
   for (size_t i = 0; i < d.rows.size(); ++i) {
     const DiffRow& r = d.rows[i];
     const CrossPair& p = r.pair();
-    const PairFigures bf = before.Figures(r.before ? *r.before : CrossPair{});
-    const PairFigures af = after.Figures(r.after ? *r.after : CrossPair{});
+    const PairFigures& bf = r.before_figures;
+    const PairFigures& af = r.after_figures;
     rows += fmt::format(
         "{}{{\"s\":\"{}\",\"a\":{},\"f\":{},\"ak\":{},\"fk\":{},\"br\":{:.6g},\"ar\":{:.6g},"
         "\"bs\":{},\"as\":{},\"bc\":{},\"ac\":{}}}",
@@ -355,12 +353,11 @@ std::string LifetimeSvg(const LifetimeSummary& l) {
     int h = top ? static_cast<int>(std::ceil(static_cast<double>(l.octaves[i]) * kHeight /
                                              static_cast<double>(top)))
                 : 0;
-    uint64_t lo = uint64_t{1} << (l.first_octave + static_cast<int>(i));
     bars += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#4a7ab5\">"
         "<title>{} objects lived {} .. {}</title></rect>",
         static_cast<int>(i) * (kBar + kGap), kHeight - h, kBar, h, Commas(l.octaves[i]),
-        DurationText(l.first_octave + i == 0 ? 0 : lo), DurationText(lo * 2));
+        DurationText(l.OctaveLowestNs(i)), DurationText(l.OctaveEndNs(i)));
   }
   return fmt::format(
       "<svg class=\"lifetime\" width=\"{}\" height=\"{}\" role=\"img\" "
@@ -368,8 +365,8 @@ std::string LifetimeSvg(const LifetimeSummary& l) {
       "<text x=\"0\" y=\"{}\" font-size=\"9\">{}</text>"
       "<text x=\"{}\" y=\"{}\" font-size=\"9\" text-anchor=\"end\">{}</text></svg>",
       std::max(width, 80), kHeight + 12, bars, kHeight + 10,
-      DurationText(uint64_t{1} << l.first_octave), std::max(width, 80), kHeight + 10,
-      DurationText(uint64_t{2} << (l.first_octave + static_cast<int>(l.octaves.size()) - 1)));
+      DurationText(l.OctaveStartNs(0)), std::max(width, 80), kHeight + 10,
+      DurationText(l.OctaveEndNs(l.octaves.size() - 1)));
 }
 
 }  // namespace crossfree::analyzer::render
@@ -426,8 +423,8 @@ std::string RenderSimulationHtml(const SimulationResult& r, const SimulateOption
                         HtmlEscape(g.name), g.threads, Commas(g.allocations), Commas(g.frees),
                         CostCells(g.cost));
   }
-  body += fmt::format("<tr><th>total</th><td></td><td></td><td></td>{}</tr></table>\n",
-                      CostCells(m.totals));
+  body += fmt::format("<tr><th>total</th><td>{}</td><td>{}</td><td>{}</td>{}</tr></table>\n",
+                      m.threads, Commas(m.allocations), Commas(m.frees), CostCells(m.totals));
   body += fmt::format("<h2>By size class</h2>\n<table><tr><th>class</th><th>bytes</th>{}</tr>\n",
                       kCostHeads);
   for (const CostClassResult& k : m.classes) {
@@ -443,7 +440,6 @@ std::string RenderSimulationHtml(const SimulationResult& r, const SimulateOption
   for (size_t i = 0; i < m.pairs.size(); ++i) {
     const CostPairResult& p = m.pairs[i];
     const analyzer::LifetimeSummary& l = p.lifetime;
-    uint64_t known = p.cpu.same + p.cpu.other;
     body += fmt::format(
         "<tr><td>{}</td><td>{} &rarr; {}{}<br><small>alloc: {}<br>free: {}</small></td><td>{}</td>"
         "{}<td>{}</td><td>{}</td><td>{}</td></tr>\n",
@@ -454,10 +450,8 @@ std::string RenderSimulationHtml(const SimulationResult& r, const SimulateOption
                               DurationText(l.p99_ns), DurationText(l.max_ns))
                 : std::string("-"),
         analyzer::render::LifetimeSvg(l),
-        known ? fmt::format("{:.0f}% of {}", 100.0 * static_cast<double>(p.cpu.same) /
-                                                 static_cast<double>(known),
-                            Commas(known))
-              : std::string("n/a"));
+        p.cpu.known ? fmt::format("{:.0f}% of {}", p.cpu.same_percent, Commas(p.cpu.known))
+                    : std::string("n/a"));
   }
   body += "</table>\n";
   return fmt::format(

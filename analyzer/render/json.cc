@@ -48,16 +48,17 @@ std::string SamplingJson(const Analysis& a) {
       "\"exact_totals\": {}, \"counts_records\": {}, \"sampled_allocations\": {}, "
       "\"sampled_frees\": {}, \"samples_dropped\": {}, \"samples_dropped_share\": {:.4f}}}",
       a.sample_period, c.counts_records ? "true" : "false", c.counts_records, c.allocations,
-      c.frees, c.samples_dropped, Share(c.samples_dropped, c.samples_dropped + c.allocations));
+      c.frees, c.samples_dropped, a.Totals().samples_dropped_share);
 }
 
 // The "window" object of a report: --from/--to and recording windows.
 std::string WindowJson(const Analysis& a) {
   std::string out = "{";
   if (a.windowed) {
-    out += fmt::format("\"from_s\": {:.6f}, \"to_s\": {}, ", a.window_from_ns / 1e9,
-                       a.window_to_ns == ~uint64_t{0} ? std::string("null")
-                                                      : fmt::format("{:.6f}", a.window_to_ns / 1e9));
+    out += fmt::format("\"from_s\": {:.6f}, \"to_s\": {}, ", Seconds(a.window_from_ns),
+                       a.window_to_ns == ~uint64_t{0}
+                           ? std::string("null")
+                           : fmt::format("{:.6f}", Seconds(a.window_to_ns)));
   }
   if (a.recording_windows) {
     out += "\"recording\": [";
@@ -67,7 +68,7 @@ std::string WindowJson(const Analysis& a) {
       std::string edges;
       for (const WindowEdge& e : t.windows) {
         edges += fmt::format("{}{{\"at_s\": {:.6f}, \"open\": {}}}", edges.empty() ? "" : ", ",
-                             e.timestamp_ns / 1e9, e.open ? "true" : "false");
+                             Seconds(e.timestamp_ns), e.open ? "true" : "false");
       }
       out += fmt::format("{}{{\"path\": {}, \"starts_closed\": {}, \"edges\": [{}]}}",
                          first ? "" : ", ", JsonString(t.path), t.starts_closed ? "true" : "false",
@@ -151,15 +152,120 @@ std::string PairCostJson(const Analysis& a, const CrossPair& p) {
       "     \"lifetime\": {{\"count\": {}, \"min_ns\": {}, \"median_ns\": {}, \"p99_ns\": {}, "
       "\"max_ns\": {}, \"first_octave\": {}, \"octaves\": [{}]}},\n     \"same_cpu\": {},\n",
       l.count, l.min_ns, l.median_ns, l.p99_ns, l.max_ns, l.first_octave, octaves,
-      f->cpu_known() ? fmt::format("{{\"same\": {}, \"other\": {}}}", f->same_cpu, f->other_cpu)
+      f->cpu_known() ? fmt::format("{{\"same\": {}, \"other\": {}}}", f->cpu.same, f->cpu.other)
                      : std::string("null"));
   return out;
 }
 
 }  // namespace
 
-std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
+namespace {
+
+// The report's "summary" line: counts of sampled objects as what they
+// estimate (the figures' totals: the count itself in an unsampled run);
+// allocations and frees are exact.
+std::string SummaryJson(const Analysis& a) {
   const PairingCounts& c = a.counts;
+  std::string out;
+  const RunFigures t = a.Totals();
+  std::string estimates;
+  if (a.sampled()) {
+    estimates = fmt::format(
+        ",\n    \"estimate\": {{\"cross_thread_frees\": {}, \"cross_thread_per_1000_allocs\": {}, "
+        "\"same_thread_frees\": {}, \"live_at_exit\": {}, \"live_at_exit_bytes\": {}, "
+        "\"unknown_frees\": {}, \"double_frees\": {}, \"allocs_over_live\": {}}}",
+        EstimateJson(t.cross_thread.estimate), EstimateJson(t.cross_thread_rate, 3),
+        EstimateJson(t.same_thread.estimate), EstimateJson(t.live_at_exit.estimate),
+        EstimateJson(t.live_bytes.estimate), EstimateJson(t.unknown_frees.estimate),
+        EstimateJson(t.double_frees.estimate), EstimateJson(t.alloc_over_live.estimate));
+  }
+  out += fmt::format(
+      "  \"summary\": {{\"events\": {}, \"threads\": {}, \"allocations\": {}, \"frees\": {}, "
+      "\"cross_thread_frees\": {}, \"cross_thread_share\": {:.4f}, "
+      "\"cross_thread_per_1000_allocs\": {:.3f}, \"same_thread_frees\": {}, "
+      "\"live_at_exit\": {}, \"live_at_exit_bytes\": {}, \"unknown_frees\": {}, "
+      "\"double_frees\": {}, \"allocs_over_live\": {}, \"realloc_events\": {}, "
+      "\"null_address_events\": {}{}}},\n",
+      c.events, a.threads, a.Allocations(), a.Frees(),
+      t.cross_thread_frees, t.cross_thread_share,
+      t.cross_thread_per_thousand, t.same_thread.total, t.live_at_exit.total, t.live_bytes.total,
+      t.unknown_frees.total, t.double_frees.total, t.alloc_over_live.total,
+      c.realloc_events, c.ignored_null,
+      estimates + (c.forked_frees == 0
+                       ? std::string()
+                       : fmt::format(", \"freed_after_fork\": {}, \"freed_after_fork_matched\": {}",
+                                     t.forked_frees.total, a.fork_frees.attributed)));
+  return out;
+}
+
+// The report's "pairs_total" and "pairs" (the first options.top).
+std::string PairsJson(const Analysis& a, const ReportOptions& options) {
+  std::string out;
+  size_t shown = options.top == 0 ? a.pairs.size() : std::min(options.top, a.pairs.size());
+  out += fmt::format("  \"pairs_total\": {},\n  \"pairs\": [", a.pairs.size());
+  for (size_t i = 0; i < shown; ++i) {
+    const CrossPair& p = a.pairs[i];
+    const PairFigures f = a.Figures(p);
+    std::string classes;
+    for (auto [cls, n] : f.size_classes) {
+      if (!classes.empty()) classes += ", ";
+      classes += fmt::format("{{\"class\": {}, \"class_bytes\": {}, \"count\": {}}}",
+                             JsonString(SizeClassLabel(cls)), SizeClassBytes(cls), n);
+    }
+    std::string estimate =
+        a.sampled() ? fmt::format("\n     \"estimate\": {{\"count\": {}, \"bytes\": {}, "
+                                  "\"per_1000_allocs\": {}}},",
+                                  EstimateJson(f.count), EstimateJson(f.bytes),
+                                  EstimateJson(f.rate, 3))
+                    : "";
+    out += fmt::format(
+        "{}\n    {{\"rank\": {}, \"key\": {}, \"alloc_role\": {}, \"free_role\": {}, "
+        "\"count\": {}, \"bytes\": {}, \"share\": {:.4f}, \"per_1000_allocs\": {:.3f},{}\n"
+        "     \"lifecycle\": {},\n{}"
+        "     \"size_classes\": [{}],\n     \"alloc_site\": {},\n     \"free_site\": {}}}",
+        i ? "," : "", i + 1, JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role),
+        f.frees, f.total_bytes, f.share, f.per_thousand, estimate, LifecycleJson(a, p),
+        PairCostJson(a, p), classes, SiteJson(p.alloc_site), SiteJson(p.free_site));
+  }
+  out += shown ? "\n  ],\n" : "],\n";
+  return out;
+}
+
+// The report's "asymmetry" rows.
+std::string AsymmetryJson(const Analysis& a) {
+  std::string out;
+  out += "  \"asymmetry\": [";
+  for (size_t i = 0; i < a.asymmetry.size(); ++i) {
+    const AsymmetryRow& r = a.asymmetry[i];
+    const AsymmetryFigures f = a.Figures(r);
+    if (a.sampled()) {
+      const Estimate& net = f.net;
+      out += fmt::format(
+          "{}\n    {{\"role\": {}, \"class\": {}, \"class_bytes\": {}, \"allocs\": {}, "
+          "\"frees\": {}, \"net\": {}, \"effect\": \"{}\", \"top_site\": {},\n"
+          "     \"estimate\": {{\"allocs\": {}, \"frees\": {}, \"net\": {}, "
+          "\"net_interval_includes_zero\": {}}}}}",
+          i ? "," : "", JsonString(r.role), JsonString(SizeClassLabel(r.size_class)),
+          SizeClassBytes(r.size_class), f.total_allocs, f.total_frees,
+          RoundSigned(net.value), AsymmetryEffect(r.net),
+          JsonString(r.top_site), EstimateJson(f.allocs), EstimateJson(f.frees),
+          NetJson(net), net.low <= 0 && net.high >= 0 ? "true" : "false");
+      continue;
+    }
+    out += fmt::format(
+        "{}\n    {{\"role\": {}, \"class\": {}, \"class_bytes\": {}, \"allocs\": {}, "
+        "\"frees\": {}, \"net\": {}, \"effect\": \"{}\", \"top_site\": {}}}",
+        i ? "," : "", JsonString(r.role), JsonString(SizeClassLabel(r.size_class)),
+        SizeClassBytes(r.size_class), f.total_allocs, f.total_frees, r.net, AsymmetryEffect(r.net),
+        JsonString(r.top_site));
+  }
+  out += a.asymmetry.empty() ? "],\n" : "\n  ],\n";
+  return out;
+}
+
+}  // namespace
+
+std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
   std::string out = "{\n";
   out += fmt::format("  \"schema_version\": {},\n  \"command\": \"report\",\n",
                      kReportSchemaVersion);
@@ -189,38 +295,7 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
         t.sample_period > 1 ? fmt::format(", \"sample_period\": {}", t.sample_period) : "");
   }
   out += "\n  ],\n";
-  // Counts of sampled objects are printed as what they estimate (the
-  // figures' totals: the count itself in an unsampled run); allocations and
-  // frees are exact.
-  const RunFigures t = a.Totals();
-  std::string estimates;
-  if (a.sampled()) {
-    estimates = fmt::format(
-        ",\n    \"estimate\": {{\"cross_thread_frees\": {}, \"cross_thread_per_1000_allocs\": {}, "
-        "\"same_thread_frees\": {}, \"live_at_exit\": {}, \"live_at_exit_bytes\": {}, "
-        "\"unknown_frees\": {}, \"double_frees\": {}, \"allocs_over_live\": {}}}",
-        EstimateJson(t.cross_thread.estimate), EstimateJson(t.cross_thread_rate, 3),
-        EstimateJson(t.same_thread.estimate), EstimateJson(t.live_at_exit.estimate),
-        EstimateJson(t.live_bytes.estimate), EstimateJson(t.unknown_frees.estimate),
-        EstimateJson(t.double_frees.estimate), EstimateJson(t.alloc_over_live.estimate));
-  }
-  out += fmt::format(
-      "  \"summary\": {{\"events\": {}, \"threads\": {}, \"allocations\": {}, \"frees\": {}, "
-      "\"cross_thread_frees\": {}, \"cross_thread_share\": {:.4f}, "
-      "\"cross_thread_per_1000_allocs\": {:.3f}, \"same_thread_frees\": {}, "
-      "\"live_at_exit\": {}, \"live_at_exit_bytes\": {}, \"unknown_frees\": {}, "
-      "\"double_frees\": {}, \"allocs_over_live\": {}, \"realloc_events\": {}, "
-      "\"null_address_events\": {}{}}},\n",
-      c.events, a.threads, a.Allocations(), a.Frees(),
-      static_cast<uint64_t>(t.cross_thread.estimate.value),
-      Share(static_cast<uint64_t>(t.cross_thread.estimate.value), a.Frees()),
-      t.cross_thread_per_thousand, t.same_thread.total, t.live_at_exit.total, t.live_bytes.total,
-      t.unknown_frees.total, t.double_frees.total, t.alloc_over_live.total,
-      c.realloc_events, c.ignored_null,
-      estimates + (c.forked_frees == 0
-                       ? std::string()
-                       : fmt::format(", \"freed_after_fork\": {}, \"freed_after_fork_matched\": {}",
-                                     t.forked_frees.total, a.fork_frees.attributed)));
+  out += SummaryJson(a);
   if (a.windowed || a.recording_windows) out += "  \"window\": " + WindowJson(a) + ",\n";
   if (!a.fork_frees.pairs.empty()) {
     // Frees in fork children of their parent's blocks (fork_frees.h).
@@ -237,59 +312,8 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
     }
     out += "\n  ],\n";
   }
-  size_t shown = options.top == 0 ? a.pairs.size() : std::min(options.top, a.pairs.size());
-  out += fmt::format("  \"pairs_total\": {},\n  \"pairs\": [", a.pairs.size());
-  for (size_t i = 0; i < shown; ++i) {
-    const CrossPair& p = a.pairs[i];
-    const PairFigures f = a.Figures(p);
-    std::string classes;
-    for (auto [cls, n] : f.size_classes) {
-      if (!classes.empty()) classes += ", ";
-      classes += fmt::format("{{\"class\": {}, \"class_bytes\": {}, \"count\": {}}}",
-                             JsonString(SizeClassLabel(cls)), SizeClassBytes(cls), n);
-    }
-    std::string estimate =
-        a.sampled() ? fmt::format("\n     \"estimate\": {{\"count\": {}, \"bytes\": {}, "
-                                  "\"per_1000_allocs\": {}}},",
-                                  EstimateJson(f.count), EstimateJson(f.bytes),
-                                  EstimateJson(f.rate, 3))
-                    : "";
-    out += fmt::format(
-        "{}\n    {{\"rank\": {}, \"key\": {}, \"alloc_role\": {}, \"free_role\": {}, "
-        "\"count\": {}, \"bytes\": {}, \"share\": {:.4f}, \"per_1000_allocs\": {:.3f},{}\n"
-        "     \"lifecycle\": {},\n{}"
-        "     \"size_classes\": [{}],\n     \"alloc_site\": {},\n     \"free_site\": {}}}",
-        i ? "," : "", i + 1, JsonString(p.key), JsonString(p.alloc_role), JsonString(p.free_role),
-        f.frees, f.total_bytes, f.share, f.per_thousand, estimate, LifecycleJson(a, p),
-        PairCostJson(a, p), classes, SiteJson(p.alloc_site), SiteJson(p.free_site));
-  }
-  out += shown ? "\n  ],\n" : "],\n";
-  out += "  \"asymmetry\": [";
-  for (size_t i = 0; i < a.asymmetry.size(); ++i) {
-    const AsymmetryRow& r = a.asymmetry[i];
-    const AsymmetryFigures f = a.Figures(r);
-    if (a.sampled()) {
-      const Estimate& net = f.net;
-      out += fmt::format(
-          "{}\n    {{\"role\": {}, \"class\": {}, \"class_bytes\": {}, \"allocs\": {}, "
-          "\"frees\": {}, \"net\": {}, \"effect\": \"{}\", \"top_site\": {},\n"
-          "     \"estimate\": {{\"allocs\": {}, \"frees\": {}, \"net\": {}, "
-          "\"net_interval_includes_zero\": {}}}}}",
-          i ? "," : "", JsonString(r.role), JsonString(SizeClassLabel(r.size_class)),
-          SizeClassBytes(r.size_class), f.total_allocs, f.total_frees,
-          RoundSigned(net.value), AsymmetryEffect(r.net),
-          JsonString(r.top_site), EstimateJson(f.allocs), EstimateJson(f.frees),
-          NetJson(net), net.low <= 0 && net.high >= 0 ? "true" : "false");
-      continue;
-    }
-    out += fmt::format(
-        "{}\n    {{\"role\": {}, \"class\": {}, \"class_bytes\": {}, \"allocs\": {}, "
-        "\"frees\": {}, \"net\": {}, \"effect\": \"{}\", \"top_site\": {}}}",
-        i ? "," : "", JsonString(r.role), JsonString(SizeClassLabel(r.size_class)),
-        SizeClassBytes(r.size_class), f.total_allocs, f.total_frees, r.net, AsymmetryEffect(r.net),
-        JsonString(r.top_site));
-  }
-  out += a.asymmetry.empty() ? "],\n" : "\n  ],\n";
+  out += PairsJson(a, options);
+  out += AsymmetryJson(a);
   out += "  \"live_at_exit_sites\": " + LoneJson(a, a.live) + ",\n";
   if (a.windowed || a.recording_windows) {
     out += "  \"live_at_window_end_sites\": " + LoneJson(a, a.live_at_window_end) + ",\n";
@@ -322,19 +346,15 @@ std::string RenderCentralJson(const CentralSummary& c) {
   return out;
 }
 
-std::string RenderCentralDiffJson(const CentralSummary& before, const CentralSummary& after) {
-  std::map<std::string, std::pair<CentralCounts, CentralCounts>> rows;
-  for (const CentralRoleRow& r : before.roles) rows[r.role].first = r.counts;
-  for (const CentralRoleRow& r : after.roles) rows[r.role].second = r.counts;
-  std::string out = "{\"before\": {" + CountsJson(before.total) + "}, \"after\": {" +
-                    CountsJson(after.total) + "},\n    \"roles\": [";
-  size_t i = 0;
-  for (const auto& [role, ba] : rows) {
+std::string RenderCentralDiffJson(const CentralDiff& d) {
+  std::string out = "{\"before\": {" + CountsJson(d.total.before) + "}, \"after\": {" +
+                    CountsJson(d.total.after) + "},\n    \"roles\": [";
+  for (size_t i = 0; i < d.roles.size(); ++i) {
+    const CentralDiffRow& r = d.roles[i];
     out += fmt::format("{}\n      {{\"role\": {}, \"before\": {{{}}}, \"after\": {{{}}}}}",
-                       i++ ? "," : "", JsonString(role), CountsJson(ba.first),
-                       CountsJson(ba.second));
+                       i ? "," : "", JsonString(r.role), CountsJson(r.before), CountsJson(r.after));
   }
-  out += rows.empty() ? "]}" : "\n    ]}";
+  out += d.roles.empty() ? "]}" : "\n    ]}";
   return out;
 }
 
@@ -357,8 +377,8 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
     const CrossPair& p = r.pair();
     if (d.sampled) {
       // An absent pair is one of no sampled objects (its interval is not 0).
-      const PairFigures bf = before.Figures(r.before ? *r.before : CrossPair{});
-      const PairFigures af = after.Figures(r.after ? *r.after : CrossPair{});
+      const PairFigures& bf = r.before_figures;
+      const PairFigures& af = r.after_figures;
       out += fmt::format(
           "{}\n    {{\"status\": \"{}\", \"significant\": {}, \"key\": {}, \"alloc_role\": {}, "
           "\"free_role\": {}, \"alloc_site\": {}, \"free_site\": {},\n     \"before\": "
@@ -380,14 +400,12 @@ std::string RenderDiffJson(const Analysis& before, const Analysis& after, const 
         "\"steady\": {}, \"bounded\": {}, \"rate\": {:.6g}}}}}",
         i ? "," : "", DiffStatusName(r.status), JsonString(p.key), JsonString(p.alloc_role),
         JsonString(p.free_role), JsonString(p.alloc_site.key), JsonString(p.free_site.key),
-        before.Figures(r.before ? *r.before : CrossPair{}).frees, before.Scaled(r.before_steady),
-        before.Scaled(r.before_bounded), r.before_rate,
-        after.Figures(r.after ? *r.after : CrossPair{}).frees, after.Scaled(r.after_steady),
-        after.Scaled(r.after_bounded), r.after_rate);
+        r.before_figures.frees, r.before_figures.steady, r.before_figures.bounded, r.before_rate,
+        r.after_figures.frees, r.after_figures.steady, r.after_figures.bounded, r.after_rate);
   }
   out += d.rows.empty() ? "]" : "\n  ]";
-  if (before.central.present() || after.central.present()) {  // only then: older outputs unchanged
-    out += ",\n  \"central\": " + RenderCentralDiffJson(before.central, after.central);
+  if (d.central.present) {  // only then: older outputs unchanged
+    out += ",\n  \"central\": " + RenderCentralDiffJson(d.central);
   }
   out += "\n}\n";
   return out;
@@ -503,8 +521,8 @@ std::string LifetimeJson(const analyzer::LifetimeSummary& l) {
       l.count, l.min_ns, l.median_ns, l.p99_ns, l.max_ns, l.first_octave, octaves);
 }
 
-std::string CpuJson(const CpuCounts& c) {
-  if (c.same + c.other == 0) return "null";
+std::string CpuJson(const analyzer::CpuFigures& c) {
+  if (c.known == 0) return "null";
   return fmt::format("{{\"same\": {}, \"other\": {}, \"unknown\": {}}}", c.same, c.other,
                      c.unknown);
 }
@@ -587,7 +605,6 @@ std::string RenderCostJson(const SimulationResult& r, const SimulateOptions& opt
 
 std::string RenderSimulationJson(const SimulationResult& r, const SimulateOptions& options) {
   if (r.cost) return RenderCostJson(r, options);
-  const SizeMap map(options.allocator.transfer_num_objects);
   std::string groups;
   for (const GroupResult& g : r.groups) {
     std::string classes;
@@ -595,7 +612,7 @@ std::string RenderSimulationJson(const SimulationResult& r, const SimulateOption
       if (c.fetch_calls == 0 && c.release_calls == 0 && c.direct_central_frees == 0) continue;
       if (!classes.empty()) classes += ",\n";
       classes += fmt::format("        {{\"class\": {}, \"bytes\": {}, {}}}", cl,
-                             cl < map.num_classes() ? map.ClassSize(cl) : 0, CountsJson(c));
+                             r.class_bytes.at(cl), CountsJson(c));
     }
     if (!groups.empty()) groups += ",\n";
     groups += fmt::format("    {{\"name\": {}, \"threads\": {}, {}, \"size_classes\": [{}{}{}]}}",
@@ -606,8 +623,8 @@ std::string RenderSimulationJson(const SimulationResult& r, const SimulateOption
   const std::string model = fmt::format(
       "\"allocator\": \"gperftools-2.10\", \"page_shift\": {}, \"max_size\": {}, "
       "\"max_total_thread_cache_bytes\": {}, \"transfer_num_objects\": {}",
-      kPageShift, kMaxSize, options.allocator.max_total_thread_cache_bytes,
-      options.allocator.transfer_num_objects);
+      kPageShift, kMaxSize, options.model.gperftools.max_total_thread_cache_bytes,
+      options.model.gperftools.transfer_num_objects);
   const std::string sections =
       fmt::format("  \"groups\": [\n{}\n  ],\n  \"fetch_sites\": {},\n  \"release_sites\": {},\n",
                   groups, SitesJson(r.fetch_sites), SitesJson(r.release_sites));

@@ -21,7 +21,7 @@ std::string RenderReportJson(const Analysis& analysis, const ReportOptions& opti
 
 // The value of the report's and the diff's "central" key.
 std::string RenderCentralJson(const CentralSummary& c);
-std::string RenderCentralDiffJson(const CentralSummary& before, const CentralSummary& after);
+std::string RenderCentralDiffJson(const CentralDiff& diff);
 
 // `crossfree diff --format json`.
 std::string RenderDiffJson(const Analysis& before, const Analysis& after, const DiffResult& d);

@@ -28,6 +28,12 @@ std::string SignedCommas(int64_t n) {
   return (n < 0 ? "-" : "+") + Commas(magnitude);
 }
 
+std::string PercentText(double share, int decimals) {
+  return fmt::format("{:.{}f}%", 100.0 * share, decimals);
+}
+
+double Seconds(uint64_t ns) { return ns / 1e9; }
+
 std::string HumanBytes(uint64_t n) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   if (n < 1024) return fmt::format("{} B", n);

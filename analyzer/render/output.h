@@ -32,13 +32,13 @@ struct ReportOptions {
 const char* AsymmetryEffect(int64_t net);
 
 // 1234567 -> "1,234,567".
-// part / whole, 0 when whole is 0.
-inline double Share(uint64_t part, uint64_t whole) {
-  return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
-
 std::string Commas(uint64_t n);
 std::string SignedCommas(int64_t n);  // "+1,234" / "-1,234" / "0"
+// A share (0.123) as a percentage with `decimals` decimals: "12.3%".
+std::string PercentText(double share, int decimals);
+// A time since a trace's start, ns, in seconds (what the outputs print
+// with 3 or 6 decimals).
+double Seconds(uint64_t ns);
 // 1536 -> "1.5 KiB".
 std::string HumanBytes(uint64_t n);
 // "850 ns", "12.3 us", "4.56 ms", "1.23 s": three significant digits.

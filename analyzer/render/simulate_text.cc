@@ -61,11 +61,10 @@ std::string LifetimeText(const analyzer::LifetimeSummary& l) {
                      DurationText(l.median_ns), DurationText(l.p99_ns), DurationText(l.max_ns));
 }
 
-std::string SameCpuText(const CpuCounts& c) {
-  uint64_t known = c.same + c.other;
-  if (known == 0) return "same CPU: n/a (the trace records no CPU)";
-  return fmt::format("same CPU: {} of {} frees ({:.0f}%){}", Commas(c.same), Commas(known),
-                     100.0 * static_cast<double>(c.same) / static_cast<double>(known),
+std::string SameCpuText(const analyzer::CpuFigures& c) {
+  if (c.known == 0) return "same CPU: n/a (the trace records no CPU)";
+  return fmt::format("same CPU: {} of {} frees ({:.0f}%){}", Commas(c.same), Commas(c.known),
+                     c.same_percent,
                      c.unknown ? fmt::format(", {} unknown", Commas(c.unknown)) : "");
 }
 
@@ -99,15 +98,10 @@ std::string RenderCostText(const SimulationResult& r, const SimulateOptions& opt
                      options.by == analyzer::GroupBy::kRole ? "role" : "thread", "threads",
                      "allocs", "frees", "refills", "flushes", "locks", "atomics", "remote-frees",
                      "sync");
-  size_t threads = 0;
-  uint64_t allocs = 0, frees = 0;
   for (const CostGroupResult& g : m.groups) {
     out += CostRow(g.name, std::to_string(g.threads), g.allocations, g.frees, g.cost);
-    threads += g.threads;
-    allocs += g.allocations;
-    frees += g.frees;
   }
-  out += CostRow("total", std::to_string(threads), allocs, frees, c);
+  out += CostRow("total", std::to_string(m.threads), m.allocations, m.frees, c);
   out += fmt::format("\n{:<24} {:>7} {:>12} {:>12} {:>10} {:>10} {:>10} {:>10} {:>12} {:>10}\n",
                      "size class", "", "", "", "refills", "flushes", "locks", "atomics",
                      "remote-frees", "sync");
@@ -142,8 +136,8 @@ std::string RenderSimulationText(const SimulationResult& r, const SimulateOption
   std::string out = fmt::format(
       "crossfree simulate: gperftools 2.10 thread caches (max total {}, batches of at most {} "
       "objects)\n",
-      analyzer::render::HumanBytes(options.allocator.max_total_thread_cache_bytes),
-      options.allocator.transfer_num_objects);
+      analyzer::render::HumanBytes(options.model.gperftools.max_total_thread_cache_bytes),
+      options.model.gperftools.transfer_num_objects);
   for (const SimTraceInfo& t : r.traces) {
     out += fmt::format("trace {}: pid {}, {} threads, {} events{}\n", t.path, t.pid, t.threads,
                        analyzer::render::Commas(t.events), t.truncated ? " (truncated)" : "");
@@ -171,9 +165,7 @@ std::string RenderSimulationText(const SimulationResult& r, const SimulateOption
                      "allocs", "frees", "fetches", "fetched", "releases", "released",
                      "too-long", "scavenge", "exit", "no-cache");
   for (const GroupResult& g : r.groups) out += CountsRow(g.name, g.threads, g.counts);
-  size_t threads = 0;
-  for (const GroupResult& g : r.groups) threads += g.threads;
-  out += CountsRow("total", threads, c);
+  out += CountsRow("total", r.threads, c);
   out += "\nTop fetch sites (the allocation whose thread-cache miss fetched a batch):\n";
   out += SitesText(r.fetch_sites, "fetches", "alloc: ");
   out += "\nTop release sites (the free that overflowed its list or cache):\n";

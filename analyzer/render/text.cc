@@ -37,7 +37,7 @@ size_t Width() { return tl_width; }
 // The room left after `used` columns (0, unlimited, stays 0).
 size_t Room(size_t used) { return tl_width == 0 ? 0 : tl_width > used + 8 ? tl_width - used : 8; }
 
-std::string SizeClassesText(const CrossPair& p) {
+std::string SizeClassesText(const CrossPair& p, const PairFigures& f) {
   std::vector<std::pair<uint64_t, int>> by_count;
   for (auto [c, n] : p.size_classes) by_count.push_back({n, c});
   std::stable_sort(by_count.begin(), by_count.end(),
@@ -50,13 +50,13 @@ std::string SizeClassesText(const CrossPair& p) {
       break;
     }
     if (!out.empty()) out += ", ";
-    out += fmt::format("{} {:.1f}%", SizeClassLabel(c), 100.0 * Share(n, p.count.sampled));
+    out += fmt::format("{} {}", SizeClassLabel(c), PercentText(f.size_class_shares.at(c), 1));
     ++shown;
   }
   return out;
 }
 
-std::string Seconds(uint64_t ns) { return fmt::format("{:.3f} s", ns / 1e9); }
+std::string SecondsText(uint64_t ns) { return fmt::format("{:.3f} s", Seconds(ns)); }
 
 // "1.000 s .. 3.000 s, 5.000 s .. the end": the recording windows of a trace.
 std::string WindowsText(const TraceInfo& t) {
@@ -68,11 +68,11 @@ std::string WindowsText(const TraceInfo& t) {
       from = e.timestamp_ns;
       open = true;
     } else if (!e.open && open) {
-      out += (out.empty() ? "" : ", ") + Seconds(from) + " .. " + Seconds(e.timestamp_ns);
+      out += (out.empty() ? "" : ", ") + SecondsText(from) + " .. " + SecondsText(e.timestamp_ns);
       open = false;
     }
   }
-  if (open) out += (out.empty() ? "" : ", ") + Seconds(from) + " .. the end";
+  if (open) out += (out.empty() ? "" : ", ") + SecondsText(from) + " .. the end";
   return out.empty() ? "none (nothing was recorded)" : out;
 }
 
@@ -163,9 +163,8 @@ void SampledSummaryText(std::string& out, const Analysis& a) {
                          : "estimated: no counts records");
   exact("frees", a.Frees(), c.counts_records ? "exact" : "estimated: no counts records");
   est("  cross-thread", t.cross_thread.estimate,
-      fmt::format("{:.1f}% of frees, {:.1f} per 1000 allocations",
-                  100.0 * Share(static_cast<uint64_t>(t.cross_thread.estimate.value), a.Frees()),
-                  t.cross_thread_per_thousand));
+      fmt::format("{} of frees, {:.1f} per 1000 allocations",
+                  PercentText(t.cross_thread_share, 1), t.cross_thread_per_thousand));
   est("  same-thread", t.same_thread.estimate, "");
   est("live at exit", t.live_at_exit.estimate,
       !c.live_at_exit ? ""
@@ -180,9 +179,9 @@ void SampledSummaryText(std::string& out, const Analysis& a) {
   }
   exact("samples dropped", c.samples_dropped,
         c.samples_dropped
-            ? fmt::format("{:.2f}% of the sampler's choices, not followed: estimates are low by "
+            ? fmt::format("{} of the sampler's choices, not followed: estimates are low by "
                           "about as much",
-                          100.0 * Share(c.samples_dropped, c.samples_dropped + c.allocations))
+                          PercentText(t.samples_dropped_share, 2))
             : "");
 }
 
@@ -192,10 +191,10 @@ void WindowRows(std::string& out, const Analysis& a) {
   std::string where;
   if (a.windowed) {
     where = fmt::format("freed in the window {:.3f} s .. {} of each trace",
-                        a.window_from_ns / 1e9,
+                        Seconds(a.window_from_ns),
                         a.window_to_ns == ~uint64_t{0}
                             ? std::string("the end")
-                            : fmt::format("{:.3f} s", a.window_to_ns / 1e9));
+                            : fmt::format("{:.3f} s", Seconds(a.window_to_ns)));
   } else {
     where = "freed in a recording window";
   }
@@ -258,8 +257,7 @@ std::string PairCostText(const PairCosts& costs, const std::string& key, size_t 
   const LifetimeSummary& l = f->lifetime;
   std::string cpu =
       f->cpu_known()
-          ? fmt::format("same CPU: {} of {} frees", Commas(f->same_cpu),
-                        Commas(f->same_cpu + f->other_cpu))
+          ? fmt::format("same CPU: {} of {} frees", Commas(f->cpu.same), Commas(f->cpu.known))
           : std::string("same CPU: n/a (the trace records no CPU)");
   out += Fit(fmt::format("    lifetime: min {}, median {}, p99 {}, max {}; {}",
                          DurationText(l.min_ns), DurationText(l.median_ns), DurationText(l.p99_ns),
@@ -271,30 +269,22 @@ std::string PairCostText(const PairCosts& costs, const std::string& key, size_t 
 
 }  // namespace
 
-std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
-  WidthScope scope(options.width);
-  const PairingCounts& c = a.counts;
-  std::string out;
-  out += fmt::format("crossfree report: {} trace{}, {} threads, {} {}events{}\n", a.traces.size(),
-                     a.traces.size() == 1 ? "" : "s", a.threads, Commas(c.events),
-                     a.sampled() ? "sampled " : "",
-                     a.sampled() ? " (estimated, " + SampledLabel(a.sample_period) + ")" : "");
-  for (const TraceInfo& t : a.traces) out += TraceLine(t);
+namespace {
 
-  if (a.sampled()) {
-    SampledSummaryText(out, a);
-    if (a.windowed || a.recording_windows) WindowRows(out, a);
-  } else {
+// The summary of an unsampled run: the counts themselves.
+void SummaryText(std::string& out, const Analysis& a) {
+  const PairingCounts& c = a.counts;
   out += "\nSummary\n";
   auto row = [&out](std::string_view label, uint64_t n, std::string note) {
     out += fmt::format("  {:<22}{:>15}{}{}\n", label, Commas(n), note.empty() ? "" : "   ", note);
   };
   row("allocations", c.allocations, "");
   row("frees", c.frees, "");
+  const RunFigures t = a.Totals();
   row("  cross-thread", c.cross_thread,
-      fmt::format("{:.1f}% of frees, {:.1f} per 1000 allocations",
-                  100.0 * Share(c.cross_thread, c.frees), a.Totals().cross_thread_per_thousand));
-  row("  same-thread", c.paired - c.cross_thread, "");
+      fmt::format("{} of frees, {:.1f} per 1000 allocations",
+                  PercentText(t.cross_thread_share, 1), t.cross_thread_per_thousand));
+  row("  same-thread", t.same_thread.total, "");
   row("live at exit", c.live_at_exit,
       !c.live_at_exit ? ""
       : CleanEnd(a)   ? HumanBytes(c.live_bytes)
@@ -312,13 +302,109 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
         CleanEnd(a) ? "address allocated again without a free"
                     : "address allocated again without a free (lost with the last buffers?)");
   }
+}
+
+// The i-th cross-thread pair: counts, size classes, lifecycle, costs, sites.
+void PairText(std::string& out, const Analysis& a, size_t i) {
+  const CrossPair& p = a.pairs[i];
+  const PairFigures f = a.Figures(p);
+  out += "\n";
+  out += Fit(fmt::format("#{:<3}{} -> {}", i + 1, p.alloc_role, p.free_role), Width()) + "\n";
+  if (a.sampled()) {
+    const Estimate &n = f.count, &bytes = f.bytes, &rate = f.rate;
+    out += fmt::format("    {} frees ({} of cross-thread, ~{:.1f} per 1000 allocs), ~{}; "
+                       "{} sampled\n",
+                       EstimateText(n), PercentText(f.share, 1), rate.value,
+                       HumanBytes(EstimateValue(bytes)), Commas(p.count.sampled));
+    out += fmt::format("    95%: {} frees, {} per 1000 allocs, {}\n", IntervalText(n),
+                       RateIntervalText(rate), BytesIntervalText(bytes));
+  } else {
+    out += fmt::format("    {} frees ({} of cross-thread, {:.1f} per 1000 allocs), {}\n",
+                       Commas(f.frees), PercentText(f.share, 1), f.per_thousand,
+                       HumanBytes(f.total_bytes));
+  }
+  out += Fit("    size classes: " + SizeClassesText(p, f), Width()) + "\n";
+  std::string rate = a.per_operation()
+                         ? fmt::format("; {:.4g} per-call objects per operation",
+                                       f.steady_per_unit.value)
+                         : "";
+  out += Fit(fmt::format("    lifecycle: {} ({}){}", LifecycleName(p.lifecycle()),
+                         p.LifecycleEvidence(a.sampled()), rate),
+             Width()) +
+         "\n";
+  if (a.pair_costs) out += PairCostText(*a.pair_costs, p.key, Width());
+  out += SiteText(p.alloc_site, "allocated at  ", 4, Width());
+  out += SiteText(p.free_site, "freed at      ", 4, Width());
+}
+
+// The cache asymmetry table (nothing when every role frees what it allocates).
+void AsymmetryText(std::string& out, const Analysis& a, const ReportOptions& options) {
+  if (a.asymmetry.empty()) return;
+  size_t rows = options.asymmetry_rows == 0 ? a.asymmetry.size()
+                                            : std::min(options.asymmetry_rows, a.asymmetry.size());
+  out += fmt::format(
+      "\nCache asymmetry: allocations minus frees per {} and size class ({} of {}){}\n",
+      options.by == GroupBy::kRole ? "role" : "thread", rows, a.asymmetry.size(),
+      a.sampled() ? ", estimated" : "");
+  if (a.sampled()) {
+    out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14} {:>26}  {}\n", "role", "class",
+                       "allocs", "frees", "net", "net 95%", "effect");
+  } else {
+    out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14}  {}\n", "role", "class", "allocs",
+                       "frees", "net", "effect");
+  }
+  for (size_t i = 0; i < rows; ++i) {
+    const AsymmetryRow& r = a.asymmetry[i];
+    const AsymmetryFigures f = a.Figures(r);
+    if (a.sampled()) {
+      const Estimate& net = f.net;
+      bool clear = net.low > 0 || net.high < 0;
+      auto signed_text = [](double v) { return SignedCommas(RoundSigned(v)); };
+      out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14} {:>26}  {}\n", Fit(r.role, 20),
+                         SizeClassLabel(r.size_class), EstimateText(f.allocs),
+                         EstimateText(f.frees), "~" + signed_text(net.value),
+                         signed_text(net.low) + " .. " + signed_text(net.high),
+                         clear ? AsymmetryEffect(r.net) : "unclear");
+    } else {
+      out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14}  {}\n", Fit(r.role, 20),
+                         SizeClassLabel(r.size_class), Commas(f.total_allocs),
+                         Commas(f.total_frees), SignedCommas(r.net), AsymmetryEffect(r.net));
+    }
+    if (!r.top_site.empty()) {
+      out += Fit(fmt::format("      {} {}", r.net > 0 ? "allocated at" : "freed at", r.top_site),
+                 Width()) +
+             "\n";
+    }
+  }
+  out +=
+      "  drains: allocates more than it frees, so its thread cache refills from the central\n"
+      "  free list; overflows: frees more than it allocates, so it releases to the central list.\n";
+  if (a.sampled()) out += "  unclear: the net's 95% interval includes 0.\n";
+}
+
+}  // namespace
+
+std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
+  WidthScope scope(options.width);
+  const PairingCounts& c = a.counts;
+  std::string out;
+  out += fmt::format("crossfree report: {} trace{}, {} threads, {} {}events{}\n", a.traces.size(),
+                     a.traces.size() == 1 ? "" : "s", a.threads, Commas(c.events),
+                     a.sampled() ? "sampled " : "",
+                     a.sampled() ? " (estimated, " + SampledLabel(a.sample_period) + ")" : "");
+  for (const TraceInfo& t : a.traces) out += TraceLine(t);
+  if (a.sampled()) {
+    SampledSummaryText(out, a);
+    if (a.windowed || a.recording_windows) WindowRows(out, a);
+  } else {
+    SummaryText(out, a);
   }
 
   size_t shown = options.top == 0 ? a.pairs.size() : std::min(options.top, a.pairs.size());
   if (a.pair_costs && a.pair_costs->with_costs()) {
-    const PairCosts& c = *a.pair_costs;
-    out += Fit(fmt::format("\nCost per pair under {} ({}: {}); settings: {}", c.allocator,
-                           c.validation_label, c.validation, c.settings),
+    const PairCosts& costs = *a.pair_costs;
+    out += Fit(fmt::format("\nCost per pair under {} ({}: {}); settings: {}", costs.allocator,
+                           costs.validation_label, costs.validation, costs.settings),
                0) +
            "\n";
   }
@@ -328,83 +414,8 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
     out += fmt::format("\nTop cross-thread pairs ({} of {}, by frees; allocating -> freeing {})\n",
                        shown, a.pairs.size(), options.by == GroupBy::kRole ? "role" : "thread");
   }
-  for (size_t i = 0; i < shown; ++i) {
-    const CrossPair& p = a.pairs[i];
-    const PairFigures f = a.Figures(p);
-    out += "\n";
-    out += Fit(fmt::format("#{:<3}{} -> {}", i + 1, p.alloc_role, p.free_role), Width()) + "\n";
-    if (a.sampled()) {
-      const Estimate &n = f.count, &bytes = f.bytes, &rate = f.rate;
-      out += fmt::format("    {} frees ({:.1f}% of cross-thread, ~{:.1f} per 1000 allocs), ~{}; "
-                         "{} sampled\n",
-                         EstimateText(n), 100.0 * f.share, rate.value,
-                         HumanBytes(EstimateValue(bytes)), Commas(p.count.sampled));
-      out += fmt::format("    95%: {} frees, {} per 1000 allocs, {}\n", IntervalText(n),
-                         RateIntervalText(rate), BytesIntervalText(bytes));
-    } else {
-    out += fmt::format("    {} frees ({:.1f}% of cross-thread, {:.1f} per 1000 allocs), {}\n",
-                       Commas(f.frees), 100.0 * f.share,
-                       f.per_thousand, HumanBytes(f.total_bytes));
-    }
-    out += Fit("    size classes: " + SizeClassesText(p), Width()) + "\n";
-    std::string rate = a.per_operation()
-                           ? fmt::format("; {:.4g} per-call objects per operation",
-                                         f.steady_per_unit.value)
-                           : "";
-    out += Fit(fmt::format("    lifecycle: {} ({}){}", LifecycleName(p.lifecycle()),
-                           p.LifecycleEvidence(a.sampled()), rate),
-               Width()) +
-           "\n";
-    if (a.pair_costs) out += PairCostText(*a.pair_costs, p.key, Width());
-    out += SiteText(p.alloc_site, "allocated at  ", 4, Width());
-    out += SiteText(p.free_site, "freed at      ", 4, Width());
-  }
-
-  if (!a.asymmetry.empty()) {
-    size_t rows = options.asymmetry_rows == 0 ? a.asymmetry.size()
-                                              : std::min(options.asymmetry_rows, a.asymmetry.size());
-    out += fmt::format(
-        "\nCache asymmetry: allocations minus frees per {} and size class ({} of {}){}\n",
-        options.by == GroupBy::kRole ? "role" : "thread", rows, a.asymmetry.size(),
-        a.sampled() ? ", estimated" : "");
-    if (a.sampled()) {
-      out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14} {:>26}  {}\n", "role", "class",
-                         "allocs", "frees", "net", "net 95%", "effect");
-    } else {
-    out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14}  {}\n", "role", "class", "allocs",
-                       "frees", "net", "effect");
-    }
-    for (size_t i = 0; i < rows; ++i) {
-      const AsymmetryRow& r = a.asymmetry[i];
-      const AsymmetryFigures f = a.Figures(r);
-      if (a.sampled()) {
-        const Estimate& net = f.net;
-        bool clear = net.low > 0 || net.high < 0;
-        auto signed_text = [](double v) { return SignedCommas(RoundSigned(v)); };
-        out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14} {:>26}  {}\n", Fit(r.role, 20),
-                           SizeClassLabel(r.size_class), EstimateText(f.allocs),
-                           EstimateText(f.frees), "~" + signed_text(net.value),
-                           signed_text(net.low) + " .. " + signed_text(net.high),
-                           clear ? AsymmetryEffect(r.net) : "unclear");
-      } else {
-      out += fmt::format("  {:<20} {:>8} {:>13} {:>13} {:>14}  {}\n", Fit(r.role, 20),
-                         SizeClassLabel(r.size_class), Commas(f.total_allocs), Commas(f.total_frees),
-                         SignedCommas(r.net), AsymmetryEffect(r.net));
-      }
-      if (!r.top_site.empty()) {
-        out += Fit(fmt::format("      {} {}", r.net > 0 ? "allocated at" : "freed at",
-                               r.top_site),
-                   Width()) +
-               "\n";
-      }
-    }
-    out +=
-        "  drains: allocates more than it frees, so its thread cache refills from the central\n"
-        "  free list; overflows: frees more than it allocates, so it releases to the central list.\n";
-    if (a.sampled()) {
-      out += "  unclear: the net's 95% interval includes 0.\n";
-    }
-  }
+  for (size_t i = 0; i < shown; ++i) PairText(out, a, i);
+  AsymmetryText(out, a, options);
 
   out += RenderCentralText(a.central, options.by, Width());  // empty without central records
   LoneText(out, a, "Live at exit", a.live, c.live_at_exit, true);
@@ -451,26 +462,21 @@ std::string RenderCentralText(const CentralSummary& c, GroupBy by, size_t width)
   return out;
 }
 
-std::string RenderCentralDiffText(const CentralSummary& before, uint64_t before_allocs,
-                                  const CentralSummary& after, uint64_t after_allocs) {
-  if (!before.present() && !after.present()) return "";
-  std::map<std::string, std::pair<CentralCounts, CentralCounts>> rows;
-  for (const CentralRoleRow& r : before.roles) rows[r.role].first = r.counts;
-  for (const CentralRoleRow& r : after.roles) rows[r.role].second = r.counts;
-  auto per_k = [](uint64_t n, uint64_t allocs) { return allocs ? n * 1000.0 / allocs : 0.0; };
+std::string RenderCentralDiffText(const CentralDiff& d) {
+  if (!d.present) return "";
   std::string out =
       "\nCentral free-list transfers (tcmalloc): calls before -> after (per 1000 allocations)\n";
   out += fmt::format("  {:<20} {:>30} {:>30}\n", "role", "fetch", "release");
-  auto line = [&](const std::string& role, const CentralCounts& b, const CentralCounts& a) {
-    out += fmt::format("  {:<20} {:>30} {:>30}\n", Fit(role, 20),
-                       fmt::format("{} -> {} ({:.1f} -> {:.1f})", Commas(b.fetch), Commas(a.fetch),
-                                   per_k(b.fetch, before_allocs), per_k(a.fetch, after_allocs)),
-                       fmt::format("{} -> {} ({:.1f} -> {:.1f})", Commas(b.release),
-                                   Commas(a.release), per_k(b.release, before_allocs),
-                                   per_k(a.release, after_allocs)));
+  auto line = [&](const CentralDiffRow& r) {
+    out += fmt::format("  {:<20} {:>30} {:>30}\n", Fit(r.role, 20),
+                       fmt::format("{} -> {} ({:.1f} -> {:.1f})", Commas(r.before.fetch),
+                                   Commas(r.after.fetch), r.before_fetch_rate, r.after_fetch_rate),
+                       fmt::format("{} -> {} ({:.1f} -> {:.1f})", Commas(r.before.release),
+                                   Commas(r.after.release), r.before_release_rate,
+                                   r.after_release_rate));
   };
-  for (const auto& [role, ba] : rows) line(role, ba.first, ba.second);
-  line("total", before.total, after.total);
+  for (const CentralDiffRow& r : d.roles) line(r);
+  line(d.total);
   return out;
 }
 
@@ -501,8 +507,7 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
                        : Commas(f.total);
   };
   // A pair's frees in one run (an absent pair: none sampled).
-  auto pair_cell = [&cell](const Analysis& a, const CrossPair* p) {
-    const PairFigures f = a.Figures(p ? *p : CrossPair{});
+  auto pair_cell = [&cell](const Analysis& a, const PairFigures& f) {
     return cell(a, TotalFigure{f.count, f.frees});
   };
   const int decimals = d.per_operation ? 3 : 1;
@@ -529,8 +534,7 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
   row("  bounded (one-off)", cell(before, bt.bounded), cell(after, at.bounded));
   row("cross-thread pairs", fmt::format("{}", before.pairs.size()),
       fmt::format("{}", after.pairs.size()));
-  out += RenderCentralDiffText(before.central, before.Allocations(), after.central,
-                               after.Allocations());
+  out += RenderCentralDiffText(d.central);
 
   static const DiffStatus kOrder[] = {DiffStatus::kGone,   DiffStatus::kNew,
                                       DiffStatus::kGrown,  DiffStatus::kShrunk,
@@ -538,9 +542,9 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
   static const char* kTitles[] = {
       "Gone: per-call pairs AFTER no longer has",
       "New: per-call pairs only AFTER has",
-      "Grown: per-call rate up by more than {:.0f}%, beyond noise",
-      "Shrunk: per-call rate down by more than {:.0f}%, beyond noise",
-      "Unchanged: per-call rate within {:.0f}%, or within noise",
+      "Grown: per-call rate up by more than {}, beyond noise",
+      "Shrunk: per-call rate down by more than {}, beyond noise",
+      "Unchanged: per-call rate within {}, or within noise",
       "Bounded: one-off pairs (start-up, shutdown, once per thread), counts only: their number "
       "does not grow with the work"};
   out += fmt::format("\nPer-call pairs are compared by their steady-state objects {}.\n", unit);
@@ -548,7 +552,7 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
   for (int s = 0; s < 6; ++s) {
     size_t n = std::count_if(d.rows.begin(), d.rows.end(),
                              [&](const DiffRow& r) { return r.status == kOrder[s]; });
-    out += "\n" + fmt::format(fmt::runtime(kTitles[s]), 100.0 * d.min_change) +
+    out += "\n" + fmt::format(fmt::runtime(kTitles[s]), PercentText(d.min_change, 0)) +
            fmt::format(" ({})\n", n);
     if (n == 0) continue;
     const bool bounded = kOrder[s] == DiffStatus::kBounded;
@@ -564,17 +568,17 @@ std::string RenderDiffText(const Analysis& before, const Analysis& after, const 
       if (r.status != kOrder[s]) continue;
       const CrossPair& p = r.pair();
       std::string head =
-          bounded ? fmt::format("  {:>{}} {:>{}}  ", pair_cell(before, r.before), rw,
-                                pair_cell(after, r.after), rw)
+          bounded ? fmt::format("  {:>{}} {:>{}}  ", pair_cell(before, r.before_figures), rw,
+                                pair_cell(after, r.after_figures), rw)
                   : fmt::format("  {:>{}} {:>{}} {:>12} {:>12}  ", rate_cell(before, r.before_estimate),
                                 rw, rate_cell(after, r.after_estimate), rw,
-                                Commas(before.Scaled(r.before_steady)),
-                                Commas(after.Scaled(r.after_steady)));
+                                Commas(r.before_figures.steady),
+                                Commas(r.after_figures.steady));
       out += head + Fit(p.alloc_role + " -> " + p.free_role, Room(head.size())) + "\n";
       std::string note;
       if (!bounded && (r.before_bounded.sampled || r.after_bounded.sampled)) {
-        note = fmt::format("one-off objects too: {} -> {}", Commas(before.Scaled(r.before_bounded)),
-                           Commas(after.Scaled(r.after_bounded)));
+        note = fmt::format("one-off objects too: {} -> {}", Commas(r.before_figures.bounded),
+                           Commas(r.after_figures.bounded));
       }
       if (d.sampled) {
         note += (note.empty() ? "" : "; ") +

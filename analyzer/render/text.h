@@ -21,11 +21,11 @@ namespace crossfree::analyzer::render {
 std::string RenderReportText(const Analysis& analysis, const ReportOptions& options);
 
 // The report's central free-list section (empty when nothing was recorded),
-// and the diff's: fetch and release calls per role, before and after, per
-// 1000 allocations of each run too (empty when neither run has any).
+// and the diff's (DiffCentral): fetch and release calls per role, before and
+// after, per 1000 allocations of each run too (empty when neither run has
+// any).
 std::string RenderCentralText(const CentralSummary& c, GroupBy by, size_t width);
-std::string RenderCentralDiffText(const CentralSummary& before, uint64_t before_allocs,
-                                  const CentralSummary& after, uint64_t after_allocs);
+std::string RenderCentralDiffText(const CentralDiff& diff);
 
 // `crossfree diff`.
 std::string RenderDiffText(const Analysis& before, const Analysis& after, const DiffResult& d,

@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/simulate/tcmalloc_model.h"
+
 namespace crossfree::analyzer::simulate {
 
 // The events that cost, in every model (docs/guide/simulate.md says what
@@ -123,24 +125,22 @@ class AllocatorModel {
   virtual bool IsRemote(int thread, uint64_t object) const = 0;
 };
 
-// The allocator models by name ("gperftools", "jemalloc", "glibc",
-// "mimalloc"), built from settings in the allocator's own syntax
-// (MALLOC_CONF, GLIBC_TUNABLES; gperftools' two variables as numbers),
-// where given. Null with *error naming the bad setting.
+// The settings of the models, each in its allocator's own syntax
+// (MALLOC_CONF, GLIBC_TUNABLES; gperftools' two variables as numbers), held
+// here only. Which
+// model takes which is the allocator table's (allocators.h), which builds
+// the models from them.
 struct ModelSettings {
   std::string malloc_conf;                 // jemalloc: "narenas:4,tcache_max:4096"
   std::string glibc_tunables;              // glibc: "glibc.malloc.tcache_count=0:..."
   unsigned cpus = 0;                       // the recorded machine's CPUs (0: this machine's)
-  // gperftools only (TcmallocConfig).
-  uint64_t max_total_thread_cache_bytes = 0;  // 0: default
-  int transfer_num_objects = 0;               // 0: default
+  // gperftools: TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES and
+  // TCMALLOC_TRANSFER_NUM_OBJ as numbers, for its cost model and the
+  // transfer simulation (replay.h) alike.
+  TcmallocConfig gperftools;
   // gperftools, jemalloc and glibc: every thread gets its cache at its first
   // traced event, not its first allocation (simulate's flag of that name).
   bool cache_from_first_event = false;
 };
-std::unique_ptr<AllocatorModel> MakeAllocatorModel(const std::string& name,
-                                                   const ModelSettings& settings,
-                                                   CostSink* sink, std::string* error);
-const std::vector<std::string>& AllocatorNames();
 
 }  // namespace crossfree::analyzer::simulate

@@ -36,7 +36,7 @@ class Replayer : public CostSink {
     pool_.Acquire();  // id 0: no cost
   }
 
-  bool Init(const std::string& allocator, const ModelSettings& settings, std::string* error) {
+  bool Init(const AllocatorEntry& allocator, const ModelSettings& settings, std::string* error) {
     model_ = MakeAllocatorModel(allocator, settings, this, error);
     if (!model_) return false;
     out_->allocator = model_->Allocator();
@@ -195,8 +195,8 @@ class Replayer : public CostSink {
 
 }  // namespace
 
-bool ReplayCosts(ProcessTrace& trace, const std::string& allocator, const ModelSettings& settings,
-                 CostReplayResult* out, std::string* error) {
+bool ReplayCosts(ProcessTrace& trace, const AllocatorEntry& allocator,
+                 const ModelSettings& settings, CostReplayResult* out, std::string* error) {
   *out = CostReplayResult();
   auto replayer = std::make_unique<Replayer>(&trace, out);
   if (!replayer->Init(allocator, settings, error)) return false;

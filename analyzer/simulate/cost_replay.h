@@ -25,6 +25,7 @@
 #include "analyzer/model/lifetime.h"
 #include "analyzer/pairing/trace_set.h"
 #include "analyzer/simulate/allocator_model.h"
+#include "analyzer/simulate/allocators.h"
 
 namespace crossfree::analyzer::simulate {
 
@@ -93,9 +94,9 @@ struct CostReplayResult {
 };
 
 // Replays every event of trace through a fresh model of `allocator`
-// (MakeAllocatorModel), publishing the trace's metadata if no pass has.
+// (MakeAllocatorModel, allocators.h), publishing the trace's metadata if no pass has.
 // False with *error on a bad setting or a malformed chunk.
-bool ReplayCosts(analyzer::ProcessTrace& trace, const std::string& allocator,
+bool ReplayCosts(analyzer::ProcessTrace& trace, const AllocatorEntry& allocator,
                  const ModelSettings& settings, CostReplayResult* out, std::string* error);
 
 }  // namespace crossfree::analyzer::simulate

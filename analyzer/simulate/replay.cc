@@ -35,9 +35,9 @@ class Replayer : public TransferSink {
   Replayer(ProcessTrace* trace, const SimulateOptions& options, ReplayResult* out)
       : out_(out),
         driver_(trace),
-        model_(options.allocator, this),
+        model_(options.model.gperftools, this),
         streams_(trace->streams.size()),
-        cache_from_first_event_(options.cache_from_first_event) {
+        cache_from_first_event_(options.model.cache_from_first_event) {
     out->threads.assign(streams_.size(), ThreadTransfers());
     out->entry_stack.assign(streams_.size(), format::kNoStack);
     for (size_t s = 0; s < streams_.size(); ++s) streams_[s].out = &out->threads[s];

@@ -6,13 +6,13 @@
 
 namespace crossfree::analyzer::simulate {
 
-bool AddPairCosts(const std::vector<std::string>& paths, const std::string& allocator,
+bool AddPairCosts(const std::vector<std::string>& paths, const AllocatorEntry* allocator,
                   const ModelSettings& model, const std::string& settings_source,
                   const analyzer::AnalysisOptions& analysis_options, analyzer::Analysis* analysis,
                   std::string* error) {
   SimulateOptions options;
   // Lifetimes alone need no allocator: the model that costs nothing.
-  options.allocator_name = allocator.empty() ? "none" : allocator;
+  options.allocator = allocator ? allocator : &NoAllocator();
   options.pairs = true;
   options.model = model;
   options.settings_source = settings_source;
@@ -23,7 +23,7 @@ bool AddPairCosts(const std::vector<std::string>& paths, const std::string& allo
   if (!SimulateFiles(paths, options, &result, error)) return false;
   const CostSimulation& m = *result.cost;
   analyzer::PairCosts costs;
-  if (!allocator.empty()) {
+  if (allocator) {
     costs.allocator = m.allocator;
     costs.validated = m.validation.validated;
     costs.validation_label = m.validation.Label();
@@ -45,8 +45,7 @@ bool AddPairCosts(const std::vector<std::string>& paths, const std::string& allo
     f.atomics = c.cost[CostKind::kAtomic];
     f.remote_frees = c.cost[CostKind::kRemoteFree];
     f.lifetime = c.lifetime;
-    f.same_cpu = c.cpu.same;
-    f.other_cpu = c.cpu.other;
+    f.cpu = c.cpu;
     costs.by_key[p.key] = f;
   }
   analysis->pair_costs = std::move(costs);

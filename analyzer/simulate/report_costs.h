@@ -15,10 +15,11 @@
 
 namespace crossfree::analyzer::simulate {
 
-// allocator: a name of AllocatorNames(), or "" for lifetimes and CPUs only.
+// allocator: a row of the allocator table (allocators.h), or null for
+// lifetimes and CPUs only.
 // options: the analysis's sites and grouping (so the keys match). False
 // with *error (a bad setting, a sampled trace, a malformed chunk).
-bool AddPairCosts(const std::vector<std::string>& paths, const std::string& allocator,
+bool AddPairCosts(const std::vector<std::string>& paths, const AllocatorEntry* allocator,
                   const ModelSettings& model, const std::string& settings_source,
                   const analyzer::AnalysisOptions& options, analyzer::Analysis* analysis,
                   std::string* error);

@@ -56,6 +56,7 @@ void AddTraceFigures(const ProcessTrace& trace, const Replay& replay, Simulation
 struct MergedPair {
   CostPairResult result;
   analyzer::Lifetime lifetime;
+  CpuCounts cpu;
 };
 
 // The cost replay of every trace, merged by group, class and symbolic pair.
@@ -64,18 +65,13 @@ bool SimulateCosts(TraceSet& set, const SimulateOptions& options,
                    std::string* error) {
   CostSimulation cost;
   cost.settings_source = options.settings_source;
-  ModelSettings model = options.model;
-  if (options.allocator_name == "gperftools") {
-    model.max_total_thread_cache_bytes = options.allocator.max_total_thread_cache_bytes;
-    model.transfer_num_objects = options.allocator.transfer_num_objects;
-  }
-  model.cache_from_first_event = options.cache_from_first_event;
+  const ModelSettings& model = options.model;
   // A model built only to check the settings (an error names the setting,
   // not a trace) and to ask its class sizes.
   struct NullSink : CostSink {
     void OnCost(CostKind, int, uint64_t, uint64_t) override {}
   } null_sink;
-  auto probe = MakeAllocatorModel(options.allocator_name, model, &null_sink, error);
+  auto probe = MakeAllocatorModel(*options.allocator, model, &null_sink, error);
   if (!probe) return false;
   auto builder = analyzer::SiteBuilder::Create(options.sites, resolver, error);
   if (!builder) return false;
@@ -85,7 +81,7 @@ bool SimulateCosts(TraceSet& set, const SimulateOptions& options,
   for (size_t t = 0; t < set.traces().size(); ++t) {
     ProcessTrace& trace = *set.traces()[t];
     CostReplayResult replay;
-    if (!ReplayCosts(trace, options.allocator_name, model, &replay, error)) {
+    if (!ReplayCosts(trace, *options.allocator, model, &replay, error)) {
       *error = fmt::format("{}: {}", trace.path, *error);
       return false;
     }
@@ -130,7 +126,7 @@ bool SimulateCosts(TraceSet& set, const SimulateOptions& options,
       m.result.objects += p.objects;
       m.result.bytes += p.bytes;
       m.result.cost.Add(p.cost);
-      m.result.cpu.Add(p.cpu);
+      m.cpu.Add(p.cpu);
       m.lifetime.Merge(p.lifetime);
       if (cross) cost.cross_thread.Add(p.cost);
     }
@@ -148,14 +144,20 @@ bool SimulateCosts(TraceSet& set, const SimulateOptions& options,
       cost.classes.push_back(c);
     }
   }
-  for (auto& [name, g] : groups) cost.groups.push_back(std::move(g));
+  for (auto& [name, g] : groups) {
+    cost.threads += g.threads;
+    cost.allocations += g.allocations;
+    cost.frees += g.frees;
+    cost.groups.push_back(std::move(g));
+  }
   std::stable_sort(cost.groups.begin(), cost.groups.end(),
                    [](const CostGroupResult& a, const CostGroupResult& b) {
                      return a.cost.Total() > b.cost.Total();
                    });
   for (auto& [k, m] : pairs) {
     m.result.lifetime = m.lifetime.Summary();
-    if (m.result.cpu.same + m.result.cpu.other > 0) cost.cpus_known = true;
+    m.result.cpu = analyzer::CpuFiguresOf(m.cpu.same, m.cpu.other, m.cpu.unknown);
+    if (m.result.cpu.known > 0) cost.cpus_known = true;
     if (k.first) cost.cross_pairs[k.second] = m.result;
     cost.pairs.push_back(std::move(m.result));
   }
@@ -196,7 +198,7 @@ bool Simulate(TraceSet& set, const SimulateOptions& options, analyzer::SymbolRes
     default_resolver = analyzer::MakeDefaultResolver(set);
     resolver = default_resolver.get();
   }
-  if (options.allocator_name != "gperftools" || options.pairs) {
+  if (!options.allocator->simulates_transfers || options.pairs) {
     return SimulateCosts(set, options, resolver, out, error);
   }
   std::map<std::string, GroupResult> groups;
@@ -220,7 +222,14 @@ bool Simulate(TraceSet& set, const SimulateOptions& options, analyzer::SymbolRes
     for (const auto& [k, v] : replay.fetch_sites) fetch_raw.push_back({t, k, v});
     for (const auto& [k, v] : replay.release_sites) release_raw.push_back({t, k, v});
   }
-  for (auto& [name, g] : groups) out->groups.push_back(std::move(g));
+  const SizeMap map(options.model.gperftools.transfer_num_objects);
+  for (auto& [name, g] : groups) {
+    out->threads += g.threads;
+    for (const auto& [cl, c] : g.by_class) {
+      out->class_bytes[cl] = cl < map.num_classes() ? map.ClassSize(cl) : 0;
+    }
+    out->groups.push_back(std::move(g));
+  }
   std::stable_sort(out->groups.begin(), out->groups.end(),
                    [](const GroupResult& a, const GroupResult& b) {
                      return a.counts.fetch_calls + a.counts.release_calls >

@@ -23,9 +23,11 @@
 #include <vector>
 
 #include "analyzer/model/lifetime.h"
+#include "analyzer/model/pair_costs.h"
 #include "analyzer/model/roles.h"
 #include "analyzer/model/sites.h"
 #include "analyzer/simulate/allocator_model.h"
+#include "analyzer/simulate/allocators.h"
 #include "analyzer/simulate/cost_replay.h"
 #include "analyzer/simulate/tcmalloc_model.h"
 #include "analyzer/pairing/trace_set.h"
@@ -33,24 +35,25 @@
 namespace crossfree::analyzer::simulate {
 
 struct SimulateOptions {
-  TcmallocConfig allocator;
   analyzer::GroupBy by = analyzer::GroupBy::kRole;
   analyzer::SiteOptions sites;
   size_t top = 10;  // sites kept per kind (0 = all)
-  // Give every thread a cache at its first traced event, not at its first
-  // allocation. Models runs where something untraced allocates on every
-  // thread, so threads that only free still have a cache: a run recorded
-  // under attach (`record -p`), where the tracer's own allocations go to the
-  // program's allocator, or by an older crossfree that sent them there too.
-  // A run recorded from its start takes the default: the tracer's own
-  // allocations never reach the program's allocator (tracer/own_allocation.h).
-  bool cache_from_first_event = false;
-  // The allocator model (AllocatorNames()). gperftools without `pairs` is
-  // the transfer simulation above (SimulationResult without `cost`); any
-  // other model, or `pairs`, is the cost replay (SimulationResult::cost).
-  std::string allocator_name = "gperftools";
+  // The allocator model (allocators.h). One whose row simulates transfers
+  // (gperftools), without `pairs`, is the transfer simulation above
+  // (SimulationResult without `cost`); any other, or `pairs`, is the cost
+  // replay (SimulationResult::cost).
+  const AllocatorEntry* allocator = &DefaultAllocator();
   bool pairs = false;
-  ModelSettings model;  // the cost replay's settings (gperftools: from `allocator`)
+  // The model's settings, held here only (gperftools' for both views), with
+  // cache_from_first_event: give every thread a
+  // cache at its first traced event, not at its first allocation. That
+  // models runs where something untraced allocates on every thread, so
+  // threads that only free still have a cache: a run recorded under attach
+  // (`record -p`), where the tracer's own allocations go to the program's
+  // allocator, or by an older crossfree that sent them there too. A run
+  // recorded from its start takes the default: the tracer's own allocations
+  // never reach the program's allocator (tracer/own_allocation.h).
+  ModelSettings model;
   // Where the settings came from, as printed: the trace does not record the
   // run's environment, so "flags" (or "defaults").
   std::string settings_source = "defaults";
@@ -109,7 +112,7 @@ struct CostPairResult {
   uint64_t bytes = 0;
   CostCounts cost;
   analyzer::LifetimeSummary lifetime;
-  CpuCounts cpu;
+  analyzer::CpuFigures cpu;
 };
 struct CostGroupResult {
   std::string name;
@@ -135,6 +138,10 @@ struct CostSimulation {
   CostCounts live_at_end;           // of totals, refills of objects never freed
   uint64_t pair_count = 0;          // symbolic pairs (before --top)
   std::vector<CostGroupResult> groups;   // by cost total desc, then name
+  // The groups' threads, allocations and frees together (the total row).
+  size_t threads = 0;
+  uint64_t allocations = 0;
+  uint64_t frees = 0;
   std::vector<CostClassResult> classes;  // by class
   // Every pair that has a cost or crosses threads, by cost total desc,
   // then objects desc, then key; at most options.top (all when 0).
@@ -150,10 +157,14 @@ struct SimulationResult {
   uint64_t unknown_frees = 0;     // frees of addresses never seen allocated (skipped)
   uint64_t inplace_reallocs = 0;  // reallocs that kept their block (no cache work)
   std::vector<GroupResult> groups;            // by fetch+release calls desc, then name
+  size_t threads = 0;                         // the groups' threads together
+  // The size of each gperftools class some group's by_class holds (0 for
+  // a class past the size map: large allocations).
+  std::map<int, uint64_t> class_bytes;
   std::vector<SiteTransfers> fetch_sites;     // by calls desc, at most options.top
   std::vector<SiteTransfers> release_sites;
   std::vector<std::string> warnings;
-  std::optional<CostSimulation> cost;  // the cost replay (SimulateOptions::allocator_name)
+  std::optional<CostSimulation> cost;  // the cost replay (SimulateOptions::allocator)
 };
 
 // Simulates opened traces (each one an independent process). resolver may

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analyzer/simulate/allocator_model.h"
+#include "analyzer/simulate/allocators.h"
 #include "analyzer/simulate/jemalloc_model.h"
 
 namespace crossfree::analyzer::simulate {
@@ -36,7 +37,9 @@ std::unique_ptr<AllocatorModel> Make(const std::string& name, Recorder* sink,
                                      ModelSettings settings = ModelSettings()) {
   if (settings.cpus == 0) settings.cpus = 2;
   std::string error;
-  auto m = MakeAllocatorModel(name, settings, sink, &error);
+  const AllocatorEntry* allocator = FindAllocator(name);
+  REQUIRE(allocator);
+  auto m = MakeAllocatorModel(*allocator, settings, sink, &error);
   REQUIRE(m);
   return m;
 }
@@ -180,11 +183,11 @@ TEST_CASE("jemalloc: MALLOC_CONF settings change the bins and are refused when m
   std::string error;
   ModelSettings bad;
   bad.malloc_conf = "narenas:many";
-  CHECK_FALSE(MakeAllocatorModel("jemalloc", bad, &r, &error));
+  CHECK_FALSE(MakeAllocatorModel(*FindAllocator("jemalloc"), bad, &r, &error));
   CHECK(error == "MALLOC_CONF: narenas:many is not a number");
   bad.malloc_conf = "percpu_arena:percpu";
-  CHECK_FALSE(MakeAllocatorModel("jemalloc", bad, &r, &error));
-  CHECK_FALSE(MakeAllocatorModel("tcmalloc", ModelSettings(), &r, &error));
+  CHECK_FALSE(MakeAllocatorModel(*FindAllocator("jemalloc"), bad, &r, &error));
+  CHECK_FALSE(FindAllocator("tcmalloc"));
 }
 
 TEST_CASE("glibc: tcache of 7, a fastbin refill, a free-only thread's tcache", "[simulate]") {
@@ -306,6 +309,43 @@ TEST_CASE("mimalloc: a request above 1 KiB takes _mi_malloc_generic every time",
   const int small = m->SizeClass(1024);
   for (int i = 0; i < 3; ++i) m->Allocate(0, small, 1024);
   CHECK(r.total[CostKind::kRefill] == 1);
+}
+
+TEST_CASE("allocator table: names, the default, the flags each model takes", "[simulate]") {
+  CHECK(AllocatorNames() ==
+        std::vector<std::string>{"gperftools", "jemalloc", "glibc", "mimalloc"});
+  CHECK(&DefaultAllocator() == FindAllocator("gperftools"));
+  CHECK(FindAllocator("none") == nullptr);  // report --lifetimes' model is not a choice
+  CHECK(std::string(NoAllocator().name) == "none");
+  int transfers = 0;
+  for (const AllocatorEntry& a : Allocators()) transfers += a.simulates_transfers;
+  CHECK(transfers == 1);
+  CHECK(FindAllocator("gperftools")->simulates_transfers);
+
+  using F = ModelFlag;
+  const AllocatorEntry* jemalloc = FindAllocator("jemalloc");
+  const AllocatorEntry* mimalloc = FindAllocator("mimalloc");
+  CHECK_FALSE(RefusedFlag(jemalloc, {F::kCpus, F::kMallocConf, F::kCacheFromFirstEvent}));
+  // The first refused flag in the caller's order.
+  CHECK(RefusedFlag(jemalloc, {F::kCpus, F::kPairs, F::kGlibcTunables}) == F::kPairs);
+  CHECK(RefusedFlag(mimalloc, {F::kCacheFromFirstEvent}) == F::kCacheFromFirstEvent);
+  // No allocator chosen (report without --allocator): every flag is refused.
+  CHECK(RefusedFlag(nullptr, {F::kCpus}) == F::kCpus);
+  CHECK_FALSE(RefusedFlag(nullptr, {}));
+  CHECK(OnlyAllocatorTaking(F::kMallocConf) == jemalloc);
+  CHECK(OnlyAllocatorTaking(F::kGlibcTunables) == FindAllocator("glibc"));
+  CHECK(OnlyAllocatorTaking(F::kCpus) == nullptr);
+  CHECK(std::string(ModelFlagName(F::kMaxTotalThreadCacheBytes)) ==
+        "--max-total-thread-cache-bytes");
+
+  // Every listed model builds from default settings and names itself.
+  Recorder r;
+  for (const AllocatorEntry& a : Allocators()) {
+    std::string error;
+    auto m = MakeAllocatorModel(a, ModelSettings(), &r, &error);
+    REQUIRE(m);
+    CHECK(m->Allocator().rfind(a.name, 0) == 0);  // "jemalloc-5.3.0"
+  }
 }
 
 }  // namespace

@@ -52,7 +52,7 @@ TEST_CASE("cost replay: jemalloc costs charged to the pair, thread exits and liv
           "[simulate]") {
   SyntheticTrace b = ProducerConsumer();
   SimulateOptions options;
-  options.allocator_name = "jemalloc";
+  options.allocator = FindAllocator("jemalloc");
   options.model.cpus = 2;
   SimulationResult r = RunSimulation(b, options);
   REQUIRE(r.cost);
@@ -116,7 +116,7 @@ TEST_CASE("cost replay: jemalloc costs charged to the pair, thread exits and liv
   // tcache too): the consumer's one flush of 100 to arena 1 plus its
   // statistics lock (2 locks); both exits flush 41 bins, the consumer's 101
   // objects take arena 1's lock besides its own statistics locks.
-  options.cache_from_first_event = true;
+  options.model.cache_from_first_event = true;
   SyntheticTrace b2 = ProducerConsumer();
   SimulationResult r2 = RunSimulation(b2, options);
   REQUIRE(r2.cost);
@@ -142,7 +142,8 @@ TEST_CASE("report --allocator: the pair's cost and lifetimes join the report's p
   REQUIRE(analysis.pairs.size() == 1);
   ModelSettings model;
   model.cpus = 2;
-  REQUIRE(AddPairCosts({path}, "jemalloc", model, "flags", options, &analysis, &error));
+  REQUIRE(AddPairCosts({path}, FindAllocator("jemalloc"), model, "flags", options, &analysis,
+                       &error));
   std::remove(path.c_str());
   REQUIRE(analysis.pair_costs);
   CHECK(analysis.pair_costs->allocator == "jemalloc-5.3.0");
@@ -163,7 +164,7 @@ TEST_CASE("cost replay: the models that are not (fully) validated say so", "[sim
   for (const char* name : {"glibc", "mimalloc"}) {
     SyntheticTrace b = ProducerConsumer();
     SimulateOptions options;
-    options.allocator_name = name;
+    options.allocator = FindAllocator(name);
     SimulationResult r = RunSimulation(b, options);
     REQUIRE(r.cost);
     CHECK_FALSE(r.cost->validation.validated);

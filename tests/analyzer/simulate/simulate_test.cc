@@ -201,7 +201,7 @@ TEST_CASE("budget: a smaller --max-total-thread-cache-bytes gives more releases"
   CHECK(r_big.totals.release_calls_by_cause[1] == 14);
   CHECK(r_big.totals.released_objects == 70);
 
-  options.allocator.max_total_thread_cache_bytes = 512 * 1024;
+  options.model.gperftools.max_total_thread_cache_bytes = 512 * 1024;
   SyntheticTrace small = BudgetTrace();
   SimulationResult r_small = Run(small, options);
   CHECK(r_small.totals.fetch_calls == 100);
