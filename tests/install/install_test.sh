@@ -30,7 +30,7 @@ test -f "$inc/rpc/messenger.h"
 # Internals stay out: the test service, contract checks, logging, the acceptor,
 # the trace writer and the tracer<->record protocol.
 for h in rpc/calculator_service.h rpc/rpc_test_service.pb.h rpc/dcheck.h rpc/logging.h \
-         rpc/acceptor.h format/trace_writer.h format/shm_channel.h format/attach_protocol.h; do
+         rpc/acceptor.h format/trace_writer.h protocol/shm_channel.h protocol/attach_protocol.h; do
   [[ ! -e $inc/$h ]] || { echo "internal header installed: include/crossfree/$h" >&2; exit 1; }
 done
 # Every project include of an installed header is installed too.
