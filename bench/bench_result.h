@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What rpc-bench (rpc/rpc_bench.cc) and grpc_bench (bench/grpc) measure and
+// What rpc-bench (bench/rpc/rpc_bench.cc) and grpc_bench (bench/grpc) measure and
 // print the same way: the process's CPU time and context switches over the
 // measured window, the summary lines made of them and the RESULT line's
 // rate fields. Header-only: bench/grpc is a separate CMake project.

@@ -5,8 +5,8 @@
 #   lib/crossfree/             libcrossfree-trace.so (crossfree record looks
 #                              in <bin>/../lib/crossfree/)
 #   <libdir>/                  static crossfree_rpc, crossfree_format(_writer)
-#   include/crossfree/{rpc,format}/  their headers (and rpc/rpc_header.pb.h):
-#                              consumers write <crossfree/rpc/messenger.h>;
+#   include/crossfree/{rpc,format}/  the public headers (below) and those they
+#                              include: consumers write <crossfree/rpc/messenger.h>;
 #                              not include/rpc/, which glibc's libc6-dev uses
 #   <libdir>/cmake/crossfree/  the package config; <libdir>/pkgconfig/crossfree.pc
 include(GNUInstallDirs)
@@ -38,12 +38,40 @@ install(TARGETS crossfree_rpc crossfree_format crossfree_format_writer crossfree
         EXPORT crossfreeTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+
+# The headers a program of another project includes: for the RPC core, a
+# server (Messenger, ServicePool), a client (Proxy, RpcController) and the
+# code protoc-gen-crossfree-rpc generates (proxy.h, rpc_context.h,
+# service_if.h); for the trace reader, TraceReader and the format's names.
+set(_rpc_public_headers messenger.h service_pool.h service_if.h rpc_context.h proxy.h
+    rpc_controller.h status.h sockaddr.h)
+set(_format_public_headers trace_reader.h trace_format.h names.h)
+# The headers those include, and nothing more: installed because the
+# compiler needs them, not for programs to include. Everything else stays
+# in the source tree (the test service, dcheck.h, logging, the acceptor,
+# connection threads, the socket I/O; the trace writer and the tracer's
+# protocol). tests/install/install_test.sh fails if an installed header
+# includes one that is not installed, and compiles each installed header
+# alone against the installed tree.
+set(_rpc_included_headers connection.h outbound_call.h reactor.h call_id_map.h
+    deferred_pool.h frame_reader.h futex.h futex_mutex.h header_codec.h histogram.h
+    inbound_call_pool.h inline_function.h memory_budget.h serialization.h service_queue.h
+    transfer.h)
 set(_include_dir ${CMAKE_INSTALL_INCLUDEDIR}/crossfree)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/rpc/ DESTINATION ${_include_dir}/rpc
-        FILES_MATCHING PATTERN "*.h" PATTERN "rpc_header.proto")
-install(FILES ${PROJECT_BINARY_DIR}/rpc/rpc_header.pb.h DESTINATION ${_include_dir}/rpc)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/format/ DESTINATION ${_include_dir}/format
-        FILES_MATCHING PATTERN "*.h")
+# The package names the public ones as a program includes them
+# (crossfree_PUBLIC_HEADERS: crossfree/rpc/messenger.h, ...).
+list(TRANSFORM _rpc_public_headers PREPEND crossfree/rpc/ OUTPUT_VARIABLE _rpc_names)
+list(TRANSFORM _format_public_headers PREPEND crossfree/format/ OUTPUT_VARIABLE _format_names)
+set(CROSSFREE_PUBLIC_HEADERS ${_rpc_names} ${_format_names})
+list(TRANSFORM _rpc_public_headers PREPEND ${PROJECT_SOURCE_DIR}/rpc/)
+list(TRANSFORM _rpc_included_headers PREPEND ${PROJECT_SOURCE_DIR}/rpc/)
+list(TRANSFORM _format_public_headers PREPEND ${PROJECT_SOURCE_DIR}/format/)
+# rpc_header.proto: the wire's headers, for clients written against the
+# protocol rather than this library.
+install(FILES ${_rpc_public_headers} ${_rpc_included_headers}
+              ${PROJECT_BINARY_DIR}/rpc/rpc_header.pb.h ${PROJECT_SOURCE_DIR}/rpc/rpc_header.proto
+        DESTINATION ${_include_dir}/rpc)
+install(FILES ${_format_public_headers} DESTINATION ${_include_dir}/format)
 install(FILES ${PROJECT_BINARY_DIR}/crossfree_version.h DESTINATION ${_include_dir})
 
 set(_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/crossfree)
