@@ -243,8 +243,13 @@ void* ControlThread(void*) {
   AttachedTotals totals;
   const bool stopped = StopAttachedRecording(&totals);
   // No thread unwinds any more (none was left inside a record): the object
-  // files the unwinder opened are closed, as they were before the attach.
-  if (stopped && totals.threads_skipped == 0) ReleaseCfiFiles();
+  // files the unwinder opened are closed, and libunwind's address-validation
+  // pipe (opened at the first session's first unwind, two descriptors the
+  // program never had) too, as they were before the attach.
+  if (stopped && totals.threads_skipped == 0) {
+    ReleaseCfiFiles();
+    ReleaseUnwinderPipe();
+  }
   __atomic_store_n(&g_message_fd, 2, __ATOMIC_RELAXED);
   Text t;
   t.Num(restored).Add(" GOT entries restored; ");
