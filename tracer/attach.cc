@@ -219,6 +219,12 @@ void* ControlThread(void*) {
   const GotPatchStats stats = PatchNewModules();
   if (!StartAttachedRecording(settings, &why)) {
     RestoreAllGotEntries();
+    // Recording never started, so no hook unwound: the unwinder's start-up
+    // (on this thread) may have opened libunwind's pipe, which a refused
+    // session must not leave behind either (seen with a trace file the
+    // target could not create: 2 descriptors more after the refusal).
+    ReleaseCfiFiles();
+    ReleaseUnwinderPipe();
     __atomic_store_n(&g_message_fd, 2, __ATOMIC_RELAXED);
     Reply(fd, "error", why);
     close(fd);
