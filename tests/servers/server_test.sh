@@ -62,10 +62,26 @@ thrift)
   load() {
     timeout -k 5 "$client_bound" "$program" call "$port" 4 2000 >client.out 2>&1 ||
       fail "the Thrift client failed (exit $?): $(tail -3 client.out)"
-    requests=8000
   }
   stop() { timeout -k 5 "$client_bound" "$program" stop "$port" >>client.out 2>&1; }
-  check() { pairs_in 'libthrift' 1; }
+  check() {
+    pairs_in 'libthrift' 1
+    # Each of the 400 connections (4 clients x 2000 calls, a new one every
+    # 20) is accepted on the main thread and served, then disposed of, on
+    # one of Thrift's workers: at least one object per connection goes
+    # from one to the other (sampled: estimates, not checked).
+    [[ $mode == sample ]] && return
+    # The workers' role is "threadMain" (Thrift's thread entry), or
+    # "thread" under --unwind fp, which does not reach it.
+    python3 - <<'EOF' || fail "no pair from the main thread to a worker of >= 400 objects in libthrift"
+import json, sys
+ok = any(p["alloc_role"] in ("main", "main thread")
+         and p["free_role"] in ("threadMain", "thread") and p["count"] >= 400
+         and any("libthrift" in f.get("module", "") for f in p["alloc_site"]["frames"])
+         for p in json.load(open("report.json"))["pairs"])
+sys.exit(0 if ok else 1)
+EOF
+  }
   ;;
 redis)
   # I/O threads on: the main thread and the io_thd_* threads hand the
