@@ -219,6 +219,12 @@ void* ControlThread(void*) {
   const GotPatchStats stats = PatchNewModules();
   if (!StartAttachedRecording(settings, &why)) {
     RestoreAllGotEntries();
+    // Recording never started, so no hook unwound: the unwinder's start-up
+    // (on this thread) may have opened libunwind's pipe, which a refused
+    // session must not leave behind either (seen with a trace file the
+    // target could not create: 2 descriptors more after the refusal).
+    ReleaseCfiFiles();
+    ReleaseUnwinderPipe();
     __atomic_store_n(&g_message_fd, 2, __ATOMIC_RELAXED);
     Reply(fd, "error", why);
     close(fd);
@@ -243,8 +249,13 @@ void* ControlThread(void*) {
   AttachedTotals totals;
   const bool stopped = StopAttachedRecording(&totals);
   // No thread unwinds any more (none was left inside a record): the object
-  // files the unwinder opened are closed, as they were before the attach.
-  if (stopped && totals.threads_skipped == 0) ReleaseCfiFiles();
+  // files the unwinder opened are closed, and libunwind's address-validation
+  // pipe (opened at the first session's first unwind, two descriptors the
+  // program never had) too, as they were before the attach.
+  if (stopped && totals.threads_skipped == 0) {
+    ReleaseCfiFiles();
+    ReleaseUnwinderPipe();
+  }
   __atomic_store_n(&g_message_fd, 2, __ATOMIC_RELAXED);
   Text t;
   t.Num(restored).Add(" GOT entries restored; ");

@@ -85,6 +85,8 @@ extern "C" __attribute__((visibility("default"))) int pipe2(int fds[2], int flag
     // updates (owned_fds.h).
     crossfree::tracer::OwnFd(&fds[i], nullptr);
   }
+  // Closed again when an attach session ends (ReleaseUnwinderPipe).
+  crossfree::tracer::NoteUnwinderPipe(fds);
   return rc;
 }
 

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace crossfree::tracer {
 namespace {
@@ -102,6 +103,30 @@ int OwnedFdsIn(unsigned first, unsigned last, int* out) {
     }
   }
   return n;
+}
+
+namespace {
+// libunwind's static pair (NoteUnwinderPipe), or null.
+int* g_unwinder_pipe = nullptr;
+}  // namespace
+
+void NoteUnwinderPipe(int* fds) { __atomic_store_n(&g_unwinder_pipe, fds, __ATOMIC_RELEASE); }
+
+int ReleaseUnwinderPipe() {
+  int* fds = __atomic_exchange_n(&g_unwinder_pipe, nullptr, __ATOMIC_ACQ_REL);
+  if (fds == nullptr) return 0;
+  int closed = 0;
+  for (int i = 0; i < 2; ++i) {
+    const int fd = __atomic_load_n(&fds[i], __ATOMIC_ACQUIRE);
+    // Owned and still the pipe: ours to close. Otherwise the number may be
+    // the program's by now, and only libunwind's copy of it is dropped.
+    if (fd >= 0 && IsOwnedFd(fd)) {
+      DisownFd(fd);
+      if (close(fd) == 0) ++closed;
+    }
+    __atomic_store_n(&fds[i], -1, __ATOMIC_RELEASE);
+  }
+  return closed;
 }
 
 }  // namespace crossfree::tracer

@@ -55,6 +55,26 @@ bool MoveOwnedFd(int fd);
 // ascending order, at most kMaxOwnedFds. Returns how many.
 int OwnedFdsIn(unsigned first, unsigned last, int* out);
 
+// libunwind's address-validation pipe. libunwind (1.6, x86-64) opens it
+// once per process, at its first use, into a static pair of its own; it
+// validates addresses with mincore() instead whenever mincore works, and
+// reopens the pipe only when a read from it fails (a closed or -1
+// descriptor).
+//
+// NoteUnwinderPipe: called by the pipe2 hook (interpose_process.cc) with
+// that pair, once it has moved both descriptors to 500 and above and owns
+// them; the last pair noted is the one ReleaseUnwinderPipe closes.
+void NoteUnwinderPipe(int* fds);
+
+// Attach mode, at the end of a session, when no thread can be inside
+// libunwind for the tracer (the condition of ReleaseCfiFiles): closes the
+// pipe and sets libunwind's pair back to -1, so that a detached process
+// keeps none of the tracer's descriptors. A later session validates with
+// mincore(), or reopens the pipe through the pipe2 hook. A number that is
+// the program's by now (after a raw close) is not closed. Returns how many
+// descriptors it closed. The attach control thread only.
+int ReleaseUnwinderPipe();
+
 // Brackets a write by the tracer through a holder registered with users:
 // increments/decrements users with sequentially consistent ordering, so a
 // move either sees the write in flight or the writer sees the new number.
