@@ -27,7 +27,7 @@ PairFigures Analysis::Figures(const CrossPair& p) const {
   f.steady = Scaled(p.steady().sampled);
   f.thread_bounded = Scaled(p.thread_bounded.sampled);
   f.edge_bounded = Scaled(p.edge_bounded.sampled);
-  f.steady_per_unit = PerUnit(p.steady().sampled);
+  f.steady_per_unit = PerSteadyUnit(p.steady().sampled);
   for (auto [cls, n] : p.size_classes) f.size_classes[cls] = Scaled(n);
   f.timeline.reserve(p.timeline.size());
   for (uint64_t n : p.timeline) f.timeline.push_back(Scaled(n));
@@ -67,8 +67,8 @@ RunFigures Analysis::Totals() const {
   for (const CrossPair& p : pairs) steady += p.steady().sampled;
   f.steady = total(Count(steady), steady);
   f.bounded = total(Count(c.cross_thread - steady), c.cross_thread - steady);
-  f.steady_rate = Rate(steady);
-  f.steady_per_unit = PerUnit(steady);
+  f.steady_rate = Rate(steady).Scaled(1.0 / SteadyShare());
+  f.steady_per_unit = PerSteadyUnit(steady);
   return f;
 }
 

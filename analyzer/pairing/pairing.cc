@@ -22,6 +22,7 @@ namespace crossfree::analyzer {
 void PairingCounts::Add(const PairingCounts& o) {
   events += o.events;
   allocations += o.allocations;
+  steady_allocations += o.steady_allocations;
   frees += o.frees;
   paired += o.paired;
   cross_thread += o.cross_thread;
@@ -543,6 +544,7 @@ class Worker {
       s.epoch = Epoch();
       s.size_class = static_cast<uint8_t>(SizeClassIndex(e.size));
       s.alloc_tick = Tick(e.timestamp_ns);
+      counts_.steady_allocations += Steady(s.alloc_tick);
       // A stream is a tid: an allocation after its exit record is a new
       // thread that got the same tid (thread churn reuses them).
       if (exited_[thread.value]) [[unlikely]] exited_[thread.value] = 0;
