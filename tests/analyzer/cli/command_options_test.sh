@@ -204,11 +204,16 @@ has check.err '^crossfree gate: warning: no --operations: .*bounded \(one-off\) 
 # The CI formats.
 differs "$cmd" --format junit -- "${g[@]}"
 has with.out '<testsuite name="crossfree gate" tests="3" failures="2"'
+cp with.out cli.junit.xml
 differs "$cmd" --format github -- "${g[@]}"
 has with.out '^::error title=crossfree gate%3A NEW cross-thread allocation::NEW cross-thread allocation site 0x401000 <- 0x405100 <- 0x402200: '
 has with.out '^::warning title=crossfree gate::no --operations'
 differs "$cmd" --format sarif -- "${g[@]}"
 has with.out '"version": "2.1.0"'
+cp with.out cli.sarif
+src=$(cd "$(dirname "$0")/../../.." && pwd)
+python3 "$src/tests/analyzer/model/ci_formats_test.py" "$src/tests/data/sarif/sarif-schema-2.1.0.json" \
+  cli.sarif >/dev/null || fail "gate --format sarif: not valid SARIF 2.1.0"
 differs "$cmd" --source-root /nonexistent/root -- --format sarif "${g[@]}"
 has with.out '"uri": "file:///nonexistent/root/"'
 # --operations: a baseline written per operation, checked without it and with it.

@@ -13,6 +13,7 @@
 #include "analyzer/model/baseline.h"
 #include "analyzer/model/diff.h"
 #include "analyzer/model/gate.h"
+#include "analyzer/render/gate_formats.h"
 #include "analyzer/render/folded.h"
 #include "analyzer/render/html.h"
 #include "analyzer/render/text.h"
@@ -253,6 +254,12 @@ TEST_CASE("gate: passes on its own baseline, fails on a new pair and on growth")
   CheckGolden("gate-fail.txt",
               RenderGateText(after.analysis, r,
                              "crossfree gate --write-baseline --baseline B after.trc"));
+  // The CI formats of the same verdict (ci_formats_test.py validates them:
+  // SARIF against the published schema, JUnit's structure).
+  const std::string accept = "crossfree gate --write-baseline --baseline B after.trc";
+  CheckGolden("gate-fail.junit.xml", RenderGateJunit(after.analysis, r, accept));
+  CheckGolden("gate-fail.github.txt", RenderGateGithub(after.analysis, r, accept, "/src"));
+  CheckGolden("gate-fail.sarif", RenderGateSarif(after.analysis, r, accept, "/src"));
 
   // A looser growth limit lets the grown group through.
   GateResult loose = gate(after.analysis, {}, 10.0);
