@@ -320,6 +320,27 @@ class Splitter {
   uint64_t prev_addr_ = 0;
 };
 
+
+// The most bytes the frame of Encode can take: zstd's frame header, then
+// per piece its bytes stored raw in blocks of at most ZSTD_BLOCKSIZE_MAX,
+// each with a block header (an empty piece still ends a block when it is
+// the last), which ZSTD_compressBound of each piece covers with margin.
+size_t FrameBound(const std::array<std::span<const uint8_t>, wire::kStreams>& pieces,
+                  size_t count) {
+  // ZSTD_FRAMEHEADERSIZE_MAX, which zstd.h declares only for static
+  // linking: the largest frame header of format version 1.
+  constexpr size_t kFrameHeaderMax = 18;
+  size_t bound = kFrameHeaderMax;
+  for (size_t i = 0; i < count; ++i) bound += ZSTD_compressBound(pieces[i].size());
+  return bound;
+}
+
+// Encode's answer when compressing does not pay or zstd fails: the plain
+// chunk as it is (it was checked whole, so it is worth writing).
+bool KeepPlain(const uint8_t* chunk, size_t bytes, std::vector<uint8_t>& out) {
+  out.assign(chunk, chunk + bytes);
+  return true;
+}
 }  // namespace
 
 // Layout 2's writer state, kept from chunk to chunk for its buffers.
@@ -438,7 +459,14 @@ bool ChunkCompressor::Encode(const uint8_t* chunk, size_t bytes, uint8_t layout,
     layout = wire::kLayoutLanes;
   }
   const size_t head = kChunkHeaderBytes + wire::FrameOffset(layout);
-  out.resize(head + ZSTD_compressBound(raw));
+  // Room for the frame as it is written: each lane or stream ends a zstd
+  // block of its own (below), so the worst case is every piece stored
+  // raw, each with its block headers. ZSTD_compressBound of the whole
+  // payload assumes one run of 128 KiB blocks; 24 small incompressible
+  // streams need about 24 block headers more than its margin for a small
+  // payload, and zstd then waits, forever, for room that never comes
+  // (KUDU-like servers' short-lived threads seal such chunks).
+  out.resize(head + FrameBound(pieces, count));
   ZSTD_CCtx_reset(cctx_, ZSTD_reset_session_and_parameters);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, level_);
   ZSTD_CCtx_setParameter(cctx_, ZSTD_c_contentSizeFlag, 1);
@@ -456,21 +484,20 @@ bool ChunkCompressor::Encode(const uint8_t* chunk, size_t bytes, uint8_t layout,
     if (pieces[i].empty() && !last) continue;
     ZSTD_inBuffer src{pieces[i].data(), pieces[i].size(), 0};
     const ZSTD_EndDirective end = last ? ZSTD_e_end : ZSTD_e_flush;
-    size_t left;
-    do {
-      left = ZSTD_compressStream2(cctx_, &dst, &src, end);
-      if (ZSTD_isError(left)) {
-        *error = std::string("zstd: ") + ZSTD_getErrorName(left);
-        return false;
-      }
-    } while (left != 0);
+    for (;;) {
+      const size_t in_before = src.pos, out_before = dst.pos;
+      const size_t left = ZSTD_compressStream2(cctx_, &dst, &src, end);
+      if (ZSTD_isError(left)) return KeepPlain(chunk, bytes, out);
+      if (left == 0) break;
+      // zstd stops only when it needs more room; FrameBound gives it all
+      // it can need, so a call that takes no input and writes nothing is
+      // a broken promise. Never wait on it: the chunk goes plain.
+      if (src.pos == in_before && dst.pos == out_before) return KeepPlain(chunk, bytes, out);
+    }
   }
   const size_t frame = dst.pos;
   const size_t total = head + frame;
-  if (total >= bytes) {  // not worth it: the plain chunk as it is
-    out.assign(chunk, chunk + bytes);
-    return true;
-  }
+  if (total >= bytes) return KeepPlain(chunk, bytes, out);  // not worth it
   out.resize(total);
   uint8_t* b = out.data();
   std::memcpy(b, chunk, kChunkHeaderBytes);
