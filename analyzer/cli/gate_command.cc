@@ -114,12 +114,17 @@ int RunGate(const GateArgs& a) {
   if (a.min_effect >= 0) options.min_effect = a.min_effect;
   if (a.bounded_effect >= 0) options.bounded_effect = a.bounded_effect;
   if (a.write_baseline) {
-    baseline.allowed.clear();  // rewritten whatever its unit; what changes is counted below
+    baseline = analyzer::Baseline();  // rewritten whatever its unit and version
     baseline.per_operation = analysis.per_operation();
   }
   if (!analyzer::EvaluateGate(analysis, baseline, suppressions, options, &result, &error)) {
     fmt::print(stderr, "crossfree gate: {}: {}\n", Printable(a.baseline), Printable(error));
     return kExitUsage;
+  }
+  // What was not judged, on stderr whatever the format (JSON, SARIF and
+  // JUnit carry them too); when writing a baseline, what will not be.
+  for (const std::string& w : result.warnings) {
+    fmt::print(stderr, "crossfree gate: warning: {}\n", w);
   }
   if (a.write_baseline) {
     std::string text = analyzer::FormatBaseline(
@@ -129,11 +134,6 @@ int RunGate(const GateArgs& a) {
                Printable(a.baseline), analysis.pairs.size() - result.suppressed.size(),
                analysis.UnitName(), result.suppressed.size());
     return kExitOk;
-  }
-  // What was not judged, on stderr whatever the format (JSON and SARIF
-  // carry them too).
-  for (const std::string& w : result.warnings) {
-    fmt::print(stderr, "crossfree gate: warning: {}\n", w);
   }
   std::string root = a.source_root;
   if (root.empty()) {

@@ -172,6 +172,7 @@ run wb gate --write-baseline --baseline base.txt before.trc
 [[ $(rc wb) == 0 ]] || fail "gate --write-baseline exited $(rc wb)"
 has base.txt "^crossfree-baseline 3$"
 has base.txt "^units 2.002 2.002$"
+has wb.err '^crossfree gate: warning: no --operations: '
 checked["$cmd --write-baseline"]=1
 checked["$cmd --baseline"]=1
 run nob gate after.trc
