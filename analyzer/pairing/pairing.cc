@@ -22,7 +22,8 @@ namespace crossfree::analyzer {
 void PairingCounts::Add(const PairingCounts& o) {
   events += o.events;
   allocations += o.allocations;
-  steady_allocations += o.steady_allocations;
+  duration_ticks += o.duration_ticks;
+  steady_ticks += o.steady_ticks;
   frees += o.frees;
   paired += o.paired;
   cross_thread += o.cross_thread;
@@ -544,7 +545,6 @@ class Worker {
       s.epoch = Epoch();
       s.size_class = static_cast<uint8_t>(SizeClassIndex(e.size));
       s.alloc_tick = Tick(e.timestamp_ns);
-      counts_.steady_allocations += Steady(s.alloc_tick);
       // A stream is a tid: an allocation after its exit record is a new
       // thread that got the same tid (thread churn reuses them).
       if (exited_[thread.value]) [[unlikely]] exited_[thread.value] = 0;
@@ -717,6 +717,10 @@ bool PairTrace(ProcessTrace& trace, const PairingOptions& options, PairingResult
   shared.clock = MakeLifecycleClock(trace, shared.origin_ns);
   result->steady_from_ns = shared.clock.TimeOf(shared.clock.steady_from_tick);
   result->steady_to_ns = shared.clock.TimeOf(shared.clock.steady_to_tick);
+  result->counts.duration_ticks = shared.clock.end_tick;
+  result->counts.steady_ticks =
+      std::min(shared.clock.steady_to_tick, shared.clock.end_tick) -
+      std::min(shared.clock.steady_from_tick, shared.clock.end_tick);
   if (options.windowed()) {
     uint64_t start = trace.header.fields.start_monotonic_ns ? trace.header.fields.start_monotonic_ns
                                                             : shared.origin_ns;

@@ -47,8 +47,8 @@ std::string GatePromiseText(const GateResult& r) {
   const char* unit = GateUnitName(r);
   if (r.steady_units < r.units) {
     out += fmt::format(
-        "  per-call rates are over the steady state: {:.5g} of the run's {:.5g} {} (the share of "
-        "its allocations made there; objects of the first and last 5% are one-off)\n",
+        "  per-call rates are over the steady state: {:.5g} of the run's {:.5g} {} (its share of "
+        "the run's time; objects of the first and last 5% are one-off)\n",
         r.steady_units, r.units, r.per_operation ? "operations" : "thousand allocations");
   }
   if (r.sampled) {
