@@ -47,9 +47,10 @@ std::string GatePromiseText(const GateResult& r) {
   const char* unit = GateUnitName(r);
   if (r.steady_units < r.units) {
     out += fmt::format(
-        "  per-call rates are over the steady state: {:.5g} of the run's {:.5g} {} (its share of "
+        "  per-call rates are over the steady state: {:.{}f} of the run's {:.{}f} {} (its share of "
         "the run's time; objects of the first and last 5% are one-off)\n",
-        r.steady_units, r.units, r.per_operation ? "operations" : "thousand allocations");
+        r.steady_units, r.per_operation ? 0 : 3, r.units, r.per_operation ? 0 : 3,
+        r.per_operation ? "operations" : "thousand allocations");
   }
   if (r.sampled) {
     out += "  sure to catch: not computed for a sampled run\n";
