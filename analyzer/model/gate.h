@@ -67,7 +67,7 @@ inline constexpr double kSignificance = 1e-3;
 inline constexpr double kMissProbability = 1e-3;
 inline constexpr double kTimingShareLow = 0.1;
 inline constexpr double kTimingShareHigh = 0.9;
-inline constexpr double kTimingSlack = 4;
+inline constexpr double kTimingSlack = 8;
 
 struct GateOptions {
   double max_growth = 1.5;

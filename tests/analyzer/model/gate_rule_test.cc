@@ -268,21 +268,22 @@ TEST_CASE("gate rule: a timing-dependent site fails when it crosses far more oft
     a.site_objects[kSite] = 10'000;
     return a;
   };
-  // All of them now: 0% stay, below 85% / 4.
+  // All of them now: 0% stay, below 85% / 8.
   GateResult all = Gate(run(10'000), b);
   REQUIRE(all.offenses.size() == 1);
   CHECK(all.offenses[0].verdict == GateVerdict::kGrown);
   CHECK(all.offenses[0].by_share);
   CHECK(all.offenses[0].staying_share == 0);
-  CHECK(all.offenses[0].staying_limit == Approx(0.2125));
-  // 60% and 75% cross: timing (25% stay, above 21.25%).
+  CHECK(all.offenses[0].staying_limit == Approx(0.10625));
+  // 60%, 80% and 85% cross: timing (15% stay, above 10.625%).
   CHECK(Gate(run(6'000), b).passed());
-  CHECK(Gate(run(7'500), b).passed());
-  // 80%: 20% stay, below 21.25%, but 2,000 of 10,000 where 2,125 were the
-  // least is binomial noise (p = 0.0011); 81%: 1,900, p < 1e-7, fails.
   CHECK(Gate(run(8'000), b).passed());
-  CHECK_FALSE(Gate(run(8'100), b).passed());
-  // 0.43 -> 0.82 (gRPC's sync server on reruns) passes: 18% stay, 57% / 4 = 14.25%.
+  CHECK(Gate(run(8'500), b).passed());
+  // 90%: 10% stay, below 10.625%, but 1,000 of 10,000 where 1,062.5 were
+  // the least is binomial noise (p = 0.02); 91%: 900, p < 1e-6, fails.
+  CHECK(Gate(run(9'000), b).passed());
+  CHECK_FALSE(Gate(run(9'100), b).passed());
+  // 0.43 -> 0.82 (gRPC's sync server on reruns) passes: 18% stay, 57% / 8 = 7.1%.
   Baseline grpc = PerOperation({{base.key, {0.43, 0}}}, {{kSite, 1.0}});
   grpc.site_shares[kSite] = 0.43;
   CHECK(Gate(run(8'200), grpc).passed());
