@@ -3,7 +3,7 @@
 // layout of the shared-memory region (a memfd) in which the tracer fills
 // its per-thread chunk buffers and from which `record` writes the trace
 // file. The one definition both sides use (tracer/channel.cc, the writer;
-// analyzer/cli/record_channel.cc, the reader). Not part of the trace
+// analyzer/record/record_channel.cc, the reader). Not part of the trace
 // format: the file `record` writes is an ordinary trace. Design and
 // rationale: docs/design.md, "The chunk hand-off".
 //

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "analyzer/render/gate_formats.h"
 #include "analyzer/render/json.h"
 #include "analyzer/render/text.h"
 #include "analyzer/model/baseline.h"
@@ -21,6 +22,10 @@ struct GateArgs {
   std::string baseline;
   std::vector<std::string> traces;
   analyzer::GateOptions gate;
+  // -1: not given (the unit's default); CLI11 fills plain doubles.
+  double min_effect = -1;
+  double bounded_effect = -1;
+  std::string source_root;  // --source-root; empty: the current directory
   uint64_t operations = 0;
   bool write_baseline = false;
   std::string suppressions;
@@ -105,13 +110,21 @@ int RunGate(const GateArgs& a) {
   analysis.operations = a.operations;
 
   analyzer::GateResult result;
+  analyzer::GateOptions options = a.gate;
+  if (a.min_effect >= 0) options.min_effect = a.min_effect;
+  if (a.bounded_effect >= 0) options.bounded_effect = a.bounded_effect;
   if (a.write_baseline) {
-    baseline.allowed.clear();  // rewritten whatever its unit; what changes is counted below
+    baseline = analyzer::Baseline();  // rewritten whatever its unit and version
     baseline.per_operation = analysis.per_operation();
   }
-  if (!analyzer::EvaluateGate(analysis, baseline, suppressions, a.gate, &result, &error)) {
+  if (!analyzer::EvaluateGate(analysis, baseline, suppressions, options, &result, &error)) {
     fmt::print(stderr, "crossfree gate: {}: {}\n", Printable(a.baseline), Printable(error));
     return kExitUsage;
+  }
+  // What was not judged, on stderr whatever the format (JSON, SARIF and
+  // JUnit carry them too); when writing a baseline, what will not be.
+  for (const std::string& w : result.warnings) {
+    fmt::print(stderr, "crossfree gate: warning: {}\n", w);
   }
   if (a.write_baseline) {
     std::string text = analyzer::FormatBaseline(
@@ -122,11 +135,24 @@ int RunGate(const GateArgs& a) {
                analysis.UnitName(), result.suppressed.size());
     return kExitOk;
   }
-  std::string text =
-      a.format == "json"
-          ? analyzer::render::RenderGateJson(analysis, result, AcceptCommand(a))
-          : analyzer::render::RenderGateText(analysis, result, AcceptCommand(a),
-                                             TextWidth(a.common, "-"));
+  std::string root = a.source_root;
+  if (root.empty()) {
+    std::error_code ec;
+    root = std::filesystem::current_path(ec).string();
+  }
+  const std::string accept = AcceptCommand(a);
+  std::string text;
+  if (a.format == "json") {
+    text = analyzer::render::RenderGateJson(analysis, result, accept);
+  } else if (a.format == "junit") {
+    text = analyzer::render::RenderGateJunit(analysis, result, accept);
+  } else if (a.format == "github") {
+    text = analyzer::render::RenderGateGithub(analysis, result, accept, root);
+  } else if (a.format == "sarif") {
+    text = analyzer::render::RenderGateSarif(analysis, result, accept, root);
+  } else {
+    text = analyzer::render::RenderGateText(analysis, result, accept, TextWidth(a.common, "-"));
+  }
   if (!WriteOutput("gate", "-", text)) return kExitUsage;
   return result.passed() ? kExitOk : kExitGateFailed;
 }
@@ -139,7 +165,12 @@ void RegisterGateCommand(CLI::App& app, int* exit_code) {
       "gate", "Fail (exit 1) on cross-thread pairs the baseline does not allow, for CI");
   sub->add_option("--baseline", args->baseline, "Baseline file (see docs/guide/analyzer.md)");
   AddTracesArgument(sub, &args->traces);
-  AddFormatOption(sub, &args->format, {"text", "json"}, "Output format of the verdict");
+  AddFormatOption(sub, &args->format, {"text", "json", "junit", "github", "sarif"},
+                  "Output format of the verdict: text, json, junit (JUnit XML), github "
+                  "(GitHub Actions annotations), sarif (SARIF 2.1.0)");
+  sub->add_option("--source-root", args->source_root,
+                  "For github and sarif: source paths are made relative to this directory "
+                  "(default: the current directory)");
   sub->add_option("--operations", args->operations,
                   "Operations the traced run performed (RPC calls, requests): rates per "
                   "operation, which other pairs' fixes do not move (default: per 1000 "
@@ -148,10 +179,20 @@ void RegisterGateCommand(CLI::App& app, int* exit_code) {
                   "A group fails only beyond this factor of its baseline rate")
       ->check(CLI::Range(1.0, 1e9))
       ->capture_default_str();
-  sub->add_option("--min-effect", args->gate.min_effect,
+  sub->add_option("--min-effect", args->min_effect,
                   "A group fails only when its per-call rate rose by at least this much (default "
-                  "0.05 per operation, 1 per 1000 allocations)")
+                  "0.05 per operation, 1 per 1000 allocations; 0: any significant rise beyond "
+                  "--max-growth)")
       ->check(CLI::Range(0.0, 1e9));
+  sub->add_option("--bounded-effect", args->bounded_effect,
+                  "With --operations: a group's one-off (bounded) objects fail only when they "
+                  "rose by at least this many per operation (default 1)")
+      ->check(CLI::Range(0.0, 1e9));
+  sub->add_option("--timing-slack", args->gate.timing_slack,
+                  "A timing-dependent site fails when the share of its objects that stay on their "
+                  "thread falls below the baseline's divided by this")
+      ->check(CLI::Range(1.0, 1e9))
+      ->capture_default_str();
   sub->add_flag("--write-baseline", args->write_baseline,
                 "Create or rewrite the baseline from this run instead of checking");
   sub->add_option("--suppressions", args->suppressions,

@@ -28,7 +28,7 @@ PairFigures Analysis::Figures(const CrossPair& p) const {
   f.thread_bounded = Scaled(p.thread_bounded.sampled);
   f.edge_bounded = Scaled(p.edge_bounded.sampled);
   f.bounded = Scaled(p.bounded().sampled);
-  f.steady_per_unit = PerUnit(p.steady().sampled);
+  f.steady_per_unit = PerSteadyUnit(p.steady().sampled);
   for (auto [cls, n] : p.size_classes) {
     f.size_classes[cls] = Scaled(n);
     f.size_class_shares[cls] = Share(n, p.count.sampled);
@@ -74,8 +74,8 @@ RunFigures Analysis::Totals() const {
   for (const CrossPair& p : pairs) steady += p.steady().sampled;
   f.steady = total(Count(steady), steady);
   f.bounded = total(Count(c.cross_thread - steady), c.cross_thread - steady);
-  f.steady_rate = Rate(steady);
-  f.steady_per_unit = PerUnit(steady);
+  f.steady_rate = Rate(steady).Scaled(1.0 / SteadyShare());
+  f.steady_per_unit = PerSteadyUnit(steady);
   return f;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -73,7 +74,8 @@ bool ParseBaseline(const std::string& text, const std::string& name, Baseline* o
   bool seen_unit = false;
   bool ok = ForEachLine(text, [&](int line, const std::string& t) {
     if (!seen_header) {
-      if (t == "crossfree-baseline 1" || t == fmt::format("crossfree-baseline {}", kBaselineVersion)) {
+      if (t == "crossfree-baseline 1" || t == "crossfree-baseline 2" ||
+          t == fmt::format("crossfree-baseline {}", kBaselineVersion)) {
         out->version = t.back() - '0';
         seen_header = true;
         return true;
@@ -97,15 +99,32 @@ bool ParseBaseline(const std::string& text, const std::string& name, Baseline* o
       seen_unit = true;
       return true;
     }
+    if (out->version >= 3 && t.rfind("units ", 0) == 0) {
+      std::string rest = Trim(t.substr(6));
+      std::string units = NextWord(&rest);
+      std::string steady = NextWord(&rest);
+      if (!ParseRate(units, &out->units) || !ParseRate(steady, &out->steady_units) ||
+          !rest.empty() || out->steady_units > out->units) {
+        *error = fmt::format("{}:{}: expected 'units <units> <steady units>' (steady <= all)",
+                             name, line);
+        return false;
+      }
+      return true;
+    }
     if (out->version >= 2 && t.rfind("site ", 0) == 0) {
       std::string rest = Trim(t.substr(5));
       std::string rate_text = NextWord(&rest);
       double rate = 0;
-      if (!ParseRate(rate_text, &rate) || rest.empty()) {
-        *error = fmt::format("{}:{}: expected 'site <objects per unit> <alloc site>'", name, line);
+      double share = 0;
+      bool ok = ParseRate(rate_text, &rate);
+      if (ok && out->version >= 3) ok = ParseRate(NextWord(&rest), &share) && share <= 1;
+      if (!ok || rest.empty()) {
+        *error = fmt::format("{}:{}: expected 'site <objects per unit>{} <alloc site>'", name,
+                             line, out->version >= 3 ? " <crossing share>" : "");
         return false;
       }
       out->sites[rest] = rate;
+      if (out->version >= 3) out->site_shares[rest] = share;
       return true;
     }
     if (t.rfind("allow ", 0) != 0) {
@@ -176,16 +195,22 @@ std::string FormatBaseline(const std::vector<const CrossPair*>& pairs, const Ana
   }
   out += fmt::format("crossfree-baseline {}\n", kBaselineVersion);
   out += fmt::format("unit {}\n", analysis.per_operation() ? "operation" : "1000-allocations");
-  std::set<std::string> sites;
+  // Rates to 6 digits: the gate takes the baseline's counts back as rate x
+  // units.
+  out += fmt::format("units {:.10g} {:.10g}\n", analysis.Units(), analysis.SteadyUnits());
+  std::map<std::string, uint64_t> crossed;  // alloc site -> its pairs' objects
   for (const CrossPair* p : sorted) {
-    out += fmt::format("allow {:.4g} {:.4g} {}\n", analysis.PerUnit(p->steady().sampled).value,
+    out += fmt::format("allow {:.6g} {:.6g} {}\n",
+                       analysis.PerSteadyUnit(p->steady().sampled).value,
                        analysis.PerUnit(p->bounded().sampled).value, p->key);
-    sites.insert(p->alloc_site.key);
+    crossed[p->alloc_site.key] += p->count.sampled;
   }
-  for (const std::string& site : sites) {
+  for (const auto& [site, count] : crossed) {
     auto it = analysis.site_objects.find(site);
-    if (it == analysis.site_objects.end()) continue;
-    out += fmt::format("site {:.4g} {}\n", analysis.PerUnit(it->second).value, site);
+    if (it == analysis.site_objects.end() || it->second == 0) continue;
+    double share = std::min(1.0, static_cast<double>(count) / static_cast<double>(it->second));
+    out += fmt::format("site {:.6g} {:.4g} {}\n", analysis.PerUnit(it->second).value, share,
+                       site);
   }
   return out;
 }

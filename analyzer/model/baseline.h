@@ -3,22 +3,24 @@
 // review and diff well in version control (formats in docs/guide/analyzer.md).
 //
 // Baseline: the cross-thread pairs a project allows, with the rates each
-// had when accepted: its per-call objects and its bounded (one-off) ones,
+// had when accepted: its per-call objects (per unit of the run's steady
+// state, Analysis::SteadyUnits) and its bounded (one-off) ones (per unit),
 // per operation or per 1000 allocations (the `unit` line):
-//   crossfree-baseline 2
+//   crossfree-baseline 3
 //   unit operation                     (or: unit 1000-allocations)
+//   units 20000 18012.5                (the run's units, and its steady ones)
 //   allow 1.0002 0.0004 worker-N -> reactor-N | alloc: A <- B | free: C <- D
-//   site 2.0001 A <- B
-// A `site` line gives the objects an allocation site of the allowed pairs
-// allocated per unit, freed on any thread: with it the gate tells a
-// timing-dependent hand-off (some of the site's objects cross, some do not)
-// from a regression.
-// Version 1 files (`allow <rate> <key>`, per 1000 allocations, no
-// lifecycles) are still read: their rate counts as per-call.
-// Suppressions: pairs ignored by the gate, each with a mandatory reason:
-//   pattern: <ECMAScript regex searched in the pair key>
-//   reason: <why this pair is fine>
-// Lines starting with '#' and blank lines are ignored in both.
+//   site 2.0001 0.5 A <- B
+// The `units` line lets the gate's significance test allow for the
+// baseline's own noise (its counts are rate x units). A `site` line gives
+// the objects an allocation site of the allowed pairs allocated per unit,
+// freed on any thread, and the share of them that crossed threads: with it
+// the gate tells a timing-dependent hand-off (some of the site's objects
+// cross, some do not) from a regression.
+// Version 2 files (no `units` line, `site <rate> <site>`) and version 1
+// files (`allow <rate> <key>`, per 1000 allocations, no lifecycles) are
+// still read: a version 1 rate counts as per-call, and without units the
+// baseline's rates are taken as exact.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +33,7 @@
 
 namespace crossfree::analyzer {
 
-inline constexpr int kBaselineVersion = 2;
+inline constexpr int kBaselineVersion = 3;
 
 struct BaselineRates {
   double per_call = 0;  // steady-state objects per unit when accepted
@@ -43,6 +45,9 @@ struct Baseline {
   bool per_operation = false;  // the rates' unit: an operation, or 1000 allocations
   std::map<std::string, BaselineRates> allowed;  // pair key -> rates when accepted
   std::map<std::string, double> sites;           // alloc site key -> objects per unit
+  std::map<std::string, double> site_shares;     // alloc site key -> share that crossed (v3)
+  double units = 0;         // the run's units (v3; 0: not given)
+  double steady_units = 0;  // of those, in its steady state
 };
 
 // Returns false with *error ("FILE:LINE: problem") on a malformed file.

@@ -27,11 +27,14 @@ namespace {
 
 // A run's per-call objects per unit: per operation when both runs have
 // operations (DiffResult::per_operation), else per 1000 allocations.
+// Both over the steady state's units (Analysis::SteadyUnits), as per-call
+// counts are.
 Estimate RateOf(const Analysis& a, uint64_t count, bool per_operation) {
-  return per_operation ? a.PerUnit(count) : a.Rate(count);
+  return per_operation ? a.PerSteadyUnit(count) : a.Rate(count).Scaled(1.0 / a.SteadyShare());
 }
 double UnitsOf(const Analysis& a, bool per_operation) {
-  return per_operation ? static_cast<double>(a.operations) : a.Allocations() / 1000.0;
+  return (per_operation ? static_cast<double>(a.operations) : a.Allocations() / 1000.0) *
+         a.SteadyShare();
 }
 
 }  // namespace

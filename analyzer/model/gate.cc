@@ -2,10 +2,13 @@
 // Analyzer: `crossfree gate` evaluation (see gate.h).
 #include "analyzer/model/gate.h"
 
+#include <boost/math/special_functions/beta.hpp>
 #include <boost/math/special_functions/gamma.hpp>
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -19,25 +22,30 @@ const Suppression* FindSuppression(const CrossPair& p, const std::vector<Suppres
   return nullptr;
 }
 
-// Whether the group's per-call (or bounded) rate is beyond the baseline's:
-// the three tests of gate.h, growth measured from `growth_base` (the
-// baseline rate, or a timing-dependent site's whole rate). Sets *limit and
-// *p_value.
-bool Exceeds(const Analysis& analysis, SampledCount count, const Estimate& rate, double baseline,
-             double growth_base, double effect, double max_growth, double* limit,
-             double* p_value) {
+// Whether a sampled group's rate is beyond the baseline's: the effect on
+// the estimate, the growth on the interval's lower bound (sampling noise
+// alone does not fail a group), and the interval replaces the significance
+// test. Sets *limit.
+bool SampledExceeds(const Estimate& rate, double baseline, double growth_base, double effect,
+                    double max_growth, double* limit) {
   *limit = std::max(baseline + effect, growth_base * max_growth);
-  // The effect on the estimate (a rate computed exactly at the effect size
-  // may land a rounding below it); the growth, in a sampled run, on the
-  // interval's lower bound: sampling noise alone does not fail a group.
   if (rate.value < (baseline + effect) * (1 - 1e-9)) return false;
-  if ((analysis.sampled() ? rate.low : rate.value) <= growth_base * max_growth) return false;
-  if (analysis.sampled()) {
-    *p_value = 0;
-    return true;
+  return rate.low > growth_base * max_growth;
+}
+
+// 20000 -> "20,000".
+std::string Grouped(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
   }
-  *p_value = PoissonUpperTail(count.sampled, baseline * analysis.Units());
-  return *p_value < kSignificance;
+  return out;
+}
+
+// The baseline's count behind a rate: rate x units, whole.
+uint64_t BaselineCount(double rate, double units) {
+  return static_cast<uint64_t>(std::llround(std::max(0.0, rate * units)));
 }
 
 }  // namespace
@@ -66,6 +74,105 @@ double PoissonUpperTail(uint64_t k, double lambda) {
   return boost::math::gamma_p(static_cast<double>(k), lambda);
 }
 
+double BinomialUpperTail(uint64_t k, uint64_t n, double p) {
+  if (k == 0) return 1.0;
+  if (k > n || p <= 0) return 0.0;
+  if (p >= 1) return 1.0;
+  // P(X >= k) = I_p(k, n - k + 1), the regularized incomplete beta function.
+  return boost::math::ibeta(static_cast<double>(k), static_cast<double>(n - k + 1), p);
+}
+
+double BinomialLowerTail(uint64_t k, uint64_t n, double p) {
+  if (k >= n) return 1.0;
+  return 1.0 - BinomialUpperTail(k + 1, n, p);
+}
+
+bool CountFails(const RateTest& t, uint64_t c, double* p_value) {
+  if (p_value) *p_value = 1;
+  if (t.units <= 0) return false;
+  const double r = static_cast<double>(c) / t.units;
+  // The effect on the rate (a rate computed exactly at the effect size may
+  // land a rounding below it), the growth strictly beyond.
+  if (r < (t.baseline_rate + t.effect) * (1 - 1e-9)) return false;
+  if (r <= t.growth_base * t.max_growth) return false;
+  if (c == 0) return false;
+  double p;
+  if (t.baseline_units > 0) {
+    // Conditional on the total, this run's share of the c + c0 objects is
+    // Binomial(c + c0, V / (V + V0)) when the rates are equal: the exact
+    // test of two Poisson rates, which allows for the baseline's noise.
+    uint64_t c0 = BaselineCount(t.baseline_rate, t.baseline_units);
+    p = BinomialUpperTail(c, c + c0, t.units / (t.units + t.baseline_units));
+  } else {
+    p = PoissonUpperTail(c, t.baseline_rate * t.units);
+  }
+  if (p_value) *p_value = p;
+  return p < kSignificance;
+}
+
+uint64_t SmallestFailingCount(const RateTest& t) {
+  constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
+  if (t.units <= 0) return kNone;
+  // Every test is monotone in c: double until one fails, then bisect.
+  uint64_t hi = std::max<uint64_t>(
+      1, static_cast<uint64_t>(std::max(t.baseline_rate + t.effect,
+                                        t.growth_base * t.max_growth) * t.units));
+  while (!CountFails(t, hi)) {
+    if (hi > (uint64_t{1} << 52)) return kNone;
+    hi *= 2;
+  }
+  uint64_t lo = 0;  // fails at hi, not at lo (c = 0 never fails)
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    (CountFails(t, mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+double DetectableIncrease(const RateTest& t) {
+  uint64_t c = SmallestFailingCount(t);
+  if (c == std::numeric_limits<uint64_t>::max()) return std::numeric_limits<double>::infinity();
+  // P(Poisson(mu) >= c) = P(c, mu) = 1 - kMissProbability.
+  double mu = boost::math::gamma_p_inv(static_cast<double>(c), 1 - kMissProbability);
+  return std::max(0.0, mu / t.units - t.baseline_rate);
+}
+
+std::string PromiseTable(const std::vector<double>& baseline_rates,
+                         const std::vector<double>& operations) {
+  std::string out = "| baseline rate per operation |";
+  std::string rule = "| ---: |";
+  for (double u : operations) {
+    out += fmt::format(" {} operations |", Grouped(static_cast<uint64_t>(u)));
+    rule += " ---: |";
+  }
+  out += "\n" + rule + "\n";
+  for (double b : baseline_rates) {
+    out += b == 0 ? std::string("| 0 (a new site) |") : fmt::format("| {:g} |", b);
+    for (double u : operations) {
+      RateTest t{.baseline_rate = b, .baseline_units = u, .units = u,
+                 .effect = kMinEffectPerOperation, .growth_base = b, .max_growth = 1.5};
+      out += " +" + FormatPromise(DetectableIncrease(t)) + " |";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string FormatPromise(double promise) {
+  if (!std::isfinite(promise)) return "none";
+  double x = PromiseRounded(promise);
+  int decimals = x > 0 ? std::max(0, 1 - static_cast<int>(std::floor(std::log10(x)))) : 0;
+  return fmt::format("{:.{}f}", x, decimals);
+}
+
+double PromiseRounded(double x) {
+  if (!std::isfinite(x) || x <= 0) return x;
+  // Up to 2 significant digits: the promise printed is never below the one
+  // computed.
+  double scale = std::pow(10.0, std::floor(std::log10(x)) - 1);
+  return std::ceil(x / scale * (1 - 1e-12)) * scale;
+}
+
 std::vector<const CrossPair*> UnsuppressedPairs(const Analysis& analysis,
                                                 const std::vector<Suppression>& suppressions) {
   std::vector<const CrossPair*> out;
@@ -83,17 +190,39 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
   r.sampled = analysis.sampled();
   r.per_operation = analysis.per_operation();
   r.units = analysis.Units();
+  r.steady_units = analysis.SteadyUnits();
   r.max_growth = options.max_growth;
-  r.min_effect = options.min_effect > 0
-                     ? options.min_effect
-                     : (r.per_operation ? kMinEffectPerOperation : kMinEffectPerThousand);
-  if (!baseline.allowed.empty() && baseline.per_operation != r.per_operation) {
+  r.timing_slack = options.timing_slack;
+  r.min_effect = options.min_effect.value_or(r.per_operation ? kMinEffectPerOperation
+                                                             : kMinEffectPerThousand);
+  r.bounded_effect = r.per_operation ? options.bounded_effect.value_or(kBoundedEffectPerOperation)
+                                     : 0;
+  // The unit is checked even when the baseline allows nothing: an empty
+  // baseline per operation against a run without --operations would judge
+  // new sites on the wrong scale.
+  if (baseline.per_operation != r.per_operation) {
     *error = baseline.per_operation
                  ? "the baseline's rates are per operation: give the run's operations "
                    "(--operations N)"
                  : "the baseline's rates are per 1000 allocations: gate without --operations, "
                    "or rewrite the baseline with --operations (--write-baseline)";
     return false;
+  }
+  const double base_units = baseline.units;
+  const double base_steady_units = baseline.steady_units;
+  r.baseline_steady_units = base_steady_units;
+  if (!r.per_operation) {
+    r.warnings.push_back(
+        "no --operations: per-call rates are per 1000 allocations, which move when the run's "
+        "allocations per operation change (a hand-off on 1 call in 20 never fails at 50 or more "
+        "allocations per call), and bounded (one-off) objects are not judged");
+  }
+  if (base_steady_units <= 0 && baseline.version < 3) {
+    r.warnings.push_back(fmt::format(
+        "the baseline (version {}) does not give its run's units: its rates are taken as exact, "
+        "so the significance test does not allow for its own noise; rewrite it with "
+        "--write-baseline",
+        baseline.version));
   }
 
   // The baseline's rates by group.
@@ -125,41 +254,96 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
   }
   r.groups = groups.size();
 
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto steady_test = [&](double b, double growth_base) {
+    return RateTest{.baseline_rate = b, .baseline_units = base_steady_units,
+                    .units = r.steady_units, .effect = r.min_effect,
+                    .growth_base = growth_base, .max_growth = options.max_growth};
+  };
+  auto bounded_test = [&](double b) {
+    return RateTest{.baseline_rate = b, .baseline_units = base_units, .units = r.units,
+                    .effect = r.bounded_effect, .growth_base = b,
+                    .max_growth = options.max_growth};
+  };
+  r.promise_new = r.sampled ? nan : DetectableIncrease(steady_test(0, 0));
+  r.promise_new_bounded =
+      r.sampled || !r.per_operation ? nan : DetectableIncrease(bounded_test(0));
+
   for (auto& [key, g] : groups) {
-    g.rate = analysis.PerUnit(g.steady);
+    g.rate = analysis.PerSteadyUnit(g.steady);
     g.bounded_rate = analysis.PerUnit(g.bounded);
     g.steady_objects = analysis.Scaled(g.steady);
     g.bounded_objects = analysis.Scaled(g.bounded);
+    if (auto it = analysis.site_objects.find(key);
+        it != analysis.site_objects.end() && it->second > 0) {
+      g.site_objects = it->second;
+      g.share = std::min(1.0, static_cast<double>((g.steady + g.bounded).sampled) /
+                                  static_cast<double>(it->second));
+    }
     if (auto it = baseline_groups.find(key); it != baseline_groups.end()) {
       g.in_baseline = true;
       g.baseline_rate = it->second.per_call;
       g.baseline_bounded_rate = it->second.bounded;
       if (auto site = baseline.sites.find(key); site != baseline.sites.end()) {
         g.baseline_site_rate = site->second;
-        double share = site->second > 0 ? g.baseline_rate / site->second : 1.0;
-        g.timing_dependent = share >= kTimingShareLow && share <= kTimingShareHigh;
+        auto share = baseline.site_shares.find(key);
+        g.baseline_share = share != baseline.site_shares.end() ? share->second
+                           : site->second > 0 ? std::min(1.0, g.baseline_rate / site->second)
+                                              : 1.0;
+        g.timing_dependent =
+            g.baseline_share >= kTimingShareLow && g.baseline_share <= kTimingShareHigh;
       }
     }
+    const double growth_base = g.timing_dependent ? g.baseline_site_rate : g.baseline_rate;
+    const RateTest steady = steady_test(g.baseline_rate, growth_base);
+    const RateTest bounded = bounded_test(g.baseline_bounded_rate);
+    g.promise = r.sampled ? nan : DetectableIncrease(steady);
+
     GateOffense o;
     bool failed = false;
-    double growth_base = g.timing_dependent ? g.baseline_site_rate : g.baseline_rate;
-    if (Exceeds(analysis, g.steady, g.rate, g.baseline_rate, growth_base, r.min_effect,
-                options.max_growth, &o.limit, &o.p_value)) {
+    if (r.sampled ? SampledExceeds(g.rate, g.baseline_rate, growth_base, r.min_effect,
+                                   options.max_growth, &o.limit)
+                  : CountFails(steady, g.steady.sampled, &o.p_value)) {
       o.verdict = g.in_baseline ? GateVerdict::kGrown : GateVerdict::kNew;
       failed = true;
+    } else if (g.timing_dependent && g.site_objects > 0 && options.timing_slack > 0 &&
+               g.rate.value >= (g.baseline_rate + r.min_effect) * (1 - 1e-9)) {
+      // The share of the site's objects that stay on their thread, against
+      // the baseline's / timing_slack, as a binomial count of the site's.
+      uint64_t crossed = std::min(g.site_objects, (g.steady + g.bounded).sampled);
+      uint64_t stayed = g.site_objects - crossed;
+      double least = (1 - g.baseline_share) / options.timing_slack;
+      double p = BinomialLowerTail(stayed, g.site_objects, least);
+      if (static_cast<double>(stayed) < least * static_cast<double>(g.site_objects) &&
+          p < kSignificance) {
+        o.verdict = GateVerdict::kGrown;
+        o.by_share = true;
+        o.staying_share = static_cast<double>(stayed) / static_cast<double>(g.site_objects);
+        o.staying_limit = least;
+        o.p_value = r.sampled ? 0 : p;
+        failed = true;
+      }
+    }
+    if (failed) {
+      o.limit = std::max(g.baseline_rate + r.min_effect, growth_base * options.max_growth);
     } else if (r.per_operation &&
-               Exceeds(analysis, g.bounded, g.bounded_rate, g.baseline_bounded_rate,
-                       g.baseline_bounded_rate, kBoundedEffectPerOperation, options.max_growth,
-                       &o.limit, &o.p_value)) {
+               (r.sampled ? SampledExceeds(g.bounded_rate, g.baseline_bounded_rate,
+                                           g.baseline_bounded_rate, r.bounded_effect,
+                                           options.max_growth, &o.limit)
+                          : CountFails(bounded, g.bounded.sampled, &o.p_value))) {
       o.verdict = GateVerdict::kBoundedGrowing;
+      o.limit = std::max(g.baseline_bounded_rate + r.bounded_effect,
+                         g.baseline_bounded_rate * options.max_growth);
       failed = true;
     }
     if (failed) {
+      if (r.sampled) o.p_value = 0;
       o.group = g;
       r.offenses.push_back(std::move(o));
       continue;
     }
     ++r.allowed;
+    r.passed_groups.push_back(g);
     for (const CrossPair* p : g.pairs) {
       if (!baseline.allowed.count(p->key)) r.new_within_noise.push_back(p);
     }

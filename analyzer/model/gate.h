@@ -13,25 +13,44 @@
 // A group fails when its per-call rate r, against the baseline's b (0 for a
 // group the baseline does not have), passes all three of:
 //   r - b >= min_effect      the change is one that matters (default: 0.05
-//                            objects per operation, 1 per 1000 allocations)
+//                            objects per operation, 1 per 1000 allocations;
+//                            0 is allowed and means any increase)
 //   r > limit                and is more than a drift: limit = b x max_growth,
 //                            or, for a timing-dependent site, S x max_growth
-//   P(X >= c | Poisson(b x units)) < kSignificance
-//                            and is not run-to-run noise of the count c
+//   p < kSignificance        and is not run-to-run noise of the count c: p is
+//                            the exact conditional test of two Poisson rates
+//                            (c of c + c0 objects falls in this run with
+//                            probability V / (V + V0), c0 and V0 the
+//                            baseline's count and units), or, for a baseline
+//                            that does not give its units (version 2),
+//                            P(X >= c | Poisson(b x V)).
+// r and b are per unit of the steady state (Analysis::SteadyUnits: per-call
+// objects exclude the run's edges, so the units they are divided by do
+// too), V this run's steady units.
 // A site is timing-dependent when, in the baseline run, between
-// kTimingShareLow and kTimingShareHigh of the objects it allocated (S per
-// unit, freed on any thread, the `site` lines of the baseline) crossed
-// threads: whether one crosses depends on which thread gets to it first,
-// and any share up to all of them is the same code. In a sampled run the
-// lower bound of r's 95% interval replaces r in the second test and the
-// interval replaces the Poisson test. Per operation, a group's bounded rate
-// fails the same way with kBoundedEffectPerOperation in place of
+// kTimingShareLow and kTimingShareHigh of the objects it allocated crossed
+// threads (the `site` lines of the baseline): whether one crosses depends on
+// which thread gets to it first. Such a site also fails on its crossing
+// share: when the share of its objects that stay on their thread falls
+// below the baseline's divided by timing_slack (15% crossing in the
+// baseline, 100% now), with r - b >= min_effect and the drop not binomial
+// noise (p < kSignificance). In a sampled run the lower bound of r's 95%
+// interval replaces r in the second test and the interval replaces the
+// significance test. Per operation, a group's bounded rate (over all the
+// run's units) fails the same way with bounded_effect in place of
 // min_effect: one-off objects whose number grew with the work are not
 // one-off. Per 1000 allocations bounded objects are not judged (their rate
-// there moves with the run's length). docs/guide/ci-gate.md gives the rule
-// and what it is sure to catch.
+// there moves with the run's length), and GateResult::warnings says so.
+//
+// What the rule is sure to catch (GateResult::promise): the smallest
+// increase of a group's per-call rate that fails with probability at least
+// 1 - kMissProbability in a run of this length, computed from the same
+// tests (DetectableIncrease). docs/guide/ci-gate.md gives the rule, and its
+// table of promises comes from PromiseTable.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,12 +64,21 @@ inline constexpr double kMinEffectPerOperation = 0.05;
 inline constexpr double kMinEffectPerThousand = 1.0;
 inline constexpr double kBoundedEffectPerOperation = 1.0;
 inline constexpr double kSignificance = 1e-3;
+inline constexpr double kMissProbability = 1e-3;
 inline constexpr double kTimingShareLow = 0.1;
 inline constexpr double kTimingShareHigh = 0.9;
+inline constexpr double kTimingSlack = 8;
 
 struct GateOptions {
   double max_growth = 1.5;
-  double min_effect = 0;  // 0: kMinEffectPerOperation or kMinEffectPerThousand by the unit
+  // Unset: kMinEffectPerOperation or kMinEffectPerThousand by the unit.
+  // 0 means 0: any significant increase beyond max_growth fails.
+  std::optional<double> min_effect = std::nullopt;
+  // Unset: kBoundedEffectPerOperation.
+  std::optional<double> bounded_effect = std::nullopt;
+  // A timing-dependent site fails when the share of its objects that stay
+  // on their thread falls below the baseline's / timing_slack.
+  double timing_slack = kTimingSlack;
 };
 
 // The allocation site of a pair key ("ar -> fr | alloc: S | free: F" -> "S"):
@@ -65,13 +93,22 @@ struct GateGroup {
   SampledCount bounded;
   uint64_t steady_objects = 0;            // what steady and bounded stand for (Analysis::Scaled)
   uint64_t bounded_objects = 0;
-  Estimate rate;                          // per-call objects per unit
-  Estimate bounded_rate;
+  Estimate rate;                          // per-call objects per steady unit
+  Estimate bounded_rate;                  // per unit
   bool in_baseline = false;               // some pair of the group is
   double baseline_rate = 0;               // per unit, summed over the baseline's pairs
   double baseline_bounded_rate = 0;
   double baseline_site_rate = 0;          // the site's objects per unit, 0 if unknown
+  double baseline_share = -1;             // of the site's objects that crossed, -1 if unknown
   bool timing_dependent = false;          // see above
+  // This run's objects of the site (Analysis::site_objects, sampled), 0 if
+  // unknown, and the share of them that crossed threads.
+  uint64_t site_objects = 0;
+  double share = -1;
+  // The smallest per-call increase over baseline_rate that fails with
+  // probability >= 1 - kMissProbability at this run's length (+inf when no
+  // count can fail; NaN in a sampled run, where it is not computed).
+  double promise = 0;
 };
 
 enum class GateVerdict {
@@ -85,7 +122,12 @@ struct GateOffense {
   GateGroup group;
   GateVerdict verdict = GateVerdict::kNew;
   double limit = 0;    // the rate it had to stay under
-  double p_value = 0;  // P(a count this high | the baseline's rate), unsampled runs
+  double p_value = 0;  // of the test that failed it, unsampled runs
+  // A timing-dependent site that failed on its crossing share: the share
+  // of its objects that stayed on their thread, and the least allowed.
+  bool by_share = false;
+  double staying_share = 0;
+  double staying_limit = 0;
 };
 
 struct GateResult {
@@ -97,11 +139,27 @@ struct GateResult {
   std::vector<const CrossPair*> new_within_noise;
   std::vector<std::pair<const CrossPair*, const Suppression*>> suppressed;
   std::vector<std::string> gone;      // baseline keys this run does not have
+  // Every group of this run that did not fail, with its promise.
+  std::vector<GateGroup> passed_groups;
   bool sampled = false;
   bool per_operation = false;
   double units = 0;                   // operations, or allocations / 1000
+  double steady_units = 0;            // of those, in the steady state (Analysis::SteadyUnits)
+  double baseline_steady_units = 0;   // the baseline's, 0 when it does not say (version 2)
   double min_effect = 0;              // as applied
+  double bounded_effect = 0;          // as applied; 0 when bounded objects are not judged
   double max_growth = 0;
+  double timing_slack = 0;
+  // The smallest per-call rate a site the baseline does not have must reach
+  // to fail with probability >= 1 - kMissProbability in this run (+inf:
+  // none can; NaN: sampled, not computed), and for bounded objects (NaN
+  // without --operations).
+  double promise_new = 0;
+  double promise_new_bounded = 0;
+  // What the reader must know about what was not judged or how (no
+  // --operations, an old baseline): the CLI prints them on stderr, JSON
+  // lists them.
+  std::vector<std::string> warnings;
   bool passed() const { return offenses.empty(); }
 };
 
@@ -117,5 +175,40 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
 
 // P(X >= k) for X ~ Poisson(lambda): 1 for k = 0, 0 for k > 0 = lambda.
 double PoissonUpperTail(uint64_t k, double lambda);
+// P(X >= k) for X ~ Binomial(n, p).
+double BinomialUpperTail(uint64_t k, uint64_t n, double p);
+// P(X <= k) for X ~ Binomial(n, p).
+double BinomialLowerTail(uint64_t k, uint64_t n, double p);
+
+// One count against its baseline, unsampled: the three tests above.
+struct RateTest {
+  double baseline_rate = 0;   // b, per unit
+  double baseline_units = 0;  // V0; 0: unknown (b taken as exact)
+  double units = 0;           // V, this run's
+  double effect = 0;          // min_effect (or bounded_effect)
+  double growth_base = 0;     // b, or a timing-dependent site's S
+  double max_growth = 1.5;
+};
+// Whether a count c fails; *p_value: its significance test's.
+bool CountFails(const RateTest& t, uint64_t c, double* p_value = nullptr);
+// The smallest failing count (UINT64_MAX when none can: units 0).
+uint64_t SmallestFailingCount(const RateTest& t);
+// The smallest increase of the rate over baseline_rate at which the count
+// fails with probability >= 1 - kMissProbability (the count Poisson with
+// mean rate x units): +inf when none can.
+double DetectableIncrease(const RateTest& t);
+
+// x rounded up to 2 significant digits (as printed: never below the
+// promise computed).
+double PromiseRounded(double x);
+// PromiseRounded(x) in two significant digits, never in exponent form:
+// "0.055", "1.3", "130".
+std::string FormatPromise(double x);
+
+// docs/guide/ci-gate.md's table of promises: for each baseline rate (0: a
+// new site) and each run length (operations, the baseline as long, no
+// edges), DetectableIncrease with the default options, as a Markdown table.
+std::string PromiseTable(const std::vector<double>& baseline_rates,
+                         const std::vector<double>& operations);
 
 }  // namespace crossfree::analyzer

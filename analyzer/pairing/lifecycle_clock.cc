@@ -72,6 +72,7 @@ LifecycleClock MakeLifecycleClock(const ProcessTrace& trace, uint64_t origin_ns)
   uint64_t duration = last - origin_ns;
   while ((duration >> clock.tick_shift) >= (uint64_t{1} << 31)) ++clock.tick_shift;
   uint64_t ticks = duration >> clock.tick_shift;
+  clock.end_tick = static_cast<uint32_t>(ticks);
   if (duration >= kMinSteadyNs) {
     auto edge = static_cast<uint64_t>(static_cast<double>(ticks) * kEdgeShare);
     // An edge is start-up or shutdown only where the process started or

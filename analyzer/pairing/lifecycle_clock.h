@@ -23,6 +23,8 @@ struct LifecycleClock {
   // where it attached and no shutdown edge where it detached.
   uint32_t steady_from_tick = 0;
   uint32_t steady_to_tick = ~uint32_t{0};
+  // The trace's last tick (its duration).
+  uint32_t end_tick = 0;
   // [stream index]: its first chunk's base; 0 for every stream of an
   // attached trace (its threads were running before the window opened).
   std::vector<uint32_t> first_tick;

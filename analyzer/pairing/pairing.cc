@@ -22,6 +22,8 @@ namespace crossfree::analyzer {
 void PairingCounts::Add(const PairingCounts& o) {
   events += o.events;
   allocations += o.allocations;
+  duration_ticks += o.duration_ticks;
+  steady_ticks += o.steady_ticks;
   frees += o.frees;
   paired += o.paired;
   cross_thread += o.cross_thread;
@@ -715,6 +717,10 @@ bool PairTrace(ProcessTrace& trace, const PairingOptions& options, PairingResult
   shared.clock = MakeLifecycleClock(trace, shared.origin_ns);
   result->steady_from_ns = shared.clock.TimeOf(shared.clock.steady_from_tick);
   result->steady_to_ns = shared.clock.TimeOf(shared.clock.steady_to_tick);
+  result->counts.duration_ticks = shared.clock.end_tick;
+  result->counts.steady_ticks =
+      std::min(shared.clock.steady_to_tick, shared.clock.end_tick) -
+      std::min(shared.clock.steady_from_tick, shared.clock.end_tick);
   if (options.windowed()) {
     uint64_t start = trace.header.fields.start_monotonic_ns ? trace.header.fields.start_monotonic_ns
                                                             : shared.origin_ns;

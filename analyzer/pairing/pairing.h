@@ -138,6 +138,12 @@ struct AllocsFrees {
 struct PairingCounts {
   uint64_t events = 0;
   uint64_t allocations = 0;
+  // The trace's duration and its steady state's (PairCounts' edge signal),
+  // in the pass's clock ticks (equal when the trace has no edges): the
+  // share of the run that per-call objects, which exclude the edges, were
+  // counted over (Analysis::SteadyShare). Summed over traces.
+  uint64_t duration_ticks = 0;
+  uint64_t steady_ticks = 0;
   uint64_t frees = 0;
   uint64_t paired = 0;          // frees that ended a known allocation
   uint64_t cross_thread = 0;    // of those, freed on another thread

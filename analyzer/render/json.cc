@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "analyzer/pairing/size_class.h"
+#include "analyzer/render/gate_formats.h"
 #include "analyzer/render/output.h"
 
 namespace crossfree::analyzer::render {
@@ -429,9 +430,10 @@ std::string RenderGateJson(const Analysis& a, const GateResult& r,
       a.Allocations());
   out += fmt::format(
       "  \"rule\": {{\"min_effect\": {:.6g}, \"max_growth\": {:.6g}, \"significance\": {:.6g}, "
-      "\"bounded_effect\": {}}},\n",
-      r.min_effect, r.max_growth, kSignificance,
-      r.per_operation ? fmt::format("{:.6g}", kBoundedEffectPerOperation) : "null");
+      "\"timing_slack\": {:.6g}, \"bounded_effect\": {}}},\n",
+      r.min_effect, r.max_growth, kSignificance, r.timing_slack,
+      r.per_operation ? fmt::format("{:.6g}", r.bounded_effect) : "null");
+  out += GatePromiseJson(r);
   if (r.sampled) out += "  \"sampling\": " + SamplingJson(a) + ",\n";
   out += "  \"offenses\": [";
   for (size_t i = 0; i < r.offenses.size(); ++i) {

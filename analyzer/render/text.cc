@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "analyzer/pairing/size_class.h"
+#include "analyzer/render/gate_formats.h"
 #include "analyzer/render/output.h"
 
 namespace crossfree::analyzer::render {
@@ -623,12 +624,13 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r,
       "the baseline, and {}\n",
       unit, r.min_effect, r.max_growth,
       r.sampled ? "the rate's 95% interval is wholly above that limit"
-                : fmt::format("a count that high is not run-to-run noise (Poisson p < {:g})",
+                : fmt::format("a count that high is not run-to-run noise (p < {:g})",
                               kSignificance));
   if (r.sampled) {
     out += fmt::format("  the trace is {}: rates are estimates with 95% intervals\n",
                        SampledLabel(analysis.sample_period));
   }
+  out += GatePromiseText(r);
   for (const GateOffense& o : r.offenses) {
     const GateGroup& g = o.group;
     const bool bounded = o.verdict == GateVerdict::kBoundedGrowing;
@@ -649,6 +651,13 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r,
     out += fmt::format("    {} {} objects {} ({}), limit {:.4g}; {}\n", value,
                        bounded ? "one-off" : "per-call", unit,
                        Commas(bounded ? g.bounded_objects : g.steady_objects), o.limit, baseline);
+    if (o.by_share) {
+      out += fmt::format(
+          "    {:.1f}% of the site's objects stay on their thread, below {:.1f}% (the baseline's "
+          "{:.1f}% / {:g})\n",
+          100 * o.staying_share, 100 * o.staying_limit, 100 * (1 - g.baseline_share),
+          r.timing_slack);
+    }
     if (!r.sampled) out += fmt::format("    P(a count this high | the baseline's rate) = {:.2g}\n", o.p_value);
     if (g.alloc_site) out += SiteText(*g.alloc_site, "allocated at  ", 4, Width());
     for (const CrossPair* p : g.pairs) {

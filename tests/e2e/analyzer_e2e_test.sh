@@ -23,8 +23,28 @@ for mode in producer-consumer mixed churn; do
     echo "$mode --jobs $jobs: cross_thread=$got_cross (expected $want_cross), allocations=$got_allocs"
   done
 done
-# The gate passes on a baseline written from the same run.
-"$crossfree" gate --write-baseline --baseline base.txt run-producer-consumer.trc >/dev/null ||
-  fail "gate --write-baseline"
-"$crossfree" gate --baseline base.txt run-producer-consumer.trc >/dev/null || fail "gate on its own baseline"
+# The gate passes on a baseline written from the same run, exactly: every
+# pair of the run is allowed, none new, none gone, none failed, with the
+# 20,000 objects as the operations.
+"$crossfree" gate --write-baseline --operations 20000 --baseline base.txt run-producer-consumer.trc \
+  >wb.out || fail "gate --write-baseline"
+allowed=$(grep -c '^allow ' base.txt)
+((allowed > 0)) || fail "the baseline allows no pair"
+grep -qx "crossfree gate: wrote base.txt ($allowed pairs allowed, rates per operation; 0 suppressed)" wb.out ||
+  fail "gate --write-baseline said: $(cat wb.out)"
+"$crossfree" gate --operations 20000 --baseline base.txt --format json run-producer-consumer.trc \
+  >self.json 2>self.err
+rc=$?
+[[ $rc == 0 ]] || fail "gate on its own baseline exited $rc, expected 0"
+[[ ! -s self.err ]] || fail "gate on its own baseline warned: $(cat self.err)"
+python3 - "$allowed" <<'PY' || fail "gate on its own baseline: not an exact pass"
+import json, sys
+g = json.load(open("self.json"))
+pairs = int(sys.argv[1])
+assert g["passed"] is True, g["passed"]
+assert g["offenses"] == [] and g["new_within_noise"] == [] and g["gone"] == [], "offenses/new/gone"
+assert g["suppressed"] == [] and g["warnings"] == [], "suppressed/warnings"
+assert g["allowed_groups"] == g["groups"] >= 1, (g["allowed_groups"], g["groups"])
+print(f"gate on its own baseline: passed, {pairs} pairs in {g['groups']} groups")
+PY
 echo "end-to-end checks passed"

@@ -109,18 +109,20 @@ TEST_CASE("CROSSFREE_FLUSH_MS sets the bound", "[safety][sigkill]") {
 }
 
 TEST_CASE("a process that forks and then idles keeps nothing buffered", "[safety][sigkill]") {
-  // The shell allocates at start-up, forks `sleep` (the tracer writes the
-  // parent's chunk before fork) and waits without allocating: the pattern
-  // of a server's master process.
+  // tt_server fork: 100 start-up allocations, a fork (the tracer writes the
+  // parent's chunk before it), then a wait without allocating: the pattern
+  // of a server's master process. Every start-up allocation is in the
+  // trace, exactly.
   const std::string dir = MakeTempDir();
-  Killed k = RunAndKill(dir, {}, 300,
-                        {"/bin/sh", "-c", "sleep 30 & echo \"ready $!\"; wait"});
+  Killed k = RunAndKill(dir, {}, 300, {TargetPath("tt_server"), "fork"});
   const size_t at = k.out.find("ready ");
   REQUIRE(at != std::string::npos);
   kill(std::stoi(k.out.substr(at + 6)), SIGKILL);
   Trace t = LoadTrace(dir + "/trace");
   INFO("trace: " << t.error);
-  CHECK(t.events.size() >= 10);
+  auto fns = ParseFunctions(k.out);
+  REQUIRE(fns.count("tt_server_start") == 1);
+  CHECK(EventsFrom(t, fns["tt_server_start"]).size() == 100);
 }
 
 TEST_CASE("a process whose only thread goes idle keeps nothing buffered", "[safety][sigkill]") {

@@ -170,7 +170,9 @@ cmd='gate'
 checked["$cmd --help"]=1
 run wb gate --write-baseline --baseline base.txt before.trc
 [[ $(rc wb) == 0 ]] || fail "gate --write-baseline exited $(rc wb)"
-has base.txt "crossfree-baseline 2"
+has base.txt "^crossfree-baseline 3$"
+has base.txt "^units 2.002 2.002$"
+has wb.err '^crossfree gate: warning: no --operations: '
 checked["$cmd --write-baseline"]=1
 checked["$cmd --baseline"]=1
 run nob gate after.trc
@@ -180,12 +182,53 @@ run check gate --baseline base.txt after.trc
 g=(--baseline base.txt after.trc)
 differs "$cmd" --format json -- "${g[@]}"
 python3 -c "import json; json.load(open('with.out'))" || fail "gate --format json: not JSON"
-differs "$cmd" --max-growth 10 -- "${g[@]}"
-differs "$cmd" --min-effect 1000000 -- "${g[@]}"
+# Exact verdicts: after.trc has a grown group (685.5 per 1000 allocations
+# against 399.6) and a new one (85.69).
+checked["$cmd --max-growth"]=1
+run mg gate "${g[@]}" --max-growth 10
+[[ $(rc mg) == 1 ]] || fail "gate --max-growth 10 exited $(rc mg), expected 1"
+has mg.out '^crossfree gate: FAILED: 1 allocation group over the baseline \(1 new, 0 grown, 0 bounded'
+has mg.out 'beyond 10x the baseline'
+checked["$cmd --min-effect"]=1
+run me gate "${g[@]}" --min-effect 1000000
+[[ $(rc me) == 0 ]] || fail "gate --min-effect 1000000 exited $(rc me), expected 0"
+has me.out '^crossfree gate: PASSED: '
+has me.out 'rise by at least 1e\+06 and'
+run me0 gate "${g[@]}" --min-effect 0
+[[ $(rc me0) == 1 ]] || fail "gate --min-effect 0 exited $(rc me0), expected 1"
+has me0.out 'rise by at least 0 and beyond 1.5x'
+has me0.out '\(1 new, 1 grown, 0 bounded'
+run men gate "${g[@]}" --min-effect -1
+[[ $(rc men) == 2 ]] || fail "gate --min-effect -1 exited $(rc men), expected 2"
+# Without --operations: the warning on stderr says what is not judged.
+has check.err '^crossfree gate: warning: no --operations: .*bounded \(one-off\) objects are not judged'
+# The CI formats.
+differs "$cmd" --format junit -- "${g[@]}"
+has with.out '<testsuite name="crossfree gate" tests="3" failures="2"'
+cp with.out cli.junit.xml
+differs "$cmd" --format github -- "${g[@]}"
+has with.out '^::error title=crossfree gate%3A NEW cross-thread allocation::NEW cross-thread allocation site 0x401000 <- 0x405100 <- 0x402200: '
+has with.out '^::warning title=crossfree gate::no --operations'
+differs "$cmd" --format sarif -- "${g[@]}"
+has with.out '"version": "2.1.0"'
+cp with.out cli.sarif
+src=$(cd "$(dirname "$0")/../../.." && pwd)
+python3 "$src/tests/analyzer/model/ci_formats_test.py" "$src/tests/data/sarif/sarif-schema-2.1.0.json" \
+  cli.sarif >/dev/null || fail "gate --format sarif: not valid SARIF 2.1.0"
+differs "$cmd" --source-root /nonexistent/root -- --format sarif "${g[@]}"
+has with.out '"uri": "file:///nonexistent/root/"'
 # --operations: a baseline written per operation, checked without it and with it.
 run wbo gate --write-baseline --operations 100 --baseline base-ops.txt before.trc
 [[ $(rc wbo) == 0 ]] || fail "gate --write-baseline --operations exited $(rc wbo)"
 differs "$cmd" --operations 100 -- --baseline base-ops.txt after.trc
+checked["$cmd --bounded-effect"]=1
+run be gate --operations 100 --baseline base-ops.txt after.trc --format json --bounded-effect 0.5
+has be.out '"bounded_effect": 0.5\}'
+checked["$cmd --timing-slack"]=1
+run ts gate --operations 100 --baseline base-ops.txt after.trc --format json --timing-slack 2
+has ts.out '"timing_slack": 2[,}]'
+run ts1 gate --operations 100 --baseline base-ops.txt after.trc --timing-slack 0.5
+[[ $(rc ts1) == 2 ]] || fail "gate --timing-slack 0.5 exited $(rc ts1), expected 2"
 printf 'pattern: .\nreason: every pair of the synthetic after.trc, for the test\n' >supp.txt
 differs "$cmd" --suppressions supp.txt -- "${g[@]}"
 run wbt gate --write-baseline --baseline base-t.txt before.trc

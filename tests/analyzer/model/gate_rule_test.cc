@@ -4,6 +4,7 @@
 // bounded objects, and the keys and groups it compares.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -142,6 +143,152 @@ TEST_CASE("gate rule: per 1000 allocations without --operations, and units that 
   per_alloc.allowed[p.key] = {1, 0};
   CHECK_FALSE(EvaluateGate(Run(10, {p}), per_alloc, {}, {}, &r, &error));
   CHECK(error.rfind("the baseline's rates are per 1000 allocations", 0) == 0);
+}
+
+TEST_CASE("gate rule: --min-effect 0 means zero, and the unit is checked against an empty baseline") {
+  // 10 objects in 10,000 operations: 0.001 per operation, under the default
+  // effect; with an effect of 0 any significant rise fails (the baseline
+  // gives no units here: its rate 0 is exact, so one object is significant).
+  CHECK(Gate(Run(10'000, {Pair(10)}), PerOperation({})).passed());
+  GateResult zero = Gate(Run(10'000, {Pair(10)}), PerOperation({}), {.min_effect = 0});
+  CHECK(zero.min_effect == 0);
+  REQUIRE(zero.offenses.size() == 1);
+  CHECK(zero.offenses[0].verdict == GateVerdict::kNew);
+  CHECK(Gate(Run(10'000, {Pair(10)}), PerOperation({}), {}).min_effect == kMinEffectPerOperation);
+  // An empty baseline written per operation, a run without --operations.
+  GateResult r;
+  std::string error;
+  CHECK_FALSE(EvaluateGate(Run(0, {Pair(10)}), PerOperation({}), {}, {}, &r, &error));
+  CHECK(error == "the baseline's rates are per operation: give the run's operations (--operations N)");
+}
+
+TEST_CASE("gate rule: without --operations a warning names what is not judged") {
+  GateResult r = Gate(Run(0, {Pair(0, 2'000)}, 2'000), Baseline{});
+  CHECK(r.passed());
+  REQUIRE(r.warnings.size() == 1);
+  CHECK(r.warnings[0] ==
+        "no --operations: per-call rates are per 1000 allocations, which move when the run's "
+        "allocations per operation change (a hand-off on 1 call in 20 never fails at 50 or more "
+        "allocations per call), and bounded (one-off) objects are not judged");
+  CHECK(r.bounded_effect == 0);
+  CHECK(Gate(Run(1'000, {Pair(10)}), PerOperation({})).warnings.empty());
+  // A version 2 baseline gives no units: said too.
+  Baseline v2 = PerOperation({});
+  v2.version = 2;
+  GateResult old = Gate(Run(1'000, {Pair(10)}), v2);
+  REQUIRE(old.warnings.size() == 1);
+  CHECK(old.warnings[0].rfind("the baseline (version 2) does not give its run's units", 0) == 0);
+}
+
+TEST_CASE("gate rule: bounded objects' effect size is an option") {
+  // A thread-per-request server: +0.5 one-off objects per request.
+  CHECK(Gate(Run(1'000, {Pair(0, 500)}), PerOperation({})).passed());
+  GateResult r = Gate(Run(1'000, {Pair(0, 500)}), PerOperation({}), {.bounded_effect = 0.25});
+  REQUIRE(r.offenses.size() == 1);
+  CHECK(r.offenses[0].verdict == GateVerdict::kBoundedGrowing);
+  CHECK(r.offenses[0].limit == 0.25);
+}
+
+// P(X >= k), X ~ Binomial(n, p), summed term by term in long double.
+long double BinomialTailSum(uint64_t k, uint64_t n, long double p) {
+  long double sum = 0;
+  for (uint64_t i = k; i <= n; ++i) {
+    long double log_term = std::lgamma(static_cast<long double>(n) + 1) -
+                           std::lgamma(static_cast<long double>(i) + 1) -
+                           std::lgamma(static_cast<long double>(n - i) + 1) +
+                           i * std::log(p) + (n - i) * std::log1p(-p);
+    sum += std::exp(log_term);
+  }
+  return sum;
+}
+
+TEST_CASE("gate rule: with the baseline's units the test allows for the baseline's own noise") {
+  // Baseline: 60 objects in 1,000 operations (0.06); this run: 1,000
+  // operations. Under equal rates this run's share of the c + 60 objects is
+  // Binomial(c + 60, 1/2).
+  CrossPair base = Pair(60);
+  Baseline b = PerOperation({{base.key, {0.06, 0}}});
+  b.units = b.steady_units = 1'000;
+  // 111: past the effect (0.111 >= 0.11) and the growth (> 0.09).
+  GateResult r = Gate(Run(1'000, {Pair(111)}), b);
+  REQUIRE(r.offenses.size() == 1);
+  CHECK(r.offenses[0].p_value == Approx(static_cast<double>(BinomialTailSum(111, 171, 0.5L))).epsilon(1e-9));
+  CHECK(r.offenses[0].p_value < kSignificance);
+  // 0.1: under the effect, passes whatever the test says.
+  CHECK(Gate(Run(1'000, {Pair(100)}), b).passed());
+  // A new site against a baseline as long: 0.5^c < 0.001 needs 10 objects;
+  // with --min-effect 0, 9 in 1,000 operations pass and 10 fail.
+  CHECK(Gate(Run(1'000, {Pair(9, 0, "r", "New")}), b, {.min_effect = 0}).passed());
+  CHECK_FALSE(Gate(Run(1'000, {Pair(10, 0, "r", "New")}), b, {.min_effect = 0}).passed());
+  CHECK(BinomialUpperTail(111, 171, 0.5) == Approx(static_cast<double>(BinomialTailSum(111, 171, 0.5L))));
+  CHECK(BinomialLowerTail(3, 10, 0.5) == Approx(176.0 / 1024));
+}
+
+TEST_CASE("gate rule: the promise is the increase that fails in 99.9% of runs, from the same tests") {
+  for (double u : {300.0, 3'000.0, 30'000.0}) {
+    for (double b : {0.0, 0.05, 0.5, 2.0}) {
+      INFO("operations " << u << ", baseline " << b);
+      RateTest t{.baseline_rate = b, .baseline_units = u, .units = u,
+                 .effect = kMinEffectPerOperation, .growth_base = b, .max_growth = 1.5};
+      uint64_t c = SmallestFailingCount(t);
+      CHECK(CountFails(t, c));
+      CHECK_FALSE(CountFails(t, c - 1));
+      double delta = DetectableIncrease(t);
+      // At b + delta, P(count >= c) = 0.999 exactly; a hair less, less.
+      CHECK(PoissonUpperTail(c, (b + delta) * u) == Approx(1 - kMissProbability).epsilon(1e-9));
+      CHECK(PoissonUpperTail(c, (b + delta * 0.99) * u) < 1 - kMissProbability);
+    }
+  }
+  // A new site in 300 operations against a baseline as long: 15 objects
+  // (the effect 0.05 x 300) fail, and a Poisson count reaches 15 in 99.9%
+  // of runs at a mean of 29.85: +0.0995 per operation (1 in 10 calls is
+  // caught), printed rounded up as 0.10.
+  RateTest fresh{.baseline_rate = 0, .baseline_units = 300, .units = 300,
+                 .effect = kMinEffectPerOperation, .growth_base = 0, .max_growth = 1.5};
+  CHECK(SmallestFailingCount(fresh) == 15);
+  CHECK(DetectableIncrease(fresh) == Approx(0.09951).epsilon(1e-4));
+  CHECK(FormatPromise(DetectableIncrease(fresh)) == "0.10");
+  CHECK(FormatPromise(0.0552) == "0.056");
+  CHECK(FormatPromise(1.3) == "1.3");
+  CHECK(FormatPromise(127.1) == "130");
+  // The gate's own figure for a run is the same function's.
+  GateResult r = Gate(Run(300, {}), PerOperation({}));
+  CHECK(r.promise_new == DetectableIncrease({.baseline_rate = 0, .baseline_units = 0, .units = 300,
+                                             .effect = kMinEffectPerOperation, .growth_base = 0,
+                                             .max_growth = 1.5}));
+}
+
+TEST_CASE("gate rule: a timing-dependent site fails when it crosses far more often than it did") {
+  // Baseline: 15% of the site's 1.0 object per operation crossed.
+  CrossPair base = Pair(1'500);
+  Baseline b = PerOperation({{base.key, {0.15, 0}}}, {{kSite, 1.0}});
+  b.site_shares[kSite] = 0.15;
+  auto run = [](uint64_t crossed) {
+    Analysis a = Run(10'000, {Pair(crossed)});
+    a.site_objects[kSite] = 10'000;
+    return a;
+  };
+  // All of them now: 0% stay, below 85% / 8.
+  GateResult all = Gate(run(10'000), b);
+  REQUIRE(all.offenses.size() == 1);
+  CHECK(all.offenses[0].verdict == GateVerdict::kGrown);
+  CHECK(all.offenses[0].by_share);
+  CHECK(all.offenses[0].staying_share == 0);
+  CHECK(all.offenses[0].staying_limit == Approx(0.10625));
+  // 60%, 80% and 85% cross: timing (15% stay, above 10.625%).
+  CHECK(Gate(run(6'000), b).passed());
+  CHECK(Gate(run(8'000), b).passed());
+  CHECK(Gate(run(8'500), b).passed());
+  // 90%: 10% stay, below 10.625%, but 1,000 of 10,000 where 1,062.5 were
+  // the least is binomial noise (p = 0.02); 91%: 900, p < 1e-6, fails.
+  CHECK(Gate(run(9'000), b).passed());
+  CHECK_FALSE(Gate(run(9'100), b).passed());
+  // 0.43 -> 0.82 (gRPC's sync server on reruns) passes: 18% stay, 57% / 8 = 7.1%.
+  Baseline grpc = PerOperation({{base.key, {0.43, 0}}}, {{kSite, 1.0}});
+  grpc.site_shares[kSite] = 0.43;
+  CHECK(Gate(run(8'200), grpc).passed());
+  // --timing-slack 2: 28.5% is the least; 18% fails.
+  CHECK_FALSE(Gate(run(8'200), grpc, {.timing_slack = 2}).passed());
 }
 
 TEST_CASE("gate rule: the Poisson tail") {

@@ -13,6 +13,7 @@
 #include "analyzer/model/baseline.h"
 #include "analyzer/model/diff.h"
 #include "analyzer/model/gate.h"
+#include "analyzer/render/gate_formats.h"
 #include "analyzer/render/folded.h"
 #include "analyzer/render/html.h"
 #include "analyzer/render/text.h"
@@ -253,6 +254,12 @@ TEST_CASE("gate: passes on its own baseline, fails on a new pair and on growth")
   CheckGolden("gate-fail.txt",
               RenderGateText(after.analysis, r,
                              "crossfree gate --write-baseline --baseline B after.trc"));
+  // The CI formats of the same verdict (ci_formats_test.py validates them:
+  // SARIF against the published schema, JUnit's structure).
+  const std::string accept = "crossfree gate --write-baseline --baseline B after.trc";
+  CheckGolden("gate-fail.junit.xml", RenderGateJunit(after.analysis, r, accept));
+  CheckGolden("gate-fail.github.txt", RenderGateGithub(after.analysis, r, accept, "/src"));
+  CheckGolden("gate-fail.sarif", RenderGateSarif(after.analysis, r, accept, "/src"));
 
   // A looser growth limit lets the grown group through.
   GateResult loose = gate(after.analysis, {}, 10.0);
@@ -279,16 +286,26 @@ struct Malformed {
 
 TEST_CASE("gate: malformed baseline and suppression files are errors naming the line") {
   const Malformed baselines[] = {
-      {"allow 1 x\n", "b.txt:1: not a crossfree baseline (expected 'crossfree-baseline 2' first)"},
+      {"allow 1 x\n", "b.txt:1: not a crossfree baseline (expected 'crossfree-baseline 3' first)"},
       {"crossfree-baseline 1\nallow fast x\n",
        "b.txt:2: bad rate 'fast' (objects per 1000 allocations)"},
-      {"# only a comment\n", "b.txt: empty baseline (no 'crossfree-baseline 2' line)"},
+      {"# only a comment\n", "b.txt: empty baseline (no 'crossfree-baseline 3' line)"},
       {"crossfree-baseline 2\nallow 1 0 x\n", "b.txt:2: 'allow' before the 'unit' line"},
       {"crossfree-baseline 2\nunit calls\n",
        "b.txt:2: expected one 'unit operation' or 'unit 1000-allocations' before the 'allow' lines"},
       {"crossfree-baseline 2\nunit operation\nallow 1 x\n", "b.txt:3: bad bounded rate 'x'"},
       {"crossfree-baseline 2\nunit operation\nallow 1 2\n", "b.txt:3: 'allow' without a pair key"},
       {"crossfree-baseline 2\n", "b.txt: no 'unit' line"},
+      {"crossfree-baseline 3\nunit operation\nunits 100\n",
+       "b.txt:3: expected 'units <units> <steady units>' (steady <= all)"},
+      {"crossfree-baseline 3\nunit operation\nunits 100 120\n",
+       "b.txt:3: expected 'units <units> <steady units>' (steady <= all)"},
+      {"crossfree-baseline 3\nunit operation\nsite 1.5 x\n",
+       "b.txt:3: expected 'site <objects per unit> <crossing share> <alloc site>'"},
+      {"crossfree-baseline 3\nunit operation\nsite 1.5 1.2 x\n",
+       "b.txt:3: expected 'site <objects per unit> <crossing share> <alloc site>'"},
+      {"crossfree-baseline 2\nunit operation\nunits 100 90\n",
+       "b.txt:3: expected 'allow <per-call rate> <bounded rate> <pair key>'"},
   };
   Baseline b;
   std::string error;
@@ -311,6 +328,15 @@ TEST_CASE("gate: malformed baseline and suppression files are errors naming the 
                         "b.txt", &b, &error));
   CHECK(b.per_operation);
   CHECK(b.allowed.at("a -> b | alloc: x | free: y").bounded == 0.25);
+  CHECK(b.units == 0);  // version 2: rates taken as exact
+  b = {};
+  REQUIRE(ParseBaseline("crossfree-baseline 3\nunit operation\nunits 300 270.5\n"
+                        "allow 0.1 0 a -> b | alloc: x | free: y\nsite 0.4 0.25 x\n",
+                        "b.txt", &b, &error));
+  CHECK(b.units == 300);
+  CHECK(b.steady_units == 270.5);
+  CHECK(b.sites.at("x") == 0.4);
+  CHECK(b.site_shares.at("x") == 0.25);
 
   const Malformed suppression_files[] = {
       {"pattern: foo\npattern: bar\nreason: x\n", "s.txt:1: suppression 'foo' has no 'reason:' line"},

@@ -5,8 +5,12 @@
 // allocate and free one block every 10 ms (tt_server_work) forever. The
 // test SIGKILLs it. With the argument "alone" there are no workers: the
 // process goes idle after start-up (pause), with nothing else running.
+// With "fork": no workers either; after start-up the main thread forks a
+// child that pauses, prints "ready <child pid>" and waits for it: a
+// server's master process.
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -43,7 +47,8 @@ void* Worker(void* arg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool alone = argc > 1 && argv[1][0] == 'a';
+  const bool fork_mode = argc > 1 && argv[1][0] == 'f';
+  const bool alone = fork_mode || (argc > 1 && argv[1][0] == 'a');
   TT_REPORT(tt_server_start);
   TT_REPORT(tt_server_work);
   static void* blocks[100];
@@ -51,6 +56,16 @@ int main(int argc, char** argv) {
   pthread_t t[2];
   for (long i = 0; i < 2 && !alone; ++i) {
     pthread_create(&t[i], nullptr, Worker, reinterpret_cast<void*>(i));
+  }
+  if (fork_mode) {
+    pid_t child = fork();
+    if (child == 0) {
+      for (;;) pause();
+    }
+    printf("ready %d\n", static_cast<int>(child));
+    fflush(stdout);
+    waitpid(child, nullptr, 0);
+    for (;;) pause();
   }
   printf("ready\n");
   fflush(stdout);
