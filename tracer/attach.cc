@@ -26,7 +26,7 @@
 #include <atomic>
 
 #include "tracer/attach.h"
-#include "format/attach_protocol.h"
+#include "protocol/attach_protocol.h"
 #include "tracer/clock.h"
 #include "tracer/got_patch.h"
 #include "tracer/owned_fds.h"

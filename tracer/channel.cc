@@ -18,7 +18,7 @@
 
 #include <climits>
 
-#include "format/shm_channel.h"
+#include "protocol/shm_channel.h"
 #include "tracer/clock.h"
 #include "tracer/owned_fds.h"
 #include "tracer/sys.h"
@@ -30,7 +30,6 @@ uint64_t g_wait_ns = 1'000'000'000;
 
 namespace {
 
-namespace shm = format::shm;
 
 void* g_base = nullptr;
 int g_fd = -1;
@@ -40,7 +39,7 @@ uint32_t g_slots = 0;
 uint32_t g_slot_bytes = 0;
 uint32_t g_record_pid = 0;
 uint32_t g_origin = 0;  // shm::Origin of the attached region
-// record's end of the fork hand-off (format/shm_channel.h kSocketEnv), or -1.
+// record's end of the fork hand-off (protocol/shm_channel.h kSocketEnv), or -1.
 int g_sock = -1;
 // The number CROSSFREE_CHANNEL names: only a region there can be taken over
 // by the next image after exec.

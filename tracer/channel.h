@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tracer: the traced process's side of the chunk hand-off to `crossfree
-// record` (format/shm_channel.h; docs/design.md, "The chunk hand-off").
+// record` (protocol/shm_channel.h; docs/design.md, "The chunk hand-off").
 // Under `record` the threads' chunk buffers are slots of a shared-memory
 // region that `record` drains into the trace file, so the target makes no
 // file writes and `record` can still take every whole record of a killed
@@ -28,7 +28,7 @@
 namespace crossfree::tracer::channel {
 
 // Maps the region whose descriptor CROSSFREE_CHANNEL names, if it is a
-// `record` channel (a memfd named format::shm::kMemfdName, the right magic
+// `record` channel (a memfd named shm::kMemfdName, the right magic
 // and version) that holds at least kMinSlots slots of slot_bytes, and
 // claims it for this image: with first (the command's first image, pid
 // CROSSFREE_MAIN_PID), record's fresh region, whose slots it lays out; a
@@ -40,7 +40,7 @@ namespace crossfree::tracer::channel {
 // record.
 bool Attach(int fd, size_t slot_bytes, uint32_t pid, bool first);
 // The socket through which a process hands record a region of its own
-// (value: format::shm::kSocketEnv's text, "<fd>,<record's pid>"; with a
+// (value: shm::kSocketEnv's text, "<fd>,<record's pid>"; with a
 // region attached, record's pid must be the region's). Owned, and left
 // inheritable, so that processes started without a fork handler (vfork,
 // posix_spawn) reach record too. False: not record's socket; this process's
@@ -61,7 +61,7 @@ bool PublishFileHeader(const uint8_t* header, size_t n);
 int Claim(bool wait);
 uint8_t* SlotBuffer(int slot);
 // The word the slot's owner release-stores after each record
-// (format::shm::PackCommitted).
+// (shm::PackCommitted).
 std::atomic<uint64_t>* CommitWord(int slot);
 // Hands the finished chunk (bytes long, sealed by ChunkWriter::Finish) in
 // slot to `record`.
@@ -94,7 +94,7 @@ void AfterFailedExec();
 // BeginOwnRegion(pid, slot_bytes, env_fd), on env_fd when it is free here.
 // Either way the header is then published into it, and CompleteOffer(pid)
 // sends the region and a pidfd to record and waits (at most
-// format::shm::kAdoptionWaitNs) for record to adopt it; false: refused,
+// shm::kAdoptionWaitNs) for record to adopt it; false: refused,
 // too late or record gone, and the caller calls Detach. Detach forgets any
 // region and the socket (mapping and descriptors closed): the process writes
 // a file of its own, and so do its children.

@@ -13,7 +13,7 @@ int main() {
 #define CROSSFREE_PRINT_OTHER(name, symbol) std::printf("    %s;\n", symbol);
   CROSSFREE_NEXT_HOOKS(CROSSFREE_PRINT_NEXT)
   CROSSFREE_OTHER_HOOKS(CROSSFREE_PRINT_OTHER)
-  // The attach entry point (tracer/attach.cc, format/attach_protocol.h).
+  // The attach entry point (tracer/attach.cc, protocol/attach_protocol.h).
   std::printf("    crossfree_attach;\n");
   std::printf("  local: *;\n};\n");
   return 0;

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "format/shm_channel.h"
+#include "protocol/shm_channel.h"
 #include "format/trace_writer.h"
 #include "tracer/attach.h"
 #include "tracer/channel.h"
@@ -289,7 +289,7 @@ void InitRecorder() {
   // Refused, it writes its own file. (The command's own pid never offers
   // one: its trace is FILE, record's region or its own file.)
   channel::g_wait_ns = g.settings.channel_wait_ns;
-  const char* socket_env = getenv(format::shm::kSocketEnv);
+  const char* socket_env = getenv(shm::kSocketEnv);
   const bool main_process = g.settings.main_pid == g.pid;
   bool offering = false;
   if (g.settings.channel_fd >= 0 &&

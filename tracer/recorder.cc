@@ -47,7 +47,7 @@
 
 #include <new>
 
-#include "format/shm_channel.h"
+#include "protocol/shm_channel.h"
 #include "tracer/channel.h"
 #include "tracer/cpu.h"
 #include "tracer/modules.h"
@@ -195,7 +195,7 @@ void BeginChunk(ThreadState* s, uint64_t ts, bool may_rescue = false) {
 // finishes the chunk (SIGKILL): one release store per record, into the
 // state itself when there is no slot.
 inline void Publish(ThreadState* s) {
-  s->commit->store(format::shm::PackCommitted(static_cast<uint32_t>(s->writer.size()),
+  s->commit->store(shm::PackCommitted(static_cast<uint32_t>(s->writer.size()),
                                               s->writer.event_count()),
                    std::memory_order_release);
 }

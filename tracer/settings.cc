@@ -8,7 +8,7 @@
 
 #include "format/trace_format.h"
 #include "tracer/sys.h"
-#include "format/toggle_signal.h"
+#include "protocol/toggle_signal.h"
 
 namespace crossfree::tracer {
 namespace {
@@ -81,7 +81,7 @@ void LoadSettings(Settings* s) {
   ReadDecimal("CROSSFREE_START_NS", 0, UINT64_MAX, "this process's start", &s->start_ns);
   if (const char* v = getenv("CROSSFREE_TOGGLE_SIGNAL"); v != nullptr && *v != '\0') {
     uint64_t sig;
-    if (ParseDecimal(v, &sig) && sig < 65 && format::UsableToggleSignal(static_cast<long>(sig))) {
+    if (ParseDecimal(v, &sig) && sig < 65 && UsableToggleSignal(static_cast<long>(sig))) {
       s->toggle_signal = static_cast<int>(sig);
     } else {
       Invalid("CROSSFREE_TOGGLE_SIGNAL", v, "none");

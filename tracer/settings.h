@@ -53,7 +53,7 @@
 //                            (unless CROSSFREE_DELAY_MS opens it). Default:
 //                            none (the target may use the signal).
 //   CROSSFREE_CHANNEL        Set by `crossfree record`: the descriptor of its
-//                            shared-memory region (format/shm_channel.h).
+//                            shared-memory region (protocol/shm_channel.h).
 //                            The command's process (first image and the
 //                            images it execs) hands its chunks over there
 //                            instead of writing a file (tracer/channel.h).

@@ -50,15 +50,23 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
-#include "analyzer/cli/attach_record.h"
+#include "analyzer/record/attach_record.h"
 #include "analyzer/cli/commands.h"
-#include "analyzer/cli/recorded_traces.h"
-#include "analyzer/cli/record_handoff.h"
+#include "analyzer/record/recorded_traces.h"
+#include "analyzer/record/record_handoff.h"
 #include "format/trace_reader.h"
-#include "format/toggle_signal.h"
+#include "protocol/toggle_signal.h"
 
 namespace crossfree::analyzer::cli {
 namespace {
+
+using record::AttachOptions;
+using record::CountTrace;
+using record::ListCandidates;
+using record::ListTraceImages;
+using record::RecordHandOff;
+using record::StaleTraces;
+using record::TraceCounts;
 
 struct RecordArgs {
   std::string output;
@@ -308,7 +316,7 @@ int RunRecord(const RecordArgs& args) {
   int toggle_signal = 0;
   if (!args.toggle_signal.empty()) {
     toggle_signal = ParseSignal(args.toggle_signal);
-    if (!format::UsableToggleSignal(toggle_signal)) {
+    if (!UsableToggleSignal(toggle_signal)) {
       fmt::print(stderr,
                  "crossfree record: --toggle-signal {}: not a signal the tracer can use (give a "
                  "name like USR2 or a number; not KILL, STOP, SEGV, BUS, FPE or ILL)\n",

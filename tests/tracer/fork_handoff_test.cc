@@ -18,7 +18,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "format/shm_channel.h"
+#include "protocol/shm_channel.h"
 #include "tests/tracer/tracer_test_util.h"
 
 namespace crossfree::tracer_test {
@@ -299,7 +299,7 @@ TEST_CASE("handoff: fork children beyond record's limit write their own traces, 
   // 20 * (i + 1) events in tt_fh_child, so every file's count names its
   // child.
   constexpr int kChildren = 70;
-  constexpr int kAdopted = static_cast<int>(format::shm::kMaxChildRegions);
+  constexpr int kAdopted = static_cast<int>(shm::kMaxChildRegions);
   // Above the limit by more than the 5 files record names; at most the
   // target's 128.
   static_assert(kChildren > kAdopted + 5 && kChildren <= 128);

@@ -24,7 +24,7 @@
 //                           "reaped <pid> <status>\n" for each.
 //   fork_handoff_target refuse N
 //                           more children than `record` adopts at once
-//                           (format::shm::kMaxChildRegions), all alive at
+//                           (shm::kMaxChildRegions), all alive at
 //                           once: the parent makes tt_fh_parent's 200 events
 //                           and forks N (at most kMaxChildren). Child i
 //                           (0-based) makes 10 * (i + 1) pairs on its only
@@ -58,7 +58,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "format/shm_channel.h"
+#include "protocol/shm_channel.h"
 #include "idle_workers.h"
 #include "target_util.h"
 
@@ -91,7 +91,7 @@ int RefuseChild(int index, int release, int ready) {
     if (len <= 0) continue;
     target[len] = '\0';
     struct stat st;
-    const char* name = crossfree::format::shm::kMemfdName;
+    const char* name = crossfree::shm::kMemfdName;
     if (strncmp(target, "/memfd:", 7) == 0 && strncmp(target + 7, name, strlen(name)) == 0) {
       n += snprintf(line + n, sizeof(line) - n, " region");
     } else if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
@@ -125,7 +125,7 @@ int Child(int index, int release, int ready) {
   return 0;
 }
 
-namespace shm = crossfree::format::shm;
+namespace shm = crossfree::shm;
 
 bool Offer(int sock, int memfd, int pidfd) {
   shm::RegionOffer offer;

@@ -39,7 +39,7 @@
 
 #include <cstdio>
 
-#include "format/shm_channel.h"
+#include "protocol/shm_channel.h"
 #include "idle_workers.h"
 #include "target_util.h"
 
@@ -89,7 +89,7 @@ uint8_t* FindRegion() {
   char line[512];
   uint8_t* found = nullptr;
   while (fgets(line, sizeof(line), maps) != nullptr) {
-    if (strstr(line, crossfree::format::shm::kMemfdName) == nullptr) continue;
+    if (strstr(line, crossfree::shm::kMemfdName) == nullptr) continue;
     found = reinterpret_cast<uint8_t*>(strtoull(line, nullptr, 16));
     break;
   }
@@ -98,7 +98,7 @@ uint8_t* FindRegion() {
 }
 
 int Scribble() {
-  namespace shm = crossfree::format::shm;
+  namespace shm = crossfree::shm;
   tt_handoff_futex(50);
   uint8_t* base = FindRegion();
   if (base == nullptr) return 3;

@@ -3,11 +3,11 @@
 // this program (read-only, never run here): record copies its bytes into
 // the target. Only relative jumps and rbx-relative loads, so it runs at
 // any address.
-#include "analyzer/cli/inject_trampoline.h"
+#include "analyzer/record/inject_trampoline.h"
 
 #include <cstddef>
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 static_assert(offsetof(TrampolineBlock, dlopen_fn) == 0);
 static_assert(offsetof(TrampolineBlock, dlsym_fn) == 8);
@@ -147,4 +147,4 @@ std::string TrampolineCode() {
                      static_cast<size_t>(crossfree_trampoline_end - crossfree_trampoline_start));
 }
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `crossfree record`: the chunk hand-off around the command's fork and exec
 // (see record_handoff.h).
-#include "analyzer/cli/record_handoff.h"
+#include "analyzer/record/record_handoff.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -16,12 +16,11 @@
 
 #include <fmt/core.h>
 
-#include "format/shm_channel.h"
+#include "protocol/shm_channel.h"
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 std::unique_ptr<RecordHandOff> RecordHandOff::Prepare() {
-  namespace shm = format::shm;
   size_t region = shm::kDefaultRegionBytes;
   if (const char* v = getenv("CROSSFREE_CHANNEL_KB"); v != nullptr && *v != '\0') {
     char* end = nullptr;
@@ -73,10 +72,10 @@ void RecordHandOff::InChild() {
     // The one descriptor the command inherits from record; the tracer
     // closes it once it has mapped the region.
     fcntl(channel_->fd(), F_SETFD, 0);
-    setenv(format::shm::kChannelEnv, std::to_string(channel_->fd()).c_str(), 1);
+    setenv(shm::kChannelEnv, std::to_string(channel_->fd()).c_str(), 1);
     if (children_ != nullptr) children_->InChild();
   } else {
-    unsetenv(format::shm::kChannelEnv);
+    unsetenv(shm::kChannelEnv);
   }
 }
 
@@ -223,4 +222,4 @@ void RecordHandOff::Report() const {
   }
 }
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

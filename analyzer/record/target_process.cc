@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The target process as /proc and its ELF files show it (target_process.h).
-#include "analyzer/cli/target_process.h"
+#include "analyzer/record/target_process.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 
 #include <fmt/core.h>
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 std::string Basename(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -243,4 +243,4 @@ bool IsEpoll(long long nr) {
       ;
 }
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 struct AttachOptions {
   pid_t pid = 0;
@@ -25,4 +25,4 @@ struct AttachOptions {
 // on stderr saying what went wrong and what to do).
 int RunAttach(const AttachOptions& options);
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

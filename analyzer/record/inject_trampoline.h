@@ -34,7 +34,7 @@
 
 #include <string>
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 // The block the trampoline reads (record fills the first part) and
 // writes (the report, which it also sends). Offsets are fixed: the code
@@ -91,4 +91,4 @@ struct RtSigframe {
 // The trampoline's bytes.
 std::string TrampolineCode();
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

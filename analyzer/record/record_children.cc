@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `crossfree record`: the command's children's regions (see
 // record_children.h).
-#include "analyzer/cli/record_children.h"
+#include "analyzer/record/record_children.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,13 +17,12 @@
 
 #include <fmt/core.h>
 
-#include "analyzer/cli/target_process.h"
-#include "format/shm_channel.h"
+#include "analyzer/record/target_process.h"
+#include "protocol/shm_channel.h"
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 namespace {
 
-namespace shm = format::shm;
 
 // How often the live regions are drained: the children's seals wake no one
 // here (their regions' futexes are not waited on), so a child finds a slot
@@ -276,4 +275,4 @@ ChildRegions::Totals ChildRegions::Finish() {
   return totals_;
 }
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

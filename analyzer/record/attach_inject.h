@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 struct InjectResult {
   bool ok = false;
@@ -44,4 +44,4 @@ std::string PtracePermissionProblem(pid_t pid);
 // untouched or pointed at code that brings it back by itself.
 InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pid, int listener);
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

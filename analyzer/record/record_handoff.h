@@ -18,10 +18,10 @@
 #include <memory>
 #include <string>
 
-#include "analyzer/cli/record_channel.h"
-#include "analyzer/cli/record_children.h"
+#include "analyzer/record/record_channel.h"
+#include "analyzer/record/record_children.h"
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 class RecordHandOff {
  public:
@@ -66,4 +66,4 @@ class RecordHandOff {
   ChildRegions::Totals child_totals_;
 };
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

@@ -28,7 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace crossfree::format::shm {
+namespace crossfree::shm {
 
 inline constexpr uint64_t kChannelMagic = 0x314e484346535243ull;  // "CRSFCHN1" in memory
 inline constexpr uint32_t kChannelVersion = 2;
@@ -238,4 +238,4 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free &&
                   std::atomic<uint64_t>::is_always_lock_free,
               "the region is shared between processes: its atomics must be address-free");
 
-}  // namespace crossfree::format::shm
+}  // namespace crossfree::shm

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `crossfree record -p PID` (see attach_record.h): the control socket,
 // the injection, the window, the detach.
-#include "analyzer/cli/attach_record.h"
+#include "analyzer/record/attach_record.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -19,11 +19,11 @@
 
 #include <fmt/core.h>
 
-#include "analyzer/cli/attach_inject.h"
-#include "analyzer/cli/commands.h"
-#include "format/attach_protocol.h"
+#include "analyzer/record/attach_inject.h"
+#include "analyzer/record/exit_codes.h"
+#include "protocol/attach_protocol.h"
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 namespace {
 
 volatile sig_atomic_t g_stop = 0;
@@ -325,4 +325,4 @@ int RunAttach(const AttachOptions& o) {
   return 0;
 }
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

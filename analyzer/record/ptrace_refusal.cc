@@ -4,7 +4,7 @@
 // scope 3, the user and capability check, Yama's scopes 2 and 1; what is
 // left when the kernel still says EPERM is a security module or a
 // seccomp filter.
-#include "analyzer/cli/ptrace_refusal.h"
+#include "analyzer/record/ptrace_refusal.h"
 
 #include <unistd.h>
 
@@ -15,9 +15,9 @@
 
 #include <fmt/core.h>
 
-#include "analyzer/cli/target_process.h"
+#include "analyzer/record/target_process.h"
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 namespace {
 
 constexpr char kContainerAdvice[] =
@@ -141,4 +141,4 @@ PtraceFacts GatherPtraceFacts(pid_t pid, int seize_errno) {
   return f;
 }
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <optional>
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 // CLOCK_MONOTONIC in milliseconds.
 double MonotonicMs();
@@ -28,4 +28,4 @@ bool ReadTarget(pid_t pid, uint64_t addr, void* data, size_t n);
 // One word at addr, through the stopped thread tid.
 std::optional<uint64_t> PeekWord(pid_t tid, uint64_t addr);
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

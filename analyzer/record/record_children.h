@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `crossfree record`: the regions of the command's child processes
-// (format/shm_channel.h, "Children's regions"; docs/design.md, "The chunk
+// (protocol/shm_channel.h, "Children's regions"; docs/design.md, "The chunk
 // hand-off", **Forks.**). record makes an AF_UNIX SOCK_SEQPACKET
 // socketpair and passes one end to the command (kSocketEnv); every fork
 // child of a traced process under the hand-off, and every traced process
@@ -10,7 +10,7 @@
 // FILE.<pid> (the name the child would have written), and finishes it
 // (partly filled slots included) once the child's pidfd says the process
 // has ended, so a SIGKILLed child loses none of the events it recorded.
-// At most format::shm::kMaxChildRegions live at once; a child refused
+// At most shm::kMaxChildRegions live at once; a child refused
 // writes its own file, as without record, and Totals says how many, why
 // and which files (record's hand-off report names them in one line).
 //
@@ -27,10 +27,10 @@
 #include <utility>
 #include <vector>
 
-#include "analyzer/cli/record_channel.h"
+#include "analyzer/record/record_channel.h"
 #include "format/chunk_codec.h"
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 class ChildRegions {
  public:
@@ -58,7 +58,7 @@ class ChildRegions {
   ChildRegions& operator=(const ChildRegions&) = delete;
 
   // Between fork and exec, in record's child: lets the command's end
-  // through exec and names it in format::shm::kSocketEnv.
+  // through exec and names it in shm::kSocketEnv.
   void InChild();
   // In record after fork: closes the command's end here and starts the
   // thread. path_for(pid) names the trace of the child with that pid.
@@ -98,4 +98,4 @@ class ChildRegions {
   bool finished_ = false;
 };
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

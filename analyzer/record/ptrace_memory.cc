@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Waiting for and reading and writing a stopped target thread
 // (ptrace_memory.h).
-#include "analyzer/cli/ptrace_memory.h"
+#include "analyzer/record/ptrace_memory.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -17,7 +17,7 @@
 
 #include <fmt/core.h>
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 double MonotonicMs() {
   timespec ts;
@@ -90,4 +90,4 @@ std::optional<uint64_t> PeekWord(pid_t tid, uint64_t addr) {
   return static_cast<uint64_t>(v);
 }
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

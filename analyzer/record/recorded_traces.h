@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 struct TraceCounts {
   uint32_t pid = 0;
@@ -46,4 +46,4 @@ std::vector<std::string> ListTraceImages(const std::string& dir, time_t since);
 // the forks, children and exec'd images of an earlier run with -o base.
 std::vector<std::string> StaleTraces(const std::string& dir, const std::string& base);
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// `crossfree record`'s side of the chunk hand-off (format/shm_channel.h;
+// `crossfree record`'s side of the chunk hand-off (protocol/shm_channel.h;
 // docs/design.md, "The chunk hand-off"): creates the shared-memory region
 // the traced command fills, and drains it into the trace file on a thread
 // of its own, so that the command makes no file writes; when the command
@@ -22,7 +22,7 @@
 
 #include "format/chunk_codec.h"
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 class ChunkChannel {
  public:
@@ -78,7 +78,7 @@ class ChunkChannel {
   static int Level();
   static constexpr int kDrainNice = 0;
 
-  // A child process's region (format/shm_channel.h, "Children's
+  // A child process's region (protocol/shm_channel.h, "Children's
   // regions"), received from the child as memfd (owned from here on):
   // checked as hostile input (a sealed memfd of the channel's name, its
   // size within bounds, magic, version, origin). Null and *error when it
@@ -151,4 +151,4 @@ class ChunkChannel {
   Stats stats_;
 };
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

@@ -11,7 +11,7 @@
 
 #include <string>
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 struct PtraceFacts {
   pid_t pid = 0;                 // the target
@@ -33,4 +33,4 @@ PtraceFacts GatherPtraceFacts(pid_t pid, int seize_errno);
 // "" when nothing in the facts forbids attaching (and no error yet).
 std::string ExplainPtraceRefusal(const PtraceFacts& f);
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

@@ -8,7 +8,7 @@
 
 #include <signal.h>
 
-namespace crossfree::format {
+namespace crossfree {
 
 // SIGKILL and SIGSTOP cannot be caught; SIGSEGV, SIGBUS, SIGFPE and SIGILL
 // belong to the program's crash handling.
@@ -17,4 +17,4 @@ constexpr bool UsableToggleSignal(long sig) {
          sig != SIGBUS && sig != SIGFPE && sig != SIGILL;
 }
 
-}  // namespace crossfree::format
+}  // namespace crossfree

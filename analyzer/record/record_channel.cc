@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `crossfree record`'s side of the chunk hand-off (see record_channel.h).
-#include "analyzer/cli/record_channel.h"
+#include "analyzer/record/record_channel.h"
 
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -25,17 +25,16 @@
 
 #include <fmt/core.h>
 
-#include "analyzer/cli/target_process.h"
+#include "analyzer/record/target_process.h"
 #include "format/crc32c.h"
-#include "format/shm_channel.h"
+#include "protocol/shm_channel.h"
 #include "format/trace_format.h"
 #include "format/trace_reader.h"
 #include "format/wire.h"
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 namespace {
 
-namespace shm = format::shm;
 
 // How long the drain waits for a chunk sealed before others it already
 // sees (a seal between its ticket and its state store, normally a few
@@ -515,4 +514,4 @@ ChunkChannel::Stats ChunkChannel::Finish() {
   return stats_;
 }
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 
 // The last component of a path: "libc.so.6" of "/lib/x86_64-linux-gnu/libc.so.6".
 std::string Basename(const std::string& path);
@@ -69,4 +69,4 @@ Candidate Classify(pid_t pid, pid_t tid);
 bool IsRestartCode(long long rax);
 bool IsEpoll(long long nr);
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

@@ -24,7 +24,7 @@
 // after it, the thread runs the trampoline, which does not need record
 // (with record gone its connect fails and it goes straight back).
 // Every wait is bounded.
-#include "analyzer/cli/attach_inject.h"
+#include "analyzer/record/attach_inject.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -57,13 +57,13 @@
 
 #include <fmt/core.h>
 
-#include "analyzer/cli/inject_trampoline.h"
-#include "analyzer/cli/ptrace_memory.h"
-#include "analyzer/cli/ptrace_refusal.h"
-#include "analyzer/cli/target_process.h"
-#include "format/attach_protocol.h"
+#include "analyzer/record/inject_trampoline.h"
+#include "analyzer/record/ptrace_memory.h"
+#include "analyzer/record/ptrace_refusal.h"
+#include "analyzer/record/target_process.h"
+#include "protocol/attach_protocol.h"
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 namespace {
 
 // For tests of the claim that the target survives record's death at any
@@ -739,4 +739,4 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   return result;
 }
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

@@ -4,13 +4,13 @@
 // machine cannot produce (Yama's scopes on a kernel without Yama, a
 // seccomp or security-module refusal) are covered here; the user and
 // capability ones also end to end in tests/tracer/attach_test.cc.
-#include "analyzer/cli/ptrace_refusal.h"
+#include "analyzer/record/ptrace_refusal.h"
 
 #include <cerrno>
 
 #include <catch2/catch.hpp>
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 namespace {
 
 PtraceFacts SameUser() {
@@ -109,4 +109,4 @@ TEST_CASE("EPERM with nothing else known: container, else seccomp or a security 
 }
 
 }  // namespace
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The trace files of a recorded run and their counts (recorded_traces.h).
-#include "analyzer/cli/recorded_traces.h"
+#include "analyzer/record/recorded_traces.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 
 #include "format/trace_reader.h"
 
-namespace crossfree::analyzer::cli {
+namespace crossfree::analyzer::record {
 namespace {
 
 class CountingVisitor : public format::RecordVisitor {
@@ -142,4 +142,4 @@ std::vector<std::string> StaleTraces(const std::string& dir, const std::string& 
   return out;
 }
 
-}  // namespace crossfree::analyzer::cli
+}  // namespace crossfree::analyzer::record
