@@ -21,6 +21,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <string_view>
 
 namespace {
 
@@ -42,6 +44,11 @@ struct Options {
   // --fns all: objects come from malloc, calloc, new and new[] in turn
   // (k % 4) instead of new[] with every 4th from malloc.
   bool all_fns = false;
+  // --sizes A,B,...: each object's size is one of these, drawn at random,
+  // instead of uniform in [--min-size, --max-size] (a few classes, as a
+  // server's message types). At most 16.
+  long sizes[16] = {};
+  int size_count = 0;
 };
 
 struct Item {
@@ -176,7 +183,9 @@ void ProducerLoop(int p) {
   Item held[kWindow] = {};
   int next_consumer = p % (o.consumers > 0 ? o.consumers : 1);
   for (long k = 0; k < o.objects; ++k) {
-    size_t size = static_cast<size_t>(o.min_size) + NextRandom(&rng) % span;
+    size_t size = o.size_count > 0
+                      ? static_cast<size_t>(o.sizes[NextRandom(&rng) % static_cast<uint64_t>(o.size_count)])
+                      : static_cast<size_t>(o.min_size) + NextRandom(&rng) % span;
     Item item = g_options.nest > 0 ? AllocateDeeper(static_cast<int>(k % 4), size, ObjectKind(k))
                                    : ObjectAllocate(size, ObjectKind(k));
     if (Crosses(k)) {
@@ -238,7 +247,7 @@ void ConsumerLoop(int c) {
                "crossfree-workload: %s\n"
                "usage: crossfree-workload [--mode producer-consumer|churn|mixed]\n"
                "  [--producers N] [--consumers N] [--objects N] [--churn N]\n"
-               "  [--min-size BYTES] [--max-size BYTES] [--seed N]\n"
+               "  [--min-size BYTES] [--max-size BYTES] [--sizes A,B,...] [--seed N]\n"
                "  [--nest FRAMES] [--fns classic|all]\n",
                problem);
   std::exit(2);
@@ -254,6 +263,21 @@ long ParseNumber(const char* flag, const char* text, long min, long max) {
     Usage(problem);
   }
   return value;
+}
+
+// "32,64,200" into sizes[]; returns how many (1-16).
+int ParseSizes(const char* text, long* sizes) {
+  int n = 0;
+  std::string_view rest(text);
+  while (!rest.empty()) {
+    if (n == 16) Usage("--sizes takes at most 16 sizes");
+    const size_t comma = rest.find(',');
+    const std::string item(rest.substr(0, comma));
+    sizes[n++] = ParseNumber("--sizes", item.c_str(), 1, 1L << 30);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  if (n == 0) Usage("--sizes wants at least one size");
+  return n;
 }
 
 Options ParseOptions(int argc, char** argv) {
@@ -289,6 +313,8 @@ Options ParseOptions(int argc, char** argv) {
       o.min_size = ParseNumber(flag, value, 1, 1L << 30);
     } else if (std::strcmp(flag, "--max-size") == 0) {
       o.max_size = ParseNumber(flag, value, 1, 1L << 30);
+    } else if (std::strcmp(flag, "--sizes") == 0) {
+      o.size_count = ParseSizes(value, o.sizes);
     } else if (std::strcmp(flag, "--nest") == 0) {
       o.nest = static_cast<int>(ParseNumber(flag, value, 0, 200));
     } else if (std::strcmp(flag, "--fns") == 0) {

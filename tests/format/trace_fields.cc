@@ -13,7 +13,9 @@
 // allocation, allocations reusing the block freed last in their class).
 #include <zstd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -62,6 +64,8 @@ class Fields : public RecordVisitor {
     for (auto& s : sites_) s = {};
     refs_.Reset();
     live_.clear();
+    std::fill(std::begin(pair_delta_), std::end(pair_delta_), 0);
+    prev_stack_ = 0;
   }
   void OnEvent(const Event& e) override {
     ++events;
@@ -70,6 +74,14 @@ class Fields : public RecordVisitor {
     f["ts (ns)"].Put(wire::ZigZag(d));
     f["ts at 64 ns"].Put(wire::ZigZag(d >> 6));
     f["ts at 256 ns"].Put(wire::ZigZag(d >> 8));
+    {
+      // Issue 43: the delta predicted by the last delta between the same
+      // two stacks in this chunk (0 when none): the residual.
+      int64_t& last = pair_delta_[(prev_stack_ * 0x9e3779b1u ^ e.stack_id) & 4095];
+      f["ts (ns), residual from the stack pair's last delta"].Put(wire::ZigZag(d - last));
+      last = d;
+    }
+    prev_stack_ = e.stack_id;
     f["tag"].Put((e.op == EventOp::kAlloc ? 0x10 : 0x20) | e.fn);
     Site& s = sites_[e.stack_id % 256];
     const bool hit = s.stack == e.stack_id;
@@ -118,6 +130,8 @@ class Fields : public RecordVisitor {
   std::unordered_map<uint64_t, uint64_t> live_;  // address -> allocation ordinal, this chunk
   uint64_t prev_ts_ = 0;
   uint64_t prev_addr_ = 0;
+  uint32_t prev_stack_ = 0;
+  int64_t pair_delta_[4096] = {};
 };
 
 size_t Zstd(ZSTD_CCtx* cctx, const uint8_t* p, size_t n, int level) {
