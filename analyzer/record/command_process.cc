@@ -27,13 +27,31 @@ namespace {
 volatile sig_atomic_t g_child_pid = 0;
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
+// SIGINT and SIGTERM received so far.
+volatile sig_atomic_t g_stop_signals = 0;
+
 void ForwardSignal(int sig, siginfo_t* info, void*) {
   // A signal the kernel generated for the terminal (^C, ^\, hang-up) went
   // to the whole foreground process group, CMD included: do not send it
   // twice. One sent to `record` alone (kill, a service manager) is passed on.
-  if (info != nullptr && info->si_code == SI_KERNEL) return;
+  const bool from_terminal = info != nullptr && info->si_code == SI_KERNEL;
   pid_t child = g_child_pid;
-  if (child > 0) kill(child, sig);
+  if (!from_terminal && child > 0) kill(child, sig);
+  // The first SIGINT or SIGTERM lets the command end and record finish the
+  // trace as on a normal end; a second one ends record at once, as a
+  // shell's second ^C would. What is on disk then is whole chunks and at
+  // most one cut short, which readers skip with a warning.
+  if (sig == SIGINT || sig == SIGTERM) {
+    if (g_stop_signals > 0) {
+      static const char kMessage[] =
+          "crossfree record: second signal: ending now; the trace keeps the chunks already "
+          "written\n";
+      ssize_t ignored = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+      (void)ignored;
+      _exit(128 + sig);
+    }
+    g_stop_signals = g_stop_signals + 1;
+  }
 }
 
 // This process's children, from /proc: pid and command name.

@@ -11,4 +11,11 @@ namespace crossfree::analyzer::record {
 // input errors (analyzer/cli/commands.h).
 inline constexpr int kExitUsage = 2;
 
+// The command succeeded but its traces miss events it recorded: the tracer
+// found no free buffer in time and dropped them, chunks were damaged in
+// shared memory, or a write failed. record's last lines say how many and
+// why. (When the command itself failed, its status wins: it is non-zero
+// already.)
+inline constexpr int kExitEventsLost = 3;
+
 }  // namespace crossfree::analyzer::record

@@ -122,8 +122,8 @@ void RecordHandOff::FinishChildren() {
   if (children_ != nullptr) child_totals_ = children_->Finish();
 }
 
-void RecordHandOff::Report() const {
-  if (!stats_.attached) return;
+bool RecordHandOff::Report() const {
+  if (!stats_.attached) return false;
   // The command's region and its fork children's, as one.
   ChunkChannel::Stats all = stats_;
   const ChunkChannel::Stats& c = child_totals_.sum;
@@ -220,6 +220,8 @@ void RecordHandOff::Report() const {
                       : "those processes write their own traces",
                where);
   }
+  return all.dropped_events > 0 || all.damaged_chunks > 0 || !all.error.empty() ||
+         !child_totals_.errors.empty();
 }
 
 }  // namespace crossfree::analyzer::record

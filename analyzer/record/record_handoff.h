@@ -51,8 +51,11 @@ class RecordHandOff {
   void FinishChildren();
   // On stderr: what the hand-off wrote, what it could not get and why,
   // and record's own CPU time and peak memory. Nothing when the command
-  // never attached.
-  void Report() const;
+  // never attached. Returns whether anything the command recorded is
+  // missing from its traces (dropped for want of a free buffer, damaged in
+  // shared memory, a write error): record's exit code then says so
+  // (exit_codes.h).
+  bool Report() const;
 
  private:
   RecordHandOff() = default;

@@ -380,8 +380,16 @@ int RunRecord(const RecordOptions& o) {
   }
   if (handoff) handoff->FinishChildren();
   signals.Restore();
-  if (handoff) handoff->Report();
-  return SummarizeRun(o, plan, command.pid, started, status);
+  const bool lost = handoff && handoff->Report();
+  const int result = SummarizeRun(o, plan, command.pid, started, status);
+  if (lost && result == 0) {
+    fmt::print(stderr,
+               "crossfree record: the trace is incomplete: events the command recorded were "
+               "lost (see 'not written' above); exit {}\n",
+               kExitEventsLost);
+    return kExitEventsLost;
+  }
+  return result;
 }
 
 }  // namespace crossfree::analyzer::record
