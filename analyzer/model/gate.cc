@@ -292,6 +292,10 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
                                               : 1.0;
         g.timing_dependent =
             g.baseline_share >= kTimingShareLow && g.baseline_share <= kTimingShareHigh;
+        if (g.timing_dependent && options.timing_slack > 0) {
+          g.baseline_staying_share = 1 - g.baseline_share;
+          g.least_staying_share = g.baseline_staying_share / options.timing_slack;
+        }
       }
     }
     const double growth_base = g.timing_dependent ? g.baseline_site_rate : g.baseline_rate;
@@ -312,7 +316,7 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
       // the baseline's / timing_slack, as a binomial count of the site's.
       uint64_t crossed = std::min(g.site_objects, (g.steady + g.bounded).sampled);
       uint64_t stayed = g.site_objects - crossed;
-      double least = (1 - g.baseline_share) / options.timing_slack;
+      const double least = g.least_staying_share;
       double p = BinomialLowerTail(stayed, g.site_objects, least);
       if (static_cast<double>(stayed) < least * static_cast<double>(g.site_objects) &&
           p < kSignificance) {
@@ -359,6 +363,12 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
   std::stable_sort(r.offenses.begin(), r.offenses.end(),
                    [&](const GateOffense& a, const GateOffense& b) { return excess(a) > excess(b); });
   return true;
+}
+
+std::string GroupFingerprint(const std::string& key) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : key) h = (h ^ c) * 0x100000001b3ULL;
+  return fmt::format("{:016x}", h);
 }
 
 }  // namespace crossfree::analyzer

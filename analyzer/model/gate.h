@@ -100,6 +100,11 @@ struct GateGroup {
   double baseline_bounded_rate = 0;
   double baseline_site_rate = 0;          // the site's objects per unit, 0 if unknown
   double baseline_share = -1;             // of the site's objects that crossed, -1 if unknown
+  // Timing-dependent sites: the baseline's share of the site's objects that
+  // stayed on their thread (1 - baseline_share), and the least share this
+  // run must keep (that / --timing-slack); 0 otherwise.
+  double baseline_staying_share = 0;
+  double least_staying_share = 0;
   bool timing_dependent = false;          // see above
   // This run's objects of the site (Analysis::site_objects, sampled), 0 if
   // unknown, and the share of them that crossed threads.
@@ -210,5 +215,9 @@ std::string FormatPromise(double x);
 // edges), DetectableIncrease with the default options, as a Markdown table.
 std::string PromiseTable(const std::vector<double>& baseline_rates,
                          const std::vector<double>& operations);
+
+// A stable identity of a group's key across runs (FNV-1a, 16 hex digits),
+// so that code scanning (SARIF) follows one finding from run to run.
+std::string GroupFingerprint(const std::string& key);
 
 }  // namespace crossfree::analyzer

@@ -335,12 +335,17 @@ int ChunkChannel::FileOf(uint32_t slot) const {
 
 size_t ChunkChannel::DrainSealed(bool final) {
   std::vector<std::pair<uint64_t, uint32_t>> sealed;  // (ticket, slot)
+  uint32_t free_slots = 0;
   for (uint32_t i = 0; i < slots_; ++i) {
     shm::SlotDesc* d = shm::DescOf(base_, i);
-    if (d->state.load(std::memory_order_acquire) == shm::kSealed) {
+    const uint32_t state = d->state.load(std::memory_order_acquire);
+    if (state == shm::kSealed) {
       sealed.emplace_back(d->ticket.load(std::memory_order_relaxed), i);
+    } else if (state == shm::kFree) {
+      ++free_slots;
     }
   }
+  const shm::Control* control = shm::ControlOf(base_);
   std::sort(sealed.begin(), sealed.end());
   size_t written = 0;
   for (const auto& [ticket, slot] : sealed) {
@@ -360,7 +365,12 @@ size_t ChunkChannel::DrainSealed(bool final) {
     if (n > slot_bytes_ || fd < 0) {
       ++stats_.damaged_chunks;
     } else {
+      // Behind: few free slots (counting those this batch freed), or a
+      // thread already waits for one. Plain until the backlog shrinks.
+      behind_ = free_slots + written < slots_ / kKeepUpDivisor ||
+                control->tracer_waiting.load(std::memory_order_relaxed) != 0;
       EmitValidated(fd, shm::SlotOffset(slot, slot_bytes_) + static_cast<uint8_t*>(base_), n);
+      behind_ = false;
     }
     FreeSlot(slot);
     next_ticket_ = std::max(next_ticket_, ticket + 1);
@@ -431,7 +441,9 @@ void ChunkChannel::EmitChunk(int fd, const uint8_t* chunk, size_t n) {
   format::ChunkCompressor* compressor = Compressor();
   std::string error;
   bool compressed = false;
-  if (compressor != nullptr) {
+  if (compressor != nullptr && behind_) {
+    ++stats_.plain_to_keep_up;
+  } else if (compressor != nullptr) {
     std::lock_guard<std::mutex> hold(CompressionLock());
     compressed = compressor->Compress(chunk, n, compressed_, &error);
   }

@@ -39,6 +39,7 @@ class ChunkChannel {
     uint64_t dropped_chunks = 0;
     uint64_t damaged_chunks = 0;  // failed validation: not written
     uint64_t out_of_order = 0;    // written after a later chunk (a seal that never finished)
+    uint64_t plain_to_keep_up = 0;  // chunks written uncompressed: free slots ran low
     std::string error;            // a write error or a damaged region, if any
     // The files of the images the first one exec'd that took the region
     // over (PATH.<n>); for an adopted region, first_file is the first
@@ -143,6 +144,13 @@ class ChunkChannel {
   uint32_t slot_bytes_ = 0;
   uint64_t next_ticket_ = 0;
   uint64_t gap_since_ns_ = 0;
+  // Set by DrainSealed for the chunk it is writing: free slots are below
+  // kKeepUpShare of the region (or a thread waits for one), so EmitChunk
+  // writes it plain. Compressing costs record about 5x a plain write
+  // (docs/results/trace-size.md); a thread that finds no slot waits, then
+  // drops its events, and the command must never pay for the compressor.
+  bool behind_ = false;
+  static constexpr uint32_t kKeepUpDivisor = 4;  // behind below slots_ / 4 free
   // Used by the drain thread, then by Finish once it has joined it.
   // Made by Start (CROSSFREE_RECORD_LEVEL) for record's own region; none
   // at level 0 (plain chunks), nor in a child's region (shared_compressor_).

@@ -137,6 +137,7 @@ bool RecordHandOff::Report() const {
   all.dropped_chunks += c.dropped_chunks;
   all.damaged_chunks += c.damaged_chunks;
   all.out_of_order += c.out_of_order;
+  all.plain_to_keep_up += c.plain_to_keep_up;
   const uint64_t exec_images = stats_.files.size() + child_totals_.exec_images;
   const uint64_t forks = child_totals_.processes;
   const double ratio = all.bytes_written > 0
@@ -187,12 +188,15 @@ bool RecordHandOff::Report() const {
   // One line (then one for refused offers, below): the run's summary follows.
   fmt::print(stderr,
              "crossfree record: hand-off: {} events in {} chunks ({} events in {} partly filled "
-             "chunk{} taken after their process ended), {} bytes written{}, compression {:.2f}x; "
+             "chunk{} taken after their process ended), {} bytes written{}, compression {:.2f}x{}; "
              "{}{}\n",
              all.events, all.chunks, all.partial_events, all.partial_chunks,
              all.partial_chunks == 1 ? "" : "s", all.bytes_written,
              also,
              ratio,
+             all.plain_to_keep_up > 0
+                 ? fmt::format(" ({} chunks written plain to keep up)", all.plain_to_keep_up)
+                 : std::string(),
              lost.empty() ? "0 events lost of those the command recorded"
                           : "not written: " + lost,
              usage_text);

@@ -64,14 +64,6 @@ std::string Location(const SymbolFrame* frame, const std::string& source_root,
   return out;
 }
 
-// A stable identity of a group across runs (FNV-1a of its key), so that
-// code scanning follows one finding from run to run.
-std::string Fingerprint(const std::string& key) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : key) h = (h ^ c) * 0x100000001b3ULL;
-  return fmt::format("{:016x}", h);
-}
-
 }  // namespace
 
 std::string RenderGateSarif(const Analysis& analysis, const GateResult& r,
@@ -107,7 +99,7 @@ std::string RenderGateSarif(const Analysis& analysis, const GateResult& r,
         results.empty() ? "" : ",", kRules[index].id, index, JsonString(message),
         Location(g.alloc_site ? SourceFrame(*g.alloc_site) : nullptr, source_root, g.key,
                  "allocated here", -1),
-        related, Fingerprint(g.key));
+        related, GroupFingerprint(g.key));
   }
   std::string notes;
   for (const std::string& w : r.warnings) {

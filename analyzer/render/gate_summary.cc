@@ -84,8 +84,7 @@ std::string GatePromiseJson(const GateResult& r) {
         groups.empty() ? "" : ",", JsonString(g.key), g.baseline_rate,
         g.timing_dependent ? "true" : "false", PromiseJsonNumber(g.promise),
         g.timing_dependent
-            ? fmt::format(", \"least_staying_share\": {:.4g}",
-                          (1 - g.baseline_share) / std::max(r.timing_slack, 1e-300))
+            ? fmt::format(", \"least_staying_share\": {:.4g}", g.least_staying_share)
             : "");
   };
   for (const GateGroup& g : r.passed_groups) {
@@ -116,10 +115,10 @@ std::string OffenseSummary(const GateResult& r, const GateOffense& o) {
                                    : fmt::format("baseline {:.4g}", g.baseline_rate);
   std::string what =
       o.by_share
-          ? fmt::format("{:.1f}% of the site's objects stay on their thread, below {:.1f}% (the "
-                        "baseline's {:.1f}% / {:g}); {:.4g} per-call objects {}, {}",
-                        100 * o.staying_share, 100 * o.staying_limit,
-                        100 * (1 - g.baseline_share), r.timing_slack, rate.value,
+          ? fmt::format("{} of the site's objects stay on their thread, below {} (the "
+                        "baseline's {} / {:g}); {:.4g} per-call objects {}, {}",
+                        PercentText(o.staying_share, 1), PercentText(o.staying_limit, 1),
+                        PercentText(g.baseline_staying_share, 1), r.timing_slack, rate.value,
                         GateUnitName(r), baseline)
           : fmt::format("{:.4g} {} objects {} ({}), limit {:.4g}; {}", rate.value,
                         bounded ? "one-off" : "per-call", GateUnitName(r),

@@ -653,10 +653,10 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r,
                        Commas(bounded ? g.bounded_objects : g.steady_objects), o.limit, baseline);
     if (o.by_share) {
       out += fmt::format(
-          "    {:.1f}% of the site's objects stay on their thread, below {:.1f}% (the baseline's "
-          "{:.1f}% / {:g})\n",
-          100 * o.staying_share, 100 * o.staying_limit, 100 * (1 - g.baseline_share),
-          r.timing_slack);
+          "    {} of the site's objects stay on their thread, below {} (the baseline's "
+          "{} / {:g})\n",
+          PercentText(o.staying_share, 1), PercentText(o.staying_limit, 1),
+          PercentText(g.baseline_staying_share, 1), r.timing_slack);
     }
     if (!r.sampled) out += fmt::format("    P(a count this high | the baseline's rate) = {:.2g}\n", o.p_value);
     if (g.alloc_site) out += SiteText(*g.alloc_site, "allocated at  ", 4, Width());
