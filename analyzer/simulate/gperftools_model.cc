@@ -38,7 +38,7 @@ class GperftoolsModel : public AllocatorModel, private TransferSink {
   Validation validation() const override {
     return {true, false,
             "fetch and release calls within 4.5% in total of the calls recorded in the same "
-            "run, most runs within 1.1% (scripts/validate-simulate, docs/guide/simulate.md)"};
+            "run, most runs within 1.1% (scripts/validate/simulate, docs/guide/simulate.md)"};
   }
   int SizeClass(uint64_t size) const override { return model_.size_map().SizeClass(size); }
   uint64_t ClassSize(int cl) const override {

@@ -196,7 +196,7 @@ class JemallocModel : public AllocatorModel {
     return {true, false,
             "against jemalloc's statistics (bin nfills, nflushes, mutex operations) of the "
             "recorded run: every total within 3.4% on a producer/consumer, rpc-bench legacy "
-            "and fixed, and python3: scripts/validate-simulate --allocator jemalloc, "
+            "and fixed, and python3: scripts/validate/simulate --allocator jemalloc, "
             "docs/guide/simulate.md"};
   }
 

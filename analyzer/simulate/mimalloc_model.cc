@@ -72,7 +72,7 @@ class MimallocModel : public AllocatorModel {
             "remote frees and refills (_mi_malloc_generic calls) against perf uprobe counts "
             "of the same run: remote frees within 0.02% on a producer/consumer, rpc-bench "
             "legacy and python3, refills within 3% in total on those (bins of 513 B to 1 KiB "
-            "under by up to 55%); the atomics not checked: scripts/validate-simulate "
+            "under by up to 55%); the atomics not checked: scripts/validate/simulate "
             "--allocator mimalloc, docs/guide/simulate.md"};
   }
   int SizeClass(uint64_t size) const override { return Bin(size); }

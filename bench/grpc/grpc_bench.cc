@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // grpc_bench: rpc-bench's sync closed loop on gRPC C++ (client and server in
 // one process over 127.0.0.1, the same Add method), printing rpc-bench's
-// summary lines so scripts/bench-rpc-vs-grpc parses both the same way.
+// summary lines so scripts/bench/rpc-vs-grpc parses both the same way.
 #include <pthread.h>
 
 #include <atomic>
@@ -51,7 +51,7 @@ struct Flags {
   // > 0: every Nth call the handler allocates a small object and hands it
   // to the "handoff" thread, which frees it: a per-call cross-thread pair
   // planted in a third-party server, for the gate's rerun checks
-  // (scripts/gate-reruns). 0: none.
+  // (scripts/validate/gate-reruns). 0: none.
   int handoff_every = 0;
 };
 

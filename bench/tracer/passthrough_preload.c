@@ -2,7 +2,7 @@
 // Benchmark only: the cheapest possible LD_PRELOAD allocation interposer.
 // malloc, calloc, realloc and free forward straight to glibc's own entry
 // points (operator new/delete reach them through libstdc++). It records
-// nothing; scripts/bench-sampling and scripts/bench-tracer run it beside the
+// nothing; scripts/bench/sampling and scripts/bench/tracer run it beside the
 // tracer so that the cost any preloaded interposer adds to a workload (one
 // more call per allocation, and the change in timing it brings) is measured
 // rather than guessed. glibc-specific (__libc_malloc and friends).

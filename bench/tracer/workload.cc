@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // crossfree-workload: a multi-threaded allocation workload whose counts of
 // allocations, frees and cross-thread frees are known exactly. Used by the
-// tracer and analyzer tests, scripts/demo and scripts/bench-tracer.
+// tracer and analyzer tests, scripts/demo and scripts/bench/tracer.
 //
 // Producers allocate objects (new[] and, for every 4th, malloc) and hand
 // them through lock-free single-producer/single-consumer rings to consumer

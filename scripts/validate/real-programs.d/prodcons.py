@@ -1,4 +1,4 @@
-# Real-program harness (scripts/real-programs): CPython objects made on one
+# Real-program harness (scripts/validate/real-programs): CPython objects made on one
 # thread and dropped on another, through queue.Queue.
 import queue
 import threading

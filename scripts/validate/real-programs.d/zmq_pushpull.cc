@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Real-program harness (scripts/real-programs): ZeroMQ PUSH/PULL between two
+// Real-program harness (scripts/validate/real-programs): ZeroMQ PUSH/PULL between two
 // threads over inproc. The producer makes 20000 messages of 200 bytes
 // (zmq_msg_init_size allocates them, above ZeroMQ's 33-byte inline limit);
 // the consumer receives and closes them, so each is freed on the consumer:

@@ -1,4 +1,4 @@
-// Real-program harness (scripts/real-programs): node's allocations
+// Real-program harness (scripts/validate/real-programs): node's allocations
 // (V8's heap, libuv, the JIT) while strings and buffers are made and dropped.
 let kept = [];
 let sum = 0;

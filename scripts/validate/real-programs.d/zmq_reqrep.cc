@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Real-program harness (scripts/real-programs): ZeroMQ REQ/REP over TCP on
+// Real-program harness (scripts/validate/real-programs): ZeroMQ REQ/REP over TCP on
 // the loopback, server and client in one process (two threads, ZeroMQ's
 // I/O thread between them). 3000 round trips of 300-byte requests and
 // replies: messages received from the wire are allocated on the I/O thread
