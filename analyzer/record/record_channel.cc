@@ -173,6 +173,7 @@ format::ChunkCompressor* ChunkChannel::Compressor() {
 }
 
 ChunkChannel::~ChunkChannel() {
+  __atomic_store_n(&plain_after_ns_, NowNs() + kFinishCompressNs, __ATOMIC_RELAXED);
   if (drain_.joinable()) {
     __atomic_store_n(&stop_, true, __ATOMIC_RELEASE);
     Futex(&shm::ControlOf(base_)->seal_seq, FUTEX_WAKE, INT_MAX, nullptr);
@@ -441,7 +442,8 @@ void ChunkChannel::EmitChunk(int fd, const uint8_t* chunk, size_t n) {
   format::ChunkCompressor* compressor = Compressor();
   std::string error;
   bool compressed = false;
-  if (compressor != nullptr && behind_) {
+  const bool late = NowNs() >= __atomic_load_n(&plain_after_ns_, __ATOMIC_RELAXED);
+  if (compressor != nullptr && (behind_ || late)) {
     ++stats_.plain_to_keep_up;
   } else if (compressor != nullptr) {
     std::lock_guard<std::mutex> hold(CompressionLock());
@@ -502,6 +504,7 @@ void ChunkChannel::WritePartial(uint32_t slot) {
 }
 
 ChunkChannel::Stats ChunkChannel::Finish() {
+  __atomic_store_n(&plain_after_ns_, NowNs() + kFinishCompressNs, __ATOMIC_RELAXED);
   if (drain_.joinable()) {
     __atomic_store_n(&stop_, true, __ATOMIC_RELEASE);
     Futex(&shm::ControlOf(base_)->seal_seq, FUTEX_WAKE, INT_MAX, nullptr);

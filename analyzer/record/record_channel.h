@@ -151,6 +151,12 @@ class ChunkChannel {
   // drops its events, and the command must never pay for the compressor.
   bool behind_ = false;
   static constexpr uint32_t kKeepUpDivisor = 4;  // behind below slots_ / 4 free
+  // Once the command has ended, record must end within a bound whatever is
+  // left: chunks are compressed for kFinishCompressNs after Finish starts,
+  // then written plain (at the disk's speed). Set by Finish, read by the
+  // drain thread (atomic access).
+  static constexpr uint64_t kFinishCompressNs = 2'000'000'000;
+  uint64_t plain_after_ns_ = UINT64_MAX;
   // Used by the drain thread, then by Finish once it has joined it.
   // Made by Start (CROSSFREE_RECORD_LEVEL) for record's own region; none
   // at level 0 (plain chunks), nor in a child's region (shared_compressor_).
