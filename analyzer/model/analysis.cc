@@ -89,31 +89,17 @@ const char* LifecycleName(Lifecycle l) {
   return l == Lifecycle::kPerCall ? "per-call" : "bounded";
 }
 
-namespace {
-
-// 1234567 -> "1,234,567", as the renderers print counts.
-std::string Grouped(uint64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-}  // namespace
-
 std::string CrossPair::LifecycleEvidence(bool sampled) const {
   const char* objects = sampled ? "sampled objects" : "objects";
   if (lifecycle() == Lifecycle::kPerCall) {
-    return fmt::format("{} of {} {} in the steady state", Grouped(steady().sampled),
-                       Grouped(count.sampled), objects);
+    return fmt::format("{} of {} {} in the steady state", GroupedCount(steady().sampled),
+                       GroupedCount(count.sampled), objects);
   }
   std::string out;
   auto add = [&out, sampled](uint64_t n, const char* what) {
     if (n == 0) return;
     if (!out.empty()) out += "; ";
-    out += fmt::format("{}{} {}", Grouped(n), sampled ? " sampled" : "", what);
+    out += fmt::format("{}{} {}", GroupedCount(n), sampled ? " sampled" : "", what);
   };
   add(thread_bounded.sampled, "freed after the allocating thread exited or allocated before the freeing "
                       "thread's first event");
@@ -435,6 +421,15 @@ bool AnalyzeFiles(const std::vector<std::string>& paths, const AnalysisOptions& 
     if (!set.Add(p, error)) return false;
   }
   return Analyze(set, options, nullptr, out, error);
+}
+
+std::string GroupedCount(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 }  // namespace crossfree::analyzer

@@ -380,4 +380,8 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
 bool AnalyzeFiles(const std::vector<std::string>& paths, const AnalysisOptions& options,
                   Analysis* out, std::string* error, ReadProgress* progress = nullptr);
 
+// 1234567 -> "1,234,567": counts in the model's own sentences (an
+// object's lifecycle text, the gate's unit line), as the renderers print them.
+std::string GroupedCount(uint64_t n);
+
 }  // namespace crossfree::analyzer

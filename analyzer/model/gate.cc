@@ -33,15 +33,6 @@ bool SampledExceeds(const Estimate& rate, double baseline, double growth_base, d
   return rate.low > growth_base * max_growth;
 }
 
-// 20000 -> "20,000".
-std::string Grouped(uint64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
 // The baseline's count behind a rate: rate x units, whole.
 uint64_t BaselineCount(double rate, double units) {
@@ -142,7 +133,7 @@ std::string PromiseTable(const std::vector<double>& baseline_rates,
   std::string out = "| baseline rate per operation |";
   std::string rule = "| ---: |";
   for (double u : operations) {
-    out += fmt::format(" {} operations |", Grouped(static_cast<uint64_t>(u)));
+    out += fmt::format(" {} operations |", GroupedCount(static_cast<uint64_t>(u)));
     rule += " ---: |";
   }
   out += "\n" + rule + "\n";
