@@ -51,6 +51,13 @@ void ForwardSignal(int sig, siginfo_t* info, void*) {
       _exit(128 + sig);
     }
     g_stop_signals = g_stop_signals + 1;
+    // Said once, so that a user (or a test) knows the signal was taken:
+    // two signals sent before the first was delivered arrive as one.
+    static const char kFirst[] =
+        "crossfree record: signal passed to the command; record finishes the trace when it "
+        "ends (a second signal ends record now)\n";
+    ssize_t ignored = write(STDERR_FILENO, kFirst, sizeof(kFirst) - 1);
+    (void)ignored;
   }
 }
 
