@@ -79,4 +79,19 @@ const char* WindowCauseName(WindowCause cause) {
   return "?";
 }
 
+std::string LossesText(const RecordLosses& losses) {
+  std::string out;
+  if (losses.events_dropped != 0 || losses.chunks_dropped != 0) {
+    out = std::to_string(losses.events_dropped) + " events in " +
+          std::to_string(losses.chunks_dropped) +
+          " chunks dropped by the tracer (record fell behind: no free buffer within "
+          "CROSSFREE_CHANNEL_WAIT_MS)";
+  }
+  if (losses.chunks_damaged != 0) {
+    out += (out.empty() ? "" : ", ") + std::to_string(losses.chunks_damaged) +
+           " chunks damaged in shared memory (not written)";
+  }
+  return out;
+}
+
 }  // namespace crossfree::format

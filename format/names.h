@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "format/trace_format.h"
 
@@ -19,5 +20,9 @@ const char* ClockName(Clock clock);
 const char* UnwinderName(Unwinder unwinder);
 const char* WindowStateName(WindowState state);  // "open" / "closed"
 const char* WindowCauseName(WindowCause cause);  // "delay", "duration", "signal"
+// What a losses record says, in one phrase shared by record, dump and the
+// reports: "N events dropped by the tracer in M chunks (no free buffer in
+// record's region in time)", and the damaged chunks when there are any.
+std::string LossesText(const RecordLosses& losses);
 
 }  // namespace crossfree::format

@@ -341,6 +341,20 @@ class Decoder {
     return true;
   }
 
+  // kTagLosses body in [p_, next): fixed width (trace-format.md 6.9).
+  bool DecodeLosses(const uint8_t* start, const uint8_t* next) {
+    if (next - p_ != static_cast<ptrdiff_t>(kLossesBodyBytes) ||
+        wire::Load32(p_) != kLossesMagic) {
+      return Fail(start, "bad losses record");
+    }
+    RecordLosses l;
+    l.events_dropped = wire::Load64(p_ + 4);
+    l.chunks_dropped = wire::Load64(p_ + 12);
+    l.chunks_damaged = wire::Load64(p_ + 20);
+    visitor_.OnLosses(l);
+    return true;
+  }
+
   const Chunk& chunk_;
   RecordVisitor& visitor_;
   std::string* error_;
@@ -672,6 +686,8 @@ bool Decoder::DecodeExtension(const uint8_t* start, uint8_t tag) {
     if (!DecodeWindow(start, prev_ts_, next)) return false;
   } else if (tag == kTagCounts) {
     if (!DecodeCounts(start, next)) return false;
+  } else if (tag == kTagLosses) {
+    if (!DecodeLosses(start, next)) return false;
   }
   p_ = next;  // unknown tags: a record from a newer writer, skipped on purpose
   return true;

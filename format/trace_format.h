@@ -101,6 +101,7 @@ enum RecordTag : uint8_t {
   kTagTotals = 0x81,   // len 40, fixed-width process totals (TraceTotals)
   kTagWindow = 0x82,   // len, zigzag ts delta, state (WindowState), cause (WindowCause)
   kTagCounts = 0x83,   // len, allocations, frees, samples dropped (ThreadCounts)
+  kTagLosses = 0x84,   // len 28, fixed-width: what record could not write (RecordLosses)
 };
 
 // Recording windows (kTagWindow, docs/guide/tracer.md "Windows"). A trace
@@ -146,6 +147,22 @@ inline constexpr uint32_t kTotalsMagic = 0x4c544f54;  // "TOTL" in file order
 inline constexpr size_t kTotalsBodyBytes = 40;
 // chunk header + tag + one-byte length + body
 inline constexpr size_t kTotalsChunkBytes = 32 + 2 + kTotalsBodyBytes;
+
+// What `crossfree record` could not write into a trace (extension record
+// kTagLosses, alone in a fixed-size chunk after every other chunk of the
+// file, written by record only: docs/trace-format.md 6.9). Its presence
+// makes the trace incomplete.
+struct RecordLosses {
+  uint64_t events_dropped = 0;  // the tracer found no free buffer in time
+  uint64_t chunks_dropped = 0;  // the chunks those events were in
+  uint64_t chunks_damaged = 0;  // failed validation in the region: not written
+  bool any() const { return events_dropped != 0 || chunks_dropped != 0 || chunks_damaged != 0; }
+};
+inline constexpr uint32_t kLossesMagic = 0x53534f4c;  // "LOSS" in file order
+inline constexpr size_t kLossesBodyBytes = 28;
+inline constexpr uint32_t kLossesSequence = 0xFFFFFFFF;
+// chunk header + tag + one-byte length + body
+inline constexpr size_t kLossesChunkBytes = 32 + 2 + kLossesBodyBytes;
 
 // A tcmalloc (gperftools) central free-list transfer seen by the tracer
 // (kTagCentral). Fetch/Release are the ThreadCache entry points; Insert/

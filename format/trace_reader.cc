@@ -48,6 +48,47 @@ bool ParseTotalsChunk(std::span<const uint8_t> tail, TraceTotals* totals) {
 
 namespace {
 
+// The losses chunk's payload (kLossesChunkBytes - kChunkHeaderBytes bytes
+// at p): tag, length, magic, then the counts.
+bool ParseLossesPayload(const uint8_t* p, RecordLosses* losses) {
+  if (p[0] != kTagLosses || p[1] != kLossesBodyBytes || wire::Load32(p + 2) != kLossesMagic) {
+    return false;
+  }
+  p += 2;
+  losses->events_dropped = wire::Load64(p + 4);
+  losses->chunks_dropped = wire::Load64(p + 12);
+  losses->chunks_damaged = wire::Load64(p + 20);
+  return true;
+}
+
+}  // namespace
+
+bool ParseLossesChunk(std::span<const uint8_t> bytes, RecordLosses* losses) {
+  if (bytes.size() != kLossesChunkBytes) return false;
+  const uint8_t* b = bytes.data();
+  constexpr uint32_t kPayload = static_cast<uint32_t>(kLossesChunkBytes - kChunkHeaderBytes);
+  if (wire::Load32(b + wire::kChkMagic) != kChunkMagic ||
+      wire::Load32(b + wire::kChkLength) != wire::PackLength(kPayload) ||
+      wire::Load32(b + wire::kChkEvents) != 0 ||
+      Crc32c(b + wire::kChkCrcStart, kLossesChunkBytes - wire::kChkCrcStart) !=
+          wire::Load32(b + wire::kChkCrc)) {
+    return false;
+  }
+  return ParseLossesPayload(b + kChunkHeaderBytes, losses);
+}
+
+bool ParseLossesRecord(const Chunk& chunk, RecordLosses* losses) {
+  // The checksum was verified when the chunk was read; the record is the
+  // whole payload.
+  if (chunk.compressed || chunk.event_count != 0 ||
+      chunk.payload.size() != kLossesChunkBytes - kChunkHeaderBytes) {
+    return false;
+  }
+  return ParseLossesPayload(chunk.payload.data(), losses);
+}
+
+namespace {
+
 // The checksum of the whole chunk [b, b + total) as its header's crc field
 // should read: a compressed chunk's covers its magic too (trace-format.md 5).
 uint32_t ChunkCrc(const uint8_t* b, size_t total) {

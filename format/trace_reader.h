@@ -95,6 +95,8 @@ class RecordVisitor {
   // Thread tid's allocation/free counts since its previous counts record
   // (kTagCounts; sampled traces).
   virtual void OnCounts(uint32_t /*tid*/, const ThreadCounts& /*counts*/) {}
+  // What `crossfree record` could not write into this trace (kTagLosses).
+  virtual void OnLosses(const RecordLosses& /*losses*/) {}
 };
 
 // A complete, checksum-verified chunk. Where payload points depends on the
@@ -127,6 +129,20 @@ enum class ReadResult {
   kCorrupt,    // bad chunk magic, length or checksum at error_offset()
 };
 
+// Reads the totals chunk from the last kTotalsChunkBytes of a trace file
+// (EncodeTotalsChunk). False unless those bytes are exactly one valid
+// totals chunk: then the file may still be whole, but its writer's counts
+// are not known and the file must be decoded to count its events.
+bool ParseTotalsChunk(std::span<const uint8_t> tail, TraceTotals* totals);
+
+// Reads a losses chunk (EncodeLossesChunk): a whole chunk of
+// kLossesChunkBytes, as a file's last bytes or as NextChunk returned it
+// (header and payload). False unless it is exactly one valid losses chunk.
+bool ParseLossesChunk(std::span<const uint8_t> bytes, RecordLosses* losses);
+// The same from a chunk NextChunk returned (a plain chunk whose payload is
+// exactly the losses record).
+bool ParseLossesRecord(const Chunk& chunk, RecordLosses* losses);
+
 // Reads one trace file. Open() validates the header; NextChunk() walks the
 // chunks in file order. A file is read with pread() in chunk-sized pieces,
 // never mapped: memory stays bounded by the largest chunk whatever the file
@@ -134,11 +150,6 @@ enum class ReadResult {
 // ("file changed while being read"), not a SIGBUS. NextChunk() is for one
 // thread; LoadPayload() may be called from several threads at once, and
 // decoding of distinct chunks too (DecodeChunk is a free function).
-// Reads the totals chunk from the last kTotalsChunkBytes of a trace file
-// (EncodeTotalsChunk). False unless those bytes are exactly one valid
-// totals chunk: then the file may still be whole, but its writer's counts
-// are not known and the file must be decoded to count its events.
-bool ParseTotalsChunk(std::span<const uint8_t> tail, TraceTotals* totals);
 
 class TraceReader {
  public:

@@ -81,6 +81,28 @@ size_t EncodeTotalsChunk(const TraceTotals& totals, uint32_t tid, uint32_t seque
   return kTotalsChunkBytes;
 }
 
+size_t EncodeLossesChunk(const RecordLosses& losses, uint32_t pid, uint64_t timestamp_ns,
+                         uint8_t* buf, size_t cap) {
+  if (cap < kLossesChunkBytes) return 0;
+  constexpr uint32_t kPayload = static_cast<uint32_t>(kLossesChunkBytes - kChunkHeaderBytes);
+  wire::Store32(buf + wire::kChkMagic, kChunkMagic);
+  wire::Store32(buf + wire::kChkLength, wire::PackLength(kPayload));
+  wire::Store32(buf + wire::kChkTid, pid);
+  wire::Store32(buf + wire::kChkSequence, kLossesSequence);
+  wire::Store32(buf + wire::kChkEvents, 0);
+  wire::Store64(buf + wire::kChkBaseTs, timestamp_ns);
+  uint8_t* p = buf + kChunkHeaderBytes;
+  *p++ = kTagLosses;
+  *p++ = static_cast<uint8_t>(kLossesBodyBytes);
+  wire::Store32(p, kLossesMagic);
+  wire::Store64(p + 4, losses.events_dropped);
+  wire::Store64(p + 12, losses.chunks_dropped);
+  wire::Store64(p + 20, losses.chunks_damaged);
+  wire::Store32(buf + wire::kChkCrc,
+                Crc32c(buf + wire::kChkCrcStart, kLossesChunkBytes - wire::kChkCrcStart));
+  return kLossesChunkBytes;
+}
+
 ChunkWriter::ChunkWriter(uint8_t* buf, size_t capacity, bool reserve_counts)
     : buf_(buf),
       capacity_(Min(capacity, kMaxChunkBytes) - (reserve_counts ? kCountsReserve : 0)),

@@ -22,6 +22,12 @@ size_t EncodeFileHeader(const HeaderFields& fields, const char* exe_path,
 size_t EncodeTotalsChunk(const TraceTotals& totals, uint32_t tid, uint32_t sequence,
                          uint64_t timestamp_ns, uint8_t* buf, size_t cap);
 
+// Encodes the losses chunk (kTagLosses alone, kLossesChunkBytes long) into
+// buf, for the traced process pid (its tid field). Returns the bytes
+// written, or 0 if cap is too small. Written by `crossfree record` only.
+size_t EncodeLossesChunk(const RecordLosses& losses, uint32_t pid, uint64_t timestamp_ns,
+                         uint8_t* buf, size_t cap);
+
 // A module as written by the tracer (borrowed pointers, nothing owned).
 struct ModuleView {
   uint64_t timestamp_ns;

@@ -2,7 +2,9 @@
 // `crossfree dump FILE [--summary]`: prints a trace file record by record
 // and validates all of it (header, every chunk checksum, every record).
 //
-// Exit status: 0 when the whole file is valid; 2 for bad input (not a trace,
+// Exit status: 0 when the whole file is valid (an incomplete one too: the
+// summary's "complete: no" line and a warning on stderr say what is
+// missing: dropped events, no clean end); 2 for bad input (not a trace,
 // unsupported version, corrupt chunk or record) with one line on stderr that
 // names the file and the byte offset. A truncated file (the traced process
 // died mid-write) prints every complete chunk and the summary, warns on
@@ -101,6 +103,8 @@ struct Totals {
   std::set<uint32_t> threads;
   std::set<uint32_t> stacks_defined;
   std::set<uint32_t> stacks_used;
+  bool saw_totals = false;       // the tracer's totals chunk (a clean end)
+  format::RecordLosses losses;   // what record could not write (losses record)
 };
 
 // Counts everything and, unless summary_only, prints each record. Output for
@@ -198,6 +202,16 @@ class DumpVisitor : public format::RecordVisitor {
                    tid, c.allocs, c.frees, c.samples_dropped);
   }
 
+  void OnLosses(const format::RecordLosses& l) override {
+    totals_->losses.events_dropped += l.events_dropped;
+    totals_->losses.chunks_dropped += l.chunks_dropped;
+    totals_->losses.chunks_damaged += l.chunks_damaged;
+    if (!print_) return;
+    fmt::format_to(std::back_inserter(out_),
+                   "  losses events-dropped {} chunks-dropped {} chunks-damaged {}\n",
+                   l.events_dropped, l.chunks_dropped, l.chunks_damaged);
+  }
+
   void OnCentral(const format::CentralEvent& c) override {
     ++totals_->central[static_cast<uint8_t>(c.op)];
     if (c.stack_id != format::kNoStack) totals_->stacks_used.insert(c.stack_id);
@@ -229,7 +243,22 @@ void PrintHeader(const TraceReader& reader) {
   }
 }
 
-void PrintSummary(const TraceReader& reader, const Totals& t) {
+// Whether every event the process recorded is in the file, and if not, why
+// not; empty when the writer made no promise (a trace written before the
+// totals chunk existed, or by a test).
+std::string Incompleteness(const TraceReader& reader, const Totals& t, bool truncated) {
+  std::string why;
+  if (t.losses.any()) why = format::LossesText(t.losses);
+  if (truncated) why += (why.empty() ? "" : "; ") + std::string("truncated");
+  if ((reader.header().fields.flags & format::kHeaderFlagEndsWithTotals) != 0 && !t.saw_totals) {
+    why += (why.empty() ? "" : "; ") +
+           std::string("no clean end (no totals record: the process was killed or crashed, or "
+                       "a thread was busy at exit)");
+  }
+  return why;
+}
+
+void PrintSummary(const TraceReader& reader, const Totals& t, bool truncated) {
   uint64_t undefined = 0;
   for (uint32_t id : t.stacks_used) undefined += t.stacks_defined.count(id) == 0;
   fmt::print("summary\n");
@@ -276,6 +305,12 @@ void PrintSummary(const TraceReader& reader, const Totals& t) {
   } else {
     fmt::print("  bytes/event: -\n");
   }
+  const std::string why = Incompleteness(reader, t, truncated);
+  if (!why.empty()) {
+    fmt::print("  complete: no: {}\n", why);
+  } else if ((reader.header().fields.flags & format::kHeaderFlagEndsWithTotals) != 0) {
+    fmt::print("  complete: yes\n");
+  }
 }
 
 int RunDump(const std::string& path, bool summary_only) {
@@ -294,7 +329,13 @@ int RunDump(const std::string& path, bool summary_only) {
   bool truncated = false;
   while ((result = reader->NextChunk(&chunk)) == ReadResult::kChunk) {
     ++totals.chunks;
-    totals.threads.insert(chunk.tid);
+    // A losses chunk is record's, under the process's pid: no thread's.
+    format::RecordLosses ignored;
+    if (!format::ParseLossesRecord(chunk, &ignored)) totals.threads.insert(chunk.tid);
+    if (chunk.event_count == 0 && !chunk.compressed && !chunk.payload.empty() &&
+        chunk.payload[0] == format::kTagTotals) {
+      totals.saw_totals = true;
+    }
     auto& out = visitor.out();
     out.clear();
     if (!summary_only) {
@@ -325,9 +366,15 @@ int RunDump(const std::string& path, bool summary_only) {
   } else if (result == ReadResult::kCorrupt) {
     failure = reader->error();
   }
-  PrintSummary(*reader, totals);
+  PrintSummary(*reader, totals, truncated);
   fflush(stdout);
-  if (failure.empty()) return kExitOk;
+  if (failure.empty()) {
+    // Valid, but said on stderr too, so that a script sees it.
+    if (std::string why = Incompleteness(*reader, totals, false); !why.empty()) {
+      fmt::print(stderr, "crossfree dump: warning: {}: the trace is incomplete: {}\n", path, why);
+    }
+    return kExitOk;
+  }
   if (truncated) {
     fmt::print(stderr,
                "crossfree dump: warning: {}: {}; the {} complete chunks before it are shown\n",

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "format/names.h"
 #include "analyzer/render/gate_formats.h"
 #include "analyzer/render/json.h"
 #include "analyzer/render/text.h"
@@ -41,6 +42,21 @@ struct GateArgs {
 bool CheckTruncation(const GateArgs& a, const analyzer::Analysis& analysis) {
   bool ok = true;
   for (const analyzer::TraceInfo& t : analysis.traces) {
+    // Events record could not write (its losses record): as damaging as a
+    // cut, since a missing hand-off must never let the gate pass.
+    if (t.losses.any()) {
+      const std::string what = fmt::format("{}: incomplete: {}", Printable(t.path),
+                                           format::LossesText(t.losses));
+      if (a.accept_truncated) {
+        fmt::print(stderr, "crossfree gate: warning: {}; gating on the rest (--accept-truncated)\n",
+                   what);
+      } else {
+        fmt::print(stderr, "crossfree gate: {}; the gate does not pass on an incomplete trace "
+                           "(--accept-truncated gates on what was written)\n",
+                   what);
+        ok = false;
+      }
+    }
     if (!t.truncated) continue;
     uint64_t lost = t.file_bytes - t.truncated_offset;
     std::string what = fmt::format(
@@ -198,7 +214,8 @@ void RegisterGateCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--suppressions", args->suppressions,
                   "File of pair patterns to ignore, each with a mandatory reason");
   sub->add_flag("--accept-truncated", args->accept_truncated,
-                "Gate on the complete chunks of a truncated trace (default: exit 2)");
+                "Gate on the complete chunks of a truncated trace, or on what record wrote of "
+                "an incomplete one (default: exit 2)");
   AddCommonOptions(sub, &args->common);
   sub->callback([args, exit_code] {
     if (ListSkips(args->common)) return;

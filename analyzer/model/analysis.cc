@@ -273,6 +273,7 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
     info.threads = trace.streams.size();
     info.truncated = trace.truncated;
     info.clean_end = trace.clean_end;
+    info.losses = trace.losses;
     info.truncated_offset = trace.truncated_offset;
     info.file_bytes = trace.reader->file_size();
     info.sample_period = PeriodOf(trace);

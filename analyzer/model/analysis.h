@@ -44,6 +44,7 @@ struct TraceInfo {
   size_t threads = 0;
   bool truncated = false;
   bool clean_end = true;          // false: no totals record, last buffers lost (trace_set.h)
+  format::RecordLosses losses;    // what record could not write; any(): incomplete
   uint64_t truncated_offset = 0;  // where the incomplete chunk starts
   uint64_t file_bytes = 0;        // so the bytes lost are file_bytes - truncated_offset
   uint32_t sample_period = 1;     // > 1: each allocation traced with probability 1/period

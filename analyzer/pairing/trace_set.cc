@@ -4,6 +4,8 @@
 
 #include <fmt/core.h>
 
+#include "format/names.h"
+
 #include <unordered_map>
 
 namespace crossfree::analyzer {
@@ -55,6 +57,15 @@ bool TraceSet::Index(std::unique_ptr<format::TraceReader> reader, const std::str
         chunk.payload[0] == format::kTagTotals) {
       saw_totals = true;
     }
+    // What record could not write: noted for the trace, kept out of the
+    // threads (its tid is the process's, its sequence none of theirs).
+    if (format::RecordLosses losses; format::ParseLossesRecord(chunk, &losses)) {
+      trace->losses.events_dropped += losses.events_dropped;
+      trace->losses.chunks_dropped += losses.chunks_dropped;
+      trace->losses.chunks_damaged += losses.chunks_damaged;
+      ++trace->chunk_count;
+      continue;
+    }
     auto [it, inserted] = stream_of_tid.try_emplace(chunk.tid, trace->streams.size());
     if (inserted) trace->streams.push_back(ThreadStream{chunk.tid, {}});
     // Only the chunk's place is kept; its payload is read again when a pass
@@ -75,6 +86,9 @@ bool TraceSet::Index(std::unique_ptr<format::TraceReader> reader, const std::str
         "busy at exit): the events in its last buffers are lost, so blocks 'live at exit' may "
         "have been freed and are not leaks",
         name));
+  }
+  if (trace->losses.any()) {
+    warnings_.push_back(fmt::format("{}: incomplete: {}", name, LossesText(trace->losses)));
   }
   trace->reader = std::move(reader);
   traces_.push_back(std::move(trace));

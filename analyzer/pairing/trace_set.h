@@ -55,6 +55,9 @@ struct ProcessTrace {
   // killed or crashed, and the events in its last buffers are lost
   // (warning issued).
   bool clean_end = true;
+  // What `crossfree record` could not write (its losses chunk, trace
+  // format 6.9); any() makes the trace incomplete (warning issued).
+  format::RecordLosses losses;
   uint64_t truncated_offset = 0;
 
   // Filled by the first pass over the chunks (event_stream.h).

@@ -30,6 +30,7 @@
 #include "protocol/shm_channel.h"
 #include "format/trace_format.h"
 #include "format/trace_reader.h"
+#include "format/trace_writer.h"
 #include "format/wire.h"
 
 namespace crossfree::analyzer::record {
@@ -503,6 +504,17 @@ void ChunkChannel::WritePartial(uint32_t slot) {
   }
 }
 
+void ChunkChannel::WriteLosses() {
+  const format::RecordLosses losses{.events_dropped = stats_.dropped_events,
+                                    .chunks_dropped = stats_.dropped_chunks,
+                                    .chunks_damaged = stats_.damaged_chunks};
+  if (!losses.any() || files_.empty() || broken_) return;
+  uint8_t chunk[format::kLossesChunkBytes];
+  const size_t n = format::EncodeLossesChunk(losses, AttachedPid(), NowNs(), chunk, sizeof(chunk));
+  // Its bytes count in bytes_written: they are on disk.
+  Write(files_.back(), chunk, n);
+}
+
 ChunkChannel::Stats ChunkChannel::Finish() {
   __atomic_store_n(&plain_after_ns_, NowNs() + kFinishCompressNs, __ATOMIC_RELAXED);
   if (drain_.joinable()) {
@@ -524,6 +536,7 @@ ChunkChannel::Stats ChunkChannel::Finish() {
   stats_.clean_exit = ctl->clean_exit.load(std::memory_order_acquire) != 0;
   stats_.dropped_events = ctl->dropped_events.load(std::memory_order_relaxed);
   stats_.dropped_chunks = ctl->dropped_chunks.load(std::memory_order_relaxed);
+  WriteLosses();
   for (size_t i = adopted_ ? 0 : 1; i < files_.size(); ++i) close(files_[i]);
   files_.resize(files_.empty() || adopted_ ? 0 : 1);
   return stats_;

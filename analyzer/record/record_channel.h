@@ -124,6 +124,10 @@ class ChunkChannel {
   void EmitChunk(int fd, const uint8_t* chunk, size_t n);
   void Write(int fd, const uint8_t* data, size_t n);
   void FreeSlot(uint32_t slot);
+  // At Finish, when events the command recorded did not reach the file:
+  // the losses chunk (trace format 6.9) after every other chunk of the
+  // last image's file, so that the trace itself says it is incomplete.
+  void WriteLosses();
 
   int OpenFirstFile();
   format::ChunkCompressor* Compressor();

@@ -16,6 +16,7 @@
 
 #include <fmt/core.h>
 
+#include "format/names.h"
 #include "protocol/shm_channel.h"
 
 namespace crossfree::analyzer::record {
@@ -144,17 +145,11 @@ bool RecordHandOff::Report() const {
                            ? static_cast<double>(all.plain_bytes) /
                                  static_cast<double>(all.bytes_written)
                            : 1.0;
-  std::string lost;
-  if (all.dropped_chunks > 0) {
-    lost += fmt::format(
-        "{} events in {} chunks dropped by the tracer (record fell behind: no free buffer "
-        "within CROSSFREE_CHANNEL_WAIT_MS)",
-        all.dropped_events, all.dropped_chunks);
-  }
-  if (all.damaged_chunks > 0) {
-    lost += fmt::format("{}{} chunks damaged in shared memory (not written)",
-                        lost.empty() ? "" : ", ", all.damaged_chunks);
-  }
+  // The same words as the losses record written into the trace says
+  // them in dump and the reports.
+  std::string lost = format::LossesText(
+      {.events_dropped = all.dropped_events, .chunks_dropped = all.dropped_chunks,
+       .chunks_damaged = all.damaged_chunks});
   if (!all.error.empty()) lost += fmt::format("{}{}", lost.empty() ? "" : ", ", all.error);
   for (const std::string& e : child_totals_.errors) {
     lost += fmt::format("{}{}", lost.empty() ? "" : ", ", e);

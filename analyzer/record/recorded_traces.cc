@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <span>
 
 #include "format/trace_reader.h"
 
@@ -31,21 +32,31 @@ class CountingVisitor : public format::RecordVisitor {
 };
 
 // The counts the tracer wrote at exit in the file's last chunk
-// (format::ParseTotalsChunk), read with one pread of its last bytes; none
-// when the file does not end with one (killed, still being written, an
-// older tracer, a thread that wrote after them).
+// (format::ParseTotalsChunk), or in the one before a losses chunk that
+// record wrote last (trace format 6.9), read with one pread of the file's
+// last bytes; none when the file does not end so (killed, still being
+// written, an older tracer, a thread that wrote after them).
 std::optional<format::TraceTotals> ReadTotals(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
   std::optional<format::TraceTotals> result;
   struct stat st;
-  uint8_t tail[format::kTotalsChunkBytes];
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-      st.st_size >= static_cast<off_t>(sizeof(tail)) &&
-      pread(fd, tail, sizeof(tail), st.st_size - static_cast<off_t>(sizeof(tail))) ==
-          static_cast<ssize_t>(sizeof(tail))) {
+  uint8_t tail[format::kTotalsChunkBytes + format::kLossesChunkBytes];
+  const off_t want = fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
+                         ? std::min<off_t>(sizeof(tail), st.st_size)
+                         : 0;
+  if (want >= static_cast<off_t>(format::kTotalsChunkBytes) &&
+      pread(fd, tail, static_cast<size_t>(want), st.st_size - want) == want) {
+    const std::span<const uint8_t> bytes(tail, static_cast<size_t>(want));
     format::TraceTotals totals;
-    if (format::ParseTotalsChunk(tail, &totals)) result = totals;
+    format::RecordLosses losses;
+    if (format::ParseTotalsChunk(bytes.last(format::kTotalsChunkBytes), &totals)) {
+      result = totals;
+    } else if (bytes.size() == sizeof(tail) &&
+               format::ParseLossesChunk(bytes.last(format::kLossesChunkBytes), &losses) &&
+               format::ParseTotalsChunk(bytes.first(format::kTotalsChunkBytes), &totals)) {
+      result = totals;
+    }
   }
   close(fd);
   return result;

@@ -103,10 +103,14 @@ std::string RunJson(const Analysis& a) {
   std::string traces = "[";
   for (size_t i = 0; i < a.traces.size(); ++i) {
     const TraceInfo& t = a.traces[i];
-    traces += fmt::format("{}{{\"path\":{},\"exe\":{},\"pid\":{},\"events\":{},\"threads\":{},\"truncated\":{}{}}}",
+    traces += fmt::format("{}{{\"path\":{},\"exe\":{},\"pid\":{},\"events\":{},\"threads\":{},\"truncated\":{}{}{}}}",
                           i ? "," : "", JsonString(t.path), JsonString(t.exe), t.pid, t.events,
                           t.threads, t.truncated ? "true" : "false",
-                          t.clean_end ? "" : ",\"clean_end\":false");
+                          t.clean_end ? "" : ",\"clean_end\":false",
+                          t.losses.any() ? fmt::format(",\"events_dropped\":{},\"chunks_damaged\":{}",
+                                                       t.losses.events_dropped,
+                                                       t.losses.chunks_damaged)
+                                         : "");
   }
   traces += "]";
   std::string pairs = "[";

@@ -290,9 +290,15 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
     const TraceInfo& t = a.traces[i];
     out += fmt::format(
         "{}\n    {{\"path\": {}, \"exe\": {}, \"pid\": {}, \"ppid\": {}, \"chunks\": {}, "
-        "\"events\": {}, \"threads\": {}, \"truncated\": {}{}{}}}",
+        "\"events\": {}, \"threads\": {}, \"truncated\": {}{}{}{}}}",
         i ? "," : "", JsonString(t.path), JsonString(t.exe), t.pid, t.ppid, t.chunks, t.events,
         t.threads, t.truncated ? "true" : "false", t.clean_end ? "" : ", \"clean_end\": false",
+        t.losses.any()
+            ? fmt::format(", \"losses\": {{\"events_dropped\": {}, \"chunks_dropped\": {}, "
+                          "\"chunks_damaged\": {}}}",
+                          t.losses.events_dropped, t.losses.chunks_dropped,
+                          t.losses.chunks_damaged)
+            : "",
         t.sample_period > 1 ? fmt::format(", \"sample_period\": {}", t.sample_period) : "");
   }
   out += "\n  ],\n";

@@ -116,6 +116,13 @@ std::string TraceLine(const TraceInfo& t) {
   if (t.ppid != 0 && t.ppid != 1) notes += fmt::format("parent {}", t.ppid);
   if (t.truncated) notes += notes.empty() ? "truncated" : ", truncated";
   if (!t.clean_end) notes += notes.empty() ? "no clean end" : ", no clean end";
+  // Short here (the line is fitted to the width); the warning above the
+  // report has the whole phrase.
+  if (t.losses.any()) {
+    notes += fmt::format("{}incomplete: {} events dropped, {} chunks damaged",
+                         notes.empty() ? "" : ", ", t.losses.events_dropped,
+                         t.losses.chunks_damaged);
+  }
   if (t.sample_period > 1) notes += (notes.empty() ? "" : ", ") + SampledLabel(t.sample_period);
   std::string line = fmt::format("  pid {:<7} {}  {}", t.pid, t.path, t.exe);
   if (!notes.empty()) line += fmt::format("  ({})", notes);

@@ -4,7 +4,11 @@
 #  1. a run whose tracer must drop chunks (a 1 MiB hand-off region, no
 #     wait for a free buffer, zstd level 19 on the drain: record falls
 #     far behind 8 busy threads) exits 3, names the dropped events and
-#     says the trace is incomplete;
+#     says the trace is incomplete; the trace says so too (its losses
+#     record, with the same counts, in dump --summary, report and JSON);
+#  3. at level 19 with the drain far behind, record ends within a bound
+#     of its command's end (2 s of compression, then plain), losing
+#     nothing;
 #  2. a command that ignores SIGTERM: the first SIGTERM to record is passed
 #     on and record waits; the second ends record at once with 143, long
 #     before the command would have ended, and the trace on disk reads.
@@ -22,8 +26,48 @@ grep -Eq 'not written: [1-9][0-9]* events in [1-9][0-9]* chunks dropped by the t
   { cat lost.err; fail "no count of dropped events"; }
 grep -q 'the trace is incomplete: events the command recorded were lost' lost.err ||
   { cat lost.err; fail "no closing line on the loss"; }
-# What was written still reads.
+# What was written still reads, and says itself that it is incomplete:
+# record's losses record (trace format 6.9) carries the same counts as
+# record's line, into dump --summary and the report (text and JSON).
 "$crossfree" dump --summary lost.trace >dump.out 2>dump.err || { cat dump.err; fail "dump"; }
+counts=$(grep -Eo 'not written: [0-9]+ events in [0-9]+ chunks' lost.err | head -1 |
+         sed 's/^not written: //')
+[[ -n $counts ]] || { cat lost.err; fail "no counts in record's line"; }
+grep -q "^  complete: no: $counts dropped by the tracer" dump.out ||
+  { cat dump.out; fail "dump --summary does not say the trace is incomplete ($counts)"; }
+grep -q "lost.trace: the trace is incomplete: $counts dropped" dump.err ||
+  { cat dump.err; fail "dump warns not on stderr"; }
+"$crossfree" report lost.trace >report.out 2>report.err || { cat report.err; fail "report"; }
+grep -q "incomplete: ${counts%% events*} events dropped, 0 chunks damaged" report.out ||
+  { cat report.out; fail "report's trace line does not name the loss"; }
+grep -q "warning: .*lost.trace: incomplete: $counts dropped" report.err ||
+  { cat report.err; fail "report warns not on stderr"; }
+"$crossfree" report --format json lost.trace >report.json 2>/dev/null || fail "report json"
+events=${counts%% events*}
+chunks=${counts#* events in }; chunks=${chunks%% chunks}
+grep -q "\"losses\": {\"events_dropped\": $events, \"chunks_dropped\": $chunks, \"chunks_damaged\": 0}" \
+  report.json || { grep -o '"traces".*' report.json | head -c 600; fail "JSON has no losses"; }
+
+# 3. record's end is bounded whatever the drain is doing: at zstd level 19
+# the drain is far behind when the command ends, with much of the region
+# sealed; record compresses for 2 s more, writes the rest plain and exits.
+# The workload prints its counts once its threads are joined, at its very
+# end: the time that line arrives is the command's end. record must be
+# gone within 20 s of it (ten times the design's bound: only a drain that
+# does not stop fails it), with nothing lost.
+rc=0
+CROSSFREE_RECORD_LEVEL=19 timeout -k 5 180 "$crossfree" record -o bound.trace -- \
+  "$workload" --producers 4 --consumers 4 --objects 1000000 2>bound.err |
+  { read -r _; date +%s%N >ended; cat >/dev/null; }
+rc=${PIPESTATUS[0]}
+done_ns=$(date +%s%N)
+[[ $rc == 0 ]] || { cat bound.err; fail "record at level 19 exited $rc"; }
+[[ -s ended ]] || fail "the command did not say when it ended"
+after_ms=$(( (done_ns - $(cat ended)) / 1000000 ))
+echo "record_loss_test: record ended ${after_ms} ms after its command (level 19)"
+(( after_ms < 20000 )) || { cat bound.err; fail "record ended ${after_ms} ms after its command"; }
+grep -q '0 events lost of those the command recorded' bound.err ||
+  { cat bound.err; fail "events lost at level 19"; }
 
 # 2. Two SIGTERMs. The command ignores SIGTERM and lives 60 s; it writes a
 # line once its trap is set, and record's pid is $!.
