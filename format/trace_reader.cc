@@ -22,59 +22,54 @@
 
 namespace crossfree::format {
 
-bool ParseTotalsChunk(std::span<const uint8_t> tail, TraceTotals* totals) {
-  if (tail.size() != kTotalsChunkBytes) return false;
-  const uint8_t* b = tail.data();
-  constexpr uint32_t kPayload = static_cast<uint32_t>(kTotalsChunkBytes - kChunkHeaderBytes);
-  if (wire::Load32(b + wire::kChkMagic) != kChunkMagic ||
-      wire::Load32(b + wire::kChkLength) != wire::PackLength(kPayload) ||
-      wire::Load32(b + wire::kChkEvents) != 0 ||
-      Crc32c(b + wire::kChkCrcStart, kTotalsChunkBytes - wire::kChkCrcStart) !=
-          wire::Load32(b + wire::kChkCrc)) {
-    return false;
-  }
-  const uint8_t* p = b + kChunkHeaderBytes;
-  if (p[0] != kTagTotals || p[1] != kTotalsBodyBytes || wire::Load32(p + 2) != kTotalsMagic) {
-    return false;
-  }
-  p += 2;
-  totals->threads = wire::Load32(p + 4);
-  totals->events = wire::Load64(p + 8);
-  totals->allocs = wire::Load64(p + 16);
-  totals->frees = wire::Load64(p + 24);
-  totals->chunks = wire::Load64(p + 32);
-  return totals->allocs + totals->frees == totals->events;
-}
-
 namespace {
 
-// The losses chunk's payload (kLossesChunkBytes - kChunkHeaderBytes bytes
-// at p): tag, length, magic, then the counts.
-bool ParseLossesPayload(const uint8_t* p, RecordLosses* losses) {
-  if (p[0] != kTagLosses || p[1] != kLossesBodyBytes || wire::Load32(p + 2) != kLossesMagic) {
-    return false;
+// The body after the magic of a chunk holding one fixed-width extension
+// record and nothing else (EncodeTotalsChunk, EncodeLossesChunk): null
+// unless bytes is exactly such a chunk of `tag` and `magic`, its length
+// word and checksum right.
+const uint8_t* FixedChunkBody(std::span<const uint8_t> bytes, size_t total, uint8_t tag,
+                              uint32_t magic) {
+  if (bytes.size() != total) return nullptr;
+  const uint8_t* b = bytes.data();
+  const auto payload = static_cast<uint32_t>(total - kChunkHeaderBytes);
+  if (wire::Load32(b + wire::kChkMagic) != kChunkMagic ||
+      wire::Load32(b + wire::kChkLength) != wire::PackLength(payload) ||
+      wire::Load32(b + wire::kChkEvents) != 0 ||
+      Crc32c(b + wire::kChkCrcStart, total - wire::kChkCrcStart) !=
+          wire::Load32(b + wire::kChkCrc)) {
+    return nullptr;
   }
-  p += 2;
-  losses->events_dropped = wire::Load64(p + 4);
-  losses->chunks_dropped = wire::Load64(p + 12);
-  losses->chunks_damaged = wire::Load64(p + 20);
-  return true;
+  const uint8_t* p = b + kChunkHeaderBytes;
+  if (p[0] != tag || p[1] != payload - 2 || wire::Load32(p + 2) != magic) return nullptr;
+  return p + 6;
+}
+
+// The losses record's counts, from the body after its magic.
+void LoadLosses(const uint8_t* p, RecordLosses* losses) {
+  losses->events_dropped = wire::Load64(p);
+  losses->chunks_dropped = wire::Load64(p + 8);
+  losses->chunks_damaged = wire::Load64(p + 16);
 }
 
 }  // namespace
 
+bool ParseTotalsChunk(std::span<const uint8_t> tail, TraceTotals* totals) {
+  const uint8_t* p = FixedChunkBody(tail, kTotalsChunkBytes, kTagTotals, kTotalsMagic);
+  if (p == nullptr) return false;
+  totals->threads = wire::Load32(p);
+  totals->events = wire::Load64(p + 4);
+  totals->allocs = wire::Load64(p + 12);
+  totals->frees = wire::Load64(p + 20);
+  totals->chunks = wire::Load64(p + 28);
+  return totals->allocs + totals->frees == totals->events;
+}
+
 bool ParseLossesChunk(std::span<const uint8_t> bytes, RecordLosses* losses) {
-  if (bytes.size() != kLossesChunkBytes) return false;
-  const uint8_t* b = bytes.data();
-  constexpr uint32_t kPayload = static_cast<uint32_t>(kLossesChunkBytes - kChunkHeaderBytes);
-  if (wire::Load32(b + wire::kChkMagic) != kChunkMagic ||
-      wire::Load32(b + wire::kChkLength) != wire::PackLength(kPayload) ||
-      wire::Load32(b + wire::kChkEvents) != 0 ||
-      Crc32c(b + wire::kChkCrcStart, kLossesChunkBytes - wire::kChkCrcStart) !=
-          wire::Load32(b + wire::kChkCrc)) {
-    return false;
-  }
-  return ParseLossesPayload(b + kChunkHeaderBytes, losses);
+  const uint8_t* p = FixedChunkBody(bytes, kLossesChunkBytes, kTagLosses, kLossesMagic);
+  if (p == nullptr) return false;
+  LoadLosses(p, losses);
+  return true;
 }
 
 bool ParseLossesRecord(const Chunk& chunk, RecordLosses* losses) {
@@ -84,7 +79,12 @@ bool ParseLossesRecord(const Chunk& chunk, RecordLosses* losses) {
       chunk.payload.size() != kLossesChunkBytes - kChunkHeaderBytes) {
     return false;
   }
-  return ParseLossesPayload(chunk.payload.data(), losses);
+  const uint8_t* p = chunk.payload.data();
+  if (p[0] != kTagLosses || p[1] != kLossesBodyBytes || wire::Load32(p + 2) != kLossesMagic) {
+    return false;
+  }
+  LoadLosses(p + 6, losses);
+  return true;
 }
 
 namespace {

@@ -57,50 +57,58 @@ size_t EncodeFileHeader(const HeaderFields& fields, const char* exe_path,
   return total;
 }
 
-size_t EncodeTotalsChunk(const TraceTotals& totals, uint32_t tid, uint32_t sequence,
-                         uint64_t timestamp_ns, uint8_t* buf, size_t cap) {
-  if (cap < kTotalsChunkBytes) return 0;
-  constexpr uint32_t kPayload = static_cast<uint32_t>(kTotalsChunkBytes - kChunkHeaderBytes);
+namespace {
+
+// A chunk holding one fixed-width extension record and nothing else (the
+// totals and losses chunks, trace format 6.9): the header, the tag, the
+// one-byte length and the record's magic; returns where the body's
+// fields after the magic go. SealFixedChunk sets the checksum once they
+// are written.
+uint8_t* BeginFixedChunk(uint8_t* buf, size_t total, uint32_t tid, uint32_t sequence,
+                         uint64_t timestamp_ns, uint8_t tag, uint32_t magic) {
+  const auto payload = static_cast<uint32_t>(total - kChunkHeaderBytes);
   wire::Store32(buf + wire::kChkMagic, kChunkMagic);
-  wire::Store32(buf + wire::kChkLength, wire::PackLength(kPayload));
+  wire::Store32(buf + wire::kChkLength, wire::PackLength(payload));
   wire::Store32(buf + wire::kChkTid, tid);
   wire::Store32(buf + wire::kChkSequence, sequence);
   wire::Store32(buf + wire::kChkEvents, 0);
   wire::Store64(buf + wire::kChkBaseTs, timestamp_ns);
   uint8_t* p = buf + kChunkHeaderBytes;
-  *p++ = kTagTotals;
-  *p++ = static_cast<uint8_t>(kTotalsBodyBytes);
-  wire::Store32(p, kTotalsMagic);
-  wire::Store32(p + 4, totals.threads);
-  wire::Store64(p + 8, totals.events);
-  wire::Store64(p + 16, totals.allocs);
-  wire::Store64(p + 24, totals.frees);
-  wire::Store64(p + 32, totals.chunks);
-  wire::Store32(buf + wire::kChkCrc,
-                Crc32c(buf + wire::kChkCrcStart, kTotalsChunkBytes - wire::kChkCrcStart));
-  return kTotalsChunkBytes;
+  p[0] = tag;
+  p[1] = static_cast<uint8_t>(payload - 2);
+  wire::Store32(p + 2, magic);
+  return p + 6;
+}
+
+size_t SealFixedChunk(uint8_t* buf, size_t total) {
+  wire::Store32(buf + wire::kChkCrc, Crc32c(buf + wire::kChkCrcStart, total - wire::kChkCrcStart));
+  return total;
+}
+
+}  // namespace
+
+size_t EncodeTotalsChunk(const TraceTotals& totals, uint32_t tid, uint32_t sequence,
+                         uint64_t timestamp_ns, uint8_t* buf, size_t cap) {
+  if (cap < kTotalsChunkBytes) return 0;
+  uint8_t* p = BeginFixedChunk(buf, kTotalsChunkBytes, tid, sequence, timestamp_ns, kTagTotals,
+                               kTotalsMagic);
+  wire::Store32(p, totals.threads);
+  wire::Store64(p + 4, totals.events);
+  wire::Store64(p + 12, totals.allocs);
+  wire::Store64(p + 20, totals.frees);
+  wire::Store64(p + 28, totals.chunks);
+  return SealFixedChunk(buf, kTotalsChunkBytes);
 }
 
 size_t EncodeLossesChunk(const RecordLosses& losses, uint32_t pid, uint64_t timestamp_ns,
                          uint8_t* buf, size_t cap) {
   if (cap < kLossesChunkBytes) return 0;
-  constexpr uint32_t kPayload = static_cast<uint32_t>(kLossesChunkBytes - kChunkHeaderBytes);
-  wire::Store32(buf + wire::kChkMagic, kChunkMagic);
-  wire::Store32(buf + wire::kChkLength, wire::PackLength(kPayload));
-  wire::Store32(buf + wire::kChkTid, pid);
-  wire::Store32(buf + wire::kChkSequence, kLossesSequence);
-  wire::Store32(buf + wire::kChkEvents, 0);
-  wire::Store64(buf + wire::kChkBaseTs, timestamp_ns);
-  uint8_t* p = buf + kChunkHeaderBytes;
-  *p++ = kTagLosses;
-  *p++ = static_cast<uint8_t>(kLossesBodyBytes);
-  wire::Store32(p, kLossesMagic);
-  wire::Store64(p + 4, losses.events_dropped);
-  wire::Store64(p + 12, losses.chunks_dropped);
-  wire::Store64(p + 20, losses.chunks_damaged);
-  wire::Store32(buf + wire::kChkCrc,
-                Crc32c(buf + wire::kChkCrcStart, kLossesChunkBytes - wire::kChkCrcStart));
-  return kLossesChunkBytes;
+  uint8_t* p = BeginFixedChunk(buf, kLossesChunkBytes, pid, kLossesSequence, timestamp_ns,
+                               kTagLosses, kLossesMagic);
+  wire::Store64(p, losses.events_dropped);
+  wire::Store64(p + 8, losses.chunks_dropped);
+  wire::Store64(p + 16, losses.chunks_damaged);
+  return SealFixedChunk(buf, kLossesChunkBytes);
 }
 
 ChunkWriter::ChunkWriter(uint8_t* buf, size_t capacity, bool reserve_counts)

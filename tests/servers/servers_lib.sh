@@ -146,6 +146,11 @@ check_traces() {
     if ! timeout -k 5 120 "$CROSSFREE" dump --summary "$t" >dump.out 2>dump.err; then
       fail "dump --summary $t failed: $(cat dump.err)"; return
     fi
+    # The trace itself must not say that record lost events (its losses
+    # record, trace format 6.9).
+    if grep -q "^  complete: no: .*dropped by the tracer\|chunks damaged" dump.out; then
+      fail "dump --summary says $t lost events: $(grep '^  complete:' dump.out)"; return
+    fi
     a=$(awk '$1 == "allocs:" {print $2}' dump.out)
     f=$(awk '$1 == "frees:" {print $2}' dump.out)
     e=$(awk '$1 == "events:" {print $2}' dump.out)
