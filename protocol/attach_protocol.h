@@ -55,6 +55,11 @@ struct AttachRequest {
   int32_t control_nice = 0;
 };
 
+// Ends the text of a "detached" or "ended" reply when the tracer could not
+// write the whole trace (a write failed): record then says the trace is
+// incomplete and exits 3, as after events dropped under a command.
+inline constexpr char kIncompleteNote[] = "the trace could not be written completely";
+
 // crossfree_attach's return value: one of these in the low byte, errno
 // (when one applies) in the next ones.
 enum AttachResult : int {

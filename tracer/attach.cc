@@ -264,10 +264,11 @@ void* ControlThread(void*) {
     if (totals.threads_skipped != 0) {
       t.Add(" (").Num(totals.threads_skipped).Add(" threads busy at the end: no totals)");
     }
-    if (totals.write_failed) t.Add("; the trace could not be written completely");
   } else {
     t.Add("the recording had already ended (the process exec'd or its trace failed)");
   }
+  // Last, so that record finds it whatever came before (attach_protocol.h).
+  if (totals.write_failed) t.Add("; ").Add(attach::kIncompleteNote);
   // A recorder that went away (SIGKILL) reads nothing; the target's
   // stderr is not ours to write to, the trace file says what happened.
   if (end == End::kRecordingEnded) {
@@ -276,8 +277,10 @@ void* ControlThread(void*) {
     // apart. A failed exec brings the program back: then it closes here,
     // after at most 10 s.
     Reply(fd, "ended", t.buf);
+    // After a failed write the program goes on: nothing would close the
+    // socket for it, so it closes now.
     pollfd pfd{fd, POLLIN, 0};
-    while (poll(&pfd, 1, 10'000) < 0 && errno == EINTR) {
+    while (!totals.write_failed && poll(&pfd, 1, 10'000) < 0 && errno == EINTR) {
     }
   } else if (end != End::kRecorderGone) {
     Reply(fd, "detached", t.buf);

@@ -42,7 +42,8 @@ struct AttachedTotals {
 // Closes the window (record of cause kAttach), writes every thread's
 // buffer and the totals, closes the file. Hooks still running forward.
 // Idempotent: false when no session was recording (the process exited,
-// exec'd, or the trace failed meanwhile).
+// exec'd, or the trace failed meanwhile); totals->write_failed is set
+// either way (a write failed: the trace is incomplete).
 bool StopAttachedRecording(AttachedTotals* totals);
 
 // Fork child of an attached process (single-threaded, from the atfork

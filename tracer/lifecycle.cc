@@ -518,6 +518,9 @@ bool AttachedRecordingActive() {
 }
 
 bool StopAttachedRecording(AttachedTotals* totals) {
+  // Ended already (an exec, or a write that failed and stopped the
+  // recording): whether the trace is whole is all there is to say.
+  totals->write_failed = g.write_failed.load(std::memory_order_relaxed);
   if (g.phase.load(std::memory_order_acquire) != internal::kActive) return false;
   GuardScope guard;
   ErrnoSaver saved;
