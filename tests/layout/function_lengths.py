@@ -20,6 +20,7 @@ Prints "LINES FILE:LINE NAME" per function (only those over N when given),
 longest first; exits 2 on a file it cannot scan.
 """
 import re
+import signal
 import sys
 
 IDENT = re.compile(r'[A-Za-z_][A-Za-z_0-9]*')
@@ -258,6 +259,7 @@ def functions(path):
 
 
 def main(argv):
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet under `| head`
     over = None
     if len(argv) > 2 and argv[1] == '--over':
         over = int(argv[2])
