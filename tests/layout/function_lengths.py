@@ -182,7 +182,7 @@ def classify(head):
 def function_name(head):
     """The (qualified) name in a function head: the words before its first
     '(' joined while they are linked by '::' or '~'."""
-    words = [t for t, _ in head]
+    words = without_groups([t for t, _ in head])
     if 'operator' in words:
         k = words.index('operator')
         end = words.index('(', k + 2) if words[k + 1] == '(' else words.index('(', k + 1)
