@@ -341,6 +341,89 @@ bool KeepPlain(const uint8_t* chunk, size_t bytes, std::vector<uint8_t>& out) {
   out.assign(chunk, chunk + bytes);
   return true;
 }
+
+// Encode's first step: the chunk is a whole, plain, undamaged one (magic,
+// length word, checksum); its payload's length into *payload.
+bool CheckPlainChunk(const uint8_t* chunk, size_t bytes, uint32_t* payload,
+                     std::string* error) {
+  if (bytes < kChunkHeaderBytes || bytes > kMaxChunkBytes ||
+      wire::Load32(chunk + wire::kChkMagic) != kChunkMagic) {
+    *error = "not a plain chunk (bad magic or size " + std::to_string(bytes) + ")";
+    return false;
+  }
+  const uint32_t word = wire::Load32(chunk + wire::kChkLength);
+  *payload = word & 0xffffff;
+  if (wire::PackLength(*payload) != word || kChunkHeaderBytes + *payload != bytes) {
+    *error = "chunk length word does not match its " + std::to_string(bytes) + " bytes";
+    return false;
+  }
+  if (Crc32c(chunk + wire::kChkCrcStart, bytes - wire::kChkCrcStart) !=
+      wire::Load32(chunk + wire::kChkCrc)) {
+    *error = "chunk checksum mismatch";
+    return false;
+  }
+  return true;
+}
+
+// Compresses the count pieces (raw bytes in all) into one zstd frame at
+// dst. Each lane or stream ends a zstd block (ZSTD_e_flush) so that each
+// gets its own literal statistics: one block over all lanes shares one
+// Huffman table between timestamps, addresses and sizes, whose bytes are
+// distributed differently (on the deep-stack workload 2.91 -> 2.77
+// bytes/event at level 1 in layout 2). Still one frame: readers see no
+// difference. False when zstd fails or stalls: the chunk goes plain.
+bool CompressPieces(ZSTD_CCtx* cctx, int level,
+                    const std::array<std::span<const uint8_t>, wire::kStreams>& pieces,
+                    size_t count, size_t raw, ZSTD_outBuffer* dst) {
+  ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 0);  // the chunk's CRC covers the frame
+  ZSTD_CCtx_setPledgedSrcSize(cctx, raw);
+  for (size_t i = 0; i < count; ++i) {
+    const bool last = i + 1 == count;
+    if (pieces[i].empty() && !last) continue;
+    ZSTD_inBuffer src{pieces[i].data(), pieces[i].size(), 0};
+    const ZSTD_EndDirective end = last ? ZSTD_e_end : ZSTD_e_flush;
+    for (;;) {
+      const size_t in_before = src.pos, out_before = dst->pos;
+      const size_t left = ZSTD_compressStream2(cctx, dst, &src, end);
+      if (ZSTD_isError(left)) return false;
+      if (left == 0) break;
+      // zstd stops only when it needs more room; FrameBound gives it all
+      // it can need, so a call that takes no input and writes nothing is
+      // a broken promise. Never wait on it: the chunk goes plain.
+      if (src.pos == in_before && dst->pos == out_before) return false;
+    }
+  }
+  return true;
+}
+
+// Encode's last step: the compressed chunk's header (from the plain
+// chunk's, with the compressed magic and length), its lanes header, and
+// its checksum, around the frame already at out's end (total bytes).
+void SealCompressedChunk(const uint8_t* chunk, uint32_t payload, uint8_t layout,
+                         const std::array<std::span<const uint8_t>, wire::kStreams>& pieces,
+                         size_t count, size_t total, std::vector<uint8_t>& out) {
+  out.resize(total);
+  uint8_t* b = out.data();
+  std::memcpy(b, chunk, kChunkHeaderBytes);
+  wire::Store32(b + wire::kChkMagic, kCompressedChunkMagic);
+  wire::Store32(b + wire::kChkLength,
+                wire::PackLength(static_cast<uint32_t>(total - kChunkHeaderBytes)));
+  uint8_t* z = b + kChunkHeaderBytes;
+  wire::Store32(z + wire::kZRawLength, payload);  // the plain stream's; the frame declares its own
+  z[wire::kZLayout] = layout;
+  static_assert(wire::kZLaneLengths == wire::kZStreamLengths);
+  for (size_t i = 0; i + 1 < count; ++i) {
+    wire::Store32(z + wire::kZLaneLengths + 4 * i, static_cast<uint32_t>(pieces[i].size()));
+  }
+  // The magic is inside the checksum of a compressed chunk (5): a damaged
+  // magic byte that turns one kind into the other is a mismatch.
+  uint32_t crc = Crc32c(b + wire::kChkMagic, 4);
+  crc = Crc32c(b + wire::kChkCrcStart, total - wire::kChkCrcStart, crc);
+  wire::Store32(b + wire::kChkCrc, crc);
+}
 }  // namespace
 
 // Layout 2's writer state, kept from chunk to chunk for its buffers.
@@ -375,22 +458,8 @@ bool ChunkCompressor::Encode(const uint8_t* chunk, size_t bytes, uint8_t layout,
     *error = "cannot create a zstd compression context";
     return false;
   }
-  if (bytes < kChunkHeaderBytes || bytes > kMaxChunkBytes ||
-      wire::Load32(chunk + wire::kChkMagic) != kChunkMagic) {
-    *error = "not a plain chunk (bad magic or size " + std::to_string(bytes) + ")";
-    return false;
-  }
-  const uint32_t word = wire::Load32(chunk + wire::kChkLength);
-  const uint32_t payload = word & 0xffffff;
-  if (wire::PackLength(payload) != word || kChunkHeaderBytes + payload != bytes) {
-    *error = "chunk length word does not match its " + std::to_string(bytes) + " bytes";
-    return false;
-  }
-  if (Crc32c(chunk + wire::kChkCrcStart, bytes - wire::kChkCrcStart) !=
-      wire::Load32(chunk + wire::kChkCrc)) {
-    *error = "chunk checksum mismatch";
-    return false;
-  }
+  uint32_t payload = 0;
+  if (!CheckPlainChunk(chunk, bytes, &payload, error)) return false;
   // Layout 3 or 2 (docs/trace-format.md 5.3, 5.2), or layout 1 for the
   // rare chunk those cannot hold: an address delta of 2^63 or more, or
   // lanes that grew past the raw limit.
@@ -460,62 +529,21 @@ bool ChunkCompressor::Encode(const uint8_t* chunk, size_t bytes, uint8_t layout,
   }
   const size_t head = kChunkHeaderBytes + wire::FrameOffset(layout);
   // Room for the frame as it is written: each lane or stream ends a zstd
-  // block of its own (below), so the worst case is every piece stored
+  // block of its own (CompressPieces), so the worst case is every piece stored
   // raw, each with its block headers. ZSTD_compressBound of the whole
   // payload assumes one run of 128 KiB blocks; 24 small incompressible
   // streams need about 24 block headers more than its margin for a small
   // payload, and zstd then waits, forever, for room that never comes
   // (KUDU-like servers' short-lived threads seal such chunks).
   out.resize(head + FrameBound(pieces, count));
-  ZSTD_CCtx_reset(cctx_, ZSTD_reset_session_and_parameters);
-  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, level_);
-  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_contentSizeFlag, 1);
-  ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 0);  // the chunk's CRC covers the frame
-  // Each lane or stream ends a zstd block (ZSTD_e_flush) so that each gets
-  // its own literal statistics: one block over all lanes shares one
-  // Huffman table between timestamps, addresses and sizes, whose bytes are
-  // distributed differently (on the deep-stack workload 2.91 -> 2.77
-  // bytes/event at level 1 in layout 2). Still one frame: readers see no
-  // difference.
-  ZSTD_CCtx_setPledgedSrcSize(cctx_, raw);
   ZSTD_outBuffer dst{out.data() + head, out.size() - head, 0};
-  for (size_t i = 0; i < count; ++i) {
-    const bool last = i + 1 == count;
-    if (pieces[i].empty() && !last) continue;
-    ZSTD_inBuffer src{pieces[i].data(), pieces[i].size(), 0};
-    const ZSTD_EndDirective end = last ? ZSTD_e_end : ZSTD_e_flush;
-    for (;;) {
-      const size_t in_before = src.pos, out_before = dst.pos;
-      const size_t left = ZSTD_compressStream2(cctx_, &dst, &src, end);
-      if (ZSTD_isError(left)) return KeepPlain(chunk, bytes, out);
-      if (left == 0) break;
-      // zstd stops only when it needs more room; FrameBound gives it all
-      // it can need, so a call that takes no input and writes nothing is
-      // a broken promise. Never wait on it: the chunk goes plain.
-      if (src.pos == in_before && dst.pos == out_before) return KeepPlain(chunk, bytes, out);
-    }
+  if (!CompressPieces(cctx_, level_, pieces, count, raw, &dst)) {
+    return KeepPlain(chunk, bytes, out);
   }
   const size_t frame = dst.pos;
   const size_t total = head + frame;
   if (total >= bytes) return KeepPlain(chunk, bytes, out);  // not worth it
-  out.resize(total);
-  uint8_t* b = out.data();
-  std::memcpy(b, chunk, kChunkHeaderBytes);
-  wire::Store32(b + wire::kChkMagic, kCompressedChunkMagic);
-  wire::Store32(b + wire::kChkLength,
-                wire::PackLength(static_cast<uint32_t>(total - kChunkHeaderBytes)));
-  uint8_t* z = b + kChunkHeaderBytes;
-  wire::Store32(z + wire::kZRawLength, payload);  // the plain stream's; the frame declares its own
-  z[wire::kZLayout] = layout;
-  static_assert(wire::kZLaneLengths == wire::kZStreamLengths);
-  for (size_t i = 0; i + 1 < count; ++i) {
-    wire::Store32(z + wire::kZLaneLengths + 4 * i, static_cast<uint32_t>(pieces[i].size()));
-  }
-  // The magic is inside the checksum of a compressed chunk (5): a damaged
-  // magic byte that turns one kind into the other is a mismatch.
-  uint32_t crc = Crc32c(b + wire::kChkMagic, 4);
-  crc = Crc32c(b + wire::kChkCrcStart, total - wire::kChkCrcStart, crc);
-  wire::Store32(b + wire::kChkCrc, crc);
+  SealCompressedChunk(chunk, payload, layout, pieces, count, total, out);
   return true;
 }
 

@@ -23,104 +23,99 @@ constexpr char kNoSecurity[] =
     "reach the port can call every method, and everything travels in clear text. Bind to "
     "loopback (the default) or a trusted network only.";
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  using namespace crossfree::rpc;
-  MessengerOptions o;
-  o.name = "rpc-server";
+// What the flags set.
+struct ServerFlags {
+  crossfree::rpc::MessengerOptions o;
   std::string bind = "127.0.0.1";
   int port = 0;
-  ServicePoolOptions po;
-  po.num_workers = 2;
+  crossfree::rpc::ServicePoolOptions po;
   bool verbose = false;
+};
 
-  CLI::App app{std::string("rpc-server: serves the example CalculatorService (crossfree.rpc.test."
-                           "CalculatorService: Add, Echo, Sleep) over TCP. The first line on "
-                           "stdout is 'listening on HOST:PORT'. SIGTERM or SIGINT shuts it down "
-                           "gracefully: running calls get --shutdown_grace_ms to finish, then "
-                           "they are cancelled; queued calls fail with "
-                           "FATAL_SERVER_SHUTTING_DOWN.\n\n") +
-               kNoSecurity};
-  app.set_version_flag("--version", "rpc-server " CROSSFREE_VERSION);
-  app.add_option("--bind", bind, "Address to listen on, numeric IPv4 or IPv6 (e.g. ::1)")
+// Every flag, bound to its field of *f (MessengerOptions one for one).
+void AddFlags(CLI::App* app, ServerFlags* f) {
+  app->set_version_flag("--version", "rpc-server " CROSSFREE_VERSION);
+  app->add_option("--bind", f->bind, "Address to listen on, numeric IPv4 or IPv6 (e.g. ::1)")
       ->capture_default_str();
-  app.add_option("--port", port, "TCP port; 0 picks a free one")
+  app->add_option("--port", f->port, "TCP port; 0 picks a free one")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
-  app.add_option("--reactors", o.num_reactors, "Reactor (event loop) threads")
+  app->add_option("--reactors", f->o.num_reactors, "Reactor (event loop) threads")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--workers", po.num_workers, "Service-pool worker threads")
+  app->add_option("--workers", f->po.num_workers, "Service-pool worker threads")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--queue_length", po.queue_length,
-                 "Calls waiting for a worker; beyond it ERROR_SERVER_TOO_BUSY")
+  app->add_option("--queue_length", f->po.queue_length,
+                  "Calls waiting for a worker; beyond it ERROR_SERVER_TOO_BUSY")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--max_message_size", o.max_message_size,
-                 "Largest frame in bytes (prefix included); larger closes the connection")
+  app->add_option("--max_message_size", f->o.max_message_size,
+                  "Largest frame in bytes (prefix included); larger closes the connection")
       ->check(CLI::Range(size_t{64}, size_t{INT32_MAX}))
       ->capture_default_str();
-  app.add_option("--max_calls_in_flight_per_connection", o.max_calls_in_flight_per_connection,
-                 "Calls per connection from request to written response; at the limit the "
-                 "socket is not read (0 = no limit)")
+  app->add_option("--max_calls_in_flight_per_connection",
+                  f->o.max_calls_in_flight_per_connection,
+                  "Calls per connection from request to written response; at the limit the "
+                  "socket is not read (0 = no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--max_queued_response_bytes_per_connection",
-                 o.max_queued_response_bytes_per_connection,
-                 "Unwritten response bytes per connection; at the limit the socket is not read "
-                 "(0 = no limit)")
+  app->add_option("--max_queued_response_bytes_per_connection",
+                  f->o.max_queued_response_bytes_per_connection,
+                  "Unwritten response bytes per connection; at the limit the socket is not read "
+                  "(0 = no limit)")
       ->capture_default_str();
-  app.add_option("--max_buffer_bytes", o.max_buffer_bytes,
-                 "Receive buffers plus queued responses over all connections; a connection "
-                 "whose buffer cannot grow stops reading (0 = no limit)")
+  app->add_option("--max_buffer_bytes", f->o.max_buffer_bytes,
+                  "Receive buffers plus queued responses over all connections; a connection "
+                  "whose buffer cannot grow stops reading (0 = no limit)")
       ->capture_default_str();
-  app.add_option("--frame_timeout_ms", o.frame_timeout_ms,
-                 "Close a connection whose current frame or connection header gets no byte "
-                 "for this long (0 = never)")
+  app->add_option("--frame_timeout_ms", f->o.frame_timeout_ms,
+                  "Close a connection whose current frame or connection header gets no byte "
+                  "for this long (0 = never)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--idle_timeout_ms", o.idle_timeout_ms,
-                 "Close a connection with no call and no byte received for this long (0 = "
-                 "never)")
+  app->add_option("--idle_timeout_ms", f->o.idle_timeout_ms,
+                  "Close a connection with no call and no byte received for this long (0 = "
+                  "never)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--max_connections", o.max_connections,
-                 "Open connections; one more is accepted and closed at once (0 = no limit)")
+  app->add_option("--max_connections", f->o.max_connections,
+                  "Open connections; one more is accepted and closed at once (0 = no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--accept_backoff_ms", o.accept_backoff_ms,
-                 "Pause of the acceptor after accept() fails (EMFILE, ENFILE, ENOBUFS)")
+  app->add_option("--accept_backoff_ms", f->o.accept_backoff_ms,
+                  "Pause of the acceptor after accept() fails (EMFILE, ENFILE, ENOBUFS)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--deferred_threads", o.deferred_threads,
-                 "Threads for deferred handlers (Sleep deferred=true), started on demand")
+  app->add_option("--deferred_threads", f->o.deferred_threads,
+                  "Threads for deferred handlers (Sleep deferred=true), started on demand")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--deferred_queue_length", o.deferred_queue_length,
-                 "Deferred tasks waiting; beyond it ERROR_SERVER_TOO_BUSY")
+  app->add_option("--deferred_queue_length", f->o.deferred_queue_length,
+                  "Deferred tasks waiting; beyond it ERROR_SERVER_TOO_BUSY")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--shutdown_grace_ms", o.shutdown_grace_ms,
-                 "On SIGTERM/SIGINT, how long running calls may finish before they are "
-                 "cancelled")
+  app->add_option("--shutdown_grace_ms", f->o.shutdown_grace_ms,
+                  "On SIGTERM/SIGINT, how long running calls may finish before they are "
+                  "cancelled")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--inline_methods", po.inline_methods,
-                 "Methods run on the reactor that read the request, which writes the "
-                 "response too (no worker hand-off), e.g. Add,Echo. Only for handlers that "
-                 "never block: Sleep (unless deferred) would stall the reactor")
+  app->add_option("--inline_methods", f->po.inline_methods,
+                  "Methods run on the reactor that read the request, which writes the "
+                  "response too (no worker hand-off), e.g. Add,Echo. Only for handlers that "
+                  "never block: Sleep (unless deferred) would stall the reactor")
       ->delimiter(',');
-  app.add_flag("--connection_threads", o.connection_threads,
-               "Serve each connection on its own thread with blocking I/O; every handler runs "
-               "on it (no reactors, no workers). --max_connections must be > 0 (each "
-               "connection is a thread)");
-  app.add_flag("--verbose", verbose, "Also log informational lines (closed connections, ...)");
-  app.footer(kNoSecurity);
-  CLI11_PARSE(app, argc, argv);
-  if (verbose) SetMinLogLevel(LogLevel::kInfo);
+  app->add_flag("--connection_threads", f->o.connection_threads,
+                "Serve each connection on its own thread with blocking I/O; every handler runs "
+                "on it (no reactors, no workers). --max_connections must be > 0 (each "
+                "connection is a thread)");
+  app->add_flag("--verbose", f->verbose,
+                "Also log informational lines (closed connections, ...)");
+}
 
+// Serves until SIGTERM or SIGINT, then shuts the messenger down.
+int Serve(const ServerFlags& f) {
+  using namespace crossfree::rpc;
   // Blocked in every thread (the messenger's threads inherit the mask), so
   // the signals wait for sigwait below instead of killing the process.
   sigset_t stop_signals;
@@ -132,10 +127,10 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   std::shared_ptr<Messenger> messenger;
-  Status s = Messenger::Create(o, &messenger);
-  if (s.ok()) s = messenger->RegisterService(std::make_unique<test::CalculatorService>(), po);
+  Status s = Messenger::Create(f.o, &messenger);
+  if (s.ok()) s = messenger->RegisterService(std::make_unique<test::CalculatorService>(), f.po);
   Sockaddr bound;
-  if (s.ok()) s = messenger->StartAcceptor(bind, static_cast<uint16_t>(port), &bound);
+  if (s.ok()) s = messenger->StartAcceptor(f.bind, static_cast<uint16_t>(f.port), &bound);
   if (!s.ok()) {
     fprintf(stderr, "rpc-server: %s\n", s.ToString().c_str());
     return 1;
@@ -149,4 +144,26 @@ int main(int argc, char** argv) {
   messenger->Shutdown();
   fprintf(stderr, "rpc-server: stopped\n");
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace crossfree::rpc;
+  ServerFlags f;
+  f.o.name = "rpc-server";
+  f.po.num_workers = 2;
+
+  CLI::App app{std::string("rpc-server: serves the example CalculatorService (crossfree.rpc.test."
+                           "CalculatorService: Add, Echo, Sleep) over TCP. The first line on "
+                           "stdout is 'listening on HOST:PORT'. SIGTERM or SIGINT shuts it down "
+                           "gracefully: running calls get --shutdown_grace_ms to finish, then "
+                           "they are cancelled; queued calls fail with "
+                           "FATAL_SERVER_SHUTTING_DOWN.\n\n") +
+               kNoSecurity};
+  AddFlags(&app, &f);
+  app.footer(kNoSecurity);
+  CLI11_PARSE(app, argc, argv);
+  if (f.verbose) SetMinLogLevel(LogLevel::kInfo);
+  return Serve(f);
 }

@@ -155,13 +155,17 @@ struct ControlArgs {
 };
 ControlArgs g_args;
 
-void* ControlThread(void*) {
-  __atomic_store_n(&crossfree_tracer_guard, 1, __ATOMIC_RELAXED);
-  // Out of the way of the program's own low descriptors. Here, not in the
-  // entry point: growing a multi-threaded process's descriptor table past
-  // its size waits for an RCU grace period, which took 60-240 ms on 2
-  // cores busy with 59 threads, and the entry point runs on a thread of
-  // the program.
+void* ControlThread(void*);
+
+// ControlThread's steps, in its order. Each runs on the control thread,
+// under the recursion guard.
+
+// The control socket, moved out of the way of the program's own low
+// descriptors. Here, not in the entry point: growing a multi-threaded
+// process's descriptor table past its size waits for an RCU grace period,
+// which took 60-240 ms on 2 cores busy with 59 threads, and the entry
+// point runs on a thread of the program.
+int TakeControlSocket() {
   if (int high = fcntl(g_args.fd, F_DUPFD_CLOEXEC, 500); high >= 0) {
     close(g_args.fd);
     g_args.fd = high;
@@ -170,20 +174,26 @@ void* ControlThread(void*) {
   // descriptor would otherwise end the session as if record had gone. This
   // thread runs under the guard, so its own close() calls go through.
   OwnFd(&g_args.fd, nullptr);
-  const int fd = g_args.fd;
-  prctl(PR_SET_NAME, "crossfree-ctl", 0, 0, 0);
-  AttachRequest req;
-  Settings settings;
-  const char* why = nullptr;
-  void* self = nullptr;
-  {
-    Dl_info info;
-    if (dladdr(reinterpret_cast<void*>(&ControlThread), &info) != 0 && info.dli_fname != nullptr) {
-      // Already loaded: only a reference, never closed (the hooks must
-      // stay mapped for threads that are still inside one).
-      self = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-    }
+  return g_args.fd;
+}
+
+// This library's handle, or nullptr. Already loaded: only a reference,
+// never closed (the hooks must stay mapped for threads that are still
+// inside one).
+void* OwnLibraryHandle() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&ControlThread), &info) != 0 && info.dli_fname != nullptr) {
+    return dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
   }
+  return nullptr;
+}
+
+// Reads record's request into *settings; nullptr when the session can
+// start, else why not (the "error" reply's text).
+const char* ReadSession(int fd, Settings* settings) {
+  AttachRequest req;
+  const char* why = nullptr;
+  void* self = OwnLibraryHandle();
   const bool have_request = ReadRequest(fd, &req);
   // Down from the priority the loading thread was raised to (which this
   // thread inherited), before any of the session's work.
@@ -192,7 +202,7 @@ void* ControlThread(void*) {
   }
   if (!have_request) {
     why = "no valid request from crossfree record";
-  } else if (!ToSettings(req, &settings, &why)) {
+  } else if (!ToSettings(req, settings, &why)) {
   } else if (self == nullptr) {
     why = "the tracer cannot find its own library handle";
   } else if (!RealResolved()) {
@@ -204,19 +214,27 @@ void* ControlThread(void*) {
           "not go through a GOT entry that could be rewritten; run it under `crossfree record "
           "-- CMD` instead (LD_PRELOAD; static tcmalloc is recorded through MallocHook there)";
   }
-  if (why != nullptr) {
-    Reply(fd, "error", why);
-    close(fd);
-    g_args.fd = -1;
-    g_session.store(0, std::memory_order_release);
-    return nullptr;
-  }
+  return why;
+}
+
+// The session's end on this side: the socket closed, a new entry call
+// allowed.
+void EndSession(int fd) {
+  close(fd);
+  g_args.fd = -1;
+  g_session.store(0, std::memory_order_release);
+}
+
+// Hooks the program and starts recording, then replies "ok" with what was
+// hooked. False after replying "error" with everything put back.
+bool StartSession(int fd, const Settings& settings) {
   // From here the tracer's messages go to record, not to the target's stderr.
   __atomic_store_n(&g_message_fd, fd, __ATOMIC_RELAXED);
   // Hooks first, recording second: until recording starts the hooks only
   // forward, and what the tracer's own start-up creates through them (the
   // unwinder's pipe) is moved out of the program's way as when preloaded.
   const GotPatchStats stats = PatchNewModules();
+  const char* why = nullptr;
   if (!StartAttachedRecording(settings, &why)) {
     RestoreAllGotEntries();
     // Recording never started, so no hook unwound: the unwinder's start-up
@@ -227,21 +245,22 @@ void* ControlThread(void*) {
     ReleaseUnwinderPipe();
     __atomic_store_n(&g_message_fd, 2, __ATOMIC_RELAXED);
     Reply(fd, "error", why);
-    close(fd);
-    g_args.fd = -1;
-    g_session.store(0, std::memory_order_release);
-    return nullptr;
+    EndSession(fd);
+    return false;
   }
-  {
-    Text t;
-    t.Add("recording: ").Num(stats.patched).Add(" GOT entries in ").Num(stats.modules)
-        .Add(" modules now reach the tracer");
-    if (stats.foreign != 0) t.Add(", ").Num(stats.foreign).Add(" bound elsewhere left alone");
-    if (stats.failed != 0) t.Add(", ").Num(stats.failed).Add(" could not be written");
-    if (stats.dropped != 0) t.Add(", ").Num(stats.dropped).Add(" beyond the table left alone");
-    Reply(fd, "ok", t.buf);
-  }
-  const End end = Serve(fd);
+  Text t;
+  t.Add("recording: ").Num(stats.patched).Add(" GOT entries in ").Num(stats.modules)
+      .Add(" modules now reach the tracer");
+  if (stats.foreign != 0) t.Add(", ").Num(stats.foreign).Add(" bound elsewhere left alone");
+  if (stats.failed != 0) t.Add(", ").Num(stats.failed).Add(" could not be written");
+  if (stats.dropped != 0) t.Add(", ").Num(stats.dropped).Add(" beyond the table left alone");
+  Reply(fd, "ok", t.buf);
+  return true;
+}
+
+// Unhooks the program, stops recording and replies how the session ended
+// ("ended" or "detached"; nothing to a recorder that is gone).
+void StopSession(int fd, End end) {
   // Unhook first: from here no new call reaches the hooks; calls already
   // inside one finish there (the library stays mapped) and their events
   // are written by the flush below, or forwarded once recording is off.
@@ -285,9 +304,21 @@ void* ControlThread(void*) {
   } else if (end != End::kRecorderGone) {
     Reply(fd, "detached", t.buf);
   }
-  close(fd);
-  g_args.fd = -1;
-  g_session.store(0, std::memory_order_release);
+}
+
+void* ControlThread(void*) {
+  __atomic_store_n(&crossfree_tracer_guard, 1, __ATOMIC_RELAXED);
+  const int fd = TakeControlSocket();
+  prctl(PR_SET_NAME, "crossfree-ctl", 0, 0, 0);
+  Settings settings;
+  if (const char* why = ReadSession(fd, &settings); why != nullptr) {
+    Reply(fd, "error", why);
+    EndSession(fd);
+    return nullptr;
+  }
+  if (!StartSession(fd, settings)) return nullptr;
+  StopSession(fd, Serve(fd));
+  EndSession(fd);
   return nullptr;
 }
 

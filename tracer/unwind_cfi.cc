@@ -368,104 +368,126 @@ void StoreMemo(MemoSteps& memo, const MemoStep* fresh, int n, int ended, uintptr
   memo.high = high;
 }
 
-}  // namespace
+// WalkWithCfi's helpers are inlined into it: they run for every frame of
+// every sampled allocation's stack, in the hook (no allocation, no lock
+// but the fill lock's try, no stdio), and inlined they keep the walk's
+// state in registers as one function did.
+#define CROSSFREE_WALK_INLINE inline __attribute__((always_inline))
 
-void SetWalkMemo(bool enabled) { g_memo_enabled = enabled; }
+// How meeting the memo ended (CfiWalk::MeetMemo).
+enum class MemoMeet {
+  kWalkOn,     // not met, or replayed to a difference: walk on from (pc, sp, fp)
+  kComplete,   // the frames are complete: return depth
+  kDepthFull,  // replayed up to max_depth
+};
 
-int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bounds_in,
-                uint64_t* frames, int depth, int max_depth, WalkMemo* memo_state) {
-  // A local copy: stores to frames could otherwise alias it (reloads).
-  const StackBounds bounds = bounds_in;
+// How one frame's step by its rule ended (CfiWalk::FollowRule).
+enum class StepEnd {
+  kTaken,    // the caller's frame: its cfa, rbp and return address
+  kEnd,      // the stack ends here, or a read would leave it
+  kComplex,  // a rule this walk does not follow: libunwind goes on
+};
+
+// The state of one WalkWithCfi: where the walk is (pc, sp, fp), the frames
+// written, and the memo it replays and records. A local of WalkWithCfi that
+// never escapes it.
+struct CfiWalk {
+  uintptr_t pc, sp, fp;
+  // A copy: stores to frames could otherwise alias it (reloads).
+  const StackBounds bounds;
+  uint64_t* const frames;
+  int depth;
+  const int max_depth;
+  WalkMemo* const memo_state;
   // The thread's front cache; a walk without a memo state (tests, the
   // check mode's second walk) looks every rule up in the shared table.
-  FrontCache* const front = memo_state != nullptr ? &memo_state->front : nullptr;
-  const bool use_memo = memo_state != nullptr && g_memo_enabled;
+  FrontCache* const front;
   // Without a memo the walk records nothing: neither is touched then.
   // The facts of the last walk that started where this one starts (its
   // return address and stack pointer, WalkMemo): it usually holds the whole
   // stack, where the thread's previous walk shares only the outer frames.
-  MemoSteps* const memo = use_memo ? PickMemo(*memo_state, pc, sp) : nullptr;
-  // Until the walk ends with the memo describing it, the recorder must not
-  // trust or store a stack id there (WalkMemo::last).
-  if (memo_state != nullptr) {
-    memo_state->last = nullptr;
-    memo_state->whole = 0;
-  }
+  MemoSteps* const memo;
   // This walk's steps fill memo->fresh from its end down, innermost in the
   // last slot: the nfresh steps at fresh_end - nfresh are outermost first,
   // the memo's order, and go into it with one memcpy.
-  MemoStep* const fresh_end = use_memo ? memo_state->fresh + kMemoSteps : nullptr;
-  int nfresh = 0;
-  bool recording = use_memo;
+  MemoStep* const fresh_end;
+  int nfresh;
+  bool recording;
   // Where the memo may meet this walk: its steps by decreasing sp, so the
   // scan runs from its innermost step outward as this walk's sp grows.
-  int cursor = use_memo && memo->high == bounds.high ? memo->count - 1 : -1;
-  int ended = 0;
-  while (depth < max_depth) {
-    if (cursor >= 0) {
-      while (cursor >= 0 && memo->step[cursor].sp < sp) --cursor;
-      if (cursor >= 0 && memo->step[cursor].sp == sp && memo->step[cursor].pc == pc &&
-          memo->step[cursor].fp == fp && sp >= bounds.low && sp <= bounds.high) {
-        // Met: replay while every recorded read still holds its value.
-        // Bounds: each recorded address lies in [its step's sp, high - 8]
-        // (the full walk checked it, against this same high), and the
-        // steps' sp only grow from the meeting one, so one check that the
-        // meeting sp is in bounds covers every read of the replay.
-        int appended = 0;
-        const int k = ReplaySteps(memo->step, cursor, frames + depth, max_depth - depth, &appended);
-        depth += appended;
-        const MemoStep& last = memo->step[k];
-        const bool done = depth >= max_depth ||
-                          (k == 0 && memo->ended != 0 &&
-                           (last.ra_addr == 0 || SameWord(last.ra_addr, last.ra_val, bounds)));
-        if (done) {
-          // The memo keeps its outer steps [0, cursor] and takes this
-          // walk's new inner steps on top.
-          if (recording && cursor + 1 + nfresh <= kMemoSteps) {
-            if (nfresh == 0 && cursor + 1 == memo->count) {
-              // Met at the memo's first state and replayed to its end: the
-              // frames are the memo's last walk's, the memo is unchanged.
-              memo_state->whole = 1;
-            } else {
-              __builtin_memcpy(&memo->step[cursor + 1], fresh_end - nfresh,
-                               sizeof(MemoStep) * static_cast<size_t>(nfresh));
-              memo->count = cursor + 1 + nfresh;
-              memo->id_valid = 0;
-            }
-            memo_state->last = memo;
-          }
-          return depth;
-        }
-        // A difference (or the memo ends short of this walk): the steps
-        // replayed so far join this walk's record and the full walk goes
-        // on from state k.
-        // They are memo steps k + 1 ... cursor, outermost first already.
-        if (recording) {
-          const int replayed = cursor - k;
-          if (nfresh + replayed > kMemoSteps) {
-            recording = false;
-          } else {
-            nfresh += replayed;
-            __builtin_memcpy(fresh_end - nfresh, &memo->step[k + 1],
-                             sizeof(MemoStep) * static_cast<size_t>(replayed));
-          }
-        }
-        pc = last.pc;
-        sp = last.sp;
-        fp = last.fp;
-        cursor = -1;
-        if (depth >= max_depth) break;
+  int cursor;
+
+  // Moves the cursor to this walk's sp; where the memo's step there is this
+  // state, replays it outward while every recorded read still holds.
+  CROSSFREE_WALK_INLINE MemoMeet MeetMemo() {
+    while (cursor >= 0 && memo->step[cursor].sp < sp) --cursor;
+    if (cursor < 0 || memo->step[cursor].sp != sp || memo->step[cursor].pc != pc ||
+        memo->step[cursor].fp != fp || sp < bounds.low || sp > bounds.high) {
+      return MemoMeet::kWalkOn;
+    }
+    // Met: replay while every recorded read still holds its value.
+    // Bounds: each recorded address lies in [its step's sp, high - 8]
+    // (the full walk checked it, against this same high), and the
+    // steps' sp only grow from the meeting one, so one check that the
+    // meeting sp is in bounds covers every read of the replay.
+    int appended = 0;
+    const int k = ReplaySteps(memo->step, cursor, frames + depth, max_depth - depth, &appended);
+    depth += appended;
+    const MemoStep& last = memo->step[k];
+    const bool done = depth >= max_depth ||
+                      (k == 0 && memo->ended != 0 &&
+                       (last.ra_addr == 0 || SameWord(last.ra_addr, last.ra_val, bounds)));
+    if (done) {
+      KeepMemoOuterSteps();
+      return MemoMeet::kComplete;
+    }
+    // A difference (or the memo ends short of this walk): the steps
+    // replayed so far join this walk's record and the full walk goes
+    // on from state k.
+    // They are memo steps k + 1 ... cursor, outermost first already.
+    if (recording) {
+      const int replayed = cursor - k;
+      if (nfresh + replayed > kMemoSteps) {
+        recording = false;
+      } else {
+        nfresh += replayed;
+        __builtin_memcpy(fresh_end - nfresh, &memo->step[k + 1],
+                         sizeof(MemoStep) * static_cast<size_t>(replayed));
       }
     }
+    pc = last.pc;
+    sp = last.sp;
+    fp = last.fp;
+    cursor = -1;
+    return depth >= max_depth ? MemoMeet::kDepthFull : MemoMeet::kWalkOn;
+  }
+
+  // A walk completed by replaying the memo: the memo keeps its outer steps
+  // [0, cursor] and takes this walk's new inner steps on top.
+  CROSSFREE_WALK_INLINE void KeepMemoOuterSteps() {
+    if (!recording || cursor + 1 + nfresh > kMemoSteps) return;
+    if (nfresh == 0 && cursor + 1 == memo->count) {
+      // Met at the memo's first state and replayed to its end: the
+      // frames are the memo's last walk's, the memo is unchanged.
+      memo_state->whole = 1;
+    } else {
+      __builtin_memcpy(&memo->step[cursor + 1], fresh_end - nfresh,
+                       sizeof(MemoStep) * static_cast<size_t>(nfresh));
+      memo->count = cursor + 1 + nfresh;
+      memo->id_valid = 0;
+    }
+    memo_state->last = memo;
+  }
+
+  // The packed rule for pc: the thread's front cache, else the shared
+  // table, else computed (and published) under the fill lock. False when
+  // another thread holds that lock: the walk hands over to libunwind.
+  CROSSFREE_WALK_INLINE bool LookupRule(uint64_t* out) {
     const int front_index = FrontIndex(pc);
     uint64_t packed = front != nullptr && front->pc[front_index] == pc ? front->rule[front_index]
                                                                        : CacheFind(pc);
     if (packed == kRuleEmpty) {
-      if (!TryLockFill()) {
-        g_fallbacks.fetch_add(1, std::memory_order_relaxed);
-        return ContinueWithLibunwind(pc, sp, fp, StackBounds{sp, bounds.high}, frames, depth,
-                                     max_depth);
-      }
+      if (!TryLockFill()) return false;
       packed = CacheFind(pc);  // another thread may have just added it
       if (packed == kRuleEmpty) {
         packed = Pack(ComputeRule(pc));
@@ -478,11 +500,17 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
       front->pc[front_index] = pc;
       front->rule[front_index] = packed;
     }
-    Rule rule = Unpack(packed);
-    MemoStep step{pc, sp, fp, 0, 0, 0, 0};
-    // Every load below is proven inside [sp, bounds.high) first, with
-    // overflow-checked arithmetic: sp only grows (cfa > sp), and sp starts
-    // at the hook's frame, so nothing below the running frame is read.
+    *out = packed;
+    return true;
+  }
+
+  // One frame's step by its rule, from (sp, fp): the caller's CFA, rbp and
+  // return address, and the words read into *step. Every load is proven
+  // inside [sp, bounds.high) first, with overflow-checked arithmetic: sp
+  // only grows (cfa > sp), and sp starts at the hook's frame, so nothing
+  // below the running frame is read.
+  CROSSFREE_WALK_INLINE StepEnd FollowRule(const Rule& rule, MemoStep* step, uintptr_t* cfa_out,
+                                           uintptr_t* next_fp_out, uintptr_t* ra_out) const {
     uintptr_t cfa;
     uintptr_t next_fp = fp;
     bool stop = false;
@@ -507,8 +535,8 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
             break;
           }
           next_fp = *reinterpret_cast<const uintptr_t*>(at);
-          step.rbp_addr = at;
-          step.rbp_val = next_fp;
+          step->rbp_addr = at;
+          step->rbp_val = next_fp;
         }
         break;
       }
@@ -521,49 +549,55 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
         }
         cfa = fp + 16;
         next_fp = *reinterpret_cast<const uintptr_t*>(fp);
-        step.rbp_addr = fp;
-        step.rbp_val = next_fp;
+        step->rbp_addr = fp;
+        step->rbp_val = next_fp;
         break;
       case kRuleComplex:
-        g_fallbacks.fetch_add(1, std::memory_order_relaxed);
-        return ContinueWithLibunwind(pc, sp, fp, StackBounds{sp, bounds.high}, frames, depth,
-                                     max_depth);
+        return StepEnd::kComplex;
       case kRuleOutermost:
       default:
         stop = true;
         break;
     }
-    uintptr_t ra = 0;
-    if (!stop) {
-      ra = *reinterpret_cast<const uintptr_t*>(cfa - 8);
-      step.ra_addr = cfa - 8;
-      step.ra_val = ra;
-      if (step.rbp_addr == 0) {
-        step.rbp_addr = step.ra_addr;
-        step.rbp_val = ra;
-      }
-      // Through a frame pointer (code without CFI, or a CFA rule on a rbp
-      // that holds something else) the word may be no return address at
-      // all (code_ranges.h). Replayed steps were checked when recorded.
-      if (ra < 4096 || !InCode(ra)) stop = true;
+    if (stop) return StepEnd::kEnd;
+    const uintptr_t ra = *reinterpret_cast<const uintptr_t*>(cfa - 8);
+    step->ra_addr = cfa - 8;
+    step->ra_val = ra;
+    if (step->rbp_addr == 0) {
+      step->rbp_addr = step->ra_addr;
+      step->rbp_val = ra;
     }
-    if (recording) {
-      if (nfresh == kMemoSteps) {
-        recording = false;
-      } else {
-        *(fresh_end - ++nfresh) = step;
-      }
-    }
-    if (stop) {
-      ended = 1;
-      break;
-    }
-    frames[depth++] = ra;
-    pc = ra;
-    sp = cfa;
-    fp = next_fp;
+    *cfa_out = cfa;
+    *next_fp_out = next_fp;
+    *ra_out = ra;
+    // Through a frame pointer (code without CFI, or a CFA rule on a rbp
+    // that holds something else) the word may be no return address at
+    // all (code_ranges.h). Replayed steps were checked when recorded.
+    if (ra < 4096 || !InCode(ra)) return StepEnd::kEnd;
+    return StepEnd::kTaken;
   }
-  if (recording) {
+
+  // A step of this walk into its record, while the record has room.
+  CROSSFREE_WALK_INLINE void Record(const MemoStep& step) {
+    if (!recording) return;
+    if (nfresh == kMemoSteps) {
+      recording = false;
+    } else {
+      *(fresh_end - ++nfresh) = step;
+    }
+  }
+
+  // The rest of the stack by libunwind, from the state reached.
+  CROSSFREE_WALK_INLINE int HandOverToLibunwind() const {
+    g_fallbacks.fetch_add(1, std::memory_order_relaxed);
+    return ContinueWithLibunwind(pc, sp, fp, StackBounds{sp, bounds.high}, frames, depth,
+                                 max_depth);
+  }
+
+  // The walk's end (ended: the stack ended, else max_depth was reached):
+  // its record becomes the memo. Returns the depth.
+  CROSSFREE_WALK_INLINE int Finish(int ended) {
+    if (!recording) return depth;
     if (ended == 0) {
       // Stopped for max_depth at the state (pc, sp, fp): its step not taken.
       if (nfresh == kMemoSteps) return depth;
@@ -571,9 +605,67 @@ int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bou
     }
     StoreMemo(*memo, fresh_end - nfresh, nfresh, ended, bounds.high);
     memo_state->last = memo;
+    return depth;
   }
-  return depth;
+};
+
+}  // namespace
+
+void SetWalkMemo(bool enabled) { g_memo_enabled = enabled; }
+
+// The walk's steps per frame: meet the memo and replay it where it holds;
+// else look the frame's rule up and follow it, recording the step.
+int WalkWithCfi(uintptr_t pc, uintptr_t sp, uintptr_t fp, const StackBounds& bounds_in,
+                uint64_t* frames, int depth, int max_depth, WalkMemo* memo_state) {
+  const bool use_memo = memo_state != nullptr && g_memo_enabled;
+  MemoSteps* const memo = use_memo ? PickMemo(*memo_state, pc, sp) : nullptr;
+  // Until the walk ends with the memo describing it, the recorder must not
+  // trust or store a stack id there (WalkMemo::last).
+  if (memo_state != nullptr) {
+    memo_state->last = nullptr;
+    memo_state->whole = 0;
+  }
+  CfiWalk w{pc,
+            sp,
+            fp,
+            bounds_in,
+            frames,
+            depth,
+            max_depth,
+            memo_state,
+            memo_state != nullptr ? &memo_state->front : nullptr,
+            memo,
+            use_memo ? memo_state->fresh + kMemoSteps : nullptr,
+            0,
+            use_memo,
+            use_memo && memo->high == bounds_in.high ? memo->count - 1 : -1};
+  int ended = 0;
+  while (w.depth < w.max_depth) {
+    if (w.cursor >= 0) {
+      const MemoMeet met = w.MeetMemo();
+      if (met == MemoMeet::kComplete) return w.depth;
+      if (met == MemoMeet::kDepthFull) break;
+    }
+    uint64_t packed;
+    if (!w.LookupRule(&packed)) return w.HandOverToLibunwind();
+    MemoStep step{w.pc, w.sp, w.fp, 0, 0, 0, 0};
+    uintptr_t cfa = 0, next_fp = w.fp, ra = 0;
+    const StepEnd end = w.FollowRule(Unpack(packed), &step, &cfa, &next_fp, &ra);
+    if (end == StepEnd::kComplex) return w.HandOverToLibunwind();
+    w.Record(step);
+    if (end == StepEnd::kEnd) {
+      ended = 1;
+      break;
+    }
+    w.frames[w.depth++] = ra;
+    w.pc = ra;
+    w.sp = cfa;
+    w.fp = next_fp;
+  }
+  return w.Finish(ended);
 }
+
+#undef CROSSFREE_WALK_INLINE
 
 bool HoldCfiFillLockForTests(bool hold) {
   if (!hold) {

@@ -249,62 +249,58 @@ void CountSiteObjects(TraceSet& set, const std::vector<PairingResult>& results, 
   }
 }
 
-}  // namespace
+// Analyze's steps, in its order.
 
-bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* resolver,
-             Analysis* out, std::string* error) {
-  *out = Analysis();
-  out->warnings = set.warnings();
-  if (!CheckSampling(set, options, error)) return false;
-  if (!set.traces().empty()) out->sample_period = PeriodOf(*set.traces()[0]);
-  std::vector<PairingResult> results(set.traces().size());
+// What the report says of one trace and its pairing.
+TraceInfo TraceInfoOf(const ProcessTrace& trace, const PairingResult& result) {
+  TraceInfo info;
+  info.path = trace.path;
+  info.exe = trace.header.exe_path;
+  info.pid = trace.header.fields.pid;
+  info.ppid = trace.header.fields.ppid;
+  info.chunks = trace.chunk_count;
+  info.events = result.counts.events;
+  info.threads = trace.streams.size();
+  info.truncated = trace.truncated;
+  info.clean_end = trace.clean_end;
+  info.losses = trace.losses;
+  info.truncated_offset = trace.truncated_offset;
+  info.file_bytes = trace.reader->file_size();
+  info.sample_period = PeriodOf(trace);
+  info.starts_closed = result.starts_closed;
+  info.recording_windows = info.starts_closed || !result.windows.empty();
+  uint64_t start = trace.header.fields.start_monotonic_ns;
+  for (WindowEdge e : result.windows) {
+    e.timestamp_ns = e.timestamp_ns > start ? e.timestamp_ns - start : 0;
+    info.windows.push_back(e);
+  }
+  return info;
+}
+
+// Pairs every trace's frees with their allocations into (*results)[t],
+// and adds each trace's counts, description and steady state to *out.
+bool PairTraces(TraceSet& set, const AnalysisOptions& options,
+                std::vector<PairingResult>* results, Analysis* out, std::string* error) {
   for (size_t t = 0; t < set.traces().size(); ++t) {
     ProcessTrace& trace = *set.traces()[t];
-    if (!PairTrace(trace, options.pairing, &results[t], error)) return false;
-    out->counts.Add(results[t].counts);
+    PairingResult& result = (*results)[t];
+    if (!PairTrace(trace, options.pairing, &result, error)) return false;
+    out->counts.Add(result.counts);
     out->threads += trace.streams.size();
-    TraceInfo info;
-    info.path = trace.path;
-    info.exe = trace.header.exe_path;
-    info.pid = trace.header.fields.pid;
-    info.ppid = trace.header.fields.ppid;
-    info.chunks = trace.chunk_count;
-    info.events = results[t].counts.events;
-    info.threads = trace.streams.size();
-    info.truncated = trace.truncated;
-    info.clean_end = trace.clean_end;
-    info.losses = trace.losses;
-    info.truncated_offset = trace.truncated_offset;
-    info.file_bytes = trace.reader->file_size();
-    info.sample_period = PeriodOf(trace);
-    info.starts_closed = results[t].starts_closed;
-    info.recording_windows = info.starts_closed || !results[t].windows.empty();
+    TraceInfo info = TraceInfoOf(trace, result);
     uint64_t start = trace.header.fields.start_monotonic_ns;
-    for (WindowEdge e : results[t].windows) {
-      e.timestamp_ns = e.timestamp_ns > start ? e.timestamp_ns - start : 0;
-      info.windows.push_back(e);
-    }
     out->recording_windows |= info.recording_windows;
     out->steady_states.push_back(
-        {results[t].steady_from_ns > start ? results[t].steady_from_ns - start : 0,
-         results[t].steady_to_ns > start ? results[t].steady_to_ns - start : 0});
+        {result.steady_from_ns > start ? result.steady_from_ns - start : 0,
+         result.steady_to_ns > start ? result.steady_to_ns - start : 0});
     out->traces.push_back(std::move(info));
   }
-  SamplingWarnings(*out, results, &out->warnings);
+  return true;
+}
 
-  std::unique_ptr<SymbolResolver> default_resolver;
-  if (!resolver) {
-    default_resolver = MakeDefaultResolver(set);
-    resolver = default_resolver.get();
-  }
-  std::unique_ptr<SiteBuilder> sites = SiteBuilder::Create(options.sites, resolver, error);
-  if (!sites) return false;
-  for (size_t t = 0; t < results.size(); ++t) {
-    AssignEntryRoles(*set.traces()[t], t, results[t].entry_stack, *resolver);
-  }
-
-  // Cross-thread pairs: symbolize their stacks and merge by symbolic key.
-  // Timelines of all traces at one width: the coarsest any trace needed.
+// Timelines of all traces at one width: the coarsest any trace needed.
+void AlignTimelines(const AnalysisOptions& options, std::vector<PairingResult>& results,
+                    Analysis* out) {
   int shift = 0;
   for (PairingResult& r : results) shift = std::max(shift, r.timeline_shift);
   for (PairingResult& r : results) {
@@ -316,6 +312,12 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
   out->windowed = options.pairing.windowed();
   out->window_from_ns = options.pairing.window_from_ns;
   out->window_to_ns = options.pairing.window_to_ns;
+}
+
+// Cross-thread pairs: their stacks symbolized and merged by symbolic key
+// (roles and sites) into out->pairs, by count descending.
+void MergeCrossPairs(TraceSet& set, const std::vector<PairingResult>& results,
+                     const AnalysisOptions& options, SiteBuilder& sites, Analysis* out) {
   std::unordered_map<std::string, size_t> pair_index;
   for (size_t t = 0; t < results.size(); ++t) {
     const ProcessTrace& trace = *set.traces()[t];
@@ -323,8 +325,8 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
     for (const ThreadStream& s : trace.streams) labels.push_back(ThreadLabel(trace, s.tid, options.by));
     results[t].pairs.ForEach([&](const PairKey& k, const PairCounts& v) {
       if (k.alloc_thread == k.free_thread) return;
-      const Site& alloc_site = sites->Get(t, trace, k.alloc_stack);
-      const Site& free_site = sites->Get(t, trace, k.free_stack);
+      const Site& alloc_site = sites.Get(t, trace, k.alloc_stack);
+      const Site& free_site = sites.Get(t, trace, k.free_stack);
       const std::string& ar = labels[k.alloc_thread.value];
       const std::string& fr = labels[k.free_thread.value];
       std::string key = PairKeyText(ar, fr, alloc_site.key, free_site.key);
@@ -354,9 +356,12 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
     if (a.count != b.count) return a.count > b.count;
     return a.key < b.key;
   });
-  CountSiteObjects(set, results, *sites, out);
+}
 
-  // Asymmetry per label and size class, over all traces.
+// Asymmetry per label and size class, over all traces, with the
+// cross-thread site behind each, into out->asymmetry (by net descending).
+void CountAsymmetry(TraceSet& set, const std::vector<PairingResult>& results,
+                    const AnalysisOptions& options, Analysis* out) {
   std::map<std::pair<std::string, int>, AsymmetryRow> rows;
   for (size_t t = 0; t < results.size(); ++t) {
     const ProcessTrace& trace = *set.traces()[t];
@@ -395,6 +400,35 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
               if (x != y) return x > y;
               return std::tie(a.role, a.size_class) < std::tie(b.role, b.size_class);
             });
+}
+
+}  // namespace
+
+bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* resolver,
+             Analysis* out, std::string* error) {
+  *out = Analysis();
+  out->warnings = set.warnings();
+  if (!CheckSampling(set, options, error)) return false;
+  if (!set.traces().empty()) out->sample_period = PeriodOf(*set.traces()[0]);
+  std::vector<PairingResult> results(set.traces().size());
+  if (!PairTraces(set, options, &results, out, error)) return false;
+  SamplingWarnings(*out, results, &out->warnings);
+
+  std::unique_ptr<SymbolResolver> default_resolver;
+  if (!resolver) {
+    default_resolver = MakeDefaultResolver(set);
+    resolver = default_resolver.get();
+  }
+  std::unique_ptr<SiteBuilder> sites = SiteBuilder::Create(options.sites, resolver, error);
+  if (!sites) return false;
+  for (size_t t = 0; t < results.size(); ++t) {
+    AssignEntryRoles(*set.traces()[t], t, results[t].entry_stack, *resolver);
+  }
+
+  AlignTimelines(options, results, out);
+  MergeCrossPairs(set, results, options, *sites, out);
+  CountSiteObjects(set, results, *sites, out);
+  CountAsymmetry(set, results, options, out);
 
   TopLoneSites(set, results, &PairingResult::live, options, *sites, &out->live);
   TopLoneSites(set, results, &PairingResult::live_window_end, options, *sites,

@@ -173,9 +173,15 @@ std::vector<const CrossPair*> UnsuppressedPairs(const Analysis& analysis,
   return out;
 }
 
-bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
-                  const std::vector<Suppression>& suppressions, const GateOptions& options,
-                  GateResult* result, std::string* error) {
+namespace {
+
+// EvaluateGate's steps, in its order.
+
+// The run's figures and the options into a fresh result, after checking
+// that the baseline's rates are on the run's scale; the warnings on what
+// the gate cannot judge.
+bool StartResult(const Analysis& analysis, const Baseline& baseline, const GateOptions& options,
+                 GateResult* result, std::string* error) {
   GateResult& r = *result;
   r = GateResult();
   r.sampled = analysis.sampled();
@@ -199,38 +205,44 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
                    "or rewrite the baseline with --operations (--write-baseline)";
     return false;
   }
-  const double base_units = baseline.units;
-  const double base_steady_units = baseline.steady_units;
-  r.baseline_steady_units = base_steady_units;
+  r.baseline_steady_units = baseline.steady_units;
   if (!r.per_operation) {
     r.warnings.push_back(
         "no --operations: per-call rates are per 1000 allocations, which move when the run's "
         "allocations per operation change (a hand-off on 1 call in 20 never fails at 50 or more "
         "allocations per call), and bounded (one-off) objects are not judged");
   }
-  if (base_steady_units <= 0 && baseline.version < 3) {
+  if (baseline.steady_units <= 0 && baseline.version < 3) {
     r.warnings.push_back(fmt::format(
         "the baseline (version {}) does not give its run's units: its rates are taken as exact, "
         "so the significance test does not allow for its own noise; rewrite it with "
         "--write-baseline",
         baseline.version));
   }
+  return true;
+}
 
-  // The baseline's rates by group.
+// The baseline's rates by group.
+std::map<std::string, BaselineRates> BaselineGroups(const Baseline& baseline) {
   std::map<std::string, BaselineRates> baseline_groups;
   for (const auto& [key, rates] : baseline.allowed) {
     BaselineRates& g = baseline_groups[GroupKeyOf(key)];
     g.per_call += rates.per_call;
     g.bounded += rates.bounded;
   }
+  return baseline_groups;
+}
 
-  // This run's groups.
+// This run's groups of pairs by allocation site; suppressed pairs go to
+// r->suppressed instead. Every pair's key into *seen.
+std::map<std::string, GateGroup> RunGroups(const Analysis& analysis,
+                                           const std::vector<Suppression>& suppressions,
+                                           GateResult* r, std::set<std::string>* seen) {
   std::map<std::string, GateGroup> groups;
-  std::set<std::string> seen;
   for (const CrossPair& p : analysis.pairs) {
-    seen.insert(p.key);
+    seen->insert(p.key);
     if (const Suppression* s = FindSuppression(p, suppressions)) {
-      r.suppressed.push_back({&p, s});
+      r->suppressed.push_back({&p, s});
       continue;
     }
     std::string group_key = GroupKeyOf(p.key);
@@ -243,24 +255,33 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
     g.steady += p.steady();
     g.bounded += p.bounded();
   }
-  r.groups = groups.size();
+  return groups;
+}
 
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  auto steady_test = [&](double b, double growth_base) {
-    return RateTest{.baseline_rate = b, .baseline_units = base_steady_units,
+// Judges each group of the run against the baseline: its figures, its
+// tests, its verdict.
+struct GroupJudge {
+  const Analysis& analysis;
+  const Baseline& baseline;
+  const GateOptions& options;
+  const std::map<std::string, BaselineRates>& baseline_groups;
+  const GateResult& r;
+
+  RateTest SteadyTest(double b, double growth_base) const {
+    return RateTest{.baseline_rate = b, .baseline_units = baseline.steady_units,
                     .units = r.steady_units, .effect = r.min_effect,
                     .growth_base = growth_base, .max_growth = options.max_growth};
-  };
-  auto bounded_test = [&](double b) {
-    return RateTest{.baseline_rate = b, .baseline_units = base_units, .units = r.units,
+  }
+  RateTest BoundedTest(double b) const {
+    return RateTest{.baseline_rate = b, .baseline_units = baseline.units, .units = r.units,
                     .effect = r.bounded_effect, .growth_base = b,
                     .max_growth = options.max_growth};
-  };
-  r.promise_new = r.sampled ? nan : DetectableIncrease(steady_test(0, 0));
-  r.promise_new_bounded =
-      r.sampled || !r.per_operation ? nan : DetectableIncrease(bounded_test(0));
+  }
 
-  for (auto& [key, g] : groups) {
+  // The group's rates and objects, its share of its site's objects, and
+  // the baseline's figures for it (whether the site's share makes it
+  // timing-dependent).
+  void Measure(const std::string& key, GateGroup& g) const {
     g.rate = analysis.PerSteadyUnit(g.steady);
     g.bounded_rate = analysis.PerUnit(g.bounded);
     g.steady_objects = analysis.Scaled(g.steady);
@@ -289,49 +310,100 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
         }
       }
     }
+  }
+
+  // A timing-dependent group whose rate grew: fails when the share of the
+  // site's objects that stay on their thread falls below the baseline's /
+  // timing_slack, as a binomial count of the site's.
+  bool FailsByShare(const GateGroup& g, GateOffense* o) const {
+    if (!(g.timing_dependent && g.site_objects > 0 && options.timing_slack > 0 &&
+          g.rate.value >= (g.baseline_rate + r.min_effect) * (1 - 1e-9))) {
+      return false;
+    }
+    uint64_t crossed = std::min(g.site_objects, (g.steady + g.bounded).sampled);
+    uint64_t stayed = g.site_objects - crossed;
+    const double least = g.least_staying_share;
+    double p = BinomialLowerTail(stayed, g.site_objects, least);
+    if (static_cast<double>(stayed) < least * static_cast<double>(g.site_objects) &&
+        p < kSignificance) {
+      o->verdict = GateVerdict::kGrown;
+      o->by_share = true;
+      o->staying_share = static_cast<double>(stayed) / static_cast<double>(g.site_objects);
+      o->staying_limit = least;
+      o->p_value = r.sampled ? 0 : p;
+      return true;
+    }
+    return false;
+  }
+
+  // The group's verdict: true with *o filled when it fails (new or grown
+  // per call, by the staying share, or bounded objects growing). Sets the
+  // group's promise.
+  bool Fails(GateGroup& g, GateOffense* o) const {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
     const double growth_base = g.timing_dependent ? g.baseline_site_rate : g.baseline_rate;
-    const RateTest steady = steady_test(g.baseline_rate, growth_base);
-    const RateTest bounded = bounded_test(g.baseline_bounded_rate);
+    const RateTest steady = SteadyTest(g.baseline_rate, growth_base);
+    const RateTest bounded = BoundedTest(g.baseline_bounded_rate);
     g.promise = r.sampled ? nan : DetectableIncrease(steady);
 
-    GateOffense o;
     bool failed = false;
     if (r.sampled ? SampledExceeds(g.rate, g.baseline_rate, growth_base, r.min_effect,
-                                   options.max_growth, &o.limit)
-                  : CountFails(steady, g.steady.sampled, &o.p_value)) {
-      o.verdict = g.in_baseline ? GateVerdict::kGrown : GateVerdict::kNew;
+                                   options.max_growth, &o->limit)
+                  : CountFails(steady, g.steady.sampled, &o->p_value)) {
+      o->verdict = g.in_baseline ? GateVerdict::kGrown : GateVerdict::kNew;
       failed = true;
-    } else if (g.timing_dependent && g.site_objects > 0 && options.timing_slack > 0 &&
-               g.rate.value >= (g.baseline_rate + r.min_effect) * (1 - 1e-9)) {
-      // The share of the site's objects that stay on their thread, against
-      // the baseline's / timing_slack, as a binomial count of the site's.
-      uint64_t crossed = std::min(g.site_objects, (g.steady + g.bounded).sampled);
-      uint64_t stayed = g.site_objects - crossed;
-      const double least = g.least_staying_share;
-      double p = BinomialLowerTail(stayed, g.site_objects, least);
-      if (static_cast<double>(stayed) < least * static_cast<double>(g.site_objects) &&
-          p < kSignificance) {
-        o.verdict = GateVerdict::kGrown;
-        o.by_share = true;
-        o.staying_share = static_cast<double>(stayed) / static_cast<double>(g.site_objects);
-        o.staying_limit = least;
-        o.p_value = r.sampled ? 0 : p;
-        failed = true;
-      }
+    } else if (FailsByShare(g, o)) {
+      failed = true;
     }
     if (failed) {
-      o.limit = std::max(g.baseline_rate + r.min_effect, growth_base * options.max_growth);
+      o->limit = std::max(g.baseline_rate + r.min_effect, growth_base * options.max_growth);
     } else if (r.per_operation &&
                (r.sampled ? SampledExceeds(g.bounded_rate, g.baseline_bounded_rate,
                                            g.baseline_bounded_rate, r.bounded_effect,
-                                           options.max_growth, &o.limit)
-                          : CountFails(bounded, g.bounded.sampled, &o.p_value))) {
-      o.verdict = GateVerdict::kBoundedGrowing;
-      o.limit = std::max(g.baseline_bounded_rate + r.bounded_effect,
-                         g.baseline_bounded_rate * options.max_growth);
+                                           options.max_growth, &o->limit)
+                          : CountFails(bounded, g.bounded.sampled, &o->p_value))) {
+      o->verdict = GateVerdict::kBoundedGrowing;
+      o->limit = std::max(g.baseline_bounded_rate + r.bounded_effect,
+                          g.baseline_bounded_rate * options.max_growth);
       failed = true;
     }
-    if (failed) {
+    return failed;
+  }
+};
+
+// The offenses by how far each is above its limit, descending.
+void SortOffenses(GateResult* r) {
+  auto excess = [](const GateOffense& o) {
+    const Estimate& e = o.verdict == GateVerdict::kBoundedGrowing ? o.group.bounded_rate
+                                                                   : o.group.rate;
+    return e.value - o.limit;
+  };
+  std::stable_sort(r->offenses.begin(), r->offenses.end(),
+                   [&](const GateOffense& a, const GateOffense& b) { return excess(a) > excess(b); });
+}
+
+}  // namespace
+
+bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
+                  const std::vector<Suppression>& suppressions, const GateOptions& options,
+                  GateResult* result, std::string* error) {
+  GateResult& r = *result;
+  if (!StartResult(analysis, baseline, options, result, error)) return false;
+  const std::map<std::string, BaselineRates> baseline_groups = BaselineGroups(baseline);
+  std::set<std::string> seen;
+  std::map<std::string, GateGroup> groups = RunGroups(analysis, suppressions, result, &seen);
+  r.groups = groups.size();
+
+  const GroupJudge judge{analysis, baseline, options, baseline_groups, r};
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  r.promise_new = r.sampled ? nan : DetectableIncrease(judge.SteadyTest(0, 0));
+  r.promise_new_bounded =
+      r.sampled || !r.per_operation ? nan : DetectableIncrease(judge.BoundedTest(0));
+
+  for (auto& [key, g] : groups) {
+    judge.Measure(key, g);
+    GateOffense o;
+    if (judge.Fails(g, &o)) {
       if (r.sampled) o.p_value = 0;
       o.group = g;
       r.offenses.push_back(std::move(o));
@@ -346,13 +418,7 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
   for (const auto& [key, rates] : baseline.allowed) {
     if (!seen.count(key)) r.gone.push_back(key);
   }
-  auto excess = [](const GateOffense& o) {
-    const Estimate& e = o.verdict == GateVerdict::kBoundedGrowing ? o.group.bounded_rate
-                                                                   : o.group.rate;
-    return e.value - o.limit;
-  };
-  std::stable_sort(r.offenses.begin(), r.offenses.end(),
-                   [&](const GateOffense& a, const GateOffense& b) { return excess(a) > excess(b); });
+  SortOffenses(result);
   return true;
 }
 

@@ -29,9 +29,7 @@
 #include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
-#include <ucontext.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/random.h>
@@ -40,7 +38,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -60,6 +57,8 @@
 #include "analyzer/record/inject_trampoline.h"
 #include "analyzer/record/ptrace_memory.h"
 #include "analyzer/record/ptrace_refusal.h"
+#include "analyzer/record/return_frame.h"
+#include "analyzer/record/trampoline_report.h"
 #include "analyzer/record/target_process.h"
 #include "analyzer/record/paths.h"
 #include "protocol/attach_protocol.h"
@@ -153,50 +152,6 @@ std::optional<CodePlace> FindCodePlace(pid_t pid, const std::vector<Mapping>& ma
   return std::nullopt;
 }
 
-// The software bytes the kernel writes into a signal frame's FXSAVE area
-// (struct _fpx_sw_bytes), and which rt_sigreturn checks before it
-// restores more than the legacy x87/SSE state.
-constexpr uint32_t kFpXstateMagic1 = 0x46505853, kFpXstateMagic2 = 0x46505845;
-struct FpSwBytes {
-  uint32_t magic1;
-  uint32_t extended_size;
-  uint64_t xfeatures;
-  uint32_t xstate_size;
-  uint32_t padding[7];
-};
-static_assert(sizeof(FpSwBytes) == 48);
-
-FpSwBytes g_own_sw;
-
-void CopySwBytes(int, siginfo_t*, void* context) {
-  const auto* uc = static_cast<const ucontext_t*>(context);
-  const auto* fp = reinterpret_cast<const uint8_t*>(uc->uc_mcontext.fpregs);
-  if (fp != nullptr) std::memcpy(&g_own_sw, fp + 464, sizeof(g_own_sw));
-}
-
-// This process's own, from a signal it sends itself once (same kernel,
-// same CPU features).
-FpSwBytes OwnSignalFrameSwBytes() {
-  static const FpSwBytes bytes = [] {
-    struct sigaction sa = {}, old = {};
-    sa.sa_sigaction = CopySwBytes;
-    sa.sa_flags = SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    g_own_sw = {};
-    if (sigaction(SIGURG, &sa, &old) == 0) {
-      sigset_t urg, prev;
-      sigemptyset(&urg);
-      sigaddset(&urg, SIGURG);
-      pthread_sigmask(SIG_UNBLOCK, &urg, &prev);
-      raise(SIGURG);
-      pthread_sigmask(SIG_SETMASK, &prev, nullptr);
-      sigaction(SIGURG, &old, nullptr);
-    }
-    return g_own_sw;
-  }();
-  return bytes;
-}
-
 // A value no other injection uses (the report's tag).
 uint64_t InjectionNonce() {
   uint64_t nonce = 0;
@@ -262,29 +217,36 @@ std::string PtracePermissionProblem(pid_t pid) {
   return ExplainPtraceRefusal(GatherPtraceFacts(pid, 0));
 }
 
-InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pid, int listener) {
-  InjectResult result;
-  const std::vector<Mapping> maps = ReadMaps(pid);
-  if (maps.empty()) {
-    result.error = fmt::format("cannot read /proc/{}/maps: {}", pid, std::strerror(errno));
-    return result;
-  }
-  std::string libc;
+namespace {
+
+// Each step below returns false (or nothing) after putting its one-line
+// reason in result->error; InjectTracer returns the result as it stands.
+
+// Step 0a: the target's libc, which must be mapped: the trampoline calls
+// its dlopen. Also notes whether the tracer is loaded already.
+bool FindLibc(pid_t pid, const std::vector<Mapping>& maps, const std::string& library,
+              InjectResult* result, std::string* libc) {
   for (const Mapping& m : maps) {
     const std::string base = Basename(m.path);
-    if (libc.empty() && (base == "libc.so.6" || (base.rfind("libc-", 0) == 0 &&
-                                                 base.find(".so") != std::string::npos))) {
-      libc = m.path;
+    if (libc->empty() && (base == "libc.so.6" || (base.rfind("libc-", 0) == 0 &&
+                                                  base.find(".so") != std::string::npos))) {
+      *libc = m.path;
     }
-    if (base == Basename(library)) result.already_loaded = true;
+    if (base == Basename(library)) result->already_loaded = true;
   }
-  if (libc.empty()) {
-    result.error = fmt::format(
+  if (libc->empty()) {
+    result->error = fmt::format(
         "process {} has no libc.so.6 mapped: it is statically linked, so there is no dynamic "
         "loader to load the tracer into it; run it under `crossfree record -- CMD` instead",
         pid);
-    return result;
+    return false;
   }
+  return true;
+}
+
+// Step 0b: states of the whole process in which no thread could load the
+// tracer, or the tracer could not reach record, told before any stop.
+bool ProcessCanBeInjected(pid_t pid, InjectResult* result) {
   {
     // The injected code and the tracer reach record through an abstract
     // unix socket, which exists per network namespace.
@@ -292,12 +254,12 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
     if (readlink("/proc/self/ns/net", own, sizeof(own) - 1) > 0 &&
         readlink(fmt::format("/proc/{}/ns/net", pid).c_str(), its, sizeof(its) - 1) > 0 &&
         std::strcmp(own, its) != 0) {
-      result.error = fmt::format(
+      result->error = fmt::format(
           "process {} is in another network namespace ({}, crossfree in {}), where the tracer "
           "cannot reach crossfree's control socket: run crossfree inside the process's "
           "container (e.g. `docker exec` or `nsenter -t {} -n`)",
           pid, its, own, pid);
-      return result;
+      return false;
     }
   }
   {
@@ -306,19 +268,35 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
     const std::string stat = ReadText(fmt::format("/proc/{}/stat", pid));
     const size_t paren = stat.rfind(')');
     if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T') {
-      result.error = fmt::format(
+      result->error = fmt::format(
           "process {} is stopped (SIGSTOP or Ctrl-Z): continue it first (`kill -CONT {}`)", pid,
           pid);
-      return result;
+      return false;
     }
   }
   if (ShadowStackOn(pid)) {
-    result.error = fmt::format(
+    result->error = fmt::format(
         "process {} runs with the CPU's shadow stack (CET) on, which forbids the return path "
         "the injection uses; run it under `crossfree record -- CMD` instead",
         pid);
-    return result;
+    return false;
   }
+  return true;
+}
+
+// Where the trampoline's calls go in the target: libc's dlopen, dlsym and
+// dlerror, relocated.
+struct LoaderCalls {
+  uint64_t dlopen_fn = 0;
+  uint64_t dlsym_fn = 0;
+  uint64_t dlerror_fn = 0;
+};
+
+// Step 0c: libc's loader calls in the target, and the tracer's entry point
+// (checked in the file: an older tracer has none).
+std::optional<LoaderCalls> FindLoaderCalls(pid_t pid, const std::vector<Mapping>& maps,
+                                           const std::string& libc, const std::string& library,
+                                           InjectResult* result) {
   // The target's view of the file: through its root (a container's).
   std::string libc_file = fmt::format("/proc/{}/root{}", pid, libc);
   if (access(libc_file.c_str(), R_OK) != 0) libc_file = libc;
@@ -327,210 +305,245 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   const auto dlsym_off = DynamicSymbol(libc_file, "dlsym");
   const auto dlerror_off = DynamicSymbol(libc_file, "dlerror");
   if (!bias || !dlopen_off || !dlsym_off || !dlerror_off) {
-    result.error = fmt::format(
+    result->error = fmt::format(
         "{} of process {} exports no dlopen (glibc older than 2.34 keeps it in libdl, which "
         "this process has not loaded); attaching needs glibc 2.34 or later",
         libc, pid);
-    return result;
+    return std::nullopt;
   }
   if (!DynamicSymbol(library, attach::kEntrySymbol)) {
-    result.error = fmt::format("{} has no crossfree_attach entry point (an older tracer?)", library);
-    return result;
+    result->error =
+        fmt::format("{} has no crossfree_attach entry point (an older tracer?)", library);
+    return std::nullopt;
   }
-  const std::string code = TrampolineCode();
+  return LoaderCalls{*bias + *dlopen_off, *bias + *dlsym_off, *bias + *dlerror_off};
+}
+
+// Step 0d: the place for the trampoline's code (FindCodePlace), with why
+// there is none.
+std::optional<CodePlace> PlaceCode(pid_t pid, const std::vector<Mapping>& maps,
+                                   const std::string& code, InjectResult* result) {
   int read_errno = 0;
   const auto place = FindCodePlace(pid, maps, code, &read_errno);
   if (!place && (read_errno == EPERM || read_errno == EACCES)) {
     // Reading its memory needs the same permission as ptrace.
-    result.error = SeizeRefused(pid, EPERM);
-    return result;
+    result->error = SeizeRefused(pid, EPERM);
+    return std::nullopt;
   }
   if (!place) {
-    result.error = fmt::format(
+    result->error = fmt::format(
         "found no unused tail of an executable page in process {} to put the {}-byte loader "
         "code in (is /proc/{}/mem readable?)",
         pid, code.size(), pid);
-    return result;
+    return std::nullopt;
   }
-  // Candidates, safest first (read again for each round of tries).
-  const pid_t only_thread = OnlyThread();
-  auto list_candidates = [&] {
-    std::vector<Candidate> out;
-    uint32_t threads = 0;
-    if (DIR* d = opendir(fmt::format("/proc/{}/task", pid).c_str())) {
-      while (dirent* e = readdir(d)) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-        const pid_t tid = static_cast<pid_t>(std::atol(e->d_name));
-        ++threads;
-        if (only_thread != 0 && tid != only_thread) continue;
-        Candidate c = Classify(pid, tid);
-        if (c.rank != kUnusable) out.push_back(c);
-      }
-      closedir(d);
-    }
-    result.threads = threads;
-    std::stable_sort(out.begin(), out.end(),
-                     [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
-    return out;
-  };
-  // SIGCHLD tells us of each ptrace stop (WaitFor); blocked meanwhile.
-  sigset_t chld, old_mask;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &chld, &old_mask);
-  struct Restore {
-    sigset_t mask;
-    ~Restore() { sigprocmask(SIG_SETMASK, &mask, nullptr); }
-  } restore_mask{old_mask};
+  return place;
+}
 
-  // Each ptrace stop needs both this process and the target thread to be
-  // scheduled; on a machine whose cores are busy with the target's own
-  // threads that wait dominates the stop. For the injection only, this
-  // process runs at the highest priority it may take (root: nice -20).
-  errno = 0;
-  const int own_nice = getpriority(PRIO_PROCESS, 0);
-  const bool own_boost = errno == 0 && setpriority(PRIO_PROCESS, 0, -20) == 0;
-  struct RestoreNice {
-    bool boosted;
-    int nice;
-    ~RestoreNice() {
-      if (boosted) setpriority(PRIO_PROCESS, 0, nice);
+// The target's threads that may be stopped, safest first (read again for
+// each round of tries); counts all its threads into *threads.
+std::vector<Candidate> ListCandidates(pid_t pid, pid_t only_thread, uint32_t* threads) {
+  std::vector<Candidate> out;
+  uint32_t count = 0;
+  if (DIR* d = opendir(fmt::format("/proc/{}/task", pid).c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      const pid_t tid = static_cast<pid_t>(std::atol(e->d_name));
+      ++count;
+      if (only_thread != 0 && tid != only_thread) continue;
+      Candidate c = Classify(pid, tid);
+      if (c.rank != kUnusable) out.push_back(c);
     }
-  } restore_nice{own_boost, own_nice};
+    closedir(d);
+  }
+  *threads = count;
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
+  return out;
+}
 
-  // A thread that did not fit (it was inside libc or the allocator, or a
-  // signal reached it first) is let go untouched at once; after a round
-  // with none that fits, the threads run 2 ms and are looked at again, up
-  // to kMaxAttempts stops in all.
+// For the whole injection, this process's state as the stops need it,
+// put back on return whatever the way out: SIGCHLD blocked (it tells of
+// each ptrace stop, WaitFor), and its priority raised. Each ptrace stop
+// needs both this process and the target thread to be scheduled; on a
+// machine whose cores are busy with the target's own threads that wait
+// dominates the stop, so this process runs at the highest priority it
+// may take (root: nice -20). Put back in reverse: priority, then mask.
+class InjectorState {
+ public:
+  InjectorState() {
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &old_mask_);
+    errno = 0;
+    own_nice_ = getpriority(PRIO_PROCESS, 0);
+    boosted_ = errno == 0 && setpriority(PRIO_PROCESS, 0, -20) == 0;
+  }
+  ~InjectorState() {
+    if (boosted_) setpriority(PRIO_PROCESS, 0, own_nice_);
+    sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  InjectorState(const InjectorState&) = delete;
+  InjectorState& operator=(const InjectorState&) = delete;
+
+ private:
+  sigset_t old_mask_;
+  int own_nice_ = 0;
+  bool boosted_ = false;
+};
+
+// The thread chosen by step 1-3, stopped, and what the stop found.
+struct Chosen {
+  Stopped thread;
+  bool in_syscall = false;    // stopped in a wait it will run again
+  double stop_started = 0;    // MonotonicMs() when its stop began
+};
+
+// What became of one candidate's stop.
+enum class TryOutcome { kGone, kLetGo, kRefused, kFits };
+
+// Steps 1-3 for one candidate: seize, interrupt and look at it. Anything
+// but a fit lets it go untouched (kLetGo; kGone: it had exited), and a
+// refused seize is put in result->error (kRefused).
+TryOutcome TryStop(pid_t pid, const std::vector<Mapping>& maps, const Candidate& c,
+                   InjectResult* result, Chosen* out) {
+  if (ptrace(PTRACE_SEIZE, c.tid, nullptr, nullptr) != 0) {
+    const int error = errno;
+    if (error == ESRCH) return TryOutcome::kGone;  // the thread exited meanwhile
+    result->error = SeizeRefused(pid, error);
+    return TryOutcome::kRefused;
+  }
+  KillPoint(1);
+  out->stop_started = MonotonicMs();
+  ++result->attempts;
+  Stopped t{c.tid, {}};
+  int status = 0;
+  if (ptrace(PTRACE_INTERRUPT, c.tid, nullptr, nullptr) != 0 ||
+      !WaitFor(c.tid, &status, 1000) || !WIFSTOPPED(status)) {
+    ptrace(PTRACE_DETACH, c.tid, nullptr, nullptr);
+    result->stopped_ms += MonotonicMs() - out->stop_started;
+    return TryOutcome::kLetGo;
+  }
+  KillPoint(2);
+  if ((status >> 16) != PTRACE_EVENT_STOP || WSTOPSIG(status) != SIGTRAP) {
+    // A signal arrived first (or a group stop): its delivery is the
+    // thread's business; let it go with it and take another.
+    if ((status >> 16) != PTRACE_EVENT_STOP) t.pending_signal = WSTOPSIG(status);
+    Release(t);
+    result->stopped_ms += MonotonicMs() - out->stop_started;
+    return TryOutcome::kLetGo;
+  }
+  if (ptrace(PTRACE_GETREGS, c.tid, nullptr, &t.saved) != 0) {
+    Release(t);
+    result->stopped_ms += MonotonicMs() - out->stop_started;
+    return TryOutcome::kLetGo;
+  }
+  KillPoint(3);
+  const auto orig = static_cast<long long>(t.saved.orig_rax);
+  const auto rax = static_cast<long long>(t.saved.rax);
+  bool fits = false;
+  out->in_syscall = false;
+  if (c.nr >= 0 && orig == c.nr &&
+      (IsRestartCode(rax) || (IsEpoll(orig) && rax == -EINTR))) {
+    // Still in the same wait, interrupted by our stop; it is run
+    // again from its syscall instruction (0f 05) on the way back.
+    const auto insn = PeekWord(c.tid, t.saved.rip - 2);
+    fits = insn && (*insn & 0xffff) == 0x050f;
+    out->in_syscall = fits;
+  }
+  if (!fits && orig < 0 && PcIsSafe(maps, t.saved.rip) &&
+      !InRseqCriticalSection(c.tid, t.saved.rip)) {
+    fits = true;
+  }
+  if (fits && !EnoughStack(maps, t.saved.rsp)) fits = false;
+  if (!fits) {
+    Release(t);
+    result->stopped_ms += MonotonicMs() - out->stop_started;
+    return TryOutcome::kLetGo;
+  }
+  out->thread = t;
+  return TryOutcome::kFits;
+}
+
+// Steps 1-3: a thread stopped where it may run the trampoline. A thread
+// that did not fit (it was inside libc or the allocator, or a signal
+// reached it first) is let go untouched at once; after a round with none
+// that fits, the threads run 2 ms and are looked at again, up to
+// kMaxAttempts stops in all.
+std::optional<Chosen> StopSafeThread(pid_t pid, const std::vector<Mapping>& maps,
+                                     InjectResult* result) {
   constexpr size_t kMaxAttempts = 40;
   constexpr int kRounds = 20;
-  std::optional<Stopped> chosen;
-  bool in_syscall = false;
-  double stop_started = 0;
-  std::vector<Candidate> candidates;
-  for (int round = 0; round < kRounds && !chosen && result.attempts < kMaxAttempts; ++round) {
+  const pid_t only_thread = OnlyThread();
+  Chosen chosen;
+  bool found = false;
+  for (int round = 0; round < kRounds && !found && result->attempts < kMaxAttempts; ++round) {
     if (round > 0) {
       timespec pause{0, 2'000'000};
       nanosleep(&pause, nullptr);
     }
-    candidates = list_candidates();
-    for (size_t i = 0; i < candidates.size() && result.attempts < kMaxAttempts && !chosen; ++i) {
-      const Candidate& c = candidates[i];
-      if (ptrace(PTRACE_SEIZE, c.tid, nullptr, nullptr) != 0) {
-        const int error = errno;
-        if (error == ESRCH) continue;  // the thread exited meanwhile
-        result.error = SeizeRefused(pid, error);
-        return result;
+    const std::vector<Candidate> candidates = ListCandidates(pid, only_thread, &result->threads);
+    for (size_t i = 0; i < candidates.size() && result->attempts < kMaxAttempts && !found; ++i) {
+      switch (TryStop(pid, maps, candidates[i], result, &chosen)) {
+        case TryOutcome::kRefused:
+          return std::nullopt;
+        case TryOutcome::kFits:
+          found = true;
+          break;
+        case TryOutcome::kGone:
+        case TryOutcome::kLetGo:
+          break;
       }
-      KillPoint(1);
-      stop_started = MonotonicMs();
-      ++result.attempts;
-      Stopped t{c.tid, {}};
-      int status = 0;
-      if (ptrace(PTRACE_INTERRUPT, c.tid, nullptr, nullptr) != 0 ||
-          !WaitFor(c.tid, &status, 1000) || !WIFSTOPPED(status)) {
-        ptrace(PTRACE_DETACH, c.tid, nullptr, nullptr);
-        result.stopped_ms += MonotonicMs() - stop_started;
-        continue;
-      }
-      KillPoint(2);
-      if ((status >> 16) != PTRACE_EVENT_STOP || WSTOPSIG(status) != SIGTRAP) {
-        // A signal arrived first (or a group stop): its delivery is the
-        // thread's business; let it go with it and take another.
-        if ((status >> 16) != PTRACE_EVENT_STOP) t.pending_signal = WSTOPSIG(status);
-        Release(t);
-        result.stopped_ms += MonotonicMs() - stop_started;
-        continue;
-      }
-      if (ptrace(PTRACE_GETREGS, c.tid, nullptr, &t.saved) != 0) {
-        Release(t);
-        result.stopped_ms += MonotonicMs() - stop_started;
-        continue;
-      }
-      KillPoint(3);
-      const auto orig = static_cast<long long>(t.saved.orig_rax);
-      const auto rax = static_cast<long long>(t.saved.rax);
-      bool fits = false;
-      in_syscall = false;
-      if (c.nr >= 0 && orig == c.nr &&
-          (IsRestartCode(rax) || (IsEpoll(orig) && rax == -EINTR))) {
-        // Still in the same wait, interrupted by our stop; it is run
-        // again from its syscall instruction (0f 05) on the way back.
-        const auto insn = PeekWord(c.tid, t.saved.rip - 2);
-        fits = insn && (*insn & 0xffff) == 0x050f;
-        in_syscall = fits;
-      }
-      if (!fits && orig < 0 && PcIsSafe(maps, t.saved.rip) &&
-          !InRseqCriticalSection(c.tid, t.saved.rip)) {
-        fits = true;
-      }
-      if (fits && !EnoughStack(maps, t.saved.rsp)) fits = false;
-      if (!fits) {
-        Release(t);
-        result.stopped_ms += MonotonicMs() - stop_started;
-        continue;
-      }
-      chosen = t;
     }
   }
-  if (!chosen) {
-    result.error = fmt::format(
+  if (!found) {
+    result->error = fmt::format(
         "found no thread of process {} ({} threads, {} tried) that is safe to stop for loading "
         "the tracer: every one was allocating, inside libc, the loader or the allocator, or "
         "had too little stack left (256 KB); try again",
-        pid, result.threads, result.attempts);
-    return result;
+        pid, result->threads, result->attempts);
+    return std::nullopt;
   }
-  Stopped& t = *chosen;
-  result.tid = t.tid;
-  // Everything the thread needs to come back by itself, built while it
-  // is stopped: its vector and x87 state in the kernel's signal-frame
-  // layout (PTRACE_GETREGSET gives the XSAVE layout; rt_sigreturn also
-  // checks the software bytes and the end marker added here). Without
-  // XSAVE, the 512-byte FXSAVE area (rt_sigreturn then restores it alone).
-  std::vector<uint8_t> fpstate(64 * 1024);
-  iovec iov{fpstate.data(), fpstate.size()};
-  constexpr size_t kSwBytes = 464;  // the FXSAVE area's software-reserved bytes
-  const FpSwBytes own = OwnSignalFrameSwBytes();
-  if (own.magic1 == kFpXstateMagic1 &&
-      ptrace(PTRACE_GETREGSET, t.tid, reinterpret_cast<void*>(NT_X86_XSTATE), &iov) == 0 &&
-      iov.iov_len >= 576) {
-    // ptrace puts XCR0 where a signal frame has these bytes: the frame's
-    // own, as the kernel writes them for this machine, go there instead
-    // (the size no larger than what ptrace gave).
-    FpSwBytes sw = own;
-    sw.xstate_size = std::min<uint32_t>(sw.xstate_size, static_cast<uint32_t>(iov.iov_len));
-    sw.extended_size = sw.xstate_size + 4;
-    fpstate.resize(sw.xstate_size + 4);
-    std::memcpy(fpstate.data() + kSwBytes, &sw, sizeof(sw));
-    std::memcpy(fpstate.data() + sw.xstate_size, &kFpXstateMagic2, 4);
-  } else {
-    fpstate.assign(512, 0);
-    if (ptrace(PTRACE_GETFPREGS, t.tid, nullptr, fpstate.data()) != 0) {
-      Release(t);
-      result.error = fmt::format("cannot read the vector registers of thread {}: {}", t.tid,
-                                 std::strerror(errno));
-      return result;
-    }
-    std::memset(fpstate.data() + kSwBytes, 0, sizeof(FpSwBytes));
-  }
+  return chosen;
+}
+
+// What step 4 writes below the thread's stack pointer, and where.
+struct LoaderData {
+  uint64_t strings_addr = 0;   // the lowest byte written: image[0]
+  uint64_t block_addr = 0;     // the TrampolineBlock (rbx for the trampoline)
+  uint64_t work_rsp = 0;       // the trampoline's own stack
+  std::vector<uint8_t> image;  // strings, block, frame, vector state
+  TrampolineBlock block;
+  // The thread's priority before the loading, when it could be read.
+  bool nice_known = false;
+  int old_nice = 0;
+};
+
+// Step 4's data, built while the thread is stopped: everything it needs
+// to come back by itself.
+LoaderData BuildLoaderData(pid_t pid, const Chosen& chosen, const std::vector<uint8_t>& fpstate,
+                           const std::string& library, pid_t record_pid,
+                           const LoaderCalls& calls) {
+  const Stopped& t = chosen.thread;
   // The registers to return with: a wait interrupted by our stop is run
   // again from its syscall instruction, as the kernel does after a stop
   // for the restart codes. (A wait the kernel would continue with
   // restart_syscall, a sleep with a timeout, starts again with its full
   // timeout: rt_sigreturn forgets the time left.)
   user_regs_struct back = t.saved;
-  if (in_syscall) {
+  if (chosen.in_syscall) {
     back.rax = back.orig_rax;
     back.rip -= 2;
   }
   // The thread's stack, below its red zone and a margin, top down: the
   // vector state (64-byte aligned, as rt_sigreturn requires), the frame,
   // the block, the strings; the trampoline's own stack below them all.
+  LoaderData d;
   const uint64_t top = (t.saved.rsp - 128 - 256) & ~uint64_t{63};
   const uint64_t fp_addr = (top - fpstate.size()) & ~uint64_t{63};
   const uint64_t frame_addr = (fp_addr - sizeof(RtSigframe)) & ~uint64_t{15};
-  const uint64_t block_addr = (frame_addr - sizeof(TrampolineBlock)) & ~uint64_t{15};
+  d.block_addr = (frame_addr - sizeof(TrampolineBlock)) & ~uint64_t{15};
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   const size_t name_len = attach::AttachSocketName(static_cast<uint32_t>(pid), addr.sun_path + 1,
@@ -538,42 +551,19 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   const size_t addr_len = offsetof(sockaddr_un, sun_path) + 1 + name_len;
   const std::string entry_name = attach::kEntrySymbol;
   const size_t strings_size = sizeof(addr) + entry_name.size() + 1 + library.size() + 1;
-  const uint64_t strings_addr = (block_addr - strings_size) & ~uint64_t{15};
-  const uint64_t work_rsp = (strings_addr - 64) & ~uint64_t{15};
-  std::vector<uint8_t> image(top - strings_addr, 0);
+  d.strings_addr = (d.block_addr - strings_size) & ~uint64_t{15};
+  d.work_rsp = (d.strings_addr - 64) & ~uint64_t{15};
+  d.image.assign(top - d.strings_addr, 0);
   auto put = [&](uint64_t at, const void* data, size_t n) {
-    std::memcpy(image.data() + (at - strings_addr), data, n);
+    std::memcpy(d.image.data() + (at - d.strings_addr), data, n);
   };
-  const uint64_t sockaddr_at = strings_addr;
+  const uint64_t sockaddr_at = d.strings_addr;
   const uint64_t entry_at = sockaddr_at + sizeof(addr);
   const uint64_t path_at = entry_at + entry_name.size() + 1;
   put(sockaddr_at, &addr, sizeof(addr));
   put(entry_at, entry_name.c_str(), entry_name.size() + 1);
   put(path_at, library.c_str(), library.size() + 1);
-  RtSigframe frame{};
-  frame.uc.uc_flags = 0x1 | 0x2 | 0x4;  // UC_FP_XSTATE, UC_SIGCONTEXT_SS, UC_STRICT_RESTORE_SS
-  sigcontext& sc = frame.uc.uc_mcontext;
-  sc.r8 = back.r8;
-  sc.r9 = back.r9;
-  sc.r10 = back.r10;
-  sc.r11 = back.r11;
-  sc.r12 = back.r12;
-  sc.r13 = back.r13;
-  sc.r14 = back.r14;
-  sc.r15 = back.r15;
-  sc.rdi = back.rdi;
-  sc.rsi = back.rsi;
-  sc.rbp = back.rbp;
-  sc.rbx = back.rbx;
-  sc.rdx = back.rdx;
-  sc.rax = back.rax;
-  sc.rcx = back.rcx;
-  sc.rsp = back.rsp;
-  sc.rip = back.rip;
-  sc.eflags = back.eflags;
-  sc.cs = static_cast<uint16_t>(back.cs);
-  sc.__pad0 = static_cast<uint16_t>(back.ss);
-  sc.fpstate = reinterpret_cast<struct _fpstate*>(fp_addr);
+  const RtSigframe frame = ReturnFrame(back, fp_addr);
   put(frame_addr, &frame, sizeof(frame));
   put(fp_addr, fpstate.data(), fpstate.size());
   // The thread runs the loading at the highest priority we may give it
@@ -582,161 +572,166 @@ InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pi
   // once the thread is pointed at the trampoline: record dying in between
   // leaves no thread raised.
   errno = 0;
-  const int old_nice = getpriority(PRIO_PROCESS, static_cast<id_t>(t.tid));
-  const bool nice_known = errno == 0;
-  TrampolineBlock block;
-  block.dlopen_fn = *bias + *dlopen_off;
-  block.dlsym_fn = *bias + *dlsym_off;
-  block.dlerror_fn = *bias + *dlerror_off;
+  d.old_nice = getpriority(PRIO_PROCESS, static_cast<id_t>(t.tid));
+  d.nice_known = errno == 0;
+  TrampolineBlock& block = d.block;
+  block.dlopen_fn = calls.dlopen_fn;
+  block.dlsym_fn = calls.dlsym_fn;
+  block.dlerror_fn = calls.dlerror_fn;
   block.record_pid = static_cast<uint64_t>(record_pid);
   block.dlopen_flags = 0x2;  // RTLD_NOW | RTLD_LOCAL
   block.path = path_at;
   block.entry_name = entry_at;
   block.sockaddr = sockaddr_at;
   block.sockaddr_len = addr_len;
-  block.restore_nice = nice_known ? 1 : 0;
-  block.old_nice = static_cast<uint64_t>(static_cast<int64_t>(old_nice));
+  block.restore_nice = d.nice_known ? 1 : 0;
+  block.old_nice = static_cast<uint64_t>(static_cast<int64_t>(d.old_nice));
   block.frame = frame_addr + offsetof(RtSigframe, uc);
   block.report_nonce = InjectionNonce();
-  put(block_addr, &block, sizeof(block));
-  KillPoint(4);
+  put(d.block_addr, &block, sizeof(block));
+  return d;
+}
+
+// Step 4 (written) and the start of the thread's run: the code (unless an
+// earlier attach left it there), the data, then the registers that point
+// the thread at the trampoline, and PTRACE_DETACH. A failed write lets the
+// thread go untouched.
+bool StartTrampoline(pid_t pid, const Chosen& chosen, const CodePlace& place,
+                     const std::string& code, const LoaderData& d, InjectResult* result) {
+  const Stopped& t = chosen.thread;
   auto give_up = [&](const std::string& what) {
     Release(t);
-    result.stopped_ms += MonotonicMs() - stop_started;
-    result.error = fmt::format("cannot write {} into process {}: {}", what, pid,
-                               std::strerror(errno));
-    return result;
+    result->stopped_ms += MonotonicMs() - chosen.stop_started;
+    result->error = fmt::format("cannot write {} into process {}: {}", what, pid,
+                                std::strerror(errno));
+    return false;
   };
-  if (!place->present && !WriteTarget(pid, t.tid, place->address, code.data(), code.size())) {
+  if (!place.present && !WriteTarget(pid, t.tid, place.address, code.data(), code.size())) {
     return give_up("the loader code");
   }
   KillPoint(5);
-  if (!WriteTarget(pid, t.tid, strings_addr, image.data(), image.size())) {
+  if (!WriteTarget(pid, t.tid, d.strings_addr, d.image.data(), d.image.size())) {
     return give_up("the loader's data");
   }
   KillPoint(6);
   // From this call on the thread belongs to the trampoline, which brings
   // it back by itself; nothing below needs this process alive.
   user_regs_struct go = t.saved;
-  go.rip = place->address;
-  go.rsp = work_rsp;
-  go.rbx = block_addr;
+  go.rip = place.address;
+  go.rsp = d.work_rsp;
+  go.rbx = d.block_addr;
   go.orig_rax = static_cast<unsigned long long>(-1);  // no restart into the trampoline
   if (ptrace(PTRACE_SETREGS, t.tid, nullptr, &go) != 0) {
     return give_up("the thread's registers");
   }
-  if (nice_known && setpriority(PRIO_PROCESS, static_cast<id_t>(t.tid), -20) == 0) {
-    result.raised_nice = true;
-    result.old_nice = old_nice;
+  if (d.nice_known && setpriority(PRIO_PROCESS, static_cast<id_t>(t.tid), -20) == 0) {
+    result->raised_nice = true;
+    result->old_nice = d.old_nice;
   }
   KillPoint(7);
   ptrace(PTRACE_DETACH, t.tid, nullptr, nullptr);
-  result.stopped_ms += MonotonicMs() - stop_started;
+  result->stopped_ms += MonotonicMs() - chosen.stop_started;
   KillPoint(8);
+  return true;
+}
 
-  // The trampoline's report: on its own connection, the first to reach
-  // the control socket from the target (the tracer's comes after).
-  const double calls_started = MonotonicMs();
-  const double deadline = calls_started + 30000;
-  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  struct ClosePidfd {
-    int fd;
-    ~ClosePidfd() {
-      if (fd >= 0) close(fd);
-    }
-  } pidfd_guard{pidfd};
-  // A report whose nonce is not this injection's comes from an older
-  // one whose record died before its thread ran (a stopped process):
-  // read and dropped.
-  TrampolineBlock report;
-  bool have_report = false;
-  bool accepted = false;
-  bool exited = false;
-  while (!have_report && !exited) {
-    int conn = -1;
-    while (conn < 0) {
-      const double left = deadline - MonotonicMs();
-      if (left <= 0) break;
-      pollfd p[2] = {{listener, POLLIN, 0}, {pidfd, POLLIN, 0}};
-      const int n = poll(p, pidfd >= 0 ? 2 : 1, static_cast<int>(left) + 1);
-      if (n < 0 && errno == EINTR) continue;
-      if (n > 0 && (p[1].revents & POLLIN) != 0) {
-        exited = true;
-        break;
-      }
-      if (n <= 0 || (p[0].revents & POLLIN) == 0) continue;
-      int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      ucred peer{};
-      socklen_t len = sizeof(peer);
-      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0 && peer.pid == pid) {
-        conn = fd;
-      } else {
-        close(fd);  // not the target: someone else knocking
-      }
-    }
-    if (conn < 0) break;
-    if (!accepted) KillPoint(9);
-    accepted = true;
-    auto* bytes = reinterpret_cast<char*>(&report) + kTrampolineReportOffset;
-    size_t got = 0;
-    while (got < kTrampolineReportSize) {
-      const double left = deadline - MonotonicMs();
-      if (left <= 0) break;
-      pollfd p[2] = {{conn, POLLIN, 0}, {pidfd, POLLIN, 0}};
-      const int n = poll(p, pidfd >= 0 ? 2 : 1, static_cast<int>(left) + 1);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) continue;
-      if ((p[0].revents & (POLLIN | POLLHUP)) == 0) {
-        exited = true;
-        break;
-      }
-      const ssize_t r = recv(conn, bytes + got, kTrampolineReportSize - got, 0);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) break;
-      got += static_cast<size_t>(r);
-    }
-    close(conn);
-    have_report = got == kTrampolineReportSize && report.report_nonce == block.report_nonce;
-  }
-  result.calls_ms = MonotonicMs() - calls_started;
-  KillPoint(10);
-  if (!have_report) {
-    if (exited) {
-      result.error = fmt::format("process {} exited while loading the tracer", pid);
-    } else if (!accepted) {
-      result.error = fmt::format(
+// The injection's end from the report (or its absence): result->ok and the
+// entry point's return value, or why not.
+void ConcludeFromReport(pid_t pid, pid_t tid, ReportWait& wait, InjectResult* result) {
+  if (!wait.have_report) {
+    if (wait.exited) {
+      result->error = fmt::format("process {} exited while loading the tracer", pid);
+    } else if (!wait.accepted) {
+      result->error = fmt::format(
           "thread {} of process {} did not start loading the tracer within 30 s (the process "
           "is stopped, or a seccomp filter refuses it a socket?); it returns to its own code "
           "by itself",
-          t.tid, pid);
+          tid, pid);
     } else {
-      result.error = fmt::format(
+      result->error = fmt::format(
           "thread {} of process {} did not report on loading the tracer within 30 s (a lock "
           "held elsewhere?)",
-          t.tid, pid);
+          tid, pid);
     }
-    return result;
+    return;
   }
+  TrampolineBlock& report = wait.report;
   report.message[sizeof(report.message) - 1] = '\0';
   switch (report.stage) {
     case kStageDlopenFailed:
-      result.error = fmt::format("dlopen of the tracer failed in process {}: {}", pid,
-                                 report.message[0] != '\0' ? report.message : "unknown reason");
-      return result;
+      result->error = fmt::format("dlopen of the tracer failed in process {}: {}", pid,
+                                  report.message[0] != '\0' ? report.message : "unknown reason");
+      return;
     case kStageNoEntry:
-      result.error = fmt::format("the tracer loaded into process {} has no {} entry point", pid,
-                                 entry_name);
-      return result;
+      result->error = fmt::format("the tracer loaded into process {} has no {} entry point", pid,
+                                  attach::kEntrySymbol);
+      return;
     case kStageDone:
       break;
     default:
-      result.error = fmt::format("the loader code in process {} stopped at step {}", pid,
-                                 report.stage);
-      return result;
+      result->error = fmt::format("the loader code in process {} stopped at step {}", pid,
+                                  report.stage);
+      return;
   }
-  result.entry_result = static_cast<int>(report.entry_rc & 0xffffffff);
-  result.ok = true;
+  result->entry_result = static_cast<int>(report.entry_rc & 0xffffffff);
+  result->ok = true;
+}
+
+// Closes the target's pidfd when the injection returns.
+struct PidfdCloser {
+  int fd;
+  ~PidfdCloser() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+}  // namespace
+
+// The steps, in order (KillPoint numbers in brackets): checks of the
+// process and its libc; a thread stopped and found safe [1-3]; the
+// trampoline's data built [4], written [5, 6], the thread started on it
+// [7] and let go [8]; its report accepted [9] and read [10].
+InjectResult InjectTracer(pid_t pid, const std::string& library, pid_t record_pid, int listener) {
+  InjectResult result;
+  const std::vector<Mapping> maps = ReadMaps(pid);
+  if (maps.empty()) {
+    result.error = fmt::format("cannot read /proc/{}/maps: {}", pid, std::strerror(errno));
+    return result;
+  }
+  std::string libc;
+  if (!FindLibc(pid, maps, library, &result, &libc)) return result;
+  if (!ProcessCanBeInjected(pid, &result)) return result;
+  const std::optional<LoaderCalls> calls = FindLoaderCalls(pid, maps, libc, library, &result);
+  if (!calls) return result;
+  const std::string code = TrampolineCode();
+  const std::optional<CodePlace> place = PlaceCode(pid, maps, code, &result);
+  if (!place) return result;
+
+  const InjectorState injector_state;
+  const std::optional<Chosen> chosen = StopSafeThread(pid, maps, &result);
+  if (!chosen) return result;
+  result.tid = chosen->thread.tid;
+  // Everything the thread needs to come back by itself is built while it
+  // is stopped, starting with its vector state (return_frame.h).
+  std::vector<uint8_t> fpstate;
+  if (!ReadReturnVectorState(chosen->thread.tid, &fpstate)) {
+    Release(chosen->thread);
+    result.error = fmt::format("cannot read the vector registers of thread {}: {}",
+                               chosen->thread.tid, std::strerror(errno));
+    return result;
+  }
+  const LoaderData data = BuildLoaderData(pid, *chosen, fpstate, library, record_pid, *calls);
+  KillPoint(4);
+  if (!StartTrampoline(pid, *chosen, *place, code, data, &result)) return result;
+
+  const double calls_started = MonotonicMs();
+  const double deadline = calls_started + 30000;
+  const PidfdCloser pidfd{static_cast<int>(syscall(SYS_pidfd_open, pid, 0))};
+  ReportWait wait = AwaitTrampolineReport(pid, listener, pidfd.fd, deadline,
+                                         data.block.report_nonce, [] { KillPoint(9); });
+  result.calls_ms = MonotonicMs() - calls_started;
+  KillPoint(10);
+  ConcludeFromReport(pid, chosen->thread.tid, wait, &result);
   return result;
 }
 

@@ -133,29 +133,38 @@ pid_t ThreadGroupOf(pid_t pid) {
   return tgid > 0 ? tgid : pid;
 }
 
-}  // namespace
+// Each step below prints its one line on stderr when it fails; RunAttach
+// then returns kExitUsage.
 
-int RunAttach(const AttachOptions& o) {
+// The process to attach to (the thread group of o.pid, which may name one
+// of its threads), and that this process may ptrace it; its executable
+// into *exe.
+bool CheckTarget(const AttachOptions& o, pid_t* pid_out, std::string* exe) {
   if (o.pid <= 0 || (kill(o.pid, 0) != 0 && errno == ESRCH)) {
     fmt::print(stderr, "crossfree record: -p {}: no such process\n", o.pid);
-    return kExitUsage;
+    return false;
   }
   const pid_t pid = ThreadGroupOf(o.pid);
   if (pid == getpid()) {
     fmt::print(stderr, "crossfree record: -p {}: that is crossfree itself\n", pid);
-    return kExitUsage;
+    return false;
   }
-  const std::string exe = ExeOf(pid);
+  *exe = ExeOf(pid);
   if (std::string why = PtracePermissionProblem(pid); !why.empty()) {
     fmt::print(stderr, "crossfree record: cannot attach to {}: {}\n", pid, why);
-    return kExitUsage;
+    return false;
   }
-  // The control socket, whose name is also the lock against a second
-  // record on the same process.
+  *pid_out = pid;
+  return true;
+}
+
+// The control socket, bound and listening, or -1. Its name is also the
+// lock against a second record on the same process.
+int BindControlSocket(pid_t pid) {
   int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listener < 0) {
     fmt::print(stderr, "crossfree record: socket failed: {}\n", std::strerror(errno));
-    return kExitUsage;
+    return -1;
   }
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -174,23 +183,27 @@ int RunAttach(const AttachOptions& o) {
       fmt::print(stderr, "crossfree record: cannot bind the control socket: {}\n",
                  std::strerror(error));
     }
-    return kExitUsage;
+    return -1;
   }
   listen(listener, 4);
-  struct CloseOnExit {
-    int fd;
-    ~CloseOnExit() { close(fd); }
-  } listener_guard{listener};
-  const std::string output = o.output.empty()
-                                 ? fmt::format("{}/crossfree.{}.trace", CurrentDir(), pid)
-                                 : (o.output[0] == '/' ? o.output : CurrentDir() + "/" + o.output);
-  // The tracer creates the file exclusively (it must never write into a
-  // file someone else put there).
-  if (unlink(output.c_str()) != 0 && errno != ENOENT) {
-    fmt::print(stderr, "crossfree record: cannot replace {}: {}\n", output, std::strerror(errno));
-    return kExitUsage;
+  return listener;
+}
+
+// The trace's absolute path, with any file there removed: the tracer
+// creates the file exclusively (it must never write into a file someone
+// else put there).
+bool PrepareOutput(const AttachOptions& o, pid_t pid, std::string* output) {
+  *output = o.output.empty() ? fmt::format("{}/crossfree.{}.trace", CurrentDir(), pid)
+                             : (o.output[0] == '/' ? o.output : CurrentDir() + "/" + o.output);
+  if (unlink(output->c_str()) != 0 && errno != ENOENT) {
+    fmt::print(stderr, "crossfree record: cannot replace {}: {}\n", *output, std::strerror(errno));
+    return false;
   }
-  // Ctrl-C and SIGTERM end the window (the target is never left hooked).
+  return true;
+}
+
+// Ctrl-C and SIGTERM end the window (the target is never left hooked).
+void CatchStopSignals() {
   struct sigaction sa = {};
   sa.sa_handler = OnStopSignal;
   sigemptyset(&sa.sa_mask);
@@ -198,27 +211,42 @@ int RunAttach(const AttachOptions& o) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+}
 
-  const InjectResult inj = InjectTracer(pid, o.library, getpid(), listener);
-  if (!inj.ok) {
-    fmt::print(stderr, "crossfree record: cannot attach to {}: {}\n", pid, inj.error);
-    return kExitUsage;
+// The tracer loaded into pid and its entry point started the session.
+bool Inject(const AttachOptions& o, pid_t pid, int listener, InjectResult* inj) {
+  *inj = InjectTracer(pid, o.library, getpid(), listener);
+  if (!inj->ok) {
+    fmt::print(stderr, "crossfree record: cannot attach to {}: {}\n", pid, inj->error);
+    return false;
   }
-  if (inj.entry_result != attach::kAttachStarted) {
+  if (inj->entry_result != attach::kAttachStarted) {
     fmt::print(stderr, "crossfree record: cannot attach to {}: {}\n", pid,
-               EntryProblem(inj.entry_result, pid));
-    return kExitUsage;
+               EntryProblem(inj->entry_result, pid));
+    return false;
   }
-  // The tracer connected during the call: the connection is queued.
+  return true;
+}
+
+// The tracer's connection, made during the entry point's call and queued
+// on the listener, or -1. The listener stays bound until we exit: its name
+// is the lock that refuses a second record on this process meanwhile.
+int AcceptTracer(pid_t pid, int listener) {
   pollfd lp{listener, POLLIN, 0};
   int conn = -1;
   if (poll(&lp, 1, 5000) == 1) conn = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-  // The listener stays bound until we exit: its name is the lock that
-  // refuses a second record on this process meanwhile.
   if (conn < 0) {
     fmt::print(stderr, "crossfree record: the tracer in {} did not connect\n", pid);
-    return kExitUsage;
   }
+  return conn;
+}
+
+// Sends the session's request and waits for the tracer's "ok"; says on
+// stderr what was attached and where the trace goes. Closes conn when it
+// fails.
+bool StartSession(const AttachOptions& o, pid_t pid, const std::string& exe,
+                  const std::string& output, const InjectResult& inj, int conn,
+                  LineReader* reader) {
   attach::AttachRequest req;
   std::snprintf(req.output, sizeof(req.output), "%s", output.c_str());
   if (!o.unwind.empty()) {
@@ -233,16 +261,15 @@ int RunAttach(const AttachOptions& o) {
     fmt::print(stderr, "crossfree record: cannot talk to the tracer in {}: {}\n", pid,
                std::strerror(errno));
     close(conn);
-    return kExitUsage;
+    return false;
   }
-  LineReader reader{conn, {}};
   std::string reply;
-  if (!reader.Next(30, &reply, false) || reply.rfind("ok ", 0) != 0) {
+  if (!reader->Next(30, &reply, false) || reply.rfind("ok ", 0) != 0) {
     fmt::print(stderr, "crossfree record: cannot attach to {}: {}\n", pid,
                reply.rfind("error ", 0) == 0 ? reply.substr(6)
                                              : std::string("the tracer did not answer"));
     close(conn);
-    return kExitUsage;
+    return false;
   }
   fmt::print(stderr,
              "crossfree record: attached to process {} ({}): thread {} stopped for {:.2f} ms "
@@ -255,10 +282,19 @@ int RunAttach(const AttachOptions& o) {
   } else {
     fmt::print(stderr, "crossfree record: recording into {} until Ctrl-C\n", output);
   }
-  // The window: until the duration, a stop signal, or the target's end.
+  return true;
+}
+
+// How the recording window ended.
+struct WindowEnd {
+  bool target_gone = false;  // the tracer's connection closed first
+  std::string ended;         // the tracer's "ended" line, when it ended the session
+};
+
+// The window: until the duration, a stop signal, or the target's end.
+WindowEnd RecordWindow(const AttachOptions& o, LineReader* reader) {
+  WindowEnd end;
   const double end_at = o.duration_s >= 0 ? NowS() + o.duration_s : 0;
-  bool target_gone = false;
-  std::string ended;  // the tracer's "ended" line, when it ended the session
   for (;;) {
     if (g_stop) break;
     double left = -1;
@@ -267,41 +303,64 @@ int RunAttach(const AttachOptions& o) {
       if (left <= 0) break;
     }
     std::string line;
-    if (reader.Next(left, &line, true)) {
+    if (reader->Next(left, &line, true)) {
       // The tracer ended the session itself (exit, exec, a write error):
       // the socket closes with the process image; wait for that.
-      if (line.rfind("ended ", 0) == 0) ended = line.substr(6);
+      if (line.rfind("ended ", 0) == 0) end.ended = line.substr(6);
       continue;
     }
-    if (reader.eof) {
-      target_gone = true;
+    if (reader->eof) {
+      end.target_gone = true;
       break;
     }
   }
-  if (target_gone) {
-    const std::string now_exe = ExeOf(pid);
-    if (!ended.empty() && !now_exe.empty() && now_exe == exe && kill(pid, 0) == 0) {
-      fmt::print(stderr, "crossfree record: the recording in process {} ended: {}; trace {}\n",
-                 pid, ended, output);
-    } else if (now_exe.empty() || kill(pid, 0) != 0) {
-      fmt::print(stderr,
-                 "crossfree record: process {} exited while attached; its tracer wrote the "
-                 "trace at exit: {}\n",
-                 pid, output);
-    } else {
-      fmt::print(stderr,
-                 "crossfree record: process {} exec'd ({}) while attached; the trace was "
-                 "written before the exec: {}\n",
-                 pid, now_exe, output);
-    }
-    close(conn);
-    return 0;
+  return end;
+}
+
+// Says why the session ended without a detach: the tracer ended it, the
+// process exited, or it exec'd (a new image without the tracer).
+void ReportTargetGone(pid_t pid, const std::string& exe, const std::string& ended,
+                      const std::string& output) {
+  const std::string now_exe = ExeOf(pid);
+  if (!ended.empty() && !now_exe.empty() && now_exe == exe && kill(pid, 0) == 0) {
+    fmt::print(stderr, "crossfree record: the recording in process {} ended: {}; trace {}\n",
+               pid, ended, output);
+  } else if (now_exe.empty() || kill(pid, 0) != 0) {
+    fmt::print(stderr,
+               "crossfree record: process {} exited while attached; its tracer wrote the "
+               "trace at exit: {}\n",
+               pid, output);
+  } else {
+    fmt::print(stderr,
+               "crossfree record: process {} exec'd ({}) while attached; the trace was "
+               "written before the exec: {}\n",
+               pid, now_exe, output);
   }
+}
+
+// RunAttach's exit code once the tracer has said how the session ended
+// (its "detached" or "ended" text): 0, or kExitEventsLost after one more
+// line when the tracer could not write all it recorded
+// (attach::kIncompleteNote), so that a partial trace is never taken for a
+// whole one.
+int ExitCodeOf(const std::string& tracer_text, const std::string& output) {
+  if (tracer_text.find(attach::kIncompleteNote) == std::string::npos) return 0;
+  fmt::print(stderr,
+             "crossfree record: the trace is incomplete: the tracer could not write all it "
+             "recorded into {}\n",
+             output);
+  return kExitEventsLost;
+}
+
+// The end of a window the target outlived: asks the tracer to detach,
+// waits for its "detached" reply, closes the connection and says how it
+// ended. Returns RunAttach's exit code.
+int FinishDetach(pid_t pid, const std::string& output, int conn, LineReader* reader) {
   const char detach = attach::kDetachByte;
   send(conn, &detach, 1, MSG_NOSIGNAL);
   std::string done;
   bool detached = false;
-  while (reader.Next(60, &done, false)) {
+  while (reader->Next(60, &done, false)) {
     if (done.rfind("detached ", 0) == 0) {
       detached = true;
       break;
@@ -317,7 +376,41 @@ int RunAttach(const AttachOptions& o) {
   }
   fmt::print(stderr, "crossfree record: detached from process {}: {}; trace {}\n", pid,
              done.substr(9), output);
-  return 0;
+  return ExitCodeOf(done, output);
+}
+
+}  // namespace
+
+// The steps, in order: the target checked, the control socket bound, the
+// output prepared, the tracer injected and its session started, the
+// window, then the detach (or what ended the session first).
+int RunAttach(const AttachOptions& o) {
+  pid_t pid = 0;
+  std::string exe;
+  if (!CheckTarget(o, &pid, &exe)) return kExitUsage;
+  const int listener = BindControlSocket(pid);
+  if (listener < 0) return kExitUsage;
+  struct CloseOnExit {
+    int fd;
+    ~CloseOnExit() { close(fd); }
+  } listener_guard{listener};
+  std::string output;
+  if (!PrepareOutput(o, pid, &output)) return kExitUsage;
+  CatchStopSignals();
+
+  InjectResult inj;
+  if (!Inject(o, pid, listener, &inj)) return kExitUsage;
+  const int conn = AcceptTracer(pid, listener);
+  if (conn < 0) return kExitUsage;
+  LineReader reader{conn, {}};
+  if (!StartSession(o, pid, exe, output, inj, conn, &reader)) return kExitUsage;
+  const WindowEnd window = RecordWindow(o, &reader);
+  if (window.target_gone) {
+    ReportTargetGone(pid, exe, window.ended, output);
+    close(conn);
+    return ExitCodeOf(window.ended, output);
+  }
+  return FinishDetach(pid, output, conn, &reader);
 }
 
 }  // namespace crossfree::analyzer::record

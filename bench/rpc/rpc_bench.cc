@@ -387,45 +387,35 @@ int RunPingPong(const Flags& f) {
   return 0;
 }
 
-int Run(const Flags& f) {
-  if (f.mode == "pingpong") return RunPingPong(f);
-  AllocPattern pattern;
-  Status s = AllocPattern::FromName(f.alloc_pattern, &pattern);
-  if (!s.ok()) {
-    fprintf(stderr, "rpc-bench: %s\n", s.ToString().c_str());
-    return 2;
-  }
-  pattern.Add(f.legacy);
-  SetAllocPattern(pattern);
+// Run's steps, in its order.
 
+// The server messenger with the calculator service, listening on a
+// loopback port (*addr).
+Status StartServer(const Flags& f, std::shared_ptr<Messenger>* server, Sockaddr* addr) {
   MessengerOptions so;
   so.name = "server";
   so.num_reactors = f.server_reactors;
   so.connection_threads = f.connection_threads;
-  std::shared_ptr<Messenger> server;
-  s = Messenger::Create(so, &server);
+  Status s = Messenger::Create(so, server);
   if (s.ok()) {
     ServicePoolOptions po;
     po.num_workers = f.worker_threads;
     po.queue_length = f.queue_length;
     if (f.inline_handlers) po.inline_methods = {"Add", "Echo"};
-    s = server->RegisterService(std::make_unique<test::CalculatorService>(), po);
+    s = (*server)->RegisterService(std::make_unique<test::CalculatorService>(), po);
   }
-  Sockaddr addr;
-  if (s.ok()) s = server->StartAcceptor("127.0.0.1", 0, &addr);
-  if (!s.ok()) {
-    fprintf(stderr, "rpc-bench: server setup failed: %s\n", s.ToString().c_str());
-    return 1;
-  }
+  if (s.ok()) s = (*server)->StartAcceptor("127.0.0.1", 0, addr);
+  return s;
+}
 
-  // Sync: one messenger (one reactor) per client thread, as in Kudu.
-  // Async: --client_threads messengers, each with --async_call_concurrency
-  // call chains.
-  std::atomic<bool> stop{false};
-  Log2Histogram latency;
-  Retrier retrier;
-  std::vector<std::shared_ptr<Messenger>> clients;
-  std::vector<std::unique_ptr<Workload>> workloads;
+// The client messengers and their call chains. Sync: one messenger (one
+// reactor) per client thread, as in Kudu. Async: --client_threads
+// messengers, each with --async_call_concurrency call chains. False, said
+// on stderr, when a messenger cannot be created.
+bool StartClients(const Flags& f, const Sockaddr& addr, std::atomic<bool>* stop,
+                  Log2Histogram* latency, Retrier* retrier,
+                  std::vector<std::shared_ptr<Messenger>>* clients,
+                  std::vector<std::unique_ptr<Workload>>* workloads) {
   for (int i = 0; i < f.client_threads; ++i) {
     MessengerOptions co;
     co.name = "client";
@@ -433,19 +423,22 @@ int Run(const Flags& f) {
     co.reactor_prefix = "cli-reactor";
     co.caller_reads_sync_responses = f.caller_reads;
     std::shared_ptr<Messenger> m;
-    s = Messenger::Create(co, &m);
+    Status s = Messenger::Create(co, &m);
     if (!s.ok()) {
       fprintf(stderr, "rpc-bench: client setup failed: %s\n", s.ToString().c_str());
-      return 1;
+      return false;
     }
-    clients.push_back(m);
+    clients->push_back(m);
     int per = f.mode == "async" ? f.async_call_concurrency : 1;
     for (int k = 0; k < per; ++k) {
-      workloads.push_back(std::make_unique<Workload>(m, addr, f, &stop, &latency, &retrier,
-                                                     static_cast<uint32_t>(workloads.size() + 1)));
+      workloads->push_back(std::make_unique<Workload>(
+          m, addr, f, stop, latency, retrier, static_cast<uint32_t>(workloads->size() + 1)));
     }
   }
+  return true;
+}
 
+void PrintConfiguration(const Flags& f, const AllocPattern& pattern) {
   printf("rpc-bench configuration\n");
   printf("  mode: %s\n", f.mode.c_str());
   if (f.mode == "async") {
@@ -461,6 +454,118 @@ int Run(const Flags& f) {
   printf("  inline_handlers: %s\n  caller_reads: %s\n  connection_threads: %s\n",
          f.inline_handlers ? "yes" : "no", f.caller_reads ? "yes" : "no",
          f.connection_threads ? "yes" : "no");
+}
+
+// Waits out --run_seconds printing one line per interval on stderr:
+// throughput over time, for a run that something (crossfree record -p)
+// attaches to and detaches from.
+template <typename CallsNow>
+void RunWithProgress(const Flags& f, CallsNow calls_now) {
+  const Clock::time_point t0 = Clock::now();
+  const auto end = t0 + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(f.run_seconds));
+  uint64_t last_calls = calls_now();
+  Clock::time_point last = t0;
+  while (Clock::now() < end) {
+    std::this_thread::sleep_until(std::min(
+        end, last + std::chrono::duration_cast<Clock::duration>(
+                        std::chrono::duration<double>(f.progress_seconds))));
+    const Clock::time_point now = Clock::now();
+    const uint64_t c = calls_now();
+    fprintf(stderr, "PROGRESS t=%.2f reqs_per_sec=%.1f\n",
+            std::chrono::duration<double>(now - t0).count(),
+            (c - last_calls) / std::chrono::duration<double>(now - last).count());
+    last_calls = c;
+    last = now;
+  }
+}
+
+// The counting preload's cross-thread pair lines ("    <role> -> <role>:
+// <count>"), each with its count per request.
+void PrintPairLines(const char* report, double reqs) {
+  const char* line = report;
+  while (*line != '\0') {
+    const char* end = strchr(line, '\n');
+    std::string l(line, end != nullptr ? end - line : strlen(line));
+    size_t colon = l.rfind(':');
+    if (colon != std::string::npos && l.find("(none)") == std::string::npos) {
+      double n = atof(l.c_str() + colon + 1);
+      printf("%s (%.3f per req)\n", l.c_str(), n / reqs);
+    } else {
+      printf("%s\n", l.c_str());
+    }
+    if (end == nullptr) break;
+    line = end + 1;
+  }
+}
+
+// The results: the human-readable block, then one RESULT line.
+void PrintResults(const Flags& f, const AllocPattern& pattern, const bench::Window& window,
+                  bench::RusageWindow& usage, bool counting, uint64_t rejections,
+                  Log2Histogram& latency, Messenger& server) {
+  const double elapsed = window.elapsed_s;
+  const long allocs = window.allocs;
+  double reqs = static_cast<double>(window.calls);
+  bench::PrintResultsHead(reqs, elapsed, usage);
+  // Over the whole run (ramp included): calls the server rejected with
+  // SERVER_TOO_BUSY and that were retried after a backoff.
+  printf("  Rejected (SERVER_TOO_BUSY, retried): %llu\n",
+         static_cast<unsigned long long>(rejections));
+  if (counting) {
+    printf("  Heap allocs per req: %.2f\n", allocs / reqs);
+    printf("  Cross-thread pairs (alloc role -> free role: count, per req):\n");
+    PrintPairLines(window.pairs.c_str(), reqs);
+  }
+  printf("client latency_us: %s", latency.ToString("us").c_str());
+  Log2Histogram load, active;
+  for (auto& r : server.reactors()) {
+    load.Merge(r->load_percent());
+    active.Merge(r->active_latency_us());
+  }
+  printf("server reactor_load_percent: %s", load.ToString("%").c_str());
+  printf("server reactor_active_latency_us: %s", active.ToString("us").c_str());
+  // One machine-readable line for scripts (and for comparing with other
+  // RPC systems): key=value pairs, no spaces in values.
+  printf("RESULT mode=%s pattern=%s client_threads=%d worker_threads=%d server_reactors=%d "
+         "payload_bytes=%d ",
+         f.mode.c_str(), pattern.ToString().c_str(), f.client_threads, f.worker_threads,
+         f.server_reactors, f.payload_bytes);
+  bench::PrintResultRates(reqs, elapsed, usage);
+  printf(" vol_ctxsw_per_req=%.4f allocs_per_req=%.3f p50_us=%llu p99_us=%llu rejections=%llu "
+         "inline_handlers=%d caller_reads=%d connection_threads=%d\n",
+         usage.voluntary_ctxsw() / reqs, counting ? allocs / reqs : -1.0,
+         static_cast<unsigned long long>(latency.PercentileUpperBound(50)),
+         static_cast<unsigned long long>(latency.PercentileUpperBound(99)),
+         static_cast<unsigned long long>(rejections), f.inline_handlers ? 1 : 0,
+         f.caller_reads ? 1 : 0, f.connection_threads ? 1 : 0);
+  fflush(stdout);
+}
+
+int Run(const Flags& f) {
+  if (f.mode == "pingpong") return RunPingPong(f);
+  AllocPattern pattern;
+  Status s = AllocPattern::FromName(f.alloc_pattern, &pattern);
+  if (!s.ok()) {
+    fprintf(stderr, "rpc-bench: %s\n", s.ToString().c_str());
+    return 2;
+  }
+  pattern.Add(f.legacy);
+  SetAllocPattern(pattern);
+
+  std::shared_ptr<Messenger> server;
+  Sockaddr addr;
+  s = StartServer(f, &server, &addr);
+  if (!s.ok()) {
+    fprintf(stderr, "rpc-bench: server setup failed: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::atomic<bool> stop{false};
+  Log2Histogram latency;
+  Retrier retrier;
+  std::vector<std::shared_ptr<Messenger>> clients;
+  std::vector<std::unique_ptr<Workload>> workloads;
+  if (!StartClients(f, addr, &stop, &latency, &retrier, &clients, &workloads)) return 1;
+  PrintConfiguration(f, pattern);
 
   const bool counting = bench::AllocCounting();
   bench::RusageWindow usage;
@@ -489,33 +594,11 @@ int Run(const Flags& f) {
       for (auto& t : threads) t.join();
       threads.clear();
     } else if (f.progress_seconds > 0) {
-      // One line per interval on stderr: throughput over time, for a run
-      // that something (crossfree record -p) attaches to and detaches from.
-      const Clock::time_point t0 = Clock::now();
-      const auto end = t0 + std::chrono::duration_cast<Clock::duration>(
-                                std::chrono::duration<double>(f.run_seconds));
-      uint64_t last_calls = calls_now();
-      Clock::time_point last = t0;
-      while (Clock::now() < end) {
-        std::this_thread::sleep_until(std::min(
-            end, last + std::chrono::duration_cast<Clock::duration>(
-                            std::chrono::duration<double>(f.progress_seconds))));
-        const Clock::time_point now = Clock::now();
-        const uint64_t c = calls_now();
-        fprintf(stderr, "PROGRESS t=%.2f reqs_per_sec=%.1f\n",
-                std::chrono::duration<double>(now - t0).count(),
-                (c - last_calls) / std::chrono::duration<double>(now - last).count());
-        last_calls = c;
-        last = now;
-      }
+      RunWithProgress(f, calls_now);
     } else {
       std::this_thread::sleep_for(std::chrono::duration<double>(f.run_seconds));
     }
   });
-  const double elapsed = window.elapsed_s;
-  const uint64_t calls = window.calls;
-  const long allocs = window.allocs;
-  const char* report = window.pairs.c_str();
   uint64_t rejections = 0;
   for (auto& w : workloads) rejections += w->rejections();
   stop.store(true);
@@ -525,54 +608,7 @@ int Run(const Flags& f) {
     while (!w->idle()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 
-  double reqs = static_cast<double>(calls);
-  bench::PrintResultsHead(reqs, elapsed, usage);
-  // Over the whole run (ramp included): calls the server rejected with
-  // SERVER_TOO_BUSY and that were retried after a backoff.
-  printf("  Rejected (SERVER_TOO_BUSY, retried): %llu\n",
-         static_cast<unsigned long long>(rejections));
-  if (counting) {
-    printf("  Heap allocs per req: %.2f\n", allocs / reqs);
-    printf("  Cross-thread pairs (alloc role -> free role: count, per req):\n");
-    // The preload reports "    <role> -> <role>: <count>" lines.
-    const char* line = report;
-    while (*line != '\0') {
-      const char* end = strchr(line, '\n');
-      std::string l(line, end != nullptr ? end - line : strlen(line));
-      size_t colon = l.rfind(':');
-      if (colon != std::string::npos && l.find("(none)") == std::string::npos) {
-        double n = atof(l.c_str() + colon + 1);
-        printf("%s (%.3f per req)\n", l.c_str(), n / reqs);
-      } else {
-        printf("%s\n", l.c_str());
-      }
-      if (end == nullptr) break;
-      line = end + 1;
-    }
-  }
-  printf("client latency_us: %s", latency.ToString("us").c_str());
-  Log2Histogram load, active;
-  for (auto& r : server->reactors()) {
-    load.Merge(r->load_percent());
-    active.Merge(r->active_latency_us());
-  }
-  printf("server reactor_load_percent: %s", load.ToString("%").c_str());
-  printf("server reactor_active_latency_us: %s", active.ToString("us").c_str());
-  // One machine-readable line for scripts (and for comparing with other
-  // RPC systems): key=value pairs, no spaces in values.
-  printf("RESULT mode=%s pattern=%s client_threads=%d worker_threads=%d server_reactors=%d "
-         "payload_bytes=%d ",
-         f.mode.c_str(), pattern.ToString().c_str(), f.client_threads, f.worker_threads,
-         f.server_reactors, f.payload_bytes);
-  bench::PrintResultRates(reqs, elapsed, usage);
-  printf(" vol_ctxsw_per_req=%.4f allocs_per_req=%.3f p50_us=%llu p99_us=%llu rejections=%llu "
-         "inline_handlers=%d caller_reads=%d connection_threads=%d\n",
-         usage.voluntary_ctxsw() / reqs, counting ? allocs / reqs : -1.0,
-         static_cast<unsigned long long>(latency.PercentileUpperBound(50)),
-         static_cast<unsigned long long>(latency.PercentileUpperBound(99)),
-         static_cast<unsigned long long>(rejections), f.inline_handlers ? 1 : 0,
-         f.caller_reads ? 1 : 0, f.connection_threads ? 1 : 0);
-  fflush(stdout);
+  PrintResults(f, pattern, window, usage, counting, rejections, latency, *server);
   for (auto& c : clients) c->Shutdown();
   server->Shutdown();
   return 0;
