@@ -166,7 +166,8 @@ check_traces() {
     fail "report failed: $(cat report.err)"; return
   fi
   # An attached window's objects from before it and still live at its end:
-  # only in the text report's summary (its JSON has no field for them).
+  # read from the text report's summary, and checked against the JSON's
+  # window.allocated_before_window and window.live_at_window_end below.
   local before=0 window_end=0
   if [[ $mode == attach ]]; then
     timeout -k 5 120 "$CROSSFREE" report --top 1 "$@" >report.txt 2>>report.err
@@ -215,6 +216,12 @@ if paired is not None and s["frees"] != paired + s["unknown_frees"] + s["double_
                     f"window {before}")
 if paired is not None and after_fork != s.get("freed_after_fork_matched", 0):
     problems.append(f"{after_fork} frees after fork, {s.get('freed_after_fork_matched')} matched")
+if mode == "attach":
+    w = d.get("window", {})
+    if (w.get("allocated_before_window"), w.get("live_at_window_end")) != (before, window_end):
+        problems.append(f"JSON window {w.get('allocated_before_window')} before, "
+                        f"{w.get('live_at_window_end')} live at end; text {before} and "
+                        f"{window_end}")
 if mode != "attach" and (s["unknown_frees"] or s["double_frees"]):
     problems.append(f"{s['unknown_frees']} unknown and {s['double_frees']} double frees")
 print("; ".join(problems) if problems else "ok")
