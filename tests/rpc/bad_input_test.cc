@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -276,6 +277,8 @@ class FakeServer {
         if (ok && ParseFrame(frame, &h, &body).ok()) ids.push_back(h.call_id());
       }
       SendAll(fd, reply(ids));
+      // Holds the connection open until the destructor says stop (a poll
+      // on that flag, not a synchronisation).
       while (!stop_.load()) std::this_thread::sleep_for(5ms);
       ::close(fd);
     });
@@ -374,7 +377,13 @@ TEST_CASE("malformed responses never crash the client, pending calls fail clearl
     REQUIRE(lfd >= 0);
     std::thread t([lfd] {
       int fd = ::accept(lfd, nullptr, nullptr);
-      std::this_thread::sleep_for(50ms);
+      // Closes once a request has begun to arrive (the connection header
+      // and a byte of the first frame), so the calls are pending, not
+      // unsent. The receive timeout only guards against a hang.
+      timeval tv{10, 0};
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      char buf[kConnHeaderLength + 1];
+      (void)::recv(fd, buf, sizeof buf, MSG_WAITALL);
       ::close(fd);
     });
     for (const Status& s : CallFake(a, 5)) {

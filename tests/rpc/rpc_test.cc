@@ -209,7 +209,9 @@ TEST_CASE("cancellation ends calls Aborted in every state, once", "[rpc]") {
     AddResponsePB add_resp;
     REQUIRE(proxy.Add(add, &add_resp, &c).ok());
     c.Cancel();
-    std::this_thread::sleep_for(20ms);
+    // A cancel acts through a task on the call's reactor: once every task
+    // queued so far has run there, whatever it would do is done.
+    for (auto& r : client->reactors()) r->RunAndWait(nullptr);
     CHECK(c.status().ok());
     CHECK(add_resp.result() == 9);
   }
@@ -390,7 +392,8 @@ TEST_CASE("client shutdown with calls queued aborts each callback once", "[rpc]"
   for (int i = 0; i < kCalls; ++i) {
     proxy.SleepAsync(SleepReq(300000), &resp[i], &c[i], [&counter, i] { counter.Done(i); });
   }
-  std::this_thread::sleep_for(20ms);
+  // The first runs on the server's one worker, the others wait behind it.
+  REQUIRE(WaitFor([&] { return server.service->sleeps_running() == 1; }));
   client->Shutdown();
   REQUIRE(counter.WaitAll(5s));
   CHECK_FALSE(counter.any_twice());
