@@ -170,6 +170,10 @@ uint64_t Messenger::queue_overflows() const {
   return SumOverPools<uint64_t>([](ServicePool& p) { return p.queue_overflows(); });
 }
 
+uint64_t Messenger::expired_in_queue() const {
+  return SumOverPools<uint64_t>([](ServicePool& p) { return p.expired_in_queue(); });
+}
+
 uint64_t Messenger::cancelled_in_queue() const {
   return SumOverPools<uint64_t>([](ServicePool& p) { return p.cancelled_in_queue(); });
 }

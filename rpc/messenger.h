@@ -183,6 +183,7 @@ class Messenger {
   // Totals over all pools, for tests and the bench.
   uint64_t queue_overflows() const;
   int queued_calls() const;
+  uint64_t expired_in_queue() const;
   uint64_t cancelled_in_queue() const;
 
   // The budget of max_buffer_bytes (any thread).

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <condition_variable>
+#include <cstdlib>
 #include <utility>
 
 #include "rpc/alloc_pattern.h"
@@ -98,7 +99,18 @@ void Reactor::RunAndWait(InlineFunction<void(), 40> fn) {
 }
 
 void Reactor::Shutdown() {
-  if (thread_.joinable() && !IsCurrentThread()) {
+  if (IsCurrentThread()) {
+    // Broken contract (reactor.h; Messenger::Shutdown, the one caller, has
+    // the same rule for all its threads): the thread cannot join itself,
+    // and RunAndWait would wait for a task only this thread can run. Stop
+    // here with a line that says so, in every build, rather than hang or
+    // die of a self-join's exception.
+    Log(LogLevel::kError, "reactor " + name_ +
+                              ": Shutdown() called from the reactor's own thread (a callback or "
+                              "task); shut the messenger down from another thread");
+    std::abort();
+  }
+  if (thread_.joinable()) {
     // Let the tasks queued so far run normally first (e.g. the error
     // responses a service pool sends while shutting down), then close.
     RunAndWait(nullptr);

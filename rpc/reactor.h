@@ -33,7 +33,8 @@ using ReactorTask = InlineFunction<void(const Status&), 48>;
 
 // Owner: the Messenger. Thread rules:
 //  - ScheduleTask, Shutdown and the accessors may be called from any thread
-//    (Shutdown not from the reactor itself).
+//    (Shutdown not from the reactor itself: called there, it logs an error
+//    and aborts the process, in every build).
 //  - Everything marked "reactor thread only" must run on this reactor's
 //    thread, i.e. inside a task or an event callback; the functions check it
 //    with CROSSFREE_DCHECK (Debug builds, or -DCROSSFREE_DCHECK=ON).

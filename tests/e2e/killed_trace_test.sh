@@ -13,7 +13,17 @@ LD_PRELOAD=$lib CROSSFREE_OUTPUT=$dir/run.trc CROSSFREE_FLUSH_MS=10 "$target" >r
 pid=$!
 read -r line <ready.fifo || fail "target did not start"
 [ "$line" = ready ] || fail "target said '$line'"
-sleep 0.3
+# Killed once the trace on disk holds the target's 2000 allocations and
+# 1000 frees (the thread's at its exit, main's by the 10 ms age bound).
+written() {
+  "$crossfree" report --format json run.trc 2>/dev/null | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["summary"]
+sys.exit(0 if s["allocations"] >= 2000 and s["frees"] >= 1000 else 1)' 2>/dev/null
+}
+# A deadline (20 s), not a synchronisation: polls the file until it does.
+for ((i = 0; i < 400; i++)); do written && break; sleep 0.05; done
+written || { kill -9 "$pid"; fail "the target's events were not on disk within 20 s"; }
 kill -9 "$pid"
 wait "$pid" 2>/dev/null
 

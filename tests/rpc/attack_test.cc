@@ -146,7 +146,7 @@ uint64_t Flood(ServerProcess* server, Batch batch, int conns, double seconds, lo
       ran_during = true;
       during();
     }
-    std::this_thread::sleep_for(50ms);
+    std::this_thread::sleep_for(50ms);  // the RSS sampling interval, not a synchronisation
   }
   *max_rss_kb = std::max(*max_rss_kb, server->RssKb());
   stop = true;
@@ -458,6 +458,8 @@ TEST_CASE("attack: 300 deferred calls run on a bounded pool, not a thread each",
   }
   int max_threads = 0;
   auto t0 = Clock::now();
+  // Samples the thread count until the calls are done; the 10 s is a
+  // deadline, not a synchronisation.
   while (done.load() < kCalls && SecondsSince(t0) < 10) {
     max_threads = std::max(max_threads, server->Threads());
     std::this_thread::sleep_for(10ms);

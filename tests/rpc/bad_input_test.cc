@@ -276,6 +276,8 @@ class FakeServer {
         if (ok && ParseFrame(frame, &h, &body).ok()) ids.push_back(h.call_id());
       }
       SendAll(fd, reply(ids));
+      // Holds the connection open until the destructor says stop (a poll
+      // on that flag, not a synchronisation).
       while (!stop_.load()) std::this_thread::sleep_for(5ms);
       ::close(fd);
     });
@@ -374,6 +376,11 @@ TEST_CASE("malformed responses never crash the client, pending calls fail clearl
     REQUIRE(lfd >= 0);
     std::thread t([lfd] {
       int fd = ::accept(lfd, nullptr, nullptr);
+      // Still a sleep (issue 41, left open): closing as soon as the first
+      // request bytes arrived (recv of the header and one byte, then close)
+      // left the pending calls neither answered nor failed for 10 s in 12
+      // of 200 runs, a client bug to find first. The 50 ms lets the calls
+      // be written before the close.
       std::this_thread::sleep_for(50ms);
       ::close(fd);
     });

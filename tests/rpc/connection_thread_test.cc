@@ -23,6 +23,7 @@
 #include "rpc/logging.h"
 #include "rpc/proxy.h"
 #include "rpc/serialization.h"
+#include "tests/rpc/log_lines.h"
 #include "tests/rpc/raw_client.h"
 #include "tests/rpc/rpc_test_util.h"
 
@@ -57,28 +58,6 @@ int OpenFds() {
   closedir(d);
   return n - 3;  // ".", ".." and the directory's own descriptor
 }
-
-// Captures rpc/ log lines while it lives (the sink is process-wide; ctest
-// runs each test case in a process of its own).
-class LogLines {
- public:
-  LogLines() {
-    SetLogSinkForTests([this](std::string_view line) {
-      std::lock_guard<std::mutex> l(mu_);
-      lines_ += std::string(line) + "\n";
-    });
-  }
-  ~LogLines() { SetLogSinkForTests(nullptr); }
-  std::string All() {
-    std::lock_guard<std::mutex> l(mu_);
-    return lines_;
-  }
-  bool Has(const std::string& text) { return All().find(text) != std::string::npos; }
-
- private:
-  std::mutex mu_;
-  std::string lines_;
-};
 
 int running(const testing::TestServer& s) {
   return s.messenger->connection_thread_set()->running();

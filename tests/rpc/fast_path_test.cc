@@ -22,6 +22,7 @@
 #include "rpc/proxy.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
+#include "tests/rpc/log_lines.h"
 #include "tests/rpc/raw_client.h"
 #include "tests/rpc/rpc_test_util.h"
 
@@ -159,6 +160,7 @@ TEST_CASE("inline handlers: errors, deferral and registration", "[rpc][fast]") {
 TEST_CASE("caller reads: timeouts, never before the deadline, late responses are dropped",
           "[rpc][fast]") {
   CallerReadsSetup setup;
+  LogLines log;
   AddResponsePB resp;
   for (auto timeout : {std::chrono::nanoseconds(1), std::chrono::nanoseconds(200ms),
                        std::chrono::nanoseconds(700ms)}) {
@@ -181,11 +183,29 @@ TEST_CASE("caller reads: timeouts, never before the deadline, late responses are
     CHECK(setup.client->caller_read_responses() > before);
   }
   // The late Sleep responses arrive while callers read: dropped by id.
-  std::this_thread::sleep_for(1100ms);
+  // Wait until the server has answered every call it got: none queued, and
+  // each one it ran or skipped as expired released (its response written).
+  // The 1 ns call may never have been sent, so the count comes from the
+  // server. No clock: the 1 s sleeps end by themselves.
+  Messenger& server = *setup.server.messenger;
+  REQUIRE(WaitFor([&] {
+    return server.queued_calls() == 0 &&
+           server.inbound_calls_released() ==
+               static_cast<uint64_t>(setup.server.service->calls_handled()) +
+                   server.expired_in_queue();
+  }));
+  // Adds: one in the setup, two per timeout; every Sleep answered is late.
+  const int late = setup.server.service->calls_handled() - 7 +
+                   static_cast<int>(server.expired_in_queue());
+  REQUIRE(late >= 2);  // the 200 ms and 700 ms calls were surely sent
   for (int i = 0; i < 10; ++i) {
     REQUIRE(Add(&setup.proxy, i, 10, &resp).ok());
     CHECK(resp.result() == static_cast<uint32_t>(i + 10));
   }
+  // Written before the Adds, so read (by a caller or the reactor) and
+  // dropped before the first Add's response.
+  INFO(log.All());
+  CHECK(log.Count("ignoring response for unknown call id") == late);
 }
 
 TEST_CASE("caller reads: Cancel() from another thread ends the call Aborted", "[rpc][fast]") {
@@ -200,7 +220,11 @@ TEST_CASE("caller reads: Cancel() from another thread ends the call Aborted", "[
     // Cancel() is for calls in flight (state() is an acquire load).
     const auto delay = round == 0 ? 100ms : round == 1 ? 1ms : 0ms;
     std::thread canceller([&c, delay] {
+      // Polls until the call is posted (the Sleep below posts it at once;
+      // the test's timeout is the bound).
       while (c.state() == OutboundCall::State::kReady) std::this_thread::sleep_for(50us);
+      // Not a synchronisation: where in the call the cancel lands (the
+      // verdict is Aborted at any of them, see below).
       std::this_thread::sleep_for(delay);
       c.Cancel();
     });
@@ -255,6 +279,9 @@ TEST_CASE("caller reads: concurrent callers and async calls share the connection
     req.set_x(i);
     req.set_y(7);
     setup.proxy.AddAsync(req, &aresp[i], actl.back().get(), [&counter, i] { counter.Done(i); });
+    // Pacing, not a synchronisation: spreads the async calls over the sync
+    // callers' run so that both kinds are in flight together (the checks
+    // hold whichever way they interleave).
     if (i % 50 == 0) std::this_thread::sleep_for(5ms);
   }
   for (auto& th : threads) th.join();

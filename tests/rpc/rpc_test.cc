@@ -1,15 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 // End-to-end tests of the RPC core over loopback: sync and async calls,
 // call ids, sidecars, timeouts, cancellation, shutdown and overload.
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "rpc/proxy.h"
+#include "rpc/reactor.h"
 #include "tests/rpc/rpc_test_util.h"
 
 namespace crossfree::rpc {
@@ -202,7 +209,9 @@ TEST_CASE("cancellation ends calls Aborted in every state, once", "[rpc]") {
     AddResponsePB add_resp;
     REQUIRE(proxy.Add(add, &add_resp, &c).ok());
     c.Cancel();
-    std::this_thread::sleep_for(20ms);
+    // A cancel acts through a task on the call's reactor: once every task
+    // queued so far has run there, whatever it would do is done.
+    for (auto& r : client->reactors()) r->RunAndWait(nullptr);
     CHECK(c.status().ok());
     CHECK(add_resp.result() == 9);
   }
@@ -383,7 +392,8 @@ TEST_CASE("client shutdown with calls queued aborts each callback once", "[rpc]"
   for (int i = 0; i < kCalls; ++i) {
     proxy.SleepAsync(SleepReq(300000), &resp[i], &c[i], [&counter, i] { counter.Done(i); });
   }
-  std::this_thread::sleep_for(20ms);
+  // The first runs on the server's one worker, the others wait behind it.
+  REQUIRE(WaitFor([&] { return server.service->sleeps_running() == 1; }));
   client->Shutdown();
   REQUIRE(counter.WaitAll(5s));
   CHECK_FALSE(counter.any_twice());
@@ -445,6 +455,55 @@ TEST_CASE("direct writes: shared proxy, large frames, closed connection", "[rpc]
   CHECK((s.ToString().find("Connection refused") != std::string::npos ||
          s.ToString().find("got EOF") != std::string::npos ||
          s.ToString().find("Connection reset by peer") != std::string::npos));
+}
+
+TEST_CASE("a reactor's Shutdown from its own thread stops the process, saying why", "[rpc]") {
+  // reactor.h's rule, held in every build: Shutdown run by a task on the
+  // reactor would join the reactor's own thread. In a child process (forked
+  // before this one starts a thread) whose stderr the test reads to its end.
+  int err[2];
+  REQUIRE(pipe(err) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // The abort must end the child: not Catch's handler of it (nor TSan
+    // complaining about what that handler calls).
+    signal(SIGABRT, SIG_DFL);
+    dup2(err[1], 2);
+    close(err[0]);
+    close(err[1]);
+    MessengerOptions o;
+    o.num_reactors = 1;
+    std::shared_ptr<Messenger> m;
+    if (!Messenger::Create(o, &m).ok()) _exit(3);
+    Reactor* r = m->reactors()[0].get();
+    r->ScheduleTask([r](const Status&) { r->Shutdown(); });
+    for (;;) pause();  // the reactor thread ends the process
+  }
+  close(err[1]);
+  std::string text;
+  // The deadline only guards against a hang (the contract broken silently).
+  const auto deadline = Clock::now() + 60s;
+  bool eof = false;
+  while (!eof) {
+    pollfd p{err[0], POLLIN, 0};
+    const int left = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+    if (left <= 0 || poll(&p, 1, left) <= 0) break;
+    char buf[4096];
+    const ssize_t n = read(err[0], buf, sizeof buf);
+    eof = n <= 0;  // the child's last descriptor closed: it is exiting
+    if (n > 0) text.append(buf, static_cast<size_t>(n));
+  }
+  close(err[0]);
+  if (!eof) kill(pid, SIGKILL);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  INFO(text);
+  REQUIRE(eof);  // else: still running after 60 s
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGABRT);
+  CHECK(text.find("Shutdown() called from the reactor's own thread") != std::string::npos);
 }
 
 }  // namespace

@@ -48,7 +48,8 @@ inline double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Waits up to 5 s for `pred`; tests then check exact outcomes, so a slow
+// Waits up to 5 s for `pred`, polling every 10 ms (the 5 s is a deadline,
+// not a synchronisation); tests then check exact outcomes, so a slow
 // (loaded) machine delays them instead of making them flaky.
 template <typename Pred>
 bool WaitFor(Pred pred) {

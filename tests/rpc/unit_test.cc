@@ -448,6 +448,7 @@ TEST_CASE("DeferredPool: bounded threads, a full queue refuses, shutdown aborts 
       return;
     }
     started++;
+    // Holds its thread until the test releases it (a poll on that flag).
     while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     ran++;
   };

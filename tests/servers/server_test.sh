@@ -187,7 +187,8 @@ else
   srv=$!
   started+=("$srv")
   ready || exit 1
-  # The server's pid (timeout's child), then the process to attach to.
+  # The server's pid (timeout's child), then the process to attach to
+  # (polled with a 10 s deadline, not a synchronisation).
   for _ in $(seq 200); do
     child=$(pgrep -P "$srv" | head -1); [[ -n $child ]] && break; sleep 0.05
   done

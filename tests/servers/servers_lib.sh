@@ -4,7 +4,7 @@
 # file, a process gone) until a deadline that only guards against a hang;
 # every process runs under `timeout -k 5 BOUND`, so a hang fails the test
 # instead of holding CI. Defines:
-#   servers_skip_if_asked       exit 77 (printed) when CROSSFREE_TEST_NO_SERVERS is set
+#   servers_skip_if_asked       exit 77 (printed) when CROSSFREE_TEST_NO_SERVERS=1
 #   fail MESSAGE...             prints FAIL and counts one failure
 #   finish SUCCESS_LINE         exit 1 after any failure, else prints the line
 #   free_port                   a TCP port of 127.0.0.1 free at the time of the call
@@ -21,8 +21,8 @@
 # The caller sets CROSSFREE (the CLI) before calling the checks.
 
 servers_skip_if_asked() {
-  if [[ -n ${CROSSFREE_TEST_NO_SERVERS:-} ]]; then
-    echo "SKIP: CROSSFREE_TEST_NO_SERVERS is set: the third-party server tests do not run"
+  if [[ ${CROSSFREE_TEST_NO_SERVERS:-} == 1 ]]; then
+    echo "SKIP: CROSSFREE_TEST_NO_SERVERS=1: the third-party server tests do not run"
     exit 77
   fi
 }

@@ -83,7 +83,8 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const ProcessLimi
     if (!dropped) env.push_back(entry);
   }
   for (const std::string& add : limits.env) env.push_back(add);
-  bool rlimit_as = limits.address_space != 0;
+  // See ProcessLimits: TSan's shadow cannot live under RLIMIT_AS either.
+  bool rlimit_as = limits.address_space != 0 && !kThreadSanitizer;
   if (kAddressSanitizer && rlimit_as) {
     // See ProcessLimits: ASan's shadow cannot live under RLIMIT_AS.
     rlimit_as = false;

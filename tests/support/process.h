@@ -27,6 +27,25 @@ inline constexpr bool kAddressSanitizer = false;
 inline constexpr bool kAddressSanitizer = false;
 #endif
 
+// Whether this build is instrumented with ThreadSanitizer (scripts/test
+// --tsan). Then so is every program the build makes, but the tracer and
+// the programs the tracer tests preload it into.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kThreadSanitizer = true;
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+
+// address_space under TSan: not set, for the same reason as under ASan
+// below (TSan maps its shadow at start-up), and TSan has no bound of its
+// own to put in its place: a child of a TSan build has the time bound
+// alone.
 // address_space under ASan: not set as RLIMIT_AS, because ASan reserves
 // terabytes of address space for its shadow memory at start-up, so under
 // any bound a test could choose the child dies before main ("ASan failed to
@@ -37,7 +56,7 @@ inline constexpr bool kAddressSanitizer = false;
 // built without ASan (sh, ls) get no memory bound in that build.
 struct ProcessLimits {
   double timeout_s = 30;           // SIGKILL after this; timed_out is set
-  uint64_t address_space = 0;      // RLIMIT_AS in bytes; 0 = unlimited (ASan builds: above)
+  uint64_t address_space = 0;      // RLIMIT_AS in bytes; 0 = unlimited (ASan, TSan builds: above)
   std::vector<std::string> env;    // NAME=VALUE added to (or replacing in) the environment
   // Removed from the environment (before env is added): NAME, or PREFIX*
   // for every name that starts with PREFIX.

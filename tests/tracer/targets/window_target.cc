@@ -23,11 +23,13 @@
 //   8888 x10 and leaves with exit(); the parent waits for it.
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -45,6 +47,9 @@ std::mutex& mu = *new std::mutex;
 std::condition_variable& cv = *new std::condition_variable;
 bool go = false;
 bool cond_done = false;
+// The two threads that block across the opening toggle, once they run.
+std::atomic<pid_t> reader_tid{0};
+std::atomic<pid_t> waiter_tid{0};
 
 void Churn(size_t size, int n) {
   for (int i = 0; i < n; ++i) {
@@ -65,6 +70,22 @@ bool ReadAll(int fd, char* buf, size_t n) {
   return true;
 }
 
+// Whether thread `tid` of this process sleeps in the kernel (state S:
+// read() on an empty pipe, a futex wait).
+bool Sleeping(pid_t tid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/self/task/%d/stat", static_cast<int>(tid));
+  FILE* f = fopen(path, "r");
+  if (f == nullptr) return false;
+  char line[512];
+  const bool got = fgets(line, sizeof(line), f) != nullptr;
+  fclose(f);
+  // The state follows the name, which is in parentheses and may hold any
+  // character: the last ')' ends it.
+  const char* end = got ? strrchr(line, ')') : nullptr;
+  return end != nullptr && end[1] == ' ' && end[2] == 'S';
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,6 +97,7 @@ int main(int argc, char** argv) {
   bool reader_ok = true;
   std::thread reader([&] {
     char buf[4096];
+    reader_tid = gettid();
     // Blocked here while the window opens.
     reader_ok = ReadAll(pipe_fds[0], buf, sizeof(buf)) && buf[4095] == 'x';
     Churn(5555, 20);
@@ -84,6 +106,7 @@ int main(int argc, char** argv) {
     reader_ok = reader_ok && ReadAll(pipe_fds[0], buf, 1);
   });
   std::thread waiter([] {
+    waiter_tid = gettid();
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [] { return go; });
     Churn(6666, 10);
@@ -96,9 +119,18 @@ int main(int argc, char** argv) {
     sigemptyset(&set);
     sigaddset(&set, SIGUSR2);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    usleep(20000);  // let both threads block first (not needed for the result)
+    // Both threads blocked first, so that the toggles land on them: a
+    // bounded poll (10 s, a deadline, not a synchronisation; the result
+    // does not depend on it).
+    for (int i = 0; i < 10000; ++i) {
+      const pid_t r = reader_tid.load(), w = waiter_tid.load();
+      if (r != 0 && w != 0 && Sleeping(r) && Sleeping(w)) break;
+      usleep(1000);
+    }
     for (int i = 0; i < 10 && getenv("CROSSFREE_TOGGLE_SIGNAL") != nullptr; ++i) {
       kill(getpid(), SIGUSR2);
+      // Pacing, not a synchronisation: spreads the toggles (two sent
+      // before the first is handled merge into one, which the test allows).
       usleep(2000);
     }
   } else {
