@@ -8,14 +8,13 @@ namespace {
 AllocPattern g_pattern;
 }  // namespace
 
+void AllocPattern::Add(const AllocPattern& other) {
+  for (const AllocPatternSwitch& s : kAllocPatternSwitches) this->*s.member |= other.*s.member;
+}
+
 AllocPattern AllocPattern::Legacy() {
   AllocPattern p;
-  p.legacy_reactor_tasks = true;
-  p.legacy_call_response = true;
-  p.legacy_response_transfer = true;
-  p.legacy_messages = true;
-  p.legacy_client_transfer = true;
-  p.legacy_reactor_writes = true;
+  for (const AllocPatternSwitch& s : kAllocPatternSwitches) p.*s.member = true;
   return p;
 }
 
@@ -33,22 +32,15 @@ Status AllocPattern::FromName(std::string_view name, AllocPattern* out) {
 
 std::string AllocPattern::ToString() const {
   std::string out;
-  auto add = [&out](bool on, const char* name) {
-    if (!on) return;
+  bool all = true;
+  for (const AllocPatternSwitch& s : kAllocPatternSwitches) {
+    all = all && this->*s.member;
+    if (!(this->*s.member)) continue;
     if (!out.empty()) out += ",";
-    out += name;
-  };
-  add(legacy_reactor_tasks, "legacy_reactor_tasks");
-  add(legacy_call_response, "legacy_call_response");
-  add(legacy_response_transfer, "legacy_response_transfer");
-  add(legacy_messages, "legacy_messages");
-  add(legacy_client_transfer, "legacy_client_transfer");
-  add(legacy_reactor_writes, "legacy_reactor_writes");
-  if (out.empty()) return "fixed";
-  if (legacy_reactor_tasks && legacy_call_response && legacy_response_transfer &&
-      legacy_messages && legacy_client_transfer && legacy_reactor_writes) {
-    return "legacy";
+    out += s.name;
   }
+  if (out.empty()) return "fixed";
+  if (all) return "legacy";
   return out;
 }
 

@@ -44,19 +44,39 @@ struct AllocPattern {
 
   static AllocPattern Fixed() { return AllocPattern(); }
   // Switches on every switch that `other` has on.
-  void Add(const AllocPattern& other) {
-    legacy_reactor_tasks |= other.legacy_reactor_tasks;
-    legacy_call_response |= other.legacy_call_response;
-    legacy_response_transfer |= other.legacy_response_transfer;
-    legacy_messages |= other.legacy_messages;
-    legacy_client_transfer |= other.legacy_client_transfer;
-    legacy_reactor_writes |= other.legacy_reactor_writes;
-  }
+  void Add(const AllocPattern& other);
   static AllocPattern Legacy();
   // "fixed" or "legacy"; anything else is InvalidArgument.
   static Status FromName(std::string_view name, AllocPattern* out);
   // "fixed", "legacy" or the list of legacy switches, e.g. "legacy_messages".
   std::string ToString() const;
+};
+
+// Every switch of AllocPattern once: its name (ToString's word and
+// rpc-bench's --<name> flag), its member, and what it restores in a line.
+// Add, Legacy, ToString and the benchmark's flags loop over it, so a new
+// switch is one row here (and its member above).
+struct AllocPatternSwitch {
+  const char* name;
+  bool AllocPattern::*member;
+  const char* help;
+};
+inline constexpr AllocPatternSwitch kAllocPatternSwitches[] = {
+    {"legacy_reactor_tasks", &AllocPattern::legacy_reactor_tasks,
+     "Heap reactor tasks: producer new, reactor delete"},
+    {"legacy_call_response", &AllocPattern::legacy_call_response,
+     "Client CallResponse new'ed on the client reactor, freed by the caller"},
+    {"legacy_response_transfer", &AllocPattern::legacy_response_transfer,
+     "Server response transfer/callbacks/buffer new'ed on the worker, freed on the reactor"},
+    {"legacy_messages", &AllocPattern::legacy_messages,
+     "Server messages on a per-call arena: blocks from the worker, freed on the reactor; "
+     "RpcContext new'ed on the worker"},
+    {"legacy_client_transfer", &AllocPattern::legacy_client_transfer,
+     "Client response transfer+buffer freed by the caller; callback boxed on the caller, freed "
+     "on the reactor"},
+    {"legacy_reactor_writes", &AllocPattern::legacy_reactor_writes,
+     "Every socket write through the reactor (KRPC): no direct send by the sync caller, no "
+     "direct response write by the worker"},
 };
 
 // The process-wide pattern. Read by the RPC threads on every call.

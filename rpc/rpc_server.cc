@@ -32,34 +32,34 @@ struct ServerFlags {
   bool verbose = false;
 };
 
+// A numeric flag within `check`, its default shown in --help.
+template <typename T>
+void AddNumber(CLI::App* app, const std::string& name, T& field, const std::string& help,
+               const CLI::Validator& check) {
+  app->add_option(name, field, help)->check(check)->capture_default_str();
+}
+
 // Every flag, bound to its field of *f (MessengerOptions one for one).
 void AddFlags(CLI::App* app, ServerFlags* f) {
   app->set_version_flag("--version", "rpc-server " CROSSFREE_VERSION);
   app->add_option("--bind", f->bind, "Address to listen on, numeric IPv4 or IPv6 (e.g. ::1)")
       ->capture_default_str();
-  app->add_option("--port", f->port, "TCP port; 0 picks a free one")
-      ->check(CLI::Range(0, 65535))
-      ->capture_default_str();
-  app->add_option("--reactors", f->o.num_reactors, "Reactor (event loop) threads")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app->add_option("--workers", f->po.num_workers, "Service-pool worker threads")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app->add_option("--queue_length", f->po.queue_length,
-                  "Calls waiting for a worker; beyond it ERROR_SERVER_TOO_BUSY")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app->add_option("--max_message_size", f->o.max_message_size,
-                  "Largest frame in bytes (prefix included); larger closes the connection")
-      ->check(CLI::Range(size_t{64}, size_t{INT32_MAX}))
-      ->capture_default_str();
-  app->add_option("--max_calls_in_flight_per_connection",
-                  f->o.max_calls_in_flight_per_connection,
-                  "Calls per connection from request to written response; at the limit the "
-                  "socket is not read (0 = no limit)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  AddNumber(app, "--port", f->port, "TCP port; 0 picks a free one", CLI::Range(0, 65535));
+  AddNumber(app, "--reactors", f->o.num_reactors, "Reactor (event loop) threads",
+            CLI::PositiveNumber);
+  AddNumber(app, "--workers", f->po.num_workers, "Service-pool worker threads",
+            CLI::PositiveNumber);
+  AddNumber(app, "--queue_length", f->po.queue_length,
+            "Calls waiting for a worker; beyond it ERROR_SERVER_TOO_BUSY",
+            CLI::PositiveNumber);
+  AddNumber(app, "--max_message_size", f->o.max_message_size,
+            "Largest frame in bytes (prefix included); larger closes the connection",
+            CLI::Range(size_t{64}, size_t{INT32_MAX}));
+  AddNumber(app, "--max_calls_in_flight_per_connection",
+            f->o.max_calls_in_flight_per_connection,
+            "Calls per connection from request to written response; at the limit the "
+            "socket is not read (0 = no limit)",
+            CLI::NonNegativeNumber);
   app->add_option("--max_queued_response_bytes_per_connection",
                   f->o.max_queued_response_bytes_per_connection,
                   "Unwritten response bytes per connection; at the limit the socket is not read "
@@ -69,37 +69,30 @@ void AddFlags(CLI::App* app, ServerFlags* f) {
                   "Receive buffers plus queued responses over all connections; a connection "
                   "whose buffer cannot grow stops reading (0 = no limit)")
       ->capture_default_str();
-  app->add_option("--frame_timeout_ms", f->o.frame_timeout_ms,
-                  "Close a connection whose current frame or connection header gets no byte "
-                  "for this long (0 = never)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app->add_option("--idle_timeout_ms", f->o.idle_timeout_ms,
-                  "Close a connection with no call and no byte received for this long (0 = "
-                  "never)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app->add_option("--max_connections", f->o.max_connections,
-                  "Open connections; one more is accepted and closed at once (0 = no limit)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app->add_option("--accept_backoff_ms", f->o.accept_backoff_ms,
-                  "Pause of the acceptor after accept() fails (EMFILE, ENFILE, ENOBUFS)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app->add_option("--deferred_threads", f->o.deferred_threads,
-                  "Threads for deferred handlers (Sleep deferred=true), started on demand")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app->add_option("--deferred_queue_length", f->o.deferred_queue_length,
-                  "Deferred tasks waiting; beyond it ERROR_SERVER_TOO_BUSY")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app->add_option("--shutdown_grace_ms", f->o.shutdown_grace_ms,
-                  "On SIGTERM/SIGINT, how long running calls may finish before they are "
-                  "cancelled")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  AddNumber(app, "--frame_timeout_ms", f->o.frame_timeout_ms,
+            "Close a connection whose current frame or connection header gets no byte "
+            "for this long (0 = never)",
+            CLI::NonNegativeNumber);
+  AddNumber(app, "--idle_timeout_ms", f->o.idle_timeout_ms,
+            "Close a connection with no call and no byte received for this long (0 = "
+            "never)",
+            CLI::NonNegativeNumber);
+  AddNumber(app, "--max_connections", f->o.max_connections,
+            "Open connections; one more is accepted and closed at once (0 = no limit)",
+            CLI::NonNegativeNumber);
+  AddNumber(app, "--accept_backoff_ms", f->o.accept_backoff_ms,
+            "Pause of the acceptor after accept() fails (EMFILE, ENFILE, ENOBUFS)",
+            CLI::NonNegativeNumber);
+  AddNumber(app, "--deferred_threads", f->o.deferred_threads,
+            "Threads for deferred handlers (Sleep deferred=true), started on demand",
+            CLI::NonNegativeNumber);
+  AddNumber(app, "--deferred_queue_length", f->o.deferred_queue_length,
+            "Deferred tasks waiting; beyond it ERROR_SERVER_TOO_BUSY",
+            CLI::NonNegativeNumber);
+  AddNumber(app, "--shutdown_grace_ms", f->o.shutdown_grace_ms,
+            "On SIGTERM/SIGINT, how long running calls may finish before they are "
+            "cancelled",
+            CLI::NonNegativeNumber);
   app->add_option("--inline_methods", f->po.inline_methods,
                   "Methods run on the reactor that read the request, which writes the "
                   "response too (no worker hand-off), e.g. Add,Echo. Only for handlers that "

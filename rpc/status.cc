@@ -9,19 +9,11 @@ namespace crossfree::rpc {
 const char* Status::CodeName(Code code) {
   switch (code) {
     case Code::kOk: return "OK";
-    case Code::kNotFound: return "Not found";
-    case Code::kCorruption: return "Corruption";
-    case Code::kNotSupported: return "Not implemented";
-    case Code::kInvalidArgument: return "Invalid argument";
-    case Code::kIOError: return "IO error";
-    case Code::kAlreadyPresent: return "Already present";
-    case Code::kRuntimeError: return "Runtime error";
-    case Code::kNetworkError: return "Network error";
-    case Code::kIllegalState: return "Illegal state";
-    case Code::kAborted: return "Aborted";
-    case Code::kRemoteError: return "Remote error";
-    case Code::kServiceUnavailable: return "Service unavailable";
-    case Code::kTimedOut: return "Timed out";
+#define CROSSFREE_RPC_STATUS_CASE(name, text) \
+  case Code::k##name:                         \
+    return text;
+    CROSSFREE_RPC_STATUS_CODES(CROSSFREE_RPC_STATUS_CASE)
+#undef CROSSFREE_RPC_STATUS_CASE
   }
   return "Unknown";
 }

@@ -9,6 +9,25 @@
 
 namespace crossfree::rpc {
 
+// Every error code once, in Code's order: its name, which makes the
+// enumerator (Code::kNotFound), the factory (Status::NotFound(message,
+// errno)) and the predicate (IsNotFound()), and the text ToString() starts
+// with. A new code is one line here.
+#define CROSSFREE_RPC_STATUS_CODES(X)             \
+  X(NotFound, "Not found")                        \
+  X(Corruption, "Corruption")                     \
+  X(NotSupported, "Not implemented")              \
+  X(InvalidArgument, "Invalid argument")          \
+  X(IOError, "IO error")                          \
+  X(AlreadyPresent, "Already present")            \
+  X(RuntimeError, "Runtime error")                \
+  X(NetworkError, "Network error")                \
+  X(IllegalState, "Illegal state")                \
+  X(Aborted, "Aborted")                           \
+  X(RemoteError, "Remote error")                  \
+  X(ServiceUnavailable, "Service unavailable")    \
+  X(TimedOut, "Timed out")
+
 // A Status is a code, a human-readable message and an optional POSIX errno.
 // An OK status holds no heap memory; an error status owns its code, message
 // and errno (one allocation, plus the message's if it is long).
@@ -17,19 +36,9 @@ class Status {
  public:
   enum class Code : int {
     kOk = 0,
-    kNotFound,
-    kCorruption,
-    kNotSupported,
-    kInvalidArgument,
-    kIOError,
-    kAlreadyPresent,
-    kRuntimeError,
-    kNetworkError,
-    kIllegalState,
-    kAborted,
-    kRemoteError,
-    kServiceUnavailable,
-    kTimedOut,
+#define CROSSFREE_RPC_STATUS_ENUMERATOR(name, text) k##name,
+    CROSSFREE_RPC_STATUS_CODES(CROSSFREE_RPC_STATUS_ENUMERATOR)
+#undef CROSSFREE_RPC_STATUS_ENUMERATOR
   };
 
   Status() = default;
@@ -44,37 +53,12 @@ class Status {
   }
   Status& operator=(Status&& o) noexcept = default;
   static Status OK() { return Status(); }
-  static Status NotFound(std::string_view m, int e = 0) { return Status(Code::kNotFound, m, e); }
-  static Status Corruption(std::string_view m, int e = 0) { return Status(Code::kCorruption, m, e); }
-  static Status NotSupported(std::string_view m, int e = 0) { return Status(Code::kNotSupported, m, e); }
-  static Status InvalidArgument(std::string_view m, int e = 0) {
-    return Status(Code::kInvalidArgument, m, e);
-  }
-  static Status IOError(std::string_view m, int e = 0) { return Status(Code::kIOError, m, e); }
-  static Status AlreadyPresent(std::string_view m, int e = 0) {
-    return Status(Code::kAlreadyPresent, m, e);
-  }
-  static Status RuntimeError(std::string_view m, int e = 0) { return Status(Code::kRuntimeError, m, e); }
-  static Status NetworkError(std::string_view m, int e = 0) { return Status(Code::kNetworkError, m, e); }
-  static Status IllegalState(std::string_view m, int e = 0) { return Status(Code::kIllegalState, m, e); }
-  static Status Aborted(std::string_view m, int e = 0) { return Status(Code::kAborted, m, e); }
-  static Status RemoteError(std::string_view m, int e = 0) { return Status(Code::kRemoteError, m, e); }
-  static Status ServiceUnavailable(std::string_view m, int e = 0) {
-    return Status(Code::kServiceUnavailable, m, e);
-  }
-  static Status TimedOut(std::string_view m, int e = 0) { return Status(Code::kTimedOut, m, e); }
-
   bool ok() const { return state_ == nullptr; }
-  bool IsNotFound() const { return code() == Code::kNotFound; }
-  bool IsCorruption() const { return code() == Code::kCorruption; }
-  bool IsInvalidArgument() const { return code() == Code::kInvalidArgument; }
-  bool IsIOError() const { return code() == Code::kIOError; }
-  bool IsNetworkError() const { return code() == Code::kNetworkError; }
-  bool IsIllegalState() const { return code() == Code::kIllegalState; }
-  bool IsAborted() const { return code() == Code::kAborted; }
-  bool IsRemoteError() const { return code() == Code::kRemoteError; }
-  bool IsServiceUnavailable() const { return code() == Code::kServiceUnavailable; }
-  bool IsTimedOut() const { return code() == Code::kTimedOut; }
+#define CROSSFREE_RPC_STATUS_MAKE_AND_TEST(name, text)                                  \
+  static Status name(std::string_view m, int e = 0) { return Status(Code::k##name, m, e); } \
+  bool Is##name() const { return code() == Code::k##name; }
+  CROSSFREE_RPC_STATUS_CODES(CROSSFREE_RPC_STATUS_MAKE_AND_TEST)
+#undef CROSSFREE_RPC_STATUS_MAKE_AND_TEST
 
   Code code() const { return state_ != nullptr ? state_->code : Code::kOk; }
   // Empty for OK.

@@ -14,25 +14,7 @@ namespace {
 
 // Text and attribute values: the five XML specials escaped, and characters
 // XML 1.0 cannot hold (C0 controls but tab and line breaks) as '?'.
-std::string Xml(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-          out += '?';
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
+std::string Xml(std::string_view s) { return MarkupEscape(s, Markup::kXml); }
 
 std::string SiteLinesPlain(const Site& site, const char* label) {
   std::string out;

@@ -164,19 +164,7 @@ std::string Page(const std::string& title, const std::string& body, const std::s
       title, kStyle, body, ScriptSafe(model), kScript);
 }
 
-std::string HtmlEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string HtmlEscape(std::string_view s) { return MarkupEscape(s, Markup::kHtml); }
 
 // A sampled run's page says so at the top, and lists the estimates with
 // their 95% intervals in a table of its own (the drawn tables show the

@@ -155,6 +155,29 @@ std::string JsonStringList(const std::vector<std::string>& strings) {
   return out;
 }
 
+std::string MarkupEscape(std::string_view s, Markup markup) {
+  const bool xml = markup == Markup::kXml;
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default:
+        if (xml && c == '\'') {
+          out += "&apos;";
+        } else if (xml && static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' &&
+                   c != '\r') {
+          out += '?';
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
 std::string JsonString(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {

@@ -45,6 +45,15 @@ std::string HumanBytes(uint64_t n);
 std::string DurationText(uint64_t ns);
 // A size class for people: "48 B", "1 KiB", "large".
 std::string SizeClassLabel(int size_class);
+// Which characters MarkupEscape writes as entities.
+enum class Markup {
+  kHtml,  // & < > " (the HTML page's text and double-quoted attributes)
+  kXml,   // & < > " ' and, as '?', C0 controls but tab and line breaks
+          // (XML 1.0 cannot hold them even as references): JUnit files
+};
+// s as markup text or an attribute value. One function for both so that
+// the HTML page and the gate's XML escape the specials they share alike.
+std::string MarkupEscape(std::string_view s, Markup markup);
 // A JSON string literal, quotes included.
 std::string JsonString(std::string_view s);
 // The strings as JSON literals separated by ", " (an array's contents,

@@ -654,22 +654,9 @@ int main(int argc, char** argv) {
   app.add_option("--alloc_pattern", f.alloc_pattern,
                  "fixed (all KUDU-1865 fixes) or legacy (all historical patterns)")
       ->check(CLI::IsMember({"fixed", "legacy"}));
-  app.add_flag("--legacy_reactor_tasks", f.legacy.legacy_reactor_tasks,
-               "Heap reactor tasks: producer new, reactor delete");
-  app.add_flag("--legacy_call_response", f.legacy.legacy_call_response,
-               "Client CallResponse new'ed on the client reactor, freed by the caller");
-  app.add_flag("--legacy_response_transfer", f.legacy.legacy_response_transfer,
-               "Server response transfer/callbacks/buffer new'ed on the worker, freed on the "
-               "reactor");
-  app.add_flag("--legacy_messages", f.legacy.legacy_messages,
-               "Server messages on a per-call arena: blocks from the worker, freed on the "
-               "reactor; RpcContext new'ed on the worker");
-  app.add_flag("--legacy_client_transfer", f.legacy.legacy_client_transfer,
-               "Client response transfer+buffer freed by the caller; callback boxed on the "
-               "caller, freed on the reactor");
-  app.add_flag("--legacy_reactor_writes", f.legacy.legacy_reactor_writes,
-               "Every socket write through the reactor (KRPC): no direct send by the sync "
-               "caller, no direct response write by the worker");
+  for (const crossfree::rpc::AllocPatternSwitch& s : crossfree::rpc::kAllocPatternSwitches) {
+    app.add_flag(std::string("--") + s.name, f.legacy.*s.member, s.help);
+  }
   app.add_flag("--inline_handlers", f.inline_handlers,
                "Server: run Add and Echo on the reactor that read the request, which writes "
                "the response too (ServicePoolOptions::inline_methods; no worker hand-off)");

@@ -1,10 +1,11 @@
 # Helpers shared by the benchmark scripts (sourced, not run).
 
 # Median of the numbers on stdin, one a line (the mean of the two middle
-# ones for an even count; 0 when there are none).
+# ones for an even count). `median [EMPTY]`: what to print when there are
+# none, 0 unless given (a caller that divides by it passes nan).
 median() {
-  sort -g | awk '{v[NR] = $1} END {
-    if (NR == 0) print 0
+  sort -g | awk -v empty="${1:-0}" '{v[NR] = $1} END {
+    if (NR == 0) print empty
     else if (NR % 2) print v[(NR + 1) / 2]
     else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }

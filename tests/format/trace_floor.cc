@@ -77,6 +77,22 @@ uint64_t ClassOf(uint64_t size) { return size <= 1000 ? std::max<uint64_t>(2, (s
 std::map<std::string, CondEntropy> g_models;
 void Put(const char* model, uint64_t context, uint64_t value) { g_models[model].Put(context, value); }
 
+// An allocation's address under two models: its rank among `freed`, the
+// freed blocks of its class most recent first (and taken out of them), else
+// 1 bit and then its zigzag delta/16 from `last`, the previous address that
+// was not a freed block (updated).
+void PutAllocAddress(std::deque<uint64_t>& freed, uint64_t address, uint64_t& last,
+                     const char* rank_model, const char* delta_model) {
+  auto it = std::find(freed.begin(), freed.end(), address);
+  Put(rank_model, 0, it != freed.end() ? static_cast<uint64_t>(it - freed.begin()) : ~uint64_t{0});
+  if (it != freed.end()) {
+    freed.erase(it);
+    return;
+  }
+  Put(delta_model, 0, wire::ZigZag(static_cast<int64_t>(address - last) >> 4));
+  last = address;
+}
+
 // Rank of `x` in a most-recent-first list, moved to the front; the list
 // length when absent (then pushed at the front, the list capped at cap).
 uint64_t MtfRank(std::deque<uint64_t>& list, uint64_t x, size_t cap) {
@@ -135,17 +151,9 @@ void PerChunk(const std::vector<Ev>& ev) {
           ss != site_size.end() && ss->second == e.size ? 0 : e.size + 1);
       site_size[e.stack] = e.size;
       // Address: rank among the chunk's freed blocks of the class, else new.
-      auto& f = freed[ClassOf(e.size)];
-      auto it = std::find(f.begin(), f.end(), e.address);
-      Put("alloc address: rank among the chunk's freed blocks of its class (any depth), 1 bit otherwise", 0,
-          it != f.end() ? static_cast<uint64_t>(it - f.begin()) : ~uint64_t{0});
-      if (it != f.end()) {
-        f.erase(it);
-      } else {
-        Put("alloc address when not a freed block, zigzag delta/16 from the chunk's last such", 0,
-            wire::ZigZag(static_cast<int64_t>(e.address - last_new) >> 4));
-        last_new = e.address;
-      }
+      PutAllocAddress(freed[ClassOf(e.size)], e.address, last_new,
+                      "alloc address: rank among the chunk's freed blocks of its class (any depth), 1 bit otherwise",
+                      "alloc address when not a freed block, zigzag delta/16 from the chunk's last such");
       live[e.address] = {e.stack, e.size};
       live_by_site[e.stack].push_back(e.address);
     } else {
@@ -197,18 +205,9 @@ void WholeTrace(std::vector<Ev> ev) {
   std::unordered_map<uint32_t, uint64_t> last_new;
   for (const Ev& e : ev) {
     if (e.alloc) {
-      auto& f = freed[ClassOf(e.size)];
-      auto it = std::find(f.begin(), f.end(), e.address);
-      Put("whole: alloc address, rank among the process's freed blocks of its class (256 kept), else 1 bit", 0,
-          it != f.end() ? static_cast<uint64_t>(it - f.begin()) : ~uint64_t{0});
-      if (it != f.end()) {
-        f.erase(it);
-      } else {
-        uint64_t& last = last_new[e.thread];
-        Put("whole: alloc address when not a freed block, zigzag delta/16 from the thread's last such", 0,
-            wire::ZigZag(static_cast<int64_t>(e.address - last) >> 4));
-        last = e.address;
-      }
+      PutAllocAddress(freed[ClassOf(e.size)], e.address, last_new[e.thread],
+                      "whole: alloc address, rank among the process's freed blocks of its class (256 kept), else 1 bit",
+                      "whole: alloc address when not a freed block, zigzag delta/16 from the thread's last such");
       const uint64_t key = uint64_t{e.thread} << 32 | e.stack;
       live[e.address] = {e.thread, e.stack, e.size, next_ordinal[key]++};
       live_by_thread_site[key].push_back(e.address);

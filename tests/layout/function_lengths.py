@@ -100,6 +100,18 @@ GROUPED_WORDS = {'__attribute__', 'alignas', 'decltype', 'noexcept', 'throw',
                  '__declspec'}
 
 
+def past_group(words, i, opening, closing):
+    """The index just past the group that opens at words[i] (an `opening`
+    word) and ends at its balancing `closing` word, or len(words)."""
+    depth = 0
+    while i < len(words):
+        depth += {opening: 1, closing: -1}.get(words[i], 0)
+        i += 1
+        if depth == 0:
+            break
+    return i
+
+
 def without_groups(words):
     """`words` without template<...> prefixes, [[attributes]] and the
     parenthesized groups of GROUPED_WORDS."""
@@ -107,12 +119,7 @@ def without_groups(words):
     while i < len(words):
         w = words[i]
         if w == 'template' and i + 1 < len(words) and words[i + 1] == '<':
-            depth, i = 0, i + 1
-            while i < len(words):
-                depth += {'<': 1, '>': -1}.get(words[i], 0)
-                i += 1
-                if depth == 0:
-                    break
+            i = past_group(words, i + 1, '<', '>')
             continue
         if w == '[' and i + 1 < len(words) and words[i + 1] == '[':
             while i < len(words) and not (words[i] == ']' and words[i - 1] == ']'):
@@ -120,12 +127,7 @@ def without_groups(words):
             i += 1
             continue
         if w in GROUPED_WORDS and i + 1 < len(words) and words[i + 1] == '(':
-            depth, i = 0, i + 1
-            while i < len(words):
-                depth += {'(': 1, ')': -1}.get(words[i], 0)
-                i += 1
-                if depth == 0:
-                    break
+            i = past_group(words, i + 1, '(', ')')
             if w in ('noexcept', 'throw'):
                 out.append(w)
             continue

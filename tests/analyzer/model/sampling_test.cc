@@ -496,6 +496,30 @@ void AnalyzeRun(Analyzed& r, SyntheticTrace& trace, const std::string& name,
   r.analysis.operations = operations;
 }
 
+// The baseline `gate --update` writes for the run, read back.
+Baseline BaselineOf(const Analysis& a) {
+  std::string text = FormatBaseline(UnsuppressedPairs(a, {}), a, "accept");
+  Baseline baseline;
+  std::string error;
+  REQUIRE(ParseBaseline(text, "base", &baseline, &error));
+  return baseline;
+}
+
+// An RpcLikeRun of `calls` operations, analyzed and gated against a
+// baseline. One object because the result points into the analysis and the
+// analysis reads the trace's bytes.
+struct GatedRun {
+  GatedRun(const Baseline& baseline, uint64_t calls, double cross, bool handoff, uint64_t seed,
+           const std::string& name)
+      : trace(RpcLikeRun(calls, cross, handoff, seed)) {
+    AnalyzeRun(run, trace, name, calls);
+    result = testing::Gate(run.analysis, baseline);
+  }
+  SyntheticTrace trace;
+  Analyzed run;
+  GateResult result;
+};
+
 TEST_CASE("gate on synthetic runs: one run's baseline passes reruns and fails a planted hand-off") {
   SyntheticTrace base_trace = RpcLikeRun(1000, 0.4, false, 1);
   Analyzed base;
@@ -506,24 +530,16 @@ TEST_CASE("gate on synthetic runs: one run's baseline passes reruns and fails a 
   CHECK(startup->lifecycle() == Lifecycle::kBounded);
   REQUIRE(FindPair(base.analysis, 1) != nullptr);
   CHECK(FindPair(base.analysis, 1)->lifecycle() == Lifecycle::kPerCall);
-  std::string text = FormatBaseline(UnsuppressedPairs(base.analysis, {}), base.analysis, "accept");
-  Baseline baseline;
-  std::string error;
-  REQUIRE(ParseBaseline(text, "base", &baseline, &error));
+  const Baseline baseline = BaselineOf(base.analysis);
   CHECK(baseline.per_operation);
   CHECK(baseline.sites.at(AllocSite(2)) == Approx(1.0));  // every call allocates one there
 
   // A longer rerun in which the timing-dependent site crossed 60% of the time.
-  SyntheticTrace longer_trace = RpcLikeRun(3000, 0.6, false, 2);
-  Analyzed longer;
-  AnalyzeRun(longer, longer_trace, "longer.trc", 3000);
-  CHECK(testing::Gate(longer.analysis, baseline).passed());
+  CHECK(GatedRun(baseline, 3000, 0.6, false, 2, "longer.trc").result.passed());
 
   // The same length with a hand-off every 10th call: fails, naming its site.
-  SyntheticTrace planted_trace = RpcLikeRun(1000, 0.4, true, 3);
-  Analyzed planted;
-  AnalyzeRun(planted, planted_trace, "planted.trc", 1000);
-  GateResult fail = testing::Gate(planted.analysis, baseline);
+  GatedRun planted(baseline, 1000, 0.4, true, 3, "planted.trc");
+  const GateResult& fail = planted.result;
   REQUIRE(fail.offenses.size() == 1);
   CHECK(fail.offenses[0].verdict == GateVerdict::kNew);
   CHECK(fail.offenses[0].group.key == AllocSite(4));
@@ -567,25 +583,17 @@ TEST_CASE("gate on synthetic runs: a timing-dependent site fails on its crossing
   SyntheticTrace base_trace = RpcLikeRun(2000, 0.15, false, 11);
   Analyzed base;
   AnalyzeRun(base, base_trace, "base.trc", 2000);
-  std::string text = FormatBaseline(UnsuppressedPairs(base.analysis, {}), base.analysis, "accept");
-  Baseline baseline;
-  std::string error;
-  REQUIRE(ParseBaseline(text, "base", &baseline, &error));
+  const Baseline baseline = BaselineOf(base.analysis);
   CHECK(baseline.site_shares.at(AllocSite(2)) == Approx(0.15).epsilon(0.1));
   CHECK(baseline.units == 2000);
   CHECK(baseline.steady_units < 2000);
   // Reruns at 30% and 60%: timing. Every object crossing: a change.
   for (double cross : {0.15, 0.3, 0.6}) {
-    SyntheticTrace t = RpcLikeRun(3000, cross, false, 12);
-    Analyzed rerun;
-    AnalyzeRun(rerun, t, "rerun.trc", 3000);
     INFO("crossing " << cross);
-    CHECK(testing::Gate(rerun.analysis, baseline).passed());
+    CHECK(GatedRun(baseline, 3000, cross, false, 12, "rerun.trc").result.passed());
   }
-  SyntheticTrace all_trace = RpcLikeRun(3000, 1.0, false, 13);
-  Analyzed all;
-  AnalyzeRun(all, all_trace, "all.trc", 3000);
-  GateResult r = testing::Gate(all.analysis, baseline);
+  GatedRun all(baseline, 3000, 1.0, false, 13, "all.trc");
+  const GateResult& r = all.result;
   REQUIRE(r.offenses.size() == 1);
   CHECK(r.offenses[0].group.key == AllocSite(2));
   CHECK(r.offenses[0].by_share);

@@ -14,6 +14,7 @@
 
 #include "analyzer/model/analysis.h"
 #include "analyzer/render/folded.h"
+#include "analyzer/render/output.h"
 #include "analyzer/render/pprof.h"
 #include "pprof/profile.pb.h"
 #include "tests/analyzer/model/scenarios.h"
@@ -124,6 +125,15 @@ TEST_CASE("folded stacks: allocating side outermost first, then the freeing side
   }
   CHECK(n == a.pairs.size());
   CHECK(total == 1600);
+}
+
+// The HTML page and the JUnit file share one escaping function: HTML
+// escapes four specials, XML also the apostrophe and the controls XML 1.0
+// cannot hold.
+TEST_CASE("markup escaping: HTML's four specials, XML's five and its controls") {
+  const std::string_view s = "a&b<c>d\"e'f\tg\x01h\ni";
+  CHECK(MarkupEscape(s, Markup::kHtml) == "a&amp;b&lt;c&gt;d&quot;e'f\tg\x01h\ni");
+  CHECK(MarkupEscape(s, Markup::kXml) == "a&amp;b&lt;c&gt;d&quot;e&apos;f\tg?h\ni");
 }
 
 }  // namespace
