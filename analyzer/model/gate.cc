@@ -138,8 +138,8 @@ StayingBound LeastStayingShare(const std::vector<SiteRunCount>& runs, double tim
   double ss = 0;
   for (double v : y) ss += (v - mean) * (v - mean);
   const double deviation = std::sqrt(ss / (n - 1));
-  const double t = boost::math::quantile(boost::math::students_t(n - 1), 1 - kSignificance);
-  b.run_alpha = kSignificance;
+  const double t = boost::math::quantile(boost::math::students_t(n - 1), 1 - kSignificance / 2);
+  b.run_alpha = kSignificance / 2;
   b.least = std::exp(mean - t * deviation * std::sqrt(1 + 1 / n));
   return b;
 }

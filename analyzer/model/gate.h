@@ -231,16 +231,17 @@ double DetectableIncrease(const RateTest& t);
 //   true share) + P(a run at the true share reads significantly below it)
 //   <= kSignificance, whatever the slack >= 1);
 // - R >= 2 runs: y_i = ln((s_i + 1/2) / (n_i + 1)), their mean m and sample
-//   deviation d; least = exp(m - t(R - 1, 1 - kSignificance) d sqrt(1 + 1/R)),
-//   the one-sided prediction bound of a new run's y (exact when the y_i are
-//   normal, whatever their spread); this run fails only below it and with
-//   its binomial test at kSignificance too.
+//   deviation d; least = exp(m - t(R - 1, 1 - kSignificance / 2) d
+//   sqrt(1 + 1/R)), the one-sided prediction bound of a new run's y (a rerun
+//   falls below it with probability kSignificance / 2 exactly when the y_i
+//   are normal, whatever their spread); this run fails only below it and
+//   with its binomial test at kSignificance / 2 too.
 // (SiteRunCount: baseline.h.)
 struct StayingBound {
   double baseline_staying = 0;  // pooled over the runs: 1 - crossed / objects
   double least = 0;             // the least staying share a run must keep
   int runs = 0;                 // baseline runs with objects at the site
-  double run_alpha = kSignificance;  // the level of this run's binomial test
+  double run_alpha = kSignificance / 2;  // the level of this run's binomial test
 };
 StayingBound LeastStayingShare(const std::vector<SiteRunCount>& runs, double timing_slack);
 // Whether `stayed` of `objects` falls below the bound (and, with p_value,

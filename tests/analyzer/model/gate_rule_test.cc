@@ -355,14 +355,14 @@ TEST_CASE("gate rule: a timing-dependent site of a one-run baseline: its counts'
 
 TEST_CASE("gate rule: a timing-dependent site of a baseline of runs: the bound from their spread") {
   // 15%, 14% and 16% of 1,000 crossed in three runs: y = ln((s + 1/2) /
-  // 1001) = -0.16309, -0.15139, -0.17489; m = -0.16312, d = 0.011751,
-  // t(2, 0.999) = 22.3271: least = exp(m - t d sqrt(4/3)) = 0.627431.
+  // 1001) = -0.16293, -0.15124, -0.17476; m = -0.16298, d = 0.011758,
+  // t(2, 0.9995) = 31.5991: least = exp(m - t d sqrt(4/3)) = 0.553214.
   std::vector<SiteRunCount> runs = {{1'000, 150}, {1'000, 140}, {1'000, 160}};
   Baseline b = TimingBaseline(1'000, runs);
   StayingBound bound = LeastStayingShare(runs, kTimingSlack);
   CHECK(bound.runs == 3);
-  CHECK(bound.least == Approx(0.627431).epsilon(1e-5));
-  CHECK(bound.run_alpha == kSignificance);
+  CHECK(bound.least == Approx(0.553214).epsilon(1e-5));
+  CHECK(bound.run_alpha == kSignificance / 2);
   // The slack does not apply: the runs measured the spread.
   CHECK(LeastStayingShare(runs, 1).least == bound.least);
   // 15% -> 100% of 300 objects: fails.
@@ -370,17 +370,18 @@ TEST_CASE("gate rule: a timing-dependent site of a baseline of runs: the bound f
   REQUIRE(all.offenses.size() == 1);
   CHECK(all.offenses[0].by_share);
   CHECK(all.offenses[0].group.baseline_runs == 3);
-  // 15% again, and the edge: 162 of 300 staying is noise (P(Binomial(300,
-  // 0.627431) <= 162) = 0.0012), 161 is not (0.0008).
+  CHECK(all.offenses[0].staying_limit == Approx(0.553214).epsilon(1e-5));
+  // 15% again, and the edge: 138 of 300 staying is noise (P(Binomial(300,
+  // 0.553214) <= 138) = 0.00074), 137 is not (0.00049).
   CHECK(Gate(TimingRun(300, 45, 300), b).passed());
-  CHECK(Gate(TimingRun(300, 138, 300), b).passed());
-  CHECK_FALSE(Gate(TimingRun(300, 139, 300), b).passed());
+  CHECK(Gate(TimingRun(300, 162, 300), b).passed());
+  CHECK_FALSE(Gate(TimingRun(300, 163, 300), b).passed());
   // Runs that are not counted at the site (0 objects) are left out.
   std::vector<SiteRunCount> with_empty = runs;
   with_empty.push_back({0, 0});
   CHECK(LeastStayingShare(with_empty, kTimingSlack).least == bound.least);
   // Two runs as far apart as gRPC's reruns (43% and 82% crossing): one
-  // degree of freedom, t(1, 0.999) = 318.3: the bound is 0, no share fails.
+  // degree of freedom, t(1, 0.9995) = 636.6: the bound is 0, no share fails.
   std::vector<SiteRunCount> apart = {{10'000, 4'300}, {10'000, 8'200}};
   CHECK(LeastStayingShare(apart, kTimingSlack).least < 1e-100);
   CHECK(Gate(TimingRun(10'000, 10'000, 10'000), TimingBaseline(10'000, apart)).passed());
