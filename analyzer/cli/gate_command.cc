@@ -256,8 +256,9 @@ void RegisterGateCommand(CLI::App& app, int* exit_code) {
                   "rose by at least this many per operation (default 1)")
       ->check(CLI::Range(0.0, 1e9));
   sub->add_option("--timing-slack", args->gate.timing_slack,
-                  "A timing-dependent site fails when the share of its objects that stay on their "
-                  "thread falls below the baseline's divided by this")
+                  "A timing-dependent site of a one-run baseline fails when the share of its "
+                  "objects that stay on their thread falls below the lower bound of the baseline's "
+                  "divided by this (a baseline of several runs, --run, bounds it by their spread)")
       ->check(CLI::Range(1.0, 1e9))
       ->capture_default_str();
   sub->add_flag("--write-baseline", args->write_baseline,
