@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // `crossfree gate --baseline FILE TRACE...`: fails (exit 1) when a run has a
 // cross-thread pair its baseline does not allow, or one whose rate grew.
+// `crossfree gate --write-baseline --baseline FILE [--run TRACE...]...`
+// writes the baseline from one run (TRACE...) or several (each --run: one
+// run's traces, analysed on its own; --operations once for all, or once per
+// run).
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <set>
 
 #include "format/names.h"
 #include "analyzer/render/gate_formats.h"
@@ -22,12 +28,16 @@ namespace {
 struct GateArgs {
   std::string baseline;
   std::vector<std::string> traces;
+  // --run: several runs' traces, one group per run (--write-baseline only).
+  std::vector<std::vector<std::string>> runs;
   analyzer::GateOptions gate;
   // -1: not given (the unit's default); CLI11 fills plain doubles.
   double min_effect = -1;
   double bounded_effect = -1;
   std::string source_root;  // --source-root; empty: the current directory
-  uint64_t operations = 0;
+  uint64_t operations = 0;  // of the one run gated (or each run written)
+  // --operations as given: one value, or one per --run.
+  std::vector<uint64_t> run_operations;
   bool write_baseline = false;
   std::string suppressions;
   bool accept_truncated = false;
@@ -97,9 +107,59 @@ std::string AcceptCommand(const GateArgs& a) {
   for (const std::string& s : c.skips) cmd += " --skip " + ShellQuote(s);
   if (c.no_default_skips) cmd += " --no-default-skips";
   if (c.key_lines) cmd += " --key-lines";
+  if (!a.runs.empty()) {
+    for (uint64_t ops : a.run_operations) cmd += fmt::format(" --operations {}", ops);
+    for (const auto& run : a.runs) {
+      cmd += " --run";
+      for (const std::string& t : run) cmd += " " + ShellQuote(t);
+    }
+    return cmd;
+  }
   if (a.operations) cmd += fmt::format(" --operations {}", a.operations);
   for (const std::string& t : a.traces) cmd += " " + ShellQuote(t);
   return cmd;
+}
+
+// --write-baseline --run ... --run ...: each run analysed on its own (its
+// steady state and units are its own), the baseline's rates over all of
+// them and each site's counts per run (baseline.h).
+int WriteBaselineFromRuns(const GateArgs& a,
+                          const std::vector<analyzer::Suppression>& suppressions) {
+  std::vector<analyzer::Analysis> analyses(a.runs.size());
+  std::vector<analyzer::BaselineRun> runs;
+  std::vector<std::string> warnings;
+  size_t suppressed = 0;
+  for (size_t i = 0; i < a.runs.size(); ++i) {
+    analyzer::Analysis& analysis = analyses[i];
+    if (!RunAnalysis("gate", a.runs[i], a.common, &analysis)) return kExitUsage;
+    if (!CheckTruncation(a, analysis)) return kExitUsage;
+    analysis.operations =
+        a.run_operations.empty() ? 0 : a.run_operations[a.run_operations.size() == 1 ? 0 : i];
+    analyzer::Baseline empty;
+    empty.per_operation = analysis.per_operation();
+    analyzer::GateResult result;
+    std::string error;
+    if (!analyzer::EvaluateGate(analysis, empty, suppressions, a.gate, &result, &error)) {
+      fmt::print(stderr, "crossfree gate: {}\n", Printable(error));
+      return kExitUsage;
+    }
+    for (const std::string& w : result.warnings) {
+      if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+    }
+    suppressed += result.suppressed.size();
+    runs.push_back({&analysis, analyzer::UnsuppressedPairs(analysis, suppressions)});
+  }
+  for (const std::string& w : warnings) fmt::print(stderr, "crossfree gate: warning: {}\n", w);
+  std::string text = analyzer::FormatBaseline(runs, AcceptCommand(a));
+  if (!WriteOutput("gate", a.baseline, text, Escape::kNone)) return kExitUsage;
+  std::set<std::string> keys;
+  for (const analyzer::BaselineRun& r : runs) {
+    for (const analyzer::CrossPair* p : r.pairs) keys.insert(p->key);
+  }
+  fmt::print("crossfree gate: wrote {} from {} runs ({} pairs allowed, rates {}; {} suppressed)\n",
+             Printable(a.baseline), runs.size(), keys.size(), analyses[0].UnitName(),
+             suppressed);
+  return kExitOk;
 }
 
 int RunGate(const GateArgs& a) {
@@ -120,6 +180,7 @@ int RunGate(const GateArgs& a) {
       return kExitUsage;
     }
   }
+  if (!a.runs.empty()) return WriteBaselineFromRuns(a, suppressions);
   analyzer::Analysis analysis;
   if (!RunAnalysis("gate", a.traces, a.common, &analysis)) return kExitUsage;
   if (!CheckTruncation(a, analysis)) return kExitUsage;
@@ -187,10 +248,16 @@ void RegisterGateCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--source-root", args->source_root,
                   "For github and sarif: source paths are made relative to this directory "
                   "(default: the current directory)");
-  sub->add_option("--operations", args->operations,
+  sub->add_option("--operations", args->run_operations,
                   "Operations the traced run performed (RPC calls, requests): rates per "
                   "operation, which other pairs' fixes do not move (default: per 1000 "
-                  "allocations)");
+                  "allocations); with --run, once for every run or once per run, in order")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--run", args->runs,
+                  "With --write-baseline: one run's traces (repeat for each run); the baseline "
+                  "then holds each timing-dependent site's spread across the runs")
+      ->expected(1, -1);
   sub->add_option("--max-growth", args->gate.max_growth,
                   "A group fails only beyond this factor of its baseline rate")
       ->check(CLI::Range(1.0, 1e9))
@@ -205,8 +272,9 @@ void RegisterGateCommand(CLI::App& app, int* exit_code) {
                   "rose by at least this many per operation (default 1)")
       ->check(CLI::Range(0.0, 1e9));
   sub->add_option("--timing-slack", args->gate.timing_slack,
-                  "A timing-dependent site fails when the share of its objects that stay on their "
-                  "thread falls below the baseline's divided by this")
+                  "A timing-dependent site of a one-run baseline fails when the share of its "
+                  "objects that stay on their thread falls below the lower bound of the baseline's "
+                  "divided by this (a baseline of several runs, --run, bounds it by their spread)")
       ->check(CLI::Range(1.0, 1e9))
       ->capture_default_str();
   sub->add_flag("--write-baseline", args->write_baseline,
@@ -219,11 +287,35 @@ void RegisterGateCommand(CLI::App& app, int* exit_code) {
   AddCommonOptions(sub, &args->common);
   sub->callback([args, exit_code] {
     if (ListSkips(args->common)) return;
-    if (args->baseline.empty() || args->traces.empty()) {
+    if (args->baseline.empty() || (args->traces.empty() && args->runs.empty())) {
       fmt::print(stderr, "crossfree gate: usage: crossfree gate --baseline FILE TRACE...\n");
       *exit_code = kExitUsage;
       return;
     }
+    if (!args->runs.empty() && (!args->write_baseline || !args->traces.empty())) {
+      fmt::print(stderr, "crossfree gate: --run is for --write-baseline, and replaces the "
+                         "positional traces (gate one run: crossfree gate --baseline FILE "
+                         "TRACE...)\n");
+      *exit_code = kExitUsage;
+      return;
+    }
+    const size_t groups = args->runs.empty() ? 1 : args->runs.size();
+    if (args->run_operations.size() > 1 && args->run_operations.size() != groups) {
+      fmt::print(stderr, "crossfree gate: --operations given {} times for {} run{}: give it once, "
+                         "or once per --run\n",
+                 args->run_operations.size(), groups, groups == 1 ? "" : "s");
+      *exit_code = kExitUsage;
+      return;
+    }
+    if (std::count(args->run_operations.begin(), args->run_operations.end(), 0) > 0 &&
+        std::count(args->run_operations.begin(), args->run_operations.end(), 0) <
+            static_cast<long>(args->run_operations.size())) {
+      fmt::print(stderr, "crossfree gate: --operations 0 (rates per 1000 allocations) with other "
+                         "runs' operations: every run's rates must have one unit\n");
+      *exit_code = kExitUsage;
+      return;
+    }
+    args->operations = args->run_operations.empty() ? 0 : args->run_operations[0];
     *exit_code = RunGate(*args);
   });
 }

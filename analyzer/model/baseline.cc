@@ -46,6 +46,16 @@ bool ParseRate(const std::string& text, double* rate) {
          *rate < 1e300;
 }
 
+// Parses "<digits>" as a count; false if it is not one.
+bool ParseCount(const std::string& text, uint64_t* count) {
+  if (text.empty() || text.size() > 19 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  *count = std::strtoull(text.c_str(), nullptr, 10);
+  return true;
+}
+
 // Splits off the first space-separated word of s.
 std::string NextWord(std::string* s) {
   size_t space = s->find(' ');
@@ -75,6 +85,7 @@ bool ParseBaseline(const std::string& text, const std::string& name, Baseline* o
   bool ok = ForEachLine(text, [&](int line, const std::string& t) {
     if (!seen_header) {
       if (t == "crossfree-baseline 1" || t == "crossfree-baseline 2" ||
+          t == "crossfree-baseline 3" ||
           t == fmt::format("crossfree-baseline {}", kBaselineVersion)) {
         out->version = t.back() - '0';
         seen_header = true;
@@ -109,6 +120,39 @@ bool ParseBaseline(const std::string& text, const std::string& name, Baseline* o
                              name, line);
         return false;
       }
+      return true;
+    }
+    if (out->version >= 4 && t.rfind("runs ", 0) == 0) {
+      std::string rest = Trim(t.substr(5));
+      uint64_t runs = 0;
+      if (!ParseCount(NextWord(&rest), &runs) || runs < 1 || runs > 1'000'000 || !rest.empty()) {
+        *error = fmt::format("{}:{}: expected 'runs <number of runs, at least 1>'", name, line);
+        return false;
+      }
+      out->runs = static_cast<int>(runs);
+      return true;
+    }
+    if (out->version >= 4 && t.rfind("site-runs ", 0) == 0) {
+      std::string rest = Trim(t.substr(10));
+      uint64_t n = 0;
+      bool ok = ParseCount(NextWord(&rest), &n) && n >= 1 && n <= 1'000'000;
+      std::vector<SiteRunCount> counts;
+      for (uint64_t i = 0; ok && i < n; ++i) {
+        std::string pair = NextWord(&rest);
+        size_t colon = pair.find(':');
+        SiteRunCount c;
+        ok = colon != std::string::npos && ParseCount(pair.substr(0, colon), &c.objects) &&
+             ParseCount(pair.substr(colon + 1), &c.crossed) && c.crossed <= c.objects;
+        counts.push_back(c);
+      }
+      if (!ok || rest.empty()) {
+        *error = fmt::format(
+            "{}:{}: expected 'site-runs <runs> <objects>:<crossed>... <alloc site>' (crossed <= "
+            "objects)",
+            name, line);
+        return false;
+      }
+      out->site_runs[rest] = std::move(counts);
       return true;
     }
     if (out->version >= 2 && t.rfind("site ", 0) == 0) {
@@ -179,40 +223,95 @@ bool ReadBaseline(const std::string& path, Baseline* out, std::string* error) {
 
 std::string FormatBaseline(const std::vector<const CrossPair*>& pairs, const Analysis& analysis,
                            const std::string& accept_command) {
-  std::vector<const CrossPair*> sorted = pairs;
-  std::sort(sorted.begin(), sorted.end(),
-            [](const CrossPair* a, const CrossPair* b) { return a->key < b->key; });
+  return FormatBaseline(std::vector<BaselineRun>{{&analysis, pairs}}, accept_command);
+}
+
+std::string FormatBaseline(const std::vector<BaselineRun>& runs,
+                           const std::string& accept_command) {
+  const Analysis& first = *runs.front().analysis;
+  // Each pair's objects over the runs (scaled counts: the estimate of a
+  // sampled run) and the runs' units; one run: its own rates.
+  struct PairObjects {
+    const CrossPair* pair = nullptr;  // the first run's with this key
+    double steady = 0, bounded = 0;
+  };
+  std::map<std::string, PairObjects> pairs;
+  double units = 0, steady_units = 0;
+  // alloc site -> each run's objects and crossed objects (sampled counts)
+  std::map<std::string, std::vector<SiteRunCount>> sites;
+  bool any_sampled = false;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Analysis& a = *runs[i].analysis;
+    units += a.Units();
+    steady_units += a.SteadyUnits();
+    any_sampled = any_sampled || a.sampled();
+    for (const CrossPair* p : runs[i].pairs) {
+      PairObjects& o = pairs[p->key];
+      if (!o.pair) o.pair = p;
+      o.steady += static_cast<double>(a.Scaled(p->steady()));
+      o.bounded += static_cast<double>(a.Scaled(p->bounded()));
+      auto& counts = sites[p->alloc_site.key];
+      counts.resize(runs.size());
+      counts[i].crossed += p->count.sampled;
+    }
+  }
   std::string out;
   out += "# crossfree gate baseline: the cross-thread pairs this project allows.\n";
   out += fmt::format(
       "# allow <per-call objects {0}> <bounded objects {0}> <alloc role> -> <free role> | "
       "alloc: <site> | free: <site>\n",
-      analysis.UnitName());
+      first.UnitName());
   out += "# Regenerate with:\n#   " + accept_command + "\n";
-  if (analysis.sampled()) {
+  if (runs.size() == 1 && first.sampled()) {
     out += fmt::format(
-        "# Written from a trace sampled 1/{}: each rate is an estimate.\n", analysis.sample_period);
+        "# Written from a trace sampled 1/{}: each rate is an estimate.\n", first.sample_period);
+  } else if (any_sampled) {
+    out += "# Written from sampled traces: each rate is an estimate.\n";
   }
   out += fmt::format("crossfree-baseline {}\n", kBaselineVersion);
-  out += fmt::format("unit {}\n", analysis.per_operation() ? "operation" : "1000-allocations");
+  out += fmt::format("unit {}\n", first.per_operation() ? "operation" : "1000-allocations");
   // Rates to 6 digits: the gate takes the baseline's counts back as rate x
   // units.
-  out += fmt::format("units {:.10g} {:.10g}\n", analysis.Units(), analysis.SteadyUnits());
-  std::map<std::string, uint64_t> crossed;  // alloc site -> its pairs' objects
-  for (const CrossPair* p : sorted) {
-    out += fmt::format("allow {:.6g} {:.6g} {}\n",
-                       analysis.PerSteadyUnit(p->steady().sampled).value,
-                       analysis.PerUnit(p->bounded().sampled).value, p->key);
-    crossed[p->alloc_site.key] += p->count.sampled;
+  out += fmt::format("units {:.10g} {:.10g}\n", units, steady_units);
+  out += fmt::format("runs {}\n", runs.size());
+  for (const auto& [key, o] : pairs) {
+    if (runs.size() == 1) {
+      // One run: its own estimates (Analysis::PerSteadyUnit, PerUnit).
+      out += fmt::format("allow {:.6g} {:.6g} {}\n",
+                         first.PerSteadyUnit(o.pair->steady().sampled).value,
+                         first.PerUnit(o.pair->bounded().sampled).value, key);
+    } else {
+      out += fmt::format("allow {:.6g} {:.6g} {}\n", steady_units > 0 ? o.steady / steady_units : 0,
+                         units > 0 ? o.bounded / units : 0, key);
+    }
   }
-  for (const auto& [site, count] : crossed) {
-    auto it = analysis.site_objects.find(site);
-    if (it == analysis.site_objects.end() || it->second == 0) continue;
-    double share = std::min(1.0, static_cast<double>(count) / static_cast<double>(it->second));
-    out += fmt::format("site {:.6g} {:.4g} {}\n", analysis.PerUnit(it->second).value, share,
-                       site);
+  std::string site_runs;
+  for (auto& [site, counts] : sites) {
+    uint64_t crossed = 0, objects = 0;
+    double scaled_objects = 0;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const Analysis& a = *runs[i].analysis;
+      auto it = a.site_objects.find(site);
+      if (it == a.site_objects.end() || it->second == 0) {
+        counts[i] = SiteRunCount{};  // not counted in this run
+        continue;
+      }
+      counts[i].objects = it->second;
+      counts[i].crossed = std::min(counts[i].crossed, it->second);
+      objects += it->second;
+      crossed += counts[i].crossed;
+      scaled_objects += static_cast<double>(a.Scaled(it->second));
+    }
+    if (objects == 0) continue;
+    double share = static_cast<double>(crossed) / static_cast<double>(objects);
+    double rate = runs.size() == 1 ? first.PerUnit(objects).value
+                                   : (units > 0 ? scaled_objects / units : 0);
+    out += fmt::format("site {:.6g} {:.4g} {}\n", rate, share, site);
+    site_runs += fmt::format("site-runs {}", runs.size());
+    for (const SiteRunCount& c : counts) site_runs += fmt::format(" {}:{}", c.objects, c.crossed);
+    site_runs += " " + site + "\n";
   }
-  return out;
+  return out + site_runs;
 }
 
 bool ParseSuppressions(const std::string& text, const std::string& name,

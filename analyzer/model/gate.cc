@@ -3,6 +3,7 @@
 #include "analyzer/model/gate.h"
 
 #include <boost/math/special_functions/beta.hpp>
+#include <boost/math/distributions/students_t.hpp>
 #include <boost/math/special_functions/gamma.hpp>
 #include <fmt/core.h>
 
@@ -37,6 +38,30 @@ bool SampledExceeds(const Estimate& rate, double baseline, double growth_base, d
 // The baseline's count behind a rate: rate x units, whole.
 uint64_t BaselineCount(double rate, double units) {
   return static_cast<uint64_t>(std::llround(std::max(0.0, rate * units)));
+}
+
+// A timing-dependent site's bound from what the baseline gives: each run's
+// counts (version 4), else its one run's counts taken back from the site's
+// rate and share over the units (version 3), else (version 2, no units) the
+// share taken as exact.
+StayingBound BaselineStayingBound(const Baseline& baseline, const std::string& site,
+                                  double share, double timing_slack) {
+  if (auto it = baseline.site_runs.find(site); it != baseline.site_runs.end()) {
+    StayingBound b = LeastStayingShare(it->second, timing_slack);
+    if (b.runs > 0) return b;
+  }
+  if (auto it = baseline.sites.find(site); it != baseline.sites.end() && baseline.units > 0) {
+    uint64_t objects = BaselineCount(it->second, baseline.units);
+    uint64_t crossed = std::min<uint64_t>(
+        objects, static_cast<uint64_t>(std::llround(share * static_cast<double>(objects))));
+    if (objects > 0) return LeastStayingShare({{objects, crossed}}, timing_slack);
+  }
+  StayingBound b;
+  b.baseline_staying = 1 - share;
+  b.least = b.baseline_staying / std::max(1.0, timing_slack);
+  b.runs = 1;
+  b.run_alpha = kSignificance / 2;
+  return b;
 }
 
 }  // namespace
@@ -76,6 +101,62 @@ double BinomialUpperTail(uint64_t k, uint64_t n, double p) {
 double BinomialLowerTail(uint64_t k, uint64_t n, double p) {
   if (k >= n) return 1.0;
   return 1.0 - BinomialUpperTail(k + 1, n, p);
+}
+
+StayingBound LeastStayingShare(const std::vector<SiteRunCount>& runs, double timing_slack) {
+  StayingBound b;
+  uint64_t objects = 0, crossed = 0;
+  std::vector<double> y;  // ln((s_i + 1/2) / (n_i + 1)) of each run with objects
+  for (const SiteRunCount& r : runs) {
+    if (r.objects == 0) continue;
+    objects += r.objects;
+    crossed += std::min(r.crossed, r.objects);
+    double stayed = static_cast<double>(r.objects - std::min(r.crossed, r.objects));
+    y.push_back(std::log((stayed + 0.5) / (static_cast<double>(r.objects) + 1)));
+  }
+  b.runs = static_cast<int>(y.size());
+  if (objects == 0) return b;
+  const uint64_t stayed = objects - crossed;
+  b.baseline_staying = static_cast<double>(stayed) / static_cast<double>(objects);
+  if (b.runs == 1) {
+    // The one-sided Clopper-Pearson lower bound of the staying share:
+    // P(Binomial(n0, q) >= s0) = kSignificance / 2 (0 when none stayed).
+    b.run_alpha = kSignificance / 2;
+    double low = stayed == 0 ? 0.0
+                             : boost::math::ibeta_inv(static_cast<double>(stayed),
+                                                      static_cast<double>(objects - stayed + 1),
+                                                      kSignificance / 2);
+    b.least = low / std::max(1.0, timing_slack);
+    return b;
+  }
+  // The one-sided prediction bound of a new run's y from R runs' y:
+  // (y_new - m) / (d sqrt(1 + 1/R)) is Student's t with R - 1 degrees of
+  // freedom when the y are normal.
+  const double n = static_cast<double>(y.size());
+  double mean = 0;
+  for (double v : y) mean += v / n;
+  double ss = 0;
+  for (double v : y) ss += (v - mean) * (v - mean);
+  const double deviation = std::sqrt(ss / (n - 1));
+  const double t = boost::math::quantile(boost::math::students_t(n - 1), 1 - kSignificance / 2);
+  b.run_alpha = kSignificance / 2;
+  b.least = std::exp(mean - t * deviation * std::sqrt(1 + 1 / n));
+  return b;
+}
+
+bool StayingShareFails(const StayingBound& bound, uint64_t stayed, uint64_t objects,
+                       double* p_value) {
+  if (p_value) *p_value = 1;
+  if (objects == 0 || bound.least <= 0) return false;
+  stayed = std::min(stayed, objects);
+  const double n = static_cast<double>(objects), s = static_cast<double>(stayed);
+  // Below the bound: with several runs on the scale the bound was computed
+  // on (ln((s + 1/2) / (n + 1)), which is defined when none stayed).
+  bool below = bound.runs >= 2 ? (s + 0.5) / (n + 1) < bound.least : s < bound.least * n;
+  if (!below) return false;
+  double p = BinomialLowerTail(stayed, objects, bound.least);
+  if (p_value) *p_value = p;
+  return p < bound.run_alpha;
 }
 
 bool CountFails(const RateTest& t, uint64_t c, double* p_value) {
@@ -280,8 +361,9 @@ struct GroupJudge {
 
   // The group's rates and objects, its share of its site's objects, and
   // the baseline's figures for it (whether the site's share makes it
-  // timing-dependent).
-  void Measure(const std::string& key, GateGroup& g) const {
+  // timing-dependent, and then the bound on its staying share).
+  StayingBound Measure(const std::string& key, GateGroup& g) const {
+    StayingBound staying_bound;  // of a timing-dependent site
     g.rate = analysis.PerSteadyUnit(g.steady);
     g.bounded_rate = analysis.PerUnit(g.bounded);
     g.steady_objects = analysis.Scaled(g.steady);
@@ -304,42 +386,43 @@ struct GroupJudge {
                                               : 1.0;
         g.timing_dependent =
             g.baseline_share >= kTimingShareLow && g.baseline_share <= kTimingShareHigh;
-        if (g.timing_dependent && options.timing_slack > 0) {
-          g.baseline_staying_share = 1 - g.baseline_share;
-          g.least_staying_share = g.baseline_staying_share / options.timing_slack;
+        if (g.timing_dependent) {
+          StayingBound bound = BaselineStayingBound(baseline, key, g.baseline_share,
+                                                    options.timing_slack);
+          g.baseline_staying_share = bound.baseline_staying;
+          g.least_staying_share = bound.least;
+          g.baseline_runs = bound.runs;
+          staying_bound = bound;
         }
       }
     }
+    return staying_bound;
   }
 
   // A timing-dependent group whose rate grew: fails when the share of the
-  // site's objects that stay on their thread falls below the baseline's /
-  // timing_slack, as a binomial count of the site's.
-  bool FailsByShare(const GateGroup& g, GateOffense* o) const {
-    if (!(g.timing_dependent && g.site_objects > 0 && options.timing_slack > 0 &&
+  // site's objects that stay on their thread falls below the least the
+  // baseline allows (StayingShareFails), as a binomial count of the site's.
+  bool FailsByShare(const GateGroup& g, const StayingBound& bound, GateOffense* o) const {
+    if (!(g.timing_dependent && g.site_objects > 0 &&
           g.rate.value >= (g.baseline_rate + r.min_effect) * (1 - 1e-9))) {
       return false;
     }
-    uint64_t crossed = std::min(g.site_objects, (g.steady + g.bounded).sampled);
-    uint64_t stayed = g.site_objects - crossed;
-    const double least = g.least_staying_share;
-    double p = BinomialLowerTail(stayed, g.site_objects, least);
-    if (static_cast<double>(stayed) < least * static_cast<double>(g.site_objects) &&
-        p < kSignificance) {
-      o->verdict = GateVerdict::kGrown;
-      o->by_share = true;
-      o->staying_share = static_cast<double>(stayed) / static_cast<double>(g.site_objects);
-      o->staying_limit = least;
-      o->p_value = r.sampled ? 0 : p;
-      return true;
-    }
-    return false;
+    const uint64_t crossed = std::min(g.site_objects, (g.steady + g.bounded).sampled);
+    const uint64_t stayed = g.site_objects - crossed;
+    double p = 1;
+    if (!StayingShareFails(bound, stayed, g.site_objects, &p)) return false;
+    o->verdict = GateVerdict::kGrown;
+    o->by_share = true;
+    o->staying_share = static_cast<double>(stayed) / static_cast<double>(g.site_objects);
+    o->staying_limit = g.least_staying_share;
+    o->p_value = r.sampled ? 0 : p;
+    return true;
   }
 
   // The group's verdict: true with *o filled when it fails (new or grown
   // per call, by the staying share, or bounded objects growing). Sets the
   // group's promise.
-  bool Fails(GateGroup& g, GateOffense* o) const {
+  bool Fails(GateGroup& g, const StayingBound& bound, GateOffense* o) const {
     const double nan = std::numeric_limits<double>::quiet_NaN();
     const double growth_base = g.timing_dependent ? g.baseline_site_rate : g.baseline_rate;
     const RateTest steady = SteadyTest(g.baseline_rate, growth_base);
@@ -352,7 +435,7 @@ struct GroupJudge {
                   : CountFails(steady, g.steady.sampled, &o->p_value)) {
       o->verdict = g.in_baseline ? GateVerdict::kGrown : GateVerdict::kNew;
       failed = true;
-    } else if (FailsByShare(g, o)) {
+    } else if (FailsByShare(g, bound, o)) {
       failed = true;
     }
     if (failed) {
@@ -401,9 +484,9 @@ bool EvaluateGate(const Analysis& analysis, const Baseline& baseline,
       r.sampled || !r.per_operation ? nan : DetectableIncrease(judge.BoundedTest(0));
 
   for (auto& [key, g] : groups) {
-    judge.Measure(key, g);
+    const StayingBound bound = judge.Measure(key, g);
     GateOffense o;
-    if (judge.Fails(g, &o)) {
+    if (judge.Fails(g, bound, &o)) {
       if (r.sampled) o.p_value = 0;
       o.group = g;
       r.offenses.push_back(std::move(o));

@@ -29,6 +29,9 @@ std::string GatePromiseText(const GateResult& r);
 // The JSON output's "steady_units", "promise" and "warnings" members, each
 // line ending ",\n", indented by two.
 std::string GatePromiseJson(const GateResult& r);
+// Where a timing-dependent site's least staying share comes from: the
+// spread of the baseline's runs, or its one run's lower bound / the slack.
+std::string StayingBoundText(const GateResult& r, const GateGroup& g);
 // One line: verdict, group, rate, limit and baseline of an offense.
 std::string OffenseSummary(const GateResult& r, const GateOffense& o);
 // A frame's file as the repository names it (see above); "" when unknown.

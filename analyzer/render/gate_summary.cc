@@ -42,6 +42,15 @@ bool PromiseRange(const GateResult& r, const GateGroup** lo, const GateGroup** h
 
 }  // namespace
 
+std::string StayingBoundText(const GateResult& r, const GateGroup& g) {
+  if (g.baseline_runs >= 2) {
+    return fmt::format("the least the spread of the baseline's {} runs allows; they kept {}",
+                       g.baseline_runs, PercentText(g.baseline_staying_share, 1));
+  }
+  return fmt::format("the lower bound of the baseline's {} / {:g}",
+                     PercentText(g.baseline_staying_share, 1), r.timing_slack);
+}
+
 std::string GatePromiseText(const GateResult& r) {
   std::string out;
   const char* unit = GateUnitName(r);
@@ -57,9 +66,9 @@ std::string GatePromiseText(const GateResult& r) {
     return out;
   }
   out += fmt::format(
-      "  sure to catch (fails in >= 99.9% of runs this long): a new site at {} or more per-call "
+      "  sure to catch (fails in >= {} of runs this long): a new site at {} or more per-call "
       "objects {}",
-      PromiseText(r.promise_new), unit);
+      PercentText(kCatchProbability, 2), PromiseText(r.promise_new), unit);
   const GateGroup *lo, *hi;
   if (PromiseRange(r, &lo, &hi)) {
     out += lo == hi || PromiseText(lo->promise) == PromiseText(hi->promise)
@@ -84,7 +93,8 @@ std::string GatePromiseJson(const GateResult& r) {
         groups.empty() ? "" : ",", JsonString(g.key), g.baseline_rate,
         g.timing_dependent ? "true" : "false", PromiseJsonNumber(g.promise),
         g.timing_dependent
-            ? fmt::format(", \"least_staying_share\": {:.4g}", g.least_staying_share)
+            ? fmt::format(", \"least_staying_share\": {:.4g}, \"baseline_runs\": {}",
+                          g.least_staying_share, g.baseline_runs)
             : "");
   };
   for (const GateGroup& g : r.passed_groups) {
@@ -115,11 +125,10 @@ std::string OffenseSummary(const GateResult& r, const GateOffense& o) {
                                    : fmt::format("baseline {:.4g}", g.baseline_rate);
   std::string what =
       o.by_share
-          ? fmt::format("{} of the site's objects stay on their thread, below {} (the "
-                        "baseline's {} / {:g}); {:.4g} per-call objects {}, {}",
+          ? fmt::format("{} of the site's objects stay on their thread, below {} ({}); {:.4g} "
+                        "per-call objects {}, {}",
                         PercentText(o.staying_share, 1), PercentText(o.staying_limit, 1),
-                        PercentText(g.baseline_staying_share, 1), r.timing_slack, rate.value,
-                        GateUnitName(r), baseline)
+                        StayingBoundText(r, g), rate.value, GateUnitName(r), baseline)
           : fmt::format("{:.4g} {} objects {} ({}), limit {:.4g}; {}", rate.value,
                         bounded ? "one-off" : "per-call", GateUnitName(r),
                         Commas(bounded ? g.bounded_objects : g.steady_objects), o.limit, baseline);

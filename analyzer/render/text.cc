@@ -660,10 +660,9 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r,
                        Commas(bounded ? g.bounded_objects : g.steady_objects), o.limit, baseline);
     if (o.by_share) {
       out += fmt::format(
-          "    {} of the site's objects stay on their thread, below {} (the baseline's "
-          "{} / {:g})\n",
+          "    {} of the site's objects stay on their thread, below {} ({})\n",
           PercentText(o.staying_share, 1), PercentText(o.staying_limit, 1),
-          PercentText(g.baseline_staying_share, 1), r.timing_slack);
+          render::StayingBoundText(r, g));
     }
     if (!r.sampled) out += fmt::format("    P(a count this high | the baseline's rate) = {:.2g}\n", o.p_value);
     if (g.alloc_site) out += SiteText(*g.alloc_site, "allocated at  ", 4, Width());

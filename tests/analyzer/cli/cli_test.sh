@@ -63,7 +63,7 @@ has err "crossfree diff: corrupt.trc: corrupt chunk at offset"
 expect 2 "$crossfree" gate --baseline base.txt before.trc
 has err "create it with: crossfree gate --write-baseline --baseline base.txt before.trc"
 expect 0 "$crossfree" gate --baseline base.txt --write-baseline before.trc
-has base.txt "crossfree-baseline 3"
+has base.txt "crossfree-baseline 4"
 expect 0 "$crossfree" gate --baseline base.txt before.trc
 has out "PASSED"
 expect 1 "$crossfree" gate --baseline base.txt after.trc

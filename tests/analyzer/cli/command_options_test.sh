@@ -170,7 +170,8 @@ cmd='gate'
 checked["$cmd --help"]=1
 run wb gate --write-baseline --baseline base.txt before.trc
 [[ $(rc wb) == 0 ]] || fail "gate --write-baseline exited $(rc wb)"
-has base.txt "^crossfree-baseline 3$"
+has base.txt "^crossfree-baseline 4$"
+has base.txt "^runs 1$"
 has base.txt "^units 2.002 2.002$"
 has wb.err '^crossfree gate: warning: no --operations: '
 checked["$cmd --write-baseline"]=1
@@ -229,6 +230,29 @@ run ts gate --operations 100 --baseline base-ops.txt after.trc --format json --t
 has ts.out '"timing_slack": 2[,}]'
 run ts1 gate --operations 100 --baseline base-ops.txt after.trc --timing-slack 0.5
 [[ $(rc ts1) == 2 ]] || fail "gate --timing-slack 0.5 exited $(rc ts1), expected 2"
+# --run: a baseline of several runs, each site's counts per run; the rates
+# of a run given twice are its own.
+checked["$cmd --run"]=1
+run wbruns gate --write-baseline --operations 100 --baseline base-runs.txt --run before.trc --run before.trc
+[[ $(rc wbruns) == 0 ]] || { fail "gate --write-baseline --run x2 exited $(rc wbruns)"; cat wbruns.err; }
+has wbruns.out '^crossfree gate: wrote base-runs.txt from 2 runs \(3 pairs allowed, rates per operation; 0 suppressed\)$'
+has base-runs.txt '^runs 2$'
+has base-runs.txt '^units 200 200$'
+[[ $(grep -cE '^site-runs 2 ([0-9]+):([0-9]+) \1:\2 ' base-runs.txt) == 3 ]] ||
+  fail "base-runs.txt: not 3 site-runs lines with one count per run, alike"
+diff <(grep '^allow' base-ops.txt) <(grep '^allow' base-runs.txt) ||
+  fail "a run given twice: other rates than the run's own"
+run wbruns3 gate --write-baseline --operations 100 --operations 300 --baseline base-runs3.txt --run before.trc --run before.trc
+[[ $(rc wbruns3) == 0 ]] || fail "gate --write-baseline --operations twice --run x2 exited $(rc wbruns3)"
+has base-runs3.txt '^units 400 400$'
+has base-runs3.txt '--operations 100 --operations 300 --run before.trc --run before.trc$'
+run runng gate --baseline base-ops.txt --operations 100 --run after.trc
+[[ $(rc runng) == 2 ]] || fail "gate --run without --write-baseline exited $(rc runng), expected 2"
+has runng.err '--run is for --write-baseline'
+run runops gate --write-baseline --baseline base-x.txt --operations 1 --operations 2 --operations 3 --run before.trc --run before.trc
+[[ $(rc runops) == 2 ]] || fail "gate --operations x3 with 2 runs exited $(rc runops), expected 2"
+has runops.err '--operations given 3 times for 2 runs'
+[[ -e base-x.txt ]] && fail "gate --operations x3 with 2 runs wrote a baseline"
 printf 'pattern: .\nreason: every pair of the synthetic after.trc, for the test\n' >supp.txt
 differs "$cmd" --suppressions supp.txt -- "${g[@]}"
 run wbt gate --write-baseline --baseline base-t.txt before.trc

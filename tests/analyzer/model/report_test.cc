@@ -233,6 +233,34 @@ TEST_CASE("gate: passes on its own baseline, fails on a new pair and on growth")
   std::string error;
   REQUIRE(ParseBaseline(text, "baseline.txt", &baseline, &error));
   CHECK(baseline.allowed.size() == 3);
+  CHECK(baseline.runs == 1);
+  CHECK(baseline.site_runs.size() == 3);
+
+  // The same run twice (--write-baseline --run A --run A): the same rates,
+  // each site's counts once per run.
+  {
+    std::vector<const CrossPair*> pairs = UnsuppressedPairs(before.analysis, {});
+    Baseline twice;
+    REQUIRE(ParseBaseline(FormatBaseline({{&before.analysis, pairs}, {&before.analysis, pairs}}, "x"),
+                          "twice.txt", &twice, &error));
+    CHECK(twice.runs == 2);
+    CHECK(twice.units == 2 * baseline.units);
+    REQUIRE(twice.allowed.size() == baseline.allowed.size());
+    for (const auto& [key, rates] : baseline.allowed) {
+      CHECK(twice.allowed.at(key).per_call == Approx(rates.per_call));
+      CHECK(twice.allowed.at(key).bounded == Approx(rates.bounded));
+    }
+    REQUIRE(twice.site_runs.size() == baseline.site_runs.size());
+    for (const auto& [site, runs] : baseline.site_runs) {
+      REQUIRE(runs.size() == 1);
+      REQUIRE(twice.site_runs.at(site).size() == 2);
+      for (const SiteRunCount& c : twice.site_runs.at(site)) {
+        CHECK(c.objects == runs[0].objects);
+        CHECK(c.crossed == runs[0].crossed);
+      }
+      CHECK(twice.sites.at(site) == Approx(baseline.sites.at(site)));
+    }
+  }
 
   auto gate = [&](const Analysis& a, const std::vector<Suppression>& s, double max_growth) {
     GateResult g;
@@ -286,10 +314,10 @@ struct Malformed {
 
 TEST_CASE("gate: malformed baseline and suppression files are errors naming the line") {
   const Malformed baselines[] = {
-      {"allow 1 x\n", "b.txt:1: not a crossfree baseline (expected 'crossfree-baseline 3' first)"},
+      {"allow 1 x\n", "b.txt:1: not a crossfree baseline (expected 'crossfree-baseline 4' first)"},
       {"crossfree-baseline 1\nallow fast x\n",
        "b.txt:2: bad rate 'fast' (objects per 1000 allocations)"},
-      {"# only a comment\n", "b.txt: empty baseline (no 'crossfree-baseline 3' line)"},
+      {"# only a comment\n", "b.txt: empty baseline (no 'crossfree-baseline 4' line)"},
       {"crossfree-baseline 2\nallow 1 0 x\n", "b.txt:2: 'allow' before the 'unit' line"},
       {"crossfree-baseline 2\nunit calls\n",
        "b.txt:2: expected one 'unit operation' or 'unit 1000-allocations' before the 'allow' lines"},
@@ -305,6 +333,21 @@ TEST_CASE("gate: malformed baseline and suppression files are errors naming the 
       {"crossfree-baseline 3\nunit operation\nsite 1.5 1.2 x\n",
        "b.txt:3: expected 'site <objects per unit> <crossing share> <alloc site>'"},
       {"crossfree-baseline 2\nunit operation\nunits 100 90\n",
+       "b.txt:3: expected 'allow <per-call rate> <bounded rate> <pair key>'"},
+      {"crossfree-baseline 4\nunit operation\nruns 0\n",
+       "b.txt:3: expected 'runs <number of runs, at least 1>'"},
+      {"crossfree-baseline 4\nunit operation\nruns 2 x\n",
+       "b.txt:3: expected 'runs <number of runs, at least 1>'"},
+      {"crossfree-baseline 4\nunit operation\nsite-runs 2 10:3 x\n",
+       "b.txt:3: expected 'site-runs <runs> <objects>:<crossed>... <alloc site>' (crossed <= "
+       "objects)"},
+      {"crossfree-baseline 4\nunit operation\nsite-runs 1 10:11 x\n",
+       "b.txt:3: expected 'site-runs <runs> <objects>:<crossed>... <alloc site>' (crossed <= "
+       "objects)"},
+      {"crossfree-baseline 4\nunit operation\nsite-runs 1 10:3\n",
+       "b.txt:3: expected 'site-runs <runs> <objects>:<crossed>... <alloc site>' (crossed <= "
+       "objects)"},
+      {"crossfree-baseline 3\nunit operation\nruns 2\n",
        "b.txt:3: expected 'allow <per-call rate> <bounded rate> <pair key>'"},
   };
   Baseline b;
@@ -337,6 +380,18 @@ TEST_CASE("gate: malformed baseline and suppression files are errors naming the 
   CHECK(b.steady_units == 270.5);
   CHECK(b.sites.at("x") == 0.4);
   CHECK(b.site_shares.at("x") == 0.25);
+  CHECK(b.runs == 1);
+  CHECK(b.site_runs.empty());  // version 3: counts from rate x units
+  b = {};
+  REQUIRE(ParseBaseline("crossfree-baseline 4\nunit operation\nunits 600 540\nruns 2\n"
+                        "allow 0.1 0 a -> b | alloc: x <- y | free: z\nsite 0.4 0.25 x <- y\n"
+                        "site-runs 2 130:30 110:30 x <- y\n",
+                        "b.txt", &b, &error));
+  CHECK(b.runs == 2);
+  REQUIRE(b.site_runs.at("x <- y").size() == 2);
+  CHECK(b.site_runs.at("x <- y")[0].objects == 130);
+  CHECK(b.site_runs.at("x <- y")[0].crossed == 30);
+  CHECK(b.site_runs.at("x <- y")[1].objects == 110);
 
   const Malformed suppression_files[] = {
       {"pattern: foo\npattern: bar\nreason: x\n", "s.txt:1: suppression 'foo' has no 'reason:' line"},
