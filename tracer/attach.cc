@@ -261,12 +261,17 @@ bool StartSession(int fd, const Settings& settings) {
 // Unhooks the program, stops recording and replies how the session ended
 // ("ended" or "detached"; nothing to a recorder that is gone).
 void StopSession(int fd, End end) {
-  // Unhook first: from here no new call reaches the hooks; calls already
-  // inside one finish there (the library stays mapped) and their events
-  // are written by the flush below, or forwarded once recording is off.
-  const uint32_t restored = RestoreAllGotEntries();
+  // Recording off first, then unhook: calls already inside a hook finish
+  // there (the library stays mapped) and their events are written by the
+  // flush; later ones are forwarded. Stopping first keeps the hooks in
+  // place while threads may still unwind, so that a pipe libunwind reopens
+  // meanwhile goes through the pipe2 hook and is noted for
+  // ReleaseUnwinderPipe; unhooked, it landed on low descriptor numbers
+  // nobody noted, and the program kept two more after the detach (1 in
+  // about 20 attaches to gRPC's sync server).
   AttachedTotals totals;
   const bool stopped = StopAttachedRecording(&totals);
+  const uint32_t restored = RestoreAllGotEntries();
   // No thread unwinds any more (none was left inside a record): the object
   // files the unwinder opened are closed, and libunwind's address-validation
   // pipe (opened at the first session's first unwind, two descriptors the
