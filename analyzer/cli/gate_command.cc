@@ -51,38 +51,34 @@ struct GateArgs {
 // and then the loss is stated. Corrupt chunks already fail the analysis.
 bool CheckTruncation(const GateArgs& a, const analyzer::Analysis& analysis) {
   bool ok = true;
-  for (const analyzer::TraceInfo& t : analysis.traces) {
-    // Events record could not write (its losses record): as damaging as a
-    // cut, since a missing hand-off must never let the gate pass.
-    if (t.losses.any()) {
-      const std::string what = fmt::format("{}: incomplete: {}", Printable(t.path),
-                                           format::LossesText(t.losses));
-      if (a.accept_truncated) {
-        fmt::print(stderr, "crossfree gate: warning: {}; gating on the rest (--accept-truncated)\n",
-                   what);
-      } else {
-        fmt::print(stderr, "crossfree gate: {}; the gate does not pass on an incomplete trace "
-                           "(--accept-truncated gates on what was written)\n",
-                   what);
-        ok = false;
-      }
-    }
-    if (!t.truncated) continue;
-    uint64_t lost = t.file_bytes - t.truncated_offset;
-    std::string what = fmt::format(
-        "{}: truncated at offset {}: {} of its {} bytes ({:.1f}%) after the last complete chunk "
-        "were not analysed ({} complete chunks were)",
-        Printable(t.path), t.truncated_offset, lost, t.file_bytes,
-        t.file_bytes ? lost * 100.0 / t.file_bytes : 0.0, t.chunks);
+  // What is missing from a trace: stated as a warning with
+  // --accept-truncated, else the gate refuses the trace.
+  auto judge = [&](const std::string& what, const char* refusal) {
     if (a.accept_truncated) {
       fmt::print(stderr, "crossfree gate: warning: {}; gating on the rest (--accept-truncated)\n",
                  what);
     } else {
-      fmt::print(stderr, "crossfree gate: {}; the gate does not pass on a damaged trace "
-                         "(--accept-truncated gates on the complete chunks)\n",
-                 what);
+      fmt::print(stderr, "crossfree gate: {}; {}\n", what, refusal);
       ok = false;
     }
+  };
+  for (const analyzer::TraceInfo& t : analysis.traces) {
+    // Events record could not write (its losses record): as damaging as a
+    // cut, since a missing hand-off must never let the gate pass.
+    if (t.losses.any()) {
+      judge(fmt::format("{}: incomplete: {}", Printable(t.path), format::LossesText(t.losses)),
+            "the gate does not pass on an incomplete trace (--accept-truncated gates on what "
+            "was written)");
+    }
+    if (!t.truncated) continue;
+    uint64_t lost = t.file_bytes - t.truncated_offset;
+    judge(fmt::format(
+              "{}: truncated at offset {}: {} of its {} bytes ({:.1f}%) after the last complete "
+              "chunk were not analysed ({} complete chunks were)",
+              Printable(t.path), t.truncated_offset, lost, t.file_bytes,
+              t.file_bytes ? lost * 100.0 / t.file_bytes : 0.0, t.chunks),
+          "the gate does not pass on a damaged trace (--accept-truncated gates on the complete "
+          "chunks)");
   }
   return ok;
 }

@@ -47,6 +47,19 @@ events=${counts%% events*}
 chunks=${counts#* events in }; chunks=${chunks%% chunks}
 grep -q "\"losses\": {\"events_dropped\": $events, \"chunks_dropped\": $chunks, \"chunks_damaged\": 0}" \
   report.json || { grep -o '"traces".*' report.json | head -c 600; fail "JSON has no losses"; }
+# The gate never passes an incomplete trace: exit 2 naming the loss, and
+# with --accept-truncated the loss is stated and the trace gated.
+rc=0
+"$crossfree" gate --write-baseline --baseline lost.baseline lost.trace >gate.out 2>gate.err || rc=$?
+[[ $rc == 2 ]] || { cat gate.err; fail "gate on an incomplete trace exited $rc, not 2"; }
+grep -q "lost.trace: incomplete: $counts dropped by the tracer.*the gate does not pass on an incomplete trace" gate.err ||
+  { cat gate.err; fail "gate does not name the loss"; }
+rc=0
+"$crossfree" gate --write-baseline --accept-truncated --baseline lost.baseline lost.trace \
+  >gate.out 2>gate.err || rc=$?
+[[ $rc == 0 ]] || { cat gate.err; fail "gate --accept-truncated exited $rc"; }
+grep -q "warning: .*lost.trace: incomplete: $counts dropped.*(--accept-truncated)" gate.err ||
+  { cat gate.err; fail "gate --accept-truncated does not state the loss"; }
 
 # 3. record's end is bounded whatever the drain is doing: at zstd level 19
 # the drain is far behind when the command ends, with much of the region
