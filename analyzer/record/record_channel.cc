@@ -26,6 +26,7 @@
 #include <fmt/core.h>
 
 #include "analyzer/record/target_process.h"
+#include "analyzer/record/write_watchdog.h"
 #include "format/crc32c.h"
 #include "protocol/shm_channel.h"
 #include "format/trace_format.h"
@@ -460,6 +461,7 @@ void ChunkChannel::EmitChunk(int fd, const uint8_t* chunk, size_t n) {
 void ChunkChannel::Write(int fd, const uint8_t* data, size_t n) {
   if (!stats_.error.empty()) return;  // after a write error, only slots are freed
   while (n > 0) {
+    StallIfTesting();
     const ssize_t w = write(fd, data, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
@@ -469,6 +471,7 @@ void ChunkChannel::Write(int fd, const uint8_t* data, size_t n) {
     data += w;
     n -= static_cast<size_t>(w);
     stats_.bytes_written += static_cast<uint64_t>(w);
+    NoteBytesWritten(static_cast<uint64_t>(w));  // progress, for WriteWatchdog
   }
 }
 

@@ -28,6 +28,7 @@
 #include "analyzer/record/record_handoff.h"
 #include "analyzer/record/recorded_traces.h"
 #include "analyzer/record/tracer_library.h"
+#include "analyzer/record/write_watchdog.h"
 #include "protocol/toggle_signal.h"
 
 namespace crossfree::analyzer::record {
@@ -373,12 +374,19 @@ int RunRecord(const RecordOptions& o) {
   // fills the region: once it is reaped nothing writes it, and the rest is
   // taken. Its fork children fill regions of their own, finished as each
   // ends; what is left is taken once they were waited for.
-  if (handoff) handoff->Finish();
+  if (handoff) {
+    // Bounded even when a write never returns (write_watchdog.h).
+    WriteWatchdog watchdog("finishing the command's trace");
+    handoff->Finish();
+  }
   if (int waited = WaitForDescendants(o.wait_children_s); waited > 0) {
     fmt::print(stderr, "crossfree record: waited for {} process{} the command left running\n",
                waited, waited == 1 ? "" : "es");
   }
-  if (handoff) handoff->FinishChildren();
+  if (handoff) {
+    WriteWatchdog watchdog("finishing the traces of the command's child processes");
+    handoff->FinishChildren();
+  }
   signals.Restore();
   const bool lost = handoff && handoff->Report();
   const int result = SummarizeRun(o, plan, command.pid, started, status);

@@ -9,6 +9,10 @@
 #  3. at level 19 with the drain far behind, record ends within a bound
 #     of its command's end (2 s of compression, then plain), losing
 #     nothing;
+#  4. a trace file that stops taking bytes (a write that never returns,
+#     as on a hung mount; CROSSFREE_RECORD_TEST_STALL_WRITES): record's
+#     watchdog ends it 3 s after the last byte, exit 3, saying so, and the
+#     bytes on disk read as an incomplete trace;
 #  2. a command that ignores SIGTERM: the first SIGTERM to record is passed
 #     on and record waits; the second ends record at once with 143, long
 #     before the command would have ended, and the trace on disk reads.
@@ -81,6 +85,29 @@ echo "record_loss_test: record ended ${after_ms} ms after its command (level 19)
 (( after_ms < 20000 )) || { cat bound.err; fail "record ended ${after_ms} ms after its command"; }
 grep -q '0 events lost of those the command recorded' bound.err ||
   { cat bound.err; fail "events lost at level 19"; }
+
+# 4. A write that never returns. From its 300,000th byte on, every write of
+# record blocks for good; the drain stalls while the command runs (its
+# threads then drop events) and again at the end. record must be gone
+# within 10 s of the command's end (the watchdog's bound is 3 s without a
+# byte written), exit 3 and name the stall; what is on disk reads.
+rm -f ended
+rc=0
+CROSSFREE_RECORD_TEST_STALL_WRITES=300000 timeout -k 5 120 "$crossfree" record -o stall.trace -- \
+  "$workload" --producers 2 --consumers 2 --objects 200000 2>stall.err |
+  { read -r _; date +%s%N >ended; cat >/dev/null; }
+rc=${PIPESTATUS[0]}
+done_ns=$(date +%s%N)
+[[ $rc == 3 ]] || { cat stall.err; fail "record on a stalled file exited $rc, not 3"; }
+[[ -s ended ]] || fail "the command did not say when it ended"
+after_ms=$(( (done_ns - $(cat ended)) / 1000000 ))
+echo "record_loss_test: record ended ${after_ms} ms after its command (stalled writes)"
+(( after_ms < 10000 )) || { cat stall.err; fail "record ended ${after_ms} ms after its command"; }
+grep -q "the trace file took no bytes for 3 s .*ending now: what record still held is lost" \
+  stall.err || { cat stall.err; fail "record does not name the stall"; }
+"$crossfree" dump --summary stall.trace >stall.dump 2>stall.dump.err ||
+  { cat stall.dump.err; fail "dump of the stalled trace"; }
+grep -q '^  complete: no: ' stall.dump || { cat stall.dump; fail "the stalled trace reads complete"; }
 
 # 2. Two SIGTERMs. The command ignores SIGTERM and lives 60 s; it writes a
 # line once its trap is set, and record's pid is $!.
