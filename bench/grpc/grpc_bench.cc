@@ -145,10 +145,12 @@ class ThreadPerCall {
 
   void MaybeSpawn(int64_t value) {
     if (every_ <= 0 || calls_.fetch_add(1, std::memory_order_relaxed) % every_ != 0) return;
-    std::vector<int64_t>* box = nullptr;
+    // One allocation per thread (a vector would be two: it and its
+    // buffer), so that the site grows by exactly 1 / every_ per call.
+    int64_t* box = nullptr;
     std::thread worker([&box, value] {
       pthread_setname_np(pthread_self(), "per-call");
-      box = new std::vector<int64_t>(4, value);
+      box = new int64_t(value);
     });
     worker.join();
     delete box;
