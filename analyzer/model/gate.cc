@@ -290,8 +290,9 @@ bool StartResult(const Analysis& analysis, const Baseline& baseline, const GateO
   if (!r.per_operation) {
     r.warnings.push_back(
         "no --operations: per-call rates are per 1000 allocations, which move when the run's "
-        "allocations per operation change (a hand-off on 1 call in 20 never fails at 50 or more "
-        "allocations per call), and bounded (one-off) objects are not judged");
+        "allocations per operation change (a hand-off on 1 call in 20 is at most the effect size, "
+        "caught at most about half the time, at 50 or more allocations per call), and bounded "
+        "(one-off) objects are not judged");
   }
   if (baseline.steady_units <= 0 && baseline.version < 3) {
     r.warnings.push_back(fmt::format(

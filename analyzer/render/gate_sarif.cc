@@ -5,8 +5,8 @@
 // over its baseline, located at its allocation's source line, with each
 // free's line as a related location. A relative path has uriBaseId
 // %SRCROOT% (the --source-root). Warnings are tool notifications of the
-// invocation. tests/analyzer/cli validates the output against the
-// published schema (tests/data/sarif/).
+// invocation. tests/analyzer/model/ci_formats_test.py validates the output
+// against the published schema (tests/data/sarif/).
 #include <fmt/core.h>
 
 #include <cctype>

@@ -643,7 +643,7 @@ std::string RenderGateText(const Analysis& analysis, const GateResult& r,
     const bool bounded = o.verdict == GateVerdict::kBoundedGrowing;
     const Estimate& rate = bounded ? g.bounded_rate : g.rate;
     out += "\n";
-    out += Fit(fmt::format("{:<6}allocated at {}", GateVerdictName(o.verdict), g.key), Width()) +
+    out += Fit(fmt::format("{:<5} allocated at {}", GateVerdictName(o.verdict), g.key), Width()) +
            "\n";
     std::string value = r.sampled ? fmt::format("~{:.4g} [{:.4g}..{:.4g}]", rate.value, rate.low,
                                                 rate.high)

@@ -4,6 +4,7 @@
 // summary lines so scripts/bench/rpc-vs-grpc parses both the same way.
 #include <pthread.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -53,24 +54,51 @@ struct Flags {
   // planted in a third-party server, for the gate's rerun checks
   // (scripts/validate/gate-reruns). 0: none.
   int handoff_every = 0;
+  // > 0: every call the handler allocates a small object at one site and
+  // hands this share of them (evenly spread over the calls) to the
+  // "handoff" thread, freeing the others itself: a site of which a known
+  // share crosses threads, as a timing-dependent site's does (the gate
+  // judges its crossing share; 0.15 -> 1 must fail). 0: none.
+  double handoff_share = 0;
+  // > 0: every Nth call the handler starts a thread that allocates a small
+  // object and exits, then joins it and frees the object: one-off
+  // (thread-bounded) cross-thread objects that grow with the calls, as a
+  // thread-per-request server's do (the gate's --bounded-effect). 0: none.
+  int spawn_every = 0;
 };
 
-// The receiving end of Flags::handoff_every: one thread that frees what
-// handlers give it. Any thread may Give; Stop joins.
+// What a handler hands over: ONE allocation (a std::vector would be two,
+// itself and its buffer, both at the handler's site, and would double the
+// planted rate: --handoff_every 10 read 0.2 objects per call before).
+using Box = std::array<int64_t, 4>;
+
+// The receiving end of Flags::handoff_every and handoff_share: one thread
+// that frees what handlers give it. Any thread may call MaybeGive; Stop
+// joins.
 class Handoff {
  public:
-  explicit Handoff(int every) : every_(every) {
-    if (every_ > 0) thread_ = std::thread([this] { Drain(); });
+  Handoff(int every, double share) : every_(every), share_(share) {
+    if (every_ > 0 || share_ > 0) thread_ = std::thread([this] { Drain(); });
   }
   ~Handoff() { Stop(); }
 
   // Called by a handler once per call.
   void MaybeGive(int64_t value) {
+    if (share_ > 0) {
+      // One allocation site for the objects given and those kept: the gate
+      // sees one site of which share_ crosses. Call n gives when the
+      // running total floor(n x share) steps up.
+      const uint64_t n = shared_calls_.fetch_add(1, std::memory_order_relaxed);
+      auto* box = new Box{value, value, value, value};
+      if (static_cast<uint64_t>(static_cast<double>(n + 1) * share_) ==
+          static_cast<uint64_t>(static_cast<double>(n) * share_)) {
+        delete box;
+      } else {
+        Give(box);
+      }
+    }
     if (every_ <= 0 || calls_.fetch_add(1, std::memory_order_relaxed) % every_ != 0) return;
-    auto* box = new std::vector<int64_t>(4, value);
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(box);
-    ready_.notify_one();
+    Give(new Box{value, value, value, value});
   }
 
   void Stop() {
@@ -84,6 +112,12 @@ class Handoff {
   }
 
  private:
+  void Give(Box* box) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(box);
+    ready_.notify_one();
+  }
+
   void Drain() {
     pthread_setname_np(pthread_self(), "handoff");
     std::unique_lock<std::mutex> lock(mutex_);
@@ -98,12 +132,39 @@ class Handoff {
   }
 
   const int every_;
+  const double share_;
   std::atomic<uint64_t> calls_{0};
+  std::atomic<uint64_t> shared_calls_{0};
   std::mutex mutex_;
   std::condition_variable ready_;
-  std::deque<std::vector<int64_t>*> queue_;
+  std::deque<Box*> queue_;
   bool stop_ = false;
   std::thread thread_;
+};
+
+// Flags::spawn_every: a thread per Nth call, whose one object the handler
+// frees after joining it (freed after its allocating thread exited: the
+// gate counts it as bounded, one-off). Any handler thread may call it.
+class ThreadPerCall {
+ public:
+  explicit ThreadPerCall(int every) : every_(every) {}
+
+  void MaybeSpawn(int64_t value) {
+    if (every_ <= 0 || calls_.fetch_add(1, std::memory_order_relaxed) % every_ != 0) return;
+    // One allocation per thread (a vector would be two: it and its
+    // buffer), so that the site grows by exactly 1 / every_ per call.
+    int64_t* box = nullptr;
+    std::thread worker([&box, value] {
+      pthread_setname_np(pthread_self(), "per-call");
+      box = new int64_t(value);
+    });
+    worker.join();
+    delete box;
+  }
+
+ private:
+  const int every_;
+  std::atomic<uint64_t> calls_{0};
 };
 
 using Clock = std::chrono::steady_clock;
@@ -118,15 +179,18 @@ void Add(const AddRequestPB& req, AddResponsePB* resp) { resp->set_result(req.x(
 // Sync API: the handler runs on one of the sync server's polling threads.
 class SyncCalculator final : public CalculatorService::Service {
  public:
-  explicit SyncCalculator(Handoff* handoff) : handoff_(handoff) {}
+  SyncCalculator(Handoff* handoff, ThreadPerCall* spawner)
+      : handoff_(handoff), spawner_(spawner) {}
 
  private:
   grpc::Status Add(grpc::ServerContext*, const AddRequestPB* req, AddResponsePB* resp) override {
     grpcbench::Add(*req, resp);
     handoff_->MaybeGive(req->x());
+    spawner_->MaybeSpawn(req->x());
     return grpc::Status::OK;
   }
   Handoff* handoff_;
+  ThreadPerCall* spawner_;
 };
 
 // Callback API: the handler runs inline on a gRPC event thread and finishes
@@ -246,8 +310,9 @@ class AsyncChain {
 
 
 int Run(const Flags& f) {
-  Handoff handoff(f.handoff_every);
-  SyncCalculator sync_service(&handoff);
+  Handoff handoff(f.handoff_every, f.handoff_share);
+  ThreadPerCall spawner(f.spawn_every);
+  SyncCalculator sync_service(&handoff, &spawner);
   CallbackCalculator callback_service;
   grpc::ServerBuilder builder;
   int port = 0;
@@ -384,6 +449,16 @@ int main(int argc, char** argv) {
   app.add_option("--handoff_every", f.handoff_every,
                  "Sync server: every Nth call hands a small object to a thread that frees it "
                  "(a planted per-call cross-thread pair; 0 = none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--handoff_share", f.handoff_share,
+                 "Sync server: every call allocates a small object and hands this share of "
+                 "them to the thread that frees them, freeing the rest itself (a site of which "
+                 "a known share crosses threads; 0 = none)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--spawn_every", f.spawn_every,
+                 "Sync server: every Nth call starts a thread that allocates a small object the "
+                 "handler frees after joining it (one-off objects growing with the calls, as a "
+                 "thread-per-request server's; 0 = none)")
       ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
   return crossfree::grpcbench::Run(f);

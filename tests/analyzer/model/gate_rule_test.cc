@@ -168,8 +168,9 @@ TEST_CASE("gate rule: without --operations a warning names what is not judged") 
   REQUIRE(r.warnings.size() == 1);
   CHECK(r.warnings[0] ==
         "no --operations: per-call rates are per 1000 allocations, which move when the run's "
-        "allocations per operation change (a hand-off on 1 call in 20 never fails at 50 or more "
-        "allocations per call), and bounded (one-off) objects are not judged");
+        "allocations per operation change (a hand-off on 1 call in 20 is at most the effect size, "
+        "caught at most about half the time, at 50 or more allocations per call), and bounded "
+        "(one-off) objects are not judged");
   CHECK(r.bounded_effect == 0);
   CHECK(Gate(Run(1'000, {Pair(10)}), PerOperation({})).warnings.empty());
   // A version 2 baseline gives no units: said too.
