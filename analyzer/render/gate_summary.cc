@@ -132,6 +132,14 @@ std::string OffenseSummary(const GateResult& r, const GateOffense& o) {
           : fmt::format("{:.4g} {} objects {} ({}), limit {:.4g}; {}", rate.value,
                         bounded ? "one-off" : "per-call", GateUnitName(r),
                         Commas(bounded ? g.bounded_objects : g.steady_objects), o.limit, baseline);
+  // A one-run baseline guesses a timing-dependent site's spread from one
+  // share (docs/guide/ci-gate.md): when reruns of unchanged code fail here,
+  // the remedy is a baseline of several runs, so the message says how.
+  if (o.by_share && g.baseline_runs < 2) {
+    what += "; the baseline is of one run, which cannot know how this share varies: if reruns "
+            "of unchanged code fail here, write the baseline from 3 runs (--write-baseline "
+            "--run A.trc --run B.trc --run C.trc)";
+  }
   return fmt::format("{} cross-thread allocation site {}: {}", GateVerdictName(o.verdict), g.key,
                      what);
 }

@@ -14,6 +14,7 @@
 
 #include "analyzer/model/analysis.h"
 #include "analyzer/render/folded.h"
+#include "analyzer/render/gate_formats.h"
 #include "analyzer/render/output.h"
 #include "analyzer/render/pprof.h"
 #include "pprof/profile.pb.h"
@@ -134,6 +135,31 @@ TEST_CASE("markup escaping: HTML's four specials, XML's five and its controls") 
   const std::string_view s = "a&b<c>d\"e'f\tg\x01h\ni";
   CHECK(MarkupEscape(s, Markup::kHtml) == "a&amp;b&lt;c&gt;d&quot;e'f\tg\x01h\ni");
   CHECK(MarkupEscape(s, Markup::kXml) == "a&amp;b&lt;c&gt;d&quot;e&apos;f\tg?h\ni");
+}
+
+// A timing-dependent site that failed on its share against a one-run
+// baseline: the message names the remedy (a baseline of several runs),
+// which a baseline of three does not need.
+TEST_CASE("gate: a share failure against a one-run baseline says how to write one of 3 runs") {
+  GateResult r;
+  GateOffense o;
+  o.group.key = "Site::Alloc";
+  o.group.in_baseline = true;
+  o.group.baseline_staying_share = 0.85;
+  o.verdict = GateVerdict::kGrown;
+  o.by_share = true;
+  o.staying_share = 0;
+  o.staying_limit = 0.10625;
+  o.group.baseline_runs = 1;
+  const std::string one = OffenseSummary(r, o);
+  CHECK(one.find("0.0% of the site's objects stay on their thread, below 10.6%") !=
+        std::string::npos);
+  CHECK(one.find("write the baseline from 3 runs (--write-baseline --run A.trc") !=
+        std::string::npos);
+  o.group.baseline_runs = 3;
+  const std::string three = OffenseSummary(r, o);
+  CHECK(three.find("the least the spread of the baseline's 3 runs allows") != std::string::npos);
+  CHECK(three.find("write the baseline from 3 runs") == std::string::npos);
 }
 
 }  // namespace
