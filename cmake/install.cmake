@@ -5,8 +5,8 @@
 #   lib/crossfree/             libcrossfree-trace.so (crossfree record looks
 #                              in <bin>/../lib/crossfree/)
 #   <libdir>/                  static crossfree_rpc, crossfree_format(_writer)
-#   include/crossfree/{rpc,format}/  the public headers (below) and those they
-#                              include: consumers write <crossfree/rpc/messenger.h>;
+#   include/crossfree/{rpc,format}/  the public headers (below), nothing else:
+#                              consumers write <crossfree/rpc/messenger.h>;
 #                              not include/rpc/, which glibc's libc6-dev uses
 #   <libdir>/cmake/crossfree/  the package config; <libdir>/pkgconfig/crossfree.pc
 include(GNUInstallDirs)
@@ -40,23 +40,22 @@ install(TARGETS crossfree_rpc crossfree_format crossfree_format_writer crossfree
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 # The headers a program of another project includes: for the RPC core, a
-# server (Messenger, ServicePool), a client (Proxy, RpcController) and the
-# code protoc-gen-crossfree-rpc generates (proxy.h, rpc_context.h,
-# service_if.h); for the trace reader, TraceReader and the format's names.
-set(_rpc_public_headers messenger.h service_pool.h service_if.h rpc_context.h proxy.h
-    rpc_controller.h status.h sockaddr.h)
+# server (Messenger with its options and ServicePoolOptions), a client (Proxy,
+# RpcController) and the code protoc-gen-crossfree-rpc generates (proxy.h,
+# rpc_context.h, service_if.h); for the trace reader, TraceReader and the
+# format's names. Beside them the few public types those name (RemoteMethod,
+# ResponseCallback and its InlineFunction, InPlace), and nothing else: the
+# public classes keep the core's internals behind forward declarations and
+# in-place storage (messenger.h, rpc_controller.h, proxy.h), so the reactor,
+# connections, calls, pools, the test service, contract checks, logging, the
+# trace writer and the tracer's protocol stay in the source tree.
+# tests/install/install_test.sh fails if the installed set differs from the
+# one it expects, or if an installed header includes one that is not
+# installed; the consumer compiles each installed header alone.
+set(_rpc_public_headers messenger.h service_pool_options.h service_if.h rpc_context.h proxy.h
+    rpc_controller.h remote_method.h response_callback.h inline_function.h in_place.h
+    status.h sockaddr.h)
 set(_format_public_headers trace_reader.h trace_format.h names.h)
-# The headers those include, and nothing more: installed because the
-# compiler needs them, not for programs to include. Everything else stays
-# in the source tree (the test service, dcheck.h, logging, the acceptor,
-# connection threads, the socket I/O; the trace writer and the tracer's
-# protocol). tests/install/install_test.sh fails if an installed header
-# includes one that is not installed, and compiles each installed header
-# alone against the installed tree.
-set(_rpc_included_headers connection.h outbound_call.h reactor.h call_id_map.h
-    deferred_pool.h frame_reader.h futex.h futex_mutex.h header_codec.h histogram.h
-    inbound_call_pool.h inline_function.h memory_budget.h serialization.h service_queue.h
-    transfer.h)
 set(_include_dir ${CMAKE_INSTALL_INCLUDEDIR}/crossfree)
 # The package names the public ones as a program includes them
 # (crossfree_PUBLIC_HEADERS: crossfree/rpc/messenger.h, ...).
@@ -64,11 +63,10 @@ list(TRANSFORM _rpc_public_headers PREPEND crossfree/rpc/ OUTPUT_VARIABLE _rpc_n
 list(TRANSFORM _format_public_headers PREPEND crossfree/format/ OUTPUT_VARIABLE _format_names)
 set(CROSSFREE_PUBLIC_HEADERS ${_rpc_names} ${_format_names})
 list(TRANSFORM _rpc_public_headers PREPEND ${PROJECT_SOURCE_DIR}/rpc/)
-list(TRANSFORM _rpc_included_headers PREPEND ${PROJECT_SOURCE_DIR}/rpc/)
 list(TRANSFORM _format_public_headers PREPEND ${PROJECT_SOURCE_DIR}/format/)
 # rpc_header.proto: the wire's headers, for clients written against the
 # protocol rather than this library.
-install(FILES ${_rpc_public_headers} ${_rpc_included_headers}
+install(FILES ${_rpc_public_headers}
               ${PROJECT_BINARY_DIR}/rpc/rpc_header.pb.h ${PROJECT_SOURCE_DIR}/rpc/rpc_header.proto
         DESTINATION ${_include_dir}/rpc)
 install(FILES ${_format_public_headers} DESTINATION ${_include_dir}/format)

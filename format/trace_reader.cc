@@ -45,14 +45,13 @@ const uint8_t* FixedChunkBody(std::span<const uint8_t> bytes, size_t total, uint
   return p + 6;
 }
 
-// The losses record's counts, from the body after its magic.
-void LoadLosses(const uint8_t* p, RecordLosses* losses) {
+}  // namespace
+
+void LoadLossesCounts(const uint8_t* p, RecordLosses* losses) {
   losses->events_dropped = wire::Load64(p);
   losses->chunks_dropped = wire::Load64(p + 8);
   losses->chunks_damaged = wire::Load64(p + 16);
 }
-
-}  // namespace
 
 bool ParseTotalsChunk(std::span<const uint8_t> tail, TraceTotals* totals) {
   const uint8_t* p = FixedChunkBody(tail, kTotalsChunkBytes, kTagTotals, kTotalsMagic);
@@ -68,8 +67,13 @@ bool ParseTotalsChunk(std::span<const uint8_t> tail, TraceTotals* totals) {
 bool ParseLossesChunk(std::span<const uint8_t> bytes, RecordLosses* losses) {
   const uint8_t* p = FixedChunkBody(bytes, kLossesChunkBytes, kTagLosses, kLossesMagic);
   if (p == nullptr) return false;
-  LoadLosses(p, losses);
+  LoadLossesCounts(p, losses);
   return true;
+}
+
+bool IsTotalsChunk(const Chunk& chunk) {
+  return chunk.event_count == 0 && !chunk.compressed && !chunk.payload.empty() &&
+         chunk.payload[0] == kTagTotals;
 }
 
 bool ParseLossesRecord(const Chunk& chunk, RecordLosses* losses) {
@@ -83,7 +87,7 @@ bool ParseLossesRecord(const Chunk& chunk, RecordLosses* losses) {
   if (p[0] != kTagLosses || p[1] != kLossesBodyBytes || wire::Load32(p + 2) != kLossesMagic) {
     return false;
   }
-  LoadLosses(p + 6, losses);
+  LoadLossesCounts(p + 6, losses);
   return true;
 }
 

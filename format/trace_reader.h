@@ -134,6 +134,10 @@ enum class ReadResult {
 // totals chunk: then the file may still be whole, but its writer's counts
 // are not known and the file must be decoded to count its events.
 bool ParseTotalsChunk(std::span<const uint8_t> tail, TraceTotals* totals);
+// Whether a chunk NextChunk returned is the writer's totals chunk (a plain
+// chunk of no events whose payload opens with kTagTotals): the mark of a
+// clean end (kHeaderFlagEndsWithTotals). Its body is not checked here.
+bool IsTotalsChunk(const Chunk& chunk);
 
 // Reads a losses chunk (EncodeLossesChunk): a whole chunk of
 // kLossesChunkBytes, as a file's last bytes or as NextChunk returned it
@@ -142,6 +146,10 @@ bool ParseLossesChunk(std::span<const uint8_t> bytes, RecordLosses* losses);
 // The same from a chunk NextChunk returned (a plain chunk whose payload is
 // exactly the losses record).
 bool ParseLossesRecord(const Chunk& chunk, RecordLosses* losses);
+// The losses record's three counts from the kLossesBodyBytes - 4 bytes
+// after its magic (trace-format.md 6.9): the one reading of them, for
+// ParseLossesChunk, ParseLossesRecord and the record decoder.
+void LoadLossesCounts(const uint8_t* p, RecordLosses* losses);
 
 // Reads one trace file. Open() validates the header; NextChunk() walks the
 // chunks in file order. A file is read with pread() in chunk-sized pieces,

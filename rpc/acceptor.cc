@@ -13,6 +13,7 @@
 #include "rpc/connection_thread_set.h"
 #include "rpc/logging.h"
 #include "rpc/messenger.h"
+#include "rpc/reactor.h"
 
 namespace crossfree::rpc {
 

@@ -5,17 +5,21 @@
 #include "rpc/acceptor.h"
 #include "rpc/connection_thread_set.h"
 #include "rpc/dcheck.h"
+#include "rpc/deferred_pool.h"
 #include "rpc/inbound_call.h"
 #include "rpc/logging.h"
+#include "rpc/memory_budget.h"
 #include "rpc/outbound_call.h"
+#include "rpc/reactor.h"
+#include "rpc/service_pool.h"
 
 namespace crossfree::rpc {
 
 Messenger::Messenger(const MessengerOptions& options)
     : options_(options),
-      budget_(options.max_buffer_bytes),
-      deferred_(options.deferred_prefix, options.deferred_threads,
-                options.deferred_queue_length) {}
+      budget_(std::make_unique<MemoryBudget>(options.max_buffer_bytes)),
+      deferred_(std::make_unique<DeferredPool>(options.deferred_prefix, options.deferred_threads,
+                                               options.deferred_queue_length)) {}
 
 Status Messenger::Create(const MessengerOptions& options, std::shared_ptr<Messenger>* out) {
   if (options.num_reactors < 1) {
@@ -78,10 +82,10 @@ void Messenger::Shutdown() {
   auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.shutdown_grace_ms);
   std::shared_lock<std::shared_mutex> sl(services_mu_);
-  deferred_.BeginShutdown();
+  deferred_->BeginShutdown();
   for (auto& [name, pool] : services_) pool->BeginShutdown();
   if (connection_threads_ != nullptr) connection_threads_->BeginShutdown();
-  bool idle = deferred_.WaitIdle(deadline);
+  bool idle = deferred_->WaitIdle(deadline);
   for (auto& [name, pool] : services_) idle = pool->WaitIdle(deadline) && idle;
   if (connection_threads_ != nullptr) idle = connection_threads_->WaitIdle(deadline) && idle;
   if (!idle) {
@@ -96,7 +100,7 @@ void Messenger::Shutdown() {
     }
     if (connection_threads_ != nullptr) connection_threads_->CancelCalls();
   }
-  deferred_.Shutdown();
+  deferred_->Shutdown();
   for (auto& [name, pool] : services_) pool->Shutdown();
   // After the deferred pool: a connection thread may wait for a deferred
   // response, which its Shutdown answered by now.

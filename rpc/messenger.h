@@ -13,19 +13,23 @@
 #include <unordered_map>
 #include <vector>
 
-#include "rpc/deferred_pool.h"
-#include "rpc/memory_budget.h"
-#include "rpc/reactor.h"
-#include "rpc/service_pool.h"
+#include "rpc/service_pool_options.h"
 #include "rpc/sockaddr.h"
 #include "rpc/status.h"
 
 namespace crossfree::rpc {
 
+// The core's internals, used here by pointer only: a program that includes
+// this header sees none of their definitions.
 class Acceptor;
 class ConnectionThreadSet;
+class DeferredPool;
 class InboundCall;
+class MemoryBudget;
 class OutboundCall;
+class Reactor;
+class ServiceIf;
+class ServicePool;
 
 // Settings of one messenger. The bounds protect a server from clients that
 // misbehave (by accident or on purpose); each has a default meant for a
@@ -187,9 +191,9 @@ class Messenger {
   uint64_t cancelled_in_queue() const;
 
   // The budget of max_buffer_bytes (any thread).
-  MemoryBudget* buffer_budget() { return &budget_; }
+  MemoryBudget* buffer_budget() { return budget_.get(); }
   // The RpcContext::Defer pool (any thread).
-  DeferredPool* deferred_pool() { return &deferred_; }
+  DeferredPool* deferred_pool() { return deferred_.get(); }
   // The connection threads (connection_threads; nullptr otherwise). The
   // acceptor hands them accepted sockets.
   ConnectionThreadSet* connection_thread_set() { return connection_threads_.get(); }
@@ -241,9 +245,9 @@ class Messenger {
 
   const MessengerOptions options_;
   // Before the reactors: connections and calls release into them until
-  // the reactors are gone.
-  MemoryBudget budget_;
-  DeferredPool deferred_;
+  // the reactors are gone. Made with the messenger (messenger.cc).
+  const std::unique_ptr<MemoryBudget> budget_;
+  const std::unique_ptr<DeferredPool> deferred_;
   std::atomic<int> server_connections_{0};
   std::atomic<uint64_t> caller_read_responses_{0};
   std::atomic<uint64_t> inbound_calls_released_{0};

@@ -16,7 +16,9 @@
 
 #include "rpc/connection.h"
 #include "rpc/header_codec.h"
-#include "rpc/inline_function.h"
+#include "rpc/remote_method.h"
+#include "rpc/response_callback.h"
+#include "rpc/rpc_controller.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"
 #include "rpc/sockaddr.h"
@@ -28,24 +30,6 @@ namespace crossfree::rpc {
 class Connection;
 class Messenger;
 class RpcController;
-
-// Names one method of one service; generated proxies hold static instances.
-// Immutable: the encoded header field is computed from the names once.
-struct RemoteMethod {
-  RemoteMethod(std::string service, std::string method)
-      : service_name(std::move(service)),
-        method_name(std::move(method)),
-        remote_method_field(EncodeRemoteMethodField(service_name, method_name)) {}
-  const std::string service_name;
-  const std::string method_name;
-  // The RequestHeader's remote_method field as sent (header_codec.h): every
-  // request copies these bytes instead of encoding the names again.
-  const std::string remote_method_field;
-};
-
-// Called once when a call finishes. Runs on the client reactor thread and
-// must not block. Inline storage: captures of up to 48 bytes.
-using ResponseCallback = InlineFunction<void(), 48>;
 
 // The parsed response of a call: header, the frame it came in and views of
 // the body and sidecars inside that frame.
@@ -67,16 +51,8 @@ struct CallResponse {
 // of the reactor.
 class OutboundCall final : public TransferCallbacks {
  public:
-  enum class State {
-    kReady,            // prepared by the caller, not yet on a reactor
-    kOnOutboundQueue,  // queued on a connection (or waiting for connect)
-    kSending,          // partly written
-    kSent,             // written, waiting for the response
-    kFinishedSuccess,
-    kFinishedError,
-    kTimedOut,
-    kCancelled,
-  };
+  // The call's life, public as RpcController::state() (rpc_controller.h).
+  using State = CallState;
   static const char* StateName(State s);
 
   explicit OutboundCall(RpcController* controller) : controller_(controller) {}

@@ -7,14 +7,24 @@
 #include <ctime>
 
 #include "rpc/alloc_pattern.h"
+#include "rpc/connection.h"
+#include "rpc/futex_mutex.h"
 #include "rpc/notification.h"
+#include "rpc/outbound_call.h"
 #include "rpc/messenger.h"
 #include "rpc/reactor.h"
 
 namespace crossfree::rpc {
 
+struct Proxy::ConnectionCache {
+  FutexMutex mu;
+  ConnectionRef conn;  // guarded by mu
+};
+
 Proxy::Proxy(std::shared_ptr<Messenger> messenger, const Sockaddr& remote)
     : messenger_(std::move(messenger)), remote_(remote) {}
+
+Proxy::~Proxy() = default;
 
 void Proxy::AsyncRequest(const RemoteMethod& method, const google::protobuf::MessageLite& request,
                          google::protobuf::MessageLite* response, RpcController* controller,
@@ -50,9 +60,10 @@ Status Proxy::SyncRequest(const RemoteMethod& method, const google::protobuf::Me
   // The cached connection, unless it closed: then the reactor opens another.
   ConnectionRef conn;
   {
-    std::lock_guard<FutexMutex> l(conn_mu_);
-    if (conn_ && conn_->closed()) conn_.reset();
-    if (conn_) conn = ConnectionRef(conn_.get());
+    std::lock_guard<FutexMutex> l(cache_->mu);
+    ConnectionRef& cached = cache_->conn;
+    if (cached && cached->closed()) cached.reset();
+    if (cached) conn = ConnectionRef(cached.get());
   }
   // Lets the reactor lend this connection's read side after delivering
   // this call's response, so that the next call can read its own.
@@ -93,8 +104,8 @@ Status Proxy::SyncRequest(const RemoteMethod& method, const google::protobuf::Me
     }
   }
   if (call->connection_for_caller) {
-    std::lock_guard<FutexMutex> l(conn_mu_);
-    if (!conn_) conn_ = std::move(call->connection_for_caller);
+    std::lock_guard<FutexMutex> l(cache_->mu);
+    if (!cache_->conn) cache_->conn = std::move(call->connection_for_caller);
     call->connection_for_caller.reset();
   }
   return controller->status();

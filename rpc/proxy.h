@@ -4,14 +4,13 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include <google/protobuf/message_lite.h>
 
-#include "rpc/connection.h"
-#include "rpc/futex_mutex.h"
-#include "rpc/outbound_call.h"
+#include "rpc/in_place.h"
+#include "rpc/remote_method.h"
+#include "rpc/response_callback.h"
 #include "rpc/rpc_controller.h"
 #include "rpc/sockaddr.h"
 #include "rpc/status.h"
@@ -25,7 +24,9 @@ class Messenger;
 class Proxy {
  public:
   Proxy(std::shared_ptr<Messenger> messenger, const Sockaddr& remote);
-  virtual ~Proxy() = default;
+  virtual ~Proxy();
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
 
   // Starts a call; `callback` runs exactly once on the client reactor (or on
   // this thread if the call fails before reaching a reactor). `request` may
@@ -52,9 +53,10 @@ class Proxy {
   std::shared_ptr<Messenger> messenger_;
   Sockaddr remote_;
   // The connection the last sync call went over (see SyncRequest), for
-  // direct sends; dropped once it is closed.
-  FutexMutex conn_mu_;
-  ConnectionRef conn_;
+  // direct sends; dropped once it is closed. Defined in proxy.cc (a mutex
+  // and a counted reference to the connection), kept in place.
+  struct ConnectionCache;
+  InPlace<ConnectionCache, 16, alignof(void*)> cache_;
 };
 
 }  // namespace crossfree::rpc

@@ -4,14 +4,31 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "rpc/outbound_call.h"
+#include "rpc/in_place.h"
+#include "rpc/rpc_header.pb.h"
 #include "rpc/status.h"
 
 namespace crossfree::rpc {
+
+class OutboundCall;
+
+// Where a call is in its life (RpcController::state()).
+enum class CallState {
+  kReady,            // prepared by the caller, not yet on a reactor
+  kOnOutboundQueue,  // queued on a connection (or waiting for connect)
+  kSending,          // partly written
+  kSent,             // written, waiting for the response
+  kFinishedSuccess,
+  kFinishedError,
+  kTimedOut,
+  kCancelled,
+};
 
 // One controller serves one call at a time; Reset() it to reuse it.
 // Owner: the caller. It must stay alive until the call's callback has run
@@ -20,7 +37,8 @@ namespace crossfree::rpc {
 // any thread while the call is in flight.
 class RpcController {
  public:
-  RpcController() : call_(this) {}
+  RpcController();
+  ~RpcController();
   RpcController(const RpcController&) = delete;
   RpcController& operator=(const RpcController&) = delete;
 
@@ -38,13 +56,13 @@ class RpcController {
   void Cancel();
 
   // True once the callback ran (or is running).
-  bool finished() const { return call_.is_finished(); }
+  bool finished() const;
   // The call's outcome: OK, or the local or remote error. RemoteError means
   // the server answered with an ErrorStatusPB (see error_response()).
-  const Status& status() const { return call_.status(); }
-  const ErrorStatusPB* error_response() const { return call_.error(); }
-  OutboundCall::State state() const { return call_.state(); }
-  int32_t call_id() const { return call_.call_id(); }
+  const Status& status() const;
+  const ErrorStatusPB* error_response() const;
+  CallState state() const;
+  int32_t call_id() const;
 
   // Response sidecar `idx`; the view lives as long as the controller is not
   // reset. NotFound when out of range.
@@ -55,13 +73,18 @@ class RpcController {
   // for another call and frees the previous call's state.
   void Reset();
 
-  OutboundCall* call() { return &call_; }
+  // The call's client-side state, for the RPC core (outbound_call.h).
+  OutboundCall* call() { return call_.get(); }
   const std::vector<std::string>& outbound_sidecars() const { return outbound_sidecars_; }
 
  private:
   std::chrono::nanoseconds timeout_{0};
   std::vector<std::string> outbound_sidecars_;
-  OutboundCall call_;
+  // The OutboundCall, in place: no allocation per controller, and its
+  // definition (and the core's internals it includes) stays out of this
+  // header. rpc_controller.cc checks that it fits.
+  static constexpr size_t kCallBytes = 1040;
+  InPlace<OutboundCall, kCallBytes, alignof(std::max_align_t)> call_;
 };
 
 }  // namespace crossfree::rpc

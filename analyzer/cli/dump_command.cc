@@ -332,10 +332,7 @@ int RunDump(const std::string& path, bool summary_only) {
     // A losses chunk is record's, under the process's pid: no thread's.
     format::RecordLosses ignored;
     if (!format::ParseLossesRecord(chunk, &ignored)) totals.threads.insert(chunk.tid);
-    if (chunk.event_count == 0 && !chunk.compressed && !chunk.payload.empty() &&
-        chunk.payload[0] == format::kTagTotals) {
-      totals.saw_totals = true;
-    }
+    if (format::IsTotalsChunk(chunk)) totals.saw_totals = true;
     auto& out = visitor.out();
     out.clear();
     if (!summary_only) {

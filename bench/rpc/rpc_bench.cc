@@ -29,8 +29,10 @@
 #include "bench/bench_result.h"
 #include "rpc/alloc_pattern.h"
 #include "rpc/calculator_service.h"
+#include "rpc/histogram.h"
 #include "rpc/logging.h"
 #include "rpc/messenger.h"
+#include "rpc/reactor.h"
 
 // Provided by libcrossfree-rpc-alloc-count.so when it is preloaded; absent
 // (null) otherwise.

@@ -23,6 +23,8 @@
 
 #include "rpc/calculator_service.h"
 #include "rpc/messenger.h"
+#include "rpc/outbound_call.h"
+#include "rpc/serialization.h"
 #include "tests/rpc/rpc_test_util.h"
 #include "tests/rpc/server_process.h"
 

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -20,6 +21,9 @@
 #include <catch2/catch.hpp>
 
 #include "rpc/logging.h"
+#include "rpc/messenger.h"
+#include "rpc/notification.h"
+#include "rpc/reactor.h"
 #include "rpc/serialization.h"
 #include "tests/rpc/raw_client.h"
 #include "tests/rpc/rpc_test_util.h"
@@ -314,10 +318,25 @@ std::vector<Status> CallFake(const sockaddr_in& addr, int calls,
   test::AddRequestPB req;
   req.set_x(1);
   req.set_y(2);
+  // The client reactor is held in a task while the calls are posted, so it
+  // takes them all in one batch and queues them on one connection before it
+  // looks at the socket again. Otherwise a fake server that closes early
+  // (the last section) may have closed that connection before the later
+  // calls reached the reactor: those then go out on a new connection, which
+  // the listening socket's backlog accepts and nobody serves, and without a
+  // timeout they wait for ever (what hung in about 12 of 200 runs while the
+  // fake server closed right after the first request bytes).
+  Notification posted;
+  Notification* posted_p = &posted;
+  client->ReactorFor(proxy.remote())->ScheduleTask([posted_p](const Status&) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    posted_p->WaitUntil(&deadline);
+  });
   for (int i = 0; i < calls; ++i) {
     c[i].set_timeout(timeout);
     proxy.AddAsync(req, &resp[i], &c[i], [&counter, i] { counter.Done(i); });
   }
+  posted.Notify();
   REQUIRE(counter.WaitAll(10s));
   REQUIRE_FALSE(counter.any_twice());
   std::vector<Status> out;
@@ -376,12 +395,14 @@ TEST_CASE("malformed responses never crash the client, pending calls fail clearl
     REQUIRE(lfd >= 0);
     std::thread t([lfd] {
       int fd = ::accept(lfd, nullptr, nullptr);
-      // Still a sleep (issue 41, left open): closing as soon as the first
-      // request bytes arrived (recv of the header and one byte, then close)
-      // left the pending calls neither answered nor failed for 10 s in 12
-      // of 200 runs, a client bug to find first. The 50 ms lets the calls
-      // be written before the close.
-      std::this_thread::sleep_for(50ms);
+      // Closes once a request has begun to arrive (the connection header
+      // and a byte of the first frame): CallFake queued all five calls on
+      // this connection, so they are pending, not unsent. The receive
+      // timeout only guards against a hang.
+      timeval tv{10, 0};
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      char buf[kConnHeaderLength + 1];
+      (void)::recv(fd, buf, sizeof buf, MSG_WAITALL);
       ::close(fd);
     });
     for (const Status& s : CallFake(a, 5)) {

@@ -21,6 +21,7 @@
 
 #include "rpc/connection_thread_set.h"
 #include "rpc/logging.h"
+#include "rpc/outbound_call.h"
 #include "rpc/proxy.h"
 #include "rpc/serialization.h"
 #include "tests/rpc/log_lines.h"

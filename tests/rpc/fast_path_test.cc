@@ -19,6 +19,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "rpc/outbound_call.h"
 #include "rpc/proxy.h"
 #include "rpc/rpc_header.pb.h"
 #include "rpc/serialization.h"

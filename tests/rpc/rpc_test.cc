@@ -15,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "rpc/outbound_call.h"
 #include "rpc/proxy.h"
 #include "rpc/reactor.h"
 #include "tests/rpc/rpc_test_util.h"

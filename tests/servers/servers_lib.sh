@@ -42,55 +42,35 @@ free_port() {
 # deadline SECONDS: the time (SECONDS of bash) after which a wait gives up.
 _deadline() { echo $((SECONDS + $1)); }
 
+# _wait_until SECONDS WHAT CMD...: runs CMD every 0.05 s (the poll interval,
+# not a synchronisation) until it succeeds, or fails saying WHAT once
+# SECONDS have passed. The one loop behind every wait_* below.
+_wait_until() {
+  local end what=$2; end=$(_deadline "$1")
+  shift 2
+  while ((SECONDS < end)); do
+    "$@" && return 0
+    sleep 0.05
+  done
+  fail "$what"
+  return 1
+}
+
+# bash's /dev/tcp: a connect attempt, closed at once.
+_accepts() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+_has_text() { grep -qF -- "$2" "$1" 2>/dev/null; }
+_nonempty() { [[ -s $1 ]]; }
+_gone() { [[ ! -d /proc/$1 ]]; }
+_no_thread() { ! cat /proc/"$1"/task/*/comm 2>/dev/null | grep -q "^$2"; }
+
 wait_port() {
-  local end; end=$(_deadline "$2")
-  while ((SECONDS < end)); do
-    # bash's /dev/tcp: a connect attempt, closed at once.
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.05  # the poll interval, not a synchronisation
-  done
-  fail "nothing accepted connections on 127.0.0.1:$1 within $2 s"
-  return 1
+  _wait_until "$2" "nothing accepted connections on 127.0.0.1:$1 within $2 s" _accepts "$1"
 }
-
-wait_grep() {
-  local end; end=$(_deadline "$3")
-  while ((SECONDS < end)); do
-    grep -qF -- "$2" "$1" 2>/dev/null && return 0
-    sleep 0.05
-  done
-  fail "$1 did not say '$2' within $3 s"
-  return 1
-}
-
-wait_file() {
-  local end; end=$(_deadline "$2")
-  while ((SECONDS < end)); do
-    [[ -s $1 ]] && return 0
-    sleep 0.05
-  done
-  fail "$1 was not written within $2 s"
-  return 1
-}
-
-wait_gone() {
-  local end; end=$(_deadline "$2")
-  while ((SECONDS < end)); do
-    [[ -d /proc/$1 ]] || return 0
-    sleep 0.05
-  done
-  fail "process $1 still runs after $2 s"
-  return 1
-}
-
+wait_grep() { _wait_until "$3" "$1 did not say '$2' within $3 s" _has_text "$1" "$2"; }
+wait_file() { _wait_until "$2" "$1 was not written within $2 s" _nonempty "$1"; }
+wait_gone() { _wait_until "$2" "process $1 still runs after $2 s" _gone "$1"; }
 wait_no_thread() {
-  local end; end=$(_deadline "$3")
-  while ((SECONDS < end)); do
-    if ! cat /proc/"$1"/task/*/comm 2>/dev/null | grep -q "^$2"; then return 0; fi
-    sleep 0.05
-  done
-  fail "process $1 still has a thread named $2* after $3 s"
-  return 1
+  _wait_until "$3" "process $1 still has a thread named $2* after $3 s" _no_thread "$1" "$2"
 }
 
 bounded_wait() {

@@ -13,16 +13,18 @@
 
 namespace crossfree::testing {
 
+// GCC says which sanitizer a build has with __SANITIZE_*__, clang with
+// __has_feature(*_sanitizer): one test of both, for the two below.
+#if defined(__has_feature)
+#define CROSSFREE_TEST_HAS_FEATURE(f) __has_feature(f)
+#else
+#define CROSSFREE_TEST_HAS_FEATURE(f) 0
+#endif
+
 // Whether this build is instrumented with AddressSanitizer (scripts/test
 // --asan). Then so is every program the build makes, but the tracer.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || CROSSFREE_TEST_HAS_FEATURE(address_sanitizer)
 inline constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr bool kAddressSanitizer = true;
-#else
-inline constexpr bool kAddressSanitizer = false;
-#endif
 #else
 inline constexpr bool kAddressSanitizer = false;
 #endif
@@ -30,14 +32,8 @@ inline constexpr bool kAddressSanitizer = false;
 // Whether this build is instrumented with ThreadSanitizer (scripts/test
 // --tsan). Then so is every program the build makes, but the tracer and
 // the programs the tracer tests preload it into.
-#if defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_THREAD__) || CROSSFREE_TEST_HAS_FEATURE(thread_sanitizer)
 inline constexpr bool kThreadSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-inline constexpr bool kThreadSanitizer = true;
-#else
-inline constexpr bool kThreadSanitizer = false;
-#endif
 #else
 inline constexpr bool kThreadSanitizer = false;
 #endif

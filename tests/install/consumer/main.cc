@@ -8,7 +8,6 @@
 #include <crossfree/format/trace_reader.h>
 #include <crossfree/rpc/messenger.h>
 #include <crossfree/rpc/rpc_controller.h>
-#include <crossfree/rpc/service_pool.h>
 
 #include "greeter.crpc.h"
 
