@@ -72,17 +72,29 @@ grep -q "warning: .*lost.trace: incomplete: $counts dropped.*(--accept-truncated
 # end: the time that line arrives is the command's end. record must be
 # gone within 20 s of it (ten times the design's bound: only a drain that
 # does not stop fails it), with nothing lost.
-rc=0
-CROSSFREE_RECORD_LEVEL=19 timeout -k 5 180 "$crossfree" record -o bound.trace -- \
-  "$workload" --producers 4 --consumers 4 --objects 1000000 2>bound.err |
-  { read -r _; date +%s%N >ended; cat >/dev/null; }
-rc=${PIPESTATUS[0]}
-done_ns=$(date +%s%N)
-[[ $rc == 0 ]] || { cat bound.err; fail "record at level 19 exited $rc"; }
-[[ -s ended ]] || fail "the command did not say when it ended"
-after_ms=$(( (done_ns - $(cat ended)) / 1000000 ))
-echo "record_loss_test: record ended ${after_ms} ms after its command (level 19)"
-(( after_ms < 20000 )) || { cat bound.err; fail "record ended ${after_ms} ms after its command"; }
+# record_timed NAME EXPECTED_EXIT BOUND_MS ENV...: records the workload's
+# run (ARGS in $workload_args) into NAME.trace with ENV set, NAME.err
+# its stderr; fails unless record exits EXPECTED_EXIT within BOUND_MS of
+# the command's end (the workload's last line, printed once its threads
+# are joined, marks it).
+record_timed() {
+  local name=$1 expected=$2 bound_ms=$3; shift 3
+  rm -f ended
+  local rc=0
+  env "$@" timeout -k 5 180 "$crossfree" record -o "$name.trace" -- \
+    "$workload" "${workload_args[@]}" 2>"$name.err" |
+    { read -r _; date +%s%N >ended; cat >/dev/null; }
+  rc=${PIPESTATUS[0]}
+  local done_ns; done_ns=$(date +%s%N)
+  [[ $rc == "$expected" ]] || { cat "$name.err"; fail "record ($name) exited $rc, not $expected"; }
+  [[ -s ended ]] || fail "the command did not say when it ended"
+  local after_ms=$(( (done_ns - $(cat ended)) / 1000000 ))
+  echo "record_loss_test: record ended ${after_ms} ms after its command ($name)"
+  (( after_ms < bound_ms )) ||
+    { cat "$name.err"; fail "record ($name) ended ${after_ms} ms after its command"; }
+}
+workload_args=(--producers 4 --consumers 4 --objects 1000000)
+record_timed bound 0 20000 CROSSFREE_RECORD_LEVEL=19
 grep -q '0 events lost of those the command recorded' bound.err ||
   { cat bound.err; fail "events lost at level 19"; }
 
@@ -91,18 +103,8 @@ grep -q '0 events lost of those the command recorded' bound.err ||
 # threads then drop events) and again at the end. record must be gone
 # within 10 s of the command's end (the watchdog's bound is 3 s without a
 # byte written), exit 3 and name the stall; what is on disk reads.
-rm -f ended
-rc=0
-CROSSFREE_RECORD_TEST_STALL_WRITES=300000 timeout -k 5 120 "$crossfree" record -o stall.trace -- \
-  "$workload" --producers 2 --consumers 2 --objects 200000 2>stall.err |
-  { read -r _; date +%s%N >ended; cat >/dev/null; }
-rc=${PIPESTATUS[0]}
-done_ns=$(date +%s%N)
-[[ $rc == 3 ]] || { cat stall.err; fail "record on a stalled file exited $rc, not 3"; }
-[[ -s ended ]] || fail "the command did not say when it ended"
-after_ms=$(( (done_ns - $(cat ended)) / 1000000 ))
-echo "record_loss_test: record ended ${after_ms} ms after its command (stalled writes)"
-(( after_ms < 10000 )) || { cat stall.err; fail "record ended ${after_ms} ms after its command"; }
+workload_args=(--producers 2 --consumers 2 --objects 200000)
+record_timed stall 3 10000 CROSSFREE_RECORD_TEST_STALL_WRITES=300000
 grep -q "the trace file took no bytes for 3 s .*ending now: what record still held is lost" \
   stall.err || { cat stall.err; fail "record does not name the stall"; }
 "$crossfree" dump --summary stall.trace >stall.dump 2>stall.dump.err ||
