@@ -42,12 +42,7 @@ static_assert(kSizeClassCount <= 256);  // AddressState::size_class
 
 class AddressMap {
  public:
-  // Starts small and doubles with the addresses (at most 3/4 full): the
-  // table is read at a random slot for every event, so its size is what
-  // stays in cache. A fixed start of 2^16 slots (2 MiB) was twice what the
-  // 21,000 addresses of the deep-stack 20 M-event trace need, and the
-  // merge's misses on it were its largest cost (perf).
-  AddressMap() { Resize(1u << 10); }
+  AddressMap() { Resize(1u << 16); }
 
   AddressState& FindOrInsert(uint64_t address) {
     size_t i = Index(address);
