@@ -43,6 +43,7 @@ LifecycleClock MakeLifecycleClock(const ProcessTrace& trace, uint64_t origin_ns)
   std::vector<uint8_t> buffer;
   bool attach_open = false;
   bool attach_close = false;
+  const bool windowed = (trace.header.fields.flags & format::kHeaderFlagWindowed) != 0;
   for (const ThreadStream& stream : trace.streams) {
     for (const format::Chunk& c : stream.chunks) last = std::max(last, c.base_timestamp_ns);
     if (stream.chunks.empty() || !trace.reader) continue;
@@ -55,10 +56,14 @@ LifecycleClock MakeLifecycleClock(const ProcessTrace& trace, uint64_t origin_ns)
     }
     // An attached trace's open record is in the first chunk of the thread
     // that wrote it (the tracer's control thread), its close in the last
-    // but the totals chunk, which the same thread writes after it.
+    // but the totals chunk, which the same thread writes after it. Only a
+    // windowed trace (header flag kHeaderFlagWindowed, which `record -p`
+    // sets) has window records; any other is open from start to end
+    // (docs/trace-format.md), and its first and last-but-one chunks are
+    // not decoded twice (one pass over them is the pairing's own).
     const size_t n = stream.chunks.size();
     for (size_t i : {size_t{0}, n - 2}) {
-      if (n < 2 || (i == 0 && n == 1)) continue;
+      if (!windowed || n < 2 || (i == 0 && n == 1)) continue;
       LastTimestamp more;
       if (trace.reader->LoadPayload(stream.chunks[i], &buffer, &loaded, &ignored) &&
           format::DecodeChunk(loaded, more, &ignored)) {
