@@ -348,9 +348,7 @@ class Decoder {
       return Fail(start, "bad losses record");
     }
     RecordLosses l;
-    l.events_dropped = wire::Load64(p_ + 4);
-    l.chunks_dropped = wire::Load64(p_ + 12);
-    l.chunks_damaged = wire::Load64(p_ + 20);
+    LoadLossesCounts(p_ + 4, &l);
     visitor_.OnLosses(l);
     return true;
   }

@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 
 #include "format/names.h"
+#include "format/trace_reader.h"
 
 #include <unordered_map>
 
@@ -53,10 +54,7 @@ bool TraceSet::Index(std::unique_ptr<format::TraceReader> reader, const std::str
       if (error->find(name) == std::string::npos) *error = fmt::format("{}: {}", name, *error);
       return false;
     }
-    if (chunk.event_count == 0 && !chunk.payload.empty() &&
-        chunk.payload[0] == format::kTagTotals) {
-      saw_totals = true;
-    }
+    if (format::IsTotalsChunk(chunk)) saw_totals = true;
     // What record could not write: noted for the trace, kept out of the
     // threads (its tid is the process's, its sequence none of theirs).
     if (format::RecordLosses losses; format::ParseLossesRecord(chunk, &losses)) {
