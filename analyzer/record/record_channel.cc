@@ -208,7 +208,7 @@ int EnvInt(const char* name, int lo, int hi, int fallback) {
 
 int ChunkChannel::Level() {
   // Read (and a bad value named) once per run.
-  static const int level = EnvInt("CROSSFREE_RECORD_LEVEL", 0, 19, kDrainLevel);
+  static const int level = EnvInt("CROSSFREE_RECORD_LEVEL", -7, 19, kDrainLevel);
   return level;
 }
 
@@ -227,7 +227,7 @@ void ChunkChannel::Start(int output_fd, const std::string& path) {
   // Level 0 writes the chunks as the tracer made them (Compressor() is
   // null): on a machine with no core to spare, the command then pays no
   // compression CPU at all.
-  if (Level() > 0) compressor_ = std::make_unique<format::ChunkCompressor>(Level());
+  if (Level() != 0) compressor_ = std::make_unique<format::ChunkCompressor>(Level());
   const int nice = EnvInt("CROSSFREE_RECORD_NICE", 0, 19, kDrainNice);
   drain_ = std::thread([this, nice] {
     // Signals are the owner thread's (it forwards them to the command).

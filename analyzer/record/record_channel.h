@@ -74,8 +74,8 @@ class ChunkChannel {
   // larger (docs/results/trace-size.md). Nice 0: nice 10 measured no
   // better, and a starved drain thread leaves the command without slots.
   static constexpr int kDrainLevel = 1;
-  // CROSSFREE_RECORD_LEVEL (default kDrainLevel; 0: chunks written plain),
-  // read once.
+  // CROSSFREE_RECORD_LEVEL (default kDrainLevel; 0: chunks written plain;
+  // -7 to -1: zstd's fast levels), read once.
   static int Level();
   static constexpr int kDrainNice = 0;
 

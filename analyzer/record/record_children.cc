@@ -96,7 +96,7 @@ void ChildRegions::Start(std::function<std::string(uint32_t)> path_for) {
   close(sock_[1]);
   sock_[1] = -1;
   path_for_ = std::move(path_for);
-  if (ChunkChannel::Level() > 0) {  // 0: plain chunks, no compressor
+  if (ChunkChannel::Level() != 0) {  // 0: plain chunks, no compressor
     compressor_ = std::make_unique<format::ChunkCompressor>(ChunkChannel::Level());
   }
   thread_ = std::thread([this] {
