@@ -461,8 +461,10 @@ void ChunkChannel::EmitChunk(int fd, const uint8_t* chunk, size_t n) {
 void ChunkChannel::Write(int fd, const uint8_t* data, size_t n) {
   if (!stats_.error.empty()) return;  // after a write error, only slots are freed
   while (n > 0) {
+    NoteWriteBegins();  // for WriteWatchdog: a write that never returns
     StallIfTesting();
     const ssize_t w = write(fd, data, n);
+    NoteWriteEnds(w > 0 ? static_cast<uint64_t>(w) : 0);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       stats_.error = fmt::format("writing the trace: {}", std::strerror(w < 0 ? errno : EIO));
@@ -471,7 +473,6 @@ void ChunkChannel::Write(int fd, const uint8_t* data, size_t n) {
     data += w;
     n -= static_cast<size_t>(w);
     stats_.bytes_written += static_cast<uint64_t>(w);
-    NoteBytesWritten(static_cast<uint64_t>(w));  // progress, for WriteWatchdog
   }
 }
 

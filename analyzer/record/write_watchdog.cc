@@ -17,6 +17,7 @@ namespace crossfree::analyzer::record {
 namespace {
 
 std::atomic<uint64_t> g_bytes_written{0};
+std::atomic<int> g_writes_under_way{0};
 
 uint64_t MonotonicNs() {
   timespec ts;
@@ -47,7 +48,12 @@ void SayAndExit(const char* step, uint64_t stall_ns, uint64_t written) {
 
 }  // namespace
 
-void NoteBytesWritten(uint64_t n) { g_bytes_written.fetch_add(n, std::memory_order_relaxed); }
+void NoteWriteBegins() { g_writes_under_way.fetch_add(1, std::memory_order_relaxed); }
+
+void NoteWriteEnds(uint64_t n) {
+  g_bytes_written.fetch_add(n, std::memory_order_relaxed);
+  g_writes_under_way.fetch_sub(1, std::memory_order_relaxed);
+}
 
 WriteWatchdog::WriteWatchdog(const char* step, uint64_t stall_ns)
     : step_(step), stall_ns_(stall_ns), thread_([this] { Watch(); }) {}
@@ -71,7 +77,9 @@ void WriteWatchdog::Watch() {
   while (!cv_.wait_for(lock, tick, [this] { return done_; })) {
     const uint64_t now_written = g_bytes_written.load(std::memory_order_relaxed);
     const uint64_t now = MonotonicNs();
-    if (now_written != seen) {
+    // No write under way (compressing, or nothing left): no stall, and
+    // the clock restarts.
+    if (now_written != seen || g_writes_under_way.load(std::memory_order_relaxed) == 0) {
       seen = now_written;
       since = now;
     } else if (now - since >= stall_ns_) {

@@ -6,15 +6,18 @@
 // plain, at the disk's speed). What it cannot bound is a write(2) that
 // does not return: a hung NFS or FUSE mount, a disk that stopped. A
 // WriteWatchdog guards each finishing step of RunRecord: a thread of its
-// own watches the bytes record has written (NoteBytesWritten, from every
-// thread that writes a trace) and, when none were written for kStallNs,
-// says so on stderr and ends record at once with kExitEventsLost. What is
+// own watches record's trace writes (NoteWriteBegins/NoteWriteEnds, from
+// every thread that writes a trace) and, when a write is under way and no
+// byte was written for kStallNs, says so on stderr and ends record at
+// once with kExitEventsLost. Only a write under way counts: compressing
+// one large chunk at a high level may take seconds without a byte
+// written, and is no stall. What is
 // on disk is whole chunks and at most one cut short, which readers skip
 // with a warning (docs/trace-format.md, section 10); what record still
 // held in memory is lost, and the message says so.
 //
-// Threading: NoteBytesWritten is called by any thread (one relaxed atomic
-// add). A WriteWatchdog is made and destroyed on one thread (RunRecord's);
+// Threading: NoteWriteBegins/NoteWriteEnds are called by any thread (one
+// relaxed atomic add each). A WriteWatchdog is made and destroyed on one thread (RunRecord's);
 // its own thread only reads the counter and the clock, and the only thing
 // it does besides is the final message and _exit.
 #pragma once
@@ -26,8 +29,10 @@
 
 namespace crossfree::analyzer::record {
 
-// Counts bytes that reached a trace file (after a successful write).
-void NoteBytesWritten(uint64_t n);
+// Around each write(2) of a trace: a write is under way, then it returned
+// having written n bytes (0 on an error).
+void NoteWriteBegins();
+void NoteWriteEnds(uint64_t n);
 
 class WriteWatchdog {
  public:
