@@ -195,6 +195,36 @@ uint64_t TakeRank(std::deque<uint64_t>& list, uint64_t x) {
   return rank;
 }
 
+// Blocks in allocation order, oldest first, of which some are freed: a
+// free names its block by its rank among those still live before it (a
+// FIFO hand-off frees rank 0). Freed entries leave once they reach the
+// front.
+class LiveQueue {
+ public:
+  void Push(uint64_t address) { q_.push_back({address, true}); }
+  // The rank of address (which must be live here) among the live blocks,
+  // and marks it freed.
+  uint64_t Retire(uint64_t address) {
+    uint64_t rank = 0;
+    size_t i = 0;
+    for (; i < q_.size(); ++i) {
+      if (!q_[i].live) continue;
+      if (q_[i].address == address) break;
+      ++rank;
+    }
+    q_[i].live = false;
+    while (!q_.empty() && !q_.front().live) q_.pop_front();
+    return rank;
+  }
+
+ private:
+  struct Block {
+    uint64_t address;
+    bool live;
+  };
+  std::deque<Block> q_;
+};
+
 // The per-chunk models: everything is reset at a chunk's first event, as a
 // decoder of that chunk alone would start.
 class ChunkContext {
@@ -212,10 +242,6 @@ class ChunkContext {
   }
 
  private:
-  struct Live {
-    uint64_t address;
-    bool live;
-  };
   void Reset(uint64_t base) {
     *this = ChunkContext();
     prev_ts_ = base;
@@ -284,7 +310,7 @@ class ChunkContext {
     site_last_[e.stack] = e.address;
     last_alloc_ = e.address;
     live_[e.address] = {e.stack, e.size};
-    by_site_[e.stack].push_back({e.address, true});
+    by_site_[e.stack].Push(e.address);
   }
   // A free: the site of its allocation in this chunk (given the free's
   // stack; "none" when the block is not the chunk's), then its rank among
@@ -303,16 +329,7 @@ class ChunkContext {
       // Its class is unknown unless the free is sized.
       if (e.size != 0 && ClassOf(e.size) != 0) Push(ClassOf(e.size), e.address);
     } else {
-      auto& q = by_site_[it->second.first];
-      uint64_t rank = 0;
-      size_t i = 0;
-      for (; i < q.size(); ++i) {
-        if (!q[i].live) continue;
-        if (q[i].address == e.address) break;
-        ++rank;
-      }
-      q[i].live = false;
-      while (!q.empty() && !q.front().live) q.pop_front();
+      const uint64_t rank = by_site_[it->second.first].Retire(e.address);
       bits += free_rank_.Code(site, rank);
       if (ClassOf(it->second.second) != 0) Push(ClassOf(it->second.second), e.address);
       live_.erase(it);
@@ -337,7 +354,7 @@ class ChunkContext {
   std::unordered_map<uint64_t, std::deque<uint64_t>> freed_;
   std::unordered_map<uint32_t, uint64_t> site_last_;
   std::unordered_map<uint64_t, std::pair<uint32_t, uint64_t>> live_;
-  std::unordered_map<uint32_t, std::deque<Live>> by_site_;
+  std::unordered_map<uint32_t, LiveQueue> by_site_;
 };
 
 // Across chunks, in the merged time order (ties: free first): a free named
@@ -356,7 +373,7 @@ void WholeTrace(std::vector<Ev> ev, std::map<uint64_t, uint64_t>* ties) {
     uint32_t thread;
   };
   std::unordered_map<uint64_t, Live> live;
-  std::unordered_map<uint64_t, std::deque<std::pair<uint64_t, bool>>> by_key;
+  std::unordered_map<uint64_t, LiveQueue> by_key;
   SymbolModel source;
   NumberModel source_new, rank_model, delta;
   std::unordered_map<uint32_t, uint64_t> last_miss;
@@ -365,7 +382,7 @@ void WholeTrace(std::vector<Ev> ev, std::map<uint64_t, uint64_t>* ties) {
     const uint64_t key = uint64_t{e.thread} << 32 | e.stack;
     if (e.alloc) {
       live[e.address] = {key, e.ts, e.thread};
-      by_key[key].push_back({e.address, true});
+      by_key[key].Push(e.address);
       continue;
     }
     auto it = live.find(e.address);
@@ -383,17 +400,7 @@ void WholeTrace(std::vector<Ev> ev, std::map<uint64_t, uint64_t>* ties) {
           if (it->second.ts / r == e.ts / r) ++(*ties)[r];
         }
       }
-      auto& q = by_key[it->second.key];
-      uint64_t rank = 0;
-      size_t i = 0;
-      for (; i < q.size(); ++i) {
-        if (!q[i].second) continue;
-        if (q[i].first == e.address) break;
-        ++rank;
-      }
-      q[i].second = false;
-      while (!q.empty() && !q.front().second) q.pop_front();
-      bits += rank_model.Code(0, rank);
+      bits += rank_model.Code(0, by_key[it->second.key].Retire(e.address));
       live.erase(it);
     }
     Add("whole trace: address (free) by allocating thread+site and rank, else delta", bits);
