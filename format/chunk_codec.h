@@ -48,7 +48,8 @@ class ChunkCompressor {
   // with magic "CHNK" and its payload, as ChunkWriter::Finish() left it)
   // into one compressed chunk with the same tid, sequence, event count and
   // base timestamp, written to out (replacing its contents), in the
-  // constructor's layout (layout 1 for a chunk layouts 2 and 3 cannot hold,
+  // constructor's layout (layout 2 instead of 3 below kSmallRecords of
+  // records, layout 1 for a chunk layouts 2 and 3 cannot hold,
   // docs/trace-format.md 5.2). When
   // compressing would not make the chunk smaller, out is a copy of the
   // plain chunk. Returns false with *error (one line) when the input is not
@@ -65,15 +66,16 @@ class ChunkCompressor {
   // records).
   bool Encode(const uint8_t* chunk, size_t bytes, uint8_t layout, std::vector<uint8_t>& out,
               std::string* error);
-  // Below these bytes of records Compress makes layout 2 as well as 3.
-  static constexpr size_t kSmallRecords = 64 * 1024;
+  // Below these bytes of records Compress writes layout 2, not 3: on
+  // gRPC's chunks layout 2 was the smaller in 767 of 945 chunks under
+  // 16 KiB and in 1 of 20 from 24 KiB up.
+  static constexpr size_t kSmallRecords = 20 * 1024;
 
   ZSTD_CCtx_s* cctx_;
   int level_;
   uint8_t layout_;
   std::unique_ptr<RefState> refs_;
   std::vector<uint8_t> joined_;  // the lanes, split into and then joined; grown, never shrunk
-  std::vector<uint8_t> alternative_;  // Compress's layout 2 try of a small chunk
   // Layout 3's streams 1 to wire::kStreams - 1 (stream 0 is lane 0, in
   // joined_), one after the other (planes_room_ bytes, grown, never shrunk).
   std::unique_ptr<uint8_t[]> planes_;
