@@ -98,12 +98,20 @@ uint32_t BorrowAndFlush(const Pick& pick, uint64_t deadline) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
+  // Several threads may flush at once (the age bound, a thread short of
+  // slots), each borrowing a different subset of the states. A state is
+  // written and handed back only by the call that borrowed it: one that took
+  // every kBorrowed state as its own wrote another flusher's chunk at the
+  // same time as that flusher (one slot sealed twice, the next chunk written
+  // into a slot record had freed) and reopened the state under it.
+  const uint64_t mine = g.next_borrow.fetch_add(1, std::memory_order_relaxed) + 1;
   int borrowed = 0;
   for (ThreadState* it = head; it != nullptr; it = it->next) {
     if (it == self || !pick(it)) continue;
     for (;;) {
       uint32_t expected = kOpen;
       if (it->closed.compare_exchange_strong(expected, kBorrowed, std::memory_order_seq_cst)) {
+        it->borrow.store(mine, std::memory_order_relaxed);
         ++borrowed;
         break;
       }
@@ -117,7 +125,10 @@ uint32_t BorrowAndFlush(const Pick& pick, uint64_t deadline) {
   if (borrowed != 0) {
     HeavyFence();
     for (ThreadState* it = head; it != nullptr; it = it->next) {
-      if (it == self || it->closed.load(std::memory_order_relaxed) != kBorrowed) continue;
+      if (it == self || it->closed.load(std::memory_order_relaxed) != kBorrowed ||
+          it->borrow.load(std::memory_order_relaxed) != mine) {
+        continue;
+      }
       while (it->busy.load(std::memory_order_seq_cst) != 0 && NowNs() < deadline) sched_yield();
       // busy still means the owner is inside a record: it writes its own
       // chunk at that record's end (age bound).

@@ -41,6 +41,10 @@ struct ThreadState {
   std::atomic<uint32_t> in_use{0};       // owned by a live thread
   std::atomic<uint32_t> busy{0};         // owner is inside Enter..Leave
   std::atomic<uint32_t> closed{0};       // kOpen, kClosedForExit or kBorrowed
+  // While kBorrowed: the borrow (Globals::next_borrow) that holds it, set by
+  // the flusher whose CAS won, so that a flusher writes and hands back only
+  // the states it borrowed itself, never those another flusher holds.
+  std::atomic<uint64_t> borrow{0};
   std::atomic<uint32_t> flush_token{0};  // who writes the final chunk
   std::atomic<uint32_t> name_pending{0};
   char pending_name[16] = {};
@@ -92,6 +96,8 @@ struct ThreadState {
 
 struct Globals {
   std::atomic<int> phase{kUninit};
+  // Numbers each BorrowAndFlush call, for ThreadState::borrow.
+  std::atomic<uint64_t> next_borrow{0};
   Settings settings;
   int fd = -1;
   // Identity of the trace file: a program that closes every descriptor may
