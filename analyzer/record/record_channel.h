@@ -71,13 +71,19 @@ class ChunkChannel {
   void Start(int output_fd, const std::string& path);
   // Level 1, not zstd's 3: on 2 busy cores the deep-stack workload ran
   // 1.23x its own-file time against 1.40x at level 3, for a trace 2%
-  // larger (docs/results/trace-size.md). Nice 0: nice 10 measured no
-  // better, and a starved drain thread leaves the command without slots.
+  // larger (docs/results/trace-size.md).
   static constexpr int kDrainLevel = 1;
   // CROSSFREE_RECORD_LEVEL (default kDrainLevel; 0: chunks written plain;
   // -7 to -1: zstd's fast levels), read once.
   static int Level();
-  static constexpr int kDrainNice = 0;
+  // Nice 19: the command's threads run first, and the drain uses the
+  // time they leave. gRPC's sync server, which leaves a core's worth idle
+  // waiting on its own hand-offs, served 5-6% more requests than at nice 0
+  // (medians of 7 and 9 alternated rounds); the deep-stack workload, which
+  // keeps both cores busy, ran no slower with 4 or 16 thread pairs (its
+  // trace within 0.5%: a drain that falls behind writes chunks plain, and
+  // threads short of a slot sleep, which lets it run). docs/results/record.md.
+  static constexpr int kDrainNice = 19;
 
   // A child process's region (protocol/shm_channel.h, "Children's
   // regions"), received from the child as memfd (owned from here on):

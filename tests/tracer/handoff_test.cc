@@ -272,7 +272,7 @@ TEST_CASE("handoff: record's zstd level and nice come from its environment, bad 
       {{"CROSSFREE_RECORD_LEVEL=-3"}, "", false},  // zstd's fast levels
       {{"CROSSFREE_RECORD_LEVEL=20", "CROSSFREE_RECORD_NICE=x"},
        "crossfree record: ignoring CROSSFREE_RECORD_LEVEL='20' (-7..19); using 1\n"
-       "crossfree record: ignoring CROSSFREE_RECORD_NICE='x' (0..19); using 0\n",
+       "crossfree record: ignoring CROSSFREE_RECORD_NICE='x' (0..19); using 19\n",
        false}};
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string trace = dir + "/t" + std::to_string(i);
