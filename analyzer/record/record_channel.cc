@@ -228,6 +228,8 @@ void ChunkChannel::Start(int output_fd, const std::string& path) {
   // null): on a machine with no core to spare, the command then pays no
   // compression CPU at all.
   if (Level() != 0) compressor_ = std::make_unique<format::ChunkCompressor>(Level());
+  backlog_limit_ =
+      static_cast<size_t>(EnvInt("CROSSFREE_RECORD_BACKLOG_MB", 0, 65536, kBacklogMiB)) << 20;
   const int nice = EnvInt("CROSSFREE_RECORD_NICE", 0, 19, kDrainNice);
   drain_ = std::thread([this, nice] {
     // Signals are the owner thread's (it forwards them to the command).
@@ -250,6 +252,8 @@ void ChunkChannel::DrainLoop() {
     const size_t written = !files_.empty() && !broken_ ? DrainSealed(/*final=*/false) : 0;
     if (stop) return;
     if (written > 0) continue;
+    // Nothing sealed waits: compress one held-back chunk, then look again.
+    if (WriteOldestHeldBack()) continue;
     // Dekker with the tracer's Seal: it bumps seal_seq and then reads
     // drain_waiting; we set drain_waiting and then re-read seal_seq.
     ctl->drain_waiting.store(1, std::memory_order_seq_cst);
@@ -438,16 +442,54 @@ std::mutex& CompressionLock() {
 }  // namespace
 
 void ChunkChannel::EmitChunk(int fd, const uint8_t* chunk, size_t n) {
+  // No compressor: level 0 (Level) asked for plain chunks.
+  const bool late = NowNs() >= __atomic_load_n(&plain_after_ns_, __ATOMIC_RELAXED);
+  if (Compressor() != nullptr && !late && n <= backlog_limit_ &&
+      (behind_ || !backlog_.empty())) {
+    // Make room by writing the oldest plain, then hold this one back.
+    while (backlog_bytes_ + n > backlog_limit_) {
+      HeldChunk& oldest = backlog_.front();
+      ++stats_.plain_to_keep_up;
+      Write(oldest.fd, oldest.bytes.data(), oldest.bytes.size());
+      backlog_bytes_ -= oldest.bytes.size();
+      backlog_.pop_front();
+    }
+    backlog_.push_back(HeldChunk{fd, std::vector<uint8_t>(chunk, chunk + n)});
+    backlog_bytes_ += n;
+    ++stats_.held_back;
+    return;
+  }
+  while (WriteOldestHeldBack()) {
+  }  // late (plain, in order), or no backlog at all
+  if (Compressor() != nullptr && (behind_ || late)) {
+    ++stats_.plain_to_keep_up;
+    Write(fd, chunk, n);
+    return;
+  }
+  CompressAndWrite(fd, chunk, n);
+}
+
+bool ChunkChannel::WriteOldestHeldBack() {
+  if (backlog_.empty()) return false;
+  HeldChunk oldest = std::move(backlog_.front());
+  backlog_.pop_front();
+  backlog_bytes_ -= oldest.bytes.size();
+  if (NowNs() >= __atomic_load_n(&plain_after_ns_, __ATOMIC_RELAXED)) {
+    ++stats_.plain_to_keep_up;
+    Write(oldest.fd, oldest.bytes.data(), oldest.bytes.size());
+  } else {
+    CompressAndWrite(oldest.fd, oldest.bytes.data(), oldest.bytes.size());
+  }
+  return true;
+}
+
+void ChunkChannel::CompressAndWrite(int fd, const uint8_t* chunk, size_t n) {
   // The chunk was validated (EmitValidated), so a refusal here would be a
   // record the codec cannot split: keep the chunk plain rather than lose it.
-  // No compressor: level 0 (Level) asked for plain chunks.
   format::ChunkCompressor* compressor = Compressor();
   std::string error;
   bool compressed = false;
-  const bool late = NowNs() >= __atomic_load_n(&plain_after_ns_, __ATOMIC_RELAXED);
-  if (compressor != nullptr && (behind_ || late)) {
-    ++stats_.plain_to_keep_up;
-  } else if (compressor != nullptr) {
+  if (compressor != nullptr) {
     std::lock_guard<std::mutex> hold(CompressionLock());
     compressed = compressor->Compress(chunk, n, compressed_, &error);
   }
@@ -536,6 +578,8 @@ ChunkChannel::Stats ChunkChannel::Finish() {
       }
     }
   }
+  while (WriteOldestHeldBack()) {
+  }  // compressed until kFinishCompressNs, then plain
   shm::Control* ctl = shm::ControlOf(base_);
   stats_.clean_exit = ctl->clean_exit.load(std::memory_order_acquire) != 0;
   stats_.dropped_events = ctl->dropped_events.load(std::memory_order_relaxed);

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
@@ -40,6 +41,7 @@ class ChunkChannel {
     uint64_t damaged_chunks = 0;  // failed validation: not written
     uint64_t out_of_order = 0;    // written after a later chunk (a seal that never finished)
     uint64_t plain_to_keep_up = 0;  // chunks written uncompressed: free slots ran low
+    uint64_t held_back = 0;  // chunks copied out of their slot and compressed later
     std::string error;            // a write error or a damaged region, if any
     // The files of the images the first one exec'd that took the region
     // over (PATH.<n>); for an adopted region, first_file is the first
@@ -126,8 +128,13 @@ class ChunkChannel {
   // Validates the whole chunk in [data, data + n) and writes it to fd.
   void EmitValidated(int fd, const uint8_t* data, size_t n);
   // The one place a finished chunk goes to a file: compressed (trace
-  // format 5.1), or as it is when compressing would not make it smaller.
+  // format 5.1), or as it is when compressing would not make it smaller;
+  // when record is behind, copied into the backlog (below) first.
   void EmitChunk(int fd, const uint8_t* chunk, size_t n);
+  // Compresses (plain once late) and writes the backlog's oldest chunk.
+  // False when the backlog is empty.
+  bool WriteOldestHeldBack();
+  void CompressAndWrite(int fd, const uint8_t* chunk, size_t n);
   void Write(int fd, const uint8_t* data, size_t n);
   void FreeSlot(uint32_t slot);
   // At Finish, when events the command recorded did not reach the file:
@@ -161,6 +168,25 @@ class ChunkChannel {
   // drops its events, and the command must never pay for the compressor.
   bool behind_ = false;
   static constexpr uint32_t kKeepUpDivisor = 4;  // behind below slots_ / 4 free
+  // Behind, a chunk is copied out of its slot into record's own memory and
+  // its slot freed at once, and the drain compresses these chunks, oldest
+  // first, whenever no slot waits for it (and the rest at Finish). The
+  // drain runs at nice 19, so on cores the command keeps busy it falls
+  // behind; writing those chunks plain doubled the deep-stack workload's
+  // trace (47 MB at nice 0, 90-97 MB at nice 19, 20 M events), while a copy
+  // costs the command no more than a plain write. At most
+  // CROSSFREE_RECORD_BACKLOG_MB (default kBacklogMiB; 0: none, chunks go
+  // plain as before) are held: past that the oldest is written plain. Any
+  // chunk that comes while some are held joins them, so the file keeps
+  // the drain's order. Used by the drain thread, then by Finish.
+  static constexpr size_t kBacklogMiB = 256;
+  size_t backlog_limit_ = 0;  // bytes; set by Start
+  size_t backlog_bytes_ = 0;
+  struct HeldChunk {
+    int fd;
+    std::vector<uint8_t> bytes;
+  };
+  std::deque<HeldChunk> backlog_;
   // Once the command has ended, record must end within a bound whatever is
   // left: chunks are compressed for kFinishCompressNs after Finish starts,
   // then written plain (at the disk's speed). Set by Finish, read by the

@@ -20,6 +20,21 @@
 #include "protocol/shm_channel.h"
 
 namespace crossfree::analyzer::record {
+namespace {
+
+// How record kept up with the command, for the hand-off line: chunks it
+// held back to compress after, and chunks it wrote plain.
+std::string KeepUpText(const ChunkChannel::Stats& s) {
+  std::string text;
+  if (s.held_back > 0) text += fmt::format("{} chunks held back and compressed after", s.held_back);
+  if (s.plain_to_keep_up > 0) {
+    text += fmt::format("{}{} chunks written plain to keep up", text.empty() ? "" : ", ",
+                        s.plain_to_keep_up);
+  }
+  return text.empty() ? text : " (" + text + ")";
+}
+
+}  // namespace
 
 std::unique_ptr<RecordHandOff> RecordHandOff::Prepare() {
   size_t region = shm::kDefaultRegionBytes;
@@ -139,6 +154,7 @@ bool RecordHandOff::Report() const {
   all.damaged_chunks += c.damaged_chunks;
   all.out_of_order += c.out_of_order;
   all.plain_to_keep_up += c.plain_to_keep_up;
+  all.held_back += c.held_back;
   const uint64_t exec_images = stats_.files.size() + child_totals_.exec_images;
   const uint64_t forks = child_totals_.processes;
   const double ratio = all.bytes_written > 0
@@ -189,9 +205,7 @@ bool RecordHandOff::Report() const {
              all.partial_chunks == 1 ? "" : "s", all.bytes_written,
              also,
              ratio,
-             all.plain_to_keep_up > 0
-                 ? fmt::format(" ({} chunks written plain to keep up)", all.plain_to_keep_up)
-                 : std::string(),
+             KeepUpText(all),
              lost.empty() ? "0 events lost of those the command recorded"
                           : "not written: " + lost,
              usage_text);

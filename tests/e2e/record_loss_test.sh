@@ -2,8 +2,8 @@
 # `crossfree record` never loses events silently, and a second signal ends
 # it at once (issue 40):
 #  1. a run whose tracer must drop chunks (a 1 MiB hand-off region, no
-#     wait for a free buffer, zstd level 19 on the drain: record falls
-#     far behind 8 busy threads) exits 3, names the dropped events and
+#     wait for a free buffer, zstd level 19 on the drain and no backlog
+#     to hold chunks back in: record falls far behind 8 busy threads) exits 3, names the dropped events and
 #     says the trace is incomplete; the trace says so too (its losses
 #     record, with the same counts, in dump --summary, report and JSON);
 #  3. at level 19 with the drain far behind, record ends within a bound
@@ -23,7 +23,7 @@ workload=$2
 # 1. Dropped events: exit 3 and the count.
 rc=0
 CROSSFREE_CHANNEL_KB=1024 CROSSFREE_CHANNEL_WAIT_MS=0 CROSSFREE_RECORD_LEVEL=19 \
-  timeout -k 5 120 "$crossfree" record -o lost.trace -- \
+  CROSSFREE_RECORD_BACKLOG_MB=0 timeout -k 5 120 "$crossfree" record -o lost.trace -- \
   "$workload" --producers 4 --consumers 4 --objects 200000 >lost.out 2>lost.err || rc=$?
 [[ $rc == 3 ]] || { cat lost.err; fail "record with dropped events exited $rc, not 3"; }
 grep -Eq 'not written: [1-9][0-9]* events in [1-9][0-9]* chunks dropped by the tracer' lost.err ||
