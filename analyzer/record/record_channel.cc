@@ -449,6 +449,7 @@ void ChunkChannel::EmitChunk(int fd, const uint8_t* chunk, size_t n) {
     // Make room by writing the oldest plain, then hold this one back.
     while (backlog_bytes_ + n > backlog_limit_) {
       HeldChunk& oldest = backlog_.front();
+      --stats_.held_back;  // counted as plain instead
       ++stats_.plain_to_keep_up;
       Write(oldest.fd, oldest.bytes.data(), oldest.bytes.size());
       backlog_bytes_ -= oldest.bytes.size();
@@ -475,6 +476,7 @@ bool ChunkChannel::WriteOldestHeldBack() {
   backlog_.pop_front();
   backlog_bytes_ -= oldest.bytes.size();
   if (NowNs() >= __atomic_load_n(&plain_after_ns_, __ATOMIC_RELAXED)) {
+    --stats_.held_back;  // counted as plain instead
     ++stats_.plain_to_keep_up;
     Write(oldest.fd, oldest.bytes.data(), oldest.bytes.size());
   } else {

@@ -41,7 +41,7 @@ class ChunkChannel {
     uint64_t damaged_chunks = 0;  // failed validation: not written
     uint64_t out_of_order = 0;    // written after a later chunk (a seal that never finished)
     uint64_t plain_to_keep_up = 0;  // chunks written uncompressed: free slots ran low
-    uint64_t held_back = 0;  // chunks copied out of their slot and compressed later
+    uint64_t held_back = 0;  // chunks copied out of their slot, compressed later
     std::string error;            // a write error or a damaged region, if any
     // The files of the images the first one exec'd that took the region
     // over (PATH.<n>); for an adopted region, first_file is the first
@@ -162,10 +162,11 @@ class ChunkChannel {
   uint64_t next_ticket_ = 0;
   uint64_t gap_since_ns_ = 0;
   // Set by DrainSealed for the chunk it is writing: free slots are below
-  // kKeepUpShare of the region (or a thread waits for one), so EmitChunk
-  // writes it plain. Compressing costs record about 5x a plain write
-  // (docs/results/trace-size.md); a thread that finds no slot waits, then
-  // drops its events, and the command must never pay for the compressor.
+  // a quarter of the region (or a thread waits for one), so EmitChunk
+  // holds it back (below), or writes it plain when it cannot. Compressing
+  // costs record about 5x a plain write (docs/results/trace-size.md); a
+  // thread that finds no slot waits, then drops its events, and the
+  // command must never pay for the compressor.
   bool behind_ = false;
   static constexpr uint32_t kKeepUpDivisor = 4;  // behind below slots_ / 4 free
   // Behind, a chunk is copied out of its slot into record's own memory and

