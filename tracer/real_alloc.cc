@@ -215,7 +215,10 @@ void* ArenaBump(size_t size, size_t alignment) {
     const uintptr_t start = PlaceBlock(base, used, kArenaBytes, size, alignment);
     if (start == 0) return nullptr;
     const size_t before = used;
-    if (g_arena_used.compare_exchange_weak(used, start + size - base,
+    // Acquire: a block handed back by ArenaRelease may be handed out here
+    // again, and the releasing thread's last writes to it must be done
+    // before this thread clears it.
+    if (g_arena_used.compare_exchange_weak(used, start + size - base, std::memory_order_acquire,
                                            std::memory_order_relaxed)) {
       return StartBlock(start, size, before);
     }
@@ -239,7 +242,9 @@ void ArenaRelease(void* p) {
   size_t end = static_cast<size_t>(static_cast<unsigned char*>(p) - g_arena) + header->size;
   // Only the newest block goes back (the common case: libdw's frame result,
   // freed right after it was made); any other stays used.
-  g_arena_used.compare_exchange_strong(end, header->used_before, std::memory_order_relaxed);
+  // Release pairs with ArenaBump's acquire (see there).
+  g_arena_used.compare_exchange_strong(end, header->used_before, std::memory_order_release,
+                                       std::memory_order_relaxed);
 }
 
 size_t ArenaBlockSize(const void* p) {
