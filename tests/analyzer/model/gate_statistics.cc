@@ -98,14 +98,12 @@ Baseline BaselineOf(double operations, uint64_t crossed, uint64_t site_objects =
 // A baseline written from several runs like Run() (--write-baseline --run
 // ...): the site's counts per run, its rates over all of them.
 Baseline BaselineOfRuns(double operations, const std::vector<SiteRunCount>& runs) {
-  uint64_t crossed = 0, objects = 0;
-  for (const SiteRunCount& r : runs) {
-    crossed += r.crossed;
-    objects += r.objects;
-  }
-  Baseline b = BaselineOf(operations * static_cast<double>(runs.size()), crossed, objects);
+  SiteRunCount total;
+  for (const SiteRunCount& r : runs) total.Add(r);
+  Baseline b =
+      BaselineOf(operations * static_cast<double>(runs.size()), total.crossed, total.objects);
   b.runs = static_cast<int>(runs.size());
-  if (crossed > 0) b.site_runs[kSite] = runs;
+  if (total.crossed > 0) b.site_runs[kSite] = runs;
   return b;
 }
 
