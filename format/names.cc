@@ -2,26 +2,41 @@
 // crossfree trace format: names of the format's enumerations (see names.h).
 #include "format/names.h"
 
+#include <cstddef>
+#include <iterator>
+
 namespace crossfree::format {
 
-const char* AllocFnName(uint8_t fn) {
-  switch (static_cast<AllocFn>(fn)) {
-    case AllocFn::kMalloc: return "malloc";
-    case AllocFn::kCalloc: return "calloc";
-    case AllocFn::kRealloc: return "realloc";
-    case AllocFn::kReallocArray: return "reallocarray";
-    case AllocFn::kPosixMemalign: return "posix_memalign";
-    case AllocFn::kAlignedAlloc: return "aligned_alloc";
-    case AllocFn::kMemalign: return "memalign";
-    case AllocFn::kValloc: return "valloc";
-    case AllocFn::kPvalloc: return "pvalloc";
-    case AllocFn::kNew: return "new";
-    case AllocFn::kNewArray: return "new[]";
-    case AllocFn::kMallocHook: return "malloc-hook";
-  }
-  return "?";
+namespace {
+
+// The names of an enumeration whose values run from 0 without a gap, in the
+// order of its values; the static_asserts keep each table as long as its
+// enumeration.
+constexpr const char* kAllocFnNames[] = {
+    "malloc",   "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
+    "memalign", "valloc", "pvalloc", "new",          "new[]",          "malloc-hook"};
+static_assert(std::size(kAllocFnNames) == static_cast<size_t>(AllocFn::kMallocHook) + 1);
+constexpr const char* kUnwinderNames[] = {"none", "frame-pointer", "libunwind", "hybrid"};
+static_assert(std::size(kUnwinderNames) == static_cast<size_t>(Unwinder::kHybrid) + 1);
+constexpr const char* kCentralOpNames[] = {"fetch", "release", "insert_range", "remove_range"};
+static_assert(std::size(kCentralOpNames) == kMaxCentralOp + 1);
+constexpr const char* kWindowStateNames[] = {"closed", "open"};
+static_assert(std::size(kWindowStateNames) == static_cast<size_t>(WindowState::kOpen) + 1);
+constexpr const char* kWindowCauseNames[] = {"delay", "duration", "signal", "attach"};
+static_assert(std::size(kWindowCauseNames) == kMaxWindowCause + 1);
+
+// names[value], or `unknown` for a value the table does not reach.
+template <typename Enum, size_t N>
+const char* NameOf(const char* const (&names)[N], Enum value, const char* unknown = "?") {
+  const auto i = static_cast<size_t>(value);
+  return i < N ? names[i] : unknown;
 }
 
+}  // namespace
+
+const char* AllocFnName(uint8_t fn) { return NameOf(kAllocFnNames, fn); }
+
+// FreeFn's values have gaps (they are those of the AllocFn each one undoes).
 const char* FreeFnName(uint8_t fn) {
   switch (static_cast<FreeFn>(fn)) {
     case FreeFn::kFree: return "free";
@@ -38,46 +53,14 @@ const char* ClockName(Clock clock) {
 }
 
 const char* UnwinderName(Unwinder unwinder) {
-  switch (unwinder) {
-    case Unwinder::kNone: return "none";
-    case Unwinder::kFramePointer: return "frame-pointer";
-    case Unwinder::kLibunwind: return "libunwind";
-    case Unwinder::kHybrid: return "hybrid";
-  }
-  return "unknown";
+  return NameOf(kUnwinderNames, unwinder, "unknown");
 }
 
-const char* CentralOpName(CentralOp op) {
-  switch (op) {
-    case CentralOp::kFetch:
-      return "fetch";
-    case CentralOp::kRelease:
-      return "release";
-    case CentralOp::kInsertRange:
-      return "insert_range";
-    case CentralOp::kRemoveRange:
-      return "remove_range";
-  }
-  return "?";
-}
+const char* CentralOpName(CentralOp op) { return NameOf(kCentralOpNames, op); }
 
-const char* WindowStateName(WindowState state) {
-  switch (state) {
-    case WindowState::kClosed: return "closed";
-    case WindowState::kOpen: return "open";
-  }
-  return "?";
-}
+const char* WindowStateName(WindowState state) { return NameOf(kWindowStateNames, state); }
 
-const char* WindowCauseName(WindowCause cause) {
-  switch (cause) {
-    case WindowCause::kDelay: return "delay";
-    case WindowCause::kDuration: return "duration";
-    case WindowCause::kSignal: return "signal";
-    case WindowCause::kAttach: return "attach";
-  }
-  return "?";
-}
+const char* WindowCauseName(WindowCause cause) { return NameOf(kWindowCauseNames, cause); }
 
 std::string LossesText(const RecordLosses& losses) {
   std::string out;

@@ -2,8 +2,11 @@
 // protoc-gen-crossfree-rpc: protoc plugin that writes, for each service in a
 // .proto file, a typed service base (<Service>If) and client proxy
 // (<Service>Proxy) into <file>.crpc.h / <file>.crpc.cc.
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <google/protobuf/compiler/code_generator.h>
 #include <google/protobuf/compiler/plugin.h>
@@ -49,6 +52,29 @@ std::string CppType(const Descriptor* d) {
   return pkg.empty() ? "::" + name : "::" + ReplaceAll(pkg, ".", "::") + "::" + name;
 }
 
+using Vars = std::map<std::string, std::string>;
+
+// What the generated code of a service is written with: $name$, the
+// service's name, and $full$, its full name.
+Vars ServiceVars(const ServiceDescriptor* s) {
+  return {{"name", s->name()}, {"full", s->full_name()}};
+}
+
+// Per method of s, in order: ServiceVars and $m$, the method's name, $req$
+// and $resp$, its message types.
+std::vector<Vars> MethodVars(const ServiceDescriptor* s) {
+  std::vector<Vars> methods;
+  for (int m = 0; m < s->method_count(); ++m) {
+    const MethodDescriptor* md = s->method(m);
+    Vars v = ServiceVars(s);
+    v["m"] = md->name();
+    v["req"] = CppType(md->input_type());
+    v["resp"] = CppType(md->output_type());
+    methods.push_back(std::move(v));
+  }
+  return methods;
+}
+
 class Generator : public google::protobuf::compiler::CodeGenerator {
  public:
   bool Generate(const FileDescriptor* file, const std::string& /*parameter*/,
@@ -91,54 +117,50 @@ class Generator : public google::protobuf::compiler::CodeGenerator {
 
  private:
   static void PrintHeader(Printer* p, const ServiceDescriptor* s) {
-    p->Print("// Server side of $full$: implement the methods; each handler runs on a\n"
+    p->Print(ServiceVars(s),
+             "// Server side of $full$: implement the methods; each handler runs on a\n"
              "// service-pool worker and must answer through its RpcContext exactly once\n"
              "// (from any thread).\n"
              "class $name$If : public ::crossfree::rpc::ServiceIf {\n"
              " public:\n"
              "  static constexpr char kServiceName[] = \"$full$\";\n"
              "  $name$If();\n"
-             "  const std::string& service_name() const override;\n\n",
-             "name", s->name(), "full", s->full_name());
-    for (int m = 0; m < s->method_count(); ++m) {
-      const MethodDescriptor* md = s->method(m);
-      p->Print("  virtual void $m$(const $req$* req, $resp$* resp,\n"
-               "      ::crossfree::rpc::RpcContext* context) = 0;\n",
-               "m", md->name(), "req", CppType(md->input_type()), "resp",
-               CppType(md->output_type()));
+             "  const std::string& service_name() const override;\n\n");
+    for (const Vars& method : MethodVars(s)) {
+      p->Print(method,
+               "  virtual void $m$(const $req$* req, $resp$* resp,\n"
+               "      ::crossfree::rpc::RpcContext* context) = 0;\n");
     }
     p->Print("};\n\n");
-    p->Print("// Client side of $full$. Thread-safe; one RpcController per call.\n"
+    p->Print(ServiceVars(s),
+             "// Client side of $full$. Thread-safe; one RpcController per call.\n"
              "class $name$Proxy : public ::crossfree::rpc::Proxy {\n"
              " public:\n"
-             "  using ::crossfree::rpc::Proxy::Proxy;\n\n",
-             "name", s->name(), "full", s->full_name());
-    for (int m = 0; m < s->method_count(); ++m) {
-      const MethodDescriptor* md = s->method(m);
-      p->Print("  // Blocks until the call finishes.\n"
+             "  using ::crossfree::rpc::Proxy::Proxy;\n\n");
+    for (const Vars& method : MethodVars(s)) {
+      p->Print(method,
+               "  // Blocks until the call finishes.\n"
                "  ::crossfree::rpc::Status $m$(const $req$& req, $resp$* resp,\n"
                "      ::crossfree::rpc::RpcController* controller);\n"
                "  // The callback runs once, on the client reactor.\n"
                "  void $m$Async(const $req$& req, $resp$* resp,\n"
                "      ::crossfree::rpc::RpcController* controller,\n"
-               "      ::crossfree::rpc::ResponseCallback callback);\n",
-               "m", md->name(), "req", CppType(md->input_type()), "resp",
-               CppType(md->output_type()));
+               "      ::crossfree::rpc::ResponseCallback callback);\n");
     }
     p->Print("};\n\n");
   }
 
   static void PrintSource(Printer* p, const ServiceDescriptor* s) {
     p->Print("namespace {\n");
-    for (int m = 0; m < s->method_count(); ++m) {
-      p->Print("const ::crossfree::rpc::RemoteMethod k$svc$$m$Method{\"$full$\", \"$m$\"};\n",
-               "svc", s->name(), "m", s->method(m)->name(), "full", s->full_name());
+    for (const Vars& method : MethodVars(s)) {
+      p->Print(method,
+               "const ::crossfree::rpc::RemoteMethod k$name$$m$Method{\"$full$\", \"$m$\"};\n");
     }
     p->Print("}  // namespace\n\n");
-    p->Print("$name$If::$name$If() {\n", "name", s->name());
-    for (int m = 0; m < s->method_count(); ++m) {
-      const MethodDescriptor* md = s->method(m);
-      p->Print("  AddMethod(::crossfree::rpc::MethodInfo{\n"
+    p->Print(ServiceVars(s), "$name$If::$name$If() {\n");
+    for (const Vars& method : MethodVars(s)) {
+      p->Print(method,
+               "  AddMethod(::crossfree::rpc::MethodInfo{\n"
                "      \"$m$\",\n"
                "      [](::google::protobuf::Arena* a) -> ::google::protobuf::MessageLite* {\n"
                "        return ::google::protobuf::Arena::CreateMessage<$req$>(a);\n"
@@ -154,19 +176,17 @@ class Generator : public google::protobuf::compiler::CodeGenerator {
                "      sizeof($req$), sizeof($resp$),\n"
                "      alignof($req$) > alignof($resp$) ? alignof($req$) : alignof($resp$),\n"
                "      [](void* at) -> ::google::protobuf::MessageLite* { return new (at) $req$(); },\n"
-               "      [](void* at) -> ::google::protobuf::MessageLite* { return new (at) $resp$(); }});\n",
-               "m", md->name(), "name", s->name(), "req", CppType(md->input_type()), "resp",
-               CppType(md->output_type()));
+               "      [](void* at) -> ::google::protobuf::MessageLite* { return new (at) $resp$(); }});\n");
     }
-    p->Print("}\n\n"
+    p->Print(ServiceVars(s),
+             "}\n\n"
              "const std::string& $name$If::service_name() const {\n"
              "  static const std::string kName(kServiceName);\n"
              "  return kName;\n"
-             "}\n\n",
-             "name", s->name());
-    for (int m = 0; m < s->method_count(); ++m) {
-      const MethodDescriptor* md = s->method(m);
-      p->Print("::crossfree::rpc::Status $name$Proxy::$m$(const $req$& req, $resp$* resp,\n"
+             "}\n\n");
+    for (const Vars& method : MethodVars(s)) {
+      p->Print(method,
+               "::crossfree::rpc::Status $name$Proxy::$m$(const $req$& req, $resp$* resp,\n"
                "    ::crossfree::rpc::RpcController* controller) {\n"
                "  return SyncRequest(k$name$$m$Method, req, resp, controller);\n"
                "}\n\n"
@@ -174,9 +194,7 @@ class Generator : public google::protobuf::compiler::CodeGenerator {
                "    ::crossfree::rpc::RpcController* controller,\n"
                "    ::crossfree::rpc::ResponseCallback callback) {\n"
                "  AsyncRequest(k$name$$m$Method, req, resp, controller, std::move(callback));\n"
-               "}\n\n",
-               "m", md->name(), "name", s->name(), "req", CppType(md->input_type()), "resp",
-               CppType(md->output_type()));
+               "}\n\n");
     }
   }
 };

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "format/trace_format.h"
+#include "tracer/counter_scope.h"
 
 // The recursion guard. Non-zero while this thread runs tracer code (or a
 // real allocation function on behalf of a hook): hooks then only forward.
@@ -60,20 +61,10 @@ inline bool ShouldRecord() {
   return ShouldRecordSlow();
 }
 
-// Holds the guard for a scope. The signal fences keep the compiler from
-// sinking or dropping the stores around the guarded calls.
-class GuardScope {
+// Holds the guard for a scope.
+class GuardScope : CounterScope {
  public:
-  GuardScope() {
-    __atomic_store_n(&crossfree_tracer_guard, crossfree_tracer_guard + 1, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  }
-  ~GuardScope() {
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    __atomic_store_n(&crossfree_tracer_guard, crossfree_tracer_guard - 1, __ATOMIC_RELAXED);
-  }
-  GuardScope(const GuardScope&) = delete;
-  GuardScope& operator=(const GuardScope&) = delete;
+  GuardScope() : CounterScope(crossfree_tracer_guard) {}
 };
 
 // Where a hook was called from: the hook's own return and frame address

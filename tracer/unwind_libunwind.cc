@@ -7,6 +7,8 @@
 
 #include <cstring>
 
+#include "tracer/counter_scope.h"
+
 extern "C" {
 __thread int crossfree_in_unwinder __attribute__((tls_model("initial-exec"))) = 0;
 }
@@ -15,16 +17,9 @@ namespace crossfree::tracer {
 namespace {
 
 // Marks the scope in which libunwind runs for the tracer.
-class InUnwinder {
+class InUnwinder : CounterScope {
  public:
-  InUnwinder() {
-    __atomic_store_n(&crossfree_in_unwinder, crossfree_in_unwinder + 1, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  }
-  ~InUnwinder() {
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    __atomic_store_n(&crossfree_in_unwinder, crossfree_in_unwinder - 1, __ATOMIC_RELAXED);
-  }
+  InUnwinder() : CounterScope(crossfree_in_unwinder) {}
 };
 
 // How many frames (our own and the hook's) may sit between unw_getcontext

@@ -287,7 +287,7 @@ std::string FormatBaseline(const std::vector<BaselineRun>& runs,
   }
   std::string site_runs;
   for (auto& [site, counts] : sites) {
-    uint64_t crossed = 0, objects = 0;
+    SiteRunCount total;
     double scaled_objects = 0;
     for (size_t i = 0; i < runs.size(); ++i) {
       const Analysis& a = *runs[i].analysis;
@@ -298,13 +298,12 @@ std::string FormatBaseline(const std::vector<BaselineRun>& runs,
       }
       counts[i].objects = it->second;
       counts[i].crossed = std::min(counts[i].crossed, it->second);
-      objects += it->second;
-      crossed += counts[i].crossed;
+      total.Add(counts[i]);
       scaled_objects += static_cast<double>(a.Scaled(it->second));
     }
-    if (objects == 0) continue;
-    double share = static_cast<double>(crossed) / static_cast<double>(objects);
-    double rate = runs.size() == 1 ? first.PerUnit(objects).value
+    if (total.objects == 0) continue;
+    double share = static_cast<double>(total.crossed) / static_cast<double>(total.objects);
+    double rate = runs.size() == 1 ? first.PerUnit(total.objects).value
                                    : (units > 0 ? scaled_objects / units : 0);
     out += fmt::format("site {:.6g} {:.4g} {}\n", rate, share, site);
     site_runs += fmt::format("site-runs {}", runs.size());

@@ -52,6 +52,11 @@ struct BaselineRates {
 struct SiteRunCount {
   uint64_t objects = 0;  // the site's objects in the run (sampled counts)
   uint64_t crossed = 0;  // of them, freed on another thread
+
+  void Add(const SiteRunCount& o) {
+    objects += o.objects;
+    crossed += o.crossed;
+  }
 };
 
 struct Baseline {

@@ -29,6 +29,7 @@ struct CentralCounts {
   uint64_t released_objects = 0;  // objects moved by releases
   uint64_t transfers() const { return fetch + release; }
   void Add(const CentralCounts& o);
+  bool operator==(const CentralCounts&) const = default;
 };
 
 struct CentralRoleRow {

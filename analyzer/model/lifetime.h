@@ -34,6 +34,7 @@ struct LifetimeSummary {
   uint64_t OctaveLowestNs(size_t i) const {
     return first_octave + i == 0 ? 0 : OctaveStartNs(i);
   }
+  bool operator==(const LifetimeSummary&) const = default;
 };
 
 class Lifetime {

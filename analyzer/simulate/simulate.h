@@ -75,6 +75,7 @@ struct TransferCounts {
   uint64_t direct_central_frees = 0;
 
   void Add(const TransferCounts& o);
+  bool operator==(const TransferCounts&) const = default;
 };
 
 struct GroupResult {

@@ -202,6 +202,12 @@ struct Recorder {
     err += child.RestOfErr();
     return rc;
   }
+  // Detach, requiring exit 0 and record's line saying it detached.
+  void DetachCleanly() {
+    REQUIRE(Detach() == 0);
+    INFO(err);
+    REQUIRE(err.find("detached from process") != std::string::npos);
+  }
 };
 
 // The fixture of the tests that attach to tt_attach: a fresh directory for
@@ -346,9 +352,7 @@ TEST_CASE("known answer: pairs and objects from before the window and live at it
     while (in >> a) old.push_back(std::stoull(a, nullptr, 16));
     REQUIRE(old.size() == 100);
     REQUIRE(target.Ask("keep") == "keep");
-    REQUIRE(rec.Detach() == 0);
-    INFO(rec.err);
-    CHECK(rec.err.find("detached from process") != std::string::npos);
+    rec.DetachCleanly();
   }
   // Left as it was: the GOT entry is libc's again, and the program works.
   CHECK(target.Ask("where") == "where libc.so.6 -");
@@ -553,9 +557,7 @@ TEST_CASE_METHOD(TargetFixture,
       // Unwound events on the program's threads (the default unwinder
       // starts libunwind, which opens its pipe).
       REQUIRE(target.Ask("cross") == "cross");
-      REQUIRE(rec.Detach() == 0);
-      INFO(rec.err);
-      REQUIRE(rec.err.find("detached from process") != std::string::npos);
+      rec.DetachCleanly();
     }
     REQUIRE(AwaitControlThreadEnd(target));
     INFO("after session " << session);
@@ -589,9 +591,7 @@ TEST_CASE_METHOD(TargetFixture,
   {
     Recorder first(target.pid, dir + "/cycle.trace");
     REQUIRE(target.Ask("busy") == "busy 2");
-    REQUIRE(first.Detach() == 0);
-    INFO(first.err);
-    REQUIRE(first.err.find("detached from process") != std::string::npos);
+    first.DetachCleanly();
     REQUIRE(AwaitControlThreadEnd(target));
     maps_after_first = Maps(target.pid);
     fds_after_first = Fds(target.pid);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,13 @@
 #include "format/trace_writer.h"
 
 namespace crossfree::analyzer {
+
+// For the failure messages of the checks that compare whole CentralCounts.
+std::ostream& operator<<(std::ostream& os, const CentralCounts& c) {
+  return os << "{fetch " << c.fetch << ", release " << c.release << ", insert_range "
+            << c.insert_range << ", remove_range " << c.remove_range << ", fetched_objects "
+            << c.fetched_objects << ", released_objects " << c.released_objects << "}";
+}
 
 // The models are checked as the renderers print them.
 using namespace crossfree::analyzer::render;
@@ -96,12 +104,8 @@ TEST_CASE("central section: exact counts per role, sites that triggered them") {
   Analysis a = Run(bytes, GroupBy::kRole);
   const CentralSummary& c = a.central;
   REQUIRE(c.present());
-  CHECK(c.total.fetch == 7);
-  CHECK(c.total.release == 4);
-  CHECK(c.total.remove_range == 7);
-  CHECK(c.total.insert_range == 4);
-  CHECK(c.total.fetched_objects == 58);
-  CHECK(c.total.released_objects == 103);
+  CHECK(c.total == CentralCounts{.fetch = 7, .release = 4, .insert_range = 4, .remove_range = 7,
+                                  .fetched_objects = 58, .released_objects = 103});
   REQUIRE(c.roles.size() == 3);
   CHECK(c.roles[0].role == "worker-N");
   CHECK(c.roles[0].counts.fetch == 7);

@@ -305,16 +305,13 @@ Analysis TimingRun(uint64_t operations, uint64_t crossed, uint64_t objects) {
 
 // A version 4 baseline of runs of `operations` each, with kSite's counts.
 Baseline TimingBaseline(uint64_t operations, const std::vector<SiteRunCount>& runs) {
-  uint64_t crossed = 0, objects = 0;
-  for (const SiteRunCount& r : runs) {
-    crossed += r.crossed;
-    objects += r.objects;
-  }
+  SiteRunCount total;
+  for (const SiteRunCount& r : runs) total.Add(r);
   const double units = static_cast<double>(operations * runs.size());
-  Baseline b = PerOperation({{Pair(0).key, {static_cast<double>(crossed) / units, 0}}},
-                            {{kSite, static_cast<double>(objects) / units}});
+  Baseline b = PerOperation({{Pair(0).key, {static_cast<double>(total.crossed) / units, 0}}},
+                            {{kSite, static_cast<double>(total.objects) / units}});
   b.units = b.steady_units = units;
-  b.site_shares[kSite] = static_cast<double>(crossed) / static_cast<double>(objects);
+  b.site_shares[kSite] = static_cast<double>(total.crossed) / static_cast<double>(total.objects);
   b.runs = static_cast<int>(runs.size());
   b.site_runs[kSite] = runs;
   return b;

@@ -17,8 +17,10 @@
 #include <numbers>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -98,14 +100,12 @@ Baseline BaselineOf(double operations, uint64_t crossed, uint64_t site_objects =
 // A baseline written from several runs like Run() (--write-baseline --run
 // ...): the site's counts per run, its rates over all of them.
 Baseline BaselineOfRuns(double operations, const std::vector<SiteRunCount>& runs) {
-  uint64_t crossed = 0, objects = 0;
-  for (const SiteRunCount& r : runs) {
-    crossed += r.crossed;
-    objects += r.objects;
-  }
-  Baseline b = BaselineOf(operations * static_cast<double>(runs.size()), crossed, objects);
+  SiteRunCount total;
+  for (const SiteRunCount& r : runs) total.Add(r);
+  Baseline b =
+      BaselineOf(operations * static_cast<double>(runs.size()), total.crossed, total.objects);
   b.runs = static_cast<int>(runs.size());
-  if (crossed > 0) b.site_runs[kSite] = runs;
+  if (total.crossed > 0) b.site_runs[kSite] = runs;
   return b;
 }
 
@@ -278,6 +278,18 @@ double OutsideTimingShare(uint64_t n, double share, double spread) {
   return total;
 }
 
+// OutsideTimingShare for each of `objects`, in one line: "300 objects: P,
+// 3000 objects: P", each P in value_format.
+std::string OutsideTimingShares(std::initializer_list<uint64_t> objects, double share,
+                                double spread, std::string_view value_format) {
+  std::string out;
+  for (uint64_t n : objects) {
+    out += fmt::format("{}{} objects: ", out.empty() ? "" : ", ", n);
+    out += fmt::format(fmt::runtime(value_format), OutsideTimingShare(n, share, spread));
+  }
+  return out;
+}
+
 int Claims() {
   // The figures docs/guide/ci-gate.md quotes besides its tables.
   fmt::print("P(Poisson(30) < 15) = {:.5f}\n", 1 - PoissonUpperTail(15, 30));
@@ -351,22 +363,12 @@ int Claims() {
   // 10%-90% this often, and the site is then judged as a per-call rate.
   // The same edge with binomial noise only (the 15% rows: one run of 300
   // objects can cross fewer than 30).
-  std::string binomial;
-  for (uint64_t n : {300, 3'000}) {
-    binomial += fmt::format("{}{} objects: {:.2g}", binomial.empty() ? "" : ", ", n,
-                            OutsideTimingShare(n, 0.15, 0));
-  }
   fmt::print("timing-dependent site, 15% crossing, binomial noise only: P(one run crosses "
              "outside 10%-90% of its objects) = {}\n",
-             binomial);
-  std::string outside;
-  for (uint64_t n : {300, 3'000, 30'000}) {
-    outside += fmt::format("{}{} objects: {:.5f}", outside.empty() ? "" : ", ", n,
-                           OutsideTimingShare(n, 0.6, 0.3));
-  }
+             OutsideTimingShares({300, 3'000}, 0.15, 0, "{:.2g}"));
   fmt::print("timing-dependent site, 60% crossing, the staying share varying between runs (log "
              "sd 0.3): P(one run crosses outside 10%-90% of its objects) = {}\n",
-             outside);
+             OutsideTimingShares({300, 3'000, 30'000}, 0.6, 0.3, "{:.5f}"));
   return 0;
 }
 

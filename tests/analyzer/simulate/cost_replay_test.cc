@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,18 @@
 #include "analyzer/simulate/simulate.h"
 #include "tests/analyzer/simulate/simulate_fixture.h"
 #include "tests/support/synthetic_trace.h"
+
+namespace crossfree::analyzer {
+
+// For the failure messages of the checks that compare whole LifetimeSummary.
+std::ostream& operator<<(std::ostream& os, const LifetimeSummary& s) {
+  os << "{count " << s.count << ", min " << s.min_ns << ", median " << s.median_ns << ", p99 "
+     << s.p99_ns << ", max " << s.max_ns << ", octaves from 2^" << s.first_octave << ":";
+  for (uint64_t n : s.octaves) os << " " << n;
+  return os << "}";
+}
+
+}  // namespace crossfree::analyzer
 
 namespace crossfree::analyzer::simulate {
 namespace {
@@ -79,12 +92,11 @@ TEST_CASE("cost replay: jemalloc costs charged to the pair, thread exits and liv
   CHECK(p.cost.Total() == 206);
   // Lifetimes: object i lives (5000 + 2i) - (1000 + i) = 4000 + i ns: min
   // 4000, max 4200; the median (rank 101, 4100 ns) and p99 (rank 199, 4198
-  // ns) fall in the bucket [4096, 4608): its floor, 4096.
-  CHECK(p.lifetime.count == 201);
-  CHECK(p.lifetime.min_ns == 4000);
-  CHECK(p.lifetime.max_ns == 4200);
-  CHECK(p.lifetime.median_ns == 4096);
-  CHECK(p.lifetime.p99_ns == 4096);
+  // ns) fall in the bucket [4096, 4608): its floor, 4096. By power of two:
+  // 4000..4095 (96 objects) in [2^11, 2^12), 4096..4200 (105) in [2^12, 2^13).
+  CHECK(p.lifetime == LifetimeSummary{.count = 201, .min_ns = 4000, .median_ns = 4096,
+                                      .p99_ns = 4096, .max_ns = 4200, .first_octave = 11,
+                                      .octaves = {96, 105}});
   // The synthetic trace records no CPU: every free is "unknown".
   CHECK(p.cpu.unknown == 201);
   CHECK(p.cpu.same + p.cpu.other == 0);

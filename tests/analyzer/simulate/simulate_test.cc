@@ -5,8 +5,11 @@
 // comment beside the expected numbers.
 #include <catch2/catch.hpp>
 
+#include <fmt/core.h>
+
 #include <cstdio>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -17,6 +20,17 @@
 #include "tests/support/synthetic_trace.h"
 
 namespace crossfree::analyzer::simulate {
+
+// For the failure messages of the checks that compare whole TransferCounts.
+std::ostream& operator<<(std::ostream& os, const TransferCounts& c) {
+  return os << fmt::format(
+             "{{allocations {}, frees {}, large_allocations {}, fetch_calls {}, fetched_objects {}, "
+             "short_fetches {}, release_calls {}, released_objects {}, by cause {}/{}/{}, "
+             "direct_central_frees {}}}",
+             c.allocations, c.frees, c.large_allocations, c.fetch_calls, c.fetched_objects,
+             c.short_fetches, c.release_calls, c.released_objects, c.release_calls_by_cause[0],
+             c.release_calls_by_cause[1], c.release_calls_by_cause[2], c.direct_central_frees);
+}
 
 // The models are checked as the renderers print them.
 using namespace crossfree::analyzer::render;
@@ -62,11 +76,8 @@ TEST_CASE("one thread allocating and freeing one 32-byte object 1000 times: 1 fe
     b.Free(kPid, 11 + 2 * i, kBase);
   }
   SimulationResult r = Run(b);
-  CHECK(r.totals.allocations == 1000);
-  CHECK(r.totals.frees == 1000);
-  CHECK(r.totals.fetch_calls == 1);
-  CHECK(r.totals.fetched_objects == 1);
-  CHECK(r.totals.release_calls == 0);
+  CHECK(r.totals ==
+        TransferCounts{.allocations = 1000, .frees = 1000, .fetch_calls = 1, .fetched_objects = 1});
   REQUIRE(r.groups.size() == 1);
   CHECK(r.groups[0].name == "main");
   CHECK(r.groups[0].by_class.size() == 1);
@@ -105,15 +116,11 @@ TEST_CASE("producer/consumer: fetches and releases follow the slow start", "[sim
   //   span 3: fetches 34..41 take 8 x 32; span 4: fetches 42..49, 8 x 32.
   // After fetch 48, 992 objects < 1000 allocations; fetch 49 brings 1024.
   // So 49 fetches (2 short), 1024 objects; the 24 left in the list go back
-  // in one release at thread exit.
+  // in one release at thread exit. It frees nothing.
   const GroupResult& p = Group(r, "producer-N");
-  CHECK(p.counts.allocations == 1000);
-  CHECK(p.counts.fetch_calls == 49);
-  CHECK(p.counts.fetched_objects == 1024);
-  CHECK(p.counts.short_fetches == 2);
-  CHECK(p.counts.release_calls == 1);
-  CHECK(p.counts.released_objects == 24);
-  CHECK(p.counts.release_calls_by_cause[2] == 1);
+  CHECK(p.counts == TransferCounts{.allocations = 1000, .fetch_calls = 49, .fetched_objects = 1024,
+                                   .short_fetches = 2, .release_calls = 1, .released_objects = 24,
+                                   .release_calls_by_cause = {0, 0, 1}});
 
   // Consumer, releases: its class-32 list starts with max_length 1. With
   // max_length m < 32 the list overflows at length m+1: ListTooLong
@@ -127,14 +134,9 @@ TEST_CASE("producer/consumer: fetches and releases follow the slow start", "[sim
   // object is still allocated). The cache stays far below 64 KiB: no
   // scavenge. Its one allocation fetched 1 object.
   const GroupResult& c = Group(r, "consumer-N");
-  CHECK(c.counts.frees == 1000);
-  CHECK(c.counts.fetch_calls == 1);
-  CHECK(c.counts.fetched_objects == 1);
-  CHECK(c.counts.release_calls == 46);
-  CHECK(c.counts.release_calls_by_cause[0] == 45);
-  CHECK(c.counts.release_calls_by_cause[1] == 0);
-  CHECK(c.counts.release_calls_by_cause[2] == 1);
-  CHECK(c.counts.released_objects == 1000);
+  CHECK(c.counts == TransferCounts{.allocations = 1, .frees = 1000, .fetch_calls = 1,
+                                   .fetched_objects = 1, .release_calls = 46,
+                                   .released_objects = 1000, .release_calls_by_cause = {45, 0, 1}});
   CHECK(c.by_class.at(SizeMap().SizeClass(32)).release_calls == 46);
 
   CHECK(r.totals.fetch_calls == 50);
