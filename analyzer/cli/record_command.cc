@@ -76,8 +76,8 @@ void RegisterRecordCommand(CLI::App& app, int* exit_code) {
                   "command may use the signal itself");
   sub->add_option("--time-resolution", args->run.time_resolution_ns,
                   "Round the trace's times down to multiples of NS nanoseconds (1 to "
-                  "1000000, default 1): a smaller trace, the same pairs (times are exact to "
-                  "NS; docs/guide/tracer.md, Time resolution)")
+                  "1000000, default 1): a smaller trace; times exact to NS, pairs kept up to a "
+                  "few hundred ns (docs/guide/tracer.md, Time resolution)")
       ->check(CLI::Range(1u, format::kMaxTimeResolutionNs));
   sub->add_option("--preload", args->run.preloads,
                   "Also preload LIB after the tracer (e.g. an allocator: libtcmalloc.so.4); "
