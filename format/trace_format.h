@@ -29,11 +29,17 @@ inline constexpr uint32_t kChunkMagic = 0x4b4e4843;  // "CHNK" in file order
 // A compressed chunk (docs/trace-format.md 5.1): the records of one plain
 // chunk, split into lanes and compressed with zstd (format/chunk_codec.h).
 inline constexpr uint32_t kCompressedChunkMagic = 0x5a4e4843;  // "CHNZ" in file order
-// The version this code writes. It reads kOldestFormatVersion and later.
-// Version handling lives in trace_reader.cc (CheckVersion); nothing else may
-// branch on it.
-inline constexpr uint32_t kFormatVersion = 4;
+// The newest version this code reads and writes; it reads
+// kOldestFormatVersion and later. It writes kFormatVersion for a header
+// with a time resolution above 1 ns (docs/trace-format.md 7.1), and
+// kNanosecondFormatVersion otherwise, so that older readers still read
+// every trace with nanosecond times. Version handling lives in
+// trace_reader.cc (CheckVersion); nothing else may branch on it.
+inline constexpr uint32_t kFormatVersion = 5;
+inline constexpr uint32_t kNanosecondFormatVersion = 4;
 inline constexpr uint32_t kOldestFormatVersion = 1;
+// The time resolutions a header may give (`record --time-resolution`).
+inline constexpr uint32_t kMaxTimeResolutionNs = 1'000'000;
 
 // The CPU of an event when the tracer could not read it (no rseq), and the
 // per-chunk cpu state before the chunk's first cpu record.
@@ -206,8 +212,14 @@ struct HeaderFields {
   uint64_t start_realtime_ns = 0;
   // Each allocation was traced with probability 1/sample_period (its free
   // whenever it happens); 0 or 1: every allocation and free was traced.
-  // Stored after the exe path, only when > 1 (docs/trace-format.md 4).
+  // Stored after the exe path, only when > 1 or when the time resolution
+  // is stored (docs/trace-format.md 4).
   uint32_t sample_period = 0;
+  // Every timestamp of the file's chunks is a multiple of it (they were
+  // rounded down by `crossfree record`, docs/trace-format.md 7.1); 0 or 1:
+  // nanoseconds, as the tracer stamps them. Stored after sample_period, in
+  // version 5, only when > 1.
+  uint32_t time_resolution_ns = 0;
 };
 
 inline constexpr uint32_t kHeaderFlagForkChild = 1u << 0;

@@ -105,7 +105,8 @@ uint32_t ChunkCrc(const uint8_t* b, size_t total) {
 // only added the cpu record and compressed chunks, which a version 1 writer
 // never wrote, so one decoder reads both; a later version that only adds
 // header fields or extension records keeps this reader working (see
-// docs/trace-format.md 8).
+// docs/trace-format.md 8). Version 5 added the time resolution, a header
+// field read whatever the version (absent: 1 ns).
 bool CheckVersion(uint32_t version, const std::string& name, std::string* error) {
   if (version >= kOldestFormatVersion && version <= kFormatVersion) return true;
   *error = name + ": trace format version " + std::to_string(version) +
@@ -177,8 +178,19 @@ bool ParseHeader(std::span<const uint8_t> bytes, const std::string& name, FileHe
   header->exe_path.assign(reinterpret_cast<const char*>(b + wire::kHdrExe), exe_len);
   // Fields after the exe path (docs/trace-format.md 4): each present when
   // the header is long enough to hold it.
-  if (length - wire::kHdrMinBytes - exe_len >= wire::kHdrSampleBytes) {
+  const size_t extra = length - wire::kHdrMinBytes - exe_len;
+  if (extra >= wire::kHdrSampleBytes) {
     f.sample_period = wire::Load32(b + wire::kHdrExe + exe_len);
+  }
+  f.time_resolution_ns = 1;  // nanoseconds unless the header says otherwise
+  if (extra >= wire::kHdrSampleBytes + wire::kHdrResolutionBytes) {
+    const uint32_t r = wire::Load32(b + wire::kHdrExe + exe_len + wire::kHdrSampleBytes);
+    if (r == 0 || r > kMaxTimeResolutionNs) {
+      *error = name + ": corrupt trace header (time resolution " + std::to_string(r) +
+               " ns, the format allows 1 to " + std::to_string(kMaxTimeResolutionNs) + ")";
+      return false;
+    }
+    f.time_resolution_ns = r;
   }
   header->size_bytes = length;
   return true;

@@ -35,12 +35,16 @@ int64_t Delta(uint64_t now, uint64_t prev) { return static_cast<int64_t>(now - p
 size_t EncodeFileHeader(const HeaderFields& fields, const char* exe_path,
                         size_t exe_path_len, uint8_t* buf, size_t cap) {
   exe_path_len = Min(exe_path_len, wire::kMaxExePathBytes);
-  const bool sampled = fields.sample_period > 1;
-  size_t total = wire::kHdrMinBytes + exe_path_len + (sampled ? wire::kHdrSampleBytes : 0);
+  // Each field after the exe path is present when it or a later one is
+  // (docs/trace-format.md 4): a rounded trace stores sample_period too.
+  const bool rounded = fields.time_resolution_ns > 1;
+  const bool sampled = fields.sample_period > 1 || rounded;
+  size_t total = wire::kHdrMinBytes + exe_path_len + (sampled ? wire::kHdrSampleBytes : 0) +
+                 (rounded ? wire::kHdrResolutionBytes : 0);
   if (cap < total) return 0;
   __builtin_memset(buf, 0, wire::kHdrExe);
   __builtin_memcpy(buf + wire::kHdrMagic, kFileMagic, sizeof(kFileMagic));
-  wire::Store32(buf + wire::kHdrVersion, kFormatVersion);
+  wire::Store32(buf + wire::kHdrVersion, rounded ? kFormatVersion : kNanosecondFormatVersion);
   wire::Store32(buf + wire::kHdrLength, static_cast<uint32_t>(total));
   wire::Store32(buf + wire::kHdrPid, fields.pid);
   wire::Store32(buf + wire::kHdrPpid, fields.ppid);
@@ -53,6 +57,10 @@ size_t EncodeFileHeader(const HeaderFields& fields, const char* exe_path,
   wire::Store32(buf + wire::kHdrExeLen, static_cast<uint32_t>(exe_path_len));
   if (exe_path_len > 0) __builtin_memcpy(buf + wire::kHdrExe, exe_path, exe_path_len);
   if (sampled) wire::Store32(buf + wire::kHdrExe + exe_path_len, fields.sample_period);
+  if (rounded) {
+    wire::Store32(buf + wire::kHdrExe + exe_path_len + wire::kHdrSampleBytes,
+                  fields.time_resolution_ns);
+  }
   wire::Store32(buf + total - 4, Crc32c(buf, total - 4));
   return total;
 }

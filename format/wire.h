@@ -28,6 +28,7 @@ inline constexpr size_t kHdrExe = 52;           // exe path bytes
 inline constexpr size_t kHdrMinBytes = 56;      // fixed part + crc, empty path
 // After the exe path, present when header_length leaves room for it:
 inline constexpr size_t kHdrSampleBytes = 4;    // u32 sample_period
+inline constexpr size_t kHdrResolutionBytes = 4;  // u32 time_resolution_ns, after sample_period
 inline constexpr size_t kMaxHeaderBytes = 1u << 16;
 inline constexpr size_t kMaxExePathBytes = 4096;
 

@@ -11,6 +11,7 @@
 // stderr and also exits 2, so scripts notice that the trace is incomplete.
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <set>
@@ -238,6 +239,7 @@ void PrintHeader(const TraceReader& reader) {
              format::UnwinderName(f.unwinder), f.max_depth, FlagNames(f.flags));
   fmt::print("  start monotonic {} ns, realtime {} ns ({})\n", f.start_monotonic_ns,
              f.start_realtime_ns, Utc(f.start_realtime_ns));
+  fmt::print("  time resolution {} ns\n", std::max<uint32_t>(f.time_resolution_ns, 1));
   if (f.sample_period > 1) {
     fmt::print("  sampled: each allocation with probability 1/{}\n", f.sample_period);
   }

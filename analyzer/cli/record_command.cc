@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `crossfree record [-o FILE] [--unwind MODE] [--depth N] [--no-stacks]
 // [--sample N] [--delay S] [--duration S] [--toggle-signal SIG]
-// [--preload LIB]... [--wait-children S] -- CMD ARGS...` or
+// [--time-resolution NS] [--preload LIB]... [--wait-children S] -- CMD ARGS...` or
 // `crossfree record -p PID [--duration S] ...`: parses the flags and hands
 // them to the record stage, which runs CMD under the tracer
 // (analyzer/record/run_command.h) or attaches to PID
@@ -18,6 +18,7 @@
 #include "analyzer/record/attach_record.h"
 #include "analyzer/record/run_command.h"
 #include "analyzer/record/tracer_library.h"
+#include "format/trace_format.h"
 
 namespace crossfree::analyzer::cli {
 namespace {
@@ -73,6 +74,11 @@ void RegisterRecordCommand(CLI::App& app, int* exit_code) {
                   "Signal (e.g. USR2) that switches recording on and off while the command "
                   "runs; recording starts off unless --delay opens it. Off by default: the "
                   "command may use the signal itself");
+  sub->add_option("--time-resolution", args->run.time_resolution_ns,
+                  "Round the trace's times down to multiples of NS nanoseconds (1 to "
+                  "1000000, default 1): a smaller trace; times exact to NS, pairs kept up to a "
+                  "few hundred ns (docs/guide/tracer.md, Time resolution)")
+      ->check(CLI::Range(1u, format::kMaxTimeResolutionNs));
   sub->add_option("--preload", args->run.preloads,
                   "Also preload LIB after the tracer (e.g. an allocator: libtcmalloc.so.4); "
                   "repeatable, kept in order")
@@ -99,6 +105,15 @@ void RegisterRecordCommand(CLI::App& app, int* exit_code) {
         fmt::print(stderr,
                    "crossfree record: -p attaches to a running process: give no command, "
                    "--delay, --toggle-signal or --preload with it\n");
+        *exit_code = kExitUsage;
+        return;
+      }
+      if (args->run.time_resolution_ns > 1) {
+        // The attached tracer writes the trace itself, not through record,
+        // and its hook path stays as it is: nothing would round its times.
+        fmt::print(stderr,
+                   "crossfree record: --time-resolution is not available with -p: the attached "
+                   "tracer writes the trace itself, in nanoseconds; record without it\n");
         *exit_code = kExitUsage;
         return;
       }

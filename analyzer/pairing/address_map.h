@@ -64,6 +64,15 @@ class AddressMap {
     }
   }
 
+  // The address's state, null when it was never seen. Adds nothing.
+  const AddressState* Find(uint64_t address) const {
+    for (size_t i = Index(address);; i = (i + 1) & mask_) {
+      const AddressState& s = slots_[i];
+      if (s.address == address) return &s;
+      if (s.address == 0) return nullptr;
+    }
+  }
+
   void Prefetch(uint64_t address) const { __builtin_prefetch(&slots_[Index(address)]); }
 
   template <typename Fn>

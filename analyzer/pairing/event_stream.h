@@ -7,7 +7,9 @@
 //  - the ordering rule (docs/design.md, "The ordering rule"): events sort by
 //    timestamp; on equal timestamps a free comes before an allocation (the
 //    tracer stamps a free before the real free and an allocation after the
-//    real allocation), and a thread's exit after both;
+//    real allocation), and a thread's exit after both. The pairing pass
+//    refines the order of ties across threads by address state (design.md,
+//    "Ties"; pairing.cc), which the key alone cannot express;
 //  - the metadata a chunk carries (stacks, thread names, modules) is
 //    published into the ProcessTrace once, by whichever pass decodes the
 //    chunk first;
@@ -126,6 +128,16 @@ template <typename Cursor>
 class MergeHeap {
  public:
   void Push(const Cursor& c) { heap_.push_back(c); }
+  // Push() after Build(): the cursor takes its place in the heap order.
+  void Insert(const Cursor& c) {
+    heap_.push_back(c);
+    for (size_t i = heap_.size() - 1; i > 0;) {
+      size_t parent = (i - 1) / 2;
+      if (!Before(heap_[i], heap_[parent])) break;
+      std::swap(heap_[i], heap_[parent]);
+      i = parent;
+    }
+  }
   // After the Push()es: establishes the heap order.
   void Build() {
     for (size_t i = heap_.size(); i-- > 0;) SiftDown(i);

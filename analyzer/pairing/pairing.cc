@@ -458,11 +458,20 @@ class Worker {
     heap.Build();
     while (!heap.empty()) {
       Cursor& top = heap.top();
-      // The top's events up to the runner-up's next one are the next in the
-      // merged order: a run of them costs one heap operation, not one each.
-      // The run works on copies of the cursor and the bound: Process()
-      // writes through pointers the compiler cannot tell from the heap's,
-      // so reading them from the heap would reload them for every event.
+      const Cursor* next = heap.runner_up();
+      if (next != nullptr && next->cur->timestamp_ns == top.cur->timestamp_ns) {
+        // Two or more threads' next events share a timestamp: a tie,
+        // ordered by address state (docs/design.md, "Ties").
+        if (!TieGroup(heap)) return;
+        continue;
+      }
+      // The top's events strictly before the runner-up's next one are the
+      // next in the merged order: a run of them costs one heap operation,
+      // not one each. The run works on copies of the cursor and the bound:
+      // Process() writes through pointers the compiler cannot tell from the
+      // heap's, so reading them from the heap would reload them for every
+      // event.
+      const bool alone = next == nullptr;
       const RunBound bound = heap.TopRunBound();
       const StreamIndex thread(top.stream);
       const Ev* cur = top.cur;
@@ -472,10 +481,16 @@ class Worker {
         // their address slots while this one is processed.
         if (end - cur > 16) live_.Prefetch(cur[16].address);
         Process(*cur, thread);
-      } while (++cur != end && bound.Admits(cur->key()));
+      } while (++cur != end && (alone || cur->timestamp_ns < bound.timestamp_ns));
       top.cur = cur;
       if (top.cur != top.end) {
-        heap.FixPastBound();  // the run stopped at the bound
+        // The run stopped at the bound: past it (the runner-up is next), or
+        // at its timestamp (a tie, which the next turn finds).
+        if (cur->timestamp_ns == bound.timestamp_ns) {
+          heap.Fix();
+        } else {
+          heap.FixPastBound();
+        }
         continue;
       }
       Release(top);
@@ -486,6 +501,86 @@ class Worker {
       }
       heap.Fix();
     }
+  }
+
+  // One thread's tied events: tie_events_[next, end).
+  struct TieRun {
+    uint32_t stream;
+    size_t next;
+    size_t end;
+  };
+
+  // A tie (docs/design.md, "Ties"): every thread whose next event has the
+  // top's timestamp t gives up its events of t (across chunk boundaries),
+  // which are then processed in an order that keeps each thread's own and
+  // puts, each time, first the next event that fits its address's state:
+  // an allocation of an address that is not live, a free of one that is.
+  // Among those that fit, and when none does, the merge's order (rank,
+  // then stream). The threads go back into the heap at their next event.
+  // False when a chunk failed to decode.
+  bool TieGroup(MergeHeap<Cursor>& heap) {
+    const uint64_t t = heap.top().cur->timestamp_ns;
+    tie_events_.clear();
+    tie_runs_.clear();
+    parked_.clear();
+    while (!heap.empty() && heap.top().cur->timestamp_ns == t) {
+      Cursor c = heap.top();
+      heap.Pop();
+      TieRun run{c.stream, tie_events_.size(), 0};
+      bool more = true;
+      for (;;) {
+        while (c.cur != c.end && c.cur->timestamp_ns == t) tie_events_.push_back(*c.cur++);
+        if (c.cur != c.end) break;
+        Release(c);
+        if (!Load(c)) {
+          if (shared_->failed.load()) return false;
+          more = false;
+          break;
+        }
+      }
+      run.end = tie_events_.size();
+      tie_runs_.push_back(run);
+      if (more) parked_.push_back(c);
+    }
+    for (const Cursor& c : parked_) heap.Insert(c);
+    ProcessTies();
+    return true;
+  }
+
+  void ProcessTies() {
+    for (;;) {
+      TieRun* best = nullptr;
+      bool best_fits = false;
+      for (TieRun& run : tie_runs_) {
+        if (run.next == run.end) continue;
+        const Ev& e = tie_events_[run.next];
+        const bool fits = Fits(e);
+        if (best == nullptr || (fits && !best_fits) ||
+            (fits == best_fits && TieBefore(e, run, tie_events_[best->next], *best))) {
+          best = &run;
+          best_fits = fits;
+        }
+      }
+      if (best == nullptr) return;
+      Process(tie_events_[best->next++], StreamIndex(best->stream));
+    }
+  }
+
+  // The merge's order among tied events: rank, then stream.
+  static bool TieBefore(const Ev& a, const TieRun& ra, const Ev& b, const TieRun& rb) {
+    return a.rank != b.rank ? a.rank < b.rank : ra.stream < rb.stream;
+  }
+
+  // Whether e fits its address's state at this point of a tie: an
+  // allocation of an address that is not live, a free of one that is, and
+  // a window's open (before the events of its timestamp). A thread's exit
+  // and a window's close come after the events that fit.
+  bool Fits(const Ev& e) const {
+    if (e.rank == Rank::kWindowOpen) return true;
+    if (IsMarker(e)) return false;
+    const AddressState* s = live_.Find(e.address);
+    const bool live = s != nullptr && (s->state == kLive || s->state == kLiveBeforeWindow);
+    return IsAlloc(e) ? !live : live;
   }
 
   // The current recording epoch (window closes seen so far), saturated; read
@@ -685,6 +780,11 @@ class Worker {
   std::vector<uint8_t> exited_;  // [stream index]: its exit record came
   std::vector<uint32_t> entry_stack_;  // [stream index]
   std::vector<ForkedFree> forked_;
+  // TieGroup's: the tied events, each thread's in a TieRun, and the
+  // cursors to put back into the heap.
+  std::vector<Ev> tie_events_;
+  std::vector<TieRun> tie_runs_;
+  std::vector<Cursor> parked_;
 };
 
 }  // namespace

@@ -298,11 +298,23 @@ void ChunkChannel::TakeHeaders() {
     const uint8_t* header = shm::FileHeaderOf(base_);
     std::vector<uint8_t> copy(header, header + header_bytes);
     std::string error;
-    if (format::TraceReader::FromBytes(std::span<const uint8_t>(copy), "the handed-over header",
-                                      &error) == nullptr) {
+    auto parsed = format::TraceReader::FromBytes(std::span<const uint8_t>(copy),
+                                                 "the handed-over header", &error);
+    if (parsed == nullptr) {
       stats_.error = fmt::format("the trace header the tracer handed over is damaged: {}", error);
       broken_ = true;
       return;
+    }
+    if (rounder_.resolution_ns() > 1) {
+      // The same header with the resolution (version 5, docs/trace-format.md 4).
+      format::HeaderFields fields = parsed->header().fields;
+      fields.time_resolution_ns = rounder_.resolution_ns();
+      const std::string& exe = parsed->header().exe_path;
+      std::vector<uint8_t> rounded(format::wire::kMaxExePathBytes + format::wire::kHdrMinBytes + 16);
+      rounded.resize(format::EncodeFileHeader(fields, exe.data(), exe.size(), rounded.data(),
+                                              rounded.size()));
+      parsed.reset();
+      copy.swap(rounded);
     }
     const int fd = !files_.empty() ? OpenImageFile() : adopted_ ? OpenFirstFile() : out_;
     if (fd < 0) {
@@ -420,6 +432,21 @@ void ChunkChannel::EmitValidated(int fd, const uint8_t* data, size_t n) {
   }
   if (!ok) {
     ++stats_.damaged_chunks;
+    return;
+  }
+  if (rounder_.resolution_ns() > 1) {
+    // Before compressing (docs/trace-format.md 7.1). The tracer's records
+    // always parse; a chunk that does not is counted as damaged, since
+    // written as it is its times would not be multiples of the resolution.
+    std::string error;
+    if (!rounder_.Round(data, n, rounded_, &error)) {
+      ++stats_.damaged_chunks;
+      return;
+    }
+    stats_.events += wire::Load32(data + wire::kChkEvents);
+    ++stats_.chunks;
+    stats_.plain_bytes += n;
+    EmitChunk(fd, rounded_.data(), rounded_.size());
     return;
   }
   stats_.events += wire::Load32(data + wire::kChkEvents);
@@ -558,7 +585,9 @@ void ChunkChannel::WriteLosses() {
                                     .chunks_damaged = stats_.damaged_chunks};
   if (!losses.any() || files_.empty() || broken_) return;
   uint8_t chunk[format::kLossesChunkBytes];
-  const size_t n = format::EncodeLossesChunk(losses, AttachedPid(), NowNs(), chunk, sizeof(chunk));
+  const size_t n = format::EncodeLossesChunk(
+      losses, AttachedPid(), format::RoundTimeDown(NowNs(), rounder_.resolution_ns()), chunk,
+      sizeof(chunk));
   // Its bytes count in bytes_written: they are on disk.
   Write(files_.back(), chunk, n);
 }

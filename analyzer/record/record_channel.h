@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "format/chunk_codec.h"
+#include "format/time_rounding.h"
 
 namespace crossfree::analyzer::record {
 
@@ -57,6 +58,12 @@ class ChunkChannel {
   ~ChunkChannel();
   ChunkChannel(const ChunkChannel&) = delete;
   ChunkChannel& operator=(const ChunkChannel&) = delete;
+
+  // Rounds every chunk's times down to multiples of ns before it is
+  // compressed or written, and writes headers with that resolution
+  // (docs/trace-format.md 7.1; 1, the default: nanoseconds, chunks as the
+  // tracer made them). The owner calls it before Start or Claim.
+  void SetTimeResolution(uint32_t ns) { rounder_ = format::ChunkRounder(ns); }
 
   // The region's descriptor (close-on-exec; the command's child process
   // clears that before exec and passes the number in CROSSFREE_CHANNEL).
@@ -199,6 +206,8 @@ class ChunkChannel {
   // at level 0 (plain chunks), nor in a child's region (shared_compressor_).
   std::unique_ptr<format::ChunkCompressor> compressor_;
   std::vector<uint8_t> compressed_;
+  format::ChunkRounder rounder_{1};  // SetTimeResolution
+  std::vector<uint8_t> rounded_;     // the chunk EmitValidated rounded
   Stats stats_;
 };
 

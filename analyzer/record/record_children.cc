@@ -64,8 +64,10 @@ void Add(ChunkChannel::Stats& to, const ChunkChannel::Stats& s) {
 
 }  // namespace
 
-std::unique_ptr<ChildRegions> ChildRegions::Create(std::string* error) {
+std::unique_ptr<ChildRegions> ChildRegions::Create(uint32_t time_resolution_ns,
+                                                   std::string* error) {
   std::unique_ptr<ChildRegions> c(new ChildRegions());
+  c->time_resolution_ns_ = time_resolution_ns;
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sock_) != 0 ||
       pipe2(c->stop_, O_CLOEXEC) != 0) {
     *error = fmt::format("socketpair: {}", std::strerror(errno));
@@ -196,6 +198,7 @@ void ChildRegions::Offered(const uint8_t* data, size_t n, const int* fds, size_t
     Refused(error, 0);
     return;
   }
+  region->SetTimeResolution(time_resolution_ns_);
   const long pid = PidOfPidfd(pidfd);
   if (pid < 0 || (pid > 0 && static_cast<uint32_t>(pid) != msg.pid) ||
       region->AttachedPid() != msg.pid || msg.pid == 0) {

@@ -51,8 +51,9 @@ class ChildRegions {
   };
 
   // The socketpair; null and *error on failure (the command's children
-  // then write their own files).
-  static std::unique_ptr<ChildRegions> Create(std::string* error);
+  // then write their own files). Each region's times are rounded to
+  // time_resolution_ns (ChunkChannel::SetTimeResolution).
+  static std::unique_ptr<ChildRegions> Create(uint32_t time_resolution_ns, std::string* error);
   ~ChildRegions();
   ChildRegions(const ChildRegions&) = delete;
   ChildRegions& operator=(const ChildRegions&) = delete;
@@ -93,6 +94,7 @@ class ChildRegions {
   std::function<std::string(uint32_t)> path_for_;
   std::thread thread_;
   std::unique_ptr<format::ChunkCompressor> compressor_;  // one for every region
+  uint32_t time_resolution_ns_ = 1;
   std::vector<Live> live_;
   Totals totals_;
   bool finished_ = false;

@@ -36,7 +36,7 @@ std::string KeepUpText(const ChunkChannel::Stats& s) {
 
 }  // namespace
 
-std::unique_ptr<RecordHandOff> RecordHandOff::Prepare() {
+std::unique_ptr<RecordHandOff> RecordHandOff::Prepare(uint32_t time_resolution_ns) {
   size_t region = shm::kDefaultRegionBytes;
   if (const char* v = getenv("CROSSFREE_CHANNEL_KB"); v != nullptr && *v != '\0') {
     char* end = nullptr;
@@ -49,6 +49,12 @@ std::unique_ptr<RecordHandOff> RecordHandOff::Prepare() {
                  "default\n",
                  v, max_kb);
     } else if (kb == 0) {
+      if (time_resolution_ns > 1) {
+        fmt::print(stderr,
+                   "crossfree record: with CROSSFREE_CHANNEL_KB=0 the command writes its own "
+                   "trace, in nanoseconds: --time-resolution applies to the traces record "
+                   "writes\n");
+      }
       return nullptr;
     } else {
       region = shm::kBuffersOffset + static_cast<size_t>(kb) * 1024;
@@ -57,13 +63,14 @@ std::unique_ptr<RecordHandOff> RecordHandOff::Prepare() {
   std::unique_ptr<RecordHandOff> h(new RecordHandOff());
   std::string error;
   h->channel_ = ChunkChannel::Create(region, &error);
+  if (h->channel_ != nullptr) h->channel_->SetTimeResolution(time_resolution_ns);
   if (h->channel_ == nullptr || pipe2(h->go_, O_CLOEXEC) != 0) {
     fmt::print(stderr,
                "crossfree record: no hand-off ({}); the command writes its own trace\n",
                h->channel_ == nullptr ? error : std::strerror(errno));
     return nullptr;
   }
-  h->children_ = ChildRegions::Create(&error);
+  h->children_ = ChildRegions::Create(time_resolution_ns, &error);
   if (h->children_ == nullptr) {
     fmt::print(stderr, "crossfree record: child processes write their own traces ({})\n", error);
   }

@@ -29,7 +29,10 @@ class RecordHandOff {
   // 0 turns the hand-off off: the command writes its own trace, as under
   // a bare LD_PRELOAD). Null when off, or after one line on stderr when
   // the region cannot be made (then too the command writes its own trace).
-  static std::unique_ptr<RecordHandOff> Prepare();
+  // Every trace written here (the command's and its children's) has its
+  // times rounded down to multiples of time_resolution_ns
+  // (docs/trace-format.md 7.1; 1: nanoseconds, as the tracer stamps).
+  static std::unique_ptr<RecordHandOff> Prepare(uint32_t time_resolution_ns);
   ~RecordHandOff();
   RecordHandOff(const RecordHandOff&) = delete;
   RecordHandOff& operator=(const RecordHandOff&) = delete;

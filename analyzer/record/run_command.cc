@@ -361,7 +361,7 @@ int RunRecord(const RecordOptions& o) {
   signals.Install();
   // The command's chunks come back through shared memory and record writes
   // the trace (record_handoff.h); null: the command writes its own.
-  std::unique_ptr<RecordHandOff> handoff = RecordHandOff::Prepare();
+  std::unique_ptr<RecordHandOff> handoff = RecordHandOff::Prepare(o.time_resolution_ns);
   // Processes the command leaves behind are reparented to us, not to init,
   // so that we can wait for them (and their traces) too.
   prctl(PR_SET_CHILD_SUBREAPER, 1);

@@ -38,6 +38,9 @@ struct RecordOptions {
   std::vector<std::string> preloads;
   std::vector<std::string> command;
   double wait_children_s = 60;
+  // --time-resolution: times rounded down to multiples of it in the traces
+  // record writes (docs/trace-format.md 7.1); 1: nanoseconds.
+  uint32_t time_resolution_ns = 1;
 };
 
 // Returns record's exit status (exit_codes.h and the command's).

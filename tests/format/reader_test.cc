@@ -141,13 +141,13 @@ TEST_CASE("header damage gives one clear error", "[reader]") {
   std::string error;
 
   SECTION("unsupported version") {
-    for (uint32_t version : {0u, 5u, 7u, 0x01000000u, 0x04000000u}) {
+    for (uint32_t version : {0u, 6u, 7u, 0x01000000u, 0x04000000u, 0x05000000u}) {
       std::vector<uint8_t> bytes = good;
       wire::Store32(bytes.data() + wire::kHdrVersion, version);
       auto reader = TraceReader::FromBytes(bytes, "new.trace", &error);
       CHECK(reader == nullptr);
       CHECK(error == "new.trace: trace format version " + std::to_string(version) +
-                         " is not supported (this crossfree reads versions 1 to 4)");
+                         " is not supported (this crossfree reads versions 1 to 5)");
     }
   }
   SECTION("not a trace") {

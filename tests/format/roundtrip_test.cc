@@ -44,7 +44,7 @@ TEST_CASE("file header round trip", "[format]") {
   auto reader = TraceReader::FromBytes(b.bytes(), "x.trace", &error);
   REQUIRE(reader != nullptr);
   const FileHeader& h = reader->header();
-  CHECK(h.version == kFormatVersion);
+  CHECK(h.version == kNanosecondFormatVersion);  // no time resolution: version 4
   CHECK(h.fields.pid == 4242);
   CHECK(h.fields.ppid == 1);
   CHECK(h.fields.clock == Clock::kMonotonic);

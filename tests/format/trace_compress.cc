@@ -6,6 +6,7 @@
 // (a compressed trace read back by `crossfree dump` and `report`) and for
 // the size and reading-speed figures of docs/results/trace-size.md. The
 // header is copied with its version set to the current one.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -39,7 +40,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "crossfree-trace-compress: cannot create %s\n", argv[2]);
     return 2;
   }
-  // The header as it is on disk, with the current version.
+  // The header as it is on disk.
   std::vector<uint8_t> header(reader->header().size_bytes);
   FILE* in = std::fopen(argv[1], "rb");
   if (in == nullptr || std::fread(header.data(), 1, header.size(), in) != header.size()) {
@@ -47,7 +48,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::fclose(in);
-  wire::Store32(header.data() + wire::kHdrVersion, kFormatVersion);
+  // At least version 4 (layout 3 chunks); a rounded trace keeps its 5.
+  wire::Store32(header.data() + wire::kHdrVersion,
+                std::max(wire::Load32(header.data() + wire::kHdrVersion), kNanosecondFormatVersion));
   wire::Store32(header.data() + header.size() - 4, Crc32c(header.data(), header.size() - 4));
   std::fwrite(header.data(), 1, header.size(), out);
 

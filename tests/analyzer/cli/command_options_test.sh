@@ -316,6 +316,19 @@ has rn.sum "stacks: 0$"
 checked["record --sample"]=1
 rec rs --sample 100
 has rs.sum "sampled: each allocation with probability 1/100"
+# --time-resolution: times rounded to 1000 ns, a version 5 header
+# (docs/trace-format.md 7.1); out of range and with -p refused, naming it.
+checked["record --time-resolution"]=1
+rec rtr --time-resolution 1000
+has rtr.sum "format version 5,"
+has rtr.sum "time resolution 1000 ns"
+has r0.sum "time resolution 1 ns"
+"$crossfree" record -o tr0.trc --time-resolution 0 -- true >/dev/null 2>tr0.err &&
+  fail "record --time-resolution 0: accepted"
+has tr0.err "--time-resolution: Value 0 not in range 1 to 1000000"
+"$crossfree" record -p 1 --time-resolution 1000 >/dev/null 2>trp.err &&
+  fail "record -p --time-resolution: accepted"
+has trp.err "--time-resolution is not available with -p"
 # --delay: a day after the start, that is after the command ended: nothing recorded.
 checked["record --delay"]=1
 rec rdl --delay 86400

@@ -147,14 +147,14 @@ TEST_CASE("dump exits 2 on truncation, corruption and non-traces", "[dump]") {
   }
   SECTION("unsupported version") {
     std::vector<uint8_t> bytes = good;
-    wire::Store32(bytes.data() + wire::kHdrVersion, 5);
+    wire::Store32(bytes.data() + wire::kHdrVersion, 6);
     WriteFile(path, bytes);
     Run r = Dump({path});
     CHECK(r.status == 2);
     CHECK(r.out == "");
     CHECK(r.err == "crossfree dump: " + path +
-                       ": trace format version 5 is not supported (this crossfree reads versions "
-                       "1 to 4)\n");
+                       ": trace format version 6 is not supported (this crossfree reads versions "
+                       "1 to 5)\n");
   }
   SECTION("not a trace, empty, missing") {
     std::string text = "just some text\n";

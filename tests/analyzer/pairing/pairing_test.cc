@@ -250,6 +250,101 @@ TEST_CASE("a free and an allocation with the same timestamp: the free comes firs
   CHECK(c.unknown_frees == 0);
 }
 
+TEST_CASE("a hand-off within one tick: the allocation comes first when its address is not live") {
+  // Times rounded to a resolution (docs/trace-format.md 7.1): A allocated
+  // the block and B freed it within one tick. The address is not live, so
+  // the allocation goes first (docs/design.md, "Ties"), whatever the
+  // threads' order.
+  for (int jobs : {1, 2}) {
+    for (bool free_first_in_file : {false, true}) {
+      SyntheticTrace t(kPid);
+      if (free_first_in_file) {
+        t.Free(kB, 5000, 0x4000, 2);
+        t.Flush(kB);
+        t.Alloc(kA, 5000, 0x4000, 32, 1);
+      } else {
+        t.Alloc(kA, 5000, 0x4000, 32, 1);
+        t.Flush(kA);
+        t.Free(kB, 5000, 0x4000, 2);
+      }
+      Run run;
+      const PairingCounts& c = PairOne(run, t, jobs);
+      CHECK(c.paired == 1);
+      CHECK(c.cross_thread == 1);
+      CHECK(PairCount(run, 0, kA, kB, 1, 2) == 1);
+      CHECK(c.unknown_frees == 0);
+      CHECK(c.live_at_exit == 0);
+    }
+  }
+}
+
+TEST_CASE("ties by address state: hand-offs and reuse inside one tick, exact counts") {
+  // N ticks of 1000 ns. In each, producer A allocates block X, consumer B
+  // frees it, A allocates X again (glibc hands the freed block back) and B
+  // frees it again; B also allocates and frees a temporary Y of its own.
+  // Every event of a tick carries the tick's time, as a trace recorded
+  // with --time-resolution 1000 does. By construction: 2N cross-thread
+  // pairs (A -> B), N same-thread pairs (B), nothing unknown, double or
+  // live. Chunks end at places that split ticks, so a tie spans chunks.
+  const uint64_t n = 2000;
+  for (int jobs : {1, 2, 3}) {
+    SyntheticTrace t(kPid);
+    for (uint64_t k = 0; k < n; ++k) {
+      const uint64_t ts = 1000 * (k + 1);
+      const uint64_t x = 0x10000 + (k % 8) * 64, y = 0x90000 + (k % 5) * 32;
+      t.Alloc(kA, ts, x, 48, 1);
+      if (k % 37 == 5) t.Flush(kA);  // the tie continues in A's next chunk
+      t.Free(kB, ts, x, 2);
+      t.Alloc(kA, ts, x, 48, 1);
+      t.Alloc(kB, ts, y, 24, 3);
+      if (k % 41 == 7) t.Flush(kB);
+      t.Free(kB, ts, y, 4);
+      t.Free(kB, ts, x, 2);
+    }
+    Run run;
+    const PairingCounts& c = PairOne(run, t, jobs);
+    CAPTURE(jobs);
+    CHECK(c.allocations == 3 * n);
+    CHECK(c.frees == 3 * n);
+    CHECK(c.paired == 3 * n);
+    CHECK(c.cross_thread == 2 * n);
+    CHECK(PairCount(run, 0, kA, kB, 1, 2) == 2 * n);
+    CHECK(PairCount(run, 0, kB, kB, 3, 4) == n);
+    CHECK(c.unknown_frees == 0);
+    CHECK(c.double_frees == 0);
+    CHECK(c.alloc_over_live == 0);
+    CHECK(c.live_at_exit == 0);
+  }
+}
+
+TEST_CASE("a tied event that fits no state is counted as before: unknown, double, over live") {
+  // Tick 2000: A allocates 0x5000 again and 0x6000, B frees 0x7000, which
+  // nobody allocated (it fits no order: an unknown free), and allocates
+  // 0x6000 too, over A's live block (it fits no order either: one
+  // allocation over a live one, whichever goes first). Tick 3000: B frees
+  // 0x5000 twice (a cross-thread pair, then a double free).
+  SyntheticTrace t(kPid);
+  t.Alloc(kA, 1000, 0x5000, 16, 1);
+  t.Free(kA, 1000, 0x5000, 2);
+  t.Alloc(kA, 2000, 0x5000, 16, 1);
+  t.Alloc(kA, 2000, 0x6000, 16, 1);
+  t.Flush(kA);
+  t.Free(kB, 2000, 0x7000, 4);
+  t.Alloc(kB, 2000, 0x6000, 16, 3);
+  t.Free(kB, 3000, 0x5000, 4);
+  t.Free(kB, 3000, 0x5000, 4);
+  for (int jobs : {1, 2}) {
+    Run run;
+    const PairingCounts& c = PairOne(run, t, jobs);
+    CHECK(c.paired == 2);
+    CHECK(c.cross_thread == 1);
+    CHECK(c.unknown_frees == 1);
+    CHECK(c.double_frees == 1);
+    CHECK(c.alloc_over_live == 1);
+    CHECK(c.live_at_exit == 1);  // 0x6000, the later of its two allocations
+  }
+}
+
 TEST_CASE("addresses of different processes never pair") {
   SyntheticTrace parent(200, 1);
   parent.Alloc(200, 1, 0x6000, 8, 1);
