@@ -339,13 +339,7 @@ TEST_CASE("version 1 files still read: the version 1 worked example", "[format]"
 
 TEST_CASE("encoding is frozen: header and chunk bytes", "[format]") {
   uint8_t buf[8192];
-  HeaderFields f;
-  f.pid = 1234;
-  f.ppid = 1;
-  f.unwinder = Unwinder::kFramePointer;
-  f.max_depth = 32;
-  f.start_monotonic_ns = 1000;
-  f.start_realtime_ns = 1700000000000000000ull;
+  const HeaderFields f = testing::WorkedExampleFields();
   size_t n = EncodeFileHeader(f, "/bin/app", 8, buf, sizeof buf);
   const std::vector<uint8_t> header = {
       0x43, 0x52, 0x53, 0x46, 0x54, 0x52, 0x43, 0x0a, 0x04, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00,

@@ -14,6 +14,19 @@
 
 namespace crossfree::format::testing {
 
+// The header fields of docs/trace-format.md's worked example (section 11),
+// whose encoded bytes the frozen-encoding tests compare.
+inline HeaderFields WorkedExampleFields() {
+  HeaderFields f;
+  f.pid = 1234;
+  f.ppid = 1;
+  f.unwinder = Unwinder::kFramePointer;
+  f.max_depth = 32;
+  f.start_monotonic_ns = 1000;
+  f.start_realtime_ns = 1700000000000000000ull;
+  return f;
+}
+
 // Builds a trace in memory: header, then chunks appended as they finish.
 class TraceBuilder {
  public:

@@ -18,24 +18,12 @@ namespace {
 using testing::Collector;
 using testing::TraceBuilder;
 
-// The header of the worked example (section 11).
-HeaderFields ExampleFields() {
-  HeaderFields f;
-  f.pid = 1234;
-  f.ppid = 1;
-  f.unwinder = Unwinder::kFramePointer;
-  f.max_depth = 32;
-  f.start_monotonic_ns = 1000;
-  f.start_realtime_ns = 1700000000000000000ull;
-  return f;
-}
-
 std::unique_ptr<TraceReader> Read(const std::vector<uint8_t>& bytes, std::string* error) {
   return TraceReader::FromBytes(bytes, "t.trace", error);
 }
 
 TEST_CASE("version 5 header: the resolution after sample_period, bytes by hand", "[format]") {
-  HeaderFields f = ExampleFields();
+  HeaderFields f = testing::WorkedExampleFields();
   f.time_resolution_ns = 1000;
   uint8_t buf[256];
   const size_t n = EncodeFileHeader(f, "/bin/app", 8, buf, sizeof buf);
@@ -70,7 +58,7 @@ TEST_CASE("header round trip: resolution 1 writes version 4 as before, R > 1 ver
                         Case{2, 0, 5, 72, 2}, Case{1024, 100, 5, 72, 1024},
                         Case{1'000'000, 0, 5, 72, 1'000'000}}) {
     CAPTURE(c.resolution, c.sample);
-    HeaderFields f = ExampleFields();
+    HeaderFields f = testing::WorkedExampleFields();
     f.time_resolution_ns = c.resolution;
     f.sample_period = c.sample;
     uint8_t buf[256];
@@ -107,7 +95,7 @@ TEST_CASE("every older version still reads, at a resolution of 1 ns", "[format]"
 
 TEST_CASE("a resolution the format does not allow is a corrupt header", "[format]") {
   for (uint32_t bad : {0u, 1'000'001u, 0xffffffffu}) {
-    HeaderFields f = ExampleFields();
+    HeaderFields f = testing::WorkedExampleFields();
     f.time_resolution_ns = 1000;
     uint8_t buf[256];
     const size_t n = EncodeFileHeader(f, "/bin/app", 8, buf, sizeof buf);
@@ -137,7 +125,7 @@ std::vector<uint8_t> ExampleChunk() {
 
 // Decodes one whole chunk (header and payload) behind a version 5 header.
 Collector DecodeOne(const std::vector<uint8_t>& chunk, uint32_t resolution) {
-  HeaderFields f = ExampleFields();
+  HeaderFields f = testing::WorkedExampleFields();
   f.time_resolution_ns = resolution;
   std::vector<uint8_t> file(256);
   file.resize(EncodeFileHeader(f, "/bin/app", 8, file.data(), file.size()));
@@ -231,7 +219,7 @@ TEST_CASE("ChunkRounder: every record's time, and times that go back", "[format]
   CHECK(wire::Load64(rounded.data() + wire::kChkBaseTs) == 5'000);
   CHECK(wire::Load32(rounded.data() + wire::kChkEvents) == 4);
 
-  HeaderFields f = ExampleFields();
+  HeaderFields f = testing::WorkedExampleFields();
   f.time_resolution_ns = 1000;
   std::vector<uint8_t> file(256);
   file.resize(EncodeFileHeader(f, "/bin/app", 8, file.data(), file.size()));
