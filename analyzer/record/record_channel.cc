@@ -20,6 +20,7 @@
 #include <cstring>
 #include <mutex>
 #include <span>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -176,6 +177,7 @@ format::ChunkCompressor* ChunkChannel::Compressor() {
 
 ChunkChannel::~ChunkChannel() {
   __atomic_store_n(&plain_after_ns_, NowNs() + kFinishCompressNs, __ATOMIC_RELAXED);
+  StopRescue();
   if (drain_.joinable()) {
     __atomic_store_n(&stop_, true, __ATOMIC_RELEASE);
     Futex(&shm::ControlOf(base_)->seal_seq, FUTEX_WAKE, INT_MAX, nullptr);
@@ -190,6 +192,29 @@ namespace {
 // CROSSFREE_RECORD_LEVEL / CROSSFREE_RECORD_NICE (docs/guide/tracer.md):
 // the value in [lo, hi], or fallback with a one-line warning when set to
 // anything else.
+// Record's threads leave signals to the owner thread (it forwards them to
+// the command).
+void BlockSignals() {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+}
+
+// For tests: CROSSFREE_RECORD_TEST_PAUSE_DRAIN_MS=N stops the drain for
+// N ms once the command's first trace file is open, as a drain at nice 19
+// on a machine other work keeps busy gets no core for that long.
+void PauseOnceIfTesting() {
+  static bool paused = false;
+  if (paused) return;
+  paused = true;
+  const char* v = std::getenv("CROSSFREE_RECORD_TEST_PAUSE_DRAIN_MS");
+  if (v == nullptr || *v == '\0') return;
+  const uint64_t ms = std::strtoull(v, nullptr, 10);
+  struct timespec pause = {static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1'000'000};
+  while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {
+  }
+}
+
 int EnvInt(const char* name, int lo, int hi, int fallback) {
   const char* v = getenv(name);
   if (v == nullptr || *v == '\0') return fallback;
@@ -231,11 +256,13 @@ void ChunkChannel::Start(int output_fd, const std::string& path) {
   backlog_limit_ =
       static_cast<size_t>(EnvInt("CROSSFREE_RECORD_BACKLOG_MB", 0, 65536, kBacklogMiB)) << 20;
   const int nice = EnvInt("CROSSFREE_RECORD_NICE", 0, 19, kDrainNice);
+  rescue_running_.store(true, std::memory_order_relaxed);
+  rescue_ = std::thread([this] {
+    BlockSignals();
+    RescueLoop();
+  });
   drain_ = std::thread([this, nice] {
-    // Signals are the owner thread's (it forwards them to the command).
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    BlockSignals();
     // Only this thread: on a machine without an idle core the command's
     // threads go first, and the slots absorb the difference.
     if (nice > 0) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice);
@@ -249,6 +276,7 @@ void ChunkChannel::DrainLoop() {
     const uint32_t seen = ctl->seal_seq.load(std::memory_order_acquire);
     const bool stop = __atomic_load_n(&stop_, __ATOMIC_ACQUIRE);
     TakeHeaders();
+    if (!files_.empty()) PauseOnceIfTesting();
     const size_t written = !files_.empty() && !broken_ ? DrainSealed(/*final=*/false) : 0;
     if (stop) return;
     if (written > 0) continue;
@@ -259,7 +287,8 @@ void ChunkChannel::DrainLoop() {
     ctl->drain_waiting.store(1, std::memory_order_seq_cst);
     if (ctl->seal_seq.load(std::memory_order_seq_cst) == seen &&
         !__atomic_load_n(&stop_, __ATOMIC_ACQUIRE)) {
-      // The timeout only re-checks a gap in the seal order (kGapWaitNs).
+      // The timeout only re-checks a gap in the seal order (kGapWaitNs),
+      // and chunks the rescue thread took (it wakes this wait too).
       struct timespec slice = {0, 100'000'000};
       Futex(&ctl->seal_seq, FUTEX_WAIT, seen, &slice);
     }
@@ -267,25 +296,128 @@ void ChunkChannel::DrainLoop() {
   }
 }
 
-void ChunkChannel::TakeHeaders() {
+void ChunkChannel::RescueLoop() {
   shm::Control* ctl = shm::ControlOf(base_);
-  if (broken_) return;
-  if (!layout_checked_) {
-    if (ctl->layout_ready.load(std::memory_order_acquire) == 0) return;
-    layout_checked_ = true;
-    stats_.attached = true;
-    // One snapshot of the layout: the target could change the fields later.
-    const uint32_t slots = ctl->slot_count;
-    const uint32_t slot_bytes = ctl->slot_bytes;
-    if (slots == 0 || slots > shm::kMaxSlots || slot_bytes < format::kChunkHeaderBytes ||
-        slot_bytes > format::kMaxChunkBytes || shm::SlotOffset(slots, slot_bytes) > bytes_) {
-      stats_.error = "the traced process damaged the hand-off region's layout";
-      broken_ = true;
-      return;
+  bool usable = false;  // the layout this thread checked is whole
+  uint32_t last_freed = ctl->freed_seq.load(std::memory_order_acquire);
+  for (;;) {
+    struct timespec tick = {0, static_cast<long>(kRescueTickNs)};
+    Futex(&rescue_stop_, FUTEX_WAIT, 0, &tick);
+    if (rescue_stop_.load(std::memory_order_acquire) != 0) return;
+    if (!layout_known_.load(std::memory_order_acquire)) {
+      if (ctl->layout_ready.load(std::memory_order_acquire) == 0) continue;
+      CheckLayout();
+      usable = !broken_;  // read before another thread may change it
     }
+    if (!usable) return;
+    // Act only when the drain has freed nothing for a whole tick while
+    // the command is short of slots: a drain that keeps up is left alone.
+    const uint32_t freed = ctl->freed_seq.load(std::memory_order_acquire);
+    const bool stalled = freed == last_freed;
+    last_freed = freed;
+    if (!stalled) continue;
+    uint32_t free_slots = 0;
+    for (uint32_t i = 0; i < slots_; ++i) {
+      free_slots += shm::DescOf(base_, i)->state.load(std::memory_order_relaxed) == shm::kFree;
+    }
+    if (ctl->tracer_waiting.load(std::memory_order_relaxed) == 0 &&
+        free_slots >= slots_ / kKeepUpDivisor) {
+      continue;
+    }
+    RescueSealed();
+    last_freed = ctl->freed_seq.load(std::memory_order_acquire);  // its own notice
+  }
+}
+
+void ChunkChannel::RescueSealed() {
+  std::vector<RescuedChunk> taken;
+  std::vector<uint32_t> taken_slots;
+  for (uint32_t i = 0; i < slots_; ++i) {
+    shm::SlotDesc* d = shm::DescOf(base_, i);
+    if (d->state.load(std::memory_order_acquire) != shm::kSealed) continue;
+    if (rescued_bytes_.load(std::memory_order_relaxed) >= kRescueMiB << 20) break;
+    if (!ClaimSlot(i)) continue;  // the drain is writing it
+    const uint32_t n = d->sealed_bytes.load(std::memory_order_relaxed);
+    // Freed by the drain meanwhile, or of a bad length (the drain counts
+    // it as damaged): not this thread's.
+    if (d->state.load(std::memory_order_acquire) != shm::kSealed || n > slot_bytes_) {
+      UnclaimSlot(i);
+      continue;
+    }
+    const uint8_t* data = static_cast<const uint8_t*>(base_) + shm::SlotOffset(i, slot_bytes_);
+    taken.push_back(RescuedChunk{d->ticket.load(std::memory_order_relaxed), d->generation,
+                                 std::vector<uint8_t>(data, data + n)});
+    taken_slots.push_back(i);
+    rescued_bytes_.fetch_add(n, std::memory_order_relaxed);
+  }
+  if (taken.empty()) return;
+  {
+    // Handed over before the slots are free, so that the drain, which
+    // takes rescued_ before it scans the slots, never misses one.
+    std::lock_guard<std::mutex> hold(rescued_mu_);
+    for (RescuedChunk& c : taken) rescued_.push_back(std::move(c));
+  }
+  for (const uint32_t slot : taken_slots) {
+    FreeSlot(slot);
+    UnclaimSlot(slot);
+  }
+  NotifyFreed();
+  Futex(&shm::ControlOf(base_)->seal_seq, FUTEX_WAKE, 1, nullptr);  // the drain, to write them
+}
+
+void ChunkChannel::NotifyFreed() {
+  // One notification per batch for the threads waiting for a slot.
+  shm::Control* ctl = shm::ControlOf(base_);
+  ctl->freed_seq.fetch_add(1, std::memory_order_seq_cst);
+  if (ctl->tracer_waiting.load(std::memory_order_seq_cst) != 0) {
+    Futex(&ctl->freed_seq, FUTEX_WAKE, INT_MAX, nullptr);
+  }
+}
+
+bool ChunkChannel::ClaimSlot(uint32_t slot) {
+  return claims_[slot].exchange(1, std::memory_order_acq_rel) == 0;
+}
+
+void ChunkChannel::UnclaimSlot(uint32_t slot) {
+  // After the slot's state: a claim never outlives it, nor ends before.
+  claims_[slot].store(0, std::memory_order_release);
+}
+
+void ChunkChannel::StopRescue() {
+  if (!rescue_.joinable()) return;
+  rescue_stop_.store(1, std::memory_order_release);
+  Futex(&rescue_stop_, FUTEX_WAKE, INT_MAX, nullptr);
+  rescue_.join();
+  rescue_running_.store(false, std::memory_order_release);
+}
+
+void ChunkChannel::CheckLayout() {
+  const shm::Control* ctl = shm::ControlOf(base_);
+  stats_.attached = true;
+  // One snapshot of the layout: the target could change the fields later.
+  const uint32_t slots = ctl->slot_count;
+  const uint32_t slot_bytes = ctl->slot_bytes;
+  if (slots == 0 || slots > shm::kMaxSlots || slot_bytes < format::kChunkHeaderBytes ||
+      slot_bytes > format::kMaxChunkBytes || shm::SlotOffset(slots, slot_bytes) > bytes_) {
+    stats_.error = "the traced process damaged the hand-off region's layout";
+    broken_ = true;
+  } else {
     slots_ = slots;
     slot_bytes_ = slot_bytes;
+    claims_ = std::make_unique<std::atomic<uint8_t>[]>(slots);
   }
+  layout_known_.store(true, std::memory_order_release);
+}
+
+void ChunkChannel::TakeHeaders() {
+  shm::Control* ctl = shm::ControlOf(base_);
+  if (!layout_known_.load(std::memory_order_acquire)) {
+    // The rescue thread checks it while it runs: it gets a core sooner.
+    if (rescue_running_.load(std::memory_order_acquire)) return;
+    if (ctl->layout_ready.load(std::memory_order_acquire) == 0) return;
+    CheckLayout();
+  }
+  if (broken_) return;
   const uint32_t published = ctl->headers_published.load(std::memory_order_acquire);
   while (files_.size() < published) {
     const uint32_t header_bytes = ctl->file_header_bytes;
@@ -348,18 +480,40 @@ int ChunkChannel::OpenImageFile() {
 }
 
 int ChunkChannel::FileOf(uint32_t slot) const {
-  const uint32_t generation = shm::DescOf(base_, slot)->generation;
+  return FileOfGeneration(shm::DescOf(base_, slot)->generation);
+}
+
+int ChunkChannel::FileOfGeneration(uint32_t generation) const {
   return generation < files_.size() ? files_[generation] : -1;
 }
 
 size_t ChunkChannel::DrainSealed(bool final) {
-  std::vector<std::pair<uint64_t, uint32_t>> sealed;  // (ticket, slot)
+  // The rescue thread's chunks first, then the slots: a chunk it takes in
+  // between is missing from this pass (a gap, waited for), never seen in
+  // both places as a chunk to write twice.
+  {
+    std::lock_guard<std::mutex> hold(rescued_mu_);
+    for (RescuedChunk& c : rescued_) rescued_taken_.push_back(std::move(c));
+    rescued_.clear();
+  }
+  struct Sealed {
+    uint64_t ticket;
+    bool in_slot;    // ordered after a rescued copy of the same ticket
+    uint32_t index;  // the slot, or the position in rescued_taken_
+    bool operator<(const Sealed& o) const {
+      return std::tie(ticket, in_slot, index) < std::tie(o.ticket, o.in_slot, o.index);
+    }
+  };
+  std::vector<Sealed> sealed;
+  for (size_t k = 0; k < rescued_taken_.size(); ++k) {
+    sealed.push_back(Sealed{rescued_taken_[k].ticket, false, static_cast<uint32_t>(k)});
+  }
   uint32_t free_slots = 0;
   for (uint32_t i = 0; i < slots_; ++i) {
     shm::SlotDesc* d = shm::DescOf(base_, i);
     const uint32_t state = d->state.load(std::memory_order_acquire);
     if (state == shm::kSealed) {
-      sealed.emplace_back(d->ticket.load(std::memory_order_relaxed), i);
+      sealed.push_back(Sealed{d->ticket.load(std::memory_order_relaxed), true, i});
     } else if (state == shm::kFree) {
       ++free_slots;
     }
@@ -367,42 +521,67 @@ size_t ChunkChannel::DrainSealed(bool final) {
   const shm::Control* control = shm::ControlOf(base_);
   std::sort(sealed.begin(), sealed.end());
   size_t written = 0;
-  for (const auto& [ticket, slot] : sealed) {
-    if (!final && ticket > next_ticket_) {
+  uint32_t freed = 0;
+  for (const Sealed& next : sealed) {
+    if (!final && next.ticket > next_ticket_) {
       // An earlier seal has not finished yet: its chunk may be a thread's
       // predecessor of this one. Wait for it, but not for ever.
       const uint64_t now = NowNs();
       if (gap_since_ns_ == 0) gap_since_ns_ = now;
       if (now - gap_since_ns_ < kGapWaitNs) break;
-      next_ticket_ = ticket;
+      next_ticket_ = next.ticket;
+    }
+    if (!next.in_slot) {
+      RescuedChunk& c = rescued_taken_[next.index];
+      const int fd = FileOfGeneration(c.generation);
+      ++stats_.rescued;
+      if (fd < 0) {
+        ++stats_.damaged_chunks;
+      } else {
+        behind_ = true;  // rescued: the drain was behind
+        EmitValidated(fd, c.bytes.data(), c.bytes.size());
+        behind_ = false;
+      }
+      rescued_bytes_.fetch_sub(c.bytes.size(), std::memory_order_relaxed);
+      c.bytes = {};
+      c.ticket = UINT64_MAX;  // written: dropped below
+    } else {
+      const uint32_t slot = next.index;
+      shm::SlotDesc* d = shm::DescOf(base_, slot);
+      // Its rescued copy was just written (the rescue thread frees the
+      // slot after it hands the copy over).
+      if (next.ticket + 1 == next_ticket_) continue;
+      // Taken, or being taken, by the rescue thread since the scan: its
+      // copy is in rescued_ for the next pass.
+      if (!ClaimSlot(slot)) break;
+      if (d->state.load(std::memory_order_acquire) != shm::kSealed ||
+          d->ticket.load(std::memory_order_relaxed) != next.ticket) {
+        UnclaimSlot(slot);
+        break;
+      }
+      const uint32_t n = d->sealed_bytes.load(std::memory_order_relaxed);
+      const int fd = FileOf(slot);
+      if (n > slot_bytes_ || fd < 0) {
+        ++stats_.damaged_chunks;
+      } else {
+        // Behind: few free slots (counting those this batch freed), or a
+        // thread already waits for one. Plain until the backlog shrinks.
+        behind_ = free_slots + freed < slots_ / kKeepUpDivisor ||
+                  control->tracer_waiting.load(std::memory_order_relaxed) != 0;
+        EmitValidated(fd, shm::SlotOffset(slot, slot_bytes_) + static_cast<uint8_t*>(base_), n);
+        behind_ = false;
+      }
+      FreeSlot(slot);
+      UnclaimSlot(slot);
+      ++freed;
     }
     gap_since_ns_ = 0;
-    if (ticket < next_ticket_) ++stats_.out_of_order;
-    shm::SlotDesc* d = shm::DescOf(base_, slot);
-    const uint32_t n = d->sealed_bytes.load(std::memory_order_relaxed);
-    const int fd = FileOf(slot);
-    if (n > slot_bytes_ || fd < 0) {
-      ++stats_.damaged_chunks;
-    } else {
-      // Behind: few free slots (counting those this batch freed), or a
-      // thread already waits for one. Plain until the backlog shrinks.
-      behind_ = free_slots + written < slots_ / kKeepUpDivisor ||
-                control->tracer_waiting.load(std::memory_order_relaxed) != 0;
-      EmitValidated(fd, shm::SlotOffset(slot, slot_bytes_) + static_cast<uint8_t*>(base_), n);
-      behind_ = false;
-    }
-    FreeSlot(slot);
-    next_ticket_ = std::max(next_ticket_, ticket + 1);
+    if (next.ticket < next_ticket_) ++stats_.out_of_order;
+    next_ticket_ = std::max(next_ticket_, next.ticket + 1);
     ++written;
   }
-  if (written > 0) {
-    // One notification per batch for the threads waiting for a slot.
-    shm::Control* ctl = shm::ControlOf(base_);
-    ctl->freed_seq.fetch_add(1, std::memory_order_seq_cst);
-    if (ctl->tracer_waiting.load(std::memory_order_seq_cst) != 0) {
-      Futex(&ctl->freed_seq, FUTEX_WAKE, INT_MAX, nullptr);
-    }
-  }
+  std::erase_if(rescued_taken_, [](const RescuedChunk& c) { return c.ticket == UINT64_MAX; });
+  if (freed > 0) NotifyFreed();
   return written;
 }
 
@@ -594,6 +773,8 @@ void ChunkChannel::WriteLosses() {
 
 ChunkChannel::Stats ChunkChannel::Finish() {
   __atomic_store_n(&plain_after_ns_, NowNs() + kFinishCompressNs, __ATOMIC_RELAXED);
+  // The command has ended: nothing waits for a slot any more.
+  StopRescue();
   if (drain_.joinable()) {
     __atomic_store_n(&stop_, true, __ATOMIC_RELEASE);
     Futex(&shm::ControlOf(base_)->seal_seq, FUTEX_WAKE, INT_MAX, nullptr);

@@ -7,16 +7,20 @@
 // included, up to their last whole record.
 //
 // Threading: one owner thread (RunRecord) calls Create, Start and Finish
-// in that order; the drain thread Start makes is joined by Finish. Nothing
+// in that order; the drain and rescue threads Start makes are joined by
+// Finish. The drain alone writes files; the rescue thread only copies
+// sealed chunks out of their slots when the drain gets no core. Nothing
 // the traced process wrote into the region is trusted: every layout field
 // is bounds-checked and every chunk validated (header, length, CRC) before
 // it is written.
 #pragma once
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,6 +47,7 @@ class ChunkChannel {
     uint64_t out_of_order = 0;    // written after a later chunk (a seal that never finished)
     uint64_t plain_to_keep_up = 0;  // chunks written uncompressed: free slots ran low
     uint64_t held_back = 0;  // chunks copied out of their slot, compressed later
+    uint64_t rescued = 0;    // chunks the rescue thread took out of their slot
     std::string error;            // a write error or a damaged region, if any
     // The files of the images the first one exec'd that took the region
     // over (PATH.<n>); for an adopted region, first_file is the first
@@ -86,7 +91,8 @@ class ChunkChannel {
   // -7 to -1: zstd's fast levels), read once.
   static int Level();
   // Nice 19: the command's threads run first, and the drain uses the
-  // time they leave. gRPC's sync server, which leaves a core's worth idle
+  // time they leave (on a machine other work keeps busy as well, the
+  // rescue thread below keeps the command's slots free). gRPC's sync server, which leaves a core's worth idle
   // waiting on its own hand-offs, served 5-6% more requests than at nice 0
   // (medians of 7 and 9 alternated rounds); the deep-stack workload, which
   // keeps both cores busy, ran no slower with 4 or 16 thread pairs (its
@@ -122,6 +128,37 @@ class ChunkChannel {
  private:
   ChunkChannel() = default;
   void DrainLoop();
+  // The rescue thread (Start; record's own region only). A drain at nice
+  // 19 gets almost no core while other programs keep the machine busy (a
+  // CI runner: 119 of 151 chunks were dropped when a parallel test ran),
+  // and a tracer thread that finds no free slot within
+  // CROSSFREE_CHANNEL_WAIT_MS drops its events. This thread runs at the
+  // command's priority and does almost nothing: every kRescueTickNs it
+  // looks whether a tracer thread waits for a slot, or free slots are
+  // below a quarter, while the drain has freed none since its last look;
+  // then it copies every sealed chunk into record's memory (rescued_) and
+  // frees its slot, as a plain write would cost the command. The drain
+  // writes rescued chunks in ticket order with the sealed ones (held back
+  // and compressed later, as when behind). It also takes the layout's one
+  // snapshot (CheckLayout), so that a starved drain does not delay it.
+  void RescueLoop();
+  void RescueSealed();
+  void StopRescue();  // the owner's; joins the rescue thread
+  // Bumps freed_seq and wakes the threads waiting for a slot.
+  void NotifyFreed();
+  static constexpr uint64_t kRescueTickNs = 20'000'000;
+  // Beyond this much rescued and not yet written, the rescue thread stops
+  // taking chunks (the tracer then drops events, counted): record's memory
+  // stays bounded whatever the drain's state.
+  static constexpr size_t kRescueMiB = 256;
+  // Validates the layout once (slots_, slot_bytes_, claims_) and publishes
+  // it (layout_known_); broken_ when the target damaged it.
+  void CheckLayout();
+  // Whoever copies or writes a sealed slot owns it first: the drain and
+  // the rescue thread each take claims_[slot] (0 -> 1) and give it back
+  // after the slot is free.
+  bool ClaimSlot(uint32_t slot);
+  void UnclaimSlot(uint32_t slot);
   // Writes the sealed slots in ticket order; with final, every one of
   // them (gaps no longer wait). Returns how many were written.
   size_t DrainSealed(bool final);
@@ -130,8 +167,10 @@ class ChunkChannel {
   void TakeHeaders();
   int OpenImageFile();
   void WritePartial(uint32_t slot);
-  // The file of the image that filled slot, or -1 (a damaged tag).
+  // The file of the image that filled slot (its generation), or -1 (a
+  // damaged tag).
   int FileOf(uint32_t slot) const;
+  int FileOfGeneration(uint32_t generation) const;
   // Validates the whole chunk in [data, data + n) and writes it to fd.
   void EmitValidated(int fd, const uint8_t* data, size_t n);
   // The one place a finished chunk goes to a file: compressed (trace
@@ -161,8 +200,26 @@ class ChunkChannel {
   std::string path_;
   std::vector<int> files_;  // per image (generation): out_, then the files opened here
   std::thread drain_;
+  std::thread rescue_;
   bool stop_ = false;  // the owner's request, read by the drain thread (atomic access)
-  bool layout_checked_ = false;
+  std::atomic<uint32_t> rescue_stop_{0};  // the owner's request to the rescue thread (a futex)
+  // Set by CheckLayout (the rescue thread's, or the drain's without one)
+  // after slots_, slot_bytes_, claims_ and broken_; read with acquire.
+  std::atomic<bool> layout_known_{false};
+  std::atomic<bool> rescue_running_{false};  // until StopRescue has joined it
+  std::unique_ptr<std::atomic<uint8_t>[]> claims_;
+  // Chunks the rescue thread copied out of their slots, in the order it
+  // took them; the drain moves them out under rescued_mu_ (held only for
+  // a push or a swap). rescued_bytes_ counts them until written.
+  struct RescuedChunk {
+    uint64_t ticket;
+    uint32_t generation;
+    std::vector<uint8_t> bytes;
+  };
+  std::mutex rescued_mu_;
+  std::vector<RescuedChunk> rescued_;
+  std::atomic<size_t> rescued_bytes_{0};
+  std::vector<RescuedChunk> rescued_taken_;  // the drain's, not yet written
   bool broken_ = false;  // the region cannot be read any more (damaged, or no file)
   uint32_t slots_ = 0;
   uint32_t slot_bytes_ = 0;

@@ -58,6 +58,7 @@ void Add(ChunkChannel::Stats& to, const ChunkChannel::Stats& s) {
   to.out_of_order += s.out_of_order;
   to.plain_to_keep_up += s.plain_to_keep_up;
   to.held_back += s.held_back;
+  to.rescued += s.rescued;
   if (!s.first_file.empty()) to.files.push_back(s.first_file);
   to.files.insert(to.files.end(), s.files.begin(), s.files.end());
 }

@@ -13,8 +13,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "format/names.h"
 #include "protocol/shm_channel.h"
@@ -22,16 +24,22 @@
 namespace crossfree::analyzer::record {
 namespace {
 
-// How record kept up with the command, for the hand-off line: chunks it
-// held back to compress after, and chunks it wrote plain.
+// How record kept up with the command, for the hand-off line: chunks its
+// rescue thread took out of their slots, chunks it held back to compress
+// after, and chunks it wrote plain.
 std::string KeepUpText(const ChunkChannel::Stats& s) {
-  std::string text;
-  if (s.held_back > 0) text += fmt::format("{} chunks held back and compressed after", s.held_back);
-  if (s.plain_to_keep_up > 0) {
-    text += fmt::format("{}{} chunks written plain to keep up", text.empty() ? "" : ", ",
-                        s.plain_to_keep_up);
+  std::vector<std::string> parts;
+  if (s.rescued > 0) {
+    parts.push_back(fmt::format(
+        "{} chunks rescued from their slots while the drain waited for a core", s.rescued));
   }
-  return text.empty() ? text : " (" + text + ")";
+  if (s.held_back > 0) {
+    parts.push_back(fmt::format("{} chunks held back and compressed after", s.held_back));
+  }
+  if (s.plain_to_keep_up > 0) {
+    parts.push_back(fmt::format("{} chunks written plain to keep up", s.plain_to_keep_up));
+  }
+  return parts.empty() ? std::string() : fmt::format(" ({})", fmt::join(parts, ", "));
 }
 
 }  // namespace
