@@ -2,8 +2,8 @@
 // Tracer: the calls a thread makes when it is about to wait for a long
 // time (event loops, sleeps, accept, waiting for children or signals).
 // Each writes the calling thread's buffered events first, when it has any
-// and has written none for the age bound (CROSSFREE_FLUSH_MS), then
-// forwards untouched. Without this, a process whose every thread goes idle
+// and has written none for the age bound (CROSSFREE_FLUSH_MS; the waits for
+// a signal alone: whenever it has any), then forwards untouched. Without this, a process whose every thread goes idle
 // keeps its last events buffered until its next allocation, which may
 // never come: SIGKILL would lose them. With it, each thread loses at most
 // the events of one age bound (docs/guide/tracer.md, "Thread exit and
@@ -27,20 +27,30 @@
 #include "tracer/recorder.h"
 
 using crossfree::tracer::FlushBeforeBlocking;
+using crossfree::tracer::FlushBeforeSignalWait;
 using crossfree::tracer::Real;
 
 #define CROSSFREE_BLOCKING extern "C" __attribute__((visibility("default")))
 
 // Forwards to the next definition; ENOSYS if there is none (glibc always
 // has them: that would be a broken process already).
-#define CROSSFREE_FORWARD(field, ...)              \
-  FlushBeforeBlocking();                           \
+#define CROSSFREE_FORWARD_AFTER(flush, field, ...) \
+  flush;                                           \
   auto next = Real().field;                        \
   if (next == nullptr) {                           \
     errno = ENOSYS;                                \
     return -1;                                     \
   }                                                \
   return next(__VA_ARGS__)
+#define CROSSFREE_FORWARD(field, ...) \
+  CROSSFREE_FORWARD_AFTER(FlushBeforeBlocking(), field, __VA_ARGS__)
+// The waits for a signal and nothing else (pause, sigsuspend,
+// sigwaitinfo): no event loop calls them per request, and a process often
+// waits in them to be killed, so they write whatever is buffered, however
+// recent the thread's last write (FlushBeforeBlocking's bound would keep
+// the events of a thread that wrote just before, for good).
+#define CROSSFREE_FORWARD_SIGNAL_WAIT(field, ...) \
+  CROSSFREE_FORWARD_AFTER(FlushBeforeSignalWait(), field, __VA_ARGS__)
 
 CROSSFREE_BLOCKING int epoll_wait(int fd, struct epoll_event* events, int n, int timeout) {
   CROSSFREE_FORWARD(epoll_wait, fd, events, n, timeout);
@@ -85,10 +95,12 @@ CROSSFREE_BLOCKING unsigned int sleep(unsigned int seconds) {
   return next != nullptr ? next(seconds) : seconds;
 }
 CROSSFREE_BLOCKING int usleep(useconds_t usec) { CROSSFREE_FORWARD(usleep, usec); }
-CROSSFREE_BLOCKING int pause(void) { CROSSFREE_FORWARD(pause); }
-CROSSFREE_BLOCKING int sigsuspend(const sigset_t* mask) { CROSSFREE_FORWARD(sigsuspend, mask); }
+CROSSFREE_BLOCKING int pause(void) { CROSSFREE_FORWARD_SIGNAL_WAIT(pause); }
+CROSSFREE_BLOCKING int sigsuspend(const sigset_t* mask) {
+  CROSSFREE_FORWARD_SIGNAL_WAIT(sigsuspend, mask);
+}
 CROSSFREE_BLOCKING int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
-  CROSSFREE_FORWARD(sigwaitinfo, set, info);
+  CROSSFREE_FORWARD_SIGNAL_WAIT(sigwaitinfo, set, info);
 }
 CROSSFREE_BLOCKING int sigtimedwait(const sigset_t* set, siginfo_t* info,
                                     const struct timespec* timeout) {

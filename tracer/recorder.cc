@@ -619,7 +619,10 @@ inline void CheckWindowDeadline(uint64_t now) {
 
 }  // namespace
 
-void FlushBeforeBlocking() {
+namespace {
+
+// FlushBeforeBlocking, and with any_age FlushBeforeSignalWait.
+void FlushBeforeWait(bool any_age) {
   const uint64_t bound = internal::g.settings.flush_ns;
   if (bound == 0 || __atomic_load_n(&crossfree_tracer_guard, __ATOMIC_RELAXED) != 0) return;
   ThreadState* s = internal::t_state;
@@ -629,7 +632,7 @@ void FlushBeforeBlocking() {
   if (!s->chunk_open && !Sampling()) return;
   const uint64_t now = NowNs();
   const uint64_t last = s->last_write_ns.load(std::memory_order_relaxed);
-  if (last != 0 && now - last < bound) return;
+  if (!any_age && last != 0 && now - last < bound) return;
   GuardScope guard;
   ErrnoSaver saved;
   if (!internal::Claim(s)) return;
@@ -639,6 +642,12 @@ void FlushBeforeBlocking() {
   s->last_write_ns.store(now, std::memory_order_relaxed);
   Leave(s);
 }
+
+}  // namespace
+
+void FlushBeforeBlocking() { FlushBeforeWait(/*any_age=*/false); }
+
+void FlushBeforeSignalWait() { FlushBeforeWait(/*any_age=*/true); }
 
 void StartSampledThread() {
   SeedSampler();

@@ -113,6 +113,10 @@ void StartSampledThread();
 // the age bound (settings.flush_ns; never when that is 0). Any thread, any
 // time; does nothing inside the tracer (guard held).
 void FlushBeforeBlocking();
+// Before a wait for a signal alone (pause, sigsuspend, sigwaitinfo): the
+// same, but whenever the thread has buffered events, however recent its
+// last write. Any thread, any time.
+void FlushBeforeSignalWait();
 
 // Start-up (idempotent): settings, stacks, output file, MallocHook probe.
 // Called by the library constructor and lazily by the first hook.

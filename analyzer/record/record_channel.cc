@@ -176,13 +176,7 @@ format::ChunkCompressor* ChunkChannel::Compressor() {
 }
 
 ChunkChannel::~ChunkChannel() {
-  __atomic_store_n(&plain_after_ns_, NowNs() + kFinishCompressNs, __ATOMIC_RELAXED);
-  StopRescue();
-  if (drain_.joinable()) {
-    __atomic_store_n(&stop_, true, __ATOMIC_RELEASE);
-    Futex(&shm::ControlOf(base_)->seal_seq, FUTEX_WAKE, INT_MAX, nullptr);
-    drain_.join();
-  }
+  StopThreads();
   if (base_ != nullptr) munmap(base_, bytes_);
   if (fd_ >= 0) close(fd_);
 }
@@ -771,7 +765,8 @@ void ChunkChannel::WriteLosses() {
   Write(files_.back(), chunk, n);
 }
 
-ChunkChannel::Stats ChunkChannel::Finish() {
+void ChunkChannel::StopThreads() {
+  // Held-back chunks are compressed for kFinishCompressNs more, then plain.
   __atomic_store_n(&plain_after_ns_, NowNs() + kFinishCompressNs, __ATOMIC_RELAXED);
   // The command has ended: nothing waits for a slot any more.
   StopRescue();
@@ -780,6 +775,10 @@ ChunkChannel::Stats ChunkChannel::Finish() {
     Futex(&shm::ControlOf(base_)->seal_seq, FUTEX_WAKE, INT_MAX, nullptr);
     drain_.join();
   }
+}
+
+ChunkChannel::Stats ChunkChannel::Finish() {
+  StopThreads();
   // The process that filled the region is gone: nothing changes it now.
   TakeHeaders();
   if (!files_.empty() && !broken_) {

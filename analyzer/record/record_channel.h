@@ -144,6 +144,8 @@ class ChunkChannel {
   void RescueLoop();
   void RescueSealed();
   void StopRescue();  // the owner's; joins the rescue thread
+  // The owner's, from Finish or the destructor: joins both threads.
+  void StopThreads();
   // Bumps freed_seq and wakes the threads waiting for a slot.
   void NotifyFreed();
   static constexpr uint64_t kRescueTickNs = 20'000'000;
