@@ -7,9 +7,9 @@
 //  - the ordering rule (docs/design.md, "The ordering rule"): events sort by
 //    timestamp; on equal timestamps a free comes before an allocation (the
 //    tracer stamps a free before the real free and an allocation after the
-//    real allocation), and a thread's exit after both. The pairing pass
-//    refines the order of ties across threads by address state (design.md,
-//    "Ties"; pairing.cc), which the key alone cannot express;
+//    real allocation), and a thread's exit after both. The passes refine
+//    the order of ties across threads by address state (design.md, "Ties";
+//    tie_order.h), which the key alone cannot express;
 //  - the metadata a chunk carries (stacks, thread names, modules) is
 //    published into the ProcessTrace once, by whichever pass decodes the
 //    chunk first;

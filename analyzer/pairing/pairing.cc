@@ -5,6 +5,7 @@
 #include "analyzer/pairing/address_map.h"
 #include "analyzer/pairing/event_stream.h"
 #include "analyzer/pairing/lifecycle_clock.h"
+#include "analyzer/pairing/tie_order.h"
 #include "analyzer/pairing/vector_pool.h"
 
 #include <fmt/core.h>
@@ -503,33 +504,22 @@ class Worker {
     }
   }
 
-  // One thread's tied events: tie_events_[next, end).
-  struct TieRun {
-    uint32_t stream;
-    size_t next;
-    size_t end;
-  };
-
-  // A tie (docs/design.md, "Ties"): every thread whose next event has the
-  // top's timestamp t gives up its events of t (across chunk boundaries),
-  // which are then processed in an order that keeps each thread's own and
-  // puts, each time, first the next event that fits its address's state:
-  // an allocation of an address that is not live, a free of one that is.
-  // Among those that fit, and when none does, the merge's order (rank,
-  // then stream). The threads go back into the heap at their next event.
-  // False when a chunk failed to decode.
+  // A tie (docs/design.md, "Ties"; tie_order.h): every thread whose next
+  // event has the top's timestamp t gives up its events of t (across chunk
+  // boundaries) into ties_, which orders them by address state. The
+  // threads go back into the heap at their next event. False when a chunk
+  // failed to decode.
   bool TieGroup(MergeHeap<Cursor>& heap) {
     const uint64_t t = heap.top().cur->timestamp_ns;
-    tie_events_.clear();
-    tie_runs_.clear();
+    ties_.Clear();
     parked_.clear();
     while (!heap.empty() && heap.top().cur->timestamp_ns == t) {
       Cursor c = heap.top();
       heap.Pop();
-      TieRun run{c.stream, tie_events_.size(), 0};
+      ties_.BeginRun(c.stream);
       bool more = true;
       for (;;) {
-        while (c.cur != c.end && c.cur->timestamp_ns == t) tie_events_.push_back(*c.cur++);
+        while (c.cur != c.end && c.cur->timestamp_ns == t) ties_.Add(*c.cur++);
         if (c.cur != c.end) break;
         Release(c);
         if (!Load(c)) {
@@ -538,49 +528,21 @@ class Worker {
           break;
         }
       }
-      run.end = tie_events_.size();
-      tie_runs_.push_back(run);
+      ties_.EndRun();
       if (more) parked_.push_back(c);
     }
     for (const Cursor& c : parked_) heap.Insert(c);
-    ProcessTies();
+    ties_.Order([](const Ev& e) { return e.rank; }, [this](const Ev& e) { return Fits(e); },
+                [this](const Ev& e, uint32_t stream) { Process(e, StreamIndex(stream)); });
     return true;
   }
 
-  void ProcessTies() {
-    for (;;) {
-      TieRun* best = nullptr;
-      bool best_fits = false;
-      for (TieRun& run : tie_runs_) {
-        if (run.next == run.end) continue;
-        const Ev& e = tie_events_[run.next];
-        const bool fits = Fits(e);
-        if (best == nullptr || (fits && !best_fits) ||
-            (fits == best_fits && TieBefore(e, run, tie_events_[best->next], *best))) {
-          best = &run;
-          best_fits = fits;
-        }
-      }
-      if (best == nullptr) return;
-      Process(tie_events_[best->next++], StreamIndex(best->stream));
-    }
-  }
-
-  // The merge's order among tied events: rank, then stream.
-  static bool TieBefore(const Ev& a, const TieRun& ra, const Ev& b, const TieRun& rb) {
-    return a.rank != b.rank ? a.rank < b.rank : ra.stream < rb.stream;
-  }
-
-  // Whether e fits its address's state at this point of a tie: an
-  // allocation of an address that is not live, a free of one that is, and
-  // a window's open (before the events of its timestamp). A thread's exit
-  // and a window's close come after the events that fit.
+  // Whether e fits its address's state at this point of a tie (TieFits):
+  // an address live before the window is live.
   bool Fits(const Ev& e) const {
-    if (e.rank == Rank::kWindowOpen) return true;
-    if (IsMarker(e)) return false;
+    if (IsMarker(e)) return TieFits(e.rank, false);
     const AddressState* s = live_.Find(e.address);
-    const bool live = s != nullptr && (s->state == kLive || s->state == kLiveBeforeWindow);
-    return IsAlloc(e) ? !live : live;
+    return TieFits(e.rank, s != nullptr && (s->state == kLive || s->state == kLiveBeforeWindow));
   }
 
   // The current recording epoch (window closes seen so far), saturated; read
@@ -780,10 +742,8 @@ class Worker {
   std::vector<uint8_t> exited_;  // [stream index]: its exit record came
   std::vector<uint32_t> entry_stack_;  // [stream index]
   std::vector<ForkedFree> forked_;
-  // TieGroup's: the tied events, each thread's in a TieRun, and the
-  // cursors to put back into the heap.
-  std::vector<Ev> tie_events_;
-  std::vector<TieRun> tie_runs_;
+  // TieGroup's: the tied events, and the cursors to put back into the heap.
+  TieBuffer<Ev> ties_;
   std::vector<Cursor> parked_;
 };
 

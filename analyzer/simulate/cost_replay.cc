@@ -46,7 +46,8 @@ class Replayer : public CostSink {
   }
 
   bool Run(std::string* error) {
-    bool ok = driver_.Run([this](uint32_t s, const SimEvent& e) { Process(s, e); }, error);
+    bool ok = driver_.Run([this](uint32_t s, const SimEvent& e) { Process(s, e); },
+                          [this](uint64_t address) { return live_.contains(address); }, error);
     out_->events = driver_.events();
     if (!ok) return false;
     for (auto& [address, b] : live_) {

@@ -27,4 +27,28 @@ bool ReplayDriver::DecodeNext(size_t s, std::string* error) {
   return true;
 }
 
+bool ReplayDriver::TakeTie(analyzer::MergeHeap<Cursor>& heap, std::string* error) {
+  const uint64_t t = Head(heap.top().stream).ts;
+  ties_.Clear();
+  parked_.clear();
+  while (!heap.empty() && Head(heap.top().stream).ts == t) {
+    const uint32_t s = heap.top().stream;
+    heap.Pop();
+    ties_.BeginRun(s);
+    StreamState& st = streams_[s];
+    for (;;) {
+      while (!Exhausted(s) && Head(s).ts == t) ties_.Add(st.events[st.pos++]);
+      if (!Exhausted(s)) break;
+      // The copies in ties_ outlive the chunk's events, which the next
+      // decode replaces.
+      if (!Refill(s, error)) return false;
+      if (Exhausted(s)) break;  // the thread's last event was tied
+    }
+    ties_.EndRun();
+    if (!Exhausted(s)) parked_.push_back(s);
+  }
+  for (uint32_t s : parked_) heap.Insert(Cursor{this, s});
+  return true;
+}
+
 }  // namespace crossfree::analyzer::simulate

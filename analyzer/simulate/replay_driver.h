@@ -6,6 +6,10 @@
 // (analyzer/pairing/event_stream.h: timestamp, then free before allocation,
 // thread exit last), handing every event to the caller's callback with its
 // thread's stream index. What a replay does with an event is its own.
+// Ties across threads (the next events of two or more threads share a
+// timestamp) are ordered by address state, as the pairing pass orders them
+// (docs/design.md, "Ties"; analyzer/pairing/tie_order.h): the replay says
+// which addresses hold a block.
 //
 // Owns the decoding buffers; the trace must outlive it. One thread per
 // driver; drivers of different traces are independent.
@@ -16,6 +20,7 @@
 #include <vector>
 
 #include "analyzer/pairing/event_stream.h"
+#include "analyzer/pairing/tie_order.h"
 #include "analyzer/pairing/trace_set.h"
 #include "analyzer/simulate/sim_events.h"
 
@@ -27,11 +32,13 @@ class ReplayDriver {
       : trace_(trace), streams_(trace->streams.size()) {}
 
   // Calls on_event(stream, event) for every event of the trace in order,
-  // then publishes the trace's metadata (FinishMetadata). False with
-  // *error naming the file and offset on a malformed chunk; the events
-  // before it were handed over.
-  template <typename OnEvent>
-  bool Run(OnEvent&& on_event, std::string* error) {
+  // then publishes the trace's metadata (FinishMetadata). is_live(address)
+  // says whether the replay holds a block at address (its last event there
+  // was an allocation): ties are ordered by it. False with *error naming
+  // the file and offset on a malformed chunk; the events before it were
+  // handed over.
+  template <typename OnEvent, typename IsLive>
+  bool Run(OnEvent&& on_event, IsLive&& is_live, std::string* error) {
     analyzer::MergeHeap<Cursor> heap;
     for (uint32_t s = 0; s < streams_.size(); ++s) {
       if (!Refill(s, error)) return false;
@@ -40,6 +47,14 @@ class ReplayDriver {
     heap.Build();
     while (!heap.empty()) {
       uint32_t s = heap.top().stream;
+      const Cursor* next = heap.runner_up();
+      if (next != nullptr && Head(next->stream).ts == Head(s).ts) {
+        if (!TakeTie(heap, error)) return false;
+        ties_.Order([](const SimEvent& e) { return KeyOf(e).rank; },
+                    [&is_live](const SimEvent& e) { return FitsTie(e, is_live); },
+                    [&on_event](const SimEvent& e, uint32_t stream) { on_event(stream, e); });
+        continue;
+      }
       on_event(s, Head(s));
       ++streams_[s].pos;
       if (!Refill(s, error)) return false;
@@ -77,10 +92,16 @@ class ReplayDriver {
     return !Exhausted(s) || DecodeNext(s, error);
   }
   bool DecodeNext(size_t s, std::string* error);
+  // Moves the events of every thread whose next event has the top's
+  // timestamp into ties_ (across chunk boundaries), and puts the threads
+  // that have more back into the heap.
+  bool TakeTie(analyzer::MergeHeap<Cursor>& heap, std::string* error);
 
   analyzer::ProcessTrace* trace_;
   std::vector<StreamState> streams_;
   uint64_t events_ = 0;
+  analyzer::TieBuffer<SimEvent> ties_;  // the tie being ordered (Run)
+  std::vector<uint32_t> parked_;        // TakeTie's streams to put back
 };
 
 // A realloc record (kSimRealloc) as both replays take it. In place, it is

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analyzer/pairing/event_stream.h"
+#include "analyzer/pairing/tie_order.h"
 #include "format/trace_reader.h"
 
 namespace crossfree::analyzer::simulate {
@@ -31,12 +32,37 @@ struct SimEvent {
 };
 
 // The ordering rule of the event stream: free before allocation on equal
-// timestamps, a thread exit last.
+// timestamps, a thread exit last (ties across threads: FitsTie below).
 inline analyzer::OrderKey KeyOf(const SimEvent& e) {
   using analyzer::Rank;
   return {e.ts, e.kind == kSimFree   ? Rank::kFree
                 : e.kind == kSimExit ? Rank::kThreadExit
                                      : Rank::kAlloc};
+}
+
+// Whether e fits the state of its addresses at this point of a tie
+// (analyzer/pairing/tie_order.h, TieFits), is_live(address) saying whether
+// the replay holds a block there. A realloc that moved frees its old block
+// and allocates its new one: it fits when both halves do; one in place
+// fits when its block is live. An event of the null address changes no
+// block: it fits, and keeps its place.
+template <typename IsLive>
+bool FitsTie(const SimEvent& e, IsLive&& is_live) {
+  using analyzer::Rank;
+  auto fits = [&is_live](Rank rank, uint64_t address) {
+    return address == 0 || analyzer::TieFits(rank, is_live(address));
+  };
+  switch (e.kind) {
+    case kSimFree:
+      return fits(Rank::kFree, e.address);
+    case kSimAlloc:
+      return fits(Rank::kAlloc, e.address);
+    case kSimRealloc:
+      return fits(Rank::kFree, e.old_address) &&
+             (e.address == e.old_address || fits(Rank::kAlloc, e.address));
+    default:
+      return analyzer::TieFits(Rank::kThreadExit, false);
+  }
 }
 
 // Decodes one chunk into SimEvents (the trace's metadata is published by

@@ -5,7 +5,8 @@
 //
 // Replay: per trace (process), the events of all threads are merged in
 // timestamp order, frees before allocations on equal timestamps (the
-// ordering rule, docs/design.md), each thread's chunks decoded one at a time.
+// ordering rule, docs/design.md) and ties across threads by address state
+// ("Ties", replay_driver.h), each thread's chunks decoded one at a time.
 // A thread's first allocation creates its cache; a thread-exit record
 // destroys it. A fetch is charged to the allocation whose cache miss caused
 // it; a release to the free that overflowed the list or the cache (thread
