@@ -349,15 +349,7 @@ TEST_CASE("encoding is frozen: header and chunk bytes", "[format]") {
   CHECK(std::vector<uint8_t>(buf, buf + n) == header);
   std::vector<uint8_t> file(buf, buf + n);
 
-  ChunkWriter w(buf, sizeof buf);
-  w.Begin(7, 0, 1000);
-  uint64_t frames[2] = {0x401000, 0x401234};
-  w.AppendStack(1, frames, 2);
-  w.AppendAlloc(AllocFn::kNew, 1150, 0x7f0000001000, 48, 1, 3);
-  w.AppendAlloc(AllocFn::kNew, 1400, 0x7f0000001030, 48, 1, 3);
-  w.AppendFree(FreeFn::kFree, 1600, 0x7f0000001000, 0, 2, 3);
-  w.AppendAlloc(AllocFn::kMalloc, 1900, 0x7f0000001000, 100, 1, 200);
-  n = w.Finish();
+  const std::vector<uint8_t> written = testing::WorkedExampleChunk();
   const std::vector<uint8_t> chunk = {
       0x43, 0x48, 0x4e, 0x4b, 0x9b, 0x6f, 0xea, 0x07, 0x2b, 0x00, 0x00, 0x8e, 0x07, 0x00, 0x00, 0x00,
       0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0xe8, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -368,8 +360,8 @@ TEST_CASE("encoding is frozen: header and chunk bytes", "[format]") {
       0x50, 0x90, 0x03, 0x05, 0x05, 0x00,                                // free
       0x05, 0xc8, 0x01,                                                  // cpu 200
       0x40, 0xd8, 0x04, 0x03, 0x05, 0x64};                               // malloc
-  CHECK(std::vector<uint8_t>(buf, buf + n) == chunk);
-  file.insert(file.end(), buf, buf + n);
+  CHECK(written == chunk);
+  file.insert(file.end(), written.begin(), written.end());
   CheckEvents(file, WorkedExampleEvents(3, 200));
 }
 }  // namespace

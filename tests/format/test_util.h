@@ -27,6 +27,23 @@ inline HeaderFields WorkedExampleFields() {
   return f;
 }
 
+// The chunk of the same worked example (thread 7, base 1000; a stack, then
+// events at 1150, 1400, 1600 and 1900 on CPUs 3 and 200), as the writer
+// makes it.
+inline std::vector<uint8_t> WorkedExampleChunk() {
+  std::vector<uint8_t> buf(8192);
+  ChunkWriter w(buf.data(), buf.size());
+  w.Begin(7, 0, 1000);
+  uint64_t frames[2] = {0x401000, 0x401234};
+  w.AppendStack(1, frames, 2);
+  w.AppendAlloc(AllocFn::kNew, 1150, 0x7f0000001000, 48, 1, 3);
+  w.AppendAlloc(AllocFn::kNew, 1400, 0x7f0000001030, 48, 1, 3);
+  w.AppendFree(FreeFn::kFree, 1600, 0x7f0000001000, 0, 2, 3);
+  w.AppendAlloc(AllocFn::kMalloc, 1900, 0x7f0000001000, 100, 1, 200);
+  buf.resize(w.Finish());
+  return buf;
+}
+
 // Builds a trace in memory: header, then chunks appended as they finish.
 class TraceBuilder {
  public:

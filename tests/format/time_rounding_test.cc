@@ -108,21 +108,6 @@ TEST_CASE("a resolution the format does not allow is a corrupt header", "[format
   }
 }
 
-// Section 11's chunk (thread 7, base 1000; events at 1150, 1400, 1600, 1900).
-std::vector<uint8_t> ExampleChunk() {
-  std::vector<uint8_t> buf(8192);
-  ChunkWriter w(buf.data(), buf.size());
-  w.Begin(7, 0, 1000);
-  uint64_t frames[2] = {0x401000, 0x401234};
-  w.AppendStack(1, frames, 2);
-  w.AppendAlloc(AllocFn::kNew, 1150, 0x7f0000001000, 48, 1, 3);
-  w.AppendAlloc(AllocFn::kNew, 1400, 0x7f0000001030, 48, 1, 3);
-  w.AppendFree(FreeFn::kFree, 1600, 0x7f0000001000, 0, 2, 3);
-  w.AppendAlloc(AllocFn::kMalloc, 1900, 0x7f0000001000, 100, 1, 200);
-  buf.resize(w.Finish());
-  return buf;
-}
-
 // Decodes one whole chunk (header and payload) behind a version 5 header.
 Collector DecodeOne(const std::vector<uint8_t>& chunk, uint32_t resolution) {
   HeaderFields f = testing::WorkedExampleFields();
@@ -141,7 +126,7 @@ Collector DecodeOne(const std::vector<uint8_t>& chunk, uint32_t resolution) {
 }
 
 TEST_CASE("ChunkRounder: the worked example at 256 ns, bytes by hand", "[format]") {
-  const std::vector<uint8_t> plain = ExampleChunk();
+  const std::vector<uint8_t> plain = testing::WorkedExampleChunk();
   std::vector<uint8_t> rounded;
   std::string error;
   REQUIRE(ChunkRounder(256).Round(plain.data(), plain.size(), rounded, &error));
@@ -168,7 +153,7 @@ TEST_CASE("ChunkRounder: the worked example at 256 ns, bytes by hand", "[format]
 }
 
 TEST_CASE("ChunkRounder: at 1000 ns the example's events share one time", "[format]") {
-  const std::vector<uint8_t> plain = ExampleChunk();
+  const std::vector<uint8_t> plain = testing::WorkedExampleChunk();
   std::vector<uint8_t> rounded;
   std::string error;
   REQUIRE(ChunkRounder(1000).Round(plain.data(), plain.size(), rounded, &error));
@@ -182,7 +167,7 @@ TEST_CASE("ChunkRounder: at 1000 ns the example's events share one time", "[form
 }
 
 TEST_CASE("ChunkRounder: 1 ns copies the chunk", "[format]") {
-  const std::vector<uint8_t> plain = ExampleChunk();
+  const std::vector<uint8_t> plain = testing::WorkedExampleChunk();
   std::vector<uint8_t> rounded;
   std::string error;
   REQUIRE(ChunkRounder(1).Round(plain.data(), plain.size(), rounded, &error));
@@ -267,25 +252,25 @@ TEST_CASE("ChunkRounder: every record's time, and times that go back", "[format]
 }
 
 TEST_CASE("ChunkRounder refuses what is not one whole, valid plain chunk", "[format]") {
-  std::vector<uint8_t> plain = ExampleChunk();
+  std::vector<uint8_t> plain = testing::WorkedExampleChunk();
   std::vector<uint8_t> out;
   std::string error;
   ChunkRounder r(1000);
   plain[40] ^= 1;  // a record byte: the checksum no longer matches
   CHECK_FALSE(r.Round(plain.data(), plain.size(), out, &error));
   CHECK(error == "chunk checksum mismatch");
-  plain = ExampleChunk();
+  plain = testing::WorkedExampleChunk();
   CHECK_FALSE(r.Round(plain.data(), plain.size() - 1, out, &error));
   CHECK(error == "chunk length word does not match its " + std::to_string(plain.size() - 1) +
                      " bytes");
   // An unknown tag, checksum made to match.
-  plain = ExampleChunk();
+  plain = testing::WorkedExampleChunk();
   plain[32] = 0x66;
   testing::ResealChunk(plain.data(), static_cast<uint32_t>(plain.size() - kChunkHeaderBytes));
   CHECK_FALSE(r.Round(plain.data(), plain.size(), out, &error));
   CHECK(error == "record at byte 0 of the chunk's records does not parse");
   // A record cut short: the last event's size varint dropped.
-  plain = ExampleChunk();
+  plain = testing::WorkedExampleChunk();
   plain.pop_back();
   testing::ResealChunk(plain.data(), static_cast<uint32_t>(plain.size() - kChunkHeaderBytes));
   CHECK_FALSE(r.Round(plain.data(), plain.size(), out, &error));
