@@ -52,4 +52,16 @@ inline SimulationResult RunSimulation(analyzer::testing::SyntheticTrace& builder
   return result;
 }
 
+// The group called name among groups (SimulationResult's or
+// CostSimulation's); a test failure, and an empty group, if there is none.
+template <typename Group>
+const Group& GroupNamed(const std::vector<Group>& groups, const std::string& name) {
+  for (const Group& g : groups) {
+    if (g.name == name) return g;
+  }
+  FAIL("no group " << name);
+  static const Group none;
+  return none;
+}
+
 }  // namespace crossfree::analyzer::simulate::testing

@@ -43,12 +43,7 @@ SimulationResult Run(SyntheticTrace& builder, const SimulateOptions& options = S
 }
 
 const GroupResult& Group(const SimulationResult& r, const std::string& name) {
-  for (const GroupResult& g : r.groups) {
-    if (g.name == name) return g;
-  }
-  FAIL("no group " << name);
-  static GroupResult none;
-  return none;
+  return testing::GroupNamed(r.groups, name);
 }
 
 // One row of fetch_sites or release_sites.

@@ -66,21 +66,11 @@ SyntheticTrace HandOffsInOneTick(bool consumer_first) {
 }
 
 const GroupResult& Group(const SimulationResult& r, const std::string& name) {
-  for (const GroupResult& g : r.groups) {
-    if (g.name == name) return g;
-  }
-  FAIL("no group " << name);
-  static GroupResult none;
-  return none;
+  return testing::GroupNamed(r.groups, name);
 }
 
 const CostGroupResult& CostGroup(const CostSimulation& s, const std::string& name) {
-  for (const CostGroupResult& g : s.groups) {
-    if (g.name == name) return g;
-  }
-  FAIL("no group " << name);
-  static CostGroupResult none;
-  return none;
+  return testing::GroupNamed(s.groups, name);
 }
 
 TEST_CASE("ties: hand-offs within one tick replay with the program's counts, no unknown frees",
