@@ -509,6 +509,13 @@ size_t ChunkChannel::DrainSealed(bool final) {
       ++free_slots;
     }
   }
+  // The file headers again, after the chunks: a chunk sealed (and maybe
+  // rescued) since the drain last took them may belong to an image whose
+  // header was published meanwhile; without its file it would count as
+  // damaged (a drain starved between the two steps lost an exec'd image's
+  // 42 chunks so under TSan).
+  TakeHeaders();
+  if (broken_) return 0;
   const shm::Control* control = shm::ControlOf(base_);
   std::sort(sealed.begin(), sealed.end());
   size_t written = 0;
