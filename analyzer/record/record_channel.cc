@@ -545,7 +545,7 @@ size_t ChunkChannel::DrainSealed(bool final) {
       }
       rescued_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
       ReturnBuffer(std::move(c.bytes));
-      c.ticket = UINT64_MAX;  // written: dropped below
+      c.written = true;  // dropped below
     } else {
       const uint32_t slot = next.index;
       shm::SlotDesc* d = shm::DescOf(base_, slot);
@@ -581,7 +581,7 @@ size_t ChunkChannel::DrainSealed(bool final) {
     next_ticket_ = std::max(next_ticket_, next.ticket + 1);
     ++written;
   }
-  std::erase_if(rescued_taken_, [](const RescuedChunk& c) { return c.ticket == UINT64_MAX; });
+  std::erase_if(rescued_taken_, [](const RescuedChunk& c) { return c.written; });
   if (freed > 0) NotifyFreed();
   return written;
 }

@@ -226,6 +226,7 @@ class ChunkChannel {
     uint64_t ticket;
     uint32_t generation;
     std::vector<uint8_t> bytes;
+    bool written = false;  // by the drain: dropped from rescued_taken_
   };
   std::mutex rescued_mu_;
   std::vector<RescuedChunk> rescued_;
