@@ -296,16 +296,7 @@ TEST_CASE("ties by address state: hand-offs and reuse inside one tick, exact cou
   for (int jobs : {1, 2, 3}) {
     SyntheticTrace t(kPid);
     for (uint64_t k = 0; k < n; ++k) {
-      const uint64_t ts = 1000 * (k + 1);
-      const uint64_t x = 0x10000 + (k % 8) * 64, y = 0x90000 + (k % 5) * 32;
-      t.Alloc(kA, ts, x, 48, 1);
-      if (k % 37 == 5) t.Flush(kA);  // the tie continues in A's next chunk
-      t.Free(kB, ts, x, 2);
-      t.Alloc(kA, ts, x, 48, 1);
-      t.Alloc(kB, ts, y, 24, 3);
-      if (k % 41 == 7) t.Flush(kB);
-      t.Free(kB, ts, y, 4);
-      t.Free(kB, ts, x, 2);
+      testing::AppendTiedHandOffs(t, kA, kB, k, 1000 * (k + 1), 4);
     }
     Run run;
     const PairingCounts& c = PairOne(run, t, jobs);
