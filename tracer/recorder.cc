@@ -353,6 +353,13 @@ inline bool ForeignTask(const CallSite& site) {
   return true;
 }
 
+// Enter for an event a hook saw at site (RecordAlloc, RecordFree,
+// RecordRealloc, RecordCentral): null when the calling task is foreign
+// (ForeignTask: counted, not recorded) or the thread cannot record now.
+inline __attribute__((always_inline)) ThreadState* EnterAt(const CallSite& site) {
+  return ForeignTask(site) ? nullptr : Enter();
+}
+
 uint32_t CaptureAndIntern(ThreadState* s, const CallSite& site, uint64_t ts) {
   if (!g.stacks || site.return_address == nullptr) return format::kNoStack;
   // Allocator frames above the caller: how deep we look for them.
@@ -673,8 +680,7 @@ inline void FinishEvent(ThreadState* s, uint64_t ts, const CallSite& site, Appen
 }  // namespace
 
 void RecordAlloc(format::AllocFn fn, const void* address, uint64_t size, const CallSite& site) {
-  if (internal::ForeignTask(site)) return;
-  ThreadState* s = Enter();
+  ThreadState* s = internal::EnterAt(site);
   if (s == nullptr) return;
   const uint64_t ts = NowNs();
   const uint32_t cpu = CurrentCpu();
@@ -686,8 +692,7 @@ void RecordAlloc(format::AllocFn fn, const void* address, uint64_t size, const C
 
 void RecordFree(format::FreeFn fn, uint64_t ts_ns, uint32_t cpu, const void* address,
                 uint64_t size, const CallSite& site) {
-  if (internal::ForeignTask(site)) return;
-  ThreadState* s = Enter();
+  ThreadState* s = internal::EnterAt(site);
   if (s == nullptr) return;
   const auto addr = reinterpret_cast<uint64_t>(address);
   FinishEvent(s, ts_ns, site, [&](format::ChunkWriter& w, uint32_t stack) {
@@ -697,8 +702,7 @@ void RecordFree(format::FreeFn fn, uint64_t ts_ns, uint32_t cpu, const void* add
 
 void RecordRealloc(format::AllocFn fn, uint64_t ts_free_ns, const void* old_address,
                    const void* new_address, uint64_t size, const CallSite& site) {
-  if (internal::ForeignTask(site)) return;
-  ThreadState* s = Enter();
+  ThreadState* s = internal::EnterAt(site);
   if (s == nullptr) return;
   const uint64_t ts = NowNs();
   const uint32_t cpu = CurrentCpu();
@@ -766,8 +770,7 @@ void RecordCentral(format::CentralOp op, uint32_t size_class, uint64_t count,
     return;
   }
   GuardScope guard;
-  if (internal::ForeignTask(site)) return;
-  ThreadState* s = Enter();
+  ThreadState* s = internal::EnterAt(site);
   if (s == nullptr) return;
   uint64_t ts = NowNs();
   for (int i = 0; i < t_pending_count; ++i) {

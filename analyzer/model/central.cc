@@ -9,18 +9,16 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "analyzer/pairing/add_counts.h"
 #include "analyzer/pairing/event_stream.h"
 #include "format/trace_reader.h"
 
 namespace crossfree::analyzer {
 
 void CentralCounts::Add(const CentralCounts& o) {
-  fetch += o.fetch;
-  release += o.release;
-  insert_range += o.insert_range;
-  remove_range += o.remove_range;
-  fetched_objects += o.fetched_objects;
-  released_objects += o.released_objects;
+  using C = CentralCounts;
+  AddCounts(*this, o, &C::fetch, &C::release, &C::insert_range, &C::remove_range,
+            &C::fetched_objects, &C::released_objects);
 }
 
 namespace {

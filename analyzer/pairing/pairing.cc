@@ -2,6 +2,7 @@
 // Analyzer: the pairing pass (see pairing.h for the algorithm).
 #include "analyzer/pairing/pairing.h"
 
+#include "analyzer/pairing/add_counts.h"
 #include "analyzer/pairing/address_map.h"
 #include "analyzer/pairing/event_stream.h"
 #include "analyzer/pairing/lifecycle_clock.h"
@@ -21,28 +22,13 @@
 namespace crossfree::analyzer {
 
 void PairingCounts::Add(const PairingCounts& o) {
-  events += o.events;
-  allocations += o.allocations;
-  duration_ticks += o.duration_ticks;
-  steady_ticks += o.steady_ticks;
-  frees += o.frees;
-  paired += o.paired;
-  cross_thread += o.cross_thread;
-  live_at_exit += o.live_at_exit;
-  live_bytes += o.live_bytes;
-  unknown_frees += o.unknown_frees;
-  double_frees += o.double_frees;
-  alloc_over_live += o.alloc_over_live;
-  realloc_events += o.realloc_events;
-  ignored_null += o.ignored_null;
-  before_window += o.before_window;
-  live_at_window_end += o.live_at_window_end;
-  live_window_end_bytes += o.live_window_end_bytes;
-  counts_records += o.counts_records;
-  total_allocs += o.total_allocs;
-  total_frees += o.total_frees;
-  samples_dropped += o.samples_dropped;
-  forked_frees += o.forked_frees;
+  using C = PairingCounts;
+  AddCounts(*this, o, &C::events, &C::allocations, &C::duration_ticks, &C::steady_ticks, &C::frees,
+            &C::paired, &C::cross_thread, &C::live_at_exit, &C::live_bytes, &C::unknown_frees,
+            &C::double_frees, &C::alloc_over_live, &C::realloc_events, &C::ignored_null,
+            &C::before_window, &C::live_at_window_end, &C::live_window_end_bytes,
+            &C::counts_records, &C::total_allocs, &C::total_frees, &C::samples_dropped,
+            &C::forked_frees);
 }
 
 namespace {

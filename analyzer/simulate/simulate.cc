@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "analyzer/model/analysis.h"
+#include "analyzer/pairing/add_counts.h"
 #include "analyzer/simulate/cost_replay.h"
 #include "analyzer/simulate/replay.h"
 #include "analyzer/simulate/site_ranking.h"
@@ -21,18 +22,10 @@ using analyzer::ProcessTrace;
 using analyzer::TraceSet;
 
 void TransferCounts::Add(const TransferCounts& o) {
-  allocations += o.allocations;
-  frees += o.frees;
-  large_allocations += o.large_allocations;
-  fetch_calls += o.fetch_calls;
-  fetched_objects += o.fetched_objects;
-  short_fetches += o.short_fetches;
-  release_calls += o.release_calls;
-  released_objects += o.released_objects;
-  for (int i = 0; i < kReleaseCauseCount; ++i) {
-    release_calls_by_cause[i] += o.release_calls_by_cause[i];
-  }
-  direct_central_frees += o.direct_central_frees;
+  using C = TransferCounts;
+  AddCounts(*this, o, &C::allocations, &C::frees, &C::large_allocations, &C::fetch_calls,
+            &C::fetched_objects, &C::short_fetches, &C::release_calls, &C::released_objects,
+            &C::release_calls_by_cause, &C::direct_central_frees);
 }
 
 namespace {

@@ -108,8 +108,10 @@ TEST_CASE("a resolution the format does not allow is a corrupt header", "[format
   }
 }
 
-// Decodes one whole chunk (header and payload) behind a version 5 header.
-Collector DecodeOne(const std::vector<uint8_t>& chunk, uint32_t resolution) {
+// Decodes one whole chunk (header and payload, plain or compressed) behind a
+// version 5 header, into a Collector or a collector derived from it.
+template <typename Out = Collector>
+Out DecodeOne(const std::vector<uint8_t>& chunk, uint32_t resolution) {
   HeaderFields f = testing::WorkedExampleFields();
   f.time_resolution_ns = resolution;
   std::vector<uint8_t> file(256);
@@ -120,7 +122,7 @@ Collector DecodeOne(const std::vector<uint8_t>& chunk, uint32_t resolution) {
   REQUIRE(reader != nullptr);
   Chunk c;
   REQUIRE(reader->NextChunk(&c) == ReadResult::kChunk);
-  Collector out;
+  Out out;
   REQUIRE(DecodeChunk(c, out, &error));
   return out;
 }
@@ -204,17 +206,7 @@ TEST_CASE("ChunkRounder: every record's time, and times that go back", "[format]
   CHECK(wire::Load64(rounded.data() + wire::kChkBaseTs) == 5'000);
   CHECK(wire::Load32(rounded.data() + wire::kChkEvents) == 4);
 
-  HeaderFields f = testing::WorkedExampleFields();
-  f.time_resolution_ns = 1000;
-  std::vector<uint8_t> file(256);
-  file.resize(EncodeFileHeader(f, "/bin/app", 8, file.data(), file.size()));
-  file.insert(file.end(), rounded.begin(), rounded.end());
-  auto reader = Read(file, &error);
-  REQUIRE(reader != nullptr);
-  Chunk chunk;
-  REQUIRE(reader->NextChunk(&chunk) == ReadResult::kChunk);
-  TimesCollector c;
-  REQUIRE(DecodeChunk(chunk, c, &error));
+  const TimesCollector c = DecodeOne<TimesCollector>(rounded, 1000);
   REQUIRE(c.names.size() == 1);
   CHECK(c.names[0].ts == 5'000);
   CHECK(c.names[0].name == "worker");
@@ -240,13 +232,7 @@ TEST_CASE("ChunkRounder: every record's time, and times that go back", "[format]
   // Compressed after rounding (what record does): the same records.
   std::vector<uint8_t> packed;
   REQUIRE(CompressChunk(rounded.data(), rounded.size(), packed, &error));
-  std::vector<uint8_t> file2(file.begin(), file.begin() + 72);
-  file2.insert(file2.end(), packed.begin(), packed.end());
-  auto reader2 = Read(file2, &error);
-  REQUIRE(reader2 != nullptr);
-  REQUIRE(reader2->NextChunk(&chunk) == ReadResult::kChunk);
-  TimesCollector c2;
-  REQUIRE(DecodeChunk(chunk, c2, &error));
+  const TimesCollector c2 = DecodeOne<TimesCollector>(packed, 1000);
   REQUIRE(c2.events.size() == 4);
   for (size_t i = 0; i < 4; ++i) CHECK(testing::SameEvent(c2.events[i], c.events[i]));
 }

@@ -43,7 +43,9 @@ std::vector<uint32_t> Offsets(const Repeated& r) {
 }
 
 // Parses bytes with protobuf (as PB) and with `parse` (into a Parsed):
-// the verdicts' difference, else `fields(parsed, pb)`, "" when every field
+// the verdicts' difference, else the first field that differs: call_id,
+// then the header type's own fields (`fields(parsed, pb)`), then
+// sidecar_offsets, the fields both header types have; "" when every field
 // agrees.
 template <typename PB, typename Parsed, typename Parse, typename Fields>
 std::string CompareParse(std::string_view bytes, Parse parse, Fields fields) {
@@ -53,7 +55,11 @@ std::string CompareParse(std::string_view bytes, Parse parse, Fields fields) {
   bool both_ok = false;
   std::string verdict = CompareVerdict(pb, pb_parsed, parse(bytes, &h), &both_ok);
   if (!both_ok) return verdict;
-  return fields(h, pb);
+  if (h.call_id != pb.call_id()) return "call_id";
+  std::string differs = fields(h, pb);
+  if (!differs.empty()) return differs;
+  if (h.sidecar_offsets != Offsets(pb.sidecar_offsets())) return "sidecar_offsets";
+  return "";
 }
 
 }  // namespace compare_internal
@@ -63,14 +69,10 @@ inline std::string CompareRequestParse(std::string_view bytes) {
   return compare_internal::CompareParse<RequestHeader, ParsedRequestHeader>(
       bytes, ParseRequestHeader,
       [](const ParsedRequestHeader& h, const RequestHeader& pb) -> std::string {
-        if (h.call_id != pb.call_id()) return "call_id";
         if (h.has_remote_method != pb.has_remote_method()) return "has_remote_method";
         if (h.service_name != pb.remote_method().service_name()) return "service_name";
         if (h.method_name != pb.remote_method().method_name()) return "method_name";
         if (h.timeout_millis != pb.timeout_millis()) return "timeout_millis";
-        if (h.sidecar_offsets != compare_internal::Offsets(pb.sidecar_offsets())) {
-          return "sidecar_offsets";
-        }
         return "";
       });
 }
@@ -79,11 +81,7 @@ inline std::string CompareResponseParse(std::string_view bytes) {
   return compare_internal::CompareParse<ResponseHeader, ParsedResponseHeader>(
       bytes, ParseResponseHeader,
       [](const ParsedResponseHeader& h, const ResponseHeader& pb) -> std::string {
-        if (h.call_id != pb.call_id()) return "call_id";
         if (h.is_error != pb.is_error()) return "is_error";
-        if (h.sidecar_offsets != compare_internal::Offsets(pb.sidecar_offsets())) {
-          return "sidecar_offsets";
-        }
         return "";
       });
 }

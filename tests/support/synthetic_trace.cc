@@ -153,4 +153,17 @@ void SyntheticTrace::StreamTo(std::FILE* sink) {
   sink_ = sink;
 }
 
+void AppendTiedHandOffs(SyntheticTrace& t, uint32_t p, uint32_t c, uint64_t k, uint64_t ts,
+                        uint32_t y_free_stack) {
+  const uint64_t x = 0x10000 + (k % 8) * 64, y = 0x90000 + (k % 5) * 32;
+  t.Alloc(p, ts, x, 48, 1);
+  if (k % 37 == 5) t.Flush(p);  // the tie goes on in p's next chunk
+  t.Free(c, ts, x, 2);
+  t.Alloc(p, ts, x, 48, 1);
+  t.Alloc(c, ts, y, 24, 3);
+  if (k % 41 == 7) t.Flush(c);
+  t.Free(c, ts, y, y_free_stack);
+  t.Free(c, ts, x, 2);
+}
+
 }  // namespace crossfree::analyzer::testing

@@ -73,4 +73,15 @@ class SyntheticTrace {
   bool reserve_counts_ = false;
 };
 
+// Tick k of the hand-offs the tie tests build (pairing_test, simulate's
+// ties_test; docs/design.md, "Ties"), every event at ts, as a trace
+// recorded with --time-resolution has them: producer p allocates block X
+// (stack 1), consumer c frees it (stack 2), p allocates X again (the
+// allocator hands the freed block back) and c frees it again; c allocates
+// a temporary Y of its own (stack 3) and frees it (y_free_stack). X is one
+// of 8 addresses, Y one of 5, by k. p's chunk ends inside the tick when
+// k % 37 == 5, c's when k % 41 == 7, so some ties span chunks.
+void AppendTiedHandOffs(SyntheticTrace& t, uint32_t p, uint32_t c, uint64_t k, uint64_t ts,
+                        uint32_t y_free_stack);
+
 }  // namespace crossfree::analyzer::testing

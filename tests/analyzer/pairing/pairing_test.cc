@@ -72,6 +72,15 @@ uint64_t PairCount(const Run& run, size_t trace, uint32_t alloc_tid, uint32_t fr
   return n;
 }
 
+// The counts of a trace built so that every free ends a live allocation
+// the trace has: no unknown free, no double free, no allocation over a
+// live block.
+void CheckNoAnomalies(const PairingCounts& c) {
+  CHECK(c.unknown_frees == 0);
+  CHECK(c.double_frees == 0);
+  CHECK(c.alloc_over_live == 0);
+}
+
 TEST_CASE("producer/consumer: N cross-thread, M same-thread, to the object") {
   for (int jobs : {1, 2, 3}) {
     SyntheticTrace t(kPid);
@@ -91,8 +100,7 @@ TEST_CASE("producer/consumer: N cross-thread, M same-thread, to the object") {
     CHECK(c.paired == n + m);
     CHECK(c.cross_thread == n);
     CHECK(c.live_at_exit == 0);
-    CHECK(c.unknown_frees == 0);
-    CHECK(c.double_frees == 0);
+    CheckNoAnomalies(c);
     CHECK(PairCount(run, 0, kA, kB, 1, 4) == n);
     CHECK(PairCount(run, 0, kA, kA, 2, 3) == m);
     CHECK(run.results[0].pairs.size() == 2);
@@ -132,9 +140,7 @@ TEST_CASE("address reuse across threads pairs each free with the allocation it e
     CHECK(PairCount(run, 0, kA, kB, 1, 2) == 1);
     CHECK(PairCount(run, 0, kB, kA, 3, 4) == 1);
     CHECK(PairCount(run, 0, kA, kA, 5, 6) == 1);
-    CHECK(c.unknown_frees == 0);
-    CHECK(c.double_frees == 0);
-    CHECK(c.alloc_over_live == 0);
+    CheckNoAnomalies(c);
   }
 }
 
@@ -290,16 +296,7 @@ TEST_CASE("ties by address state: hand-offs and reuse inside one tick, exact cou
   for (int jobs : {1, 2, 3}) {
     SyntheticTrace t(kPid);
     for (uint64_t k = 0; k < n; ++k) {
-      const uint64_t ts = 1000 * (k + 1);
-      const uint64_t x = 0x10000 + (k % 8) * 64, y = 0x90000 + (k % 5) * 32;
-      t.Alloc(kA, ts, x, 48, 1);
-      if (k % 37 == 5) t.Flush(kA);  // the tie continues in A's next chunk
-      t.Free(kB, ts, x, 2);
-      t.Alloc(kA, ts, x, 48, 1);
-      t.Alloc(kB, ts, y, 24, 3);
-      if (k % 41 == 7) t.Flush(kB);
-      t.Free(kB, ts, y, 4);
-      t.Free(kB, ts, x, 2);
+      testing::AppendTiedHandOffs(t, kA, kB, k, 1000 * (k + 1), 4);
     }
     Run run;
     const PairingCounts& c = PairOne(run, t, jobs);
@@ -310,9 +307,7 @@ TEST_CASE("ties by address state: hand-offs and reuse inside one tick, exact cou
     CHECK(c.cross_thread == 2 * n);
     CHECK(PairCount(run, 0, kA, kB, 1, 2) == 2 * n);
     CHECK(PairCount(run, 0, kB, kB, 3, 4) == n);
-    CHECK(c.unknown_frees == 0);
-    CHECK(c.double_frees == 0);
-    CHECK(c.alloc_over_live == 0);
+    CheckNoAnomalies(c);
     CHECK(c.live_at_exit == 0);
   }
 }
@@ -390,8 +385,7 @@ TEST_CASE("many threads and small chunks, the throttle keeps results exact") {
       CHECK(c.cross_thread == expected_cross);
       CHECK(c.paired == expected_cross);
       CHECK(c.live_at_exit == 0);
-      CHECK(c.unknown_frees == 0);
-      CHECK(c.double_frees == 0);
+      CheckNoAnomalies(c);
       for (int k = 0; k < threads; ++k) {
         CHECK(PairCount(run, 0, kPid + k, kPid + (k + 1) % threads, 1 + k, 10 + k) ==
               uint64_t(rounds) * per_round);

@@ -46,16 +46,8 @@ SyntheticTrace HandOffsInOneTick(bool consumer_first) {
   b.Stack(c, 3, {0x3000});
   for (uint64_t k = 0; k < kTicks; ++k) {
     const uint64_t ts = 1000 * (k + 1);
-    const uint64_t x = 0x10000 + (k % 8) * 64, y = 0x90000 + (k % 5) * 32;
     const uint64_t z = 0x200000 + (k % 3) * 64, w = 0x300000 + (k % 7) * 128;
-    b.Alloc(p, ts, x, 48, 1);
-    if (k % 37 == 5) b.Flush(p);  // the tie goes on in P's next chunk
-    b.Free(c, ts, x, 2);
-    b.Alloc(p, ts, x, 48, 1);
-    b.Alloc(c, ts, y, 24, 3);
-    if (k % 41 == 7) b.Flush(c);
-    b.Free(c, ts, y, 3);
-    b.Free(c, ts, x, 2);
+    analyzer::testing::AppendTiedHandOffs(b, p, c, k, ts, 3);
     b.Alloc(p, ts, z, 40, 1);
     b.Realloc(c, ts, ts, z, w, 100, 2);
     b.Free(c, ts, w, 2);
