@@ -292,7 +292,6 @@ void ChunkChannel::DrainLoop() {
 
 void ChunkChannel::RescueLoop() {
   shm::Control* ctl = shm::ControlOf(base_);
-  bool usable = false;  // the layout this thread checked is whole
   uint32_t last_freed = ctl->freed_seq.load(std::memory_order_acquire);
   for (;;) {
     struct timespec tick = {0, static_cast<long>(kRescueTickNs)};
@@ -301,9 +300,10 @@ void ChunkChannel::RescueLoop() {
     if (!layout_known_.load(std::memory_order_acquire)) {
       if (ctl->layout_ready.load(std::memory_order_acquire) == 0) continue;
       CheckLayout();
-      usable = !broken_;  // read before another thread may change it
     }
-    if (!usable) return;
+    // A damaged layout, or file headers the drain refused: nothing taken
+    // from here on would be written.
+    if (broken_.load(std::memory_order_acquire)) return;
     // Act only when a thread of the command waits for a slot and the drain
     // has freed none for a whole tick. Not earlier: a thread that waits
     // briefly leaves its core to the drain, which then catches up; on the
@@ -326,10 +326,15 @@ void ChunkChannel::RescueSealed() {
     if (d->state.load(std::memory_order_acquire) != shm::kSealed) continue;
     if (rescued_bytes_.load(std::memory_order_relaxed) >= kRescueMiB << 20) break;
     if (!ClaimSlot(i)) continue;  // the drain is writing it
+    // Freed by the drain meanwhile (and maybe sealed again since): the
+    // length is read only after the state, as the drain does, so that it
+    // is the length of the chunk the claim holds.
+    if (d->state.load(std::memory_order_acquire) != shm::kSealed) {
+      UnclaimSlot(i);
+      continue;
+    }
     const uint32_t n = d->sealed_bytes.load(std::memory_order_relaxed);
-    // Freed by the drain meanwhile, or of a bad length (the drain counts
-    // it as damaged): not this thread's.
-    if (d->state.load(std::memory_order_acquire) != shm::kSealed || n > slot_bytes_) {
+    if (n > slot_bytes_) {  // the drain counts it as damaged
       UnclaimSlot(i);
       continue;
     }
@@ -480,8 +485,11 @@ int ChunkChannel::FileOfGeneration(uint32_t generation) const {
 
 size_t ChunkChannel::DrainSealed(bool final) {
   // The rescue thread's chunks first, then the slots: a chunk it takes in
-  // between is missing from this pass (a gap, waited for), never seen in
-  // both places as a chunk to write twice.
+  // between is missing from this pass (a gap, waited for). A chunk seen in
+  // both places (copied, its slot not yet freed at the scan) is written
+  // once: the slot's entry sorts after the copy and is skipped by its
+  // ticket, and a slot is written only under its claim with its ticket
+  // checked again.
   {
     std::lock_guard<std::mutex> hold(rescued_mu_);
     for (RescuedChunk& c : rescued_) rescued_taken_.push_back(std::move(c));
@@ -527,6 +535,13 @@ size_t ChunkChannel::DrainSealed(bool final) {
       const uint64_t now = NowNs();
       if (gap_since_ns_ == 0) gap_since_ns_ = now;
       if (now - gap_since_ns_ < kGapWaitNs) break;
+      // The missing chunk may have been handed over by the rescue thread
+      // after this pass took rescued_ (and its slot freed before the
+      // scan): look once more before giving up on it.
+      {
+        std::lock_guard<std::mutex> hold(rescued_mu_);
+        if (!rescued_.empty()) break;
+      }
       next_ticket_ = next.ticket;
     }
     if (!next.in_slot) {

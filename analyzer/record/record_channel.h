@@ -234,7 +234,10 @@ class ChunkChannel {
   std::vector<RescuedChunk> rescued_taken_;  // the drain's, not yet written
   std::vector<std::vector<uint8_t>> spare_;  // under rescued_mu_; at most kSpareBuffers
   std::vector<uint8_t>* owned_ = nullptr;    // the drain's: the rescued chunk it emits
-  bool broken_ = false;  // the region cannot be read any more (damaged, or no file)
+  // The region cannot be read any more (damaged, or no file): set by
+  // CheckLayout or the drain's TakeHeaders, read by both threads (the
+  // rescue thread then stops taking chunks nobody will write).
+  std::atomic<bool> broken_{false};
   uint32_t slots_ = 0;
   uint32_t slot_bytes_ = 0;
   uint64_t next_ticket_ = 0;
