@@ -176,6 +176,10 @@ TEST_CASE("truncation at every chunk edge: no command breaks, gate never passes"
   std::vector<size_t> cuts;
   for (const ChunkPlace& c : chunks) {
     for (size_t d : {size_t{1}, size_t{4}, size_t{9}, size_t{31}, size_t{33}, c.size - 1}) {
+      // The sanitizer trees cut each chunk in its header, at the header's
+      // last byte and before its own last byte (kSweepThinning's reason;
+      // at all six cuts this sweep took 107 s under ASan).
+      if (kSweepThinning > 1 && d != 1 && d != 31 && d != c.size - 1) continue;
       if (d < c.size) cuts.push_back(c.offset + d);
     }
   }
