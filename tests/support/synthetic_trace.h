@@ -77,8 +77,8 @@ class SyntheticTrace {
 // ties_test; docs/design.md, "Ties"), every event at ts, as a trace
 // recorded with --time-resolution has them: producer p allocates block X
 // (stack 1), consumer c frees it (stack 2), p allocates X again (the
-// allocator hands the freed block back) and c frees it again; c allocates
-// a temporary Y of its own (stack 3) and frees it (y_free_stack). X is one
+// allocator hands the freed block back), c allocates a temporary Y of its
+// own (stack 3) and frees it (y_free_stack), then frees X again. X is one
 // of 8 addresses, Y one of 5, by k. p's chunk ends inside the tick when
 // k % 37 == 5, c's when k % 41 == 7, so some ties span chunks.
 void AppendTiedHandOffs(SyntheticTrace& t, uint32_t p, uint32_t c, uint64_t k, uint64_t ts,
