@@ -726,13 +726,17 @@ std::vector<uint8_t> ChunkChannel::SpareBuffer() {
   if (spare_.empty()) return {};
   std::vector<uint8_t> buffer = std::move(spare_.back());
   spare_.pop_back();
+  spare_bytes_ -= buffer.capacity();
   return buffer;
 }
 
 void ChunkChannel::ReturnBuffer(std::vector<uint8_t>&& buffer) {
   if (buffer.capacity() == 0) return;
   std::lock_guard<std::mutex> hold(rescued_mu_);
-  if (spare_.size() < kSpareBuffers) spare_.push_back(std::move(buffer));
+  if (spare_.size() < kSpareBuffers && spare_bytes_ + buffer.capacity() <= kSpareMiB << 20) {
+    spare_bytes_ += buffer.capacity();
+    spare_.push_back(std::move(buffer));
+  }
 }
 
 void ChunkChannel::CompressAndWrite(int fd, const uint8_t* chunk, size_t n) {

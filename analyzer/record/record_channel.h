@@ -190,7 +190,11 @@ class ChunkChannel {
   // fault per 4 KiB (a fifth of its CPU on the deep-stack workload).
   std::vector<uint8_t> SpareBuffer();
   void ReturnBuffer(std::vector<uint8_t>&& buffer);
+  // At most this many spares and this much capacity in all: 32 slots of
+  // the tracer's default 128 KiB, and no more than 8 MiB when the target
+  // chose (or scribbled) slots of up to 16 MiB. Beyond the rescue cap.
   static constexpr size_t kSpareBuffers = 32;
+  static constexpr size_t kSpareMiB = 8;
   void CompressAndWrite(int fd, const uint8_t* chunk, size_t n);
   void Write(int fd, const uint8_t* data, size_t n);
   void FreeSlot(uint32_t slot);
@@ -233,6 +237,7 @@ class ChunkChannel {
   std::atomic<size_t> rescued_bytes_{0};
   std::vector<RescuedChunk> rescued_taken_;  // the drain's, not yet written
   std::vector<std::vector<uint8_t>> spare_;  // under rescued_mu_; at most kSpareBuffers
+  size_t spare_bytes_ = 0;                   // under rescued_mu_: spare_'s capacity
   std::vector<uint8_t>* owned_ = nullptr;    // the drain's: the rescued chunk it emits
   // The region cannot be read any more (damaged, or no file): set by
   // CheckLayout or the drain's TakeHeaders, read by both threads (the
