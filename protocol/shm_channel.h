@@ -174,7 +174,7 @@ struct alignas(64) Control {
   // Images after exec. generation: the attached image's number (0 the
   // first), tagged on each slot it claims. headers_published: file headers
   // the images put in the header area (the tracer's release store after the
-  // bytes); headers_taken: of those, written by record (release store once
+  // bytes); headers_taken: of those, copied by record (release store once
   // it has copied the area). An image publishes only when the two are equal,
   // so the one header area is never overwritten unread.
   alignas(64) std::atomic<uint32_t> generation;

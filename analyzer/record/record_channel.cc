@@ -304,6 +304,11 @@ void ChunkChannel::RescueLoop() {
     // A damaged layout, or file headers the drain refused: nothing taken
     // from here on would be written.
     if (broken_.load(std::memory_order_acquire)) return;
+    // An exec'd image waits for its predecessor's header to be taken.
+    if (ctl->headers_published.load(std::memory_order_acquire) !=
+        ctl->headers_taken.load(std::memory_order_relaxed)) {
+      CopyHeaders();
+    }
     // Act only when a thread of the command waits for a slot and the drain
     // has freed none for a whole tick. Not earlier: a thread that waits
     // briefly leaves its core to the drain, which then catches up; on the
@@ -413,18 +418,18 @@ void ChunkChannel::TakeHeaders() {
     if (ctl->layout_ready.load(std::memory_order_acquire) == 0) return;
     CheckLayout();
   }
-  if (broken_) return;
-  const uint32_t published = ctl->headers_published.load(std::memory_order_acquire);
-  while (files_.size() < published) {
-    const uint32_t header_bytes = ctl->file_header_bytes;
-    if (published > files_.size() + 1 || files_.size() >= shm::kMaxImages ||
-        header_bytes > shm::kFileHeaderAreaBytes) {
-      stats_.error = "the traced process damaged the hand-off region's file headers";
-      broken_ = true;
-      return;
+  CopyHeaders();  // nothing once broken_
+  std::vector<std::vector<uint8_t>> headers;  // the copies not yet written, in order
+  {
+    std::lock_guard<std::mutex> hold(header_mu_);
+    // Damaged headers, found by either thread's CopyHeaders.
+    if (!header_error_.empty() && stats_.error.empty()) stats_.error = header_error_;
+    if (broken_) return;
+    for (size_t g = files_.size(); g < header_copies_.size(); ++g) {
+      headers.push_back(std::move(header_copies_[g]));
     }
-    const uint8_t* header = shm::FileHeaderOf(base_);
-    std::vector<uint8_t> copy(header, header + header_bytes);
+  }
+  for (std::vector<uint8_t>& copy : headers) {
     std::string error;
     auto parsed = format::TraceReader::FromBytes(std::span<const uint8_t>(copy),
                                                  "the handed-over header", &error);
@@ -452,8 +457,27 @@ void ChunkChannel::TakeHeaders() {
     files_.push_back(fd);
     stats_.plain_bytes += copy.size();
     Write(fd, copy.data(), copy.size());
+  }
+}
+
+void ChunkChannel::CopyHeaders() {
+  shm::Control* ctl = shm::ControlOf(base_);
+  std::lock_guard<std::mutex> hold(header_mu_);
+  if (broken_.load(std::memory_order_acquire)) return;
+  const uint32_t published = ctl->headers_published.load(std::memory_order_acquire);
+  while (header_copies_.size() < published) {
+    const uint32_t header_bytes = ctl->file_header_bytes;
+    if (published > header_copies_.size() + 1 || header_copies_.size() >= shm::kMaxImages ||
+        header_bytes > shm::kFileHeaderAreaBytes) {
+      header_error_ = "the traced process damaged the hand-off region's file headers";
+      broken_ = true;
+      return;
+    }
+    const uint8_t* header = shm::FileHeaderOf(base_);
+    header_copies_.emplace_back(header, header + header_bytes);
     // The next image may now reuse the header area.
-    ctl->headers_taken.store(static_cast<uint32_t>(files_.size()), std::memory_order_release);
+    ctl->headers_taken.store(static_cast<uint32_t>(header_copies_.size()),
+                             std::memory_order_release);
   }
 }
 

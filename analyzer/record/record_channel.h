@@ -165,8 +165,14 @@ class ChunkChannel {
   // them (gaps no longer wait). Returns how many were written.
   size_t DrainSealed(bool final);
   // Checks the layout once, then writes every file header published and
-  // not yet taken (one per image), each to its file.
+  // not yet written (one per image), each to its file. The drain's.
   void TakeHeaders();
+  // Copies the file headers published and not yet copied into
+  // header_copies_ and tells the tracer the header area is free again
+  // (headers_taken): an exec'd image waits for that at most a second
+  // before it writes a file of its own, so the rescue thread does it too
+  // when the drain gets no core. Either thread, under header_mu_.
+  void CopyHeaders();
   int OpenImageFile();
   void WritePartial(uint32_t slot);
   // The file of the image that filled slot (its generation), or -1 (a
@@ -214,6 +220,12 @@ class ChunkChannel {
   int out_ = -1;
   std::string path_;
   std::vector<int> files_;  // per image (generation): out_, then the files opened here
+  // The headers CopyHeaders took from the header area, per image; the
+  // drain writes header_copies_[files_.size()] and on. header_error_: why
+  // CopyHeaders set broken_, for the drain to report.
+  std::mutex header_mu_;
+  std::vector<std::vector<uint8_t>> header_copies_;
+  std::string header_error_;
   std::thread drain_;
   std::thread rescue_;
   bool stop_ = false;  // the owner's request, read by the drain thread (atomic access)

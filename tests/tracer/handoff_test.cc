@@ -233,6 +233,32 @@ TEST_CASE("handoff: an exec'd image takes the region over and keeps every event 
   CheckIdleEvents(t, ReadAll(b.out));
 }
 
+TEST_CASE("handoff: exec'd images take the region over while the drain gets no core",
+          "[handoff]") {
+  // The drain stops for 2.5 s once it has written the first header (as
+  // at nice 19 on a busy machine). sh execs sh, which execs env, which
+  // execs true: each later image waits at most 1 s for its predecessor's
+  // header to be taken before it writes a file of its own, so the rescue
+  // thread must take the headers meanwhile. Before it did, record took
+  // over 1 of the 3 exec'd images.
+  const std::string dir = MakeTempDir();
+  const std::string trace = dir + "/t";
+  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", "/bin/sh", "-c",
+                     "exec /bin/sh -c 'exec /usr/bin/env true'"},
+                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
+                     "CROSSFREE_RECORD_TEST_PAUSE_DRAIN_MS=2500"},
+                    "");
+  INFO("stderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("(also for 3 exec'd images)") != std::string::npos);
+  CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
+  for (const std::string suffix : {"", ".1", ".2", ".3"}) {
+    Trace t = LoadTrace(trace + suffix);
+    INFO("trace" << suffix << ": " << t.error);
+    CHECK(t.complete);
+  }
+}
+
 TEST_CASE("handoff: a clean exit hands every chunk over, record seals nothing itself",
           "[handoff]") {
   const std::string dir = MakeTempDir();
