@@ -252,8 +252,9 @@ class ChunkChannel {
   size_t spare_bytes_ = 0;                   // under rescued_mu_: spare_'s capacity
   std::vector<uint8_t>* owned_ = nullptr;    // the drain's: the rescued chunk it emits
   // The region cannot be read any more (damaged, or no file): set by
-  // CheckLayout or the drain's TakeHeaders, read by both threads (the
-  // rescue thread then stops taking chunks nobody will write).
+  // CheckLayout, CopyHeaders (either thread) or the drain's TakeHeaders,
+  // read by both threads (the rescue thread then stops taking chunks
+  // nobody will write).
   std::atomic<bool> broken_{false};
   uint32_t slots_ = 0;
   uint32_t slot_bytes_ = 0;

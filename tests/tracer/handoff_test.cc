@@ -85,6 +85,15 @@ Background SpawnRecord(const std::string& dir, const std::vector<std::string>& a
   return b;
 }
 
+// `crossfree record ARGS...` run to its end, as SpawnRecord starts it: the
+// tracer library named, plus env.
+RunResult RunRecord(const std::vector<std::string>& args, std::vector<std::string> env) {
+  std::vector<std::string> argv = {CROSSFREE_CLI, "record"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  env.insert(env.begin(), std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB);
+  return Run(argv, env, "");
+}
+
 // Polls path for a line "WORD <pid>" and returns the pid; the deadline only
 // guards against a hang.
 int WaitForPid(const std::string& path, const std::string& word) {
@@ -243,11 +252,9 @@ TEST_CASE("handoff: exec'd images take the region over while the drain gets no c
   // over 1 of the 3 exec'd images.
   const std::string dir = MakeTempDir();
   const std::string trace = dir + "/t";
-  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", "/bin/sh", "-c",
-                     "exec /bin/sh -c 'exec /usr/bin/env true'"},
-                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
-                     "CROSSFREE_RECORD_TEST_PAUSE_DRAIN_MS=2500"},
-                    "");
+  RunResult r = RunRecord({"-o", trace, "--", "/bin/sh", "-c",
+                           "exec /bin/sh -c 'exec /usr/bin/env true'"},
+                          {"CROSSFREE_RECORD_TEST_PAUSE_DRAIN_MS=2500"});
   INFO("stderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("(also for 3 exec'd images)") != std::string::npos);
@@ -263,11 +270,8 @@ TEST_CASE("handoff: a clean exit hands every chunk over, record seals nothing it
           "[handoff]") {
   const std::string dir = MakeTempDir();
   const std::string trace = dir + "/t";
-  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", TargetPath("tt_handoff"), "idle",
-                     "exit"},
-                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB,
-                     "CROSSFREE_FLUSH_MS=0", "CROSSFREE_BUFFER_KB=16"},
-                    "");
+  RunResult r = RunRecord({"-o", trace, "--", TargetPath("tt_handoff"), "idle", "exit"},
+                          {"CROSSFREE_FLUSH_MS=0", "CROSSFREE_BUFFER_KB=16"});
   INFO("stderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("(0 events in 0 partly filled chunks") != std::string::npos);
@@ -303,11 +307,8 @@ TEST_CASE("handoff: record's zstd level and nice come from its environment, bad 
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string trace = dir + "/t" + std::to_string(i);
     std::vector<std::string> env = cases[i].env;
-    env.push_back(std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB);
     env.push_back("CROSSFREE_BUFFER_KB=16");
-    RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", TargetPath("tt_handoff"),
-                       "idle", "exit"},
-                      env, "");
+    RunResult r = RunRecord({"-o", trace, "--", TargetPath("tt_handoff"), "idle", "exit"}, env);
     INFO("case " << i << ", stderr:\n" << r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(r.err.substr(0, r.err.find("crossfree record: hand-off")) == cases[i].warnings);
@@ -327,8 +328,7 @@ TEST_CASE("handoff: a fork child hands its chunks to record too, in a trace of i
           "[handoff][fork]") {
   const std::string dir = MakeTempDir();
   const std::string trace = dir + "/t";
-  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", TargetPath("tt_fork")},
-                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB}, "");
+  RunResult r = RunRecord({"-o", trace, "--", TargetPath("tt_fork")}, {});
   INFO("stderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
@@ -394,9 +394,7 @@ TEST_CASE("handoff: a command that damages the region gets its real chunks writt
           "[handoff]") {
   const std::string dir = MakeTempDir();
   const std::string trace = dir + "/t";
-  RunResult r = Run({CROSSFREE_CLI, "record", "-o", trace, "--", TargetPath("tt_handoff"),
-                     "scribble"},
-                    {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB}, "");
+  RunResult r = RunRecord({"-o", trace, "--", TargetPath("tt_handoff"), "scribble"}, {});
   INFO("stderr:\n" << r.err);
   REQUIRE(r.exit_code == 3);  // damaged chunks are lost events (exit_codes.h)
   REQUIRE(r.out.find("scribbled") != std::string::npos);
