@@ -23,6 +23,7 @@
 
 #include "calculator.grpc.pb.h"
 #include "bench/bench_result.h"
+#include "bench/loop_flags.h"
 #include "rpc/histogram.h"
 
 // Provided by bench/'s libcrossfree-rpc-alloc-count.so when it is preloaded
@@ -36,15 +37,11 @@ namespace {
 using rpc::test::AddRequestPB;
 using rpc::test::AddResponsePB;
 
-struct Flags {
-  int client_threads = 16;
-  double run_seconds = 1;
+// The closed loop's flags (mode, client threads, calls in flight, run
+// time) are rpc-bench's (bench/loop_flags.h); async mode's chains are of
+// callback-API calls, one client per channel.
+struct Flags : bench::LoopFlags {
   std::string server_api = "sync";
-  // sync: one blocking caller per client thread. async: per client
-  // channel, async_call_concurrency chains of callback-API calls, each
-  // issued from the previous one's completion (rpc-bench --mode async).
-  std::string mode = "sync";
-  int async_call_concurrency = 60;
   // Sync server only; 0 keeps gRPC's default.
   int sync_cqs = 0;
   int sync_min_pollers = 0;
@@ -423,11 +420,11 @@ int main(int argc, char** argv) {
   crossfree::grpcbench::Flags f;
   CLI::App app{"grpc_bench: rpc-bench's sync closed loop on gRPC C++ (client and server in one "
                "process over 127.0.0.1)"};
-  app.add_option("--client_threads", f.client_threads,
-                 "Client threads, each with its own channel and TCP connection")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--run_seconds", f.run_seconds, "Measured run time in seconds")
-      ->check(CLI::PositiveNumber);
+  crossfree::bench::AddLoopOptions(
+      app, &f, {"sync", "async"},
+      {.mode = "sync (a blocking caller per client thread) or async (callback-API chains)",
+       .client_threads = "Client threads, each with its own channel and TCP connection",
+       .client = "channel"});
   app.add_option("--server_api", f.server_api,
                  "sync (handler on a sync-server polling thread) or callback (handler inline "
                  "on a gRPC event thread)")
@@ -440,12 +437,6 @@ int main(int argc, char** argv) {
   app.add_option("--sync_max_pollers", f.sync_max_pollers,
                  "Sync server: maximum polling threads per queue (0 = gRPC default)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--mode", f.mode,
-                 "sync (a blocking caller per client thread) or async (callback-API chains)")
-      ->check(CLI::IsMember({"sync", "async"}));
-  app.add_option("--async_call_concurrency", f.async_call_concurrency,
-                 "Async: calls in flight per client channel")
-      ->check(CLI::PositiveNumber);
   app.add_option("--handoff_every", f.handoff_every,
                  "Sync server: every Nth call hands a small object to a thread that frees it "
                  "(a planted per-call cross-thread pair; 0 = none)")

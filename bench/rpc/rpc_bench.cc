@@ -27,6 +27,7 @@
 #include "crossfree_version.h"
 
 #include "bench/bench_result.h"
+#include "bench/loop_flags.h"
 #include "rpc/alloc_pattern.h"
 #include "rpc/calculator_service.h"
 #include "rpc/histogram.h"
@@ -40,18 +41,16 @@
 namespace crossfree::rpc {
 namespace {
 
-struct Flags {
+// The closed loop's flags (mode, client threads, calls in flight, run
+// time) are grpc_bench's too (bench/loop_flags.h).
+struct Flags : bench::LoopFlags {
   int server_reactors = 4;
-  int client_threads = 16;
   int worker_threads = 1;
-  double run_seconds = 1;
   double progress_seconds = 0;  // > 0: print req/s every this many seconds
   // Sync: > 0 makes each client thread stop after this many calls (the run is
   // then as long as they take, not run_seconds): a fixed amount of work, for
   // counting instructions per call under callgrind.
   int64_t calls = 0;
-  std::string mode = "sync";
-  int async_call_concurrency = 60;
   int payload_bytes = 0;
   std::string alloc_pattern = "fixed";
   AllocPattern legacy;  // the --legacy_* switches, added to alloc_pattern's
@@ -624,11 +623,13 @@ int main(int argc, char** argv) {
   CLI::App app{"rpc-bench: closed-loop RPC benchmark over loopback (client and server in one "
                "process)"};
   app.set_version_flag("--version", "rpc-bench " CROSSFREE_VERSION);
+  crossfree::bench::AddLoopOptions(
+      app, &f, {"sync", "async", "pingpong"},
+      {.mode = "sync, async, or pingpong (raw blocking TCP round trips, no RPC: the limit)",
+       .client_threads = "Sync: client threads (each with its own 1-reactor messenger). "
+                         "Async: client messengers/reactors",
+       .client = "messenger"});
   app.add_option("--server_reactors", f.server_reactors, "Server reactor threads")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--client_threads", f.client_threads,
-                 "Sync: client threads (each with its own 1-reactor messenger). "
-                 "Async: client messengers/reactors")
       ->check(CLI::PositiveNumber);
   app.add_option("--worker_threads", f.worker_threads, "Server service-pool workers")
       ->check(CLI::PositiveNumber);
@@ -636,18 +637,10 @@ int main(int argc, char** argv) {
                  "Print the req/s of each interval this long on stderr while running "
                  "(PROGRESS lines; 0 = none)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--run_seconds", f.run_seconds, "Measured run time in seconds")
-      ->check(CLI::PositiveNumber);
   app.add_option("--calls", f.calls,
                  "Sync: each client thread makes this many calls, then the run ends "
                  "(instead of --run_seconds; no ramp: for instruction counts)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--mode", f.mode,
-                 "sync, async, or pingpong (raw blocking TCP round trips, no RPC: the limit)")
-      ->check(CLI::IsMember({"sync", "async", "pingpong"}));
-  app.add_option("--async_call_concurrency", f.async_call_concurrency,
-                 "Async: calls in flight per client messenger")
-      ->check(CLI::PositiveNumber);
   app.add_option("--payload_bytes", f.payload_bytes,
                  "0: call Add; N > 0: call Echo with N bytes each way")
       ->check(CLI::NonNegativeNumber);
