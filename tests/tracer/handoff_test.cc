@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <utility>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -405,6 +406,33 @@ TEST_CASE("handoff: a command that damages the region gets its real chunks writt
   CHECK(t.complete);
   auto fns = ParseFunctions(r.out);
   CHECK(EventsFrom(t, fns["tt_handoff_futex"]).size() == 100);
+}
+
+TEST_CASE("handoff: a command that forges the region's file headers runs on, and what record "
+          "had is kept",
+          "[handoff]") {
+  // The header area's count, a length, the bytes: each forged after record
+  // took every sealed chunk (handoff_target forge), so the 120,000 events
+  // before it are in the file, and record names the damage.
+  const std::pair<const char*, const char*> kinds[] = {
+      {"count", "the traced process damaged the hand-off region's file headers"},
+      {"size", "the traced process damaged the hand-off region's file headers"},
+      {"bytes", "the trace header the tracer handed over is damaged"}};
+  for (const auto& [kind, message] : kinds) {
+    SECTION(kind) {
+      const std::string dir = MakeTempDir();
+      const std::string trace = dir + "/t";
+      RunResult r = RunRecord({"-o", trace, "--", TargetPath("tt_handoff"), "forge", kind}, {});
+      INFO("stderr:\n" << r.err);
+      CHECK(r.exit_code == 3);  // events lost (exit_codes.h)
+      CHECK(r.out.find("forged") != std::string::npos);
+      CHECK(r.err.find(message) != std::string::npos);
+      Trace t = LoadTrace(trace);
+      INFO("trace: " << t.error);
+      auto fns = ParseFunctions(r.out);
+      CHECK(EventsFrom(t, fns["tt_handoff_bulk"]).size() == 120000);
+    }
+  }
 }
 
 TEST_CASE("handoff: the command never opens or writes the trace (strace)", "[handoff]") {

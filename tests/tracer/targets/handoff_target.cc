@@ -29,12 +29,25 @@
 //                         slot, a bad magic, a bad checksum) and two partly
 //                         filled ones (a committed length past the slot, a
 //                         bad magic); then writes "scribbled" and returns.
+//   handoff_target forge count|size|bytes
+//                         one thread "hf-bulk-exit" makes 60,000 pairs
+//                         (tt_handoff_bulk: 120,000 events) and exits; once
+//                         `record` has taken every sealed chunk (at most
+//                         10 s), the main thread forges the region's file
+//                         header area the way a wild pointer could: count,
+//                         two more headers published than were written;
+//                         size, one header published with a length past the
+//                         area; bytes, one header published whose bytes are
+//                         not a trace header. Then it makes 50 pairs
+//                         (tt_handoff_futex: 100 events), writes "forged"
+//                         and returns.
 // Output goes through write(2) (no stdio buffer to allocate in between), after
 // the fn lines.
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -97,6 +110,48 @@ uint8_t* FindRegion() {
   return found;
 }
 
+// Waits until `record` has taken every sealed chunk (true), for at most 10 s.
+bool WaitUntilDrained(uint8_t* base) {
+  namespace shm = crossfree::shm;
+  const shm::Control* ctl = shm::ControlOf(base);
+  for (int tries = 0; tries < 1000; ++tries) {
+    bool sealed = false;
+    for (uint32_t i = 0; i < ctl->slot_count && !sealed; ++i) {
+      sealed = shm::DescOf(base, i)->state.load(std::memory_order_acquire) == shm::kSealed;
+    }
+    if (!sealed) return true;
+    struct timespec tick = {0, 10'000'000};
+    nanosleep(&tick, nullptr);
+  }
+  return false;
+}
+
+int Forge(const char* kind) {
+  namespace shm = crossfree::shm;
+  uint8_t* base = FindRegion();
+  if (base == nullptr) return 3;
+  const Worker bulk = {"hf-bulk-exit", tt_handoff_bulk, 60000, false, false};
+  pthread_join(Start(bulk), nullptr);  // its exit seals its last chunk
+  if (!WaitUntilDrained(base)) return 4;
+  shm::Control* ctl = shm::ControlOf(base);
+  const uint32_t published = ctl->headers_published.load(std::memory_order_acquire);
+  if (strcmp(kind, "count") == 0) {
+    ctl->headers_published.store(published + 2, std::memory_order_release);
+  } else if (strcmp(kind, "size") == 0) {
+    ctl->file_header_bytes = static_cast<uint32_t>(shm::kFileHeaderAreaBytes) + 1;
+    ctl->headers_published.store(published + 1, std::memory_order_release);
+  } else if (strcmp(kind, "bytes") == 0) {
+    memset(shm::FileHeaderOf(base), 0x5a, 512);
+    ctl->file_header_bytes = 512;
+    ctl->headers_published.store(published + 1, std::memory_order_release);
+  } else {
+    return 2;
+  }
+  tt_handoff_futex(50);
+  Say("forged\n");
+  return 0;
+}
+
 int Scribble() {
   namespace shm = crossfree::shm;
   tt_handoff_futex(50);
@@ -135,6 +190,7 @@ int main(int argc, char** argv) {
   TT_REPORT(tt_handoff_flood);
   fflush(stdout);
   if (argc > 1 && strcmp(argv[1], "scribble") == 0) return Scribble();
+  if (argc > 2 && strcmp(argv[1], "forge") == 0) return Forge(argv[2]);
   const bool flood = argc > 1 && strcmp(argv[1], "flood") == 0;
   if (flood) {
     SayWithPid("ready");
