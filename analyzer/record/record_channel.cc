@@ -608,7 +608,19 @@ size_t ChunkChannel::DrainSealed(bool final) {
         // thread already waits for one. Plain until the backlog shrinks.
         behind_ = free_slots + freed < slots_ / kKeepUpDivisor ||
                   control->tracer_waiting.load(std::memory_order_relaxed) != 0;
-        EmitValidated(fd, shm::SlotOffset(slot, slot_bytes_) + static_cast<uint8_t*>(base_), n);
+        // Copied out of shared memory before it is checked, so that the
+        // checks hold for every byte read after them: the command can still
+        // write to a sealed slot (only one that damages the region would),
+        // and the rounding, the compressor and the write all read the chunk
+        // after its CRC check. One copy of at most a slot, which a held-back
+        // chunk keeps (HoldBuffer moves it).
+        const uint8_t* in_slot = shm::SlotOffset(slot, slot_bytes_) + static_cast<uint8_t*>(base_);
+        std::vector<uint8_t> copy = SpareBuffer();
+        copy.assign(in_slot, in_slot + n);
+        owned_ = &copy;
+        EmitValidated(fd, copy.data(), copy.size());
+        owned_ = nullptr;
+        ReturnBuffer(std::move(copy));
         behind_ = false;
       }
       FreeSlot(slot);

@@ -250,7 +250,7 @@ class ChunkChannel {
   std::vector<RescuedChunk> rescued_taken_;  // the drain's, not yet written
   std::vector<std::vector<uint8_t>> spare_;  // under rescued_mu_; at most kSpareBuffers
   size_t spare_bytes_ = 0;                   // under rescued_mu_: spare_'s capacity
-  std::vector<uint8_t>* owned_ = nullptr;    // the drain's: the rescued chunk it emits
+  std::vector<uint8_t>* owned_ = nullptr;    // the drain's: the copy it emits (rescued, or a slot's)
   // The region cannot be read any more (damaged, or no file): set by
   // CheckLayout, CopyHeaders (either thread) or the drain's TakeHeaders,
   // read by both threads (the rescue thread then stops taking chunks
