@@ -18,12 +18,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <utility>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
