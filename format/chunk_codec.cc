@@ -12,6 +12,7 @@
 
 #include "format/chunk_refs.h"
 #include "format/crc32c.h"
+#include "format/trace_format.h"
 #include "format/trace_writer.h"
 
 namespace crossfree::format {
@@ -20,11 +21,6 @@ namespace {
 
 // Lanes of the record stream (docs/trace-format.md 5.1).
 enum Lane : size_t { kRecords = 0, kTimes = 1, kStacks = 2, kAddresses = 3, kSizes = 4 };
-
-bool IsEventKind(uint8_t kind) {
-  return kind == kTagAllocBase || kind == kTagFreeBase || kind == kTagAllocAlignedBase ||
-         kind == kTagFreeAlignedBase;
-}
 
 // Where a layout 2 writer finds, for a free, the chunk's latest
 // allocation of its address (docs/trace-format.md 5.2). Direct-mapped, no

@@ -12,11 +12,6 @@
 namespace crossfree::format {
 namespace {
 
-bool IsEventKind(uint8_t kind) {
-  return kind == kTagAllocBase || kind == kTagFreeBase || kind == kTagAllocAlignedBase ||
-         kind == kTagFreeAlignedBase;
-}
-
 // One pass over a plain record stream: copies records to the output, and
 // re-encodes each ts varint as the delta between rounded times. The
 // original times are followed exactly (prev_ts_ as the format's decoder

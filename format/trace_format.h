@@ -110,6 +110,15 @@ enum RecordTag : uint8_t {
   kTagLosses = 0x84,   // len 28, fixed-width: what record could not write (RecordLosses)
 };
 
+// Whether `kind` (a tag with its AllocFn/FreeFn nibble masked off) is a
+// plain alloc or free event: the records whose ts, stack, address and size
+// go to the compressed layout's lanes and that time rounding rewrites.
+// Realloc records are not among them: they carry two times of their own.
+constexpr bool IsEventKind(uint8_t kind) {
+  return kind == kTagAllocBase || kind == kTagFreeBase || kind == kTagAllocAlignedBase ||
+         kind == kTagFreeAlignedBase;
+}
+
 // Recording windows (kTagWindow, docs/guide/tracer.md "Windows"). A trace
 // whose header has kHeaderFlagWindowed starts closed: only the events
 // between an open and the next close record were traced. Without the flag

@@ -97,7 +97,7 @@ std::string PairJson(const CrossPair& p, const Analysis& a) {
       PairCostPageJson(a, p));
 }
 
-std::string RunJson(const Analysis& a) {
+std::string PageRunJson(const Analysis& a) {
   const PairingCounts& c = a.counts;
   const RunFigures t = a.Totals();
   std::string traces = "[";
@@ -275,7 +275,7 @@ std::string RenderReportHtml(const Analysis& a) {
       "<h2>Timelines of the top pairs</h2><div id=\"timelines\"></div>\n"
       "<div id=\"central-section\"><h2>tcmalloc central free-list transfers per role</h2>"
       "<table id=\"central\"></table></div>";
-  return Page(title, body, "{\"kind\":\"report\",\"run\":" + RunJson(a) + "}");
+  return Page(title, body, "{\"kind\":\"report\",\"run\":" + PageRunJson(a) + "}");
 }
 
 std::string RenderDiffHtml(const Analysis& before, const Analysis& after, const DiffResult& d) {
@@ -327,7 +327,7 @@ std::string RenderDiffHtml(const Analysis& before, const Analysis& after, const 
   return Page("crossfree diff", body,
               "{\"kind\":\"diff\",\"per_operation\":" +
                   std::string(d.per_operation ? "true" : "false") + ",\"before\":" +
-                  RunJson(before) + ",\"after\":" + RunJson(after) + ",\"rows\":" + rows + "}");
+                  PageRunJson(before) + ",\"after\":" + PageRunJson(after) + ",\"rows\":" + rows + "}");
 }
 
 }  // namespace crossfree::analyzer::render
