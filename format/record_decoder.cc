@@ -154,6 +154,19 @@ const uint8_t* GetEventFields(const uint8_t* p, const uint8_t* end, EventFields*
   return wire::GetVarint(p, end, &f->size);
 }
 
+// An event's fields from layout 3's streams: at and end, the cursors and
+// ends of its kind's first stream on (read[i]: each varint's length, 0 for
+// none); false when one runs out or is malformed.
+__attribute__((always_inline)) inline bool ReadPlanedFields(const uint8_t** at,
+                                                            const uint8_t* const* end,
+                                                            EventFields* f, unsigned* read) {
+  return (read[0] = GetPlanedVarint(at, end, &f->ts_delta)) != 0 &&
+         (read[1] = GetPlanedVarint(at + 3, end + 3, &f->word)) != 0 &&
+         (read[2] = GetPlanedVarint(at + 6, end + 6, &f->addr_delta)) != 0 &&
+         (!(f->word & 1) || (f->word >> 1) > UINT32_MAX ||
+          (read[3] = GetPlanedVarint(at + 9, end + 9, &f->size)) != 0);
+}
+
 class Decoder {
  public:
   // lanes: a compressed chunk's decompressed lanes (docs/trace-format.md
@@ -170,18 +183,54 @@ class Decoder {
   bool Run();
 
  private:
+  // Where a chunk's records are: its payload (plain), lanes (layouts 1
+  // and 2) or streams (layout 3).
+  enum class Source { kPlain, kLanes, kPlanes };
+
+  // The cursors of the loop over records (RunRecords), held in a local
+  // copy over any run of events and stored back to the members (Save)
+  // before anything that reads those: another kind of record, Fail(),
+  // and the end of the records. As members they were loaded anew for
+  // every event, for every field: Event's one-byte fields (op, fn) are
+  // stored through character types, which may alias any member as far as
+  // the compiler knows, and the loads of each varint's first and second
+  // byte waited on them (perf: GetPlanedVarint's hottest lines). A local
+  // whose address never leaves the loop cannot be aliased, and stays in
+  // registers or a spill slot the compiler schedules. Only those of the
+  // chunk's Source are copied; the ends never change.
+  struct Cursors {
+    const uint8_t* p;  // the next record (lane 0 of a compressed chunk)
+    const uint8_t* end;
+    const uint8_t* field[wire::kLanes];  // field_, field_end_ (lanes)
+    const uint8_t* field_end[wire::kLanes];
+    const uint8_t* stream[wire::kStreams];  // stream_, stream_end_ (planes)
+    const uint8_t* stream_end[wire::kStreams];
+  };
+  template <Source S>
+  __attribute__((always_inline)) Cursors Load() const;
+  template <Source S>
+  __attribute__((always_inline)) void Save(const Cursors& c);
+
   // The steps of Run(), one per kind of record (docs/trace-format.md 6).
   void Begin();  // cursors at the records and lanes, state of 6.1 reset
-  __attribute__((always_inline)) bool DecodeEvent(const uint8_t* start, uint8_t tag, EventTag t);
-  // An event's fields from layout 3's streams (read[i]: each varint's
-  // length, 0 for none) or layout 1's and 2's lanes (lane_next: the
+  // The records from the cursors on; false after Fail().
+  template <Source S>
+  bool RunRecords();
+  // kAlloc: an allocation, else a free (their layout 3 streams differ).
+  template <Source S, bool kAlloc>
+  __attribute__((always_inline)) bool DecodeEvent(Cursors& c, const uint8_t* start, uint8_t tag,
+                                                  EventTag t);
+  // An event's fields from layout 1's and 2's lanes (lane_next: the
   // cursors after it); false when one runs out or is malformed.
-  __attribute__((always_inline)) bool ReadPlanedFields(const uint8_t** planes, EventFields* f,
-                                                       unsigned* read);
-  __attribute__((always_inline)) bool ReadLaneFields(EventFields* f, const uint8_t** lane_next);
-  // Fail() after moving layout 3's cursors back over what the event read.
-  bool FailEvent(const uint8_t* start, const uint8_t** planes, const unsigned* read,
-                 const char* what, uint64_t value = 0, bool show = false);
+  __attribute__((always_inline)) static bool ReadLaneFields(const Cursors& c, EventFields* f,
+                                                            const uint8_t** lane_next);
+  // Fail() after moving layout 3's cursors (planes: the event kind's
+  // first stream) back over what the event read, the cursors saved.
+  template <Source S>
+  __attribute__((always_inline)) bool FailEvent(Cursors& c, const uint8_t* start,
+                                                const uint8_t** planes, const unsigned* read,
+                                                const char* what, uint64_t value = 0,
+                                                bool show = false);
   bool DecodeOther(const uint8_t* start, uint8_t tag);  // any record but the four event kinds
   bool DecodeRealloc(const uint8_t* start, uint8_t fn);
   bool DecodeMetadata(const uint8_t* start, uint8_t tag);  // tags 0x01-0x04
@@ -389,20 +438,73 @@ class Decoder {
 
 bool Decoder::Run() {
   Begin();
-  while (p_ < end_) {
-    const uint8_t* start = p_;
-    const uint8_t tag = *p_++;
+  // One loop for each source, so that each holds only its own cursors.
+  const bool ok = lanes_ == nullptr ? RunRecords<Source::kPlain>()
+                  : planes_         ? RunRecords<Source::kPlanes>()
+                                    : RunRecords<Source::kLanes>();
+  if (!ok) return false;
+  Flush();
+  return CheckEnd();
+}
+
+// The loops over the cursors are unrolled (#pragma GCC unroll) so that
+// every index is a constant: the compiler then keeps each cursor as a
+// scalar of its own, where an array indexed by a variable stays in memory.
+template <Decoder::Source S>
+inline Decoder::Cursors Decoder::Load() const {
+  Cursors c;
+  c.p = p_;
+  c.end = end_;
+  if constexpr (S == Source::kLanes) {
+#pragma GCC unroll 32
+    for (size_t i = 1; i < wire::kLanes; ++i) {
+      c.field[i] = field_[i];
+      c.field_end[i] = field_end_[i];
+    }
+  } else if constexpr (S == Source::kPlanes) {
+#pragma GCC unroll 32
+    for (size_t i = 1; i < wire::kStreams; ++i) {
+      c.stream[i] = stream_[i];
+      c.stream_end[i] = stream_end_[i];
+    }
+  }
+  return c;
+}
+
+template <Decoder::Source S>
+inline void Decoder::Save(const Cursors& c) {
+  p_ = c.p;
+  if constexpr (S == Source::kLanes) {
+#pragma GCC unroll 32
+    for (size_t i = 1; i < wire::kLanes; ++i) field_[i] = c.field[i];
+  } else if constexpr (S == Source::kPlanes) {
+#pragma GCC unroll 32
+    for (size_t i = 1; i < wire::kStreams; ++i) stream_[i] = c.stream[i];
+  }
+}
+
+template <Decoder::Source S>
+bool Decoder::RunRecords() {
+  Cursors c = Load<S>();
+  while (c.p < c.end) {
+    const uint8_t* start = c.p;
+    const uint8_t tag = *c.p++;
     // Allocations and frees, nearly every record, are told by the table
     // before the switch over the other kinds.
     const EventTag t = kEventTags[tag];
     if (t.event) {
-      if (!DecodeEvent(start, tag, t)) return false;
-    } else if (!DecodeOther(start, tag)) {
-      return false;
+      if (!(t.alloc ? DecodeEvent<S, true>(c, start, tag, t)
+                    : DecodeEvent<S, false>(c, start, tag, t))) {
+        return false;
+      }
+    } else {
+      Save<S>(c);
+      if (!DecodeOther(start, tag)) return false;
+      c.p = p_;  // the other records move only p_
     }
   }
-  Flush();
-  return CheckEnd();
+  Save<S>(c);
+  return true;
 }
 
 void Decoder::Begin() {
@@ -429,40 +531,35 @@ void Decoder::Begin() {
   memset(sites_, 0, sizeof(sites_));
 }
 
-bool Decoder::FailEvent(const uint8_t* start, const uint8_t** planes, const unsigned* read,
-                        const char* what, uint64_t value, bool show) {
-  if (planes_) {
+template <Decoder::Source S>
+inline bool Decoder::FailEvent(Cursors& c, const uint8_t* start, const uint8_t** planes,
+                               const unsigned* read, const char* what, uint64_t value,
+                               bool show) {
+  if constexpr (S == Source::kPlanes) {
+#pragma GCC unroll 32
     for (size_t i = 0; i < wire::kEventFields; ++i) {
       UnreadPlanedVarint(planes + wire::kPlanes * i, read[i]);
     }
   }
+  Save<S>(c);
   return Fail(start, what, value, show);
 }
 
-inline bool Decoder::ReadPlanedFields(const uint8_t** planes, EventFields* f, unsigned* read) {
-  const uint8_t* const* ends = stream_end_ + (planes - stream_);
-  return (read[0] = GetPlanedVarint(planes, ends, &f->ts_delta)) != 0 &&
-         (read[1] = GetPlanedVarint(planes + 3, ends + 3, &f->word)) != 0 &&
-         (read[2] = GetPlanedVarint(planes + 6, ends + 6, &f->addr_delta)) != 0 &&
-         (!(f->word & 1) || (f->word >> 1) > UINT32_MAX ||
-          (read[3] = GetPlanedVarint(planes + 9, ends + 9, &f->size)) != 0);
-}
-
-inline bool Decoder::ReadLaneFields(EventFields* f, const uint8_t** lane_next) {
+inline bool Decoder::ReadLaneFields(const Cursors& c, EventFields* f, const uint8_t** lane_next) {
   // The fields from their lanes, read without a bounds check each
   // (ChunkLanes: padding follows every lane), then checked against the
   // lanes' ends at once. The cursors move only once the event is decoded
   // (lane_next), so a failure reports the record's start.
-  const uint8_t* t_at = wire::GetVarintRoomy(field_[1], &f->ts_delta);
-  const uint8_t* w_at = wire::GetVarintRoomy(field_[2], &f->word);
-  const uint8_t* a_at = wire::GetVarintRoomy(field_[3], &f->addr_delta);
-  if (t_at == nullptr || w_at == nullptr || a_at == nullptr || t_at > field_end_[1] ||
-      w_at > field_end_[2] || a_at > field_end_[3]) {
+  const uint8_t* t_at = wire::GetVarintRoomy(c.field[1], &f->ts_delta);
+  const uint8_t* w_at = wire::GetVarintRoomy(c.field[2], &f->word);
+  const uint8_t* a_at = wire::GetVarintRoomy(c.field[3], &f->addr_delta);
+  if (t_at == nullptr || w_at == nullptr || a_at == nullptr || t_at > c.field_end[1] ||
+      w_at > c.field_end[2] || a_at > c.field_end[3]) {
     return false;
   }
-  const uint8_t* s_at = field_[4];
+  const uint8_t* s_at = c.field[4];
   if ((f->word & 1) && (f->word >> 1) <= UINT32_MAX &&
-      ((s_at = wire::GetVarintRoomy(field_[4], &f->size)) == nullptr || s_at > field_end_[4])) {
+      ((s_at = wire::GetVarintRoomy(c.field[4], &f->size)) == nullptr || s_at > c.field_end[4])) {
     return false;
   }
   lane_next[1] = t_at;
@@ -472,10 +569,12 @@ inline bool Decoder::ReadLaneFields(EventFields* f, const uint8_t** lane_next) {
   return true;
 }
 
-inline bool Decoder::DecodeEvent(const uint8_t* start, uint8_t tag, EventTag t) {
+template <Decoder::Source S, bool kAlloc>
+inline bool Decoder::DecodeEvent(Cursors& c, const uint8_t* start, uint8_t tag, EventTag t) {
   const uint8_t fn = tag & 0x0f;
   if (!t.valid_fn) {
-    return Fail(start, t.alloc ? "unknown allocation function" : "unknown free function", fn,
+    Save<S>(c);
+    return Fail(start, kAlloc ? "unknown allocation function" : "unknown free function", fn,
                 true);
   }
   EventFields f;
@@ -483,20 +582,22 @@ inline bool Decoder::DecodeEvent(const uint8_t* start, uint8_t tag, EventTag t) 
   // Layout 3: this kind's streams (consecutive, wire::StreamOf), read in
   // place; the lengths read, to move back over them when the event turns
   // out malformed (a failure reports the record's start).
-  const uint8_t** planes = stream_ + wire::StreamOf(0, t.alloc ? 0 : 1, 0);
+  constexpr size_t kFirst = wire::StreamOf(0, kAlloc ? 0 : 1, 0);
+  const uint8_t** planes = c.stream + kFirst;
   unsigned read[wire::kEventFields] = {};
-  if (lanes_ == nullptr) {
-    p_ = GetEventFields(p_, end_, &f);
-    if (p_ == nullptr) return Fail(start, "truncated event");
-  } else if (planes_) {
-    if (!ReadPlanedFields(planes, &f, read)) {
-      return FailEvent(start, planes, read, "truncated event");
+  if constexpr (S == Source::kPlain) {
+    const uint8_t* next = GetEventFields(c.p, c.end, &f);
+    if (next == nullptr) return FailEvent<S>(c, start, planes, read, "truncated event");
+    c.p = next;
+  } else if constexpr (S == Source::kPlanes) {
+    if (!ReadPlanedFields(planes, c.stream_end + kFirst, &f, read)) {
+      return FailEvent<S>(c, start, planes, read, "truncated event");
     }
-  } else if (!ReadLaneFields(&f, lane_next)) {
-    return Fail(start, "truncated event");
+  } else if (!ReadLaneFields(c, &f, lane_next)) {
+    return FailEvent<S>(c, start, planes, read, "truncated event");
   }
   if ((f.word >> 1) > UINT32_MAX) {
-    return FailEvent(start, planes, read, "bad stack id", f.word >> 1, true);
+    return FailEvent<S>(c, start, planes, read, "bad stack id", f.word >> 1, true);
   }
   const auto stack_id = static_cast<uint32_t>(f.word >> 1);
   Site& site = sites_[stack_id % ChunkWriter::kSiteSlots];
@@ -507,19 +608,20 @@ inline bool Decoder::DecodeEvent(const uint8_t* start, uint8_t tag, EventTag t) 
   } else if (hit) {
     size = site.size;
   } else {
-    return FailEvent(start, planes, read,
-                     "event repeats the size of a stack not seen in this chunk");
+    return FailEvent<S>(c, start, planes, read,
+                        "event repeats the size of a stack not seen in this chunk");
   }
   uint64_t address = 0;
   if (refs_ == nullptr) {
     address = (hit ? site.address : prev_addr_) +
               (static_cast<uint64_t>(wire::UnZigZag(f.addr_delta)) << t.addr_shift);
-  } else if (!Address(t.alloc, f.addr_delta, hit ? site.address : prev_addr_, t.addr_shift,
-                      size, &address)) {
-    return FailEvent(start, planes, read, address_error_.c_str());
+  } else if (!Address(kAlloc, f.addr_delta, hit ? site.address : prev_addr_, t.addr_shift, size,
+                      &address)) {
+    return FailEvent<S>(c, start, planes, read, address_error_.c_str());
   }
-  if (lanes_ != nullptr && !planes_) {
-    for (size_t i = 1; i < wire::kLanes; ++i) field_[i] = lane_next[i];
+  if constexpr (S == Source::kLanes) {
+#pragma GCC unroll 32
+    for (size_t i = 1; i < wire::kLanes; ++i) c.field[i] = lane_next[i];
   }
   site.stack_id = stack_id;
   site.size = static_cast<uint32_t>(size);
@@ -530,7 +632,7 @@ inline bool Decoder::DecodeEvent(const uint8_t* start, uint8_t tag, EventTag t) 
   // stores, and the store forwarding failed on every event (perf: two
   // thirds of this function's time on a layout 3 trace).
   Event& e = batch_[batched_];
-  e.op = t.alloc ? EventOp::kAlloc : EventOp::kFree;
+  e.op = kAlloc ? EventOp::kAlloc : EventOp::kFree;
   e.fn = fn;
   e.from_realloc = false;
   e.tid = chunk_.tid;
