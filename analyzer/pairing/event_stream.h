@@ -20,6 +20,7 @@
 // metadata_mutex); FinishMetadata runs once, after every decode.
 #pragma once
 
+#include <algorithm>
 #include <compare>
 #include <cstdint>
 #include <span>
@@ -97,33 +98,13 @@ bool DecodeTraceChunk(ProcessTrace& trace, const format::Chunk& chunk, ChunkVisi
 // module map by load time. Call once, after the first full pass.
 void FinishMetadata(ProcessTrace& trace);
 
-// The events of the top cursor's stream that still come before the
-// runner-up (MergeHeap::TopRunBound): a key k is admitted while k is below
-// the runner-up's key, or equal to it and the top's stream wins the
-// tie-break. The tie-break is folded into rank_limit when the bound is
-// made, so the check per event is one timestamp compare (nearly always
-// decisive) and, on equal timestamps, one rank compare; it reads nothing
-// but the bound, which the caller keeps in registers for the run.
-struct RunBound {
-  uint64_t timestamp_ns = ~uint64_t{0};
-  unsigned rank_limit = 256;  // above every Rank: with the timestamp above, admits all
-
-  bool Admits(OrderKey k) const {
-    return k.timestamp_ns < timestamp_ns ||
-           (k.timestamp_ns == timestamp_ns && static_cast<unsigned>(k.rank) < rank_limit);
-  }
-};
-
 // A binary min-heap of merge cursors, one per thread stream, ordered by the
 // cursor's current OrderKey and then by stream index (a fixed tie-break, so
 // every pass sees the same order). Cursor needs `OrderKey key() const` and a
 // `uint32_t stream` member. The caller advances the top cursor and calls
-// Fix(), or Pop() when it is exhausted.
-//
-// A thread's events often come in runs (a burst of allocations before
-// another thread's frees): while the advanced top cursor is still
-// Before(runner_up()) (TopRunBound() admits its key), it is still the top,
-// and the caller may go on advancing it without a Fix() per event.
+// Fix(), or Pop() when it is exhausted; or advances the top and the
+// runner-up together (the pairing pass's MergePair) and calls FixAt() and
+// Fix().
 template <typename Cursor>
 class MergeHeap {
  public:
@@ -152,26 +133,33 @@ class MergeHeap {
     if (n == 2 || Before(heap_[1], heap_[2])) return &heap_[1];
     return &heap_[2];
   }
-  // What the top cursor may go on consuming without a Fix(): the keys that
-  // are Before(runner_up()) in the top's stream; all keys when the top is
-  // alone. Valid until the next Fix() or Pop().
-  RunBound TopRunBound() {
-    const Cursor* next = runner_up();
-    if (next == nullptr) return RunBound{};
-    bounded_by_ = static_cast<size_t>(next - heap_.data());
-    OrderKey k = next->key();
-    bool top_wins_ties = heap_[0].stream < next->stream;
-    return RunBound{k.timestamp_ns, static_cast<unsigned>(k.rank) + (top_wins_ties ? 1u : 0u)};
-  }
   void Fix() { SiftDown(0); }
-  // Fix() after the top was advanced past what TopRunBound() admitted: the
-  // runner-up it was bounded by is then the least, and moves up without the
-  // two comparisons Fix() makes to find that out; the old top sinks from
-  // the runner-up's place.
-  void FixPastBound() {
-    std::swap(heap_[0], heap_[bounded_by_]);
-    SiftDown(bounded_by_);
+
+  // Two threads that alternate while the others wait (two busy cores) make
+  // runs of one or two events, each a heap step. The top and the runner-up
+  // can instead be merged with each other, without the heap, while both
+  // stay below every other cursor: below ThirdTimestamp().
+  // The runner-up's place (1 or 2); the heap has two cursors or more.
+  size_t runner_up_index() const {
+    return heap_.size() == 2 || Before(heap_[1], heap_[2]) ? 1 : 2;
   }
+  Cursor& at(size_t i) { return heap_[i]; }
+  // The least timestamp of the cursors other than the top and the
+  // runner-up at i (the runner-up's sibling and children: every other
+  // cursor is above one of them); ~0 when there are none.
+  uint64_t ThirdTimestamp(size_t i) const {
+    uint64_t least = ~uint64_t{0};
+    for (size_t j : {3 - i, 2 * i + 1, 2 * i + 2}) {
+      if (j < heap_.size()) least = std::min(least, heap_[j].key().timestamp_ns);
+    }
+    return least;
+  }
+  // After the caller advanced the top and the cursor at i: the order again,
+  // the top's place last (Fix() when it still has events).
+  void FixAt(size_t i) { SiftDown(i); }
+  // The cursor at i becomes the top and the top takes its place (then
+  // FixAt(i)): an exhausted runner-up is refilled or popped as the top.
+  void SwapTop(size_t i) { std::swap(heap_[0], heap_[i]); }
   void Pop() {
     heap_[0] = heap_.back();
     heap_.pop_back();
@@ -198,7 +186,6 @@ class MergeHeap {
     }
   }
   std::vector<Cursor> heap_;
-  size_t bounded_by_ = 0;  // the runner-up's place at the last TopRunBound()
 };
 
 }  // namespace crossfree::analyzer

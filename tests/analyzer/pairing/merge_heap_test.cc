@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// MergeHeap (event_stream.h) driven the way the pairing pass drives it: runs
-// of the top stream up to TopRunBound(), then FixPastBound() when a run
-// stopped at the bound, Fix() after a refill, Pop() at a stream's end. The
-// merged order must be the sort by (timestamp, rank, stream), ties and all.
+// MergeHeap (event_stream.h) driven the ways a merge drives it: one event of
+// the top at a time, or the top and the runner-up merged with each other
+// below the third cursor (the pairing pass's MergePair); Fix() after an
+// advance, Pop() at a stream's end. The merged order must be the sort by
+// (timestamp, rank, stream), ties and all.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -22,7 +23,7 @@ struct Cursor {
   OrderKey key() const { return (*keys)[pos]; }
 };
 
-TEST_CASE("the merge heap's runs and fixes give the sorted order, ties included") {
+TEST_CASE("the merge heap's steps give the sorted order, ties included") {
   std::mt19937_64 rng(5);
   for (int round = 0; round < 300; ++round) {
     const int streams = 1 + static_cast<int>(rng() % 9);
@@ -48,13 +49,9 @@ TEST_CASE("the merge heap's runs and fixes give the sorted order, ties included"
     std::vector<std::tuple<uint64_t, Rank, uint32_t>> merged;
     while (!heap.empty()) {
       Cursor& top = heap.top();
-      const RunBound bound = heap.TopRunBound();
-      const size_t end = top.keys->size();
-      do {
-        merged.emplace_back(top.key().timestamp_ns, top.key().rank, top.stream);
-      } while (++top.pos != end && bound.Admits(top.key()));
-      if (top.pos != end) {
-        heap.FixPastBound();
+      merged.emplace_back(top.key().timestamp_ns, top.key().rank, top.stream);
+      if (++top.pos != top.keys->size()) {
+        heap.Fix();
       } else {
         heap.Pop();
       }
@@ -62,6 +59,83 @@ TEST_CASE("the merge heap's runs and fixes give the sorted order, ties included"
     INFO("round " << round << ", " << streams << " streams");
     REQUIRE(merged == expected);
   }
+}
+
+// Pairing's MergePair: the top and the runner-up merged with each other
+// while both stay below ThirdTimestamp(), then FixAt() and Fix(), the
+// used-up one brought to the top with SwapTop(); a tie between the top and
+// the runner-up is taken one event at a time in the heap's order (the
+// pairing pass hands it to TieGroup instead).
+TEST_CASE("the merge heap's pair merge, below the third cursor, gives the sorted order") {
+  std::mt19937_64 rng(7);
+  uint64_t pair_turns = 0;  // turns that switched between the two: the path ran
+  for (int round = 0; round < 300; ++round) {
+    const int streams = 1 + static_cast<int>(rng() % 9);
+    const uint64_t spread = 1 + rng() % 200;
+    std::vector<std::vector<OrderKey>> keys(streams);
+    std::vector<std::tuple<uint64_t, Rank, uint32_t>> expected;
+    for (int s = 0; s < streams; ++s) {
+      size_t n = rng() % 60;
+      for (size_t i = 0; i < n; ++i) {
+        keys[s].push_back({rng() % spread, static_cast<Rank>(rng() % 5)});
+      }
+      std::sort(keys[s].begin(), keys[s].end());
+      for (const OrderKey& k : keys[s]) expected.emplace_back(k.timestamp_ns, k.rank, s);
+    }
+    std::sort(expected.begin(), expected.end());
+
+    MergeHeap<Cursor> heap;
+    for (int s = 0; s < streams; ++s) {
+      if (!keys[s].empty()) heap.Push(Cursor{static_cast<uint32_t>(s), &keys[s], 0});
+    }
+    heap.Build();
+    std::vector<std::tuple<uint64_t, Rank, uint32_t>> merged;
+    auto emit = [&merged](const Cursor& c) {
+      merged.emplace_back(c.key().timestamp_ns, c.key().rank, c.stream);
+    };
+    auto used_up = [](const Cursor& c) { return c.pos == c.keys->size(); };
+    while (!heap.empty()) {
+      Cursor& top = heap.top();
+      const Cursor* next = heap.runner_up();
+      if (next == nullptr) {
+        while (!used_up(top)) emit(top), ++top.pos;
+      } else if (next->key().timestamp_ns == top.key().timestamp_ns) {
+        emit(top);
+        ++top.pos;
+        if (!used_up(top)) {
+          heap.Fix();
+          continue;
+        }
+      } else {
+        const size_t i = heap.runner_up_index();
+        const uint64_t third = heap.ThirdTimestamp(i);
+        Cursor* c[2] = {&heap.top(), &heap.at(i)};
+        for (int x = 0;; x = 1 - x) {
+          const uint64_t other = c[1 - x]->key().timestamp_ns;
+          const uint64_t bound = std::min(other, third);
+          do {
+            emit(*c[x]);
+          } while (++c[x]->pos != c[x]->keys->size() && c[x]->key().timestamp_ns < bound);
+          if (used_up(*c[x]) || c[x]->key().timestamp_ns == other || other >= third) break;
+          ++pair_turns;
+        }
+        if (used_up(heap.at(i))) {
+          heap.SwapTop(i);
+          heap.FixAt(i);
+        } else {
+          heap.FixAt(i);
+          if (!used_up(heap.top())) {
+            heap.Fix();
+            continue;
+          }
+        }
+      }
+      heap.Pop();
+    }
+    INFO("round " << round << ", " << streams << " streams");
+    REQUIRE(merged == expected);
+  }
+  CHECK(pair_turns > 1000);
 }
 
 }  // namespace
