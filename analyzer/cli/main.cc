@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
   // brk call at a time and was trimmed back between chunks, and its pages
   // were faulted in again: 8,254 minor faults for `report --jobs 1` of a
   // 20 M-event trace, 4,737 with this pad, and about 4% less wall time
-  // (docs/results/analyzer.md). It keeps at most 16 MiB of free heap.
+  // (docs/results/trace-size.md, "Reading"). It keeps at most 16 MiB of
+  // free heap.
   mallopt(M_TOP_PAD, 16 << 20);
   CLI::App app{"crossfree: find objects allocated on one thread and freed on another"};
   app.require_subcommand(1);
