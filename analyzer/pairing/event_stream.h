@@ -124,14 +124,12 @@ class MergeHeap {
     for (size_t i = heap_.size(); i-- > 0;) SiftDown(i);
   }
   bool empty() const { return heap_.empty(); }
+  size_t size() const { return heap_.size(); }
   Cursor& top() { return heap_[0]; }
   // The cursor that is next after the top, null when the top is alone. Valid
   // until the next Fix() or Pop().
   const Cursor* runner_up() const {
-    size_t n = heap_.size();
-    if (n < 2) return nullptr;
-    if (n == 2 || Before(heap_[1], heap_[2])) return &heap_[1];
-    return &heap_[2];
+    return heap_.size() < 2 ? nullptr : &heap_[runner_up_index()];
   }
   void Fix() { SiftDown(0); }
 

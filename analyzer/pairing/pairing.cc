@@ -445,15 +445,15 @@ class Worker {
     heap.Build();
     while (!heap.empty()) {
       Cursor& top = heap.top();
-      const Cursor* next = heap.runner_up();
-      if (next != nullptr && next->cur->timestamp_ns == top.cur->timestamp_ns) {
-        // Two or more threads' next events share a timestamp: a tie,
-        // ordered by address state (docs/design.md, "Ties").
-        if (!TieGroup(heap)) return;
-        continue;
-      }
-      if (next != nullptr) {
-        if (!MergePair(heap)) continue;
+      if (heap.size() >= 2) {
+        const size_t next = heap.runner_up_index();
+        if (heap.at(next).cur->timestamp_ns == top.cur->timestamp_ns) {
+          // Two or more threads' next events share a timestamp: a tie,
+          // ordered by address state (docs/design.md, "Ties").
+          if (!TieGroup(heap)) return;
+          continue;
+        }
+        if (!MergePair(heap, next)) continue;
       } else {
         // Alone: its events are the next up to its part's end. The run
         // works on copies of the cursor: Process() writes through pointers
@@ -482,8 +482,8 @@ class Worker {
     }
   }
 
-  // The top and the runner-up (no tie between them) merged with each other,
-  // without the heap, while both stay below the other cursors
+  // The top and the runner-up at i (no tie between them) merged with each
+  // other, without the heap, while both stay below the other cursors
   // (MergeHeap::ThirdTimestamp): each turn is a run of one of them up to
   // the other's next timestamp. Two threads that alternate while the others
   // wait make runs of one or two events (9.9 M runs for 20 M events in a
@@ -493,8 +493,7 @@ class Worker {
   // next event is not below the third's timestamp; then the heap is put in
   // order again. True when the top's part is used up (the one at the top
   // then: the caller refills or pops it).
-  bool MergePair(MergeHeap<Cursor>& heap) {
-    const size_t i = heap.runner_up_index();
+  bool MergePair(MergeHeap<Cursor>& heap, size_t i) {
     const uint64_t third = heap.ThirdTimestamp(i);
     Cursor& first = heap.top();
     Cursor& second = heap.at(i);

@@ -23,30 +23,44 @@ struct Cursor {
   OrderKey key() const { return (*keys)[pos]; }
 };
 
+using Merged = std::vector<std::tuple<uint64_t, Rank, uint32_t>>;
+
+// One round's streams: 1-9 of them, each up to 59 sorted keys with
+// timestamps below a spread of 1 to max_spread and any rank (few distinct
+// keys, so that equal ones are common), in a heap ready to merge; expected,
+// their merged order, sorted by (timestamp, rank, stream).
+struct Round {
+  std::vector<std::vector<OrderKey>> keys;
+  Merged expected;
+  MergeHeap<Cursor> heap;
+};
+
+void MakeRound(std::mt19937_64& rng, uint64_t max_spread, Round* r) {
+  const int streams = 1 + static_cast<int>(rng() % 9);
+  const uint64_t spread = 1 + rng() % max_spread;
+  r->keys.assign(streams, {});
+  for (int s = 0; s < streams; ++s) {
+    size_t n = rng() % 60;
+    for (size_t i = 0; i < n; ++i) {
+      r->keys[s].push_back({rng() % spread, static_cast<Rank>(rng() % 5)});
+    }
+    std::sort(r->keys[s].begin(), r->keys[s].end());
+    for (const OrderKey& k : r->keys[s]) r->expected.emplace_back(k.timestamp_ns, k.rank, s);
+  }
+  std::sort(r->expected.begin(), r->expected.end());
+  for (int s = 0; s < streams; ++s) {
+    if (!r->keys[s].empty()) r->heap.Push(Cursor{static_cast<uint32_t>(s), &r->keys[s], 0});
+  }
+  r->heap.Build();
+}
+
 TEST_CASE("the merge heap's steps give the sorted order, ties included") {
   std::mt19937_64 rng(5);
   for (int round = 0; round < 300; ++round) {
-    const int streams = 1 + static_cast<int>(rng() % 9);
-    // Few distinct timestamps and ranks, so that equal keys are common.
-    const uint64_t spread = 1 + rng() % 40;
-    std::vector<std::vector<OrderKey>> keys(streams);
-    std::vector<std::tuple<uint64_t, Rank, uint32_t>> expected;
-    for (int s = 0; s < streams; ++s) {
-      size_t n = rng() % 60;
-      for (size_t i = 0; i < n; ++i) {
-        keys[s].push_back({rng() % spread, static_cast<Rank>(rng() % 5)});
-      }
-      std::sort(keys[s].begin(), keys[s].end());
-      for (const OrderKey& k : keys[s]) expected.emplace_back(k.timestamp_ns, k.rank, s);
-    }
-    std::sort(expected.begin(), expected.end());
-
-    MergeHeap<Cursor> heap;
-    for (int s = 0; s < streams; ++s) {
-      if (!keys[s].empty()) heap.Push(Cursor{static_cast<uint32_t>(s), &keys[s], 0});
-    }
-    heap.Build();
-    std::vector<std::tuple<uint64_t, Rank, uint32_t>> merged;
+    Round r;
+    MakeRound(rng, 40, &r);
+    MergeHeap<Cursor>& heap = r.heap;
+    Merged merged;
     while (!heap.empty()) {
       Cursor& top = heap.top();
       merged.emplace_back(top.key().timestamp_ns, top.key().rank, top.stream);
@@ -56,8 +70,8 @@ TEST_CASE("the merge heap's steps give the sorted order, ties included") {
         heap.Pop();
       }
     }
-    INFO("round " << round << ", " << streams << " streams");
-    REQUIRE(merged == expected);
+    INFO("round " << round << ", " << r.keys.size() << " streams");
+    REQUIRE(merged == r.expected);
   }
 }
 
@@ -70,36 +84,20 @@ TEST_CASE("the merge heap's pair merge, below the third cursor, gives the sorted
   std::mt19937_64 rng(7);
   uint64_t pair_turns = 0;  // turns that switched between the two: the path ran
   for (int round = 0; round < 300; ++round) {
-    const int streams = 1 + static_cast<int>(rng() % 9);
-    const uint64_t spread = 1 + rng() % 200;
-    std::vector<std::vector<OrderKey>> keys(streams);
-    std::vector<std::tuple<uint64_t, Rank, uint32_t>> expected;
-    for (int s = 0; s < streams; ++s) {
-      size_t n = rng() % 60;
-      for (size_t i = 0; i < n; ++i) {
-        keys[s].push_back({rng() % spread, static_cast<Rank>(rng() % 5)});
-      }
-      std::sort(keys[s].begin(), keys[s].end());
-      for (const OrderKey& k : keys[s]) expected.emplace_back(k.timestamp_ns, k.rank, s);
-    }
-    std::sort(expected.begin(), expected.end());
-
-    MergeHeap<Cursor> heap;
-    for (int s = 0; s < streams; ++s) {
-      if (!keys[s].empty()) heap.Push(Cursor{static_cast<uint32_t>(s), &keys[s], 0});
-    }
-    heap.Build();
-    std::vector<std::tuple<uint64_t, Rank, uint32_t>> merged;
+    Round r;
+    MakeRound(rng, 200, &r);
+    MergeHeap<Cursor>& heap = r.heap;
+    Merged merged;
     auto emit = [&merged](const Cursor& c) {
       merged.emplace_back(c.key().timestamp_ns, c.key().rank, c.stream);
     };
     auto used_up = [](const Cursor& c) { return c.pos == c.keys->size(); };
     while (!heap.empty()) {
       Cursor& top = heap.top();
-      const Cursor* next = heap.runner_up();
-      if (next == nullptr) {
+      const size_t i = heap.size() < 2 ? 0 : heap.runner_up_index();
+      if (i == 0) {
         while (!used_up(top)) emit(top), ++top.pos;
-      } else if (next->key().timestamp_ns == top.key().timestamp_ns) {
+      } else if (heap.at(i).key().timestamp_ns == top.key().timestamp_ns) {
         emit(top);
         ++top.pos;
         if (!used_up(top)) {
@@ -107,7 +105,6 @@ TEST_CASE("the merge heap's pair merge, below the third cursor, gives the sorted
           continue;
         }
       } else {
-        const size_t i = heap.runner_up_index();
         const uint64_t third = heap.ThirdTimestamp(i);
         Cursor* c[2] = {&heap.top(), &heap.at(i)};
         for (int x = 0;; x = 1 - x) {
@@ -132,8 +129,8 @@ TEST_CASE("the merge heap's pair merge, below the third cursor, gives the sorted
       }
       heap.Pop();
     }
-    INFO("round " << round << ", " << streams << " streams");
-    REQUIRE(merged == expected);
+    INFO("round " << round << ", " << r.keys.size() << " streams");
+    REQUIRE(merged == r.expected);
   }
   CHECK(pair_turns > 1000);
 }
