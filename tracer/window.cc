@@ -45,9 +45,15 @@ void ChangeWindow(bool open, format::WindowCause cause) {
   if (open) {
     // The record first, then recording: every event is later than it.
     internal::WriteOwnWindowRecord(format::WindowState::kOpen, cause, now);
+    // A delay's window lasts from the delay's end, however late a hook
+    // noticed it (a closed window is polled on every kOffPollCalls-th call
+    // of a thread: a program that allocates rarely notices late), so that
+    // every process of the command records the same stretch of time; a
+    // toggle's from the signal, which is carried out when it arrives.
+    const uint64_t from = cause == format::WindowCause::kDelay ? w.open_at_ns : now;
     w.open_cause = cause;
     w.open_at_ns = UINT64_MAX;
-    g_window_deadline_ns = w.duration_ns != 0 ? now + w.duration_ns : UINT64_MAX;
+    g_window_deadline_ns = w.duration_ns != 0 ? from + w.duration_ns : UINT64_MAX;
     w.open.store(1, std::memory_order_release);
     SetRecording(1);
   } else {
@@ -73,7 +79,15 @@ void Settle(uint64_t now) {
   }
   const bool open = w.open.load(std::memory_order_relaxed) != 0;
   if (!open && now >= w.open_at_ns) {
-    ChangeWindow(true, format::WindowCause::kDelay);
+    if (w.duration_ns != 0 && now >= w.open_at_ns + w.duration_ns) {
+      // The whole window passed before a hook looked: nothing of it can be
+      // recorded any more, and opening now would record a stretch outside
+      // it. Closed for good, as InitWindow leaves an image exec'd after
+      // the window (a toggle signal still opens it).
+      w.open_at_ns = UINT64_MAX;
+    } else {
+      ChangeWindow(true, format::WindowCause::kDelay);
+    }
   } else if (open && now >= g_window_deadline_ns) {
     ChangeWindow(false, format::WindowCause::kDuration);
   }

@@ -257,6 +257,29 @@ struct FileSummary {
   TraceCounts counts;
 };
 
+// Why a windowed run's traces may hold nothing, when some do: a window the
+// tracer never opened is not an error, but an empty trace without a word
+// looks like one (docs/guide/tracer.md, "Windows").
+void PrintEmptyWindowNote(const std::vector<FileSummary>& files, const RecordOptions& o) {
+  size_t empty = 0;
+  for (const FileSummary& f : files) empty += f.counts.complete && f.counts.events == 0;
+  if (empty == 0) return;
+  const std::string which = fmt::format("{} trace{} recorded nothing", empty, empty == 1 ? "" : "s");
+  if (!o.toggle_signal.empty()) {
+    fmt::print(stderr,
+               "crossfree record: {}: with --toggle-signal, recording starts closed until the "
+               "signal reaches the tracer's handler; a program that installs its own handler "
+               "for {} replaces it (choose a signal the program does not use)\n",
+               which, o.toggle_signal);
+  } else if (o.delay_s > 0) {
+    fmt::print(stderr,
+               "crossfree record: {}: while its window is closed, a process checks the clock "
+               "on one allocation or free in 64 of each thread, so one that ends before "
+               "--delay, or allocates less than that within the window, never opens it\n",
+               which);
+  }
+}
+
 // One summary for the run: the biggest traces first, then the total.
 void PrintSummary(std::vector<FileSummary> files, const std::string* main_path) {
   std::stable_sort(files.begin(), files.end(), [](const FileSummary& a, const FileSummary& b) {
@@ -328,7 +351,8 @@ int SummarizeRun(const RecordOptions& o, const OutputPlan& plan, pid_t pid, time
       files.push_back({path, kind, *counts});
     }
   }
-  PrintSummary(std::move(files), main_counts ? &main_path : nullptr);
+  PrintSummary(files, main_counts ? &main_path : nullptr);
+  PrintEmptyWindowNote(files, o);
   if (!main_counts && status == 0) return kExitUsage;
   return status;
 }

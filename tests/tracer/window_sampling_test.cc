@@ -223,7 +223,9 @@ TEST_CASE("delay and duration: one window, opened and closed by the clock", "[tr
   CHECK(t.windows[0].cause == format::WindowCause::kDelay);
   CHECK(t.windows[1].cause == format::WindowCause::kDuration);
   CHECK(t.windows[0].ts >= t.header.fields.start_monotonic_ns + 20'000'000);
-  CHECK(t.windows[1].ts >= t.windows[0].ts + 50'000'000);
+  // The command's window ends 20 + 50 ms after the start, however late
+  // the opening was noticed.
+  CHECK(t.windows[1].ts >= t.header.fields.start_monotonic_ns + 70'000'000);
   REQUIRE(!t.events.empty());
   CHECK(t.events.front().timestamp_ns >= t.windows[0].ts);
   // A thread already inside a hook when the window closed may finish
@@ -231,6 +233,54 @@ TEST_CASE("delay and duration: one window, opened and closed by the clock", "[tr
   size_t after = 0;
   for (const Event& e : t.events) after += e.timestamp_ns > t.windows[1].ts;
   CHECK(after <= 8);
+}
+
+// A delay that a process notices late (a closed window is polled on one
+// hook call in 64 of a thread: this one sleeps through the delay without
+// allocating) keeps the command's window: it closes at the delay's end
+// plus the duration, not a duration after the late opening, and a window
+// that passed entirely before the process looked records nothing. The
+// bounds checked are the clock's deadlines, never how long anything took.
+TEST_CASE("delay noticed late: the window keeps the command's times", "[tracer]") {
+  constexpr uint64_t kDelayNs = 100'000'000;
+  constexpr uint64_t kDurationNs = 100'000'000;
+  const std::vector<std::string> env = {"CROSSFREE_DELAY_MS=100", "CROSSFREE_DURATION_MS=100",
+                                        "CROSSFREE_FLUSH_MS=0"};
+  SECTION("noticed inside the window: it closes at the window's end") {
+    std::string dir = MakeTempDir();
+    RunResult run = RunTraced("tt_window", dir, {"late", "150", "450"}, env);
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    CHECK(run.out == "window target done\n");
+    Loaded t = Load(dir + "/trace");
+    INFO(t.error);
+    REQUIRE(t.complete);
+    const uint64_t end = t.header.fields.start_monotonic_ns + kDelayNs + kDurationNs;
+    // A sleep that overran the whole window leaves none (next section).
+    if (!t.windows.empty()) {
+      REQUIRE(t.windows.size() == 2);
+      CHECK(t.windows[0].cause == format::WindowCause::kDelay);
+      CHECK(t.windows[0].ts >= t.header.fields.start_monotonic_ns + kDelayNs);
+      CHECK(t.windows[1].cause == format::WindowCause::kDuration);
+      CHECK(t.windows[1].ts >= end);
+    }
+    // The one event that crossed the deadline may be recorded.
+    size_t after = 0;
+    for (const Event& e : t.events) after += e.timestamp_ns > end;
+    CHECK(after <= 1);
+  }
+  SECTION("noticed after the window: nothing is recorded") {
+    std::string dir = MakeTempDir();
+    RunResult run = RunTraced("tt_window", dir, {"late", "400", "450"}, env);
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    Loaded t = Load(dir + "/trace");
+    INFO(t.error);
+    REQUIRE(t.complete);
+    CHECK((t.header.fields.flags & format::kHeaderFlagWindowed) != 0);
+    CHECK(t.windows.empty());
+    CHECK(t.events.empty());
+  }
 }
 
 // Exact counts of a full run of the same deterministic workload.

@@ -334,11 +334,16 @@ checked["record --delay"]=1
 rec rdl --delay 86400
 has rdl.sum "flags windowed"
 has rdl.sum "events: 0$"
+# ... and record says why the trace is empty.
+has rdl.rerr "1 trace recorded nothing: while its window is closed, a process checks the clock"
 # --toggle-signal: recording starts off and the command never gets the signal.
 checked["record --toggle-signal"]=1
 rec rt --toggle-signal USR2
 has rt.sum "flags windowed"
 has rt.sum "events: 0$"
+has rt.rerr "1 trace recorded nothing: with --toggle-signal, recording starts closed"
+# A run that recorded something gets no such note.
+if grep -q "recorded nothing" r0.rerr; then fail "record: an empty-window note on a full trace"; fi
 # --duration reaches the tracer as its documented variable (docs/guide/tracer.md).
 checked["record --duration"]=1
 "$crossfree" record -o env.trc --duration 2 -- printenv CROSSFREE_DURATION_MS >dur.out 2>/dev/null

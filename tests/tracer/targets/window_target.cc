@@ -21,12 +21,17 @@
 //   end it.
 //   mode "fork": after the window opened, a child allocates and frees
 //   8888 x10 and leaves with exit(); the parent waits for it.
+//   mode "late SLEEP_MS UNTIL_MS" (CROSSFREE_DELAY_MS and _DURATION_MS set
+//   by the test): sleeps SLEEP_MS without allocating, then allocates and
+//   frees 9999 bytes again and again until UNTIL_MS after its start, so
+//   the delay is noticed only when the sleep ends.
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -86,9 +91,32 @@ bool Sleeping(pid_t tid) {
   return end != nullptr && end[1] == ' ' && end[2] == 'S';
 }
 
+uint64_t MonotonicMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+int Late(long sleep_ms, long until_ms) {
+  const uint64_t start = MonotonicMs();
+  timespec pause = {sleep_ms / 1000, (sleep_ms % 1000) * 1000000};
+  while (nanosleep(&pause, &pause) != 0) {
+  }
+  while (MonotonicMs() - start < static_cast<uint64_t>(until_ms)) {
+    for (int i = 0; i < 100; ++i) {
+      void* p = malloc(9999);
+      TtSink(p);
+      free(p);
+    }
+  }
+  printf("window target done\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 3 && strcmp(argv[1], "late") == 0) return Late(atol(argv[2]), atol(argv[3]));
   const bool blocked = argc > 1 && strcmp(argv[1], "blocked") == 0;
   const bool forking = argc > 1 && strcmp(argv[1], "fork") == 0;
   if (pipe(pipe_fds) != 0 || pipe(again_fds) != 0) return 3;
