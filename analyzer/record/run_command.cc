@@ -257,9 +257,9 @@ struct FileSummary {
   TraceCounts counts;
 };
 
-// Why a windowed run's traces may hold nothing, when some do: a window the
-// tracer never opened is not an error, but an empty trace without a word
-// looks like one (docs/guide/tracer.md, "Windows").
+// A windowed run's empty traces, and what may have kept them empty: a
+// window the tracer never opened is no error, but an empty trace without a
+// word looks like one (docs/guide/tracer.md, "Windows").
 void PrintEmptyWindowNote(const std::vector<FileSummary>& files, const RecordOptions& o) {
   size_t empty = 0;
   for (const FileSummary& f : files) empty += f.counts.complete && f.counts.events == 0;
