@@ -284,7 +284,8 @@ void StopSession(int fd, End end) {
   Text t;
   t.Num(restored).Add(" GOT entries restored; ");
   if (stopped) {
-    t.Num(totals.events).Add(" events from ").Num(totals.threads).Add(" threads written");
+    t.Num(totals.events).Add(" events from ").Num(totals.threads);
+    t.Add(totals.threads == 1 ? " thread written" : " threads written");
     if (totals.threads_skipped != 0) {
       t.Add(" (").Num(totals.threads_skipped).Add(" threads busy at the end: no totals)");
     }

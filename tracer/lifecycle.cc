@@ -466,10 +466,18 @@ bool StartAttachedRecording(const Settings& settings, const char** why) {
   g.settings = settings;
   g.settings.main_pid = static_cast<uint32_t>(getpid());  // a plain path, ours
   g.settings.malloc_hook = false;
+  // A session in a fork child of a process attached before (a prefork
+  // server's new worker) finds the parent's pid here, and the parent's
+  // membarrier registration, which belongs to the parent's address space:
+  // its trace would be named and headed as the parent's, and its exit
+  // taken for a vfork child's, which writes nothing (ShutdownRecorder).
+  const auto pid = static_cast<uint32_t>(getpid());
+  if (!g_attach_initialised || g.pid != pid) {
+    internal::InitAsymmetricFence();
+    g.pid = pid;
+  }
   if (!g_attach_initialised) {
     if (g.settings.tsc) InitFastClock();
-    internal::InitAsymmetricFence();
-    g.pid = static_cast<uint32_t>(getpid());
     InitMainExePath();
     g.key_ok = pthread_key_create(&g.key, internal::OnThreadExit) == 0;
     pthread_atfork(AtForkPrepare, nullptr, AtForkChild);

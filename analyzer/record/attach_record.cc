@@ -22,6 +22,7 @@
 #include "analyzer/record/attach_inject.h"
 #include "analyzer/record/exit_codes.h"
 #include "analyzer/record/paths.h"
+#include "analyzer/record/recorded_traces.h"
 #include "protocol/attach_protocol.h"
 
 namespace crossfree::analyzer::record {
@@ -273,9 +274,10 @@ bool StartSession(const AttachOptions& o, pid_t pid, const std::string& exe,
   }
   fmt::print(stderr,
              "crossfree record: attached to process {} ({}): thread {} stopped for {:.2f} ms "
-             "in all, then {:.2f} ms loading the tracer on its own ({} of {} threads "
-             "stopped{}); {}\n",
-             pid, exe, inj.tid, inj.stopped_ms, inj.calls_ms, inj.attempts, inj.threads,
+             "in all, then {:.2f} ms loading the tracer on its own ({} stop{} over its {} "
+             "thread{}{}); {}\n",
+             pid, exe, inj.tid, inj.stopped_ms, inj.calls_ms, inj.attempts,
+             inj.attempts == 1 ? "" : "s", inj.threads, inj.threads == 1 ? "" : "s",
              inj.already_loaded ? ", tracer already loaded" : "", reply.substr(3));
   if (o.duration_s >= 0) {
     fmt::print(stderr, "crossfree record: recording for {} s into {}\n", o.duration_s, output);
@@ -325,10 +327,18 @@ void ReportTargetGone(pid_t pid, const std::string& exe, const std::string& ende
   if (!ended.empty() && !now_exe.empty() && now_exe == exe && kill(pid, 0) == 0) {
     fmt::print(stderr, "crossfree record: the recording in process {} ended: {}; trace {}\n",
                pid, ended, output);
-  } else if (now_exe.empty() || kill(pid, 0) != 0) {
+  } else if ((now_exe.empty() || kill(pid, 0) != 0) && EndsWithTotals(output)) {
     fmt::print(stderr,
                "crossfree record: process {} exited while attached; its tracer wrote the "
                "trace at exit: {}\n",
+               pid, output);
+  } else if (now_exe.empty() || kill(pid, 0) != 0) {
+    // Not a child of record: its exit status is not ours to read, but the
+    // file says whether the tracer's exit flush ran.
+    fmt::print(stderr,
+               "crossfree record: process {} ended while attached without the tracer's exit "
+               "flush (killed by a signal, or _exit): the trace holds what its threads had "
+               "written, their last buffers are lost: {}\n",
                pid, output);
   } else {
     fmt::print(stderr,

@@ -64,6 +64,8 @@ std::optional<format::TraceTotals> ReadTotals(const std::string& path) {
 
 }  // namespace
 
+bool EndsWithTotals(const std::string& path) { return ReadTotals(path).has_value(); }
+
 std::optional<TraceCounts> CountTrace(const std::string& path, bool header_only) {
   std::string error;
   auto reader = format::TraceReader::Open(path, &error);

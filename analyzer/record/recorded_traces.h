@@ -33,6 +33,10 @@ struct TraceCounts {
 // fields only. Nullopt when it is no trace.
 std::optional<TraceCounts> CountTrace(const std::string& path, bool header_only);
 
+// Whether the file ends with the totals its tracer writes when the process
+// exits normally: false when it was killed (or left with _exit) first.
+bool EndsWithTotals(const std::string& path);
+
 // The regular files prefix<digits and dots>suffix in dir, modified at or
 // after `since`.
 std::vector<std::string> ListCandidates(const std::string& dir, const std::string& prefix,

@@ -211,7 +211,7 @@ EOF
   if [[ $mode != attach && $dropped != 0 ]]; then fail "$dropped samples dropped"; fi
   if [[ $mode == attach ]]; then
     local written
-    written=$(sed -n 's/.*[;:] \([0-9]*\) events from [0-9]* threads written.*/\1/p' record.err | head -1)
+    written=$(sed -n 's/.*[;:] \([0-9]*\) events from [0-9]* threads\{0,1\} written.*/\1/p' record.err | head -1)
     [[ $written == "$events" ]] ||
       fail "the tracer wrote ${written:-?} events, the trace holds $events"
   fi

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -487,6 +488,57 @@ TEST_CASE_METHOD(TargetFixture,
     CHECK(rest.find("exited while attached") != std::string::npos);
   }
   CHECK(CountAllocsOfSize(dir + "/again.trace", 4242) == 1000);
+}
+
+// A fork child of a process attached before inherits the tracer's state;
+// a session in it must name, head and end its trace as its own (the
+// parent's pid, kept there, made it write FILE.<parent pid> with the
+// parent's pid in the header, and take its exit for a vfork child's,
+// writing nothing at exit).
+TEST_CASE_METHOD(TargetFixture,
+                 "a fork child of a process attached before is recorded as itself, to the end") {
+  {
+    Recorder first(target.pid, dir + "/parent.trace");
+    REQUIRE(target.Ask("cross") == "cross");
+    first.DetachCleanly();
+  }
+  const std::string ready = target.Ask("handover");
+  REQUIRE(ready.rfind("ready ", 0) == 0);
+  const auto child = static_cast<pid_t>(std::stol(ready.substr(6)));
+  REQUIRE(child != target.pid);
+  {
+    Recorder rec(child, dir + "/child.trace");
+    REQUIRE(target.Ask("mainalloc") == "mainalloc");
+    target.child.Send("exit");  // the child exits while attached
+    CHECK(rec.child.Wait() == 0);
+    const std::string rest = rec.child.RestOfErr();
+    INFO(rest);
+    CHECK(rest.find("exited while attached; its tracer wrote the trace at exit") !=
+          std::string::npos);
+  }
+  CHECK(target.child.Wait() == 0);  // the parent leaves with the child's status
+  Trace t = LoadCompleteTrace(dir + "/child.trace");
+  CHECK(t.header.fields.pid == static_cast<uint32_t>(child));
+  CHECK(t.header.fields.ppid == static_cast<uint32_t>(target.pid));
+  size_t allocs = 0;  // one address, reused: counted by event
+  for (const format::Event& e : t.events) allocs += e.op == format::EventOp::kAlloc && e.size == 4242;
+  CHECK(allocs == 1000);
+  CHECK(!std::filesystem::exists(dir + "/child.trace." + std::to_string(target.pid)));
+}
+
+// A process killed while attached ends without the tracer's exit flush:
+// record must not say the tracer wrote the trace at exit.
+TEST_CASE_METHOD(TargetFixture, "a process killed while attached is said to have lost its last "
+                                "buffers") {
+  Recorder rec(target.pid, dir + "/killed.trace");
+  REQUIRE(target.Ask("cross") == "cross");
+  target.child.Signal(SIGKILL);
+  CHECK(target.child.Wait() == 128 + SIGKILL);
+  CHECK(rec.child.Wait() == 0);
+  const std::string rest = rec.child.RestOfErr();
+  INFO(rest);
+  CHECK(rest.find("ended while attached without the tracer's exit flush") != std::string::npos);
+  CHECK(rest.find("wrote the trace at exit") == std::string::npos);
 }
 
 TEST_CASE_METHOD(TargetFixture,

@@ -22,6 +22,12 @@
 //                 bad_alloc, which the thread catches
 //   fork       -> "forked 7 8": two children allocate and leave through
 //                 _exit(7) and exit(8)
+//   handover   -> "ready <pid>" from a fork child, which reads the
+//                 commands from then on (main's only: the threads stay in
+//                 the parent); the parent waits for it and leaves with its
+//                 exit status
+//   mainalloc  -> "mainalloc": main allocates and frees kCross objects of
+//                 kCrossSize
 //   exec       -> becomes /bin/cat (which copies stdin to stdout)
 //   exit       -> exits with status 0 (through exit())
 //   sleepers   -> "sleepers N": one byte to each of the two sleepers; N of
@@ -381,6 +387,24 @@ int main() {
         statuses[how] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       }
       printf("forked %d %d\n", statuses[0], statuses[1]);
+    } else if (cmd == "handover") {
+      // A prefork server's new worker: a child of a process the tracer
+      // may have been attached to before.
+      pid_t child = fork();
+      if (child == 0) {
+        printf("ready %d\n", static_cast<int>(getpid()));
+        continue;
+      }
+      int status = 0;
+      if (child < 0 || waitpid(child, &status, 0) != child) return 1;
+      _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    } else if (cmd == "mainalloc") {
+      for (int i = 0; i < kCross; ++i) {
+        void* p = malloc(kCrossSize);
+        TtSink(p);
+        free(p);
+      }
+      printf("mainalloc\n");
     } else if (cmd == "exec") {
       g_quit.store(true);
       // execv: a hooked exec function (execl reaches execve inside libc).
