@@ -112,15 +112,25 @@ Pairing Pair(const Loaded& t) {
 
 const std::string kToggle = "CROSSFREE_TOGGLE_SIGNAL=" + std::to_string(SIGUSR2);
 
-TEST_CASE("toggle signal: exact window edges, and the close writes every buffer", "[tracer]") {
-  std::string dir = MakeTempDir();
-  RunResult run = RunTraced("tt_window", dir, {}, {kToggle, "CROSSFREE_FLUSH_MS=0"});
+// Runs tt_window with args and env, REQUIREs that it ran as untraced
+// (exit 0; its output, expected_out), and loads its whole trace.
+Loaded RunWindowTarget(const std::string& dir, const std::vector<std::string>& args,
+                       const std::vector<std::string>& env, const std::string& expected_out) {
+  RunResult run = RunTraced("tt_window", dir, args, env);
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
-  CHECK(run.out == "window target done\n");
+  CHECK(run.out == expected_out);
   Loaded t = Load(dir + "/trace");
   INFO(t.error);
   REQUIRE(t.complete);
+  return t;
+}
+
+const std::string kWindowTargetDone = "window target done\n";
+
+TEST_CASE("toggle signal: exact window edges, and the close writes every buffer", "[tracer]") {
+  std::string dir = MakeTempDir();
+  Loaded t = RunWindowTarget(dir, {}, {kToggle, "CROSSFREE_FLUSH_MS=0"}, kWindowTargetDone);
   CHECK((t.header.fields.flags & format::kHeaderFlagWindowed) != 0);
   REQUIRE(t.windows.size() == 2);
   CHECK(t.windows[0].state == format::WindowState::kOpen);
@@ -160,13 +170,7 @@ TEST_CASE("toggle signal delivered to threads blocked in read() and a condition 
   RunResult untraced = Run({TargetPath("tt_window"), "blocked"}, {}, "");
   REQUIRE(untraced.exit_code == 0);
   // Untraced, SIGUSR2 would kill it: only run it traced with the handler.
-  RunResult run = RunTraced("tt_window", dir, {"blocked"}, {kToggle});
-  INFO(run.err);
-  REQUIRE(run.exit_code == 0);
-  CHECK(run.out == untraced.out);
-  Loaded t = Load(dir + "/trace");
-  INFO(t.error);
-  REQUIRE(t.complete);
+  Loaded t = RunWindowTarget(dir, {"blocked"}, {kToggle}, untraced.out);
   // Ten toggles: open, close, ... Two sent before the first was handled
   // merge into one (a standard signal is not queued), so the count may be
   // lower, but the records alternate, starting with an open.
@@ -248,13 +252,7 @@ TEST_CASE("delay noticed late: the window keeps the command's times", "[tracer]"
                                         "CROSSFREE_FLUSH_MS=0"};
   SECTION("noticed inside the window: it closes at the window's end") {
     std::string dir = MakeTempDir();
-    RunResult run = RunTraced("tt_window", dir, {"late", "150", "450"}, env);
-    INFO(run.err);
-    REQUIRE(run.exit_code == 0);
-    CHECK(run.out == "window target done\n");
-    Loaded t = Load(dir + "/trace");
-    INFO(t.error);
-    REQUIRE(t.complete);
+    Loaded t = RunWindowTarget(dir, {"late", "150", "450"}, env, kWindowTargetDone);
     const uint64_t end = t.header.fields.start_monotonic_ns + kDelayNs + kDurationNs;
     // A sleep that overran the whole window leaves none (next section).
     if (!t.windows.empty()) {
@@ -271,12 +269,7 @@ TEST_CASE("delay noticed late: the window keeps the command's times", "[tracer]"
   }
   SECTION("noticed after the window: nothing is recorded") {
     std::string dir = MakeTempDir();
-    RunResult run = RunTraced("tt_window", dir, {"late", "400", "450"}, env);
-    INFO(run.err);
-    REQUIRE(run.exit_code == 0);
-    Loaded t = Load(dir + "/trace");
-    INFO(t.error);
-    REQUIRE(t.complete);
+    Loaded t = RunWindowTarget(dir, {"late", "400", "450"}, env, kWindowTargetDone);
     CHECK((t.header.fields.flags & format::kHeaderFlagWindowed) != 0);
     CHECK(t.windows.empty());
     CHECK(t.events.empty());
