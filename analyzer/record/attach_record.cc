@@ -324,20 +324,21 @@ WindowEnd RecordWindow(const AttachOptions& o, LineReader* reader) {
 void ReportTargetGone(pid_t pid, const std::string& exe, const std::string& ended,
                       const std::string& output) {
   const std::string now_exe = ExeOf(pid);
-  if (!ended.empty() && !now_exe.empty() && now_exe == exe && kill(pid, 0) == 0) {
+  const bool gone = now_exe.empty() || kill(pid, 0) != 0;
+  if (!ended.empty() && !gone && now_exe == exe) {
     fmt::print(stderr, "crossfree record: the recording in process {} ended: {}; trace {}\n",
                pid, ended, output);
-  } else if ((now_exe.empty() || kill(pid, 0) != 0) && EndsWithTotals(output)) {
+  } else if (gone && EndsWithTotals(output)) {
     fmt::print(stderr,
                "crossfree record: process {} exited while attached; its tracer wrote the "
                "trace at exit: {}\n",
                pid, output);
-  } else if (now_exe.empty() || kill(pid, 0) != 0) {
+  } else if (gone) {
     // Not a child of record: its exit status is not ours to read, but the
     // file says whether the tracer's exit flush ran.
     fmt::print(stderr,
                "crossfree record: process {} ended while attached without the tracer's exit "
-               "flush (killed by a signal, or _exit): the trace holds what its threads had "
+               "flush (killed by a signal): the trace holds what its threads had "
                "written, their last buffers are lost: {}\n",
                pid, output);
   } else {

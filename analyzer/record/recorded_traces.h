@@ -34,7 +34,7 @@ struct TraceCounts {
 std::optional<TraceCounts> CountTrace(const std::string& path, bool header_only);
 
 // Whether the file ends with the totals its tracer writes when the process
-// exits normally: false when it was killed (or left with _exit) first.
+// exits (exit, _exit, the end of main): false when a signal killed it first.
 bool EndsWithTotals(const std::string& path);
 
 // The regular files prefix<digits and dots>suffix in dir, modified at or
