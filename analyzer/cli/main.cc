@@ -63,7 +63,12 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : crossfree::analyzer::cli::kExitUsage;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "crossfree: {}\n", e.what());
+    // The error may be a failed write to stderr itself (closed, or a pipe
+    // whose reader went away): saying so must not throw again.
+    try {
+      fmt::print(stderr, "crossfree: {}\n", e.what());
+    } catch (const std::exception&) {
+    }
     return crossfree::analyzer::cli::kExitUsage;
   }
   return exit_code;

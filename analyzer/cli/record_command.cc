@@ -16,6 +16,7 @@
 
 #include "analyzer/cli/commands.h"
 #include "analyzer/record/attach_record.h"
+#include "analyzer/record/messages.h"
 #include "analyzer/record/run_command.h"
 #include "analyzer/record/tracer_library.h"
 #include "format/trace_format.h"
@@ -99,10 +100,14 @@ void RegisterRecordCommand(CLI::App& app, int* exit_code) {
       "Examples: crossfree record -o server.trace -- ./server --port 8080\n"
       "          crossfree record -p 4242 --duration 2 -o server.trace");
   sub->callback([args, exit_code] {
+    // Before record opens anything (messages.h): its descriptors off 0-2,
+    // and no SIGPIPE from a stderr whose reader went away.
+    record::ReserveStandardDescriptors();
+    record::IgnorePipeSignal();
     if (args->pid != 0) {
       if (!args->run.command.empty() || args->run.delay_s >= 0 || !args->run.toggle_signal.empty() ||
           !args->run.preloads.empty()) {
-        fmt::print(stderr,
+        record::Say(
                    "crossfree record: -p attaches to a running process: give no command, "
                    "--delay, --toggle-signal or --preload with it\n");
         *exit_code = kExitUsage;
@@ -111,7 +116,7 @@ void RegisterRecordCommand(CLI::App& app, int* exit_code) {
       if (args->run.time_resolution_ns > 1) {
         // The attached tracer writes the trace itself, not through record,
         // and its hook path stays as it is: nothing would round its times.
-        fmt::print(stderr,
+        record::Say(
                    "crossfree record: --time-resolution is not available with -p: the attached "
                    "tracer writes the trace itself, in nanoseconds; record without it\n");
         *exit_code = kExitUsage;
@@ -121,7 +126,7 @@ void RegisterRecordCommand(CLI::App& app, int* exit_code) {
       return;
     }
     if (args->run.command.empty()) {
-      fmt::print(stderr, "crossfree record: give a command after --, or -p PID\n");
+      record::Say("crossfree record: give a command after --, or -p PID\n");
       *exit_code = kExitUsage;
       return;
     }

@@ -21,6 +21,7 @@
 
 #include "analyzer/record/attach_inject.h"
 #include "analyzer/record/exit_codes.h"
+#include "analyzer/record/messages.h"
 #include "analyzer/record/paths.h"
 #include "analyzer/record/recorded_traces.h"
 #include "protocol/attach_protocol.h"
@@ -61,7 +62,7 @@ struct LineReader {
         std::string line = pending.substr(0, nl);
         pending.erase(0, nl + 1);
         if (line.rfind("crossfree-trace: ", 0) == 0) {
-          fmt::print(stderr, "crossfree record: the tracer says: {}\n", line.substr(17));
+          Say("crossfree record: the tracer says: {}\n", line.substr(17));
           continue;
         }
         *reply = line;
@@ -142,17 +143,17 @@ pid_t ThreadGroupOf(pid_t pid) {
 // into *exe.
 bool CheckTarget(const AttachOptions& o, pid_t* pid_out, std::string* exe) {
   if (o.pid <= 0 || (kill(o.pid, 0) != 0 && errno == ESRCH)) {
-    fmt::print(stderr, "crossfree record: -p {}: no such process\n", o.pid);
+    Say("crossfree record: -p {}: no such process\n", o.pid);
     return false;
   }
   const pid_t pid = ThreadGroupOf(o.pid);
   if (pid == getpid()) {
-    fmt::print(stderr, "crossfree record: -p {}: that is crossfree itself\n", pid);
+    Say("crossfree record: -p {}: that is crossfree itself\n", pid);
     return false;
   }
   *exe = ExeOf(pid);
   if (std::string why = PtracePermissionProblem(pid); !why.empty()) {
-    fmt::print(stderr, "crossfree record: cannot attach to {}: {}\n", pid, why);
+    Say("crossfree record: cannot attach to {}: {}\n", pid, why);
     return false;
   }
   *pid_out = pid;
@@ -164,7 +165,7 @@ bool CheckTarget(const AttachOptions& o, pid_t* pid_out, std::string* exe) {
 int BindControlSocket(pid_t pid) {
   int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listener < 0) {
-    fmt::print(stderr, "crossfree record: socket failed: {}\n", std::strerror(errno));
+    Say("crossfree record: socket failed: {}\n", std::strerror(errno));
     return -1;
   }
   sockaddr_un addr{};
@@ -176,12 +177,12 @@ int BindControlSocket(pid_t pid) {
     const int error = errno;
     close(listener);
     if (error == EADDRINUSE) {
-      fmt::print(stderr,
+      Say(
                  "crossfree record: another crossfree record is attached to process {} "
                  "already (its control socket @{} is taken); wait for it to detach\n",
                  pid, std::string(addr.sun_path + 1, name_len));
     } else {
-      fmt::print(stderr, "crossfree record: cannot bind the control socket: {}\n",
+      Say("crossfree record: cannot bind the control socket: {}\n",
                  std::strerror(error));
     }
     return -1;
@@ -197,7 +198,7 @@ bool PrepareOutput(const AttachOptions& o, pid_t pid, std::string* output) {
   *output = o.output.empty() ? fmt::format("{}/crossfree.{}.trace", CurrentDir(), pid)
                              : (o.output[0] == '/' ? o.output : CurrentDir() + "/" + o.output);
   if (unlink(output->c_str()) != 0 && errno != ENOENT) {
-    fmt::print(stderr, "crossfree record: cannot replace {}: {}\n", *output, std::strerror(errno));
+    Say("crossfree record: cannot replace {}: {}\n", *output, std::strerror(errno));
     return false;
   }
   return true;
@@ -218,11 +219,11 @@ void CatchStopSignals() {
 bool Inject(const AttachOptions& o, pid_t pid, int listener, InjectResult* inj) {
   *inj = InjectTracer(pid, o.library, getpid(), listener);
   if (!inj->ok) {
-    fmt::print(stderr, "crossfree record: cannot attach to {}: {}\n", pid, inj->error);
+    Say("crossfree record: cannot attach to {}: {}\n", pid, inj->error);
     return false;
   }
   if (inj->entry_result != attach::kAttachStarted) {
-    fmt::print(stderr, "crossfree record: cannot attach to {}: {}\n", pid,
+    Say("crossfree record: cannot attach to {}: {}\n", pid,
                EntryProblem(inj->entry_result, pid));
     return false;
   }
@@ -237,7 +238,7 @@ int AcceptTracer(pid_t pid, int listener) {
   int conn = -1;
   if (poll(&lp, 1, 5000) == 1) conn = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
   if (conn < 0) {
-    fmt::print(stderr, "crossfree record: the tracer in {} did not connect\n", pid);
+    Say("crossfree record: the tracer in {} did not connect\n", pid);
   }
   return conn;
 }
@@ -259,20 +260,20 @@ bool StartSession(const AttachOptions& o, pid_t pid, const std::string& exe,
   req.set_control_nice = inj.raised_nice ? 1 : 0;
   req.control_nice = inj.old_nice;
   if (send(conn, &req, sizeof(req), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(req))) {
-    fmt::print(stderr, "crossfree record: cannot talk to the tracer in {}: {}\n", pid,
+    Say("crossfree record: cannot talk to the tracer in {}: {}\n", pid,
                std::strerror(errno));
     close(conn);
     return false;
   }
   std::string reply;
   if (!reader->Next(30, &reply, false) || reply.rfind("ok ", 0) != 0) {
-    fmt::print(stderr, "crossfree record: cannot attach to {}: {}\n", pid,
+    Say("crossfree record: cannot attach to {}: {}\n", pid,
                reply.rfind("error ", 0) == 0 ? reply.substr(6)
                                              : std::string("the tracer did not answer"));
     close(conn);
     return false;
   }
-  fmt::print(stderr,
+  Say(
              "crossfree record: attached to process {} ({}): thread {} stopped for {:.2f} ms "
              "in all, then {:.2f} ms loading the tracer on its own ({} stop{} over its {} "
              "thread{}{}); {}\n",
@@ -280,9 +281,9 @@ bool StartSession(const AttachOptions& o, pid_t pid, const std::string& exe,
              inj.attempts == 1 ? "" : "s", inj.threads, inj.threads == 1 ? "" : "s",
              inj.already_loaded ? ", tracer already loaded" : "", reply.substr(3));
   if (o.duration_s >= 0) {
-    fmt::print(stderr, "crossfree record: recording for {} s into {}\n", o.duration_s, output);
+    Say("crossfree record: recording for {} s into {}\n", o.duration_s, output);
   } else {
-    fmt::print(stderr, "crossfree record: recording into {} until Ctrl-C\n", output);
+    Say("crossfree record: recording into {} until Ctrl-C\n", output);
   }
   return true;
 }
@@ -326,23 +327,23 @@ void ReportTargetGone(pid_t pid, const std::string& exe, const std::string& ende
   const std::string now_exe = ExeOf(pid);
   const bool gone = now_exe.empty() || kill(pid, 0) != 0;
   if (!ended.empty() && !gone && now_exe == exe) {
-    fmt::print(stderr, "crossfree record: the recording in process {} ended: {}; trace {}\n",
+    Say("crossfree record: the recording in process {} ended: {}; trace {}\n",
                pid, ended, output);
   } else if (gone && EndsWithTotals(output)) {
-    fmt::print(stderr,
+    Say(
                "crossfree record: process {} exited while attached; its tracer wrote the "
                "trace at exit: {}\n",
                pid, output);
   } else if (gone) {
     // Not a child of record: its exit status is not ours to read, but the
     // file says whether the tracer's exit flush ran.
-    fmt::print(stderr,
+    Say(
                "crossfree record: process {} ended while attached without the tracer's exit "
                "flush (killed by a signal): the trace holds what its threads had "
                "written, their last buffers are lost: {}\n",
                pid, output);
   } else {
-    fmt::print(stderr,
+    Say(
                "crossfree record: process {} exec'd ({}) while attached; the trace was "
                "written before the exec: {}\n",
                pid, now_exe, output);
@@ -356,7 +357,7 @@ void ReportTargetGone(pid_t pid, const std::string& exe, const std::string& ende
 // whole one.
 int ExitCodeOf(const std::string& tracer_text, const std::string& output) {
   if (tracer_text.find(attach::kIncompleteNote) == std::string::npos) return 0;
-  fmt::print(stderr,
+  Say(
              "crossfree record: the trace is incomplete: the tracer could not write all it "
              "recorded into {}\n",
              output);
@@ -379,13 +380,13 @@ int FinishDetach(pid_t pid, const std::string& output, int conn, LineReader* rea
   }
   close(conn);
   if (!detached) {
-    fmt::print(stderr,
+    Say(
                "crossfree record: process {} ended while detaching (exit or exec); the trace "
                "is what its tracer wrote: {}\n",
                pid, output);
     return 0;
   }
-  fmt::print(stderr, "crossfree record: detached from process {}: {}; trace {}\n", pid,
+  Say("crossfree record: detached from process {}: {}; trace {}\n", pid,
              done.substr(9), output);
   return ExitCodeOf(done, output);
 }

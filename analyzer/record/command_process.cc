@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 
 #include <fmt/core.h>
 
+#include "analyzer/record/messages.h"
 #include "analyzer/record/paths.h"
 
 namespace crossfree::analyzer::record {
@@ -125,6 +127,13 @@ void SignalForwarding::Restore() {
   sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
 }
 
+int InheritedDescriptor(int fd) {
+  const int high = fcntl(fd, F_DUPFD, kInheritedFdMin);  // close-on-exec clear
+  if (high >= 0) return high;
+  fcntl(fd, F_SETFD, 0);
+  return fd;
+}
+
 std::string SignalName(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev != nullptr ? std::string("SIG") + abbrev : fmt::format("signal {}", sig);
@@ -153,7 +162,7 @@ int WaitForDescendants(double budget_s) {
       for (const auto& [pid, name] : RunningChildren()) {
         list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", pid, name);
       }
-      fmt::print(stderr,
+      Say(
                  "crossfree record: after {:g} s (--wait-children), still running: {}; their "
                  "traces are counted as they are now\n",
                  budget_s, list.empty() ? "unknown" : list);
@@ -171,7 +180,7 @@ int WaitForChild(pid_t pid, const std::string& name) {
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) {
-    fmt::print(stderr, "crossfree record: {} was killed by {}{}\n", name,
+    Say("crossfree record: {} was killed by {}{}\n", name,
                SignalName(WTERMSIG(status)), WCOREDUMP(status) ? " (core dumped)" : "");
     return 128 + WTERMSIG(status);
   }

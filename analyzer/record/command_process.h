@@ -39,6 +39,14 @@ class SignalForwarding {
   sigset_t old_mask_;
 };
 
+// In the child between fork and exec: a copy of fd that the command
+// inherits, numbered kInheritedFdMin or above when such a number is free
+// (else fd itself, made inheritable). A wrapper script's `exec 3>file`
+// before it execs the real program would otherwise replace the number the
+// tracer's environment names, and the program would lose the hand-off.
+inline constexpr int kInheritedFdMin = 400;
+int InheritedDescriptor(int fd);
+
 // "SIGTERM", or "signal N".
 std::string SignalName(int sig);
 uint64_t MonotonicNowNs();

@@ -26,6 +26,7 @@
 
 #include <fmt/core.h>
 
+#include "analyzer/record/messages.h"
 #include "analyzer/record/target_process.h"
 #include "analyzer/record/write_watchdog.h"
 #include "format/crc32c.h"
@@ -216,7 +217,7 @@ int EnvInt(const char* name, int lo, int hi, int fallback) {
   errno = 0;
   const long n = std::strtol(v, &end, 10);
   if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi) {
-    fmt::print(stderr, "crossfree record: ignoring {}='{}' ({}..{}); using {}\n", name, v, lo, hi,
+    Say("crossfree record: ignoring {}='{}' ({}..{}); using {}\n", name, v, lo, hi,
                fallback);
     return fallback;
   }

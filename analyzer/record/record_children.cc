@@ -17,6 +17,7 @@
 
 #include <fmt/core.h>
 
+#include "analyzer/record/command_process.h"
 #include "analyzer/record/target_process.h"
 #include "protocol/shm_channel.h"
 
@@ -91,9 +92,9 @@ ChildRegions::~ChildRegions() {
 }
 
 void ChildRegions::InChild() {
-  fcntl(sock_[1], F_SETFD, 0);
   // With record's pid, which the tracer checks against the socket's peer.
-  setenv(shm::kSocketEnv, fmt::format("{},{}", sock_[1], getppid()).c_str(), 1);
+  const int fd = InheritedDescriptor(sock_[1]);
+  setenv(shm::kSocketEnv, fmt::format("{},{}", fd, getppid()).c_str(), 1);
 }
 
 void ChildRegions::Start(std::function<std::string(uint32_t)> path_for) {

@@ -18,6 +18,8 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include "analyzer/record/command_process.h"
+#include "analyzer/record/messages.h"
 #include "format/names.h"
 #include "protocol/shm_channel.h"
 
@@ -52,13 +54,13 @@ std::unique_ptr<RecordHandOff> RecordHandOff::Prepare(uint32_t time_resolution_n
     const unsigned long long kb = std::strtoull(v, &end, 10);
     const unsigned long long max_kb = (shm::kMaxRegionBytes - shm::kBuffersOffset) >> 10;
     if (errno != 0 || end == v || *end != '\0' || kb > max_kb) {
-      fmt::print(stderr,
+      Say(
                  "crossfree record: ignoring CROSSFREE_CHANNEL_KB='{}' (0..{}); using the "
                  "default\n",
                  v, max_kb);
     } else if (kb == 0) {
       if (time_resolution_ns > 1) {
-        fmt::print(stderr,
+        Say(
                    "crossfree record: with CROSSFREE_CHANNEL_KB=0 the command writes its own "
                    "trace, in nanoseconds: --time-resolution applies to the traces record "
                    "writes\n");
@@ -73,14 +75,14 @@ std::unique_ptr<RecordHandOff> RecordHandOff::Prepare(uint32_t time_resolution_n
   h->channel_ = ChunkChannel::Create(region, &error);
   if (h->channel_ != nullptr) h->channel_->SetTimeResolution(time_resolution_ns);
   if (h->channel_ == nullptr || pipe2(h->go_, O_CLOEXEC) != 0) {
-    fmt::print(stderr,
+    Say(
                "crossfree record: no hand-off ({}); the command writes its own trace\n",
                h->channel_ == nullptr ? error : std::strerror(errno));
     return nullptr;
   }
   h->children_ = ChildRegions::Create(time_resolution_ns, &error);
   if (h->children_ == nullptr) {
-    fmt::print(stderr, "crossfree record: child processes write their own traces ({})\n", error);
+    Say("crossfree record: child processes write their own traces ({})\n", error);
   }
   return h;
 }
@@ -100,10 +102,11 @@ void RecordHandOff::InChild() {
   }
   close(go_[0]);
   if (n == 1 && go == '1') {
-    // The one descriptor the command inherits from record; the tracer
-    // closes it once it has mapped the region.
-    fcntl(channel_->fd(), F_SETFD, 0);
-    setenv(shm::kChannelEnv, std::to_string(channel_->fd()).c_str(), 1);
+    // The one descriptor the command inherits from record (the original
+    // stays close-on-exec); the tracer closes it once it has mapped the
+    // region.
+    const int fd = InheritedDescriptor(channel_->fd());
+    setenv(shm::kChannelEnv, std::to_string(fd).c_str(), 1);
     if (children_ != nullptr) children_->InChild();
   } else {
     unsetenv(shm::kChannelEnv);
@@ -212,7 +215,7 @@ bool RecordHandOff::Report() const {
                              seconds(self), (self.ru_maxrss + 1023) / 1024, seconds(children));
   }
   // One line (then one for refused offers, below): the run's summary follows.
-  fmt::print(stderr,
+  Say(
              "crossfree record: hand-off: {} events in {} chunks ({} events in {} partly filled "
              "chunk{} taken after their process ended), {} bytes written{}, compression {:.2f}x{}; "
              "{}{}\n",
@@ -240,7 +243,7 @@ bool RecordHandOff::Report() const {
     }
     const uint64_t unnamed = child_totals_.refused_named - child_totals_.refused_files.size();
     if (unnamed > 0) where += fmt::format(" and {} more", unnamed);
-    fmt::print(stderr,
+    Say(
                "crossfree record: {} child process region{} refused ({}); {}, as without "
                "record{}\n",
                n, n == 1 ? "" : "s", why,

@@ -24,6 +24,7 @@
 
 #include "analyzer/record/command_process.h"
 #include "analyzer/record/exit_codes.h"
+#include "analyzer/record/messages.h"
 #include "analyzer/record/paths.h"
 #include "analyzer/record/record_handoff.h"
 #include "analyzer/record/recorded_traces.h"
@@ -52,13 +53,13 @@ bool ClearOldTraces(const OutputPlan& plan) {
   const std::string& path = plan.path_template;
   if (unlink(path.c_str()) != 0 && errno != ENOENT && access(path.c_str(), F_OK) == 0 &&
       access(Dirname(path).c_str(), W_OK) == 0) {
-    fmt::print(stderr, "crossfree record: cannot replace {}: {}\n", path, std::strerror(errno));
+    Say("crossfree record: cannot replace {}: {}\n", path, std::strerror(errno));
     return false;
   }
   std::vector<std::string> removed;
   for (const std::string& old : StaleTraces(Dirname(path), Basename(path))) {
     if (unlink(old.c_str()) != 0) {
-      fmt::print(stderr,
+      Say(
                  "crossfree record: cannot remove {} of an earlier run ({}); refusing to mix "
                  "it with this run's traces\n",
                  old, std::strerror(errno));
@@ -70,7 +71,7 @@ bool ClearOldTraces(const OutputPlan& plan) {
     std::string list;
     for (size_t i = 0; i < removed.size() && i < 5; ++i) list += (i ? ", " : "") + removed[i];
     if (removed.size() > 5) list += fmt::format(" and {} more", removed.size() - 5);
-    fmt::print(stderr, "crossfree record: removed {} trace file{} of an earlier run in {}: {}\n",
+    Say("crossfree record: removed {} trace file{} of an earlier run in {}: {}\n",
                removed.size(), removed.size() == 1 ? "" : "s", Dirname(path), list);
   }
   return true;
@@ -85,7 +86,7 @@ std::optional<std::string> PreloadList(const std::string& library,
   std::string preload = library;
   for (const std::string& lib : preloads) {
     if (lib.find(':') != std::string::npos || lib.find(' ') != std::string::npos) {
-      fmt::print(stderr, "crossfree record: --preload {}: one library per --preload\n", lib);
+      Say("crossfree record: --preload {}: one library per --preload\n", lib);
       return std::nullopt;
     }
     preload += ":" + lib;
@@ -134,20 +135,21 @@ Started StartCommand(const RecordOptions& o, const std::string& preload, const O
   argv.push_back(nullptr);
   int exec_pipe[2];
   if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
-    fmt::print(stderr, "crossfree record: pipe failed: {}\n", std::strerror(errno));
+    Say("crossfree record: pipe failed: {}\n", std::strerror(errno));
     return {-1, kExitUsage};
   }
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t pid = fork();
   if (pid < 0) {
-    fmt::print(stderr, "crossfree record: fork failed: {}\n", std::strerror(errno));
+    Say("crossfree record: fork failed: {}\n", std::strerror(errno));
     close(exec_pipe[0]);
     close(exec_pipe[1]);
     return {-1, kExitUsage};
   }
   if (pid == 0) {
     signals.RestoreInChild();
+    RestorePipeSignal();
     close(exec_pipe[0]);
     SetTracerEnvironment(o, preload, plan.path_template, toggle_signal);
     if (handoff) handoff->InChild();
@@ -183,7 +185,7 @@ Started StartCommand(const RecordOptions& o, const std::string& preload, const O
     handoff->Finish();
     handoff->FinishChildren();
   }
-  fmt::print(stderr, "crossfree record: cannot run {}: {}\n", o.command[0],
+  Say("crossfree record: cannot run {}: {}\n", o.command[0],
              std::strerror(exec_errno));
   return {-1, exec_errno == ENOENT ? 127 : 126};
 }
@@ -266,13 +268,13 @@ void PrintEmptyWindowNote(const std::vector<FileSummary>& files, const RecordOpt
   if (empty == 0) return;
   const std::string which = fmt::format("{} trace{} recorded nothing", empty, empty == 1 ? "" : "s");
   if (!o.toggle_signal.empty()) {
-    fmt::print(stderr,
+    Say(
                "crossfree record: {}: with --toggle-signal, recording starts closed until the "
                "signal reaches the tracer's handler; a program that installs its own handler "
                "for {} replaces it (choose a signal the program does not use)\n",
                which, o.toggle_signal);
   } else if (o.delay_s > 0) {
-    fmt::print(stderr,
+    Say(
                "crossfree record: {}: while its window is closed, a process checks the clock "
                "on one allocation or free in 64 of each thread, so one that ends before "
                "--delay, or allocates less than that within the window, never opens it\n",
@@ -304,15 +306,15 @@ void PrintSummary(std::vector<FileSummary> files, const std::string* main_path) 
                                    f.counts.thread_count == 1 ? "" : "s", f.path, f.counts.pid,
                                    f.kind);
     if (!f.counts.complete) line += fmt::format("; incomplete: {}", f.counts.problem);
-    fmt::print(stderr, "{}\n", line);
+    Say("{}\n", line);
   }
   if (files.size() > kShown) {
     uint64_t rest = 0;
     for (size_t i = kShown; i < files.size(); ++i) rest += files[i].counts.events;
-    fmt::print(stderr, "crossfree record:   ... and {} smaller trace{} with {} events\n",
+    Say("crossfree record:   ... and {} smaller trace{} with {} events\n",
                files.size() - kShown, files.size() - kShown == 1 ? "" : "s", rest);
   }
-  fmt::print(stderr,
+  Say(
              "crossfree record: total {} events ({} allocations, {} frees) on {} thread{} in {} "
              "process{}, {} trace file{}{}{}\n",
              events, allocs, frees, threads, threads == 1 ? "" : "s", pids.size(),
@@ -322,7 +324,7 @@ void PrintSummary(std::vector<FileSummary> files, const std::string* main_path) 
   uint32_t period = 0;
   for (const FileSummary& f : files) period = std::max(period, f.counts.sample_period);
   if (period > 1) {
-    fmt::print(stderr,
+    Say(
                "crossfree record: sampled 1/{}: these are the sampled objects' events; "
                "report, diff and gate estimate the whole from them\n",
                period);
@@ -337,7 +339,7 @@ int SummarizeRun(const RecordOptions& o, const OutputPlan& plan, pid_t pid, time
   std::optional<TraceCounts> main_counts = CountTrace(main_path, false);
   if (!main_counts) {
     // Why there is no trace, in one line, and a status CI notices.
-    fmt::print(stderr, "crossfree record: no trace written to {}: {}\n", main_path,
+    Say("crossfree record: no trace written to {}: {}\n", main_path,
                WhyNoTrace(main_path, o.command[0]));
     if (child_files.empty()) return status != 0 ? status : kExitUsage;
   }
@@ -364,7 +366,7 @@ int RunRecord(const RecordOptions& o) {
   if (!o.toggle_signal.empty()) {
     toggle_signal = ParseSignal(o.toggle_signal);
     if (!UsableToggleSignal(toggle_signal)) {
-      fmt::print(stderr,
+      Say(
                  "crossfree record: --toggle-signal {}: not a signal the tracer can use (give a "
                  "name like USR2 or a number; not KILL, STOP, SEGV, BUS, FPE or ILL)\n",
                  o.toggle_signal);
@@ -404,7 +406,7 @@ int RunRecord(const RecordOptions& o) {
     handoff->Finish();
   }
   if (int waited = WaitForDescendants(o.wait_children_s); waited > 0) {
-    fmt::print(stderr, "crossfree record: waited for {} process{} the command left running\n",
+    Say("crossfree record: waited for {} process{} the command left running\n",
                waited, waited == 1 ? "" : "es");
   }
   if (handoff) {
@@ -415,7 +417,7 @@ int RunRecord(const RecordOptions& o) {
   const bool lost = handoff && handoff->Report();
   const int result = SummarizeRun(o, plan, command.pid, started, status);
   if (lost && result == 0) {
-    fmt::print(stderr,
+    Say(
                "crossfree record: the trace is incomplete: events the command recorded were "
                "lost (see 'not written' above); exit {}\n",
                kExitEventsLost);

@@ -7,6 +7,7 @@
 
 #include <fmt/core.h>
 
+#include "analyzer/record/messages.h"
 #include "analyzer/record/paths.h"
 
 namespace crossfree::analyzer::record {
@@ -45,7 +46,7 @@ std::optional<std::string> TracerLibraryOrError() {
   std::string searched;
   std::optional<std::string> library = FindTracerLibrary(&searched);
   if (!library) {
-    fmt::print(stderr, "crossfree record: cannot find libcrossfree-trace.so (looked at {})\n",
+    Say("crossfree record: cannot find libcrossfree-trace.so (looked at {})\n",
                searched);
   }
   return library;

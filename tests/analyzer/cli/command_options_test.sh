@@ -344,6 +344,24 @@ has rt.sum "events: 0$"
 has rt.rerr "1 trace recorded nothing: with --toggle-signal, recording starts closed"
 # A run that recorded something gets no such note.
 if grep -q "recorded nothing" r0.rerr; then fail "record: an empty-window note on a full trace"; fi
+# record's own descriptors never sit on a closed 0-2, which the command
+# inherits: with stdout closed the command finds it closed, as untraced (it
+# found the hand-off region there).
+"$crossfree" record -o cl.trc -- sh -c 'if test -e /proc/self/fd/1; then exit 5; fi' >&- 2>cl.err
+[[ $? == 0 ]] || { cat cl.err; fail "record with stdout closed: the command found a descriptor 1"; }
+"$crossfree" record -o cl0.trc -- true <&- >&- 2>&- || fail "record with 0, 1 and 2 closed: exit $?"
+# A wrapper that opens its own descriptors 3-9 before it execs the program
+# leaves the program the hand-off (record passes it at a high number).
+"$crossfree" record -o wr.trc -- sh -c \
+  'exec 3>/dev/null 4>/dev/null 5>/dev/null 6>/dev/null 7>/dev/null 8>/dev/null 9>/dev/null; exec true' \
+  2>wr.err || { cat wr.err; fail "record of a wrapper that execs: exit $?"; }
+has wr.err "also for 1 exec'd image"
+# A reader of record's stderr that went away does not end record (SIGPIPE):
+# the command's status, and the trace. (When the reader is still there at
+# the end, this passes without testing anything; it never fails falsely.)
+( "$crossfree" record -o sp.trc -- sh -c 'sleep 0.2' 2>&1; echo $? >sp.rc ) | true
+[[ $(cat sp.rc) == 0 ]] || fail "record with a closed stderr pipe: exit $(cat sp.rc)"
+"$crossfree" dump --summary sp.trc >/dev/null 2>&1 || fail "record with a closed stderr pipe: no trace"
 # --duration reaches the tracer as its documented variable (docs/guide/tracer.md).
 checked["record --duration"]=1
 "$crossfree" record -o env.trc --duration 2 -- printenv CROSSFREE_DURATION_MS >dur.out 2>/dev/null
