@@ -89,7 +89,7 @@ void RegisterRecordCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--wait-children", args->run.wait_children_s,
                   "After the command exits, wait up to SECONDS for the processes it left "
                   "running (background jobs, daemons), then name those still running "
-                  "(default 60)")
+                  "(default 60; at most 1 after a SIGINT or SIGTERM to record)")
       ->check(CLI::Range(0.0, 86400.0));
   sub->add_option("-p,--pid", args->pid,
                   "Attach to the running process PID instead: record until --duration or "
@@ -107,18 +107,16 @@ void RegisterRecordCommand(CLI::App& app, int* exit_code) {
     if (args->pid != 0) {
       if (!args->run.command.empty() || args->run.delay_s >= 0 || !args->run.toggle_signal.empty() ||
           !args->run.preloads.empty()) {
-        record::Say(
-                   "crossfree record: -p attaches to a running process: give no command, "
-                   "--delay, --toggle-signal or --preload with it\n");
+        record::Say("crossfree record: -p attaches to a running process: give no command, "
+                    "--delay, --toggle-signal or --preload with it\n");
         *exit_code = kExitUsage;
         return;
       }
       if (args->run.time_resolution_ns > 1) {
         // The attached tracer writes the trace itself, not through record,
         // and its hook path stays as it is: nothing would round its times.
-        record::Say(
-                   "crossfree record: --time-resolution is not available with -p: the attached "
-                   "tracer writes the trace itself, in nanoseconds; record without it\n");
+        record::Say("crossfree record: --time-resolution is not available with -p: the attached "
+                    "tracer writes the trace itself, in nanoseconds; record without it\n");
         *exit_code = kExitUsage;
         return;
       }

@@ -177,13 +177,12 @@ int BindControlSocket(pid_t pid) {
     const int error = errno;
     close(listener);
     if (error == EADDRINUSE) {
-      Say(
-                 "crossfree record: another crossfree record is attached to process {} "
-                 "already (its control socket @{} is taken); wait for it to detach\n",
-                 pid, std::string(addr.sun_path + 1, name_len));
+      Say("crossfree record: another crossfree record is attached to process {} "
+          "already (its control socket @{} is taken); wait for it to detach\n",
+          pid, std::string(addr.sun_path + 1, name_len));
     } else {
       Say("crossfree record: cannot bind the control socket: {}\n",
-                 std::strerror(error));
+          std::strerror(error));
     }
     return -1;
   }
@@ -224,7 +223,7 @@ bool Inject(const AttachOptions& o, pid_t pid, int listener, InjectResult* inj) 
   }
   if (inj->entry_result != attach::kAttachStarted) {
     Say("crossfree record: cannot attach to {}: {}\n", pid,
-               EntryProblem(inj->entry_result, pid));
+        EntryProblem(inj->entry_result, pid));
     return false;
   }
   return true;
@@ -261,25 +260,24 @@ bool StartSession(const AttachOptions& o, pid_t pid, const std::string& exe,
   req.control_nice = inj.old_nice;
   if (send(conn, &req, sizeof(req), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(req))) {
     Say("crossfree record: cannot talk to the tracer in {}: {}\n", pid,
-               std::strerror(errno));
+        std::strerror(errno));
     close(conn);
     return false;
   }
   std::string reply;
   if (!reader->Next(30, &reply, false) || reply.rfind("ok ", 0) != 0) {
     Say("crossfree record: cannot attach to {}: {}\n", pid,
-               reply.rfind("error ", 0) == 0 ? reply.substr(6)
-                                             : std::string("the tracer did not answer"));
+        reply.rfind("error ", 0) == 0 ? reply.substr(6)
+        : std::string("the tracer did not answer"));
     close(conn);
     return false;
   }
-  Say(
-             "crossfree record: attached to process {} ({}): thread {} stopped for {:.2f} ms "
-             "in all, then {:.2f} ms loading the tracer on its own ({} stop{} over its {} "
-             "thread{}{}); {}\n",
-             pid, exe, inj.tid, inj.stopped_ms, inj.calls_ms, inj.attempts,
-             inj.attempts == 1 ? "" : "s", inj.threads, inj.threads == 1 ? "" : "s",
-             inj.already_loaded ? ", tracer already loaded" : "", reply.substr(3));
+  Say("crossfree record: attached to process {} ({}): thread {} stopped for {:.2f} ms "
+      "in all, then {:.2f} ms loading the tracer on its own ({} stop{} over its {} "
+      "thread{}{}); {}\n",
+      pid, exe, inj.tid, inj.stopped_ms, inj.calls_ms, inj.attempts,
+      inj.attempts == 1 ? "" : "s", inj.threads, inj.threads == 1 ? "" : "s",
+      inj.already_loaded ? ", tracer already loaded" : "", reply.substr(3));
   if (o.duration_s >= 0) {
     Say("crossfree record: recording for {} s into {}\n", o.duration_s, output);
   } else {
@@ -328,25 +326,22 @@ void ReportTargetGone(pid_t pid, const std::string& exe, const std::string& ende
   const bool gone = now_exe.empty() || kill(pid, 0) != 0;
   if (!ended.empty() && !gone && now_exe == exe) {
     Say("crossfree record: the recording in process {} ended: {}; trace {}\n",
-               pid, ended, output);
+        pid, ended, output);
   } else if (gone && EndsWithTotals(output)) {
-    Say(
-               "crossfree record: process {} exited while attached; its tracer wrote the "
-               "trace at exit: {}\n",
-               pid, output);
+    Say("crossfree record: process {} exited while attached; its tracer wrote the "
+        "trace at exit: {}\n",
+        pid, output);
   } else if (gone) {
     // Not a child of record: its exit status is not ours to read, but the
     // file says whether the tracer's exit flush ran.
-    Say(
-               "crossfree record: process {} ended while attached without the tracer's exit "
-               "flush (killed by a signal): the trace holds what its threads had "
-               "written, their last buffers are lost: {}\n",
-               pid, output);
+    Say("crossfree record: process {} ended while attached without the tracer's exit "
+        "flush (killed by a signal): the trace holds what its threads had "
+        "written, their last buffers are lost: {}\n",
+        pid, output);
   } else {
-    Say(
-               "crossfree record: process {} exec'd ({}) while attached; the trace was "
-               "written before the exec: {}\n",
-               pid, now_exe, output);
+    Say("crossfree record: process {} exec'd ({}) while attached; the trace was "
+        "written before the exec: {}\n",
+        pid, now_exe, output);
   }
 }
 
@@ -357,10 +352,9 @@ void ReportTargetGone(pid_t pid, const std::string& exe, const std::string& ende
 // whole one.
 int ExitCodeOf(const std::string& tracer_text, const std::string& output) {
   if (tracer_text.find(attach::kIncompleteNote) == std::string::npos) return 0;
-  Say(
-             "crossfree record: the trace is incomplete: the tracer could not write all it "
-             "recorded into {}\n",
-             output);
+  Say("crossfree record: the trace is incomplete: the tracer could not write all it "
+      "recorded into {}\n",
+      output);
   return kExitEventsLost;
 }
 
@@ -380,14 +374,13 @@ int FinishDetach(pid_t pid, const std::string& output, int conn, LineReader* rea
   }
   close(conn);
   if (!detached) {
-    Say(
-               "crossfree record: process {} ended while detaching (exit or exec); the trace "
-               "is what its tracer wrote: {}\n",
-               pid, output);
+    Say("crossfree record: process {} ended while detaching (exit or exec); the trace "
+        "is what its tracer wrote: {}\n",
+        pid, output);
     return 0;
   }
   Say("crossfree record: detached from process {}: {}; trace {}\n", pid,
-             done.substr(9), output);
+      done.substr(9), output);
   return ExitCodeOf(done, output);
 }
 

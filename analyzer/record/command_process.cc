@@ -145,7 +145,9 @@ uint64_t MonotonicNowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-int WaitForDescendants(double budget_s) {
+bool StopSignalReceived() { return g_stop_signals > 0; }
+
+int WaitForDescendants(double budget_s, const std::string& bound) {
   const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(budget_s * 1e9);
   int reaped = 0;
   for (;;) {
@@ -162,10 +164,9 @@ int WaitForDescendants(double budget_s) {
       for (const auto& [pid, name] : RunningChildren()) {
         list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", pid, name);
       }
-      Say(
-                 "crossfree record: after {:g} s (--wait-children), still running: {}; their "
-                 "traces are counted as they are now\n",
-                 budget_s, list.empty() ? "unknown" : list);
+      Say("crossfree record: after {:g} s ({}), still running: {}; their traces are "
+          "counted as they are now\n",
+          budget_s, bound, list.empty() ? "unknown" : list);
       break;
     }
     usleep(20'000);  // polls waitpid: a descendant is not our child until reparented
@@ -181,7 +182,7 @@ int WaitForChild(pid_t pid, const std::string& name) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) {
     Say("crossfree record: {} was killed by {}{}\n", name,
-               SignalName(WTERMSIG(status)), WCOREDUMP(status) ? " (core dumped)" : "");
+        SignalName(WTERMSIG(status)), WCOREDUMP(status) ? " (core dumped)" : "");
     return 128 + WTERMSIG(status);
   }
   return 127;

@@ -55,10 +55,15 @@ uint64_t MonotonicNowNs();
 // when signal N killed it.
 int WaitForChild(pid_t pid, const std::string& name);
 
+// Whether record got a SIGINT or SIGTERM (passed on to the command, or
+// sent to the terminal's whole group): the run is to end.
+bool StopSignalReceived();
+
 // After the command exited: reaps the processes it left running until none
-// is left or budget_s passed, then names those still running. Returns how
+// is left or budget_s passed, then names those still running and why the
+// wait ended (`bound`: "--wait-children", or the stop signal). Returns how
 // many were waited for.
-int WaitForDescendants(double budget_s);
+int WaitForDescendants(double budget_s, const std::string& bound);
 
 // True if path names a dynamically linked ELF executable (one LD_PRELOAD
 // can reach); unknown counts as true.

@@ -218,7 +218,7 @@ int EnvInt(const char* name, int lo, int hi, int fallback) {
   const long n = std::strtol(v, &end, 10);
   if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi) {
     Say("crossfree record: ignoring {}='{}' ({}..{}); using {}\n", name, v, lo, hi,
-               fallback);
+        fallback);
     return fallback;
   }
   return static_cast<int>(n);

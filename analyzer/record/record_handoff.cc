@@ -54,16 +54,14 @@ std::unique_ptr<RecordHandOff> RecordHandOff::Prepare(uint32_t time_resolution_n
     const unsigned long long kb = std::strtoull(v, &end, 10);
     const unsigned long long max_kb = (shm::kMaxRegionBytes - shm::kBuffersOffset) >> 10;
     if (errno != 0 || end == v || *end != '\0' || kb > max_kb) {
-      Say(
-                 "crossfree record: ignoring CROSSFREE_CHANNEL_KB='{}' (0..{}); using the "
-                 "default\n",
-                 v, max_kb);
+      Say("crossfree record: ignoring CROSSFREE_CHANNEL_KB='{}' (0..{}); using the "
+          "default\n",
+          v, max_kb);
     } else if (kb == 0) {
       if (time_resolution_ns > 1) {
-        Say(
-                   "crossfree record: with CROSSFREE_CHANNEL_KB=0 the command writes its own "
-                   "trace, in nanoseconds: --time-resolution applies to the traces record "
-                   "writes\n");
+        Say("crossfree record: with CROSSFREE_CHANNEL_KB=0 the command writes its own "
+            "trace, in nanoseconds: --time-resolution applies to the traces record "
+            "writes\n");
       }
       return nullptr;
     } else {
@@ -75,9 +73,8 @@ std::unique_ptr<RecordHandOff> RecordHandOff::Prepare(uint32_t time_resolution_n
   h->channel_ = ChunkChannel::Create(region, &error);
   if (h->channel_ != nullptr) h->channel_->SetTimeResolution(time_resolution_ns);
   if (h->channel_ == nullptr || pipe2(h->go_, O_CLOEXEC) != 0) {
-    Say(
-               "crossfree record: no hand-off ({}); the command writes its own trace\n",
-               h->channel_ == nullptr ? error : std::strerror(errno));
+    Say("crossfree record: no hand-off ({}); the command writes its own trace\n",
+        h->channel_ == nullptr ? error : std::strerror(errno));
     return nullptr;
   }
   h->children_ = ChildRegions::Create(time_resolution_ns, &error);
@@ -215,18 +212,17 @@ bool RecordHandOff::Report() const {
                              seconds(self), (self.ru_maxrss + 1023) / 1024, seconds(children));
   }
   // One line (then one for refused offers, below): the run's summary follows.
-  Say(
-             "crossfree record: hand-off: {} events in {} chunks ({} events in {} partly filled "
-             "chunk{} taken after their process ended), {} bytes written{}, compression {:.2f}x{}; "
-             "{}{}\n",
-             all.events, all.chunks, all.partial_events, all.partial_chunks,
-             all.partial_chunks == 1 ? "" : "s", all.bytes_written,
-             also,
-             ratio,
-             KeepUpText(all),
-             lost.empty() ? "0 events lost of those the command recorded"
-                          : "not written: " + lost,
-             usage_text);
+  Say("crossfree record: hand-off: {} events in {} chunks ({} events in {} partly filled "
+      "chunk{} taken after their process ended), {} bytes written{}, compression {:.2f}x{}; "
+      "{}{}\n",
+      all.events, all.chunks, all.partial_events, all.partial_chunks,
+      all.partial_chunks == 1 ? "" : "s", all.bytes_written,
+      also,
+      ratio,
+      KeepUpText(all),
+      lost.empty() ? "0 events lost of those the command recorded"
+      : "not written: " + lost,
+      usage_text);
   // Offers record did not take, in a line of their own: the hand-off
   // line's counts leave those processes out, and the run's summary below
   // counts the traces they wrote themselves, so the user is told why, and
@@ -243,13 +239,12 @@ bool RecordHandOff::Report() const {
     }
     const uint64_t unnamed = child_totals_.refused_named - child_totals_.refused_files.size();
     if (unnamed > 0) where += fmt::format(" and {} more", unnamed);
-    Say(
-               "crossfree record: {} child process region{} refused ({}); {}, as without "
-               "record{}\n",
-               n, n == 1 ? "" : "s", why,
-               n == 1 ? "that process writes its own trace"
-                      : "those processes write their own traces",
-               where);
+    Say("crossfree record: {} child process region{} refused ({}); {}, as without "
+        "record{}\n",
+        n, n == 1 ? "" : "s", why,
+        n == 1 ? "that process writes its own trace"
+        : "those processes write their own traces",
+        where);
   }
   return all.dropped_events > 0 || all.damaged_chunks > 0 || !all.error.empty() ||
          !child_totals_.errors.empty();

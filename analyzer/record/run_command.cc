@@ -35,6 +35,10 @@
 namespace crossfree::analyzer::record {
 namespace {
 
+// How long record waits for the processes a command left running once a
+// SIGINT or SIGTERM asked the run to end.
+constexpr double kWaitAfterStopS = 1.0;
+
 // Where the traces go: FILE (its forks/execs write FILE.<pid>, later
 // images FILE.<n>), or crossfree.<pid>.trace in the current directory.
 struct OutputPlan {
@@ -59,10 +63,9 @@ bool ClearOldTraces(const OutputPlan& plan) {
   std::vector<std::string> removed;
   for (const std::string& old : StaleTraces(Dirname(path), Basename(path))) {
     if (unlink(old.c_str()) != 0) {
-      Say(
-                 "crossfree record: cannot remove {} of an earlier run ({}); refusing to mix "
-                 "it with this run's traces\n",
-                 old, std::strerror(errno));
+      Say("crossfree record: cannot remove {} of an earlier run ({}); refusing to mix "
+          "it with this run's traces\n",
+          old, std::strerror(errno));
       return false;
     }
     removed.push_back(Basename(old));
@@ -72,7 +75,7 @@ bool ClearOldTraces(const OutputPlan& plan) {
     for (size_t i = 0; i < removed.size() && i < 5; ++i) list += (i ? ", " : "") + removed[i];
     if (removed.size() > 5) list += fmt::format(" and {} more", removed.size() - 5);
     Say("crossfree record: removed {} trace file{} of an earlier run in {}: {}\n",
-               removed.size(), removed.size() == 1 ? "" : "s", Dirname(path), list);
+        removed.size(), removed.size() == 1 ? "" : "s", Dirname(path), list);
   }
   return true;
 }
@@ -186,7 +189,7 @@ Started StartCommand(const RecordOptions& o, const std::string& preload, const O
     handoff->FinishChildren();
   }
   Say("crossfree record: cannot run {}: {}\n", o.command[0],
-             std::strerror(exec_errno));
+      std::strerror(exec_errno));
   return {-1, exec_errno == ENOENT ? 127 : 126};
 }
 
@@ -266,19 +269,18 @@ void PrintEmptyWindowNote(const std::vector<FileSummary>& files, const RecordOpt
   size_t empty = 0;
   for (const FileSummary& f : files) empty += f.counts.complete && f.counts.events == 0;
   if (empty == 0) return;
-  const std::string which = fmt::format("{} trace{} recorded nothing", empty, empty == 1 ? "" : "s");
+  const std::string which =
+      fmt::format("{} trace{} recorded nothing", empty, empty == 1 ? "" : "s");
   if (!o.toggle_signal.empty()) {
-    Say(
-               "crossfree record: {}: with --toggle-signal, recording starts closed until the "
-               "signal reaches the tracer's handler; a program that installs its own handler "
-               "for {} replaces it (choose a signal the program does not use)\n",
-               which, o.toggle_signal);
+    Say("crossfree record: {}: with --toggle-signal, recording starts closed until the "
+        "signal reaches the tracer's handler; a program that installs its own handler "
+        "for {} replaces it (choose a signal the program does not use)\n",
+        which, o.toggle_signal);
   } else if (o.delay_s > 0) {
-    Say(
-               "crossfree record: {}: while its window is closed, a process checks the clock "
-               "on one allocation or free in 64 of each thread, so one that ends before "
-               "--delay, or allocates less than that within the window, never opens it\n",
-               which);
+    Say("crossfree record: {}: while its window is closed, a process checks the clock "
+        "on one allocation or free in 64 of each thread, so one that ends before "
+        "--delay, or allocates less than that within the window, never opens it\n",
+        which);
   }
 }
 
@@ -312,22 +314,20 @@ void PrintSummary(std::vector<FileSummary> files, const std::string* main_path) 
     uint64_t rest = 0;
     for (size_t i = kShown; i < files.size(); ++i) rest += files[i].counts.events;
     Say("crossfree record:   ... and {} smaller trace{} with {} events\n",
-               files.size() - kShown, files.size() - kShown == 1 ? "" : "s", rest);
+        files.size() - kShown, files.size() - kShown == 1 ? "" : "s", rest);
   }
-  Say(
-             "crossfree record: total {} events ({} allocations, {} frees) on {} thread{} in {} "
-             "process{}, {} trace file{}{}{}\n",
-             events, allocs, frees, threads, threads == 1 ? "" : "s", pids.size(),
-             pids.size() == 1 ? "" : "es", files.size(), files.size() == 1 ? "" : "s",
-             incomplete ? fmt::format(" ({} incomplete)", incomplete) : std::string(),
-             main_path ? fmt::format("; main trace {}", *main_path) : std::string());
+  Say("crossfree record: total {} events ({} allocations, {} frees) on {} thread{} in {} "
+      "process{}, {} trace file{}{}{}\n",
+      events, allocs, frees, threads, threads == 1 ? "" : "s", pids.size(),
+      pids.size() == 1 ? "" : "es", files.size(), files.size() == 1 ? "" : "s",
+      incomplete ? fmt::format(" ({} incomplete)", incomplete) : std::string(),
+      main_path ? fmt::format("; main trace {}", *main_path) : std::string());
   uint32_t period = 0;
   for (const FileSummary& f : files) period = std::max(period, f.counts.sample_period);
   if (period > 1) {
-    Say(
-               "crossfree record: sampled 1/{}: these are the sampled objects' events; "
-               "report, diff and gate estimate the whole from them\n",
-               period);
+    Say("crossfree record: sampled 1/{}: these are the sampled objects' events; "
+        "report, diff and gate estimate the whole from them\n",
+        period);
   }
 }
 
@@ -340,7 +340,7 @@ int SummarizeRun(const RecordOptions& o, const OutputPlan& plan, pid_t pid, time
   if (!main_counts) {
     // Why there is no trace, in one line, and a status CI notices.
     Say("crossfree record: no trace written to {}: {}\n", main_path,
-               WhyNoTrace(main_path, o.command[0]));
+        WhyNoTrace(main_path, o.command[0]));
     if (child_files.empty()) return status != 0 ? status : kExitUsage;
   }
   std::vector<FileSummary> files;
@@ -366,10 +366,9 @@ int RunRecord(const RecordOptions& o) {
   if (!o.toggle_signal.empty()) {
     toggle_signal = ParseSignal(o.toggle_signal);
     if (!UsableToggleSignal(toggle_signal)) {
-      Say(
-                 "crossfree record: --toggle-signal {}: not a signal the tracer can use (give a "
-                 "name like USR2 or a number; not KILL, STOP, SEGV, BUS, FPE or ILL)\n",
-                 o.toggle_signal);
+      Say("crossfree record: --toggle-signal {}: not a signal the tracer can use (give a "
+          "name like USR2 or a number; not KILL, STOP, SEGV, BUS, FPE or ILL)\n",
+          o.toggle_signal);
       return kExitUsage;
     }
   }
@@ -405,9 +404,18 @@ int RunRecord(const RecordOptions& o) {
     WriteWatchdog watchdog("finishing the command's trace");
     handoff->Finish();
   }
-  if (int waited = WaitForDescendants(o.wait_children_s); waited > 0) {
+  // Asked to stop (a `timeout`, a service manager), record ends soon after
+  // the command: processes it left running (a make's recipes, which a
+  // SIGTERM to make alone does not reach) are not waited for as after a
+  // normal end, which could take --wait-children's whole minute.
+  const bool stopping = StopSignalReceived();
+  const double wait_s =
+      stopping ? std::min(o.wait_children_s, kWaitAfterStopS) : o.wait_children_s;
+  if (int waited = WaitForDescendants(wait_s, stopping ? "record was stopped by a signal"
+                                                         : "--wait-children");
+      waited > 0) {
     Say("crossfree record: waited for {} process{} the command left running\n",
-               waited, waited == 1 ? "" : "es");
+        waited, waited == 1 ? "" : "es");
   }
   if (handoff) {
     WriteWatchdog watchdog("finishing the traces of the command's child processes");
@@ -417,10 +425,9 @@ int RunRecord(const RecordOptions& o) {
   const bool lost = handoff && handoff->Report();
   const int result = SummarizeRun(o, plan, command.pid, started, status);
   if (lost && result == 0) {
-    Say(
-               "crossfree record: the trace is incomplete: events the command recorded were "
-               "lost (see 'not written' above); exit {}\n",
-               kExitEventsLost);
+    Say("crossfree record: the trace is incomplete: events the command recorded were "
+        "lost (see 'not written' above); exit {}\n",
+        kExitEventsLost);
     return kExitEventsLost;
   }
   return result;

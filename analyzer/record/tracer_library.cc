@@ -47,7 +47,7 @@ std::optional<std::string> TracerLibraryOrError() {
   std::optional<std::string> library = FindTracerLibrary(&searched);
   if (!library) {
     Say("crossfree record: cannot find libcrossfree-trace.so (looked at {})\n",
-               searched);
+        searched);
   }
   return library;
 }
