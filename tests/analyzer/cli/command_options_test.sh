@@ -356,26 +356,6 @@ if grep -q "recorded nothing" r0.rerr; then fail "record: an empty-window note o
   'exec 3>/dev/null 4>/dev/null 5>/dev/null 6>/dev/null 7>/dev/null 8>/dev/null 9>/dev/null; exec true' \
   2>wr.err || { cat wr.err; fail "record of a wrapper that execs: exit $?"; }
 has wr.err "also for 1 exec'd image"
-# SIGTERM to record ends the run soon: the command gets it, and a process
-# it left running is not waited for --wait-children's minute. Bounds, not
-# timings: the wait for the trace file and for record's end each give up
-# after 20 s.
-"$crossfree" record -o st.trc -- sh -c 'sleep 60 & exec sleep 60' 2>st.err &
-rec=$!
-for _ in $(seq 400); do [[ -s st.trc ]] && break; sleep 0.05; done
-kill -TERM "$rec"
-for _ in $(seq 400); do kill -0 "$rec" 2>/dev/null || break; sleep 0.05; done
-if kill -0 "$rec" 2>/dev/null; then
-  kill -KILL "$rec"
-  fail "record did not end within 20 s of a SIGTERM"
-fi
-wait "$rec"
-[[ $? == 143 ]] || fail "record after SIGTERM: exit status not 128 + 15"
-# The left-over sleep, named by record when it stopped waiting for it.
-for pid in $(sed -n 's/.*still running: \(.*\); their traces.*/\1/p' st.err | grep -o '[0-9]* (sleep)' |
-             cut -d' ' -f1); do
-  kill "$pid" 2>/dev/null
-done
 # A reader of record's stderr that went away does not end record (SIGPIPE):
 # the command's status, and the trace. (When the reader is still there at
 # the end, this passes without testing anything; it never fails falsely.)
