@@ -268,7 +268,7 @@ bool StartSession(const AttachOptions& o, pid_t pid, const std::string& exe,
   if (!reader->Next(30, &reply, false) || reply.rfind("ok ", 0) != 0) {
     Say("crossfree record: cannot attach to {}: {}\n", pid,
         reply.rfind("error ", 0) == 0 ? reply.substr(6)
-        : std::string("the tracer did not answer"));
+                                      : std::string("the tracer did not answer"));
     close(conn);
     return false;
   }

@@ -221,7 +221,7 @@ bool RecordHandOff::Report() const {
       ratio,
       KeepUpText(all),
       lost.empty() ? "0 events lost of those the command recorded"
-      : "not written: " + lost,
+                   : "not written: " + lost,
       usage_text);
   // Offers record did not take, in a line of their own: the hand-off
   // line's counts leave those processes out, and the run's summary below
@@ -243,7 +243,7 @@ bool RecordHandOff::Report() const {
         "record{}\n",
         n, n == 1 ? "" : "s", why,
         n == 1 ? "that process writes its own trace"
-        : "those processes write their own traces",
+               : "those processes write their own traces",
         where);
   }
   return all.dropped_events > 0 || all.damaged_chunks > 0 || !all.error.empty() ||
