@@ -189,6 +189,16 @@ struct alignas(64) Control {
   // answer in time, cleared by one that was adopted: while set, the next
   // children wait kStalledAdoptionWaitNs only.
   std::atomic<uint32_t> offers_stalled;
+  // Written by `record` only: how many times it has seen a window deadline
+  // pass on its own clock (today one, the end of --delay; a region adopted
+  // later is given the count so far). A tracer whose window is closed
+  // compares it on every hook call with the value it last took (one load
+  // of a line nobody else writes), so the first allocation or free of any
+  // thread after the delay's end opens the window, where the clock alone
+  // is read on one call in 64 of each thread (tracer/recorder.h). The
+  // field sits in space both sides zero-filled before, so a tracer or
+  // record of the previous layout reads or leaves 0 here: no new version.
+  alignas(64) std::atomic<uint32_t> window_nudges;
 };
 static_assert(sizeof(Control) <= kControlBytes);
 

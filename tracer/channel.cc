@@ -22,6 +22,7 @@
 #include "tracer/clock.h"
 #include "tracer/owned_fds.h"
 #include "tracer/sys.h"
+#include "tracer/window.h"
 
 namespace crossfree::tracer::channel {
 
@@ -182,6 +183,7 @@ bool Attach(int fd, size_t slot_bytes, uint32_t pid, bool first) {
   g_record_pid = ctl->record_pid;
   g_origin = ctl->origin == shm::kOriginForkChild ? shm::kOriginForkChild : shm::kOriginRecord;
   g_attached = true;
+  WatchWindowNudge(&ctl->window_nudges);
   // Kept, close-on-exec, for this process's next image (BeforeExec lets it
   // through exec): a child this image spawns never inherits it.
   g_fd = fd;
@@ -313,6 +315,7 @@ void Detach() {
     g_parent_base = nullptr;
   }
   if (!g_attached) return;
+  WatchWindowNudge(nullptr);  // before the unmapping: the word goes with it
   DisownFd(g_fd);
   close(g_fd);
   g_fd = -1;
@@ -414,6 +417,7 @@ bool MakeOwnRegion(uint32_t pid, uint32_t slot_bytes, int at) {
   g_generation = 0;
   g_origin = shm::kOriginForkChild;
   g_attached = true;
+  WatchWindowNudge(&ctl->window_nudges);
   ResetWaitState();
   OwnFd(&g_fd, nullptr);
   return true;

@@ -328,7 +328,10 @@ bool ShouldRecordSlow() {
     InitRecorder();
     phase = g.phase.load(std::memory_order_acquire);
   }
-  if (phase != internal::kActive) return false;
+  if (phase != internal::kActive) {
+    IgnoreWindowNudge();  // stopped: no window to open, and no slow path on every call
+    return false;
+  }
   // Active but not recording: a closed window, or a toggle request.
   if (__atomic_load_n(&g_recording, __ATOMIC_RELAXED) != 1) PollClosedWindow();
   return __atomic_load_n(&g_recording, __ATOMIC_RELAXED) == 1;

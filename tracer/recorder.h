@@ -11,6 +11,7 @@
 // malloc, takes a lock a hooked thread could hold, or uses stdio.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -46,6 +47,20 @@ extern int g_started;
 inline constexpr uint32_t kOffPollCalls = 64;
 extern __thread uint32_t t_off_calls __attribute__((tls_model("initial-exec")));
 
+// Under `record`, a closed window's hook calls also take the slow path
+// when record has moved its window nudge (shm::Control::window_nudges)
+// since the tracer last took it: record sees the delay end on its own
+// clock, so a program whose threads allocate rarely (fewer than 64 calls
+// each in the window) still opens it on its next allocation or free.
+// g_window_nudge points at the region's word, or at a zero of the
+// tracer's own when no region is attached (window.h: WatchWindowNudge).
+extern const std::atomic<uint32_t>* g_window_nudge;
+extern std::atomic<uint32_t> g_window_nudge_taken;
+inline bool WindowNudged() {
+  return g_window_nudge->load(std::memory_order_relaxed) !=
+         g_window_nudge_taken.load(std::memory_order_relaxed);
+}
+
 // Whether a hook on this thread should record. False while the guard is
 // held, before start-up finishes (and start-up cannot run now), after the
 // exit flush, and when tracing failed. Starts the tracer lazily.
@@ -55,7 +70,7 @@ inline bool ShouldRecord() {
   const int recording = __atomic_load_n(&g_recording, __ATOMIC_RELAXED);
   if (recording == 1) return true;
   if (recording == 0 && __atomic_load_n(&g_started, __ATOMIC_RELAXED) != 0 &&
-      ++t_off_calls % kOffPollCalls != 0) {
+      ++t_off_calls % kOffPollCalls != 0 && !WindowNudged()) {
     return false;
   }
   return ShouldRecordSlow();

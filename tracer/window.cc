@@ -17,6 +17,12 @@ namespace crossfree::tracer {
 uint64_t g_window_deadline_ns = UINT64_MAX;
 
 namespace {
+const std::atomic<uint32_t> kNoNudges{0};
+}  // namespace
+const std::atomic<uint32_t>* g_window_nudge = &kNoNudges;
+std::atomic<uint32_t> g_window_nudge_taken{0};
+
+namespace {
 
 struct WindowGlobals {
   bool windowed = false;          // the trace starts closed
@@ -176,14 +182,34 @@ void EndAttachedWindow() { w.open.store(0, std::memory_order_release); }
 bool WindowOpen() { return w.open.load(std::memory_order_acquire) != 0; }
 
 void PollClosedWindow() {
-  if (w.toggles.load(std::memory_order_relaxed) != 0) {
-    Settle(NowNs());
+  // Reached on one call in kOffPollCalls of each thread, or on a nudge
+  // from record (ShouldRecord).
+  const uint32_t nudge = g_window_nudge->load(std::memory_order_acquire);
+  if (w.toggles.load(std::memory_order_relaxed) != 0) Settle(NowNs());
+  if (w.open.load(std::memory_order_acquire) != 0 || w.open_at_ns == UINT64_MAX) {
+    g_window_nudge_taken.store(nudge, std::memory_order_relaxed);
     return;
   }
-  if (w.open_at_ns == UINT64_MAX) return;
-  // Reached on one call in kOffPollCalls of each thread (ShouldRecord).
   const uint64_t now = NowNs();
-  if (now >= w.open_at_ns) Settle(now);
+  const uint64_t open_at = w.open_at_ns;
+  if (now >= open_at) Settle(now);
+  // record reads CLOCK_MONOTONIC, this clock the TSC calibrated against
+  // it (clock.h): a nudge that comes before the delay's end by this clock
+  // stays untaken, so that the next calls look at the clock again until
+  // it ends (the clocks differ by the calibration error, ~1e-5 of the
+  // time since start-up).
+  if (now >= open_at) g_window_nudge_taken.store(nudge, std::memory_order_relaxed);
+}
+
+void WatchWindowNudge(const std::atomic<uint32_t>* word) {
+  g_window_nudge = word != nullptr ? word : &kNoNudges;
+  g_window_nudge_taken.store(g_window_nudge->load(std::memory_order_acquire),
+                             std::memory_order_relaxed);
+}
+
+void IgnoreWindowNudge() {
+  g_window_nudge_taken.store(g_window_nudge->load(std::memory_order_relaxed),
+                             std::memory_order_relaxed);
 }
 
 void WindowDeadlinePassed(uint64_t now) { Settle(now); }

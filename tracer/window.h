@@ -9,7 +9,9 @@
 // How a change happens: no tracer thread and no timer signal. A deadline
 // (delay elapsed, duration elapsed) is noticed by the next allocation or
 // free of any thread: while open, by the recorded events, which read the
-// clock anyway; while closed, by every 64th hook call of a thread. The
+// clock anyway; while closed, by every 64th hook call of a thread and,
+// under `record`, by the first call of any thread after record moved the
+// region's window nudge at the delay's end (recorder.h). The
 // toggle signal's handler makes the change itself when the thread it
 // interrupted is outside the tracer and already has a buffer; otherwise it
 // leaves a request that the next hook call carries out. A program that
@@ -19,6 +21,7 @@
 // on: a thread that finds another one changing the window goes on.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "format/trace_format.h"
@@ -49,10 +52,18 @@ bool ForkChildOpenRecord(format::WindowCause* cause);
 void WindowAtForkChild();
 
 // Closed window (g_recording 0, phase active): called by ShouldRecordSlow,
-// which hooks reach on one call in kOffPollCalls of their thread
-// (recorder.h); checks the deadline and carries out a pending toggle
-// request.
+// which hooks reach on one call in kOffPollCalls of their thread, or on a
+// window nudge (recorder.h); checks the deadline, carries out a pending
+// toggle request and takes the nudge.
 void PollClosedWindow();
+
+// The channel (channel.cc) points the nudge at its region's word when it
+// attaches one (start-up, a fork child: single-threaded) and back at the
+// tracer's own zero (null) when it lets it go; the value there now counts
+// as taken. IgnoreWindowNudge takes it when there is no window to open
+// (the tracer stopped).
+void WatchWindowNudge(const std::atomic<uint32_t>* word);
+void IgnoreWindowNudge();
 
 // Open window: the next deadline (UINT64_MAX when none). The recorder
 // compares each recorded event's timestamp with it.

@@ -131,6 +131,14 @@ uint32_t ChunkChannel::AttachedPid() const {
   return shm::ControlOf(base_)->attached_pid.load(std::memory_order_acquire);
 }
 
+void ChunkChannel::SetWindowNudges(uint32_t count) {
+  std::atomic<uint32_t>& word = shm::ControlOf(base_)->window_nudges;
+  // Only a change is written: the tracer's closed hooks read this line.
+  if (word.load(std::memory_order_relaxed) != count) {
+    word.store(count, std::memory_order_release);
+  }
+}
+
 bool ChunkChannel::Claim(const std::string& path, format::ChunkCompressor* compressor) {
   path_ = path;
   shared_compressor_ = compressor;

@@ -117,6 +117,10 @@ class ChunkChannel {
   void Refuse();
   // The pid the region says it is attached to (untrusted: compare it).
   uint32_t AttachedPid() const;
+  // Stores count in the region's window nudge (protocol/shm_channel.h,
+  // Control::window_nudges; window_alarm.h). Any thread, while the
+  // object lives: one atomic store into the mapping.
+  void SetWindowNudges(uint32_t count);
   // Writes what is sealed and whole (no thread); returns the chunks written.
   size_t Pump();
 

@@ -130,6 +130,7 @@ void ChildRegions::Loop() {
       if (fds[2 + i].revents != 0) {
         Retire(live_[i]);
       } else {
+        live_[i].region->SetWindowNudges(window_nudges_.load(std::memory_order_relaxed));
         live_[i].region->Pump();
         still.push_back(std::move(live_[i]));
       }
@@ -228,6 +229,7 @@ void ChildRegions::Offered(const uint8_t* data, size_t n, const int* fds, size_t
     return;
   }
   ++totals_.processes;
+  region->SetWindowNudges(window_nudges_.load(std::memory_order_relaxed));
   region->Pump();  // its header, published before the offer
   live_.push_back({msg.pid, pidfd, std::move(region)});
 }

@@ -19,6 +19,7 @@
 // adopted regions are the drain thread's alone, and Finish joins it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -64,6 +65,10 @@ class ChildRegions {
   // In record after fork: closes the command's end here and starts the
   // thread. path_for(pid) names the trace of the child with that pid.
   void Start(std::function<std::string(uint32_t)> path_for);
+  // Any thread: the window nudge every region gets, those adopted later
+  // included (ChunkChannel::SetWindowNudges; the thread stores it within
+  // its pump interval).
+  void SetWindowNudges(uint32_t count) { window_nudges_.store(count, std::memory_order_relaxed); }
   // Once the command and the processes it left were reaped (or the wait for
   // them ran out): stops the thread, refuses what is still offered,
   // finishes every region (a process still running is taken as it is now)
@@ -95,6 +100,7 @@ class ChildRegions {
   std::thread thread_;
   std::unique_ptr<format::ChunkCompressor> compressor_;  // one for every region
   uint32_t time_resolution_ns_ = 1;
+  std::atomic<uint32_t> window_nudges_{0};
   std::vector<Live> live_;
   Totals totals_;
   bool finished_ = false;

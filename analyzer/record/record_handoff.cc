@@ -149,7 +149,17 @@ void RecordHandOff::Finish() {
   }
 }
 
+void RecordHandOff::OpenWindowAt(uint64_t at_ns) {
+  // The command's region stays mapped until this object goes, after the
+  // alarm: a nudge after Finish is a store nobody reads any more.
+  window_alarm_ = std::make_unique<WindowAlarm>(at_ns, [this] {
+    channel_->SetWindowNudges(1);
+    if (children_ != nullptr) children_->SetWindowNudges(1);
+  });
+}
+
 void RecordHandOff::FinishChildren() {
+  window_alarm_.reset();
   if (children_ != nullptr) child_totals_ = children_->Finish();
 }
 

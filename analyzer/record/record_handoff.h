@@ -20,6 +20,7 @@
 
 #include "analyzer/record/record_channel.h"
 #include "analyzer/record/record_children.h"
+#include "analyzer/record/window_alarm.h"
 
 namespace crossfree::analyzer::record {
 
@@ -45,6 +46,10 @@ class RecordHandOff {
   // the drain and lets the child go on. child_path(pid) names a fork
   // child's trace.
   void InParent(const std::string& path, std::function<std::string(uint32_t)> child_path);
+  // --delay: at at_ns (CLOCK_MONOTONIC, the origin the tracer was given
+  // plus the delay) every region's window nudge moves (window_alarm.h),
+  // until FinishChildren. After InParent.
+  void OpenWindowAt(uint64_t at_ns);
   // After the command was reaped: the rest of the region written, the
   // file closed (and removed when the command never attached: nothing
   // was written to it).
@@ -70,6 +75,8 @@ class RecordHandOff {
   bool finished_ = false;
   ChunkChannel::Stats stats_;
   ChildRegions::Totals child_totals_;
+  // Last: it is stopped before the regions it nudges go.
+  std::unique_ptr<WindowAlarm> window_alarm_;
 };
 
 }  // namespace crossfree::analyzer::record

@@ -101,9 +101,13 @@ std::optional<std::string> PreloadList(const std::string& library,
   return preload;
 }
 
+// --delay and --duration as the tracer takes them (CROSSFREE_DELAY_MS).
+uint64_t Milliseconds(double s) { return static_cast<uint64_t>(s * 1000 + 0.5); }
+
 // In the child between fork and exec: the tracer's settings.
 void SetTracerEnvironment(const RecordOptions& o, const std::string& preload,
-                          const std::string& output_template, int toggle_signal) {
+                          const std::string& output_template, int toggle_signal,
+                          uint64_t start_ns) {
   setenv("LD_PRELOAD", preload.c_str(), 1);
   setenv("CROSSFREE_OUTPUT", output_template.c_str(), 1);
   setenv("CROSSFREE_MAIN_PID", std::to_string(getpid()).c_str(), 1);
@@ -111,15 +115,18 @@ void SetTracerEnvironment(const RecordOptions& o, const std::string& preload,
   if (o.depth > 0) setenv("CROSSFREE_DEPTH", std::to_string(o.depth).c_str(), 1);
   if (o.no_stacks) setenv("CROSSFREE_ENABLE_STACKS", "0", 1);
   if (o.sample > 0) setenv("CROSSFREE_SAMPLE", std::to_string(o.sample).c_str(), 1);
-  auto ms = [](double s) { return std::to_string(static_cast<uint64_t>(s * 1000 + 0.5)); };
-  if (o.delay_s >= 0) setenv("CROSSFREE_DELAY_MS", ms(o.delay_s).c_str(), 1);
-  if (o.duration_s >= 0) setenv("CROSSFREE_DURATION_MS", ms(o.duration_s).c_str(), 1);
+  if (o.delay_s >= 0) {
+    setenv("CROSSFREE_DELAY_MS", std::to_string(Milliseconds(o.delay_s)).c_str(), 1);
+  }
+  if (o.duration_s >= 0) {
+    setenv("CROSSFREE_DURATION_MS", std::to_string(Milliseconds(o.duration_s)).c_str(), 1);
+  }
   if (toggle_signal != 0) {
     setenv("CROSSFREE_TOGGLE_SIGNAL", std::to_string(toggle_signal).c_str(), 1);
   }
-  // The delay counts from here for the command and every image it execs,
-  // not from each image's own start.
-  setenv("CROSSFREE_START_NS", std::to_string(MonotonicNowNs()).c_str(), 1);
+  // The delay counts from the command's start for it and every image it
+  // execs, not from each image's own start.
+  setenv("CROSSFREE_START_NS", std::to_string(start_ns).c_str(), 1);
 }
 
 // The running command, or why it is not running.
@@ -133,6 +140,7 @@ struct Started {
 // so that none is lost before the child's pid is known.
 Started StartCommand(const RecordOptions& o, const std::string& preload, const OutputPlan& plan,
                      int toggle_signal, RecordHandOff* handoff, SignalForwarding& signals) {
+  const uint64_t start_ns = MonotonicNowNs();
   std::vector<char*> argv;
   for (const std::string& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -154,7 +162,7 @@ Started StartCommand(const RecordOptions& o, const std::string& preload, const O
     signals.RestoreInChild();
     RestorePipeSignal();
     close(exec_pipe[0]);
-    SetTracerEnvironment(o, preload, plan.path_template, toggle_signal);
+    SetTracerEnvironment(o, preload, plan.path_template, toggle_signal, start_ns);
     if (handoff) handoff->InChild();
     execvp(argv[0], argv.data());
     int err = errno;
@@ -171,6 +179,9 @@ Started StartCommand(const RecordOptions& o, const std::string& preload, const O
       return named ? fmt::format("{}.{}", output_template, child)
                    : fmt::format("{}/crossfree.{}.trace", dir, child);
     });
+    // The tracers check the delay's end on their own clock only now and
+    // then (window_alarm.h): record tells them when it comes.
+    if (o.delay_s > 0) handoff->OpenWindowAt(start_ns + Milliseconds(o.delay_s) * 1'000'000);
   }
   close(exec_pipe[1]);
   signals.SetChild(pid);  // pending signals are forwarded now
@@ -277,9 +288,11 @@ void PrintEmptyWindowNote(const std::vector<FileSummary>& files, const RecordOpt
         "for {} replaces it (choose a signal the program does not use)\n",
         which, o.toggle_signal);
   } else if (o.delay_s > 0) {
-    Say("crossfree record: {}: while its window is closed, a process checks the clock "
-        "on one allocation or free in 64 of each thread, so one that ends before "
-        "--delay, or allocates less than that within the window, never opens it\n",
+    Say("crossfree record: {}: a process that ends before --delay, or makes no "
+        "allocation or free between the delay's end and the window's, records nothing "
+        "(one that writes its own trace, without record's hand-off, looks at the clock "
+        "on only one allocation or free in 64 of each thread while its window is "
+        "closed)\n",
         which);
   }
 }

@@ -276,6 +276,51 @@ TEST_CASE("delay noticed late: the window keeps the command's times", "[tracer]"
   }
 }
 
+// Under `record`, the delay's end reaches threads that allocate rarely:
+// each of tt_window's 3 threads makes 30 allocations and 30 frees in 3 s,
+// fewer than the 64 calls of a thread on which a closed window reads the
+// clock, so only record's nudge at the delay's end (window_alarm.h) opens
+// the window; without the hand-off (CROSSFREE_CHANNEL_KB=0) the same run
+// records nothing. Only the clock's deadlines are checked, never how long
+// anything took: the alarm may fire late on a loaded machine, and each
+// thread still allocates for 2.7 s after the delay.
+TEST_CASE("record --delay opens the window of threads that allocate rarely", "[tracer]") {
+  constexpr uint64_t kDelayNs = 300'000'000;
+  auto record = [](const std::string& dir, const std::vector<std::string>& env) {
+    std::vector<std::string> e = env;
+    e.push_back(std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB);
+    RunResult run = Run({CROSSFREE_CLI, "record", "--delay", "0.3", "-o", dir + "/trace", "--",
+                         TargetPath("tt_window"), "rare", "3", "100", "3000"},
+                        e, "");
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    CHECK(run.out == kWindowTargetDone);
+    Loaded t = Load(dir + "/trace");
+    INFO(t.error);
+    REQUIRE(t.complete);
+    CHECK((t.header.fields.flags & format::kHeaderFlagWindowed) != 0);
+    return t;
+  };
+  SECTION("through the hand-off: opened, and every thread recorded") {
+    Loaded t = record(MakeTempDir(), {});
+    REQUIRE(t.windows.size() == 1);
+    CHECK(t.windows[0].state == format::WindowState::kOpen);
+    CHECK(t.windows[0].cause == format::WindowCause::kDelay);
+    for (const Event& e : t.events) CHECK(e.timestamp_ns >= t.windows[0].ts);
+    // record's clock gave the origin; the tracer's took the open's time.
+    CHECK(t.windows[0].ts + 1'000'000 >= t.header.fields.start_monotonic_ns + kDelayNs);
+    Pairing p = Pair(t);
+    CHECK(p.alloc_tids_by_size[4321].size() == 3);
+    CHECK(p.allocs_by_size[4321] >= 3);
+    CHECK(p.allocs_by_size[4321] <= 90);
+  }
+  SECTION("without the hand-off: never opened (the 64-call poll alone)") {
+    Loaded t = record(MakeTempDir(), {"CROSSFREE_CHANNEL_KB=0"});
+    CHECK(t.windows.empty());
+    CHECK(t.events.empty());
+  }
+}
+
 // Exact counts of a full run of the same deterministic workload.
 format::ThreadCounts FullCounts(const std::string& dir, const std::vector<std::string>& args) {
   std::vector<std::string> argv = {CROSSFREE_WORKLOAD};

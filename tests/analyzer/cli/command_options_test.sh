@@ -335,7 +335,7 @@ rec rdl --delay 86400
 has rdl.sum "flags windowed"
 has rdl.sum "events: 0$"
 # ... and record says why the trace is empty.
-has rdl.rerr "1 trace recorded nothing: while its window is closed, a process checks the clock"
+has rdl.rerr "1 trace recorded nothing: a process that ends before --delay, or makes no"
 # --toggle-signal: recording starts off and the command never gets the signal.
 checked["record --toggle-signal"]=1
 rec rt --toggle-signal USR2

@@ -25,6 +25,11 @@
 //   by the test): sleeps SLEEP_MS without allocating, then allocates and
 //   frees 9999 bytes again and again until UNTIL_MS after its start, so
 //   the delay is noticed only when the sleep ends.
+//   mode "rare THREADS PERIOD_MS UNTIL_MS" (under `record --delay`): each
+//   of THREADS threads allocates and frees 4321 bytes once every PERIOD_MS
+//   until UNTIL_MS after the start, fewer than the 64 calls of a thread on
+//   which a closed window reads the clock: only record's nudge at the
+//   delay's end opens the window.
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -38,6 +43,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "target_util.h"
 
@@ -113,10 +119,38 @@ int Late(long sleep_ms, long until_ms) {
   return 0;
 }
 
+int Rare(long threads, long period_ms, long until_ms) {
+  const uint64_t start = MonotonicMs();
+  std::vector<std::thread> workers;
+  for (long t = 0; t < threads; ++t) {
+    workers.emplace_back([=] {
+      for (uint64_t next = start; next - start < static_cast<uint64_t>(until_ms);
+           next += static_cast<uint64_t>(period_ms)) {
+        const uint64_t now = MonotonicMs();
+        if (next > now) {
+          timespec pause = {static_cast<time_t>((next - now) / 1000),
+                            static_cast<long>((next - now) % 1000) * 1000000};
+          while (nanosleep(&pause, &pause) != 0) {
+          }
+        }
+        void* p = malloc(4321);
+        TtSink(p);
+        free(p);
+      }
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  printf("window target done\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 3 && strcmp(argv[1], "late") == 0) return Late(atol(argv[2]), atol(argv[3]));
+  if (argc > 4 && strcmp(argv[1], "rare") == 0) {
+    return Rare(atol(argv[2]), atol(argv[3]), atol(argv[4]));
+  }
   const bool blocked = argc > 1 && strcmp(argv[1], "blocked") == 0;
   const bool forking = argc > 1 && strcmp(argv[1], "fork") == 0;
   if (pipe(pipe_fds) != 0 || pipe(again_fds) != 0) return 3;
