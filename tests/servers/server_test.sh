@@ -5,8 +5,10 @@
 # (the TThreadPoolServer harness of thrift_server.cc), redis
 # (redis-server under redis-benchmark), nginx (nginx-light under ab).
 # MODE: default, fp (--unwind fp), sample (--sample 1000): `crossfree
-# record -- SERVER` from its start; attach: the server started alone, then
-# `crossfree record -p PID --duration N` while the load runs.
+# record -- SERVER` from its start; delay (--delay 1): the same with the
+# window opening 1 s after the start, the load (gRPC: most of it) after
+# that; attach: the server started alone, then `crossfree record -p PID
+# --duration N` while the load runs.
 # Checks (servers_lib.sh): record ends within its bound with exit 0 and no
 # event lost, the counts add up, and cross-thread pairs with a frame in
 # the server's own code (nginx: per-request allocations in its worker
@@ -31,11 +33,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
+delay_s=1   # MODE delay: record's --delay
 mode_args=()
 case $mode in
   default) ;;
   fp) mode_args=(--unwind fp) ;;
   sample) mode_args=(--sample 1000) ;;
+  delay) mode_args=(--delay "$delay_s") ;;
   attach) ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
@@ -50,7 +54,7 @@ grpc)
   # Client and server in one process: 4 client threads, gRPC's sync server.
   # Attached: long enough for two attaches, then killed.
   server_cmd=(stdbuf -oL "$program" --client_threads 4
-              --run_seconds "$([[ $mode == attach ]] && echo 60 || echo 1)")
+              --run_seconds "$(case $mode in attach) echo 60 ;; delay) echo 3 ;; *) echo 1 ;; esac)")
   ready() { wait_grep server.out "run_seconds:" 30; }
   load() { :; }  # the program is its own load
   stop() { :; }  # ends after --run_seconds
@@ -176,11 +180,15 @@ fds() { ls -l /proc/"$1"/fd | awk 'NR > 1 {print $9, $10, $11}' | sort; }
 
 start=$SECONDS
 if [[ $mode != attach ]]; then
+  record_started=$(date +%s.%N)
   timeout -k 5 "$record_bound" "$CROSSFREE" record "${mode_args[@]}" -o "$work/run.trace" -- \
     "${server_cmd[@]}" >server.out 2>record.err &
   rec=$!
   started+=("$rec")
-  ready && load
+  # MODE delay: the load starts once the delay has passed (a deadline of
+  # the clock, which is what the window is made of; a load that started
+  # before would leave part of itself outside it).
+  ready && { [[ $mode != delay ]] || wait_for_time "$record_started" "$delay_s"; } && load
   stop
   bounded_wait "$rec" $((record_bound + 10))
   rc=$?

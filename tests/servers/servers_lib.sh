@@ -66,6 +66,12 @@ _no_thread() { ! cat /proc/"$1"/task/*/comm 2>/dev/null | grep -q "^$2"; }
 wait_port() {
   _wait_until "$2" "nothing accepted connections on 127.0.0.1:$1 within $2 s" _accepts "$1"
 }
+# Returns once SECONDS seconds have passed since the time FROM (date +%s.%N).
+wait_for_time() {
+  local left
+  left=$(python3 -c 'import sys, time; print(max(0.0, float(sys.argv[1]) + float(sys.argv[2]) - time.time()))' "$1" "$2")
+  sleep "$left"
+}
 wait_grep() { _wait_until "$3" "$1 did not say '$2' within $3 s" _has_text "$1" "$2"; }
 wait_file() { _wait_until "$2" "$1 was not written within $2 s" _nonempty "$1"; }
 wait_gone() { _wait_until "$2" "process $1 still runs after $2 s" _gone "$1"; }
@@ -149,12 +155,23 @@ check_traces() {
   # read from the text report's summary, and checked against the JSON's
   # window.allocated_before_window and window.live_at_window_end below.
   local before=0 window_end=0
-  if [[ $mode == attach ]]; then
+  if [[ $mode == attach || $mode == delay ]]; then
     timeout -k 5 120 "$CROSSFREE" report --top 1 "$@" >report.txt 2>>report.err
     before=$(sed -n 's/^  before the window  *\([0-9,]*\).*/\1/p' report.txt | tr -d ,)
     window_end=$(sed -n 's/^  live at window end  *\([0-9,]*\).*/\1/p' report.txt | tr -d ,)
     [[ -n $before && -n $window_end ]] ||
-      fail "the report of an attached window names no objects before it and live at its end"
+      fail "the report of a windowed run names no objects before the window and live at its end"
+  fi
+  # MODE delay: every trace that holds events holds the window's opening
+  # (--delay's, no later one: the window stays open to the end).
+  if [[ $mode == delay ]]; then
+    for t in "$@"; do
+      timeout -k 5 120 "$CROSSFREE" dump --summary "$t" >dump.out 2>dump.err
+      if [[ $(awk '$1 == "events:" {print $2}' dump.out) != 0 ]] &&
+         ! grep -q "^  window records: 1$" dump.out; then
+        fail "$t holds events but not exactly one window record: $(grep 'window records' dump.out)"
+      fi
+    done
   fi
   local got
   got=$(python3 - "$allocs" "$frees" "$mode" "${before:-0}" "${window_end:-0}" \
