@@ -77,4 +77,22 @@ std::string LossesText(const RecordLosses& losses) {
   return out;
 }
 
+std::string NoCleanEndText(const RecordTakenEnd* taken) {
+  if (taken == nullptr) {
+    return "no clean end (no totals record: the process was killed or crashed, or a thread was "
+           "busy at exit): the events in its last buffers are lost";
+  }
+  const std::string took =
+      "crossfree record took the " + std::to_string(taken->events) + " events of the " +
+      std::to_string(taken->chunks_sealed) +
+      (taken->chunks_sealed == 1 ? " buffer" : " buffers") + " its threads had open";
+  if (taken->state == TakenEndState::kRunning) {
+    return "no clean end: the process was still running when crossfree record finished "
+           "(--wait-children); " + took + ", so the trace holds its events up to then and "
+           "none after";
+  }
+  return "no clean end: the process ended without its exit flush (killed or crashed); " + took +
+         ", so nothing it recorded is lost but the one record a thread may have been writing";
+}
+
 }  // namespace crossfree::format

@@ -24,5 +24,10 @@ const char* WindowCauseName(WindowCause cause);  // "delay", "duration", "signal
 // reports: "N events dropped by the tracer in M chunks (no free buffer in
 // record's region in time)", and the damaged chunks when there are any.
 std::string LossesText(const RecordLosses& losses);
+// Why a trace has no clean end, in words, for one without the tracer's
+// totals record: with record's end-taken record, how it ended and that
+// what was recorded before is there; without, that the last buffers are
+// lost. One phrase for dump, report and gate.
+std::string NoCleanEndText(const RecordTakenEnd* taken);
 
 }  // namespace crossfree::format

@@ -402,6 +402,17 @@ class Decoder {
     return true;
   }
 
+  // kTagTakenEnd body in [p_, next): fixed width (trace-format.md 6.9).
+  bool DecodeTakenEnd(const uint8_t* start, const uint8_t* next) {
+    RecordTakenEnd e;
+    if (next - p_ != static_cast<ptrdiff_t>(kTakenEndBodyBytes) ||
+        wire::Load32(p_) != kTakenEndMagic || !LoadTakenEnd(p_ + 4, &e)) {
+      return Fail(start, "bad end-taken record");
+    }
+    visitor_.OnTakenEnd(e);
+    return true;
+  }
+
   const Chunk& chunk_;
   RecordVisitor& visitor_;
   std::string* error_;
@@ -788,6 +799,8 @@ bool Decoder::DecodeExtension(const uint8_t* start, uint8_t tag) {
     if (!DecodeCounts(start, next)) return false;
   } else if (tag == kTagLosses) {
     if (!DecodeLosses(start, next)) return false;
+  } else if (tag == kTagTakenEnd) {
+    if (!DecodeTakenEnd(start, next)) return false;
   }
   p_ = next;  // unknown tags: a record from a newer writer, skipped on purpose
   return true;

@@ -108,6 +108,7 @@ enum RecordTag : uint8_t {
   kTagWindow = 0x82,   // len, zigzag ts delta, state (WindowState), cause (WindowCause)
   kTagCounts = 0x83,   // len, allocations, frees, samples dropped (ThreadCounts)
   kTagLosses = 0x84,   // len 28, fixed-width: what record could not write (RecordLosses)
+  kTagTakenEnd = 0x85,  // len 24, fixed-width: an end record took itself (RecordTakenEnd)
 };
 
 // Whether `kind` (a tag with its AllocFn/FreeFn nibble masked off) is a
@@ -178,6 +179,25 @@ inline constexpr size_t kLossesBodyBytes = 28;
 inline constexpr uint32_t kLossesSequence = 0xFFFFFFFF;
 // chunk header + tag + one-byte length + body
 inline constexpr size_t kLossesChunkBytes = 32 + 2 + kLossesBodyBytes;
+
+// How a trace ended when its process did not end with the exit flush and
+// `crossfree record` sealed its threads' open buffers itself (extension
+// record kTagTakenEnd, alone in a fixed-size chunk after every other chunk
+// of the file but the losses chunk, written by record only:
+// docs/trace-format.md 6.9). Nothing recorded before that end is lost.
+enum class TakenEndState : uint32_t {
+  kEnded = 0,    // the image had ended: killed, crashed, _exit without the flush
+  kRunning = 1,  // still running when record finished: nothing after is in the file
+};
+struct RecordTakenEnd {
+  TakenEndState state = TakenEndState::kEnded;
+  uint64_t chunks_sealed = 0;  // buffers record sealed itself
+  uint64_t events = 0;         // events in them
+};
+inline constexpr uint32_t kTakenEndMagic = 0x4e4b4154;  // "TAKN" in file order
+inline constexpr size_t kTakenEndBodyBytes = 24;
+// chunk header + tag + one-byte length + body; sequence kLossesSequence
+inline constexpr size_t kTakenEndChunkBytes = 32 + 2 + kTakenEndBodyBytes;
 
 // A tcmalloc (gperftools) central free-list transfer seen by the tracer
 // (kTagCentral). Fetch/Release are the ThreadCache entry points; Insert/

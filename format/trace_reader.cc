@@ -91,6 +91,29 @@ bool ParseLossesRecord(const Chunk& chunk, RecordLosses* losses) {
   return true;
 }
 
+bool LoadTakenEnd(const uint8_t* p, RecordTakenEnd* end) {
+  const uint32_t state = wire::Load32(p);
+  if (state > static_cast<uint32_t>(TakenEndState::kRunning)) return false;
+  end->state = static_cast<TakenEndState>(state);
+  end->chunks_sealed = wire::Load64(p + 4);
+  end->events = wire::Load64(p + 12);
+  return true;
+}
+
+bool ParseTakenEndRecord(const Chunk& chunk, RecordTakenEnd* end) {
+  // As ParseLossesRecord: the checksum was verified when the chunk was read.
+  if (chunk.compressed || chunk.event_count != 0 ||
+      chunk.payload.size() != kTakenEndChunkBytes - kChunkHeaderBytes) {
+    return false;
+  }
+  const uint8_t* p = chunk.payload.data();
+  if (p[0] != kTagTakenEnd || p[1] != kTakenEndBodyBytes ||
+      wire::Load32(p + 2) != kTakenEndMagic) {
+    return false;
+  }
+  return LoadTakenEnd(p + 6, end);
+}
+
 namespace {
 
 // The checksum of the whole chunk [b, b + total) as its header's crc field

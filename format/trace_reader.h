@@ -97,6 +97,8 @@ class RecordVisitor {
   virtual void OnCounts(uint32_t /*tid*/, const ThreadCounts& /*counts*/) {}
   // What `crossfree record` could not write into this trace (kTagLosses).
   virtual void OnLosses(const RecordLosses& /*losses*/) {}
+  // How `crossfree record` ended this trace itself (kTagTakenEnd).
+  virtual void OnTakenEnd(const RecordTakenEnd& /*end*/) {}
 };
 
 // A complete, checksum-verified chunk. Where payload points depends on the
@@ -150,6 +152,14 @@ bool ParseLossesRecord(const Chunk& chunk, RecordLosses* losses);
 // after its magic (trace-format.md 6.9): the one reading of them, for
 // ParseLossesChunk, ParseLossesRecord and the record decoder.
 void LoadLossesCounts(const uint8_t* p, RecordLosses* losses);
+// The end-taken record (kTagTakenEnd) from a chunk NextChunk returned (a
+// plain chunk whose payload is exactly that record). False unless it is
+// one, its state known.
+bool ParseTakenEndRecord(const Chunk& chunk, RecordTakenEnd* end);
+// Its fields from the kTakenEndBodyBytes - 4 bytes after the magic: false
+// for an unknown state. The one reading of them, for ParseTakenEndRecord
+// and the record decoder.
+bool LoadTakenEnd(const uint8_t* p, RecordTakenEnd* end);
 
 // Reads one trace file. Open() validates the header; NextChunk() walks the
 // chunks in file order. A file is read with pread() in chunk-sized pieces,

@@ -68,7 +68,7 @@ size_t EncodeFileHeader(const HeaderFields& fields, const char* exe_path,
 namespace {
 
 // A chunk holding one fixed-width extension record and nothing else (the
-// totals and losses chunks, trace format 6.9): the header, the tag, the
+// totals, losses and end-taken chunks, trace format 6.9): the header, the tag, the
 // one-byte length and the record's magic; returns where the body's
 // fields after the magic go. SealFixedChunk sets the checksum once they
 // are written.
@@ -117,6 +117,17 @@ size_t EncodeLossesChunk(const RecordLosses& losses, uint32_t pid, uint64_t time
   wire::Store64(p + 8, losses.chunks_dropped);
   wire::Store64(p + 16, losses.chunks_damaged);
   return SealFixedChunk(buf, kLossesChunkBytes);
+}
+
+size_t EncodeTakenEndChunk(const RecordTakenEnd& end, uint32_t pid, uint64_t timestamp_ns,
+                           uint8_t* buf, size_t cap) {
+  if (cap < kTakenEndChunkBytes) return 0;
+  uint8_t* p = BeginFixedChunk(buf, kTakenEndChunkBytes, pid, kLossesSequence, timestamp_ns,
+                               kTagTakenEnd, kTakenEndMagic);
+  wire::Store32(p, static_cast<uint32_t>(end.state));
+  wire::Store64(p + 4, end.chunks_sealed);
+  wire::Store64(p + 12, end.events);
+  return SealFixedChunk(buf, kTakenEndChunkBytes);
 }
 
 ChunkWriter::ChunkWriter(uint8_t* buf, size_t capacity, bool reserve_counts)

@@ -27,6 +27,10 @@ size_t EncodeTotalsChunk(const TraceTotals& totals, uint32_t tid, uint32_t seque
 // written, or 0 if cap is too small. Written by `crossfree record` only.
 size_t EncodeLossesChunk(const RecordLosses& losses, uint32_t pid, uint64_t timestamp_ns,
                          uint8_t* buf, size_t cap);
+// Encodes the end-taken chunk (kTagTakenEnd alone, kTakenEndChunkBytes
+// long) into buf. Returns the bytes written, or 0 if cap is too small.
+size_t EncodeTakenEndChunk(const RecordTakenEnd& end, uint32_t pid, uint64_t timestamp_ns,
+                           uint8_t* buf, size_t cap);
 
 // A module as written by the tracer (borrowed pointers, nothing owned).
 struct ModuleView {

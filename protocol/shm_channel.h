@@ -152,9 +152,11 @@ struct alignas(64) Control {
   uint32_t slot_bytes;
   uint32_t file_header_bytes;  // the trace's file header, in the header area
   uint32_t origin;             // Origin: who made the region (its maker writes it first)
-  // Set by the tracer at its clean end (after its last chunk is sealed):
-  // a region whose image ended without it (killed, crashed) has partly
-  // filled slots that `record` seals itself.
+  // Set by the tracer at its clean end (after its last chunk is sealed;
+  // also at the flush before an exec, and cleared again by the image that
+  // takes the region over, or when the exec fails): a region whose last
+  // image ended without it (killed, crashed) has partly filled slots that
+  // `record` seals itself, and its file gets record's end-taken record.
   std::atomic<uint32_t> clean_exit;
   // Seal notifications: the tracer bumps seal_seq after each seal and
   // wakes the drain (FUTEX_WAKE on seal_seq) only when drain_waiting is

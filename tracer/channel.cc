@@ -172,6 +172,9 @@ bool Attach(int fd, size_t slot_bytes, uint32_t pid, bool first) {
     }
     g_generation = ctl->generation.load(std::memory_order_relaxed) + 1;
     ctl->generation.store(g_generation, std::memory_order_release);
+    // The predecessor's exit flush before its exec set it; this image's
+    // end is its own to mark (record reads it as that of the last image).
+    ctl->clean_exit.store(0, std::memory_order_release);
   } else {
     munmap(base, bytes);
     return false;
@@ -301,6 +304,8 @@ void AfterFailedExec() {
   if (!g_attached) return;
   uint32_t handoff = 1;
   Ctl()->exec_handoff.compare_exchange_strong(handoff, 0, std::memory_order_acq_rel);
+  // The exit flush before the exec set it; this image records on.
+  Ctl()->clean_exit.store(0, std::memory_order_release);
   fcntl(g_fd, F_SETFD, FD_CLOEXEC);
 }
 

@@ -4,7 +4,9 @@
 //
 // Exit status: 0 when the whole file is valid (an incomplete one too: the
 // summary's "complete: no" line and a warning on stderr say what is
-// missing: dropped events, no clean end); 2 for bad input (not a trace,
+// missing: dropped events, no clean end; a process killed under record
+// whose buffers record took is complete, and its line says how it ended);
+// 2 for bad input (not a trace,
 // unsupported version, corrupt chunk or record) with one line on stderr that
 // names the file and the byte offset. A truncated file (the traced process
 // died mid-write) prints every complete chunk and the summary, warns on
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -106,6 +109,7 @@ struct Totals {
   std::set<uint32_t> stacks_used;
   bool saw_totals = false;       // the tracer's totals chunk (a clean end)
   format::RecordLosses losses;   // what record could not write (losses record)
+  std::optional<format::RecordTakenEnd> taken_end;  // record ended it itself (end-taken record)
 };
 
 // Counts everything and, unless summary_only, prints each record. Output for
@@ -203,6 +207,14 @@ class DumpVisitor : public format::RecordVisitor {
                    tid, c.allocs, c.frees, c.samples_dropped);
   }
 
+  void OnTakenEnd(const format::RecordTakenEnd& e) override {
+    totals_->taken_end = e;
+    if (!print_) return;
+    fmt::format_to(std::back_inserter(out_), "  end-taken {} buffers-sealed {} events {}\n",
+                   e.state == format::TakenEndState::kRunning ? "running" : "ended",
+                   e.chunks_sealed, e.events);
+  }
+
   void OnLosses(const format::RecordLosses& l) override {
     totals_->losses.events_dropped += l.events_dropped;
     totals_->losses.chunks_dropped += l.chunks_dropped;
@@ -245,6 +257,16 @@ void PrintHeader(const TraceReader& reader) {
   }
 }
 
+// For a trace that ended without its totals record but with record's
+// end-taken record saying the process had ended: how (for the summary's
+// "complete: yes" line); empty otherwise.
+std::string TakenEndNote(const Totals& t) {
+  if (t.saw_totals || !t.taken_end || t.taken_end->state != format::TakenEndState::kEnded) {
+    return "";
+  }
+  return format::NoCleanEndText(&*t.taken_end);
+}
+
 // Whether every event the process recorded is in the file, and if not, why
 // not; empty when the writer made no promise (a trace written before the
 // totals chunk existed, or by a test).
@@ -252,10 +274,13 @@ std::string Incompleteness(const TraceReader& reader, const Totals& t, bool trun
   std::string why;
   if (t.losses.any()) why = format::LossesText(t.losses);
   if (truncated) why += (why.empty() ? "" : "; ") + std::string("truncated");
-  if ((reader.header().fields.flags & format::kHeaderFlagEndsWithTotals) != 0 && !t.saw_totals) {
+  // A process killed under record, its open buffers taken (end-taken
+  // record, state ended), lost nothing it recorded: complete, and
+  // TakenEndNote says how it ended.
+  if ((reader.header().fields.flags & format::kHeaderFlagEndsWithTotals) != 0 && !t.saw_totals &&
+      TakenEndNote(t).empty()) {
     why += (why.empty() ? "" : "; ") +
-           std::string("no clean end (no totals record: the process was killed or crashed, or "
-                       "a thread was busy at exit)");
+           format::NoCleanEndText(t.taken_end ? &*t.taken_end : nullptr);
   }
   return why;
 }
@@ -310,6 +335,8 @@ void PrintSummary(const TraceReader& reader, const Totals& t, bool truncated) {
   const std::string why = Incompleteness(reader, t, truncated);
   if (!why.empty()) {
     fmt::print("  complete: no: {}\n", why);
+  } else if (const std::string end = TakenEndNote(t); !end.empty()) {
+    fmt::print("  complete: yes ({})\n", end);
   } else if ((reader.header().fields.flags & format::kHeaderFlagEndsWithTotals) != 0) {
     fmt::print("  complete: yes\n");
   }
@@ -331,9 +358,13 @@ int RunDump(const std::string& path, bool summary_only) {
   bool truncated = false;
   while ((result = reader->NextChunk(&chunk)) == ReadResult::kChunk) {
     ++totals.chunks;
-    // A losses chunk is record's, under the process's pid: no thread's.
-    format::RecordLosses ignored;
-    if (!format::ParseLossesRecord(chunk, &ignored)) totals.threads.insert(chunk.tid);
+    // Losses and end-taken chunks are record's, under the process's pid:
+    // no thread's.
+    format::RecordLosses losses;
+    format::RecordTakenEnd taken;
+    if (!format::ParseLossesRecord(chunk, &losses) && !format::ParseTakenEndRecord(chunk, &taken)) {
+      totals.threads.insert(chunk.tid);
+    }
     if (format::IsTotalsChunk(chunk)) totals.saw_totals = true;
     auto& out = visitor.out();
     out.clear();

@@ -263,6 +263,7 @@ TraceInfo TraceInfoOf(const ProcessTrace& trace, const PairingResult& result) {
   info.threads = trace.streams.size();
   info.truncated = trace.truncated;
   info.clean_end = trace.clean_end;
+  info.taken_end = trace.taken_end;
   info.losses = trace.losses;
   info.truncated_offset = trace.truncated_offset;
   info.file_bytes = trace.reader->file_size();

@@ -64,6 +64,11 @@ bool TraceSet::Index(std::unique_ptr<format::TraceReader> reader, const std::str
       ++trace->chunk_count;
       continue;
     }
+    if (format::RecordTakenEnd end; format::ParseTakenEndRecord(chunk, &end)) {
+      trace->taken_end = end;
+      ++trace->chunk_count;
+      continue;
+    }
     auto [it, inserted] = stream_of_tid.try_emplace(chunk.tid, trace->streams.size());
     if (inserted) trace->streams.push_back(ThreadStream{chunk.tid, {}});
     // Only the chunk's place is kept; its payload is read again when a pass
@@ -79,11 +84,16 @@ bool TraceSet::Index(std::unique_ptr<format::TraceReader> reader, const std::str
   }
   if ((trace->header.fields.flags & format::kHeaderFlagEndsWithTotals) != 0 && !saw_totals) {
     trace->clean_end = false;
-    warnings_.push_back(fmt::format(
-        "{}: no clean end (no totals record: the process was killed or crashed, or a thread was "
-        "busy at exit): the events in its last buffers are lost, so blocks 'live at exit' may "
-        "have been freed and are not leaks",
-        name));
+    const format::RecordTakenEnd* taken = trace->taken_end ? &*trace->taken_end : nullptr;
+    // Blocks 'live at exit' of a process killed with everything taken were
+    // live when it died; otherwise some may have been freed later.
+    const bool died_whole = taken != nullptr && taken->state == format::TakenEndState::kEnded;
+    warnings_.push_back(fmt::format("{}: {}{}", name, format::NoCleanEndText(taken),
+                                    died_whole ? ""
+                                               : "; blocks 'live at exit' may have been "
+                                                 "freed and are not leaks"));
+  } else {
+    trace->taken_end.reset();  // a clean end after all: the tracer's totals say so
   }
   if (trace->losses.any()) {
     warnings_.push_back(fmt::format("{}: incomplete: {}", name, LossesText(trace->losses)));

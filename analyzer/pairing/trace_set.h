@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -58,6 +59,10 @@ struct ProcessTrace {
   // What `crossfree record` could not write (its losses chunk, trace
   // format 6.9); any() makes the trace incomplete (warning issued).
   format::RecordLosses losses;
+  // When clean_end is false and `crossfree record` ended the trace itself
+  // (its end-taken chunk, trace format 6.9): how, and that nothing
+  // recorded before that end is lost.
+  std::optional<format::RecordTakenEnd> taken_end;
   uint64_t truncated_offset = 0;
 
   // Filled by the first pass over the chunks (event_stream.h).

@@ -864,6 +864,21 @@ void ChunkChannel::WriteLosses() {
   Write(files_.back(), chunk, n);
 }
 
+void ChunkChannel::WriteTakenEnd(bool still_running) {
+  // The tracer's own clean end (its totals chunk) needs no word from here;
+  // an end it did not make, or buffers it left open, do.
+  if (files_.empty() || broken_ || (stats_.clean_exit && stats_.partial_chunks == 0)) return;
+  const format::RecordTakenEnd end{
+      .state = still_running ? format::TakenEndState::kRunning : format::TakenEndState::kEnded,
+      .chunks_sealed = stats_.partial_chunks,
+      .events = stats_.partial_events};
+  uint8_t chunk[format::kTakenEndChunkBytes];
+  const size_t n = format::EncodeTakenEndChunk(
+      end, AttachedPid(), format::RoundTimeDown(NowNs(), rounder_.resolution_ns()), chunk,
+      sizeof(chunk));
+  Write(files_.back(), chunk, n);
+}
+
 void ChunkChannel::StopThreads() {
   // Held-back chunks are compressed for kFinishCompressNs more, then plain.
   __atomic_store_n(&plain_after_ns_, NowNs() + kFinishCompressNs, __ATOMIC_RELAXED);
@@ -876,7 +891,7 @@ void ChunkChannel::StopThreads() {
   }
 }
 
-ChunkChannel::Stats ChunkChannel::Finish() {
+ChunkChannel::Stats ChunkChannel::Finish(bool still_running) {
   StopThreads();
   // The process that filled the region is gone: nothing changes it now.
   TakeHeaders();
@@ -894,6 +909,7 @@ ChunkChannel::Stats ChunkChannel::Finish() {
   stats_.clean_exit = ctl->clean_exit.load(std::memory_order_acquire) != 0;
   stats_.dropped_events = ctl->dropped_events.load(std::memory_order_relaxed);
   stats_.dropped_chunks = ctl->dropped_chunks.load(std::memory_order_relaxed);
+  WriteTakenEnd(still_running);
   WriteLosses();
   for (size_t i = adopted_ ? 0 : 1; i < files_.size(); ++i) close(files_[i]);
   files_.resize(files_.empty() || adopted_ ? 0 : 1);

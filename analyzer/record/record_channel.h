@@ -124,10 +124,13 @@ class ChunkChannel {
   // Writes what is sealed and whole (no thread); returns the chunks written.
   size_t Pump();
 
-  // Call once the process that attached has ended (it was reaped): writes
-  // what is still sealed, then every partly filled slot up to its last
-  // whole record, stops the drain thread and returns what was done.
-  Stats Finish();
+  // Call once the process that attached has ended (it was reaped), or, for
+  // a child's region, when record stops taking a process still running
+  // (still_running): writes what is still sealed, then every partly
+  // filled slot up to its last whole record, stops the drain thread and
+  // returns what was done. A file whose image did not end with its exit
+  // flush gets an end-taken chunk saying how it ended (trace format 6.9).
+  Stats Finish(bool still_running = false);
 
  private:
   ChunkChannel() = default;
@@ -212,6 +215,9 @@ class ChunkChannel {
   // the losses chunk (trace format 6.9) after every other chunk of the
   // last image's file, so that the trace itself says it is incomplete.
   void WriteLosses();
+  // Before it: the end-taken chunk, when the last image did not end with
+  // its exit flush or left buffers open (Finish).
+  void WriteTakenEnd(bool still_running);
 
   int OpenFirstFile();
   format::ChunkCompressor* Compressor();

@@ -234,8 +234,8 @@ void ChildRegions::Offered(const uint8_t* data, size_t n, const int* fds, size_t
   live_.push_back({msg.pid, pidfd, std::move(region)});
 }
 
-void ChildRegions::Retire(Live& live) {
-  const ChunkChannel::Stats s = live.region->Finish();
+void ChildRegions::Retire(Live& live, bool still_running) {
+  const ChunkChannel::Stats s = live.region->Finish(still_running);
   live.region.reset();
   close(live.pidfd);
   live.pidfd = -1;
@@ -274,7 +274,12 @@ ChildRegions::Totals ChildRegions::Finish() {
   }
   // Offers still waiting: refused, so those children go on at once.
   if (sock_[0] >= 0) Receive(/*adopt=*/false);
-  for (Live& l : live_) Retire(l);
+  for (Live& l : live_) {
+    // Its pidfd is readable once the process has ended; a process still
+    // running keeps its trace up to now (its end-taken chunk says so).
+    struct pollfd p = {l.pidfd, POLLIN, 0};
+    Retire(l, /*still_running=*/poll(&p, 1, 0) == 0);
+  }
   live_.clear();
   // A process still running now sees record gone and stops handing over.
   for (int* fd : {&sock_[0], &sock_[1]}) {

@@ -88,7 +88,7 @@ class ChildRegions {
   bool Receive(bool adopt);
   void Offered(const uint8_t* data, size_t n, const int* fds, size_t nfds, bool truncated,
                bool adopt);
-  void Retire(Live& live);
+  void Retire(Live& live, bool still_running = false);
   void Note(std::vector<std::string>& to, const std::string& text);
   // One refused offer: its reason counted, and, pid non-zero (verified by
   // its pidfd), the trace that process writes itself named.

@@ -38,10 +38,13 @@ std::string RenderReportFolded(const Analysis& a) {
   // Under it, the pair's lifecycle, so per-call and one-off objects stand
   // apart at the base of the graph.
   std::string root = a.sampled() ? fmt::format("[estimated, sampled 1/{}];", a.sample_period) : "";
-  // So does a trace with no clean end (the process was killed).
+  // So does a trace whose end lost frees (the process was killed without
+  // record, or outlived it).
   for (const TraceInfo& t : a.traces) {
-    if (!t.clean_end) {
-      root = "[no clean end: frees lost];" + root;
+    if (t.LastBuffersLost() || t.RunningAtEnd()) {
+      root = (t.LastBuffersLost() ? "[no clean end: frees lost];"
+                                  : "[running at record's end: later frees missing];") +
+             root;
       break;
     }
   }

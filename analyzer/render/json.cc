@@ -264,6 +264,17 @@ std::string AsymmetryJson(const Analysis& a) {
   return out;
 }
 
+// A trace without a clean end: "clean_end": false, and how it ended
+// (docs/guide/analyzer.md, JSON): "buffers_lost" (its last buffers went
+// with the process), "taken_after_exit" (record took every event after the
+// process died), "taken_while_running" (record ended before the process).
+std::string EndJson(const TraceInfo& t) {
+  const char* end = t.LastBuffersLost() ? "buffers_lost"
+                    : t.RunningAtEnd()  ? "taken_while_running"
+                                        : "taken_after_exit";
+  return fmt::format(", \"clean_end\": false, \"end\": \"{}\"", end);
+}
+
 }  // namespace
 
 std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
@@ -292,7 +303,7 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
         "{}\n    {{\"path\": {}, \"exe\": {}, \"pid\": {}, \"ppid\": {}, \"chunks\": {}, "
         "\"events\": {}, \"threads\": {}, \"truncated\": {}{}{}{}}}",
         i ? "," : "", JsonString(t.path), JsonString(t.exe), t.pid, t.ppid, t.chunks, t.events,
-        t.threads, t.truncated ? "true" : "false", t.clean_end ? "" : ", \"clean_end\": false",
+        t.threads, t.truncated ? "true" : "false", t.clean_end ? "" : EndJson(t),
         t.losses.any()
             ? fmt::format(", \"losses\": {{\"events_dropped\": {}, \"chunks_dropped\": {}, "
                           "\"chunks_damaged\": {}}}",

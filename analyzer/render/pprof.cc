@@ -90,10 +90,14 @@ std::string RenderReportPprof(const Analysis& a) {
   p.set_default_sample_type(b.String("cross_thread_frees"));
   for (const TraceInfo& t : a.traces) {
     p.add_comment(b.String("trace " + t.path));
-    if (!t.clean_end) {
+    if (t.LastBuffersLost()) {
       p.add_comment(b.String("trace " + t.path +
                              ": no clean end (the process was killed): frees in its last "
                              "buffers were lost"));
+    } else if (t.RunningAtEnd()) {
+      p.add_comment(b.String("trace " + t.path +
+                             ": no clean end (the process was still running at record's "
+                             "end): its later frees are not in the trace"));
     }
   }
   // A sampled run: the values are estimates (period x the sampled count),

@@ -17,7 +17,7 @@ function spark(t, w, h) {
   return s + '</svg>';
 }
 function summary(run, id) {
-  const rows = [['traces', run.traces.map(t => esc(t.path) + ' (pid ' + t.pid + (t.truncated ? ', truncated' : '') + (t.clean_end === false ? ', no clean end: the frees in its last buffers were lost, live blocks are not leaks' : '') + (t.events_dropped !== undefined ? ', incomplete: ' + t.events_dropped + ' events dropped, ' + t.chunks_damaged + ' chunks damaged' : '') + ')').join('<br>')],
+  const rows = [['traces', run.traces.map(t => esc(t.path) + ' (pid ' + t.pid + (t.truncated ? ', truncated' : '') + (t.clean_end === false ? (t.end === 'killed' ? ', killed, its events all taken by record' : t.end === 'running' ? ', still running at record\'s end: its later events are not in the trace' : ', no clean end: the frees in its last buffers were lost, live blocks are not leaks') : '') + (t.events_dropped !== undefined ? ', incomplete: ' + t.events_dropped + ' events dropped, ' + t.chunks_damaged + ' chunks damaged' : '') + ')').join('<br>')],
     ['events', fmt(run.events)], ['threads', fmt(run.threads)], ['allocations', fmt(run.allocations)],
     ['frees', fmt(run.frees)],
     ['cross-thread frees', fmt(run.cross) + ' (' + (run.frees ? (100 * run.cross / run.frees).toFixed(1) : 0) + '% of frees, ' + (run.allocations ? (1000 * run.cross / run.allocations).toFixed(1) : 0) + ' per 1000 allocations)'],

@@ -77,13 +77,17 @@ std::string WindowsText(const TraceInfo& t) {
   return out.empty() ? "none (nothing was recorded)" : out;
 }
 
-// False if a trace ended without its totals record (killed): its last
-// buffers, frees among them, are lost.
-bool CleanEnd(const Analysis& a) {
+// What the traces' ends leave out, for the live and allocs-over-live
+// rows: "" when every trace ended cleanly or was taken whole after its
+// process died; else why blocks live at exit may have been freed.
+std::string EndCaveat(const Analysis& a) {
   for (const TraceInfo& t : a.traces) {
-    if (!t.clean_end) return false;
+    if (t.LastBuffersLost()) return "no clean end, frees lost";
   }
-  return true;
+  for (const TraceInfo& t : a.traces) {
+    if (t.RunningAtEnd()) return "a process still ran at record's end";
+  }
+  return "";
 }
 
 // The "freed after fork" row's note: a fork child's frees of blocks its
@@ -115,7 +119,12 @@ std::string TraceLine(const TraceInfo& t) {
   std::string notes;
   if (t.ppid != 0 && t.ppid != 1) notes += fmt::format("parent {}", t.ppid);
   if (t.truncated) notes += notes.empty() ? "truncated" : ", truncated";
-  if (!t.clean_end) notes += notes.empty() ? "no clean end" : ", no clean end";
+  if (!t.clean_end) {
+    notes += notes.empty() ? "" : ", ";
+    notes += t.LastBuffersLost() ? "no clean end"
+             : t.RunningAtEnd()  ? "running at record's end"
+                                 : "killed, its events all taken";
+  }
   // Short here (the line is fitted to the width); the warning above the
   // report has the whole phrase.
   if (t.losses.any()) {
@@ -175,9 +184,10 @@ void SampledSummaryText(std::string& out, const Analysis& a) {
                   PercentText(t.cross_thread_share, 1), t.cross_thread_per_thousand));
   est("  same-thread", t.same_thread.estimate, "");
   est("live at exit", t.live_at_exit.estimate,
-      !c.live_at_exit ? ""
-      : CleanEnd(a)   ? "~" + HumanBytes(t.live_bytes.total)
-                      : "~" + HumanBytes(t.live_bytes.total) + ", not leaks: no clean end");
+      !c.live_at_exit    ? ""
+      : EndCaveat(a).empty() ? "~" + HumanBytes(t.live_bytes.total)
+                             : "~" + HumanBytes(t.live_bytes.total) + ", not leaks: " +
+                                   EndCaveat(a));
   est("unknown frees", t.unknown_frees_bounded,
       c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
   est("double frees", t.double_frees_bounded, "");
@@ -294,9 +304,9 @@ void SummaryText(std::string& out, const Analysis& a) {
                   PercentText(t.cross_thread_share, 1), t.cross_thread_per_thousand));
   row("  same-thread", t.same_thread.total, "");
   row("live at exit", c.live_at_exit,
-      !c.live_at_exit ? ""
-      : CleanEnd(a)   ? HumanBytes(c.live_bytes)
-                      : HumanBytes(c.live_bytes) + ", not leaks: no clean end, frees lost");
+      !c.live_at_exit    ? ""
+      : EndCaveat(a).empty() ? HumanBytes(c.live_bytes)
+                             : HumanBytes(c.live_bytes) + ", not leaks: " + EndCaveat(a));
   row("unknown frees", c.unknown_frees,
       c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
   row("double frees", c.double_frees, "");
@@ -307,8 +317,9 @@ void SummaryText(std::string& out, const Analysis& a) {
   }
   if (c.alloc_over_live) {
     row("allocs over live", c.alloc_over_live,
-        CleanEnd(a) ? "address allocated again without a free"
-                    : "address allocated again without a free (lost with the last buffers?)");
+        EndCaveat(a).empty() ? "address allocated again without a free"
+                             : "address allocated again without a free (lost with the last "
+                               "buffers?)");
   }
 }
 
