@@ -164,8 +164,8 @@ int WaitForDescendants(double budget_s, const std::string& bound) {
       for (const auto& [pid, name] : RunningChildren()) {
         list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", pid, name);
       }
-      Say("crossfree record: after {:g} s ({}), still running: {}; their traces are "
-          "counted as they are now\n",
+      Say("crossfree record: after {:g} s ({}), still running: {}; their traces hold "
+          "their events up to now and say so, and none after\n",
           budget_s, bound, list.empty() ? "unknown" : list);
       break;
     }
