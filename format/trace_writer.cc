@@ -4,6 +4,8 @@
 // -fno-exceptions -fno-rtti). Layout: docs/trace-format.md, format/wire.h.
 #include "format/trace_writer.h"
 
+#include <initializer_list>
+
 #include "format/crc32c.h"
 #include "format/wire.h"
 
@@ -67,13 +69,23 @@ size_t EncodeFileHeader(const HeaderFields& fields, const char* exe_path,
 
 namespace {
 
+// One field of a fixed-width extension record's body after its magic:
+// 4 or 8 bytes, little endian.
+struct FixedField {
+  size_t bytes;
+  uint64_t value;
+};
+
 // A chunk holding one fixed-width extension record and nothing else (the
-// totals, losses and end-taken chunks, trace format 6.9): the header, the tag, the
-// one-byte length and the record's magic; returns where the body's
-// fields after the magic go. SealFixedChunk sets the checksum once they
-// are written.
-uint8_t* BeginFixedChunk(uint8_t* buf, size_t total, uint32_t tid, uint32_t sequence,
-                         uint64_t timestamp_ns, uint8_t tag, uint32_t magic) {
+// totals, losses and end-taken chunks, trace format 6.9): the header, the
+// tag, the one-byte length, the magic, the fields in order, the checksum.
+// Returns the bytes written, or 0 if cap is too small.
+size_t EncodeFixedChunk(uint8_t tag, uint32_t magic, std::initializer_list<FixedField> fields,
+                        uint32_t tid, uint32_t sequence, uint64_t timestamp_ns, uint8_t* buf,
+                        size_t cap) {
+  size_t total = kChunkHeaderBytes + 2 + 4;
+  for (const FixedField& f : fields) total += f.bytes;
+  if (cap < total) return 0;
   const auto payload = static_cast<uint32_t>(total - kChunkHeaderBytes);
   wire::Store32(buf + wire::kChkMagic, kChunkMagic);
   wire::Store32(buf + wire::kChkLength, wire::PackLength(payload));
@@ -85,10 +97,15 @@ uint8_t* BeginFixedChunk(uint8_t* buf, size_t total, uint32_t tid, uint32_t sequ
   p[0] = tag;
   p[1] = static_cast<uint8_t>(payload - 2);
   wire::Store32(p + 2, magic);
-  return p + 6;
-}
-
-size_t SealFixedChunk(uint8_t* buf, size_t total) {
+  p += 6;
+  for (const FixedField& f : fields) {
+    if (f.bytes == 4) {
+      wire::Store32(p, static_cast<uint32_t>(f.value));
+    } else {
+      wire::Store64(p, f.value);
+    }
+    p += f.bytes;
+  }
   wire::Store32(buf + wire::kChkCrc, Crc32c(buf + wire::kChkCrcStart, total - wire::kChkCrcStart));
   return total;
 }
@@ -97,37 +114,29 @@ size_t SealFixedChunk(uint8_t* buf, size_t total) {
 
 size_t EncodeTotalsChunk(const TraceTotals& totals, uint32_t tid, uint32_t sequence,
                          uint64_t timestamp_ns, uint8_t* buf, size_t cap) {
-  if (cap < kTotalsChunkBytes) return 0;
-  uint8_t* p = BeginFixedChunk(buf, kTotalsChunkBytes, tid, sequence, timestamp_ns, kTagTotals,
-                               kTotalsMagic);
-  wire::Store32(p, totals.threads);
-  wire::Store64(p + 4, totals.events);
-  wire::Store64(p + 12, totals.allocs);
-  wire::Store64(p + 20, totals.frees);
-  wire::Store64(p + 28, totals.chunks);
-  return SealFixedChunk(buf, kTotalsChunkBytes);
+  return EncodeFixedChunk(kTagTotals, kTotalsMagic,
+                          {{4, totals.threads},
+                           {8, totals.events},
+                           {8, totals.allocs},
+                           {8, totals.frees},
+                           {8, totals.chunks}},
+                          tid, sequence, timestamp_ns, buf, cap);
 }
 
 size_t EncodeLossesChunk(const RecordLosses& losses, uint32_t pid, uint64_t timestamp_ns,
                          uint8_t* buf, size_t cap) {
-  if (cap < kLossesChunkBytes) return 0;
-  uint8_t* p = BeginFixedChunk(buf, kLossesChunkBytes, pid, kLossesSequence, timestamp_ns,
-                               kTagLosses, kLossesMagic);
-  wire::Store64(p, losses.events_dropped);
-  wire::Store64(p + 8, losses.chunks_dropped);
-  wire::Store64(p + 16, losses.chunks_damaged);
-  return SealFixedChunk(buf, kLossesChunkBytes);
+  return EncodeFixedChunk(
+      kTagLosses, kLossesMagic,
+      {{8, losses.events_dropped}, {8, losses.chunks_dropped}, {8, losses.chunks_damaged}}, pid,
+      kLossesSequence, timestamp_ns, buf, cap);
 }
 
 size_t EncodeTakenEndChunk(const RecordTakenEnd& end, uint32_t pid, uint64_t timestamp_ns,
                            uint8_t* buf, size_t cap) {
-  if (cap < kTakenEndChunkBytes) return 0;
-  uint8_t* p = BeginFixedChunk(buf, kTakenEndChunkBytes, pid, kLossesSequence, timestamp_ns,
-                               kTagTakenEnd, kTakenEndMagic);
-  wire::Store32(p, static_cast<uint32_t>(end.state));
-  wire::Store64(p + 4, end.chunks_sealed);
-  wire::Store64(p + 12, end.events);
-  return SealFixedChunk(buf, kTakenEndChunkBytes);
+  return EncodeFixedChunk(
+      kTagTakenEnd, kTakenEndMagic,
+      {{4, static_cast<uint32_t>(end.state)}, {8, end.chunks_sealed}, {8, end.events}}, pid,
+      kLossesSequence, timestamp_ns, buf, cap);
 }
 
 ChunkWriter::ChunkWriter(uint8_t* buf, size_t capacity, bool reserve_counts)

@@ -29,10 +29,64 @@ namespace {
 volatile sig_atomic_t g_child_pid = 0;
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
-// SIGINT and SIGTERM received so far.
+// SIGINT and SIGTERM received so far, and when the first came
+// (CLOCK_MONOTONIC ns).
 volatile sig_atomic_t g_stop_signals = 0;
+uint64_t g_first_stop_ns = 0;
+
+// A repeat closer than this to the first stop signal is the same request:
+// `timeout` sends its signal to record and then to record's process group,
+// so record gets two within microseconds; a user's second ^C comes later.
+constexpr uint64_t kSecondSignalAfterNs = 500'000'000;
+
+// The parent of pid from /proc/<pid>/stat ("pid (comm) state ppid ..."),
+// or -1. Async-signal-safe: open, read and close, no allocation.
+pid_t ParentOf(pid_t pid) {
+  char path[32] = "/proc/";
+  char digits[16];
+  int n = 0;
+  for (unsigned v = static_cast<unsigned>(pid); v != 0 || n == 0; v /= 10) {
+    digits[n++] = static_cast<char>('0' + v % 10);
+  }
+  size_t at = 6;
+  while (n > 0) path[at++] = digits[--n];
+  std::memcpy(path + at, "/stat", 6);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[256];
+  const ssize_t got = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (got <= 0) return -1;
+  buf[got] = '\0';
+  // The name may hold any character: the last ')' ends it.
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr || p[1] != ' ' || p[2] == '\0' || p[3] != ' ') return -1;
+  pid_t ppid = 0;
+  for (p += 4; *p >= '0' && *p <= '9'; ++p) ppid = ppid * 10 + (*p - '0');
+  return ppid;
+}
+
+// Whether pid is the command or a process it started: its chain of
+// parents reaches record (a child subreaper, so orphans of the command are
+// reparented here, not to init). At most 256 steps.
+bool FromTheCommand(pid_t pid) {
+  const pid_t self = getpid();
+  for (int step = 0; step < 256 && pid > 1; ++step) {
+    pid = ParentOf(pid);
+    if (pid == self) return true;
+  }
+  return false;
+}
 
 void ForwardSignal(int sig, siginfo_t* info, void*) {
+  // A signal the command sent to its own process group (kill(0, SIG):
+  // lighttpd's master stopping its workers, a script's `trap 'kill 0'
+  // EXIT`) reaches record too, which is in that group: the command's
+  // processes already got it, and it is no request from the user to stop.
+  if (info != nullptr && (info->si_code == SI_USER || info->si_code == SI_QUEUE) &&
+      info->si_pid > 0 && FromTheCommand(info->si_pid)) {
+    return;
+  }
   // A signal the kernel generated for the terminal (^C, ^\, hang-up) went
   // to the whole foreground process group, CMD included: do not send it
   // twice. One sent to `record` alone (kill, a service manager) is passed on.
@@ -40,10 +94,12 @@ void ForwardSignal(int sig, siginfo_t* info, void*) {
   pid_t child = g_child_pid;
   if (!from_terminal && child > 0) kill(child, sig);
   // The first SIGINT or SIGTERM lets the command end and record finish the
-  // trace as on a normal end; a second one ends record at once, as a
-  // shell's second ^C would. What is on disk then is whole chunks and at
-  // most one cut short, which readers skip with a warning.
+  // trace as on a normal end; a second one, kSecondSignalAfterNs or more
+  // later, ends record at once, as a shell's second ^C would. What is on
+  // disk then is whole chunks and at most one cut short, which readers
+  // skip with a warning.
   if (sig == SIGINT || sig == SIGTERM) {
+    if (g_stop_signals > 0 && MonotonicNowNs() - g_first_stop_ns < kSecondSignalAfterNs) return;
     if (g_stop_signals > 0) {
       static const char kMessage[] =
           "crossfree record: second signal: ending now; the trace keeps the chunks already "
@@ -52,6 +108,7 @@ void ForwardSignal(int sig, siginfo_t* info, void*) {
       (void)ignored;
       _exit(128 + sig);
     }
+    g_first_stop_ns = MonotonicNowNs();  // clock_gettime: async-signal-safe
     g_stop_signals = g_stop_signals + 1;
     // Said once, so that a user (or a test) knows the signal was taken:
     // two signals sent before the first was delivered arrive as one.

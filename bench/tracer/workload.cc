@@ -166,10 +166,18 @@ int ObjectKind(long k) {
   return k % 4 == 3 ? 1 : 0;
 }
 
-void* ProducerMain(void* arg) {
-  const int p = static_cast<int>(reinterpret_cast<intptr_t>(arg));
-  SetThreadName("producer", p);
-  Nested(g_options.nest, ProducerLoop, p);
+// A thread of the workload: named "<role>-<index>", it runs its loop
+// --nest frames below its entry.
+struct ThreadRole {
+  const char* role;
+  void (*loop)(int);
+  int index;
+};
+
+void* RoleMain(void* arg) {
+  const ThreadRole& r = *static_cast<const ThreadRole*>(arg);
+  SetThreadName(r.role, r.index);
+  Nested(g_options.nest, r.loop, r.index);
   return nullptr;
 }
 
@@ -209,13 +217,6 @@ void ProducerLoop(int p) {
     if (slot.ptr != nullptr) ObjectFree(slot);
   }
   for (int c = 0; c < o.consumers; ++c) RingFor(p, c).closed.store(true, std::memory_order_release);
-}
-
-void* ConsumerMain(void* arg) {
-  const int c = static_cast<int>(reinterpret_cast<intptr_t>(arg));
-  SetThreadName("consumer", c);
-  Nested(g_options.nest, ConsumerLoop, c);
-  return nullptr;
 }
 
 void ConsumerLoop(int c) {
@@ -355,15 +356,11 @@ int main(int argc, char** argv) {
   timespec start{};
   clock_gettime(CLOCK_MONOTONIC, &start);
   pthread_t threads[128];
+  ThreadRole roles[128];
   int started = 0;
-  for (int c = 0; c < consumers; ++c) {
-    pthread_create(&threads[started++], nullptr, ConsumerMain,
-                   reinterpret_cast<void*>(static_cast<intptr_t>(c)));
-  }
-  for (int p = 0; p < o.producers; ++p) {
-    pthread_create(&threads[started++], nullptr, ProducerMain,
-                   reinterpret_cast<void*>(static_cast<intptr_t>(p)));
-  }
+  for (int c = 0; c < consumers; ++c) roles[started++] = {"consumer", ConsumerLoop, c};
+  for (int p = 0; p < o.producers; ++p) roles[started++] = {"producer", ProducerLoop, p};
+  for (int i = 0; i < started; ++i) pthread_create(&threads[i], nullptr, RoleMain, &roles[i]);
   for (int i = 0; i < started; ++i) pthread_join(threads[i], nullptr);
   timespec end{};
   clock_gettime(CLOCK_MONOTONIC, &end);

@@ -126,6 +126,28 @@ TEST_CASE("record: after a SIGTERM, a process the command left running is not wa
   if (!pid.empty()) kill(std::stoi(pid), SIGKILL);
 }
 
+// A command that signals its own process group (kill(0, SIGTERM), as
+// lighttpd's master and `trap 'kill 0' EXIT` scripts do) reaches record
+// too, which is in that group: that is no request to stop. record in a
+// session of its own (setsid), so the group is record's and the command's
+// only. Before, record passed the signal back to the command as from a
+// user, and a second one ended record at once, cutting every trace.
+TEST_CASE("record: a signal the command sends to its own process group is no stop request",
+          "[safety][record]") {
+  const std::string dir = MakeTempDir();
+  std::vector<std::string> argv = {"setsid", "-w", CROSSFREE_CLI, "record", "-o", dir + "/t",
+                                   "--", "sh", "-c",
+                                   "trap '' TERM; kill -TERM 0; kill -TERM 0; echo survived"};
+  RunResult r = Run(argv, {std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB}, "");
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "survived\n");
+  CHECK(r.err.find("signal passed to the command") == std::string::npos);
+  CHECK(r.err.find("second signal") == std::string::npos);
+  Trace t = LoadCompleteTrace(dir + "/t");
+  CHECK(!t.events.empty());
+}
+
 TEST_CASE("record: a command killed by a signal is named", "[safety][record]") {
   const std::string dir = MakeTempDir();
   RunResult r = Record({"-o", dir + "/t", "--", "sh", "-c", "kill -SEGV $$"});

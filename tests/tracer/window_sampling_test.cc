@@ -112,11 +112,10 @@ Pairing Pair(const Loaded& t) {
 
 const std::string kToggle = "CROSSFREE_TOGGLE_SIGNAL=" + std::to_string(SIGUSR2);
 
-// Runs tt_window with args and env, REQUIREs that it ran as untraced
-// (exit 0; its output, expected_out), and loads its whole trace.
-Loaded RunWindowTarget(const std::string& dir, const std::vector<std::string>& args,
-                       const std::vector<std::string>& env, const std::string& expected_out) {
-  RunResult run = RunTraced("tt_window", dir, args, env);
+// REQUIREs that run ended as untraced (exit 0; its output, expected_out)
+// and loads its whole trace, dir/trace.
+Loaded LoadAfterRun(const RunResult& run, const std::string& dir,
+                    const std::string& expected_out) {
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   CHECK(run.out == expected_out);
@@ -124,6 +123,12 @@ Loaded RunWindowTarget(const std::string& dir, const std::vector<std::string>& a
   INFO(t.error);
   REQUIRE(t.complete);
   return t;
+}
+
+// Runs tt_window with args and env, and LoadAfterRun.
+Loaded RunWindowTarget(const std::string& dir, const std::vector<std::string>& args,
+                       const std::vector<std::string>& env, const std::string& expected_out) {
+  return LoadAfterRun(RunTraced("tt_window", dir, args, env), dir, expected_out);
 }
 
 const std::string kWindowTargetDone = "window target done\n";
@@ -292,12 +297,7 @@ TEST_CASE("record --delay opens the window of threads that allocate rarely", "[t
     RunResult run = Run({CROSSFREE_CLI, "record", "--delay", "0.3", "-o", dir + "/trace", "--",
                          TargetPath("tt_window"), "rare", "3", "100", "3000"},
                         e, "");
-    INFO(run.err);
-    REQUIRE(run.exit_code == 0);
-    CHECK(run.out == kWindowTargetDone);
-    Loaded t = Load(dir + "/trace");
-    INFO(t.error);
-    REQUIRE(t.complete);
+    Loaded t = LoadAfterRun(run, dir, kWindowTargetDone);
     CHECK((t.header.fields.flags & format::kHeaderFlagWindowed) != 0);
     return t;
   };
