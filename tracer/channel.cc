@@ -354,12 +354,16 @@ bool AttachSocket(const char* value) {
   struct ucred cred = {};
   socklen_t cred_len = sizeof(cred);
   // The socketpair record made: its peer credentials are record's (taken
-  // when the pair was made), so a number the program reused is not it.
+  // when the pair was made), so a number the program reused is not it. In
+  // a pid namespace of its own (unshare --pid, bwrap, a container
+  // runtime) a process does not see record's pid: the kernel reports the
+  // peer's as 0, and its user then stands for it (record checks every
+  // region it gets against the pidfd that comes with it).
   if (getsockopt(s, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || domain != AF_UNIX ||
       (len = sizeof(int), getsockopt(s, SOL_SOCKET, SO_TYPE, &type, &len)) != 0 ||
       type != SOCK_SEQPACKET ||
       getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 ||
-      static_cast<uint64_t>(cred.pid) != record) {
+      (static_cast<uint64_t>(cred.pid) != record && (cred.pid != 0 || cred.uid != getuid()))) {
     return false;
   }
   if (!g_attached) g_record_pid = static_cast<uint32_t>(record);

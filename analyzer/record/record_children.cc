@@ -34,16 +34,31 @@ constexpr size_t kMaxNotes = 5;
 
 // The pid a pidfd refers to (its fdinfo "Pid:" line), 0 once the process
 // has ended, -1 when fd is no pidfd.
-long PidOfPidfd(int fd) {
-  if (DescriptorLink(getpid(), fd) != "anon_inode:[pidfd]") return -1;
+// The process a pidfd refers to, from its fdinfo: pid, its pid in record's
+// namespace (0: not visible here, -1: not a pidfd or no such line), and
+// own_pid, its pid as it sees itself (getpid), in the innermost pid
+// namespace it is in (the last NSpid field; pid itself outside any
+// namespace of its own: unshare --pid, bwrap, container runtimes).
+struct PidfdPids {
+  long pid = -1;
+  long own_pid = -1;
+};
+PidfdPids PidsOfPidfd(int fd) {
+  PidfdPids out;
+  if (DescriptorLink(getpid(), fd) != "anon_inode:[pidfd]") return out;
   std::istringstream info(ReadText(fmt::format("/proc/self/fdinfo/{}", fd)));
   std::string line;
   while (std::getline(info, line)) {
-    if (line.rfind("Pid:", 0) != 0) continue;
-    const long pid = std::strtol(line.c_str() + 4, nullptr, 10);
-    return pid > 0 ? pid : 0;
+    if (line.rfind("Pid:", 0) == 0) {
+      const long pid = std::strtol(line.c_str() + 4, nullptr, 10);
+      out.pid = pid > 0 ? pid : 0;
+    } else if (line.rfind("NSpid:", 0) == 0) {
+      std::istringstream fields(line.substr(6));
+      for (long v; fields >> v;) out.own_pid = v;
+    }
   }
-  return -1;
+  if (out.own_pid < 0) out.own_pid = out.pid;  // a kernel without NSpid
+  return out;
 }
 
 void Add(ChunkChannel::Stats& to, const ChunkChannel::Stats& s) {
@@ -202,8 +217,11 @@ void ChildRegions::Offered(const uint8_t* data, size_t n, const int* fds, size_t
     return;
   }
   region->SetTimeResolution(time_resolution_ns_);
-  const long pid = PidOfPidfd(pidfd);
-  if (pid < 0 || (pid > 0 && static_cast<uint32_t>(pid) != msg.pid) ||
+  // The child names itself by getpid(), which in a pid namespace of its
+  // own is not its pid here: it must be the pidfd's innermost one. Its
+  // trace is named by its pid here, unique across namespaces.
+  const PidfdPids pids = PidsOfPidfd(pidfd);
+  if (pids.pid < 0 || (pids.pid > 0 && static_cast<uint32_t>(pids.own_pid) != msg.pid) ||
       region->AttachedPid() != msg.pid || msg.pid == 0) {
     region->Refuse();
     close(pidfd);
@@ -223,7 +241,8 @@ void ChildRegions::Offered(const uint8_t* data, size_t n, const int* fds, size_t
             msg.pid);
     return;
   }
-  if (!region->Claim(path_for_(msg.pid), compressor_.get())) {
+  const uint32_t pid_here = pids.pid > 0 ? static_cast<uint32_t>(pids.pid) : msg.pid;
+  if (!region->Claim(path_for_(pid_here), compressor_.get())) {
     close(pidfd);  // the child gave up waiting: it writes its own file
     Refused("the process had stopped waiting for record", msg.pid);
     return;
@@ -231,7 +250,7 @@ void ChildRegions::Offered(const uint8_t* data, size_t n, const int* fds, size_t
   ++totals_.processes;
   region->SetWindowNudges(window_nudges_.load(std::memory_order_relaxed));
   region->Pump();  // its header, published before the offer
-  live_.push_back({msg.pid, pidfd, std::move(region)});
+  live_.push_back({pid_here, pidfd, std::move(region)});
 }
 
 void ChildRegions::Retire(Live& live, bool still_running) {

@@ -18,6 +18,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/support/environment_skip.h"
 #include "tests/tracer/tracer_test_util.h"
 
 namespace crossfree::tracer_test {
@@ -146,6 +147,48 @@ TEST_CASE("record: a signal the command sends to its own process group is no sto
   CHECK(r.err.find("second signal") == std::string::npos);
   Trace t = LoadCompleteTrace(dir + "/t");
   CHECK(!t.events.empty());
+}
+
+// Processes in a pid namespace of their own (unshare --pid, bwrap, a
+// container runtime) see neither record's pid (the socket's peer reads as
+// pid 0) nor their pid as record sees it (getpid is 1, 2, ...). Before,
+// record refused their regions ("another process's pidfd") and their
+// children wrote their own traces, losing a killed one's last buffers;
+// now each is handed over and its trace named by its pid as record sees
+// it, unique across namespaces. CROSSFREE_TEST_NO_PIDNS=1 where no pid
+// namespace can be made (CONTRIBUTING.md).
+TEST_CASE("record: processes in a pid namespace of their own hand their traces to record",
+          "[safety][record]") {
+  testing::SkipIfMachineLacks("CROSSFREE_TEST_NO_PIDNS",
+                              "record's hand-off from a pid namespace is not checked");
+  {
+    RunResult probe = Run({"unshare", "--fork", "--pid", "/bin/true"}, {}, "");
+    INFO("unshare --pid failed (exit " << probe.exit_code << "): " << probe.err
+         << "set CROSSFREE_TEST_NO_PIDNS=1 where no pid namespace can be made");
+    REQUIRE(probe.exit_code == 0);
+  }
+  const std::string dir = MakeTempDir();
+  // unshare's fork child is pid 1 in the namespace and execs sh, whose
+  // child, pid 2, execs another sh.
+  RunResult r = Record({"-o", dir + "/t", "--", "unshare", "--fork", "--pid", "/bin/sh", "-c",
+                        "/bin/sh -c 'exit 0'; echo inside"});
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "inside\n");
+  CHECK(r.err.find("refused") == std::string::npos);
+  CHECK(r.err.find("2 child processes") != std::string::npos);
+  CHECK(r.err.find("0 events lost") != std::string::npos);
+  // Named by the pids record sees, never the namespace's 1 and 2.
+  for (const std::string& name : Ls(dir)) {
+    INFO(name);
+    // "t", "t.<pid>" or "t.<pid>.<image>".
+    const size_t dot = name.find('.', 2);
+    const std::string pid =
+        name.size() > 2 ? name.substr(2, dot == std::string::npos ? dot : dot - 2) : "";
+    CHECK(pid != "1");
+    CHECK(pid != "2");
+    LoadCompleteTrace(dir + "/" + name);
+  }
 }
 
 TEST_CASE("record: a command killed by a signal is named", "[safety][record]") {
