@@ -102,14 +102,22 @@ ReadBack ReadAllChunks(const std::vector<uint8_t>& bytes, Collect& seen) {
   return got;
 }
 
-TEST_CASE("losses chunk: fixed bytes, parsed back exactly") {
-  std::vector<uint8_t> b = LossesChunk();
-  CHECK(b.size() == 62);
+// What every chunk of record's has: exactly `total` bytes, the process's
+// pid as its tid, sequence kLossesSequence (no thread's), no events, and
+// one record of `tag` whose length is body_bytes.
+void CheckRecordChunk(const std::vector<uint8_t>& b, size_t total, uint8_t tag,
+                      size_t body_bytes) {
+  CHECK(b.size() == total);
   CHECK(wire::Load32(b.data() + wire::kChkTid) == 4242);
   CHECK(wire::Load32(b.data() + wire::kChkSequence) == kLossesSequence);
   CHECK(wire::Load32(b.data() + wire::kChkEvents) == 0);
-  CHECK(b[kChunkHeaderBytes] == kTagLosses);
-  CHECK(b[kChunkHeaderBytes + 1] == kLossesBodyBytes);
+  CHECK(b[kChunkHeaderBytes] == tag);
+  CHECK(b[kChunkHeaderBytes + 1] == body_bytes);
+}
+
+TEST_CASE("losses chunk: fixed bytes, parsed back exactly") {
+  std::vector<uint8_t> b = LossesChunk();
+  CheckRecordChunk(b, 62, kTagLosses, kLossesBodyBytes);
   RecordLosses got;
   REQUIRE(ParseLossesChunk(b, &got));
   CHECK(got.events_dropped == kLosses.events_dropped);
@@ -191,12 +199,7 @@ TEST_CASE("losses are named in one phrase") {
 
 TEST_CASE("end-taken chunk: fixed bytes, parsed back exactly") {
   std::vector<uint8_t> b = TakenEndChunk();
-  CHECK(b.size() == 58);
-  CHECK(wire::Load32(b.data() + wire::kChkTid) == 4242);
-  CHECK(wire::Load32(b.data() + wire::kChkSequence) == kLossesSequence);
-  CHECK(wire::Load32(b.data() + wire::kChkEvents) == 0);
-  CHECK(b[kChunkHeaderBytes] == kTagTakenEnd);
-  CHECK(b[kChunkHeaderBytes + 1] == kTakenEndBodyBytes);
+  CheckRecordChunk(b, 58, kTagTakenEnd, kTakenEndBodyBytes);
   CHECK(wire::Load32(b.data() + kChunkHeaderBytes + 2) == kTakenEndMagic);
   CHECK(wire::Load32(b.data() + kChunkHeaderBytes + 6) == 1);  // state: running
   RecordTakenEnd got;
