@@ -32,13 +32,12 @@ namespace {
 constexpr int kPumpIntervalMs = 5;
 constexpr size_t kMaxNotes = 5;
 
-// The pid a pidfd refers to (its fdinfo "Pid:" line), 0 once the process
-// has ended, -1 when fd is no pidfd.
 // The process a pidfd refers to, from its fdinfo: pid, its pid in record's
-// namespace (0: not visible here, -1: not a pidfd or no such line), and
-// own_pid, its pid as it sees itself (getpid), in the innermost pid
-// namespace it is in (the last NSpid field; pid itself outside any
-// namespace of its own: unshare --pid, bwrap, container runtimes).
+// namespace (the "Pid:" line; 0 once the process has ended, -1 when fd is
+// no pidfd), and own_pid, its pid as it sees itself (getpid): in the
+// innermost pid namespace it is in, the last "NSpid:" field (pid itself
+// outside any namespace of its own; unshare --pid, bwrap and container
+// runtimes make one).
 struct PidfdPids {
   long pid = -1;
   long own_pid = -1;
