@@ -292,8 +292,8 @@ TEST_CASE("delay noticed late: the window keeps the command's times", "[tracer]"
 TEST_CASE("record --delay opens the window of threads that allocate rarely", "[tracer]") {
   constexpr uint64_t kDelayNs = 300'000'000;
   auto record = [](const std::string& dir, const std::vector<std::string>& env) {
-    std::vector<std::string> e = env;
-    e.push_back(std::string("CROSSFREE_TRACER_LIB=") + CROSSFREE_TRACER_LIB);
+    std::vector<std::string> e = {"CROSSFREE_TRACER_LIB=" + std::string(CROSSFREE_TRACER_LIB)};
+    e.insert(e.end(), env.begin(), env.end());
     RunResult run = Run({CROSSFREE_CLI, "record", "--delay", "0.3", "-o", dir + "/trace", "--",
                          TargetPath("tt_window"), "rare", "3", "100", "3000"},
                         e, "");
