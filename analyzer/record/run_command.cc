@@ -297,20 +297,37 @@ void PrintEmptyWindowNote(const std::vector<FileSummary>& files, const RecordOpt
   }
 }
 
-// One summary for the run: the biggest traces first, then the total.
-void PrintSummary(std::vector<FileSummary> files, const std::string* main_path) {
+// Which process a trace file is of, by its name: FILE and FILE.<n> (the
+// command's later images, whose headers give its pid) are the command's,
+// FILE.<pid> and FILE.<pid>.<n> a child's, crossfree.<pid>.trace[.<n>]
+// that pid's. Unlike the pid in a header (what the process sees itself
+// as), unique across pid namespaces: record names a child's files by the
+// pid it sees.
+std::string ProcessOfFile(const OutputPlan& plan, pid_t command, const FileSummary& f) {
+  const std::string name = Basename(f.path);
+  if (!plan.named) return name.substr(0, name.find(".trace"));
+  const std::string base = Basename(plan.path_template);
+  if (name.size() <= base.size() + 1) return "";
+  const std::string rest = name.substr(base.size() + 1);  // "<a>" or "<a>.<b>"
+  const size_t dot = rest.find('.');
+  if (dot == std::string::npos && f.counts.pid == static_cast<uint32_t>(command)) return "";
+  return rest.substr(0, dot);
+}
+
+// One summary for the run: the biggest traces first, then the total over
+// `processes` processes.
+void PrintSummary(std::vector<FileSummary> files, const std::string* main_path,
+                  size_t processes) {
   std::stable_sort(files.begin(), files.end(), [](const FileSummary& a, const FileSummary& b) {
     return a.counts.events > b.counts.events;
   });
   uint64_t events = 0, allocs = 0, frees = 0, threads = 0;
-  std::set<uint32_t> pids;
   int incomplete = 0;
   for (const FileSummary& f : files) {
     events += f.counts.events;
     allocs += f.counts.allocs;
     frees += f.counts.frees;
     threads += f.counts.thread_count;
-    pids.insert(f.counts.pid);
     incomplete += f.counts.complete ? 0 : 1;
   }
   constexpr size_t kShown = 5;
@@ -331,8 +348,8 @@ void PrintSummary(std::vector<FileSummary> files, const std::string* main_path) 
   }
   Say("crossfree record: total {} events ({} allocations, {} frees) on {} thread{} in {} "
       "process{}, {} trace file{}{}{}\n",
-      events, allocs, frees, threads, threads == 1 ? "" : "s", pids.size(),
-      pids.size() == 1 ? "" : "es", files.size(), files.size() == 1 ? "" : "s",
+      events, allocs, frees, threads, threads == 1 ? "" : "s", processes,
+      processes == 1 ? "" : "es", files.size(), files.size() == 1 ? "" : "s",
       incomplete ? fmt::format(" ({} incomplete)", incomplete) : std::string(),
       main_path ? fmt::format("; main trace {}", *main_path) : std::string());
   uint32_t period = 0;
@@ -366,7 +383,9 @@ int SummarizeRun(const RecordOptions& o, const OutputPlan& plan, pid_t pid, time
       files.push_back({path, kind, *counts});
     }
   }
-  PrintSummary(files, main_counts ? &main_path : nullptr);
+  std::set<std::string> processes;
+  for (const FileSummary& f : files) processes.insert(ProcessOfFile(plan, pid, f));
+  PrintSummary(files, main_counts ? &main_path : nullptr, processes.size());
   PrintEmptyWindowNote(files, o);
   if (!main_counts && status == 0) return kExitUsage;
   return status;
