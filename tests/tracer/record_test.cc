@@ -178,6 +178,14 @@ TEST_CASE("record: processes in a pid namespace of their own hand their traces t
   CHECK(r.err.find("refused") == std::string::npos);
   CHECK(r.err.find("2 child processes") != std::string::npos);
   CHECK(r.err.find("0 events lost") != std::string::npos);
+  // Two namespaces in one run: 7 processes (sh, two fork children that
+  // exec unshare, and in each namespace pid 1 and pid 2), which the
+  // pids in the headers (1 and 2 twice) would count as 5.
+  const std::string twice = "unshare --fork --pid /bin/sh -c \"/bin/sh -c 'exit 0'\"";
+  RunResult r2 = Record({"-o", dir + "/u", "--", "/bin/sh", "-c", twice + "; " + twice});
+  INFO("stderr: " << r2.err);
+  CHECK(r2.exit_code == 0);
+  CHECK(r2.err.find(" in 7 processes,") != std::string::npos);
   // Named by the pids record sees, never the namespace's 1 and 2.
   for (const std::string& name : Ls(dir)) {
     INFO(name);
