@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <span>
 
+#include "format/names.h"
 #include "format/trace_reader.h"
 
 namespace crossfree::analyzer::record {
@@ -26,6 +27,9 @@ class CountingVisitor : public format::RecordVisitor {
       ++counts_->frees;
     }
   }
+  void OnTakenEnd(const format::RecordTakenEnd& end) override { taken_end = end; }
+
+  std::optional<format::RecordTakenEnd> taken_end;  // record's end-taken record
 
  private:
   TraceCounts* counts_;
@@ -85,6 +89,7 @@ std::optional<TraceCounts> CountTrace(const std::string& path, bool header_only)
   }
   CountingVisitor visitor(&counts);
   format::Chunk chunk;
+  bool saw_totals = false;
   for (;;) {
     format::ReadResult r = reader->NextChunk(&chunk);
     if (r == format::ReadResult::kEnd) break;
@@ -95,6 +100,7 @@ std::optional<TraceCounts> CountTrace(const std::string& path, bool header_only)
     }
     // A thread is a tid that wrote a chunk (as `crossfree dump` counts).
     counts.threads.insert(chunk.tid);
+    saw_totals = saw_totals || format::IsTotalsChunk(chunk);
     if (!format::DecodeChunk(chunk, visitor, &error)) {
       counts.complete = false;
       counts.problem = error;
@@ -102,6 +108,16 @@ std::optional<TraceCounts> CountTrace(const std::string& path, bool header_only)
     }
   }
   counts.thread_count = counts.threads.size();
+  // The tracer promised its totals at a clean end and wrote none: unless
+  // record took the buffers of a process that had ended (its end-taken
+  // record says so), events are missing at the end (trace format 6.9).
+  const bool promised = (reader->header().fields.flags & format::kHeaderFlagEndsWithTotals) != 0;
+  const bool taken_whole =
+      visitor.taken_end && visitor.taken_end->state == format::TakenEndState::kEnded;
+  if (counts.complete && promised && !saw_totals && !taken_whole) {
+    counts.complete = false;
+    counts.problem = format::NoCleanEndText(visitor.taken_end ? &*visitor.taken_end : nullptr);
+  }
   return counts;
 }
 

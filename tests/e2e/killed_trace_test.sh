@@ -84,6 +84,18 @@ assert len(freed & set(addrs)) == 1000, len(freed & set(addrs))
 PY
 }
 check_all_taken rec.trc taken_after_exit
+grep -q "incomplete" rec.err && { cat rec.err; fail "record calls the taken trace incomplete"; }
+# Without the hand-off the process writes its own trace and its last
+# buffers go with it: record's summary says that trace is incomplete.
+mkfifo bare.fifo
+CROSSFREE_CHANNEL_KB=0 timeout -k 5 60 "$crossfree" record -o bare.trc -- "$target" \
+  >bare.fifo 2>bare.err &
+rec=$!
+read -r line <bare.fifo || fail "the target under record (no hand-off) did not start"
+kill -9 "$(pgrep -P "$(pgrep -P "$rec" | head -1)" | head -1)"
+wait "$rec"
+grep -q "incomplete: no clean end" bare.err || { cat bare.err; fail "record does not call the lost end incomplete"; }
+grep -q "(1 incomplete)" bare.err || { cat bare.err; fail "record's total does not count it"; }
 "$crossfree" report rec.trc >rec.txt 2>rec.rerr || fail "report rec.trc"
 grep -q "killed, its events all taken" rec.txt || fail "the trace line does not say the events were taken"
 grep -q "ended without its exit flush" rec.rerr || fail "no warning saying how it ended"
