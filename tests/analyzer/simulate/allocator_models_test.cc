@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,29 @@ std::unique_ptr<AllocatorModel> Make(const std::string& name, Recorder* sink,
   auto m = MakeAllocatorModel(*allocator, settings, sink, &error);
   REQUIRE(m);
   return m;
+}
+
+// Expected costs of a step; a field left empty is not checked.
+struct Costs {
+  std::optional<uint64_t> refill, flush, lock, remote_free, atomic, refilled_objects,
+      flushed_objects;
+};
+
+// Each expected cost against got (one CHECK per field given, so a failure
+// names the kind and both values).
+void CheckCosts(const CostCounts& got, const Costs& want) {
+  auto check = [](const char* what, const std::optional<uint64_t>& w, uint64_t value) {
+    if (!w) return;
+    INFO(what);
+    CHECK(value == *w);
+  };
+  check("refills", want.refill, got[CostKind::kRefill]);
+  check("flushes", want.flush, got[CostKind::kFlush]);
+  check("locks", want.lock, got[CostKind::kLock]);
+  check("remote frees", want.remote_free, got[CostKind::kRemoteFree]);
+  check("atomics", want.atomic, got[CostKind::kAtomic]);
+  check("refilled objects", want.refilled_objects, got.refilled_objects);
+  check("flushed objects", want.flushed_objects, got.flushed_objects);
 }
 
 // Thread 0, the main thread, and thread 1 start (in that order).
@@ -96,10 +120,7 @@ TEST_CASE("jemalloc: fills of half the bin, a remote flush to the owner's bin, t
   // fill 3 (56 left, then a fresh slab: 2 locks). 201 x 16 bytes stay far
   // below the 64 KiB GC interval, so lg_fill_div stays 1.
   std::vector<uint64_t> objects = AllocateOnMain(*m, cl, 16, 201);
-  CHECK(r.total[CostKind::kRefill] == 3);
-  CHECK(r.total.refilled_objects == 300);
-  CHECK(r.total[CostKind::kLock] == 5);
-  CHECK(r.total[CostKind::kFlush] == 0);
+  CheckCosts(r.total, {.refill = 3, .flush = 0, .lock = 5, .refilled_objects = 300});
   // Thread 1 frees them all: every free is remote (arena 0's objects). The
   // 201st finds 200 cached and flushes down to 200 >> 1 = 100: the 100
   // oldest go to arena 0's bin (1 lock), and as none was its own arena's
@@ -109,10 +130,7 @@ TEST_CASE("jemalloc: fills of half the bin, a remote flush to the owner's bin, t
     CHECK(m->IsRemote(1, o));
     m->Free(1, cl, o);
   }
-  CHECK(r.total[CostKind::kRemoteFree] == 201);
-  CHECK(r.total[CostKind::kFlush] == 1);
-  CHECK(r.total.flushed_objects == 100);
-  CHECK(r.total[CostKind::kLock] == 2);
+  CheckCosts(r.total, {.flush = 1, .lock = 2, .remote_free = 201, .flushed_objects = 100});
   // Thread exit: every one of the 41 bins (36 small, 5 large up to 32 KiB)
   // is flushed; the 16-byte bin's 101 objects take arena 0's lock and its
   // own for the statistics (2), each other small bin only its own (35);
@@ -120,9 +138,7 @@ TEST_CASE("jemalloc: fills of half the bin, a remote flush to the owner's bin, t
   // small bin once (36).
   r.Reset();
   m->ThreadExit(1);
-  CHECK(r.total[CostKind::kFlush] == 41);
-  CHECK(r.total.flushed_objects == 101);
-  CHECK(r.total[CostKind::kLock] == 2 + 35 + 36);
+  CheckCosts(r.total, {.flush = 41, .lock = 2 + 35 + 36, .flushed_objects = 101});
   // The main thread's exit flushes nothing (exit() runs no destructors).
   r.Reset();
   m->ThreadExit(0);
@@ -143,9 +159,7 @@ TEST_CASE("jemalloc: a thread that only frees has no tcache: each free locks the
   // arena 0's bin under its lock: 201 locks, no flush; all remote.
   r.Reset();
   for (uint64_t o : objects) m->Free(1, cl, o);
-  CHECK(r.total[CostKind::kRemoteFree] == 201);
-  CHECK(r.total[CostKind::kFlush] == 0);
-  CHECK(r.total[CostKind::kLock] == 201);
+  CheckCosts(r.total, {.flush = 0, .lock = 201, .remote_free = 201});
   // Its exit has nothing to flush and no statistics to merge.
   r.Reset();
   m->ThreadExit(1);
@@ -157,9 +171,7 @@ TEST_CASE("jemalloc: a thread that only frees has no tcache: each free locks the
   m->ThreadStart(2, false);
   r.Reset();
   uint64_t o = m->Allocate(2, cl, 16);
-  CHECK(r.total[CostKind::kRefill] == 1);
-  CHECK(r.total.refilled_objects == 100);
-  CHECK(r.total[CostKind::kLock] == 2);
+  CheckCosts(r.total, {.refill = 1, .lock = 2, .refilled_objects = 100});
   CHECK_FALSE(m->IsRemote(2, o));
   r.Reset();
   m->Free(2, cl, o);
@@ -175,8 +187,7 @@ TEST_CASE("jemalloc: MALLOC_CONF settings change the bins and are refused when m
   m->ThreadStart(0, true);
   // ncached_max 20: a fill brings 10; 25 allocations need 3 fills.
   for (int i = 0; i < 25; ++i) m->Allocate(0, 1, 16);
-  CHECK(r.total[CostKind::kRefill] == 3);
-  CHECK(r.total.refilled_objects == 30);
+  CheckCosts(r.total, {.refill = 3, .refilled_objects = 30});
   bool ignored_listed = false;
   for (const auto& [k, v] : m->Settings()) ignored_listed |= k == "ignored" && v == "stats_print";
   CHECK(ignored_listed);
@@ -201,51 +212,37 @@ TEST_CASE("glibc: tcache of 7, a fastbin refill, a free-only thread's tcache", "
   // itself with _int_malloc under the arena lock (1), then each goes to
   // _int_malloc under the lock (8), one object each (no free chunk anywhere).
   std::vector<uint64_t> objects = AllocateOnMain(*m, cl, 24, 8);
-  CHECK(r.total[CostKind::kRefill] == 9);
-  CHECK(r.total.refilled_objects == 9);
-  CHECK(r.total[CostKind::kLock] == 9);
+  CheckCosts(r.total, {.refill = 9, .lock = 9, .refilled_objects = 9});
   // Freed on the same thread: 7 fill the tcache bin, the 8th goes to the
   // arena's fastbin with a CAS (no lock).
   r.Reset();
   for (uint64_t o : objects) m->Free(0, cl, o);
-  CHECK(r.total[CostKind::kFlush] == 1);
-  CHECK(r.total[CostKind::kAtomic] == 1);
-  CHECK(r.total[CostKind::kLock] == 0);
-  CHECK(r.total[CostKind::kRemoteFree] == 0);
+  CheckCosts(r.total, {.flush = 1, .lock = 0, .remote_free = 0, .atomic = 1});
   // 8 allocations again: 7 from the tcache, the 8th takes the fastbin's one
   // chunk under the lock (nothing left to stash).
   r.Reset();
   objects = AllocateOnMain(*m, cl, 24, 8);
-  CHECK(r.total[CostKind::kRefill] == 1);
-  CHECK(r.total.refilled_objects == 1);
-  CHECK(r.total[CostKind::kLock] == 1);
+  CheckCosts(r.total, {.refill = 1, .lock = 1, .refilled_objects = 1});
   // Thread 1 never allocated. __libc_free runs MAYBE_INIT_TCACHE: its first
   // free gets it an arena (a new one: arena 1) and its tcache, allocated
   // there with _int_malloc under the lock (1 refill, 1 lock); the chunk,
   // arena 0's, goes into that tcache (a remote free, no flush).
   r.Reset();
   m->Free(1, cl, objects[0]);
-  CHECK(r.total[CostKind::kRefill] == 1);
-  CHECK(r.total[CostKind::kLock] == 1);
-  CHECK(r.total[CostKind::kFlush] == 0);
-  CHECK(r.total[CostKind::kRemoteFree] == 1);
+  CheckCosts(r.total, {.refill = 1, .flush = 0, .lock = 1, .remote_free = 1});
   // 8 frees of 200-byte chunks of arena 0: 7 fill thread 1's bin, the 8th
   // goes into arena 0 under its lock (above the fastbin limit).
   std::vector<uint64_t> big = AllocateOnMain(*m, m->SizeClass(200), 200, 8);
   r.Reset();
   for (uint64_t o : big) m->Free(1, m->SizeClass(200), o);
-  CHECK(r.total[CostKind::kRemoteFree] == 8);
-  CHECK(r.total[CostKind::kFlush] == 1);
-  CHECK(r.total[CostKind::kLock] == 1);
-  CHECK(r.total[CostKind::kAtomic] == 0);
+  CheckCosts(r.total, {.flush = 1, .lock = 1, .remote_free = 8, .atomic = 0});
   // calloc bypasses the tcache: with 7 cached chunks it still goes to
   // _int_malloc (and, the fastbin being empty, gets one chunk).
   r.Reset();
   for (int i = 0; i < 7; ++i) m->Free(0, cl, objects[i + 1]);
   m->NextAllocation(AllocatorModel::AllocPath::kCalloc);
   m->Allocate(0, cl, 24);
-  CHECK(r.total[CostKind::kRefill] == 1);
-  CHECK(r.total[CostKind::kLock] == 1);
+  CheckCosts(r.total, {.refill = 1, .lock = 1});
   // GLIBC_TUNABLES: no tcache at all, every free goes to the arena.
   Recorder r0;
   ModelSettings s;
@@ -267,15 +264,12 @@ TEST_CASE("mimalloc: a page extends 4 KiB at a time, remote frees are one CAS ea
   // A 64 KiB page of 16-byte blocks is extended by 4 KiB / 16 = 256 blocks
   // per generic call: 1000 allocations need 4 of them.
   std::vector<uint64_t> objects = AllocateOnMain(*m, cl, 16, 1000);
-  CHECK(r.total[CostKind::kRefill] == 4);
-  CHECK(r.total.refilled_objects == 1024);
-  CHECK(r.total[CostKind::kLock] == 0);
+  CheckCosts(r.total, {.refill = 4, .lock = 0, .refilled_objects = 1024});
   // Thread 1 frees 10 of them: the page is not full, so each is one CAS
   // onto its thread-free list.
   r.Reset();
   for (int i = 0; i < 10; ++i) m->Free(1, cl, objects[i]);
-  CHECK(r.total[CostKind::kRemoteFree] == 10);
-  CHECK(r.total[CostKind::kAtomic] == 10);
+  CheckCosts(r.total, {.remote_free = 10, .atomic = 10});
   // The owner frees 10 locally: nothing shared.
   r.Reset();
   for (int i = 10; i < 20; ++i) m->Free(0, cl, objects[i]);
@@ -287,9 +281,7 @@ TEST_CASE("mimalloc: a page extends 4 KiB at a time, remote frees are one CAS ea
   // extension.
   r.Reset();
   for (int i = 0; i < 25; ++i) m->Allocate(0, cl, 16);
-  CHECK(r.total[CostKind::kRefill] == 1);
-  CHECK(r.total.refilled_objects == 20);
-  CHECK(r.total[CostKind::kAtomic] == 1);
+  CheckCosts(r.total, {.refill = 1, .atomic = 1, .refilled_objects = 20});
 }
 
 TEST_CASE("mimalloc: a request above 1 KiB takes _mi_malloc_generic every time", "[simulate]") {
