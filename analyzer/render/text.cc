@@ -184,7 +184,7 @@ void SampledSummaryText(std::string& out, const Analysis& a) {
                   PercentText(t.cross_thread_share, 1), t.cross_thread_per_thousand));
   est("  same-thread", t.same_thread.estimate, "");
   est("live at exit", t.live_at_exit.estimate,
-      !c.live_at_exit    ? ""
+      !c.live_at_exit        ? ""
       : EndCaveat(a).empty() ? "~" + HumanBytes(t.live_bytes.total)
                              : "~" + HumanBytes(t.live_bytes.total) + ", not leaks: " +
                                    EndCaveat(a));
@@ -304,7 +304,7 @@ void SummaryText(std::string& out, const Analysis& a) {
                   PercentText(t.cross_thread_share, 1), t.cross_thread_per_thousand));
   row("  same-thread", t.same_thread.total, "");
   row("live at exit", c.live_at_exit,
-      !c.live_at_exit    ? ""
+      !c.live_at_exit        ? ""
       : EndCaveat(a).empty() ? HumanBytes(c.live_bytes)
                              : HumanBytes(c.live_bytes) + ", not leaks: " + EndCaveat(a));
   row("unknown frees", c.unknown_frees,
