@@ -120,12 +120,8 @@ TEST_CASE("producer/consumer: N cross-thread, M same-thread, to the object") {
     Run run;
     const PairingCounts& c = PairOne(run, t, jobs);
     INFO("jobs " << jobs);
-    CheckCounts(c, {.events = 2 * (n + m),
-                    .allocations = n + m,
-                    .frees = n + m,
-                    .paired = n + m,
-                    .cross_thread = n,
-                    .live_at_exit = 0});
+    CheckCounts(c, {.events = 2 * (n + m), .allocations = n + m, .frees = n + m, .paired = n + m,
+                    .cross_thread = n, .live_at_exit = 0});
     CheckNoAnomalies(c);
     CHECK(PairCount(run, 0, kA, kB, 1, 4) == n);
     CHECK(PairCount(run, 0, kA, kA, 2, 3) == m);
@@ -178,11 +174,7 @@ TEST_CASE("realloc halves are ordinary free and allocation events") {
   t.Free(kB, 6, 0x3000, 4);
   Run run;
   const PairingCounts& c = PairOne(run, t, 2);
-  CheckCounts(c, {.events = 6,
-                  .realloc_events = 4,
-                  .allocations = 3,
-                  .frees = 3,
-                  .paired = 3,
+  CheckCounts(c, {.events = 6, .realloc_events = 4, .allocations = 3, .frees = 3, .paired = 3,
                   .cross_thread = 1});
   CHECK(PairCount(run, 0, kA, kA, 1, 2) == 1);
   CHECK(PairCount(run, 0, kA, kB, 2, 3) == 1);
@@ -200,14 +192,8 @@ TEST_CASE("unknown frees, double frees and live allocations are counted apart") 
   t.Alloc(kB, 7, 0xa000, 28, 5);    // live at exit
   Run run;
   const PairingCounts& c = PairOne(run, t, 2);
-  CheckCounts(c, {.allocations = 3,
-                  .frees = 4,
-                  .paired = 1,
-                  .cross_thread = 0,
-                  .unknown_frees = 1,
-                  .double_frees = 2,
-                  .live_at_exit = 2,
-                  .live_bytes = 128});
+  CheckCounts(c, {.allocations = 3, .frees = 4, .paired = 1, .cross_thread = 0, .unknown_frees = 1,
+                  .double_frees = 2, .live_at_exit = 2, .live_bytes = 128});
   const ProcessTrace& trace = *run.set.traces()[0];
   auto& r = run.results[0];
   CountBytes* live_a = r.live.Find(StackThread{1, ThreadIndex(trace, kA)});
@@ -355,12 +341,8 @@ TEST_CASE("a tied event that fits no state is counted as before: unknown, double
     Run run;
     const PairingCounts& c = PairOne(run, t, jobs);
     // live_at_exit: 0x6000, the later of its two allocations.
-    CheckCounts(c, {.paired = 2,
-                    .cross_thread = 1,
-                    .unknown_frees = 1,
-                    .double_frees = 1,
-                    .alloc_over_live = 1,
-                    .live_at_exit = 1});
+    CheckCounts(c, {.paired = 2, .cross_thread = 1, .unknown_frees = 1, .double_frees = 1,
+                    .alloc_over_live = 1, .live_at_exit = 1});
   }
 }
 
