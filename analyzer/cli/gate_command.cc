@@ -47,8 +47,10 @@ struct GateArgs {
 
 // A gate must never pass because its input is damaged: a truncated trace
 // (the process was killed, the disk filled up, or a damaged length made the
-// rest of the file unreadable) fails unless the user accepts truncation,
-// and then the loss is stated. Corrupt chunks already fail the analysis.
+// rest of the file unreadable), one that lost events (record's losses
+// record, or no clean end with its last buffers gone) fails unless the user
+// accepts truncation, and then the loss is stated. Corrupt chunks already
+// fail the analysis.
 bool CheckTruncation(const GateArgs& a, const analyzer::Analysis& analysis) {
   bool ok = true;
   // What is missing from a trace: stated as a warning with
@@ -67,6 +69,15 @@ bool CheckTruncation(const GateArgs& a, const analyzer::Analysis& analysis) {
     // cut, since a missing hand-off must never let the gate pass.
     if (t.losses.any()) {
       judge(fmt::format("{}: incomplete: {}", Printable(t.path), format::LossesText(t.losses)),
+            "the gate does not pass on an incomplete trace (--accept-truncated gates on what "
+            "was written)");
+    }
+    // A trace whose last buffers went with its process (no clean end, and
+    // record did not take them), or whose process outlived record: events
+    // are missing at its end, which could hide a rise as well.
+    if (t.LastBuffersLost() || t.RunningAtEnd()) {
+      judge(fmt::format("{}: incomplete: {}", Printable(t.path),
+                        format::NoCleanEndText(t.taken_end ? &*t.taken_end : nullptr)),
             "the gate does not pass on an incomplete trace (--accept-truncated gates on what "
             "was written)");
     }

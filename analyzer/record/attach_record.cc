@@ -319,15 +319,22 @@ WindowEnd RecordWindow(const AttachOptions& o, LineReader* reader) {
 }
 
 // Says why the session ended without a detach: the tracer ended it, the
-// process exited, or it exec'd (a new image without the tracer).
-void ReportTargetGone(pid_t pid, const std::string& exe, const std::string& ended,
+// process exited, or it exec'd (a new image without the tracer). Returns
+// false when the trace lost its last buffers: the process was killed, or
+// exec'd through a call the tracer does not see (the execl* family,
+// fexecve, a direct system call), so the flush before an exec never ran.
+// The file says which: the tracer's totals end it only after that flush.
+bool ReportTargetGone(pid_t pid, const std::string& exe, const std::string& ended,
                       const std::string& output) {
   const std::string now_exe = ExeOf(pid);
   const bool gone = now_exe.empty() || kill(pid, 0) != 0;
   if (!ended.empty() && !gone && now_exe == exe) {
     Say("crossfree record: the recording in process {} ended: {}; trace {}\n",
         pid, ended, output);
-  } else if (gone && EndsWithTotals(output)) {
+    return true;
+  }
+  const bool flushed = EndsWithTotals(output);
+  if (gone && flushed) {
     Say("crossfree record: process {} exited while attached; its tracer wrote the "
         "trace at exit: {}\n",
         pid, output);
@@ -338,11 +345,17 @@ void ReportTargetGone(pid_t pid, const std::string& exe, const std::string& ende
         "flush (killed by a signal): the trace holds what its threads had "
         "written, their last buffers are lost: {}\n",
         pid, output);
-  } else {
+  } else if (flushed) {
     Say("crossfree record: process {} exec'd ({}) while attached; the trace was "
         "written before the exec: {}\n",
         pid, now_exe, output);
+  } else {
+    Say("crossfree record: process {} exec'd ({}) while attached through a call the "
+        "tracer does not see (the execl family, fexecve or a direct system call): the "
+        "trace holds what its threads had written, their last buffers are lost: {}\n",
+        pid, now_exe, output);
   }
+  return flushed;
 }
 
 // RunAttach's exit code once the tracer has said how the session ended
@@ -411,9 +424,13 @@ int RunAttach(const AttachOptions& o) {
   if (!StartSession(o, pid, exe, output, inj, conn, &reader)) return kExitUsage;
   const WindowEnd window = RecordWindow(o, &reader);
   if (window.target_gone) {
-    ReportTargetGone(pid, exe, window.ended, output);
+    const bool whole = ReportTargetGone(pid, exe, window.ended, output);
     close(conn);
-    return ExitCodeOf(window.ended, output);
+    const int code = ExitCodeOf(window.ended, output);
+    if (whole || code != 0) return code;
+    // As for any trace that lost recorded events: never taken for a whole one.
+    Say("crossfree record: the trace is incomplete: exit {}\n", kExitEventsLost);
+    return kExitEventsLost;
   }
   return FinishDetach(pid, output, conn, &reader);
 }

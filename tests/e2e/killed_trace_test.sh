@@ -123,4 +123,21 @@ grep -q "running at record's end" run2.txt || fail "the trace line does not say 
 LD_PRELOAD=$lib CROSSFREE_OUTPUT=$dir/clean.trc "$crossfree" --version >/dev/null 2>&1
 "$crossfree" report clean.trc >clean.txt 2>clean.err || { cat clean.err; fail "report clean"; }
 if grep -q "no clean end" clean.txt clean.err; then fail "a clean trace called unclean"; fi
+
+# The gate never passes on a trace that lost its last buffers (exit 2)
+# unless told to gate on what was written; a trace record took whole after
+# a kill is no such trace.
+"$crossfree" gate --write-baseline --baseline base.txt rec.trc >/dev/null 2>&1 ||
+  fail "gate --write-baseline"
+rc=0
+"$crossfree" gate --baseline base.txt run.trc >gate.out 2>gate.err || rc=$?
+[ "$rc" = 2 ] || { cat gate.out gate.err; fail "gate on a trace that lost its last buffers exited $rc, not 2"; }
+grep -q "incomplete: no clean end" gate.err || { cat gate.err; fail "gate does not say why"; }
+rc=0
+"$crossfree" gate --accept-truncated --baseline base.txt run.trc >gate2.out 2>gate2.err || rc=$?
+[ "$rc" != 2 ] || { cat gate2.err; fail "gate --accept-truncated still refuses"; }
+grep -q "warning: .*no clean end" gate2.err || { cat gate2.err; fail "gate --accept-truncated does not say what is missing"; }
+rc=0
+"$crossfree" gate --baseline base.txt rec.trc >gate3.out 2>gate3.err || rc=$?
+[ "$rc" = 0 ] || { cat gate3.out gate3.err; fail "gate refuses the trace record took whole (exit $rc)"; }
 echo "killed trace passed"

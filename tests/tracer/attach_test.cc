@@ -527,18 +527,36 @@ TEST_CASE_METHOD(TargetFixture,
 }
 
 // A process killed while attached ends without the tracer's exit flush:
-// record must not say the tracer wrote the trace at exit.
+// record must not say the tracer wrote the trace at exit, and exits 3 (a
+// trace that lost recorded events is never taken for a whole one).
 TEST_CASE_METHOD(TargetFixture, "a process killed while attached is said to have lost its last "
                                 "buffers") {
   Recorder rec(target.pid, dir + "/killed.trace");
   REQUIRE(target.Ask("cross") == "cross");
   target.child.Signal(SIGKILL);
   CHECK(target.child.Wait() == 128 + SIGKILL);
-  CHECK(rec.child.Wait() == 0);
+  CHECK(rec.child.Wait() == 3);
   const std::string rest = rec.child.RestOfErr();
   INFO(rest);
   CHECK(rest.find("ended while attached without the tracer's exit flush") != std::string::npos);
   CHECK(rest.find("wrote the trace at exit") == std::string::npos);
+  CHECK(rest.find("the trace is incomplete") != std::string::npos);
+}
+
+// An exec the tracer does not see (a direct system call; glibc's execl
+// family alike) runs no flush before it: record must not say the trace was
+// written before the exec.
+TEST_CASE_METHOD(TargetFixture, "an exec the tracer does not see is said to lose the last "
+                                "buffers") {
+  Recorder rec(target.pid, dir + "/rawexec.trace");
+  REQUIRE(target.Ask("cross") == "cross");
+  target.child.Send("rawexec");
+  CHECK(rec.child.Wait() == 3);
+  const std::string rest = rec.child.RestOfErr();
+  INFO(rest);
+  CHECK(rest.find("through a call the tracer does not see") != std::string::npos);
+  CHECK(rest.find("written before the exec") == std::string::npos);
+  CHECK(target.Ask("echo") == "echo");  // cat, as untraced
 }
 
 TEST_CASE_METHOD(TargetFixture,

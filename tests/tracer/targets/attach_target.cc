@@ -29,6 +29,8 @@
 //   mainalloc  -> "mainalloc": main allocates and frees kCross objects of
 //                 kCrossSize
 //   exec       -> becomes /bin/cat (which copies stdin to stdout)
+//   rawexec    -> the same through a direct execve system call, which the
+//                 tracer does not see (as glibc's execl family)
 //   exit       -> exits with status 0 (through exit())
 //   sleepers   -> "sleepers N": one byte to each of the two sleepers; N of
 //                 them read it (their read() came back with it) and said so
@@ -410,6 +412,11 @@ int main() {
       // execv: a hooked exec function (execl reaches execve inside libc).
       char* argv[] = {const_cast<char*>("cat"), nullptr};
       execv("/bin/cat", argv);
+      return 1;
+    } else if (cmd == "rawexec") {
+      g_quit.store(true);
+      char* argv[] = {const_cast<char*>("cat"), nullptr};
+      syscall(SYS_execve, "/bin/cat", argv, environ);
       return 1;
     } else if (cmd == "sleepers") {
       for (auto& p : sleep_pipes) {
