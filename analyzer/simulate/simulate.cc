@@ -180,8 +180,8 @@ bool Simulate(TraceSet& set, const SimulateOptions& options, analyzer::SymbolRes
     uint32_t period = trace->header.fields.sample_period;
     if (period > 1) {
       *error = fmt::format(
-          "{}: sampled trace (1 allocation in {} traced): simulate needs every event; record "
-          "the run without sampling",
+          "{}: sampled trace (1 allocation in {} traced): the allocator models (simulate, "
+          "report --allocator) need every event; record the run without sampling",
           trace->path, period);
       return false;
     }

@@ -159,7 +159,7 @@ expect 2 "$crossfree" report --from 0.5 sampled.trc
 has err "sampled.trc: --from/--to cannot cut a sampled trace"
 expect 2 "$crossfree" simulate sampled.trc
 lines err 1
-has err "crossfree simulate: sampled.trc: sampled trace (1 allocation in 100 traced): simulate needs every event"
+has err "crossfree simulate: sampled.trc: sampled trace (1 allocation in 100 traced): the allocator models (simulate, report --allocator) need every event"
 # diff: each side has its own period; a change counts when the intervals are apart.
 expect 0 "$crossfree" diff --format json sampled.trc sampled-more.trc
 json out "d['significance'].startswith('a change counts only')" True

@@ -73,8 +73,9 @@ TEST_CASE("CLI: crossfree simulate refuses a sampled trace with one line naming 
   Run r = Crossfree({"simulate", path});
   CHECK(r.status == 2);
   CHECK(r.out == "crossfree simulate: " + path +
-                     ": sampled trace (1 allocation in 64 traced): simulate needs every event; "
-                     "record the run without sampling\n");
+                     ": sampled trace (1 allocation in 64 traced): the allocator models "
+                     "(simulate, report --allocator) need every event; record the run without "
+                     "sampling\n");
   std::remove(path.c_str());
 }
 
