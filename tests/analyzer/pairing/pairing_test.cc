@@ -75,8 +75,9 @@ uint64_t PairCount(const Run& run, size_t trace, uint32_t alloc_tid, uint32_t fr
 
 // The counts a case expects; a field left empty is not checked.
 struct Want {
-  std::optional<uint64_t> events, realloc_events, allocations, frees, paired, cross_thread,
-      unknown_frees, double_frees, alloc_over_live, live_at_exit, live_bytes;
+  std::optional<uint64_t> events = {}, realloc_events = {}, allocations = {}, frees = {},
+                          paired = {}, cross_thread = {}, unknown_frees = {}, double_frees = {},
+                          alloc_over_live = {}, live_at_exit = {}, live_bytes = {};
 };
 
 // Each expected count against c (one CHECK per field given, so a failure

@@ -47,8 +47,8 @@ std::unique_ptr<AllocatorModel> Make(const std::string& name, Recorder* sink,
 
 // Expected costs of a step; a field left empty is not checked.
 struct Costs {
-  std::optional<uint64_t> refill, flush, lock, remote_free, atomic, refilled_objects,
-      flushed_objects;
+  std::optional<uint64_t> refill = {}, flush = {}, lock = {}, remote_free = {}, atomic = {},
+                          refilled_objects = {}, flushed_objects = {};
 };
 
 // Each expected cost against got (one CHECK per field given, so a failure
