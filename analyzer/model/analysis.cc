@@ -15,7 +15,7 @@ namespace crossfree::analyzer {
 
 PairFigures Analysis::Figures(const CrossPair& p) const {
   PairFigures f;
-  f.count = Count(p.count.sampled);
+  f.count = FreeCount(p.count.sampled);  // a pair's frees are a part of the run's
   f.bytes = Bytes(p.count.sampled, p.bytes.sampled);
   f.rate = Rate(p.count.sampled);
   f.frees = Scaled(p.count.sampled);

@@ -308,13 +308,18 @@ struct Analysis {
   Estimate Net(const AsymmetryRow& r) const {
     return EstimateDifference(r.allocs.sampled, r.frees.sampled, sample_period);
   }
-  // A sampled count as frees per 1000 allocations of this run, estimated.
-  // Unsampled: the exact rate, low = high = PerThousand(count).
+  // A sampled count of frees as frees per 1000 allocations of this run,
+  // estimated; its interval bounded as FreeCount's (a part of the frees
+  // cannot exceed them). Unsampled: the exact rate, low = high =
+  // PerThousand(count).
   Estimate Rate(uint64_t count) const {
     uint64_t a = Allocations();
-    Estimate e = Count(count);
+    Estimate e = FreeCount(count);
     double f = a ? 1000.0 / static_cast<double>(a) : 0.0;
-    e.value = PerThousand(count);
+    // The bounded value when the bound cut it, else the rate as computed
+    // everywhere else (to the last digit).
+    const bool cut = e.value < static_cast<double>(Scaled(count));
+    e.value = cut ? e.value * f : PerThousand(count);
     e.low = sampled() ? e.low * f : e.value;
     e.high = sampled() ? e.high * f : e.value;
     return e;

@@ -847,5 +847,32 @@ TEST_CASE("sampled estimates never exceed the exact totals of the counts records
   CHECK(text.find("100.2%") == std::string::npos);
 }
 
+// A pair's interval too: 12 sampled frees at 1/1000 stand for ~12,000 with
+// a 95% upper bound near 21,000, above the run's 8,798 exact frees (a
+// redis attach at --sample 1000 printed "1,089 .. 10,242 frees" against
+// 8,798, and "1160.3 per 1000 allocations"). Bounded by the frees, and
+// its rate by the frees per 1000 allocations.
+TEST_CASE("a sampled pair's interval and rate never exceed the run's exact frees") {
+  Analysis a;
+  a.sample_period = 1000;
+  a.counts.counts_records = 2;
+  a.counts.total_allocs = 8'826;
+  a.counts.total_frees = 8'798;
+  a.counts.allocations = 12;
+  a.counts.frees = 12;
+  a.counts.cross_thread = 12;
+  CrossPair p;
+  p.count.sampled = 12;
+  const PairFigures f = a.Figures(p);
+  CHECK(f.count.high <= 8'798.0);
+  CHECK(f.count.value <= 8'798.0);
+  CHECK(f.count.low <= f.count.value);
+  CHECK(f.rate.high <= 8'798.0 * 1000.0 / 8'826.0 + 1e-9);
+  CHECK(f.rate.low <= f.rate.high);
+  CHECK(f.rate.value <= f.rate.high);
+  // Unbounded, the count alone would reach past the run's frees.
+  CHECK(a.Count(12).high > 8'798.0);
+}
+
 }  // namespace
 }  // namespace crossfree::analyzer
