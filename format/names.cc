@@ -77,6 +77,13 @@ std::string LossesText(const RecordLosses& losses) {
   return out;
 }
 
+TraceEnd EndOf(bool promised_totals, bool saw_totals, const RecordTakenEnd* taken) {
+  if (saw_totals || !promised_totals) return TraceEnd::kClean;
+  if (taken == nullptr) return TraceEnd::kBuffersLost;
+  return taken->state == TakenEndState::kRunning ? TraceEnd::kTakenRunning
+                                                 : TraceEnd::kTakenWhole;
+}
+
 std::string NoCleanEndText(const RecordTakenEnd* taken) {
   if (taken == nullptr) {
     return "no clean end (no totals record: the process was killed or crashed, or a thread was "

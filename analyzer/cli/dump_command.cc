@@ -257,28 +257,22 @@ void PrintHeader(const TraceReader& reader) {
   }
 }
 
-// For a trace that ended without its totals record but with record's
-// end-taken record saying the process had ended: how (for the summary's
-// "complete: yes" line); empty otherwise.
-std::string TakenEndNote(const Totals& t) {
-  if (t.saw_totals || !t.taken_end || t.taken_end->state != format::TakenEndState::kEnded) {
-    return "";
-  }
-  return format::NoCleanEndText(&*t.taken_end);
+// How the trace ended (format::EndOf).
+format::TraceEnd EndOf(const TraceReader& reader, const Totals& t) {
+  const bool promised = (reader.header().fields.flags & format::kHeaderFlagEndsWithTotals) != 0;
+  return format::EndOf(promised, t.saw_totals, t.taken_end ? &*t.taken_end : nullptr);
 }
 
 // Whether every event the process recorded is in the file, and if not, why
 // not; empty when the writer made no promise (a trace written before the
-// totals chunk existed, or by a test).
+// totals chunk existed, or by a test). A process killed under record, its
+// open buffers taken, lost nothing it recorded: complete, and the summary
+// says how it ended.
 std::string Incompleteness(const TraceReader& reader, const Totals& t, bool truncated) {
   std::string why;
   if (t.losses.any()) why = format::LossesText(t.losses);
   if (truncated) why += (why.empty() ? "" : "; ") + std::string("truncated");
-  // A process killed under record, its open buffers taken (end-taken
-  // record, state ended), lost nothing it recorded: complete, and
-  // TakenEndNote says how it ended.
-  if ((reader.header().fields.flags & format::kHeaderFlagEndsWithTotals) != 0 && !t.saw_totals &&
-      TakenEndNote(t).empty()) {
+  if (format::EventsMissingAtEnd(EndOf(reader, t))) {
     why += (why.empty() ? "" : "; ") +
            format::NoCleanEndText(t.taken_end ? &*t.taken_end : nullptr);
   }
@@ -335,8 +329,8 @@ void PrintSummary(const TraceReader& reader, const Totals& t, bool truncated) {
   const std::string why = Incompleteness(reader, t, truncated);
   if (!why.empty()) {
     fmt::print("  complete: no: {}\n", why);
-  } else if (const std::string end = TakenEndNote(t); !end.empty()) {
-    fmt::print("  complete: yes ({})\n", end);
+  } else if (EndOf(reader, t) == format::TraceEnd::kTakenWhole) {
+    fmt::print("  complete: yes ({})\n", format::NoCleanEndText(&*t.taken_end));
   } else if ((reader.header().fields.flags & format::kHeaderFlagEndsWithTotals) != 0) {
     fmt::print("  complete: yes\n");
   }

@@ -82,16 +82,18 @@ bool TraceSet::Index(std::unique_ptr<format::TraceReader> reader, const std::str
       progress_->total_payload += chunk.payload_bytes;
     }
   }
-  if ((trace->header.fields.flags & format::kHeaderFlagEndsWithTotals) != 0 && !saw_totals) {
+  const format::RecordTakenEnd* taken = trace->taken_end ? &*trace->taken_end : nullptr;
+  const format::TraceEnd end = format::EndOf(
+      (trace->header.fields.flags & format::kHeaderFlagEndsWithTotals) != 0, saw_totals, taken);
+  if (end != format::TraceEnd::kClean) {
     trace->clean_end = false;
-    const format::RecordTakenEnd* taken = trace->taken_end ? &*trace->taken_end : nullptr;
     // Blocks 'live at exit' of a process killed with everything taken were
     // live when it died; otherwise some may have been freed later.
-    const bool died_whole = taken != nullptr && taken->state == format::TakenEndState::kEnded;
     warnings_.push_back(fmt::format("{}: {}{}", name, format::NoCleanEndText(taken),
-                                    died_whole ? ""
-                                               : "; blocks 'live at exit' may have been "
-                                                 "freed and are not leaks"));
+                                    end == format::TraceEnd::kTakenWhole
+                                        ? ""
+                                        : "; blocks 'live at exit' may have been "
+                                          "freed and are not leaks"));
   } else {
     trace->taken_end.reset();  // a clean end after all: the tracer's totals say so
   }

@@ -112,11 +112,10 @@ std::optional<TraceCounts> CountTrace(const std::string& path, bool header_only)
   // record took the buffers of a process that had ended (its end-taken
   // record says so), events are missing at the end (trace format 6.9).
   const bool promised = (reader->header().fields.flags & format::kHeaderFlagEndsWithTotals) != 0;
-  const bool taken_whole =
-      visitor.taken_end && visitor.taken_end->state == format::TakenEndState::kEnded;
-  if (counts.complete && promised && !saw_totals && !taken_whole) {
+  const format::RecordTakenEnd* taken = visitor.taken_end ? &*visitor.taken_end : nullptr;
+  if (counts.complete && format::EventsMissingAtEnd(format::EndOf(promised, saw_totals, taken))) {
     counts.complete = false;
-    counts.problem = format::NoCleanEndText(visitor.taken_end ? &*visitor.taken_end : nullptr);
+    counts.problem = format::NoCleanEndText(taken);
   }
   return counts;
 }

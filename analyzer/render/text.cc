@@ -90,6 +90,13 @@ std::string EndCaveat(const Analysis& a) {
   return "";
 }
 
+// The live-at-exit row's note: its bytes, and why they are not leaks when
+// a trace's end leaves frees out (EndCaveat).
+std::string LiveNote(const Analysis& a, const std::string& bytes) {
+  const std::string caveat = EndCaveat(a);
+  return caveat.empty() ? bytes : bytes + ", not leaks: " + caveat;
+}
+
 // The "freed after fork" row's note: a fork child's frees of blocks its
 // parent allocated before the fork (fork_frees.h).
 std::string ForkedNote(const Analysis& a) {
@@ -184,10 +191,7 @@ void SampledSummaryText(std::string& out, const Analysis& a) {
                   PercentText(t.cross_thread_share, 1), t.cross_thread_per_thousand));
   est("  same-thread", t.same_thread.estimate, "");
   est("live at exit", t.live_at_exit.estimate,
-      !c.live_at_exit        ? ""
-      : EndCaveat(a).empty() ? "~" + HumanBytes(t.live_bytes.total)
-                             : "~" + HumanBytes(t.live_bytes.total) + ", not leaks: " +
-                                   EndCaveat(a));
+      c.live_at_exit ? LiveNote(a, "~" + HumanBytes(t.live_bytes.total)) : "");
   est("unknown frees", t.unknown_frees_bounded,
       c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
   est("double frees", t.double_frees_bounded, "");
@@ -304,9 +308,7 @@ void SummaryText(std::string& out, const Analysis& a) {
                   PercentText(t.cross_thread_share, 1), t.cross_thread_per_thousand));
   row("  same-thread", t.same_thread.total, "");
   row("live at exit", c.live_at_exit,
-      !c.live_at_exit        ? ""
-      : EndCaveat(a).empty() ? HumanBytes(c.live_bytes)
-                             : HumanBytes(c.live_bytes) + ", not leaks: " + EndCaveat(a));
+      c.live_at_exit ? LiveNote(a, HumanBytes(c.live_bytes)) : "");
   row("unknown frees", c.unknown_frees,
       c.unknown_frees ? "never seen allocated (before tracing, or lost)" : "");
   row("double frees", c.double_frees, "");
