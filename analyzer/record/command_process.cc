@@ -39,8 +39,23 @@ uint64_t g_first_stop_ns = 0;
 // so record gets two within microseconds; a user's second ^C comes later.
 constexpr uint64_t kSecondSignalAfterNs = 500'000'000;
 
-// The parent of pid from /proc/<pid>/stat ("pid (comm) state ppid ..."),
-// or -1. Async-signal-safe: open, read and close, no allocation.
+// The state and parent fields of a /proc/<pid>/stat line ("pid (comm)
+// state ppid ..."): false when it is not one. The name may hold any
+// character, spaces and parentheses too: the last ')' ends it.
+// Async-signal-safe (no allocation, no locale).
+bool StateAndParent(const char* line, char* state, pid_t* ppid) {
+  const char* p = std::strrchr(line, ')');
+  if (p == nullptr || p[1] != ' ' || p[2] == '\0' || p[3] != ' ' || p[4] < '0' || p[4] > '9') {
+    return false;
+  }
+  *state = p[2];
+  *ppid = 0;
+  for (p += 4; *p >= '0' && *p <= '9'; ++p) *ppid = *ppid * 10 + (*p - '0');
+  return true;
+}
+
+// The parent of pid from /proc/<pid>/stat, or -1. Async-signal-safe:
+// open, read and close, no allocation.
 pid_t ParentOf(pid_t pid) {
   char path[32] = "/proc/";
   char digits[16];
@@ -58,12 +73,9 @@ pid_t ParentOf(pid_t pid) {
   close(fd);
   if (got <= 0) return -1;
   buf[got] = '\0';
-  // The name may hold any character: the last ')' ends it.
-  const char* p = std::strrchr(buf, ')');
-  if (p == nullptr || p[1] != ' ' || p[2] == '\0' || p[3] != ' ') return -1;
-  pid_t ppid = 0;
-  for (p += 4; *p >= '0' && *p <= '9'; ++p) ppid = ppid * 10 + (*p - '0');
-  return ppid;
+  char state;
+  pid_t ppid;
+  return StateAndParent(buf, &state, &ppid) ? ppid : -1;
 }
 
 // Whether pid is the command or a process it started: its chain of
@@ -135,13 +147,14 @@ std::vector<std::pair<int, std::string>> RunningChildren() {
     size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
     std::fclose(f);
     buf[n] = '\0';
-    // pid (comm) state ppid ...: comm may hold spaces and parentheses.
+    char state = 0;
+    pid_t ppid = 0;
     const char* open = std::strchr(buf, '(');
     const char* close = std::strrchr(buf, ')');
-    if (open == nullptr || close == nullptr || close < open) continue;
-    char state = 0;
-    int ppid = 0;
-    if (std::sscanf(close + 1, " %c %d", &state, &ppid) != 2 || ppid != self) continue;
+    if (open == nullptr || close == nullptr || close < open ||
+        !StateAndParent(buf, &state, &ppid) || ppid != self) {
+      continue;
+    }
     if (state == 'Z') continue;  // exited; reaped below
     out.emplace_back(std::atoi(name), std::string(open + 1, close));
   }

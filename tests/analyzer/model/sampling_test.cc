@@ -817,19 +817,28 @@ TEST_CASE("unsampled runs say nothing of sampling") {
 namespace crossfree::analyzer {
 namespace {
 
+// A run sampled at 1/period whose counts records give its exact totals,
+// with `sampled` sampled frees, every one cross-thread, and `allocations`
+// sampled allocations.
+Analysis SampledRun(uint32_t period, uint64_t total_allocs, uint64_t total_frees,
+                    uint64_t allocations, uint64_t sampled) {
+  Analysis a;
+  a.sample_period = period;
+  a.counts.counts_records = 2;
+  a.counts.total_allocs = total_allocs;
+  a.counts.total_frees = total_frees;
+  a.counts.allocations = allocations;
+  a.counts.frees = sampled;
+  a.counts.paired = sampled;
+  a.counts.cross_thread = sampled;
+  return a;
+}
+
 // Issue 31, item 10: ZeroMQ at --sample 100 reported cross-thread frees
 // "~76,400, 100.2% of frees" while the counts records said 76,240 frees in
 // all. An estimated part of an exactly known total is bounded by it.
 TEST_CASE("sampled estimates never exceed the exact totals of the counts records") {
-  Analysis a;
-  a.sample_period = 100;
-  a.counts.counts_records = 4;
-  a.counts.total_allocs = 76'300;
-  a.counts.total_frees = 76'240;
-  a.counts.allocations = 763;
-  a.counts.frees = 764;
-  a.counts.paired = 764;
-  a.counts.cross_thread = 764;
+  Analysis a = SampledRun(100, 76'300, 76'240, 763, 764);
   Estimate e = a.FreeCount(764);
   CHECK(e.value == 76'240.0);
   CHECK(e.high <= 76'240.0);
@@ -853,14 +862,7 @@ TEST_CASE("sampled estimates never exceed the exact totals of the counts records
 // 8,798, and "1160.3 per 1000 allocations"). Bounded by the frees, and
 // its rate by the frees per 1000 allocations.
 TEST_CASE("a sampled pair's interval and rate never exceed the run's exact frees") {
-  Analysis a;
-  a.sample_period = 1000;
-  a.counts.counts_records = 2;
-  a.counts.total_allocs = 8'826;
-  a.counts.total_frees = 8'798;
-  a.counts.allocations = 12;
-  a.counts.frees = 12;
-  a.counts.cross_thread = 12;
+  const Analysis a = SampledRun(1000, 8'826, 8'798, 12, 12);
   CrossPair p;
   p.count.sampled = 12;
   const PairFigures f = a.Figures(p);
