@@ -217,12 +217,13 @@ const char* ReadSession(int fd, Settings* settings) {
   return why;
 }
 
-// The session's end on this side: the socket closed, a new entry call
-// allowed.
+// The session's end on this side: a new entry call allowed, then the
+// socket closed. In that order because record waits for the close before
+// it returns: by then a new attach is accepted, here and in a fork child.
 void EndSession(int fd) {
-  close(fd);
   g_args.fd = -1;
   g_session.store(0, std::memory_order_release);
+  close(fd);
 }
 
 // Hooks the program and starts recording, then replies "ok" with what was
@@ -335,7 +336,8 @@ int Result(int code, int error) { return code | (error << 8); }
 void AttachAtForkChild() {
   __atomic_store_n(&g_message_fd, 2, __ATOMIC_RELAXED);
   // The control thread does not exist in the child; its session does not
-  // either (a later attach to the child starts its own).
+  // either (a later attach to the child starts its own). The socket is the
+  // child's copy: the parent's stays open.
   if (g_session.load(std::memory_order_acquire) != 0 && g_args.fd >= 0) close(g_args.fd);
   g_args.fd = -1;
   g_session.store(0, std::memory_order_release);

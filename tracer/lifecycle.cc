@@ -173,24 +173,34 @@ void AtForkPrepare() {
 }
 
 void AtForkChild() {
-  if (g.phase.load(std::memory_order_acquire) != internal::kActive) return;
-  GuardScope guard;
-  int saved_errno = errno;
+  const bool active = g.phase.load(std::memory_order_acquire) == internal::kActive;
   if (LoadedForAttach()) {
-    // An attached session records its process only: the child runs on
-    // untraced (its GOT entries still reach the hooks, which forward), and
-    // the inherited descriptor, shared with the parent, is left alone.
-    __atomic_store_n(&g_recording, 0, __ATOMIC_RELAXED);
-    g.phase.store(internal::kStopped, std::memory_order_release);
-    // The child's copies of the trace file and the control socket: the
-    // child has no use for them (the parent's stay open).
-    if (internal::TraceFd() >= 0) close(g.fd);
-    g.fd = -1;
-    g.write_failed.store(true, std::memory_order_relaxed);
+    GuardScope guard;
+    int saved_errno = errno;
+    if (active) {
+      // An attached session records its process only: the child runs on
+      // untraced (its GOT entries still reach the hooks, which forward),
+      // and the inherited descriptor, shared with the parent, is left
+      // alone.
+      __atomic_store_n(&g_recording, 0, __ATOMIC_RELAXED);
+      g.phase.store(internal::kStopped, std::memory_order_release);
+      // The child's copy of the trace file: the child has no use for it
+      // (the parent's stays open).
+      if (internal::TraceFd() >= 0) close(g.fd);
+      g.fd = -1;
+      g.write_failed.store(true, std::memory_order_relaxed);
+    }
+    // Whatever the phase: a fork while the parent's control thread was
+    // still ending a session (recording already stopped) left the child a
+    // session marked busy that no thread of its own would ever end, and
+    // every later attach to the child was refused.
     AttachAtForkChild();
     errno = saved_errno;
     return;
   }
+  if (!active) return;
+  GuardScope guard;
+  int saved_errno = errno;
   internal::ResetStatesInForkChild();
   // membarrier registration belongs to the address space: register the
   // child's own (the child is single-threaded here).

@@ -385,6 +385,13 @@ int FinishDetach(pid_t pid, const std::string& output, int conn, LineReader* rea
       break;
     }
   }
+  // Then the tracer's close, which comes once its session is over: a
+  // process that forks or is attached again as soon as record returns
+  // finds no session still ending (bounded: the close follows the reply
+  // at once).
+  std::string late;
+  while (detached && reader->Next(10, &late, false)) {
+  }
   close(conn);
   if (!detached) {
     Say("crossfree record: process {} ended while detaching (exit or exec); the trace "
