@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# `record --time-resolution`: the workload recorded at 1 ns and 1000 ns
-# (producer-consumer, also at 100,000 ns) or 256 ns (mixed) gives the same allocations, frees
-# and cross-thread pairs in `report` (the tie rule by address state,
-# docs/design.md "Ties", keeps a hand-off inside one tick a pair: without
-# it, 100 µs turned about 1,200 of producer-consumer's 40,000 pairs into
-# unknown and double frees; mixed, whose threads also churn their own
-# blocks, is not always exact at 1 µs, so it stops at 256 ns), the
-# workload's own count of cross-thread frees in all, and a smaller trace
-# (docs/trace-format.md 7.1). `simulate` gives the allocations,
-# frees and no unknown frees of 1 ns at each resolution too (its replay
-# orders ties by the same rule; free first, 100 µs gave producer-consumer
-# about 670 unknown frees).
+# `record --time-resolution`: the workload recorded at 1 ns and at coarser
+# resolutions (producer-consumer at 1000 and 100,000 ns, mixed at 256 and
+# 1000 ns) gives the workload's own allocations, frees and cross- and
+# same-thread frees in `report`, and no unknown or double frees, wherever
+# the tie rule (docs/design.md "Ties") can order the trace's ties; and a
+# smaller trace (docs/trace-format.md 7.1).
+# Which ties it can order is a property of each trace, not of the
+# resolution: tied_groups.py counts the events of an address's tied
+# groups whose fitting order is not forced (several allocations or several
+# frees on several threads within one tick). With none, the counts must
+# be exact; with N of them, they may drift by at most 2N (each such event
+# changes at most one outcome, which moves at most two counts). At 100 µs
+# producer-consumer has hundreds to thousands of them and drifted by
+# 2,385 counts in 1 of 6 runs (13,059 unforced events); at 1000 ns most
+# runs have none. `simulate` gives the allocations and frees of 1 ns at
+# each resolution and no unknown frees where all ties are forced (its
+# replay orders ties by the same rule).
 # Every time in the rounded trace is a multiple of 1000, and -p refuses the
 # option. Usage: time_resolution_test.sh CROSSFREE WORKLOAD WORKDIR
 source "$(dirname "$0")/e2e_lib.sh"
@@ -35,40 +40,60 @@ bytes_per_event() {  # bytes_per_event TRACE: from dump --summary
   "$crossfree" dump --summary "$1" >"$1.dump" 2>&1 || { cat "$1.dump"; fail "dump $1"; }
   sed -nE 's/^  bytes\/event: ([0-9.]+)$/\1/p' "$1.dump"
 }
+unforced() {  # unforced TRACE: the events in ties the rule may order wrongly
+  "$crossfree" dump "$1" >"$1.events" 2>"$1.derr" || { cat "$1.derr"; fail "dump $1"; }
+  python3 "$(dirname "$0")/tied_groups.py" <"$1.events" | sed -nE 's/^ambiguous_events=([0-9]+) .*/\1/p'
+}
+count() {  # count KEY LINE: KEY's value in a summary line
+  sed -nE "s/.*(^| )$1=([0-9]+).*/\2/p" <<<"$2"
+}
+exact_runs=0
 for mode in producer-consumer mixed; do
-  # mid: the resolution checked for version 5 and a smaller trace; coarse:
-  # the coarsest at which the mode's counts were exact in every run measured.
-  # Mixed stops at 256 ns: its threads also churn their own blocks, and at
-  # 1000 ns a block that passes through several threads within one tick
-  # (the tie rule cannot order it, docs/design.md "Ties") made this test
-  # fail once in a full parallel test run.
-  if [[ $mode == producer-consumer ]]; then mid=1000 coarse=100000; else mid=256 coarse=256; fi
-  for r in $(printf "%s\n" 1 $mid $coarse | sort -nu); do
+  # mid: the resolution checked for version 5 and a smaller trace.
+  if [[ $mode == producer-consumer ]]; then mid=1000 coarse=100000; else mid=256 coarse=1000; fi
+  for r in 1 $mid $coarse; do
     "$crossfree" record --time-resolution $r -o $mode-$r.trc -- \
       "$workload" --mode $mode --objects 20000 --churn 1 >$mode-$r.out 2>$mode-$r.err ||
       { cat $mode-$r.err; fail "record --time-resolution $r ($mode)"; }
   done
-  want_cross=$(sed -nE 's/^expected: .*cross_thread=([0-9]+).*/\1/p' $mode-1.out)
-  [[ -n $want_cross ]] || fail "$mode: no expected line from the workload"
-  at1=$(summary $mode-1.trc)
-  at_mid=$(summary $mode-$mid.trc)
-  at_coarse=$(summary $mode-$coarse.trc)
-  echo "$mode at 1 ns:    $at1"
-  echo "$mode at $mid ns: $at_mid"
-  echo "$mode at $coarse ns: $at_coarse"
-  [[ $at1 == "$at_mid" ]] || fail "$mode: the counts differ between 1 and $mid ns"
-  [[ $at1 == "$at_coarse" ]] || fail "$mode: the counts differ between 1 and $coarse ns"
-  [[ $at1 == *" cross_thread_frees=$want_cross "* ]] ||
-    fail "$mode: cross-thread frees are not the workload's $want_cross"
-  [[ $at1 == *" unknown_frees=0 double_frees=0 allocs_over_live=0" ]] ||
-    fail "$mode: unknown or double frees, or allocations over live blocks"
-  # simulate's replay orders ties as report does: no unknown frees either.
-  sim1=$(sim_summary $mode-1.trc)
-  echo "$mode simulate at 1 ns: $sim1"
-  [[ $sim1 == *" unknown_frees=0" ]] || fail "$mode: simulate has unknown frees at 1 ns"
-  for r in $mid $coarse; do
-    [[ $(sim_summary $mode-$r.trc) == "$sim1" ]] ||
-      fail "$mode: simulate's counts differ between 1 and $r ns: $(sim_summary $mode-$r.trc)"
+  expected=$(grep '^expected: ' $mode-1.out) || fail "$mode: no expected line from the workload"
+  want_allocs=$(count allocs "$expected")
+  want_frees=$(count frees "$expected")
+  want_cross=$(count cross_thread "$expected")
+  want_same=$(count same_thread "$expected")
+  [[ -n $want_allocs && -n $want_frees && -n $want_cross && -n $want_same ]] ||
+    fail "$mode: cannot read $expected"
+  sim1=""
+  for r in 1 $mid $coarse; do
+    at=$(summary $mode-$r.trc)
+    n=$(unforced $mode-$r.trc)
+    [[ -n $n ]] || fail "$mode at $r ns: tied_groups.py printed nothing"
+    echo "$mode at $r ns: $at unforced_tied_events=$n"
+    # Allocations and frees are counts of records: no order changes them
+    # (the trace holds a few of the process's own start-up allocations
+    # beyond the workload's).
+    (( $(count allocations "$at") >= want_allocs && $(count allocations "$at") < want_allocs + 100 )) ||
+      fail "$mode at $r ns: allocations are not the workload's $want_allocs"
+    [[ $(count frees "$at") == "$want_frees" ]] || fail "$mode at $r ns: frees are not $want_frees"
+    cross=$(count cross_thread_frees "$at") same=$(count same_thread_frees "$at")
+    drift=$(( (cross > want_cross ? cross - want_cross : want_cross - cross) +
+              (same > want_same ? same - want_same : want_same - same) +
+              $(count unknown_frees "$at") + $(count double_frees "$at") +
+              $(count allocs_over_live "$at") ))
+    if (( n == 0 )); then
+      exact_runs=$((exact_runs + 1))
+      (( drift == 0 )) || fail "$mode at $r ns: every tie is forced, yet the counts drift by $drift"
+    else
+      (( drift <= 2 * n )) || fail "$mode at $r ns: the counts drift by $drift, over 2 x $n"
+    fi
+    sim=$(sim_summary $mode-$r.trc)
+    echo "$mode simulate at $r ns: $sim"
+    [[ -n $sim1 ]] || sim1=$sim
+    [[ ${sim% unknown_frees=*} == "${sim1% unknown_frees=*}" ]] ||
+      fail "$mode: simulate's allocations and frees differ between 1 and $r ns: $sim"
+    unknown=$(count unknown_frees "$sim")
+    (( n == 0 ? unknown == 0 : unknown <= n )) ||
+      fail "$mode: simulate has $unknown unknown frees at $r ns ($n unforced tied events)"
   done
   b1=$(bytes_per_event $mode-1.trc)
   b_mid=$(bytes_per_event $mode-$mid.trc)
@@ -81,6 +106,10 @@ for mode in producer-consumer mixed; do
     "$b_mid" "$b1" || fail "$mode: $b_mid bytes/event at $mid ns, not below $b1 at 1 ns"
   echo "$mode: $b1 bytes/event at 1 ns, $b_mid at $mid ns"
 done
+# Six traces: at 1 ns ties across threads are rare, so the exact branch
+# runs every time (at least both 1 ns traces).
+(( exact_runs >= 2 )) || fail "only $exact_runs of 6 traces had every tie forced"
+echo "$exact_runs of 6 traces had every tie forced: their counts checked exactly"
 # Every time the rounded trace gives, events and chunk bases, is a
 # multiple of 1000.
 "$crossfree" dump producer-consumer-1000.trc >full.dump 2>full.err || { cat full.err; fail "dump"; }
