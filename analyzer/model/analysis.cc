@@ -438,8 +438,7 @@ bool Analyze(TraceSet& set, const AnalysisOptions& options, SymbolResolver* reso
                &out->unknown_frees);
   TopLoneSites(set, results, &PairingResult::double_frees, options, *sites,
                &out->double_frees);
-  if (!AttributeForkFrees(set, results, *sites, options.by, options.lone_sites, &out->fork_frees,
-                          error)) {
+  if (!AttributeForkFrees(set, results, *sites, options.by, &out->fork_frees, error)) {
     return false;
   }
   if (!CollectCentral(set, options.by, options.central_sites, *sites, &out->central, error)) {

@@ -59,7 +59,7 @@ class ParentVisitor : public format::RecordVisitor {
 }  // namespace
 
 bool AttributeForkFrees(TraceSet& set, const std::vector<PairingResult>& results,
-                        SiteBuilder& sites, GroupBy by, size_t top, ForkFrees* out,
+                        SiteBuilder& sites, GroupBy by, ForkFrees* out,
                         std::string* error) {
   auto& traces = set.traces();
   std::unordered_map<uint32_t, size_t> by_pid;  // the first trace of each pid
@@ -131,7 +131,6 @@ bool AttributeForkFrees(TraceSet& set, const std::vector<PairingResult>& results
   for (auto& [key, pair] : pairs) out->pairs.push_back(std::move(pair));
   std::stable_sort(out->pairs.begin(), out->pairs.end(),
                    [](const ForkPair& a, const ForkPair& b) { return a.count > b.count; });
-  if (top != 0 && out->pairs.size() > top) out->pairs.resize(top);
   return true;
 }
 

@@ -36,14 +36,14 @@ struct ForkPair {
 struct ForkFrees {
   uint64_t forked = 0;      // forked frees in all (PairingCounts::forked_frees)
   uint64_t attributed = 0;  // of those, to a parent's allocation in the analysis
-  std::vector<ForkPair> pairs;  // by count desc, at most `top`
+  std::vector<ForkPair> pairs;  // every one, by count desc (renderers show --top)
 };
 
 // results[t] is set.traces()[t]'s pairing. Roles must be assigned already
 // (AssignEntryRoles). Returns false with *error if a parent chunk does not
 // decode.
 bool AttributeForkFrees(TraceSet& set, const std::vector<PairingResult>& results,
-                        SiteBuilder& sites, GroupBy by, size_t top, ForkFrees* out,
+                        SiteBuilder& sites, GroupBy by, ForkFrees* out,
                         std::string* error);
 
 }  // namespace crossfree::analyzer

@@ -317,8 +317,11 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
   if (a.windowed || a.recording_windows) out += "  \"window\": " + WindowJson(a) + ",\n";
   if (!a.fork_frees.pairs.empty()) {
     // Frees in fork children of their parent's blocks (fork_frees.h).
+    // As many as the cross-thread pairs: --top (0: all).
+    const size_t count = a.fork_frees.pairs.size();
+    const size_t shown = options.top == 0 ? count : std::min(options.top, count);
     out += "  \"fork_pairs\": [";
-    for (size_t i = 0; i < a.fork_frees.pairs.size(); ++i) {
+    for (size_t i = 0; i < shown; ++i) {
       const ForkPair& p = a.fork_frees.pairs[i];
       out += fmt::format(
           "{}\n    {{\"alloc_role\": {}, \"free_role\": {}, \"parent_pid\": {}, "

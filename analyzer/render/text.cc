@@ -108,13 +108,16 @@ std::string ForkedNote(const Analysis& a) {
 }
 
 // Frees in fork children attributed to their parent's allocations.
-void ForkPairsText(std::string& out, const Analysis& a) {
+// As many as the cross-thread pairs: --top (0: all).
+void ForkPairsText(std::string& out, const Analysis& a, const ReportOptions& options) {
   const ForkFrees& f = a.fork_frees;
   if (f.pairs.empty()) return;
+  const size_t shown = options.top == 0 ? f.pairs.size() : std::min(options.top, f.pairs.size());
   out += fmt::format("\nFreed in a fork child, allocated by its parent before the fork "
-                     "(top {})\n",
-                     f.pairs.size());
-  for (const ForkPair& p : f.pairs) {
+                     "({} of {})\n",
+                     shown, f.pairs.size());
+  for (size_t i = 0; i < shown; ++i) {
+    const ForkPair& p = f.pairs[i];
     out += fmt::format("  {:>9}  {} (pid {}) -> {} (pid {})\n", Commas(p.count), p.alloc_role,
                        p.parent_pid, p.free_role, p.child_pid);
     out += Fit(fmt::format("      allocated at  {}", p.alloc_site.key), Width()) + "\n";
@@ -443,7 +446,7 @@ std::string RenderReportText(const Analysis& a, const ReportOptions& options) {
   LoneText(out, a, "Live at window end", a.live_at_window_end, c.live_at_window_end, true);
   LoneText(out, a, "Unknown frees", a.unknown_frees, c.unknown_frees, false);
   LoneText(out, a, "Double frees", a.double_frees, c.double_frees, false);
-  ForkPairsText(out, a);
+  ForkPairsText(out, a, options);
   // Warnings go to stderr (the command prints them), not into the text.
   return out;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // End-to-end target (issue 31, item 9): the parent makes 1000 blocks in
-// ParentMake, forks, and the child frees them in ChildRelease, as nginx's
-// workers free what the master allocated.
+// ParentMake and forks 7 children, one after the other; child k frees the
+// first 1000 - 100 k of them in ChildRelease, as nginx's workers free what
+// the master allocated: 7 fork pairs of 1000, 900, ... 400 frees.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,21 +17,24 @@ __attribute__((noinline)) void ParentMake() {
   asm volatile("" ::: "memory");
 }
 
-__attribute__((noinline)) void ChildRelease() {
-  for (auto& b : blocks) std::free(b);
+__attribute__((noinline)) void ChildRelease(int count) {
+  for (int i = 0; i < count; ++i) std::free(blocks[i]);
   asm volatile("" ::: "memory");
 }
 }  // namespace
 
 int main() {
   ParentMake();
-  pid_t pid = fork();
-  if (pid == 0) {
-    ChildRelease();
-    std::exit(0);
+  for (int k = 0; k < 7; ++k) {
+    pid_t pid = fork();
+    if (pid < 0) return 1;
+    if (pid == 0) {
+      ChildRelease(1000 - 100 * k);
+      std::exit(0);
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
   }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  std::printf("child freed 1000\n");
+  std::printf("7 children freed 4900\n");
   return 0;
 }
