@@ -95,8 +95,11 @@ void ForwardSignal(int sig, siginfo_t* info, void*) {
   // lighttpd's master stopping its workers, a script's `trap 'kill 0'
   // EXIT`) reaches record too, which is in that group: the command's
   // processes already got it, and it is no request from the user to stop.
+  // The command itself is known by its pid: it may have exited and been
+  // reaped by the time this handler runs (a shell's `kill 0; exit`, seen
+  // under load), and then /proc has no parent chain to read.
   if (info != nullptr && (info->si_code == SI_USER || info->si_code == SI_QUEUE) &&
-      info->si_pid > 0 && FromTheCommand(info->si_pid)) {
+      info->si_pid > 0 && (info->si_pid == g_child_pid || FromTheCommand(info->si_pid))) {
     return;
   }
   // A signal the kernel generated for the terminal (^C, ^\, hang-up) went
