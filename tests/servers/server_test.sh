@@ -4,7 +4,7 @@
 # SERVER (PROGRAM: its binary): grpc (bench/grpc's sync server, grpc_bench), thrift
 # (the TThreadPoolServer harness of thrift_server.cc), redis
 # (redis-server under redis-benchmark), nginx (nginx-light under ab).
-# MODE: default, fp (--unwind fp), sample (--sample 1000): `crossfree
+# MODE: default, fp (--unwind fp), sample (--sample 1000; redis 100): `crossfree
 # record -- SERVER` from its start; delay (--delay 1): the same with the
 # window opening 1 s after the start, the load (gRPC: most of it) after
 # that; attach: the server started alone, then `crossfree record -p PID
@@ -96,13 +96,18 @@ redis)
   server_cmd=("$program" --port "$port" --bind 127.0.0.1 --save "" --appendonly no
               --io-threads 2 --io-threads-do-reads yes --dir "$work")
   ready() { wait_port "$port" 30; }
-  # Sampled (1 in 1000 allocations), 3,000 requests of each kind left a
+  # Sampled 1 in 1000 allocations, 3,000 requests of each kind left a
   # few sampled frees in each direction, and none in one of them in 2 of 6
-  # runs. 60,000 leave 33-54 from main to an I/O thread and 9-14 back (5
-  # runs), so a direction is missing by chance about once in 10^4 runs.
+  # runs; 60,000 left 33-54 from main to an I/O thread and 9-14 back (5
+  # runs), so a direction was missing by chance about once in 10^4 runs.
+  # Those 120,000 requests took 14 s in CI and over 30 s (the client's
+  # bound) on 2 cores busy with other tests. Sampled 1 in 100, 6,000
+  # requests take about 1 s and leave 53-89 sampled frees from main to an
+  # I/O thread and 36-101 back (4 runs).
+  [[ $mode == sample ]] && mode_args=(--sample 100)
   load() {
     timeout -k 5 "$client_bound" redis-benchmark -h 127.0.0.1 -p "$port" \
-      -n "$([[ $mode == sample ]] && echo 60000 || echo 3000)" -c 8 \
+      -n "$([[ $mode == sample ]] && echo 6000 || echo 3000)" -c 8 \
       -t set,get -q >client.out 2>&1 || fail "redis-benchmark failed (exit $?)"
   }
   stop() { timeout -k 5 "$client_bound" redis-cli -h 127.0.0.1 -p "$port" shutdown nosave \

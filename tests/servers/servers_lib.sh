@@ -118,7 +118,8 @@ check_record() {
 #     fork (of a parent's block) (+ allocated before the attached window);
 #   - MODE sample: instead of the two sums (the report's pair counts are
 #     estimates there), the report's allocations and frees are the sums of
-#     the threads' counts records, and about 1 in 1000 of them was sampled;
+#     the threads' counts records, and about 1 in the traces' sample
+#     period (100 or more) of them was sampled, within 10x;
 #   - MODE default, fp, sample (the tracer preloaded from the start): no
 #     unknown and no double free (a free of a block whose allocation the
 #     trace lost shows here), and no sample dropped;
@@ -189,9 +190,10 @@ if mode == "sample":
     if s["allocations"] != counted_allocs or s["frees"] != counted_frees:
         problems.append(f"report counts {s['allocations']} allocations and {s['frees']} frees, "
                         f"the counts records {counted_allocs} and {counted_frees}")
-    if not 0 < allocs < counted_allocs / 100 or frees > counted_frees:
+    period = max(t.get("sample_period", 1) for t in d["traces"])
+    if period < 100 or not 0 < allocs < counted_allocs * 10 / period or frees > counted_frees:
         problems.append(f"{allocs} allocations and {frees} frees sampled of {counted_allocs} "
-                        f"and {counted_frees} (period 1000)")
+                        f"and {counted_frees} (period {period})")
     allocs, frees = s["allocations"], s["frees"]
 for t in d["traces"]:
     if t["truncated"]:
