@@ -260,7 +260,7 @@ TraceInfo TraceInfoOf(const ProcessTrace& trace, const PairingResult& result) {
   info.ppid = trace.header.fields.ppid;
   info.chunks = trace.chunk_count;
   info.events = result.counts.events;
-  info.threads = trace.streams.size();
+  info.threads = trace.ThreadsWithEvents();
   info.truncated = trace.truncated;
   info.clean_end = trace.clean_end;
   info.taken_end = trace.taken_end;
@@ -287,7 +287,7 @@ bool PairTraces(TraceSet& set, const AnalysisOptions& options,
     PairingResult& result = (*results)[t];
     if (!PairTrace(trace, options.pairing, &result, error)) return false;
     out->counts.Add(result.counts);
-    out->threads += trace.streams.size();
+    out->threads += trace.ThreadsWithEvents();
     TraceInfo info = TraceInfoOf(trace, result);
     uint64_t start = trace.header.fields.start_monotonic_ns;
     out->recording_windows |= info.recording_windows;

@@ -48,6 +48,23 @@ struct ProcessTrace {
   format::FileHeader header;
   std::vector<ThreadStream> streams;  // indexed by StreamIndex (stream_index.h)
   const ThreadStream& stream(StreamIndex i) const { return streams[i.value]; }
+  // The threads that recorded an allocation or a free: the "threads" that
+  // reports count. Not every stream: the tracer's own control thread, under
+  // `record -p`, writes the window's records and the totals and nothing
+  // else. From the chunk headers' event counts (a claim, used only to
+  // count).
+  size_t ThreadsWithEvents() const {
+    size_t n = 0;
+    for (const ThreadStream& s : streams) {
+      for (const format::Chunk& c : s.chunks) {
+        if (c.event_count != 0) {
+          ++n;
+          break;
+        }
+      }
+    }
+    return n;
+  }
   uint64_t chunk_count = 0;
   uint64_t payload_bytes = 0;
   bool truncated = false;           // last chunk incomplete (warning issued)

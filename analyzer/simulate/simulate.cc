@@ -37,7 +37,7 @@ void AddTraceFigures(const ProcessTrace& trace, const Replay& replay, Simulation
   SimTraceInfo info;
   info.path = trace.path;
   info.pid = trace.pid();
-  info.threads = trace.streams.size();
+  info.threads = trace.ThreadsWithEvents();
   info.events = replay.events;
   info.truncated = trace.truncated;
   out->traces.push_back(info);

@@ -237,6 +237,14 @@ std::string ThreadName(const Trace& t, uint32_t tid) {
   return it == t.thread_names.end() || it->second.empty() ? "" : it->second.back();
 }
 
+// The thread of t last named `name`, 0 when none is.
+uint32_t ThreadIdNamed(const Trace& t, const std::string& name) {
+  for (const auto& [tid, names] : t.thread_names) {
+    if (!names.empty() && names.back() == name) return tid;
+  }
+  return 0;
+}
+
 std::vector<std::string> Fds(pid_t pid) {
   std::vector<std::string> out;
   const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
@@ -411,6 +419,16 @@ TEST_CASE("known answer: pairs and objects from before the window and live at it
   CHECK(text.find("(1,000 of 1,000 objects in the steady state)") != std::string::npos);
   CHECK(text.find("before the window") != std::string::npos);
   CHECK(text.find("live at window end") != std::string::npos);
+  // Its thread count is of the program's threads that allocated or freed:
+  // not the tracer's control thread, whose records (the window's, the
+  // totals) have a stream of their own in the trace.
+  std::set<uint32_t> event_tids;
+  for (const format::Event& e : t.events) event_tids.insert(e.tid);
+  const uint32_t ctl = ThreadIdNamed(t, "crossfree-ctl");
+  REQUIRE(ctl != 0);
+  CHECK(event_tids.count(ctl) == 0);
+  CHECK(text.find("1 trace, " + std::to_string(event_tids.size()) + " threads,") !=
+        std::string::npos);
 }
 
 TEST_CASE_METHOD(TargetFixture,
