@@ -304,9 +304,9 @@ std::string NiceOfThreadNamed(pid_t pid, const std::string& name) {
 }
 
 // Waits, bounded, until the tracer's control thread in the target has
-// ended: record exits on the tracer's last reply, and the thread that sent
-// it then closes its socket and ends. Between checks a round trip to the
-// target, not a sleep.
+// ended: record exits once the tracer has closed its socket, and the
+// thread that closed it then returns (a few instructions later). Between
+// checks a round trip to the target, not a sleep.
 bool AwaitControlThreadEnd(Target& target) {
   for (int i = 0; i < 5000; ++i) {
     if (!HasThreadNamed(target.pid, "crossfree-ctl")) return true;
