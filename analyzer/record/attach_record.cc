@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -390,7 +391,9 @@ int FinishDetach(pid_t pid, const std::string& output, int conn, LineReader* rea
   // finds no session still ending (bounded: the close follows the reply
   // at once).
   std::string late;
-  while (detached && reader->Next(10, &late, false)) {
+  const double close_by = NowS() + 10;
+  // (Never a negative timeout: Next() takes that as no bound.)
+  while (detached && reader->Next(std::max(0.0, close_by - NowS()), &late, false)) {
   }
   close(conn);
   if (!detached) {
