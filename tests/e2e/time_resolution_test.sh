@@ -3,8 +3,9 @@
 # resolutions (producer-consumer at 1000 and 100,000 ns, mixed at 256 and
 # 1000 ns) gives the workload's own allocations, frees and cross- and
 # same-thread frees in `report`, and no unknown or double frees, wherever
-# the tie rule (docs/design.md "Ties") can order the trace's ties; and a
-# smaller trace (docs/trace-format.md 7.1).
+# the tie rule (docs/design.md "Ties") can order the trace's ties; and
+# version 5 files with the resolution in their header (docs/trace-format.md
+# 7.1).
 # Which ties it can order is a property of each trace, not of the
 # resolution: tied_groups.py counts the events of an address's tied
 # groups whose fitting order is not forced (several allocations or several
@@ -102,9 +103,12 @@ for mode in producer-consumer mixed; do
   grep -q '^  format version 5,' $mode-$mid.trc.dump || fail "$mode: $mid ns is not version 5"
   grep -q "^  time resolution $mid ns\$" $mode-$mid.trc.dump ||
     fail "$mode: $mid ns: no resolution line"
-  python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)" \
-    "$b_mid" "$b1" || fail "$mode: $b_mid bytes/event at $mid ns, not below $b1 at 1 ns"
-  echo "$mode: $b1 bytes/event at 1 ns, $b_mid at $mid ns"
+  # Printed, not compared: these are two runs, whose times (and so their
+  # deltas' bytes) differ with the machine's load; a loaded run at 1000 ns
+  # came out larger than a quiet one at 1 ns. The smaller trace is checked
+  # on one run's chunks (time_rounding_test.cc, "the same chunks compress
+  # smaller").
+  echo "$mode: $b1 bytes/event at 1 ns, $b_mid at $mid ns (two runs)"
 done
 # Six traces: at 1 ns ties across threads are rare, so the exact branch
 # runs every time (at least both 1 ns traces).
