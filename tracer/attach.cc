@@ -220,6 +220,11 @@ const char* ReadSession(int fd, Settings* settings) {
 // The session's end on this side: a new entry call allowed, then the
 // socket closed. In that order because record waits for the close before
 // it returns: by then a new attach is accepted, here and in a fork child.
+// (A fork child closes its copy of the socket (AttachAtForkChild) while
+// g_args.fd names it; one forked between the two stores and the close
+// keeps a copy, and record's wait for the close then ends at its 10 s
+// bound or the child's exit. Naming the number any longer would have the
+// child close a descriptor the program may have reused.)
 void EndSession(int fd) {
   g_args.fd = -1;
   g_session.store(0, std::memory_order_release);
