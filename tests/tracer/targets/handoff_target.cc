@@ -33,7 +33,7 @@
 //                         one thread "hf-bulk-exit" makes 60,000 pairs
 //                         (tt_handoff_bulk: 120,000 events) and exits; once
 //                         `record` has taken every sealed chunk (at most
-//                         10 s), the main thread forges the region's file
+//                         120 s), the main thread forges the region's file
 //                         header area the way a wild pointer could: count,
 //                         two more headers published than were written;
 //                         size, one header published with a length past the
@@ -110,11 +110,15 @@ uint8_t* FindRegion() {
   return found;
 }
 
-// Waits until `record` has taken every sealed chunk (true), for at most 10 s.
+// Waits until `record` has taken every sealed chunk (true), for at most
+// 120 s: a bound against a hang, not a deadline for a loaded machine. At 10
+// s it ran out under TSan beside three busy loops (record's drain runs at
+// nice 19, and nothing waits for a slot here to call its rescue thread in),
+// and the target exited 4 before forging anything.
 bool WaitUntilDrained(uint8_t* base) {
   namespace shm = crossfree::shm;
   const shm::Control* ctl = shm::ControlOf(base);
-  for (int tries = 0; tries < 1000; ++tries) {
+  for (int tries = 0; tries < 12000; ++tries) {
     bool sealed = false;
     for (uint32_t i = 0; i < ctl->slot_count && !sealed; ++i) {
       sealed = shm::DescOf(base, i)->state.load(std::memory_order_acquire) == shm::kSealed;
