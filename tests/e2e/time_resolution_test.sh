@@ -50,7 +50,7 @@ count() {  # count KEY LINE: KEY's value in a summary line
 }
 exact_runs=0
 for mode in producer-consumer mixed; do
-  # mid: the resolution checked for version 5 and a smaller trace.
+  # mid: the resolution whose file is checked for version 5 and its header line.
   if [[ $mode == producer-consumer ]]; then mid=1000 coarse=100000; else mid=256 coarse=1000; fi
   for r in 1 $mid $coarse; do
     "$crossfree" record --time-resolution $r -o $mode-$r.trc -- \
