@@ -21,9 +21,11 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 
 #include "tracer/attach.h"
 #include "protocol/attach_protocol.h"
@@ -318,6 +320,22 @@ void StopSession(int fd, End end) {
   }
 }
 
+// For tests: CROSSFREE_TEST_SESSION_END_DELAY_MS=N in the target's
+// environment holds the control thread N ms (at most 2000) between its
+// last reply and the session's end: the gap in which a fork child once
+// inherited a session marked busy, and in which record must not have
+// returned yet (tests/tracer/attach_test.cc). Read on the control thread
+// at the session's end, never on a hook.
+void PauseBeforeSessionEndForTesting() {
+  const char* v = getenv("CROSSFREE_TEST_SESSION_END_DELAY_MS");
+  if (v == nullptr) return;
+  long ms = strtol(v, nullptr, 10);
+  if (ms <= 0) return;
+  if (ms > 2000) ms = 2000;
+  timespec pause = {ms / 1000, (ms % 1000) * 1'000'000};
+  nanosleep(&pause, nullptr);
+}
+
 void* ControlThread(void*) {
   __atomic_store_n(&crossfree_tracer_guard, 1, __ATOMIC_RELAXED);
   const int fd = TakeControlSocket();
@@ -330,6 +348,7 @@ void* ControlThread(void*) {
   }
   if (!StartSession(fd, settings)) return nullptr;
   StopSession(fd, Serve(fd));
+  PauseBeforeSessionEndForTesting();
   EndSession(fd);
   return nullptr;
 }

@@ -508,18 +508,44 @@ TEST_CASE_METHOD(TargetFixture,
   CHECK(CountAllocsOfSize(dir + "/again.trace", 4242) == 1000);
 }
 
+// An environment variable set for the processes started in its scope,
+// which inherit it; unset after.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+// Whether pid holds a socket at a descriptor the tracer's own are moved
+// to (500 and above: its control socket; the program's are below).
+bool HasTracerSocket(pid_t pid) {
+  for (const std::string& fd : Fds(pid)) {
+    if (std::stoi(fd) >= 500 && fd.find(" socket:") != std::string::npos) return true;
+  }
+  return false;
+}
+
 // A fork child of a process attached before inherits the tracer's state;
 // a session in it must name, head and end its trace as its own (the
 // parent's pid, kept there, made it write FILE.<parent pid> with the
 // parent's pid in the header, and take its exit for a vfork child's,
 // writing nothing at exit).
-TEST_CASE_METHOD(TargetFixture,
-                 "a fork child of a process attached before is recorded as itself, to the end") {
+// The tracer holds its session open 300 ms after its last reply
+// (CROSSFREE_TEST_SESSION_END_DELAY_MS): record must return only after the
+// tracer closed the session, so that the worker the target forks at once
+// finds no session still ending. Before, record returned on the reply, the
+// child inherited a session marked busy, and the attach to it was refused
+// (seen once in CI without the delay).
+TEST_CASE("a fork child of a process attached before is recorded as itself, to the end") {
+  const std::string dir = MakeTempDir();
+  ScopedEnv delay("CROSSFREE_TEST_SESSION_END_DELAY_MS", "300");
+  Target target;
   {
     Recorder first(target.pid, dir + "/parent.trace");
     REQUIRE(target.Ask("cross") == "cross");
     first.DetachCleanly();
   }
+  CHECK(!HasTracerSocket(target.pid));  // closed before record returned
   const std::string ready = target.Ask("handover");
   REQUIRE(ready.rfind("ready ", 0) == 0);
   const auto child = static_cast<pid_t>(std::stol(ready.substr(6)));
