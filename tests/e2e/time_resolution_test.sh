@@ -90,9 +90,13 @@ for mode in producer-consumer mixed; do
     sim=$(sim_summary $mode-$r.trc)
     echo "$mode simulate at $r ns: $sim"
     [[ -n $sim1 ]] || sim1=$sim
-    [[ ${sim% unknown_frees=*} == "${sim1% unknown_frees=*}" ]] ||
-      fail "$mode: simulate's allocations and frees differ between 1 and $r ns: $sim"
     unknown=$(count unknown_frees "$sim")
+    # Every allocation and free is replayed; a free the replay finds no
+    # block for is counted as unknown, not as a free (seen: mixed at
+    # 1000 ns, 167 unforced tied events, 79,987 frees and 13 unknown).
+    (( $(count allocations "$sim") == $(count allocations "$sim1") &&
+       $(count frees "$sim") + unknown == $(count frees "$sim1") )) ||
+      fail "$mode: simulate's allocations and frees differ between 1 and $r ns: $sim"
     (( n == 0 ? unknown == 0 : unknown <= n )) ||
       fail "$mode: simulate has $unknown unknown frees at $r ns ($n unforced tied events)"
   done
