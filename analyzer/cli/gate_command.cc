@@ -75,7 +75,7 @@ bool CheckTruncation(const GateArgs& a, const analyzer::Analysis& analysis) {
     // A trace whose last buffers went with its process (no clean end, and
     // record did not take them), or whose process outlived record: events
     // are missing at its end, which could hide a rise as well.
-    if (t.LastBuffersLost() || t.RunningAtEnd()) {
+    if (t.EventsMissingAtEnd()) {
       judge(fmt::format("{}: incomplete: {}", Printable(t.path),
                         format::NoCleanEndText(t.taken_end ? &*t.taken_end : nullptr)),
             "the gate does not pass on an incomplete trace (--accept-truncated gates on what "

@@ -262,7 +262,7 @@ TraceInfo TraceInfoOf(const ProcessTrace& trace, const PairingResult& result) {
   info.events = result.counts.events;
   info.threads = trace.ThreadsWithEvents();
   info.truncated = trace.truncated;
-  info.clean_end = trace.clean_end;
+  info.end = trace.end;
   info.taken_end = trace.taken_end;
   info.losses = trace.losses;
   info.truncated_offset = trace.truncated_offset;
@@ -287,8 +287,8 @@ bool PairTraces(TraceSet& set, const AnalysisOptions& options,
     PairingResult& result = (*results)[t];
     if (!PairTrace(trace, options.pairing, &result, error)) return false;
     out->counts.Add(result.counts);
-    out->threads += trace.ThreadsWithEvents();
     TraceInfo info = TraceInfoOf(trace, result);
+    out->threads += info.threads;
     uint64_t start = trace.header.fields.start_monotonic_ns;
     out->recording_windows |= info.recording_windows;
     out->steady_states.push_back(

@@ -43,17 +43,18 @@ struct TraceInfo {
   uint64_t events = 0;
   size_t threads = 0;
   bool truncated = false;
-  bool clean_end = true;          // false: no totals record (trace_set.h)
-  // With clean_end false: record ended the trace itself, nothing before
-  // that end lost (trace_set.h); empty: the last buffers are lost.
+  format::TraceEnd end = format::TraceEnd::kClean;  // ProcessTrace::end
+  bool clean_end() const { return end == format::TraceEnd::kClean; }
+  // With no clean end: record ended the trace itself, nothing before that
+  // end lost (trace_set.h); empty: the last buffers are lost.
   std::optional<format::RecordTakenEnd> taken_end;
   // Events the process recorded may be missing at its end (frees among
   // them): no clean end, and record did not take the end itself.
-  bool LastBuffersLost() const { return !clean_end && !taken_end; }
+  bool LastBuffersLost() const { return end == format::TraceEnd::kBuffersLost; }
   // The process outlived record: its later events are not in the trace.
-  bool RunningAtEnd() const {
-    return !clean_end && taken_end && taken_end->state == format::TakenEndState::kRunning;
-  }
+  bool RunningAtEnd() const { return end == format::TraceEnd::kTakenRunning; }
+  // Either of those two.
+  bool EventsMissingAtEnd() const { return format::EventsMissingAtEnd(end); }
   format::RecordLosses losses;    // what record could not write; any(): incomplete
   uint64_t truncated_offset = 0;  // where the incomplete chunk starts
   uint64_t file_bytes = 0;        // so the bytes lost are file_bytes - truncated_offset

@@ -85,8 +85,8 @@ bool TraceSet::Index(std::unique_ptr<format::TraceReader> reader, const std::str
   const format::RecordTakenEnd* taken = trace->taken_end ? &*trace->taken_end : nullptr;
   const format::TraceEnd end = format::EndOf(
       (trace->header.fields.flags & format::kHeaderFlagEndsWithTotals) != 0, saw_totals, taken);
+  trace->end = end;
   if (end != format::TraceEnd::kClean) {
-    trace->clean_end = false;
     // Blocks 'live at exit' of a process killed with everything taken were
     // live when it died; otherwise some may have been freed later.
     warnings_.push_back(fmt::format("{}: {}{}", name, format::NoCleanEndText(taken),

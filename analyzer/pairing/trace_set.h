@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "format/names.h"
 #include "format/trace_reader.h"
 
 namespace crossfree::analyzer {
@@ -68,15 +69,17 @@ struct ProcessTrace {
   uint64_t chunk_count = 0;
   uint64_t payload_bytes = 0;
   bool truncated = false;           // last chunk incomplete (warning issued)
-  // False when the writer promised a totals chunk at a clean end
-  // (kHeaderFlagEndsWithTotals) and the file has none: the process was
-  // killed or crashed, and the events in its last buffers are lost
-  // (warning issued).
-  bool clean_end = true;
+  // How the trace ended (format::EndOf): other than kClean when the writer
+  // promised a totals chunk at a clean end (kHeaderFlagEndsWithTotals) and
+  // the file has none (warning issued): the process was killed or crashed,
+  // and unless record took its buffers the events in its last ones are
+  // lost.
+  format::TraceEnd end = format::TraceEnd::kClean;
+  bool clean_end() const { return end == format::TraceEnd::kClean; }
   // What `crossfree record` could not write (its losses chunk, trace
   // format 6.9); any() makes the trace incomplete (warning issued).
   format::RecordLosses losses;
-  // When clean_end is false and `crossfree record` ended the trace itself
+  // When the end is not clean and `crossfree record` ended the trace itself
   // (its end-taken chunk, trace format 6.9): how, and that nothing
   // recorded before that end is lost.
   std::optional<format::RecordTakenEnd> taken_end;

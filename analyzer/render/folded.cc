@@ -41,7 +41,7 @@ std::string RenderReportFolded(const Analysis& a) {
   // So does a trace whose end lost frees (the process was killed without
   // record, or outlived it).
   for (const TraceInfo& t : a.traces) {
-    if (t.LastBuffersLost() || t.RunningAtEnd()) {
+    if (t.EventsMissingAtEnd()) {
       root = (t.LastBuffersLost() ? "[no clean end: frees lost];"
                                   : "[running at record's end: later frees missing];") +
              root;

@@ -106,7 +106,7 @@ std::string PageRunJson(const Analysis& a) {
     traces += fmt::format("{}{{\"path\":{},\"exe\":{},\"pid\":{},\"events\":{},\"threads\":{},\"truncated\":{}{}{}}}",
                           i ? "," : "", JsonString(t.path), JsonString(t.exe), t.pid, t.events,
                           t.threads, t.truncated ? "true" : "false",
-                          t.clean_end           ? ""
+                          t.clean_end()         ? ""
                           : t.LastBuffersLost() ? ",\"clean_end\":false"
                           : t.RunningAtEnd()    ? ",\"clean_end\":false,\"end\":\"running\""
                                                 : ",\"clean_end\":false,\"end\":\"killed\"",

@@ -303,7 +303,7 @@ std::string RenderReportJson(const Analysis& a, const ReportOptions& options) {
         "{}\n    {{\"path\": {}, \"exe\": {}, \"pid\": {}, \"ppid\": {}, \"chunks\": {}, "
         "\"events\": {}, \"threads\": {}, \"truncated\": {}{}{}{}}}",
         i ? "," : "", JsonString(t.path), JsonString(t.exe), t.pid, t.ppid, t.chunks, t.events,
-        t.threads, t.truncated ? "true" : "false", t.clean_end ? "" : EndJson(t),
+        t.threads, t.truncated ? "true" : "false", t.clean_end() ? "" : EndJson(t),
         t.losses.any()
             ? fmt::format(", \"losses\": {{\"events_dropped\": {}, \"chunks_dropped\": {}, "
                           "\"chunks_damaged\": {}}}",

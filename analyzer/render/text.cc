@@ -129,7 +129,7 @@ std::string TraceLine(const TraceInfo& t) {
   std::string notes;
   if (t.ppid != 0 && t.ppid != 1) notes += fmt::format("parent {}", t.ppid);
   if (t.truncated) notes += notes.empty() ? "truncated" : ", truncated";
-  if (!t.clean_end) {
+  if (!t.clean_end()) {
     notes += notes.empty() ? "" : ", ";
     notes += t.LastBuffersLost() ? "no clean end"
              : t.RunningAtEnd()  ? "running at record's end"
