@@ -12,6 +12,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,6 +40,18 @@ namespace crossfree::tracer {
 namespace {
 
 using internal::g;
+
+// Whether the kernel wipes g_fork_wiped in child processes (InitForkWipe).
+// Without it (a kernel before 4.14) a child made by a raw fork or clone
+// system call keeps its parent's tracer state, as it did before.
+bool g_fork_wipe_works = false;
+
+// Once per process, before it can fork: g_fork_wiped's page is zeroed in
+// every child (recorder.h says why).
+void InitForkWipe() {
+  g_fork_wipe_works = madvise(&g_fork_wiped, sizeof g_fork_wiped, MADV_WIPEONFORK) == 0;
+  __atomic_store_n(&g_fork_wiped.this_process, 1, __ATOMIC_RELAXED);
+}
 
 format::Unwinder UnwinderFor(UnwindMode mode) {
   switch (mode) {
@@ -172,7 +185,17 @@ void AtForkPrepare() {
   errno = saved_errno;
 }
 
+// Makes the tracer the child's own. Called by glibc's fork in the child,
+// and by the child's first hook call that finds g_fork_wiped zeroed
+// (ShouldRecordSlow): after a raw fork or clone, which runs no atfork
+// handler, or when one of the program's own handlers, which run before
+// this one, allocates. Whichever comes first does it; the child is
+// single-threaded then.
 void AtForkChild() {
+  if (g_fork_wipe_works && __atomic_load_n(&g_fork_wiped.this_process, __ATOMIC_RELAXED) != 0) {
+    return;  // done already in this process
+  }
+  __atomic_store_n(&g_fork_wiped.this_process, 1, __ATOMIC_RELAXED);
   const bool active = g.phase.load(std::memory_order_acquire) == internal::kActive;
   if (LoadedForAttach()) {
     GuardScope guard;
@@ -235,6 +258,8 @@ void AtForkChild() {
     format::WindowCause cause;
     if (ForkChildOpenRecord(&cause)) internal::AppendWindowRecordInForkChild(cause, NowNs());
     g.modules_pending.store(true, std::memory_order_release);
+    // g_recording was wiped: the inherited window's state again.
+    __atomic_store_n(&g_recording, WindowOpen() ? 1 : 0, __ATOMIC_RELEASE);
   }
   errno = saved_errno;
 }
@@ -274,6 +299,7 @@ void InitRecorder() {
   }
   GuardScope guard;
   int saved_errno = errno;
+  InitForkWipe();
   LoadSettings(&g.settings);
   if (g.settings.tsc) InitFastClock();
   InitCpuId();
@@ -330,6 +356,11 @@ void InitRecorder() {
 
 bool ShouldRecordSlow() {
   if (__atomic_load_n(&crossfree_tracer_guard, __ATOMIC_RELAXED) != 0) return false;
+  // A child process whose tracer state is still its parent's (AtForkChild).
+  if (g_fork_wipe_works && __atomic_load_n(&g_fork_wiped.this_process, __ATOMIC_RELAXED) == 0 &&
+      __atomic_load_n(&g_started, __ATOMIC_ACQUIRE) != 0) {
+    AtForkChild();
+  }
   int phase = g.phase.load(std::memory_order_acquire);
   if (phase == internal::kUninit && !LoadedForAttach()) {
     // Before libc's own constructor has run, environ is unset and our
@@ -490,6 +521,7 @@ bool StartAttachedRecording(const Settings& settings, const char** why) {
     g.pid = pid;
   }
   if (!g_attach_initialised) {
+    InitForkWipe();
     if (g.settings.tsc) InitFastClock();
     InitMainExePath();
     g.key_ok = pthread_key_create(&g.key, internal::OnThreadExit) == 0;

@@ -64,7 +64,10 @@ __thread int crossfree_tracer_guard __attribute__((tls_model("initial-exec"))) =
 
 namespace crossfree::tracer {
 
-int g_recording = 0;
+// Zero-initialized, so in .bss: the loader maps it anonymous, which
+// MADV_WIPEONFORK needs (alignas gives it a page of its own).
+ForkWiped g_fork_wiped;
+static_assert(sizeof(ForkWiped) == 4096);
 int g_started = 0;
 __thread uint32_t t_off_calls __attribute__((tls_model("initial-exec"))) = 0;
 

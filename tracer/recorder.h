@@ -29,12 +29,29 @@ extern "C" __thread int crossfree_tracer_guard __attribute__((tls_model("initial
 namespace crossfree::tracer {
 
 
-// 1 while the tracer records (set after start-up, cleared at exit, on an
-// output error and while a recording window is closed; 2 while open with
-// a window change requested by the toggle signal, so that the next hook
-// takes the slow path). Read racily on the fast path; the slow path
-// re-checks.
-extern int g_recording;
+// The words a child process must not inherit, on a page of their own
+// that the kernel zeroes in every child (MADV_WIPEONFORK, set by
+// InitForkWipe at start-up). A child made by a raw fork or clone system
+// call (Chromium's zygote, a hand-written daemonize) runs no atfork
+// handler: with its parent's recording flag and thread states it would
+// write its events into the parent's buffers, under `record` the parent's
+// shared region, and damage both processes' traces. Zeroed, recording
+// reads as off and this_process as 0, so the child's first hook call
+// takes the slow path, which makes the tracer the child's own
+// (ShouldRecordSlow) before anything is written.
+struct alignas(4096) ForkWiped {
+  // 1 while the tracer records (set after start-up, cleared at exit, on
+  // an output error and while a recording window is closed; 2 while open
+  // with a window change requested by the toggle signal, so that the next
+  // hook takes the slow path). Read racily on the fast path; the slow path
+  // re-checks.
+  int recording;
+  // 1 once start-up ran in this process, or once a fork child made the
+  // tracer its own; 0 in a child until then.
+  int this_process;
+};
+extern ForkWiped g_fork_wiped;
+inline constexpr int& g_recording = g_fork_wiped.recording;
 
 // 1 once start-up has run, whatever its outcome. From then on a hook that
 // finds recording off (0: a closed window, or the tracer stopped) takes the
@@ -70,6 +87,7 @@ inline bool ShouldRecord() {
   const int recording = __atomic_load_n(&g_recording, __ATOMIC_RELAXED);
   if (recording == 1) return true;
   if (recording == 0 && __atomic_load_n(&g_started, __ATOMIC_RELAXED) != 0 &&
+      __atomic_load_n(&g_fork_wiped.this_process, __ATOMIC_RELAXED) != 0 &&
       ++t_off_calls % kOffPollCalls != 0 && !WindowNudged()) {
     return false;
   }

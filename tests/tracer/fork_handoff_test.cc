@@ -257,6 +257,35 @@ TEST_CASE("handoff: SIGKILL of an image exec'd in a fork child loses none of its
   }
 }
 
+TEST_CASE("handoff: a child made by a raw fork system call records into a trace of its own",
+          "[handoff][fork]") {
+  // No atfork handler runs in it: the tracer finds its state wiped
+  // (MADV_WIPEONFORK) at the child's first hook call and makes it the
+  // child's own there. Before, the child wrote into its parent's buffers
+  // in the shared region: both processes' events under one pid, double
+  // frees, damaged chunks, and record saying 0 lost.
+  const std::string trace = MakeTempDir() + "/t";
+  RunResult r = Record(trace, {TargetPath("tt_fork_handoff"), "raw"});
+  INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("; 0 events lost of those the command recorded") != std::string::npos);
+  CHECK(r.err.find("(also for 1 child process)") != std::string::npos);
+  CHECK(r.err.find("2 processes, 2 trace files") != std::string::npos);
+  const std::map<int, int> pids = ChildPids(r.out);
+  REQUIRE(pids.size() == 1);
+  CHECK(r.out.find("reaped " + std::to_string(pids.at(0)) + " 0\n") != std::string::npos);
+  auto fns = ParseFunctions(r.out);
+  Trace parent = LoadCompleteTrace(trace);
+  CHECK(EventsFrom(parent, fns["tt_fh_parent"]).size() == 2200);
+  CHECK(EventsFrom(parent, fns["tt_fh_child"]).empty());
+  Trace child = LoadCompleteTrace(trace + "." + std::to_string(pids.at(0)));
+  CHECK((child.header.fields.flags & format::kHeaderFlagForkChild) != 0);
+  CHECK(child.header.fields.pid == static_cast<uint32_t>(pids.at(0)));
+  CHECK(child.header.fields.ppid == parent.header.fields.pid);
+  CHECK(EventsFrom(child, fns["tt_fh_child"]).size() == 4000);
+  CHECK(EventsFrom(child, fns["tt_fh_parent"]).empty());
+}
+
 TEST_CASE("handoff: a program sh starts by vfork hands its region over at start-up",
           "[handoff][fork]") {
   // dash runs a command with vfork and exec: no fork handler runs, so the

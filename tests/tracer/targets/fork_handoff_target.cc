@@ -44,6 +44,18 @@
 //                           whose control block is zeros; a well-formed one
 //                           with the parent's pidfd instead of its own. Then
 //                           it runs as "fork_handoff_target 1" does.
+//   fork_handoff_target raw
+//                           a child made by the raw fork system call
+//                           (syscall(SYS_clone, SIGCHLD): no atfork
+//                           handler runs in it, as in Chromium's zygote):
+//                           the parent makes tt_fh_parent's 200 events,
+//                           raw-forks, then makes 1,000 more pairs
+//                           (tt_fh_parent: 2,200 events in all) while the
+//                           child makes 2,000 pairs (tt_fh_child: 4,000
+//                           events) on its only thread, writes "child 0
+//                           <pid>\n" and exits (exit(3): the tracer's exit
+//                           flush runs). The parent reaps it ("reaped <pid>
+//                           <status>\n").
 // Output goes through write(2), after the fn lines.
 #include <fcntl.h>
 #include <pthread.h>
@@ -170,6 +182,28 @@ int Forge() {
   return 0;
 }
 
+// The "raw" mode. The child runs on one thread and calls nothing that
+// glibc's fork would have had to prepare (no pthread_create, no stdio).
+int RawFork() {
+  tt_fh_parent(100);
+  const long pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (pid < 0) return 3;
+  if (pid == 0) {
+    tt_fh_child(2000);
+    char line[64];
+    snprintf(line, sizeof(line), "child 0 %ld\n", syscall(SYS_getpid));
+    Say(line);
+    exit(0);
+  }
+  tt_fh_parent(1000);
+  int status = 0;
+  if (waitpid(static_cast<pid_t>(pid), &status, 0) != pid) return 4;
+  char line[64];
+  snprintf(line, sizeof(line), "reaped %ld %d\n", pid, status);
+  Say(line);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -178,6 +212,7 @@ int main(int argc, char** argv) {
   TT_REPORT(tt_handoff_futex);
   TT_REPORT(tt_handoff_read);
   fflush(stdout);
+  if (argc > 1 && strcmp(argv[1], "raw") == 0) return RawFork();
   if (argc > 1 && strcmp(argv[1], "forge") == 0) {
     if (int rc = Forge(); rc != 0) return rc;
     argc = 1;
