@@ -622,15 +622,6 @@ using internal::ThreadState;
 
 namespace {
 
-// After each recorded event: the open window's deadline (--duration).
-inline void CheckWindowDeadline(uint64_t now) {
-  if (__builtin_expect(now >= g_window_deadline_ns, 0)) WindowDeadlinePassed(now);
-}
-
-}  // namespace
-
-namespace {
-
 // FlushBeforeBlocking, and with any_age FlushBeforeSignalWait.
 void FlushBeforeWait(bool any_age) {
   const uint64_t bound = internal::g.settings.flush_ns;
@@ -672,12 +663,21 @@ namespace {
 // every event. Inlined into each: no allocation, lock or stdio.
 template <typename AppendFn>
 inline void FinishEvent(ThreadState* s, uint64_t ts, const CallSite& site, AppendFn&& append) {
+  // The open window's deadline (--duration), before the event is written:
+  // an event at or after it lies outside the window and is not recorded.
+  // A process that makes no call when the deadline passes notices it at
+  // its next call, however much later; the window still closes at its
+  // deadline (ChangeWindow), and that late call is not in the trace.
+  if (__builtin_expect(ts >= g_window_deadline_ns, 0)) {
+    Leave(s);
+    WindowDeadlinePassed(ts);
+    return;
+  }
   const uint32_t stack =
       internal::g.stacks ? internal::CaptureAndIntern(s, site, ts) : format::kNoStack;
   AppendRecord(s, ts, [&](format::ChunkWriter& w) { return append(w, stack); });
   Leave(s);
   internal::MaybeFlushIdle(ts);
-  CheckWindowDeadline(ts);
 }
 
 }  // namespace

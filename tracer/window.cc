@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "tracer/clock.h"
@@ -63,10 +64,16 @@ void ChangeWindow(bool open, format::WindowCause cause) {
     w.open.store(1, std::memory_order_release);
     SetRecording(1);
   } else {
+    // A duration's window ends at its deadline, however late a hook
+    // noticed it (FinishEvent records nothing from the deadline on), so
+    // that, as with the delay, every process of the command records the
+    // same stretch of time.
+    const uint64_t at =
+        cause == format::WindowCause::kDuration ? std::min(now, g_window_deadline_ns) : now;
     SetRecording(0);
     w.open.store(0, std::memory_order_release);
     g_window_deadline_ns = UINT64_MAX;
-    internal::WriteOwnWindowRecord(format::WindowState::kClosed, cause, now);
+    internal::WriteOwnWindowRecord(format::WindowState::kClosed, cause, at);
     internal::FlushAllStates(kCloseWaitNs);
   }
 }

@@ -272,6 +272,28 @@ TEST_CASE("delay noticed late: the window keeps the command's times", "[tracer]"
     for (const Event& e : t.events) after += e.timestamp_ns > end;
     CHECK(after <= 1);
   }
+  SECTION("an end noticed late: the window closes at its deadline, nothing after it is recorded") {
+    // Busy through the delay's end and into the window, asleep when its
+    // deadline passes: the next call, 300 ms later, notices it. The close
+    // is stamped at the deadline whenever it was noticed, and that late
+    // call is outside the window (before, it was recorded, and the window
+    // closed at it: a 100 ms window shown as 350 ms).
+    std::string dir = MakeTempDir();
+    Loaded t = RunWindowTarget(dir, {"idle_end", "150", "300"}, env, kWindowTargetDone);
+    const uint64_t end = t.header.fields.start_monotonic_ns + kDelayNs + kDurationNs;
+    // No window at all only when the process got no CPU before the
+    // window's end (a loaded machine): then it recorded nothing.
+    if (!t.events.empty()) REQUIRE(t.windows.size() == 2);
+    if (!t.windows.empty()) {
+      REQUIRE(t.windows.size() == 2);
+      CHECK(t.windows[1].cause == format::WindowCause::kDuration);
+      CHECK(t.windows[1].ts == end);
+    }
+    size_t after = 0;
+    for (const Event& e : t.events) after += e.timestamp_ns >= end;
+    CHECK(after == 0);
+    CHECK(Pair(t).allocs_by_size[7777] == 0);
+  }
   SECTION("noticed after the window: nothing is recorded") {
     std::string dir = MakeTempDir();
     Loaded t = RunWindowTarget(dir, {"late", "400", "450"}, env, kWindowTargetDone);

@@ -25,6 +25,11 @@
 //   by the test): sleeps SLEEP_MS without allocating, then allocates and
 //   frees 9999 bytes again and again until UNTIL_MS after its start, so
 //   the delay is noticed only when the sleep ends.
+//   mode "idle_end BUSY_MS SLEEP_MS" (CROSSFREE_DELAY_MS and _DURATION_MS
+//   set by the test): allocates and frees 9999 bytes again and again until
+//   BUSY_MS after its start, sleeps SLEEP_MS without allocating (through
+//   the window's end), then allocates and frees 7777 bytes 10 times: the
+//   duration's end is noticed only then.
 //   mode "rare THREADS PERIOD_MS UNTIL_MS" (under `record --delay`): each
 //   of THREADS threads allocates and frees 4321 bytes once every PERIOD_MS
 //   until UNTIL_MS after the start, fewer than the 64 calls of a thread on
@@ -119,6 +124,27 @@ int Late(long sleep_ms, long until_ms) {
   return 0;
 }
 
+int IdleEnd(long busy_ms, long sleep_ms) {
+  const uint64_t start = MonotonicMs();
+  while (MonotonicMs() - start < static_cast<uint64_t>(busy_ms)) {
+    for (int i = 0; i < 100; ++i) {
+      void* p = malloc(9999);
+      TtSink(p);
+      free(p);
+    }
+  }
+  timespec pause = {sleep_ms / 1000, (sleep_ms % 1000) * 1000000};
+  while (nanosleep(&pause, &pause) != 0) {
+  }
+  for (int i = 0; i < 10; ++i) {
+    void* p = malloc(7777);
+    TtSink(p);
+    free(p);
+  }
+  printf("window target done\n");
+  return 0;
+}
+
 int Rare(long threads, long period_ms, long until_ms) {
   const uint64_t start = MonotonicMs();
   std::vector<std::thread> workers;
@@ -148,6 +174,7 @@ int Rare(long threads, long period_ms, long until_ms) {
 
 int main(int argc, char** argv) {
   if (argc > 3 && strcmp(argv[1], "late") == 0) return Late(atol(argv[2]), atol(argv[3]));
+  if (argc > 3 && strcmp(argv[1], "idle_end") == 0) return IdleEnd(atol(argv[2]), atol(argv[3]));
   if (argc > 4 && strcmp(argv[1], "rare") == 0) {
     return Rare(atol(argv[2]), atol(argv[3]), atol(argv[4]));
   }
