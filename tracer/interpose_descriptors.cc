@@ -96,10 +96,11 @@ extern "C" __attribute__((visibility("default"))) int close(int fd) {
     crossfree::tracer::DisownFd(fd);
     return NextClose(fd);
   }
-  if (crossfree::tracer::IsOwnedFd(fd)) {
-    errno = EBADF;
-    return -1;
-  }
+  // Succeeds and leaves it open: a program that closes what it finds in
+  // /proc/self/fd (Chromium's crashpad, Python's close_fds) sees the
+  // tracer's descriptors listed there and takes a failure for an error it
+  // reports; close_range and closefrom, below, succeed over them too.
+  if (crossfree::tracer::IsOwnedFd(fd)) return 0;
   return NextClose(fd);
 }
 

@@ -10,7 +10,7 @@
 // the program's own file. Then 1000 blocks in tt_after, all freed.
 // "direct" finds the descriptor open on TRACE in /proc/self/fd and prints
 // what close(), dup2(MINE, it) and close_range(3, ~0) did to it, one line
-// each ("close -1 EBADF", "dup2 ok, trace still open", "close_range
+// each ("close 0 Success, trace still open", "dup2 ok, trace still open", "close_range
 // trace still open"; "trace not open" when there is none).
 #include <fcntl.h>
 #include <sys/syscall.h>
@@ -64,7 +64,10 @@ int Direct(const char* mine_path, const char* trace_path) {
   }
   errno = 0;
   int rc = close(fd);
-  std::printf("close %d %s\n", rc, errno == EBADF ? "EBADF" : std::strerror(errno));
+  const int close_errno = errno;
+  std::printf("close %d %s, trace %s\n", rc,
+              close_errno == EBADF ? "EBADF" : std::strerror(close_errno),
+              FindOpen(trace_path) >= 0 ? "still open" : "closed");
   int mine = open(mine_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (mine < 0) return 3;
   rc = dup2(mine, fd);
