@@ -108,39 +108,30 @@ uint64_t MonotonicMs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
 }
 
-int Late(long sleep_ms, long until_ms) {
-  const uint64_t start = MonotonicMs();
-  timespec pause = {sleep_ms / 1000, (sleep_ms % 1000) * 1000000};
+// Sleeps ms without allocating (a signal does not cut it short).
+void SleepMs(long ms) {
+  timespec pause = {ms / 1000, (ms % 1000) * 1000000};
   while (nanosleep(&pause, &pause) != 0) {
   }
-  while (MonotonicMs() - start < static_cast<uint64_t>(until_ms)) {
-    for (int i = 0; i < 100; ++i) {
-      void* p = malloc(9999);
-      TtSink(p);
-      free(p);
-    }
-  }
+}
+
+// Churns 9999-byte blocks until until_ms after start.
+void ChurnUntil(uint64_t start, long until_ms) {
+  while (MonotonicMs() - start < static_cast<uint64_t>(until_ms)) Churn(9999, 100);
+}
+
+int Late(long sleep_ms, long until_ms) {
+  const uint64_t start = MonotonicMs();
+  SleepMs(sleep_ms);
+  ChurnUntil(start, until_ms);
   printf("window target done\n");
   return 0;
 }
 
 int IdleEnd(long busy_ms, long sleep_ms) {
-  const uint64_t start = MonotonicMs();
-  while (MonotonicMs() - start < static_cast<uint64_t>(busy_ms)) {
-    for (int i = 0; i < 100; ++i) {
-      void* p = malloc(9999);
-      TtSink(p);
-      free(p);
-    }
-  }
-  timespec pause = {sleep_ms / 1000, (sleep_ms % 1000) * 1000000};
-  while (nanosleep(&pause, &pause) != 0) {
-  }
-  for (int i = 0; i < 10; ++i) {
-    void* p = malloc(7777);
-    TtSink(p);
-    free(p);
-  }
+  ChurnUntil(MonotonicMs(), busy_ms);
+  SleepMs(sleep_ms);
+  Churn(7777, 10);
   printf("window target done\n");
   return 0;
 }
