@@ -206,7 +206,11 @@ Started StartCommand(const RecordOptions& o, const std::string& preload, const O
 
 // The run's traces besides the main one: every candidate whose header names
 // a process of this run as its parent, or the same pid (a later image after
-// exec: "<file>.<n>"). Path -> pid.
+// exec: "<file>.<n>"). record itself counts as one: it is the subreaper of
+// what the command leaves (RunRecord), so a process whose parent exited
+// before it exec'd (a double fork, a daemon) heads its new image's trace
+// with record's pid, and it may have written no trace before (started by a
+// raw clone, no fork handler ran). Path -> pid.
 std::map<std::string, uint32_t> FindChildTraces(const OutputPlan& plan, pid_t pid,
                                                 time_t started) {
   const std::string main_path = plan.MainPath(pid);
@@ -226,7 +230,7 @@ std::map<std::string, uint32_t> FindChildTraces(const OutputPlan& plan, pid_t pi
       }
     }
   }
-  std::set<uint32_t> run_pids = {static_cast<uint32_t>(pid)};
+  std::set<uint32_t> run_pids = {static_cast<uint32_t>(pid), static_cast<uint32_t>(getpid())};
   std::map<std::string, uint32_t> child_files;
   std::map<std::string, uint32_t> headers;
   std::map<std::string, uint32_t> parents;
@@ -377,9 +381,13 @@ int SummarizeRun(const RecordOptions& o, const OutputPlan& plan, pid_t pid, time
   if (main_counts) files.push_back({main_path, "command", *main_counts});
   for (const auto& [path, child_pid] : child_files) {
     if (auto counts = CountTrace(path, false)) {
+      // A fork child's header names the image that forked it, never
+      // record; any other whose parent is record was reparented to it.
       const char* kind = counts->fork_child                         ? "fork child"
                          : child_pid == static_cast<uint32_t>(pid) ? "exec'd image"
-                                                                    : "child";
+                         : counts->ppid == static_cast<uint32_t>(getpid())
+                             ? "child whose parent exited"
+                             : "child";
       files.push_back({path, kind, *counts});
     }
   }

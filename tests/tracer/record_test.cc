@@ -244,6 +244,37 @@ TEST_CASE("record: one summary for the run, exec'd images included, biggest firs
   }
 }
 
+// A daemon started the way Chromium starts its crash handler (tt_daemonize:
+// a raw clone twice, the middle process exits, the grandchild execs once it
+// was reparented to record): no trace of the run names the grandchild, and
+// its own names record as its parent. Before, the hand-off counted it
+// ("also for 1 child process") but the summary left its file out.
+TEST_CASE("record: the trace of a process whose parent exited before it exec'd is summarised",
+          "[safety][record]") {
+  const std::string dir = MakeTempDir();
+  RunResult r = Record({"-o", dir + "/t", "--", TargetPath("tt_daemonize"), "/bin/sh", "-c",
+                        "echo daemon"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == "daemon\n");
+  CHECK(r.err.find("also for 1 child process") != std::string::npos);
+  std::vector<std::string> files = Ls(dir);
+  REQUIRE(files.size() == 2);  // t and t.<the grandchild's pid>
+  const std::string daemon = files[0] == "t" ? files[1] : files[0];
+  const std::string pid = daemon.substr(2);
+  CHECK(r.err.find(dir + "/" + daemon + " (pid " + pid + ", child whose parent exited)") !=
+        std::string::npos);
+  CHECK(r.err.find(" in 2 processes, 2 trace files;") != std::string::npos);
+  // The total is the listed files' sum.
+  uint64_t listed = 0;
+  std::istringstream in(r.err);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("crossfree record:   ", 0) == 0) listed += std::stoull(line.substr(20));
+  }
+  CHECK(r.err.find("total " + std::to_string(listed) + " events") != std::string::npos);
+  CHECK(listed > 0);
+}
+
 TEST_CASE("record: the FILE.* traces of an earlier run are removed and listed",
           "[safety][record]") {
   const std::string dir = MakeTempDir();
