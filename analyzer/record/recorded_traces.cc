@@ -122,6 +122,34 @@ std::optional<TraceCounts> CountTrace(const std::string& path, bool header_only)
 
 namespace {
 
+class WindowVisitor : public format::RecordVisitor {
+ public:
+  explicit WindowVisitor(format::WindowCause cause) : cause_(cause) {}
+  void OnWindow(uint32_t, uint64_t, format::WindowState, format::WindowCause cause) override {
+    records += cause == cause_ ? 1 : 0;
+  }
+  uint64_t records = 0;
+
+ private:
+  format::WindowCause cause_;
+};
+
+}  // namespace
+
+uint64_t CountWindowRecords(const std::string& path, format::WindowCause cause) {
+  std::string error;
+  auto reader = format::TraceReader::Open(path, &error);
+  if (reader == nullptr) return 0;
+  WindowVisitor visitor(cause);
+  format::Chunk chunk;
+  while (reader->NextChunk(&chunk) == format::ReadResult::kChunk &&
+         format::DecodeChunk(chunk, visitor, &error)) {
+  }
+  return visitor.records;
+}
+
+namespace {
+
 // The paths of the regular files in dir whose names `keep` accepts,
 // modified at or after `since`.
 template <typename Keep>

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "format/trace_format.h"
+
 namespace crossfree::analyzer::record {
 
 struct TraceCounts {
@@ -32,6 +34,12 @@ struct TraceCounts {
 // ends with them, else by decoding every chunk. header_only: the header's
 // fields only. Nullopt when it is no trace.
 std::optional<TraceCounts> CountTrace(const std::string& path, bool header_only);
+
+// The window records of the given cause in the trace at path (a --toggle-
+// signal's: the signal reached the tracer), decoded chunk by chunk up to
+// the first damaged one; 0 when it is no trace. Reads every chunk: for the
+// traces that recorded no event, which are small.
+uint64_t CountWindowRecords(const std::string& path, format::WindowCause cause);
 
 // Whether the file ends with the totals its tracer writes when the process
 // exits (exit, _exit, the end of main): false when a signal killed it first.

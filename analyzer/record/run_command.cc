@@ -30,6 +30,7 @@
 #include "analyzer/record/recorded_traces.h"
 #include "analyzer/record/tracer_library.h"
 #include "analyzer/record/write_watchdog.h"
+#include "format/trace_format.h"
 #include "protocol/toggle_signal.h"
 
 namespace crossfree::analyzer::record {
@@ -279,13 +280,31 @@ struct FileSummary {
 
 // A windowed run's empty traces, and what may have kept them empty: a
 // window the tracer never opened is no error, but an empty trace without a
-// word looks like one (docs/guide/tracer.md, "Windows").
+// word looks like one (docs/guide/tracer.md, "Windows"). With
+// --toggle-signal, a trace whose window records name the signal shows that
+// the signal reached the tracer: that process only made no allocation or
+// free while its window was open, and its handler was not replaced.
 void PrintEmptyWindowNote(const std::vector<FileSummary>& files, const RecordOptions& o) {
-  size_t empty = 0;
-  for (const FileSummary& f : files) empty += f.counts.complete && f.counts.events == 0;
-  if (empty == 0) return;
-  const std::string which =
-      fmt::format("{} trace{} recorded nothing", empty, empty == 1 ? "" : "s");
+  size_t empty = 0, toggled = 0;
+  for (const FileSummary& f : files) {
+    if (!f.counts.complete || f.counts.events != 0) continue;
+    ++empty;
+    if (!o.toggle_signal.empty() &&
+        CountWindowRecords(f.path, format::WindowCause::kSignal) != 0) {
+      ++toggled;
+    }
+  }
+  if (toggled != 0) {
+    const bool one = toggled == 1;
+    Say("crossfree record: {} trace{} recorded nothing though --toggle-signal {} reached "
+        "{}: the process{} made no allocation or free while {} open\n",
+        toggled, one ? "" : "s", o.toggle_signal, one ? "its tracer" : "their tracers",
+        one ? "" : "es", one ? "its window was" : "their windows were");
+  }
+  if (empty == toggled) return;
+  const std::string which = fmt::format("{} {}trace{} recorded nothing", empty - toggled,
+                                        toggled != 0 ? "other " : "",
+                                        empty - toggled == 1 ? "" : "s");
   if (!o.toggle_signal.empty()) {
     Say("crossfree record: {}: with --toggle-signal, recording starts closed until the "
         "signal reaches the tracer's handler; a program that installs its own handler "

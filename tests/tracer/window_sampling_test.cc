@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "format/trace_reader.h"
@@ -340,6 +341,46 @@ TEST_CASE("record --delay opens the window of threads that allocate rarely", "[t
     Loaded t = record(MakeTempDir(), {"CROSSFREE_CHANNEL_KB=0"});
     CHECK(t.windows.empty());
     CHECK(t.events.empty());
+  }
+}
+
+// An empty trace of a run with --toggle-signal: record's note says why from
+// the trace's window records. tt_window "idle" raises the signal twice with
+// no allocation or free between: the window opened and closed (two records
+// of cause signal), and the note must not blame a handler of the program's,
+// as it did from the options alone. "idle ignored" sets the signal to
+// SIG_IGN first: no window record, and that explanation is the right one.
+TEST_CASE("record --toggle-signal: an empty trace is blamed on the program's handler only "
+          "when the signal never reached the tracer",
+          "[tracer]") {
+  auto record = [](const std::string& dir, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {CROSSFREE_CLI, "record", "--toggle-signal", "USR2", "-o",
+                                     dir + "/trace", "--", TargetPath("tt_window")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunResult run = Run(argv, {"CROSSFREE_TRACER_LIB=" + std::string(CROSSFREE_TRACER_LIB)}, "");
+    Loaded t = LoadAfterRun(run, dir, "");
+    CHECK(t.events.empty());
+    return std::make_pair(run, t);
+  };
+  const std::string blamed = "installs its own handler for USR2 replaces it";
+  SECTION("the signal reached the tracer: the window was empty") {
+    auto [run, t] = record(MakeTempDir(), {"idle"});
+    INFO(run.err);
+    REQUIRE(t.windows.size() == 2);
+    CHECK(t.windows[0].cause == format::WindowCause::kSignal);
+    CHECK(t.windows[1].cause == format::WindowCause::kSignal);
+    CHECK(run.err.find("1 trace recorded nothing though --toggle-signal USR2 reached its "
+                       "tracer: the process made no allocation or free while its window was "
+                       "open") != std::string::npos);
+    CHECK(run.err.find(blamed) == std::string::npos);
+  }
+  SECTION("the program replaced the tracer's handler") {
+    auto [run, t] = record(MakeTempDir(), {"idle", "ignored"});
+    INFO(run.err);
+    CHECK(t.windows.empty());
+    CHECK(run.err.find("1 trace recorded nothing: with --toggle-signal") != std::string::npos);
+    CHECK(run.err.find(blamed) != std::string::npos);
+    CHECK(run.err.find("reached its tracer") == std::string::npos);
   }
 }
 

@@ -35,6 +35,11 @@
 //   until UNTIL_MS after the start, fewer than the 64 calls of a thread on
 //   which a closed window reads the clock: only record's nudge at the
 //   delay's end opens the window.
+//   mode "idle" (under `record --toggle-signal USR2`): raise(SIGUSR2)
+//   twice with no allocation or free between, so the window opens and
+//   closes with nothing in it; "idle ignored" first sets SIGUSR2 to
+//   SIG_IGN, replacing the tracer's handler, as a program that uses the
+//   signal itself does.
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -164,6 +169,12 @@ int Rare(long threads, long period_ms, long until_ms) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "idle") == 0) {
+    if (argc > 2 && strcmp(argv[2], "ignored") == 0) signal(SIGUSR2, SIG_IGN);
+    raise(SIGUSR2);
+    raise(SIGUSR2);
+    return 0;
+  }
   if (argc > 3 && strcmp(argv[1], "late") == 0) return Late(atol(argv[2]), atol(argv[3]));
   if (argc > 3 && strcmp(argv[1], "idle_end") == 0) return IdleEnd(atol(argv[2]), atol(argv[3]));
   if (argc > 4 && strcmp(argv[1], "rare") == 0) {
