@@ -34,7 +34,7 @@ bool StartAttachedRecording(const Settings& settings, const char** why);
 
 struct AttachedTotals {
   uint64_t events = 0;
-  uint32_t threads = 0;
+  uint32_t threads = 0;  // that wrote an event
   uint32_t threads_skipped = 0;
   bool write_failed = false;
 };

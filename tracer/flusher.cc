@@ -77,6 +77,7 @@ ExitStats CloseAndFlushAll(uint64_t wait_budget_ns) {
     stats.allocs += it->allocs_written;
     stats.chunks += it->chunks_written;
     stats.threads += it->threads_written;
+    stats.threads_with_events += it->threads_with_events;
   }
   return stats;
 }
@@ -188,6 +189,8 @@ void ResetStatesForNewTrace() {
     it->chunks_written = 0;
     it->threads_written = 0;
     it->wrote_chunk = false;
+    it->threads_with_events = 0;
+    it->wrote_events = false;
     it->last_name[0] = '\0';
     it->needs_name = it->in_use.load(std::memory_order_acquire) != 0;
     if (const SampleCounts* c = it->counts) {

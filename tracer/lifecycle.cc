@@ -593,7 +593,9 @@ bool StopAttachedRecording(AttachedTotals* totals) {
   internal::ExitStats stats = internal::CloseAndFlushAll(/*wait_budget_ns=*/200'000'000);
   if (stats.threads_skipped == 0) internal::WriteTotals(stats);
   totals->events = stats.events;
-  totals->threads = stats.threads;
+  // As report counts them: the control thread, which wrote the attached
+  // window's records and nothing else, is no thread of the program's.
+  totals->threads = stats.threads_with_events;
   totals->threads_skipped = stats.threads_skipped;
   totals->write_failed = g.write_failed.load(std::memory_order_relaxed);
   // A thread still inside a record (skipped) finds the trace over and

@@ -86,6 +86,8 @@ __thread bool t_exit_written __attribute__((tls_model("initial-exec"))) = false;
 // it takes again after its exit (a later pthread-key destructor that
 // allocates or frees) must not count it twice in the totals.
 __thread bool t_counted __attribute__((tls_model("initial-exec"))) = false;
+// The same for the threads that wrote an event (ThreadState::wrote_events).
+__thread bool t_counted_events __attribute__((tls_model("initial-exec"))) = false;
 
 ThreadState* NewState() {
   size_t header = (sizeof(ThreadState) + 63) & ~size_t{63};
@@ -128,6 +130,7 @@ ThreadState* Acquire() {
   s->pthread_id = static_cast<unsigned long>(pthread_self());
   s->chunk_open = false;
   s->wrote_chunk = t_counted;
+  s->wrote_events = t_counted_events;
   s->name_pending.store(0, std::memory_order_relaxed);
   s->needs_name = !t_named;
   s->last_name[0] = '\0';
@@ -473,6 +476,10 @@ void FlushChunk(ThreadState* s) {
     s->wrote_chunk = true;
     s->threads_written += 1;
   }
+  if (events != 0 && !s->wrote_events) {
+    s->wrote_events = true;
+    s->threads_with_events += 1;
+  }
   if (g.phase.load(std::memory_order_relaxed) == kActive && ModulesMayHaveChanged()) {
     g.modules_pending.store(true, std::memory_order_relaxed);
   }
@@ -500,6 +507,7 @@ void OnThreadExit(void* arg) {
   // this state next must not read it.
   t_next_sequence = s->next_sequence;
   t_counted = t_counted || s->wrote_chunk;
+  t_counted_events = t_counted_events || s->wrote_events;
   s->counts = nullptr;
   // Events after this point (later TLS destructors) take a state again and
   // set the key again, so glibc runs this destructor once more for them.
@@ -539,6 +547,8 @@ void ResetStatesInForkChild() {
     it->chunks_written = 0;
     it->threads_written = 0;
     it->wrote_chunk = false;
+    it->threads_with_events = 0;
+    it->wrote_events = false;
     it->next_sequence = 0;
     if (it != self) {
       it->in_use.store(0, std::memory_order_relaxed);
@@ -547,6 +557,7 @@ void ResetStatesInForkChild() {
   }
   t_next_sequence = 0;
   t_counted = false;  // the child's trace has not counted this thread yet
+  t_counted_events = false;
   if (self != nullptr && self != kExitedState) {
     self->tid = CurrentTid();
     self->pthread_id = static_cast<unsigned long>(pthread_self());

@@ -73,6 +73,12 @@ struct ThreadState {
   // current one has (reset when a thread takes the state).
   uint32_t threads_written = 0;
   bool wrote_chunk = false;
+  // Of those, the threads that wrote an event, not only window, module or
+  // name records (the control thread under `record -p`): the threads the
+  // analyzer counts (ProcessTrace::ThreadsWithEvents); `record -p` reports
+  // them. Kept the same way as the two above.
+  uint32_t threads_with_events = 0;
+  bool wrote_events = false;
   // Sampled traces: the owner's TLS counts (sampler.h; null when no live
   // thread owns the state) and what the last counts record covered.
   const SampleCounts* counts = nullptr;
@@ -138,6 +144,7 @@ struct ExitStats {
   uint64_t events = 0;
   uint64_t allocs = 0;
   uint32_t threads = 0;  // threads that wrote a chunk
+  uint32_t threads_with_events = 0;  // of those, the ones that wrote an event
   uint64_t chunks = 0;
   uint32_t states = 0;
   uint32_t threads_skipped = 0;

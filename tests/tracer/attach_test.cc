@@ -344,6 +344,7 @@ TEST_CASE("known answer: pairs and objects from before the window and live at it
   const std::string program_nice = NiceOfThreadNamed(target.pid, "tt_attach");
   REQUIRE(!program_nice.empty());
   std::vector<uint64_t> old;
+  std::string record_err;
   {
     Recorder rec(target.pid, trace_path);
     INFO(rec.err);
@@ -362,6 +363,7 @@ TEST_CASE("known answer: pairs and objects from before the window and live at it
     REQUIRE(old.size() == 100);
     REQUIRE(target.Ask("keep") == "keep");
     rec.DetachCleanly();
+    record_err = rec.err;
   }
   // Left as it was: the GOT entry is libc's again, and the program works.
   CHECK(target.Ask("where") == "where libc.so.6 -");
@@ -429,6 +431,10 @@ TEST_CASE("known answer: pairs and objects from before the window and live at it
   CHECK(event_tids.count(ctl) == 0);
   CHECK(text.find("1 trace, " + std::to_string(event_tids.size()) + " threads,") !=
         std::string::npos);
+  // And record's detach line counts the same threads.
+  INFO(record_err);
+  CHECK(record_err.find(" events from " + std::to_string(event_tids.size()) +
+                        " threads written") != std::string::npos);
 }
 
 TEST_CASE_METHOD(TargetFixture,
@@ -866,6 +872,10 @@ TEST_CASE("a real Debian program that takes malloc's address: python3") {
     py.Send("work");
     REQUIRE(py.Line() == "worked");
     REQUIRE(rec.Detach() == 0);
+    // One thread, as report counts it: the tracer's control thread, which
+    // wrote the window's records and the totals, is none of the program's.
+    INFO(rec.err);
+    CHECK(rec.err.find(" events from 1 thread written") != std::string::npos);
   }
   py.Send("work");
   CHECK(py.Line() == "worked");
