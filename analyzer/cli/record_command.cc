@@ -86,11 +86,12 @@ void RegisterRecordCommand(CLI::App& app, int* exit_code) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->allow_extra_args(false)
       ->expected(1);
-  sub->add_option("--wait-children", args->run.wait_children_s,
-                  "After the command exits, wait up to SECONDS for the processes it left "
-                  "running (background jobs, daemons), then name those still running "
-                  "(default 60; at most 1 after a SIGINT or SIGTERM to record)")
-      ->check(CLI::Range(0.0, 86400.0));
+  CLI::Option* wait_children =
+      sub->add_option("--wait-children", args->run.wait_children_s,
+                      "After the command exits, wait up to SECONDS for the processes it left "
+                      "running (background jobs, daemons), then name those still running "
+                      "(default 60; at most 1 after a SIGINT or SIGTERM to record)")
+          ->check(CLI::Range(0.0, 86400.0));
   sub->add_option("-p,--pid", args->pid,
                   "Attach to the running process PID instead: record until --duration or "
                   "Ctrl-C, then detach and leave it running as it was (docs/guide/tracer.md)")
@@ -99,16 +100,19 @@ void RegisterRecordCommand(CLI::App& app, int* exit_code) {
   sub->footer(
       "Examples: crossfree record -o server.trace -- ./server --port 8080\n"
       "          crossfree record -p 4242 --duration 2 -o server.trace");
-  sub->callback([args, exit_code] {
+  sub->callback([args, exit_code, wait_children] {
     // Before record opens anything (messages.h): its descriptors off 0-2,
     // and no SIGPIPE from a stderr whose reader went away.
     record::ReserveStandardDescriptors();
     record::IgnorePipeSignal();
     if (args->pid != 0) {
+      // --wait-children is about the processes a command record started
+      // leaves; an attached process is not record's child, and its
+      // children are not reparented to record.
       if (!args->run.command.empty() || args->run.delay_s >= 0 || !args->run.toggle_signal.empty() ||
-          !args->run.preloads.empty()) {
+          !args->run.preloads.empty() || wait_children->count() != 0) {
         record::Say("crossfree record: -p attaches to a running process: give no command, "
-                    "--delay, --toggle-signal or --preload with it\n");
+                    "--delay, --toggle-signal, --preload or --wait-children with it\n");
         *exit_code = kExitUsage;
         return;
       }

@@ -372,7 +372,8 @@ checked["record --preload"]=1
 has pre.out "libcrossfree-trace\.so.*/nonexistent/libextra\.so"
 # --wait-children: the command leaves a child blocked on a FIFO. With 0 s,
 # record names it still running; by default it waits until the test opens
-# the FIFO (which lets the child end) and says so.
+# the FIFO (which lets the child end) and says so. With -p refused: an
+# attached process is no child of record's.
 checked["record --wait-children"]=1
 rm -f fifo && mkfifo fifo
 # release: opens the FIFO for writing, which returns once the child opened
@@ -382,6 +383,9 @@ release() { timeout 60 sh -c 'echo go >fifo' || fail "record $1: the child never
 "$crossfree" record -o wc0.trc --wait-children 0 -- sh -c '(read x <fifo) &' >/dev/null 2>wc0.err
 release "--wait-children 0"
 has wc0.err "after 0 s \(--wait-children\), still running: [0-9]+ \(sh\)"
+"$crossfree" record -p 1 --wait-children 5 >/dev/null 2>wcp.err &&
+  fail "record -p --wait-children: accepted"
+has wcp.err "-p attaches to a running process: give no command, --delay, --toggle-signal, --preload or --wait-children with it"
 "$crossfree" record -o wc.trc -- sh -c '(read x <fifo) &' >/dev/null 2>wc.err &
 record_pid=$!
 release "(default --wait-children)"
