@@ -220,7 +220,7 @@ uint64_t MonotonicNowNs() {
 
 bool StopSignalReceived() { return g_stop_signals > 0; }
 
-int WaitForDescendants(double budget_s, const std::string& bound) {
+void WaitForDescendants(double budget_s, const std::string& bound) {
   const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(budget_s * 1e9);
   int reaped = 0;
   for (;;) {
@@ -233,18 +233,25 @@ int WaitForDescendants(double budget_s, const std::string& bound) {
     if (done < 0 && errno == EINTR) continue;
     if (done < 0) break;  // ECHILD: none left
     if (MonotonicNowNs() >= deadline) {
+      // One line: a separate "waited for N processes" after it read as if
+      // the wait had ended with none left.
       std::string list;
       for (const auto& [pid, name] : RunningChildren()) {
         list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", pid, name);
       }
-      Say("crossfree record: after {:g} s ({}), still running: {}; their traces hold "
-          "their events up to now and say so, and none after\n",
-          budget_s, bound, list.empty() ? "unknown" : list);
-      break;
+      Say("crossfree record: waited {:g} s ({}) for the processes the command left running; "
+          "{}still running: {}; their traces hold their events up to now and say so, and "
+          "none after\n",
+          budget_s, bound, reaped > 0 ? fmt::format("{} ended, ", reaped) : std::string(),
+          list.empty() ? "unknown" : list);
+      return;
     }
     usleep(20'000);  // polls waitpid: a descendant is not our child until reparented
   }
-  return reaped;
+  if (reaped > 0) {
+    Say("crossfree record: waited for {} process{} the command left running\n", reaped,
+        reaped == 1 ? "" : "es");
+  }
 }
 
 int WaitForChild(pid_t pid, const std::string& name) {

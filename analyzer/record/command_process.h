@@ -60,10 +60,11 @@ int WaitForChild(pid_t pid, const std::string& name);
 bool StopSignalReceived();
 
 // After the command exited: reaps the processes it left running until none
-// is left or budget_s passed, then names those still running and why the
-// wait ended (`bound`: "--wait-children", or the stop signal). Returns how
-// many were waited for.
-int WaitForDescendants(double budget_s, const std::string& bound);
+// is left or budget_s passed. When some are left, says so in one line: how
+// long it waited and why no longer (`bound`: "--wait-children", or the
+// stop signal), how many ended meanwhile, and which are still running; when
+// none is, how many it waited for (if any).
+void WaitForDescendants(double budget_s, const std::string& bound);
 
 // True if path names a dynamically linked ELF executable (one LD_PRELOAD
 // can reach); unknown counts as true.

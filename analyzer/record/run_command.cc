@@ -470,12 +470,7 @@ int RunRecord(const RecordOptions& o) {
   const bool stopping = StopSignalReceived();
   const double wait_s =
       stopping ? std::min(o.wait_children_s, kWaitAfterStopS) : o.wait_children_s;
-  if (int waited = WaitForDescendants(wait_s, stopping ? "record was stopped by a signal"
-                                                       : "--wait-children");
-      waited > 0) {
-    Say("crossfree record: waited for {} process{} the command left running\n",
-        waited, waited == 1 ? "" : "es");
-  }
+  WaitForDescendants(wait_s, stopping ? "record was stopped by a signal" : "--wait-children");
   if (handoff) {
     WriteWatchdog watchdog("finishing the traces of the command's child processes");
     handoff->FinishChildren();

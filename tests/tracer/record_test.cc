@@ -122,7 +122,8 @@ TEST_CASE("record: after a SIGTERM, a process the command left running is not wa
   CHECK(done == record);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 128 + SIGTERM);
-  CHECK(said.find("record was stopped by a signal), still running") != std::string::npos);
+  CHECK(said.find("(record was stopped by a signal) for the processes the command left "
+                  "running; still running: ") != std::string::npos);
   const std::string pid = ReadAll(left);
   if (!pid.empty()) kill(std::stoi(pid), SIGKILL);
 }

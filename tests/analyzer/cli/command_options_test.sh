@@ -382,7 +382,22 @@ rm -f fifo && mkfifo fifo
 release() { timeout 60 sh -c 'echo go >fifo' || fail "record $1: the child never opened the FIFO"; }
 "$crossfree" record -o wc0.trc --wait-children 0 -- sh -c '(read x <fifo) &' >/dev/null 2>wc0.err
 release "--wait-children 0"
-has wc0.err "after 0 s \(--wait-children\), still running: [0-9]+ \(sh\)"
+has wc0.err "waited 0 s \(--wait-children\) for the processes the command left running; still running: [0-9]+ \(sh\)"
+# One that ended (a child the command left a zombie: it made sure it had
+# exited, without reaping it) and one still running, in one line: no
+# "waited for 1 process the command left running" beside "still running".
+"$crossfree" record -o wc1.trc --wait-children 0 -- python3 -c '
+import os
+ended = os.fork()
+if ended == 0:
+    os._exit(0)
+if os.fork() == 0:
+    open("fifo").read()
+    os._exit(0)
+os.waitid(os.P_PID, ended, os.WEXITED | os.WNOWAIT)' >/dev/null 2>wc1.err
+release "--wait-children 0, one ended"
+has wc1.err "waited 0 s \(--wait-children\) for the processes the command left running; 1 ended, still running: [0-9]+ \(python3\)"
+lacks wc1.err "waited for 1 process"
 "$crossfree" record -p 1 --wait-children 5 >/dev/null 2>wcp.err &&
   fail "record -p --wait-children: accepted"
 has wcp.err "-p attaches to a running process: give no command, --delay, --toggle-signal, --preload or --wait-children with it"
