@@ -35,8 +35,29 @@ finish() {
   echo "$1"
 }
 
+# A port no one listens on, below the kernel's ephemeral range: a port the
+# kernel handed out (bind to port 0) is free again once that socket closes,
+# and may then become the source port of another test's client connection
+# before the server binds it (the tests run two at a time). Chosen at
+# random, so that two tests starting together rarely try the same one.
 free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 - <<'PY'
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(200):
+    port = random.randrange(10000, max(low, 10001))
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    break
+else:
+    raise SystemExit("no free port below the ephemeral range")
+PY
 }
 
 # deadline SECONDS: the time (SECONDS of bash) after which a wait gives up.
